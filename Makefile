@@ -1,0 +1,31 @@
+# Quick start: `make demo` then `make test`. Both create .venv when missing.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-slow bench venv clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m mnistforge demo --out demo-out --overwrite
+
+test: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow
+
+bench: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) demo-out *.egg-info .pytest_cache

@@ -1,0 +1,69 @@
+"""``mnistforge build TARGET --sd19 PATH --out DIR``: build datasets from SD19."""
+from __future__ import annotations
+
+import importlib
+
+from ..errors import ConfigError
+
+NAME = "build"
+HELP = "build MNIST/QMNIST/xnist and EMNIST datasets from NIST SD19 (real or synthetic)"
+
+EMNIST_SPLITS = ("byclass", "bymerge", "balanced", "letters", "digits", "mnist")
+# target -> module in mnistforge.builders that implements build_from_cli(target, args)
+TARGETS = {
+    "qmnist": "qmnist", "mnist": "qmnist", "xnist": "qmnist",
+    "emnist": "emnist", **{f"emnist-{s}": "emnist" for s in EMNIST_SPLITS},
+}
+
+
+def add_arguments(p):
+    p.add_argument("target", help="qmnist, mnist, xnist, emnist, emnist-<split> or all")
+    p.add_argument("--sd19", required=True, help="SD19 folder or folder of zips (either edition)")
+    p.add_argument("--out", required=True, help="output folder (built atomically)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    p.add_argument("--seed", type=int, default=0, help="seed for random splits (EMNIST)")
+    p.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    p.add_argument("--qmnist-labels", default=None,
+                   help="folder with the published qmnist-*-labels.tsv.gz fixing the order")
+    p.add_argument("--fudge", type=float, default=0.99, help="MNIST area-overlap fudge factor")
+    p.add_argument("--centring", choices=["mnist", "true"], default="mnist",
+                   help="MNIST truncating placement or true centring")
+    p.add_argument("--orientation", choices=["official", "upright"], default="official",
+                   help="EMNIST idx storage: transposed like the official files, or upright")
+    p.add_argument("--split-by", choices=["random", "writer"], default="random",
+                   help="EMNIST train/test split: stratified random (official) or writer-disjoint")
+    p.add_argument("--letters-variant", choices=["official", "paper37"], default="official",
+                   help="EMNIST letters: the official 26-class release or the paper's 37 classes")
+
+
+def run(args) -> int:
+    if args.target == "all":
+        from pathlib import Path
+        from ..outputs import atomic_dir
+        out = Path(args.out)
+        with atomic_dir(out, overwrite=args.overwrite) as tmp:
+            for target in ("qmnist", "mnist", "xnist", "emnist"):
+                sub = argparse_copy(args, target=target, out=str(tmp / target), overwrite=False)
+                rc = dispatch(sub)
+                if rc:
+                    raise SystemExit(rc)
+        print(f"built all datasets into {out}")
+        return 0
+    return dispatch(args)
+
+
+def argparse_copy(args, **changes):
+    import argparse
+    d = dict(vars(args))
+    d.update(changes)
+    return argparse.Namespace(**d)
+
+
+def dispatch(args) -> int:
+    mod = TARGETS.get(args.target)
+    if mod is None:
+        raise ConfigError(f"unknown build target {args.target!r}",
+                          expected="one of " + ", ".join(sorted(TARGETS) + ["all"]),
+                          found=args.target)
+    builder = importlib.import_module(f"mnistforge.builders.{mod}")
+    return builder.build_from_cli(args.target, args)

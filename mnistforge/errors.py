@@ -1,0 +1,112 @@
+"""One hierarchy of errors for the whole package.
+
+Every error subclasses :class:`MnistforgeError` *and* the matching built-in, so
+callers can catch either ``mnistforge.errors.IdxFormatError`` or plain
+``ValueError``.  Messages name the path, what was expected, what was found and
+what to do; :func:`describe` builds such a message consistently.
+"""
+from __future__ import annotations
+
+import os
+
+
+def describe(path=None, expected=None, found=None, hint=None, what=None) -> str:
+    """Build a uniform error message.
+
+    Examples
+    --------
+    >>> describe("a.gz", "magic 2051", "magic 7", "re-download the file")
+    'a.gz: expected magic 2051, found magic 7. re-download the file'
+    """
+    parts = []
+    head = os.fspath(path) if path is not None else ""
+    if what:
+        head = f"{head}: {what}" if head else what
+    body = []
+    if expected is not None:
+        body.append(f"expected {expected}")
+    if found is not None:
+        body.append(f"found {found}")
+    msg = head
+    if body:
+        msg = f"{msg}: {', '.join(body)}" if msg else ", ".join(body)
+    if hint:
+        msg = f"{msg}. {hint}" if msg else hint
+    parts.append(msg)
+    return "".join(parts)
+
+
+class MnistforgeError(Exception):
+    """Base class of every error raised on purpose by mnistforge."""
+
+    def __init__(self, message: str = "", *, path=None, expected=None, found=None, hint=None):
+        if path is not None or expected is not None or found is not None or hint is not None:
+            message = describe(path, expected, found, hint, what=message or None)
+        super().__init__(message)
+        self.path = os.fspath(path) if path is not None else None
+        self.expected = expected
+        self.found = found
+        self.hint = hint
+
+
+class FormatError(MnistforgeError, ValueError):
+    """A file does not follow the format it claims."""
+
+
+class IdxFormatError(FormatError):
+    """Malformed idx file (bad magic, unknown type, wrong length, ...)."""
+
+
+class SD19FormatError(FormatError):
+    """Malformed SD19 file (IHEAD header, raster, .cls/.mit, PNG)."""
+
+
+class IntegrityError(MnistforgeError, ValueError):
+    """Content does not match its pinned hash or declared size."""
+
+
+class HashMismatchError(IntegrityError):
+    """A downloaded or cached file has the wrong hash."""
+
+
+class UnsafeArchiveError(MnistforgeError, ValueError):
+    """An archive member would escape its target folder or claims an absurd size."""
+
+
+class DatasetNotFoundError(MnistforgeError, KeyError):
+    """Unknown dataset or split name."""
+
+    def __str__(self) -> str:  # KeyError would otherwise repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class MissingFileError(MnistforgeError, FileNotFoundError):
+    """A file the operation needs is absent (e.g. offline and not cached)."""
+
+
+class MissingSourceError(MissingFileError):
+    """Part of SD19 (a hierarchy, partition or file) is missing."""
+
+
+class DownloadError(MnistforgeError, ConnectionError):
+    """Every mirror failed (HTTP error, timeout, cut connection)."""
+
+
+class OfflineError(DownloadError):
+    """Network access was needed while MNISTFORGE_OFFLINE=1."""
+
+
+class BuildError(MnistforgeError, RuntimeError):
+    """A build could not complete; nothing half-written is left behind."""
+
+
+class JoinError(BuildError):
+    """Characters could not be joined across SD19 hierarchies."""
+
+
+class ConfigError(MnistforgeError, ValueError):
+    """Invalid parameter or specification string (CLI or API)."""
+
+
+class CheckFailed(MnistforgeError, AssertionError):
+    """A verification check failed."""
