@@ -1,0 +1,453 @@
+"""The idx format (MNIST's own): read and write every type, any number of dims.
+
+Layout (big-endian): two zero bytes, a type byte, the number of dims, one
+uint32 per dim, then the data in row-major order.
+
+=====  =========  ==========
+code   type       NumPy
+=====  =========  ==========
+0x08   ubyte      ``>u1``
+0x09   sbyte      ``>i1``
+0x0B   int16      ``>i2``
+0x0C   int32      ``>i4``
+0x0D   float32    ``>f4``
+0x0E   float64    ``>f8``
+=====  =========  ==========
+
+Files may be raw or compressed (``.gz``, ``.xz``, ``.bz2``, chosen by suffix).
+Raw files open as read-only memory maps. Every malformed input raises
+:class:`~mnistforge.errors.IdxFormatError` naming the path, what was expected
+and what was found, *before* anything large is allocated: the header is parsed
+and checked first, and decompression is capped at the size the header claims.
+
+Examples
+--------
+>>> import numpy as np, tempfile, os
+>>> p = os.path.join(tempfile.mkdtemp(), "x-idx3-ubyte.gz")
+>>> write_idx(p, np.arange(24, dtype=np.uint8).reshape(2, 3, 4))
+>>> read_idx(p).shape
+(2, 3, 4)
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import struct
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import IdxFormatError
+from ..outputs import atomic_file
+
+TYPES = {
+    0x08: np.dtype(">u1"),
+    0x09: np.dtype(">i1"),
+    0x0B: np.dtype(">i2"),
+    0x0C: np.dtype(">i4"),
+    0x0D: np.dtype(">f4"),
+    0x0E: np.dtype(">f8"),
+}
+TYPE_NAMES = {0x08: "ubyte", 0x09: "sbyte", 0x0B: "int16", 0x0C: "int32",
+              0x0D: "float32", 0x0E: "float64"}
+CODES = {dt.newbyteorder("=").str[1:]: code for code, dt in TYPES.items()}  # 'u1' -> 0x08 ...
+
+#: Largest payload accepted unless the caller raises it: 64 GiB is far beyond any
+#: dataset of this family (EMNIST byclass images are 0.55 GB), and stops a
+#: corrupt header from making us allocate terabytes.
+MAX_BYTES = 1 << 36
+
+COMPRESSIONS = (".gz", ".xz", ".bz2")
+
+
+@dataclass(frozen=True)
+class IdxHeader:
+    """What an idx header says.
+
+    Attributes
+    ----------
+    type_code : int
+        The type byte (0x08 ... 0x0E).
+    dtype : numpy.dtype
+        Big-endian dtype of the payload.
+    shape : tuple of int
+        Dimensions.
+    offset : int
+        Header length in bytes (where the data starts).
+    """
+
+    type_code: int
+    dtype: np.dtype
+    shape: tuple
+    offset: int
+
+    @property
+    def magic(self) -> int:
+        return (self.type_code << 8) | len(self.shape)
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * self.dtype.itemsize
+
+    @property
+    def type_name(self) -> str:
+        return TYPE_NAMES[self.type_code]
+
+
+def compression_of(path) -> str | None:
+    """Return ``"gz"``, ``"xz"``, ``"bz2"`` or ``None`` from a file name."""
+    s = str(path).lower()
+    for ext in COMPRESSIONS:
+        if s.endswith(ext):
+            return ext[1:]
+    return None
+
+
+def parse_idx_header(data: bytes, path="<bytes>", *, max_bytes: int = MAX_BYTES) -> IdxHeader:
+    """Parse and check an idx header from the first bytes of a file.
+
+    Parameters
+    ----------
+    data : bytes
+        At least the header (4 + 4 * ndim bytes); more is ignored.
+    path : str
+        Used in error messages only.
+    max_bytes : int
+        Largest payload accepted.
+
+    Raises
+    ------
+    IdxFormatError
+        Too short, non-zero leading bytes, unknown type code or absurd size.
+
+    Examples
+    --------
+    >>> parse_idx_header(bytes([0, 0, 8, 1, 0, 0, 0, 5])).shape
+    (5,)
+    """
+    if len(data) < 4:
+        raise IdxFormatError("truncated idx header", path=path, expected="at least 4 bytes",
+                             found=f"{len(data)} bytes",
+                             hint="the file is empty or cut short: re-download or rebuild it")
+    if data[0] != 0 or data[1] != 0:
+        raise IdxFormatError(
+            "not an idx file (bad magic)", path=path,
+            expected="magic starting with two zero bytes (e.g. 0x00000803 for images)",
+            found=f"0x{int.from_bytes(data[:4], 'big'):08X}",
+            hint="check that the file is an uncompressed idx file or carries the right "
+                 ".gz/.xz/.bz2 suffix")
+    code, ndim = data[2], data[3]
+    if code not in TYPES:
+        raise IdxFormatError(
+            "unknown idx type code", path=path,
+            expected="one of " + ", ".join(f"0x{c:02X} ({n})" for c, n in TYPE_NAMES.items()),
+            found=f"0x{code:02X}", hint="the file is corrupt or not an idx file")
+    offset = 4 + 4 * ndim
+    if len(data) < offset:
+        raise IdxFormatError("truncated idx header", path=path,
+                             expected=f"{offset} header bytes for {ndim} dims",
+                             found=f"{len(data)} bytes", hint="re-download or rebuild the file")
+    shape = struct.unpack(f">{ndim}I", bytes(data[4:offset]))
+    header = IdxHeader(code, TYPES[code], tuple(int(d) for d in shape), offset)
+    if header.nbytes > max_bytes:
+        raise IdxFormatError(
+            "absurd idx size", path=path,
+            expected=f"a payload of at most {max_bytes:,} bytes",
+            found=f"dims {list(shape)} of {header.type_name} = {header.nbytes:,} bytes",
+            hint="the header is corrupt; pass max_bytes= if the file really is that large")
+    return header
+
+
+def _open_raw(path, mode="rb"):
+    return open(path, mode)
+
+
+def read_idx_header(path, *, max_bytes: int = MAX_BYTES) -> IdxHeader:
+    """Read only the header of an idx file (raw or compressed).
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "l-idx1-ubyte")
+    >>> write_idx(p, np.zeros(7, np.uint8))
+    >>> read_idx_header(p).shape
+    (7,)
+    """
+    comp = compression_of(path)
+    opener = {"gz": gzip.open, "xz": lzma.open, "bz2": bz2.open, None: _open_raw}[comp]
+    try:
+        with opener(path, "rb") as f:
+            head = f.read(4)
+            if len(head) == 4 and head[:2] == b"\0\0":
+                head += f.read(4 * head[3])
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise IdxFormatError("cannot decompress", path=path, expected=f"valid {comp} data",
+                             found=str(e), hint="the file is corrupt: re-download it") from e
+    return parse_idx_header(head, path, max_bytes=max_bytes)
+
+
+def _decompressor(comp):
+    if comp == "gz":
+        return zlib.decompressobj(wbits=31)
+    if comp == "xz":
+        return lzma.LZMADecompressor()
+    return bz2.BZ2Decompressor()
+
+
+def _decompress_capped(comp: str, data: bytes, limit: int, path) -> bytes:
+    """Decompress at most ``limit`` bytes of (possibly multi-member) data."""
+    chunks = []
+    have = 0
+    try:
+        while data and have < limit:
+            d = _decompressor(comp)
+            if comp == "gz":
+                out = d.decompress(data, limit - have)
+                eof = d.eof
+                rest = d.unused_data if eof else b""
+            else:
+                out = d.decompress(data, max_length=limit - have)
+                eof = d.eof
+                rest = d.unused_data if eof else b""
+            chunks.append(out)
+            have += len(out)
+            if not eof:
+                break  # capped (or truncated: the caller checks the length)
+            data = rest
+            if comp == "gz":
+                data = data.lstrip(b"\0")  # gzip allows zero padding between members
+    except (zlib.error, lzma.LZMAError, OSError, EOFError, ValueError) as e:
+        raise IdxFormatError("corrupt compressed data", path=path, expected=f"a valid {comp} stream",
+                             found=str(e), hint="the file is damaged: re-download or rebuild it") from e
+    return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+
+
+def parse_idx_bytes(data: bytes, path="<bytes>", *, compression: str | None = None,
+                    max_bytes: int = MAX_BYTES) -> np.ndarray:
+    """Parse an idx file held in memory (e.g. a member streamed out of a zip).
+
+    Parameters
+    ----------
+    data : bytes
+        The file's bytes (compressed when ``compression`` is given).
+    compression : {None, "gz", "xz", "bz2"}
+
+    Returns
+    -------
+    numpy.ndarray
+        Native-endian, read-only for ubyte/sbyte (a view on the decompressed bytes).
+
+    Examples
+    --------
+    >>> parse_idx_bytes(bytes([0, 0, 8, 1, 0, 0, 0, 2, 7, 9])).tolist()
+    [7, 9]
+    """
+    if compression is not None:
+        # Decompress the header alone first, so a lying header is caught before
+        # we let the decompressor allocate its claimed size.
+        head = _decompress_capped(compression, data, 4 + 4 * 255, path)
+        header = parse_idx_header(head, path, max_bytes=max_bytes)
+        if compression == "gz" and len(data) >= 18:
+            isize = int.from_bytes(data[-4:], "little")
+            want = (header.offset + header.nbytes) & 0xFFFFFFFF
+            if isize != want and not _is_multimember_gz(data):
+                raise IdxFormatError(
+                    "idx dims disagree with the decompressed length", path=path,
+                    expected=f"{header.offset + header.nbytes:,} bytes (dims {list(header.shape)})",
+                    found=f"gzip trailer size {isize:,} (mod 2^32)",
+                    hint="the file is truncated or its header is corrupt: re-download or rebuild it")
+        raw = _decompress_capped(compression, data, header.offset + header.nbytes + 1, path)
+    else:
+        raw = data
+        header = parse_idx_header(raw, path, max_bytes=max_bytes)
+    _check_length(header, len(raw), path)
+    arr = np.frombuffer(raw, dtype=header.dtype, count=header.count, offset=header.offset)
+    arr = arr.reshape(header.shape)
+    if not header.dtype.isnative and header.dtype.itemsize > 1:
+        arr = arr.astype(header.dtype.newbyteorder("="))
+    return arr
+
+
+def _is_multimember_gz(data: bytes) -> bool:
+    d = zlib.decompressobj(wbits=31)
+    try:
+        # Decompressing a bounded slice is enough to find the end of a small
+        # first member; a large single member simply never reaches eof here.
+        d.decompress(data, 1 << 16)
+    except zlib.error:
+        return False
+    return d.eof and bool(d.unused_data.strip(b"\0"))
+
+
+def _check_length(header: IdxHeader, length: int, path) -> None:
+    want = header.offset + header.nbytes
+    if length < want:
+        raise IdxFormatError(
+            "truncated idx data", path=path,
+            expected=f"{want:,} bytes for dims {list(header.shape)} of {header.type_name}",
+            found=f"{length:,} bytes", hint="the file was cut short: re-download or rebuild it")
+    if length > want:
+        raise IdxFormatError(
+            "idx dims disagree with the file length", path=path,
+            expected=f"{want:,} bytes for dims {list(header.shape)} of {header.type_name}",
+            found="more data after the last element",
+            hint="the header is corrupt or two files were concatenated")
+
+
+def read_idx(path, *, mmap: bool = True, max_bytes: int = MAX_BYTES) -> np.ndarray:
+    """Read an idx file (raw, ``.gz``, ``.xz`` or ``.bz2``).
+
+    Parameters
+    ----------
+    path : str or Path
+    mmap : bool
+        Raw files open as read-only memory maps (milliseconds, no copy).
+        Multi-byte types are then big-endian views; arithmetic on them is
+        correct, call ``.astype(native)`` for a native copy.
+    max_bytes : int
+        Largest payload accepted (guards against corrupt headers).
+
+    Returns
+    -------
+    numpy.ndarray
+        Read-only; ``.copy()`` it to modify.
+
+    Raises
+    ------
+    IdxFormatError
+        Malformed header, unknown type, truncated or over-long data, corrupt
+        compression.
+    FileNotFoundError
+        No such file.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "l-idx1-int")
+    >>> write_idx(p, np.array([1, -2], np.int32))
+    >>> read_idx(p).tolist()
+    [1, -2]
+    """
+    path = Path(path)
+    comp = compression_of(path)
+    if comp is None:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(4 + 4 * 255)
+        header = parse_idx_header(head, path, max_bytes=max_bytes)
+        _check_length(header, size, path)
+        if mmap and header.nbytes > 0:
+            return np.memmap(path, dtype=header.dtype, mode="r", offset=header.offset,
+                             shape=header.shape)
+        with open(path, "rb") as f:
+            return parse_idx_bytes(f.read(), path, max_bytes=max_bytes)
+    with open(path, "rb") as f:
+        data = f.read()
+    return parse_idx_bytes(data, path, compression=comp, max_bytes=max_bytes)
+
+
+def idx_header_bytes(shape, dtype) -> bytes:
+    """The header bytes for an array of ``shape`` and ``dtype``."""
+    dt = np.dtype(dtype)
+    key = dt.newbyteorder("=").str[1:]
+    if dt.kind == "b" or key not in CODES:
+        raise IdxFormatError(
+            "unsupported dtype for idx", path=None,
+            expected="uint8, int8, int16, int32, float32 or float64",
+            found=str(dt), hint="convert the array first, e.g. .astype(np.uint8)")
+    if len(shape) > 255:
+        raise IdxFormatError("too many dims for idx", expected="at most 255", found=len(shape))
+    if any(d >= 1 << 32 for d in shape):
+        raise IdxFormatError("dimension too large for idx", expected="< 2^32", found=list(shape))
+    code = CODES[key]
+    return bytes([0, 0, code, len(shape)]) + struct.pack(f">{len(shape)}I", *shape)
+
+
+def write_idx(path, array, *, compresslevel: int | None = None,
+              chunk_bytes: int = 1 << 24) -> None:
+    """Write an array as an idx file, atomically and reproducibly.
+
+    Compression follows the suffix (``.gz``, ``.xz``, ``.bz2`` or none); gzip
+    headers carry mtime 0 and no file name, so identical arrays give identical
+    bytes.
+
+    Parameters
+    ----------
+    path : str or Path
+    array : array_like
+        uint8, int8, int16, int32, float32 or float64; any number of dims.
+    compresslevel : int, optional
+        gzip/bz2 level (default 6) or xz preset (default 6).
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "a-idx2-double.xz")
+    >>> write_idx(p, np.eye(2))
+    >>> read_idx(p).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    arr = np.asarray(array)
+    header = idx_header_bytes(arr.shape, arr.dtype)
+    be = arr.dtype.newbyteorder(">")
+    comp = compression_of(path)
+    level = 6 if compresslevel is None else compresslevel
+    flat = arr.reshape(-1) if arr.ndim else arr.reshape(1)
+    step = max(1, chunk_bytes // max(1, arr.dtype.itemsize))
+    with atomic_file(path, "wb") as raw:
+        if comp == "gz":
+            f = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=level, mtime=0)
+        elif comp == "xz":
+            f = lzma.LZMAFile(raw, "wb", preset=level)
+        elif comp == "bz2":
+            f = bz2.BZ2File(raw, "wb", compresslevel=max(1, level))
+        else:
+            f = None
+        out = f if f is not None else raw
+        out.write(header)
+        for i in range(0, flat.size, step):
+            out.write(np.ascontiguousarray(flat[i:i + step], dtype=be).tobytes())
+        if f is not None:
+            f.close()
+
+
+def decompress_to_raw(src, dst) -> Path:
+    """Decompress an idx file to a raw copy (atomically), for memory-mapped loads.
+
+    The content is validated as idx on the way.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> d = tempfile.mkdtemp(); p = os.path.join(d, "x-idx1-ubyte.gz")
+    >>> write_idx(p, np.arange(3, dtype=np.uint8))
+    >>> read_idx(decompress_to_raw(p, os.path.join(d, "x-idx1-ubyte"))).tolist()
+    [0, 1, 2]
+    """
+    arr = read_idx(src)
+    write_idx(dst, arr)
+    return Path(dst)
+
+
+def idx_suffix(array) -> str:
+    """The conventional file-name part for an array, e.g. ``idx3-ubyte``."""
+    arr = np.asarray(array)
+    code = CODES[arr.dtype.newbyteorder("=").str[1:]]
+    return f"idx{arr.ndim}-{TYPE_NAMES[code]}"
+
+
+__all__ = ["IdxHeader", "read_idx", "read_idx_header", "write_idx", "parse_idx_bytes",
+           "parse_idx_header", "decompress_to_raw", "compression_of", "idx_suffix",
+           "TYPES", "MAX_BYTES"]
