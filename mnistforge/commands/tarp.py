@@ -1,0 +1,87 @@
+"""``mnistforge tarp NAME[:SPLIT] --task 0v1 --n 1,10,100 --k 0..6 --runs 100``."""
+from __future__ import annotations
+
+import json
+
+from ..errors import ConfigError
+
+NAME = "tarp"
+HELP = "TARP benchmark bounds B_k^n of a binary problem (random-projection difficulty)"
+
+
+def parse_int_list(text: str) -> list[int]:
+    """``"1,10,100"`` -> [1, 10, 100]; ``"0..6"`` -> [0, ..., 6]."""
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if ".." in part:
+            a, b = part.split("..", 1)
+            out.extend(range(int(a), int(b) + 1))
+        elif part:
+            out.append(int(part))
+    if not out:
+        raise ConfigError("empty list", expected="e.g. 1,10,100 or 0..6", found=repr(text))
+    return out
+
+
+def parse_point(text: str):
+    """``NAME=ERROR@COST`` -> (name, error, cost)."""
+    try:
+        name, rest = text.split("=", 1)
+        err, cost = rest.split("@", 1)
+        return name, float(err.rstrip("%")) / (100 if err.endswith("%") else 1), float(cost)
+    except ValueError as e:
+        raise ConfigError("bad --classifier-point", expected="NAME=ERROR@COST (e.g. lin=0.02@5e6)",
+                          found=text) from e
+
+
+def add_arguments(p):
+    p.add_argument("target", metavar="NAME[:SPLIT]", help="dataset name or folder of idx files")
+    p.add_argument("--task", required=True, help="0v1, A,B, 0,2v1,3, Avrest or even-odd")
+    p.add_argument("--n", default="1,10,100", help="directions per node (list)")
+    p.add_argument("--k", default="0..6", help="tree depths (list or range a..b)")
+    p.add_argument("--runs", type=int, default=100, help="independent runs R")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--limit", type=int, default=None, help="use only the first N samples")
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--classifier-point", action="append", default=[], metavar="NAME=ERROR@COST",
+                   help="place a classifier on the benchmark plane (cost in projections)")
+    p.add_argument("--json", default=None, metavar="OUT")
+    p.add_argument("--plot", default=None, metavar="OUT.png", help="needs the [plot] extra")
+
+
+def run(args) -> int:
+    import numpy as np
+
+    from ..evaluators.tarp import binary_task, plot_benchmark, region_of, tarp_bounds
+    from ..loaders import load, resolve_target
+
+    name, split, root = resolve_target(args.target, default_split="test")
+    ds = load(name, split, root=root)
+    images, labels = ds.images, np.asarray(ds.labels)
+    if args.limit:
+        images, labels = images[: args.limit], labels[: args.limit]
+    X, y = binary_task(images, labels, args.task, ds.classes)
+    points = [parse_point(t) for t in args.classifier_point]
+    res = tarp_bounds(X, y, ns=parse_int_list(args.n), ks=parse_int_list(args.k),
+                      runs=args.runs, seed=args.seed, workers=args.workers,
+                      task=f"{args.target} {args.task}")
+    print(f"TARP on {args.target}, task {args.task}: {res.n_samples} samples, "
+          f"B0 = {res.b0:.4f}, {args.runs} runs")
+    print(f"{'n':>5} {'k':>3} {'B_k^n':>8} {'stderr':>8} {'projections':>12} {'seconds':>8}")
+    for r in res.results:
+        print(f"{r['n']:>5} {r['k']:>3} {r['mean']:>8.4f} {r['stderr']:>8.4f} "
+              f"{r['cost_projections']:>12.0f} {r['seconds']:>8.3f}")
+    for pname, err, cost in points:
+        print(f"{pname}: error {err:.4f} at cost {cost:g} -> {region_of(err, cost, res)}")
+    if args.json:
+        from ..outputs import atomic_file
+        doc = res.to_json()
+        doc["points"] = [{"name": n, "error": e, "cost": c, "region": region_of(e, c, res)}
+                         for n, e, c in points]
+        with atomic_file(args.json, "w") as f:
+            json.dump(doc, f, indent=2)
+    if args.plot:
+        plot_benchmark(res, args.plot, points)
+        print(f"plot written to {args.plot}")
+    return 0
