@@ -1,0 +1,204 @@
+"""Check results, the report that collects them, and the runner.
+
+A check is a plain function returning a :class:`CheckResult`: a name, a status
+(``pass``, ``warn`` or ``fail``), the values it measured and a one-line
+message.  :func:`run_check` calls one and turns an unexpected exception into a
+``fail`` result, so one broken file never hides the other findings.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+from typing import Callable
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+PASS, WARN, FAIL = "pass", "warn", "fail"
+STATUSES = (PASS, WARN, FAIL)
+_RANK = {PASS: 0, WARN: 1, FAIL: 2}
+
+
+def worst(statuses) -> str:
+    """Return the most severe of ``statuses`` (``pass`` for none).
+
+    Examples
+    --------
+    >>> worst(["pass", "warn", "pass"])
+    'warn'
+    """
+    out = PASS
+    for s in statuses:
+        if _RANK[s] > _RANK[out]:
+            out = s
+    return out
+
+
+def jsonable(value):
+    """Convert NumPy scalars/arrays, tuples and paths into plain JSON values."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    return str(value)
+
+
+@dataclasses.dataclass
+class CheckResult:
+    """What one check found.
+
+    Parameters
+    ----------
+    name : str
+        Short identifier, e.g. ``"integrity.counts[test]"``.
+    status : {"pass", "warn", "fail"}
+    values : dict
+        Measured values (JSON-serialisable after :func:`jsonable`).
+    message : str
+        One line for the table.
+    artifacts : dict
+        Arrays kept for the HTML report (example images, index pairs); never
+        written to JSON.
+
+    Examples
+    --------
+    >>> r = CheckResult("integrity.counts", "pass", {"n": 3}, "3 images, 3 labels")
+    >>> r.to_dict()["status"]
+    'pass'
+    """
+
+    name: str
+    status: str
+    values: dict = dataclasses.field(default_factory=dict)
+    message: str = ""
+    artifacts: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"check {self.name}: status must be one of {STATUSES}, "
+                             f"found {self.status!r}")
+
+    @property
+    def ok(self) -> bool:
+        return self.status != FAIL
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "status": self.status, "message": self.message,
+                "values": jsonable(self.values)}
+
+
+def run_check(name: str, func: Callable[..., CheckResult], *args, **kwargs) -> CheckResult:
+    """Call one check; an exception becomes a ``fail`` result named ``name``."""
+    try:
+        result = func(*args, **kwargs)
+    except Exception as e:  # a crashing check is a finding, not a crash of verify
+        logger.debug("check %s raised", name, exc_info=True)
+        return CheckResult(name, FAIL, {"error": type(e).__name__}, f"{type(e).__name__}: {e}")
+    if result.name != name and name:
+        result.name = name
+    return result
+
+
+@dataclasses.dataclass
+class VerifyReport:
+    """All results of one ``verify`` run.
+
+    ``status`` is the worst status; with ``strict`` a warning counts as a
+    failure.  ``exit_code`` is what the command returns (0 or 1).
+
+    Examples
+    --------
+    >>> rep = VerifyReport("demo", [CheckResult("a", "pass"), CheckResult("b", "warn")])
+    >>> rep.status, rep.exit_code
+    ('warn', 0)
+    >>> VerifyReport("demo", rep.results, strict=True).exit_code
+    1
+    """
+
+    target: str
+    results: list = dataclasses.field(default_factory=list)
+    strict: bool = False
+    info: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        return worst(r.status for r in self.results)
+
+    @property
+    def ok(self) -> bool:
+        s = self.status
+        return s == PASS or (s == WARN and not self.strict)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def counts(self) -> dict:
+        return {s: sum(r.status == s for r in self.results) for s in STATUSES}
+
+    def __getitem__(self, name: str) -> CheckResult:
+        for r in self.results:
+            if r.name == name:
+                return r
+        raise KeyError(f"no check named {name!r}; have: {', '.join(r.name for r in self.results)}")
+
+    def find(self, prefix: str) -> list:
+        """Results whose name starts with ``prefix``."""
+        return [r for r in self.results if r.name.startswith(prefix)]
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "status": self.status, "strict": self.strict,
+                "ok": self.ok, "counts": self.counts(), "info": jsonable(self.info),
+                "results": [r.to_dict() for r in self.results]}
+
+    def to_json(self, indent: int = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+
+    def table(self, width: int = 100) -> str:
+        """Plain-text table: status, check name, message."""
+        rows = [(r.status.upper(), r.name, r.message) for r in self.results]
+        w0 = 4
+        w1 = max([len("check")] + [len(r[1]) for r in rows])
+        lines = [f"{'':{w0}}  {'check':{w1}}  result", f"{'-' * w0}  {'-' * w1}  {'-' * 6}"]
+        for st, name, msg in rows:
+            room = max(20, width - w0 - w1 - 4)
+            if len(msg) > room:
+                msg = msg[: room - 3] + "..."
+            lines.append(f"{st:{w0}}  {name:{w1}}  {msg}")
+        c = self.counts()
+        verdict = "OK" if self.ok else "FAILED"
+        lines.append(f"{verdict}: {c[PASS]} passed, {c[WARN]} warnings, {c[FAIL]} failed"
+                     + (" (strict: warnings fail)" if self.strict and c[WARN] else ""))
+        return "\n".join(lines)
+
+
+def pass_(name, values=None, message="") -> CheckResult:
+    return CheckResult(name, PASS, values or {}, message)
+
+
+def warn(name, values=None, message="") -> CheckResult:
+    return CheckResult(name, WARN, values or {}, message)
+
+
+def fail(name, values=None, message="") -> CheckResult:
+    return CheckResult(name, FAIL, values or {}, message)
+
+
+def result(name, ok: bool, values=None, message="", *, bad: str = FAIL) -> CheckResult:
+    """``pass`` when ``ok`` else ``bad`` (``fail`` by default)."""
+    return CheckResult(name, PASS if ok else bad, values or {}, message)
+
