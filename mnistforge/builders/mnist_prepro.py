@@ -130,7 +130,7 @@ def ink_mask(raster) -> np.ndarray:
     Examples
     --------
     >>> r = np.full((4, 4), 255, np.uint8); r[1, 1:3] = 0
-    >>> ink_mask(r).sum()
+    >>> int(ink_mask(r).sum())
     2
     """
     r = np.asarray(raster)
