@@ -1,0 +1,179 @@
+"""``mnistforge significance FILES...``: how much differences on a shared test set mean.
+
+FILES are prediction files (``mnistforge evaluate --predictions``) or error-list files
+(Keysers format, test-set size from ``--n`` or a ``# n:`` line).  Prints error rates with
+intervals, the pairwise table (errors, n12/n21, POI, paired verdict, Bonferroni K, McNemar),
+the error overlap and, with ``--combine``, the majority-vote combination.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..evaluators import errorlists as el
+from ..evaluators import significance as sg
+from ..outputs import atomic_file
+
+NAME = "significance"
+HELP = "significance of differences between classifiers on one test set (intervals, paired tests, bootstrap POI)"
+
+
+def add_arguments(p):
+    p.add_argument("files", nargs="*", metavar="FILE",
+                   help="prediction files or error-list files (name, description, 1-based indices)")
+    p.add_argument("--names", nargs="+", default=None, help="rename the systems, in order")
+    p.add_argument("--n", type=int, default=None, help="test-set size for error-list files")
+    p.add_argument("--bootstrap", type=int, default=100_000, metavar="B",
+                   help="bootstrap resamples for the probability of improvement (default 100000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--combine", action="store_true",
+                   help="add the majority-vote combination of the systems as a system")
+    p.add_argument("--tie-breaker", default=None,
+                   help="system that breaks ties in --combine (default: fewest errors)")
+    p.add_argument("--json", default=None, metavar="OUT", help="write the results as JSON")
+    p.add_argument("--plot", default=None, metavar="PNG",
+                   help="draw the POI matrix as a heat map (needs matplotlib: the [plot] extra)")
+    p.add_argument("--example", choices=sorted(el.EXAMPLES), default=None,
+                   help="run on a bundled example instead of FILES (keysers2006)")
+
+
+def _combine(systems, tie_breaker):
+    wrong = {s.name: s.wrong for s in systems}
+    if all(s.predictions is not None for s in systems):
+        labels = systems[0].labels
+        if all(np.array_equal(s.labels, labels) for s in systems):
+            names = [s.name for s in systems]
+            t = tie_breaker if tie_breaker is not None else names[int(np.argmin(
+                [s.errors for s in systems]))]
+            pred = sg.plurality_vote({s.name: s.predictions for s in systems}, t)
+            return el.SystemOutput("vote", pred != labels, f"plurality vote, {t} breaks ties",
+                                   pred, labels), "plurality vote on labels", t
+    names = list(wrong)
+    t = tie_breaker if tie_breaker is not None else names[int(np.argmin(
+        [s.errors for s in systems]))]
+    return (el.SystemOutput("vote", sg.majority_vote(wrong, t), f"majority vote, {t} breaks ties"),
+            "majority vote on right/wrong", t)
+
+
+def _fmt_rate(r: sg.ErrorRate) -> str:
+    return (f"{100 * r.rate:6.2f} %  [{100 * r.wald[0]:.2f}, {100 * r.wald[1]:.2f}]"
+            f"  [{100 * r.exact[0]:.2f}, {100 * r.exact[1]:.2f}]")
+
+
+def _print_tables(comp: sg.Comparison, systems):
+    conf = f"{100 * comp.confidence:g} %"
+    width = max(6, *(len(s) for s in comp.names))
+    print(f"{comp.n} test samples, confidence {conf}, bootstrap B={comp.resamples} "
+          f"(seed {comp.seed}, ties counted half)\n")
+    print(f"{'system':<{width}}  errors   rate      Wald interval   exact interval  description")
+    for s, r in zip(systems, comp.rates):
+        print(f"{s.name:<{width}}  {r.errors:6d}  {_fmt_rate(r)}  {s.description}")
+    print(f"\nprobability of improvement POI(row beats column), {comp.resamples} paired resamples:")
+    print(" " * width + "".join(f"{nm:>{max(8, len(nm) + 2)}}" for nm in comp.names))
+    for i, a in enumerate(comp.names):
+        cells = []
+        for j, b in enumerate(comp.names):
+            w = max(8, len(b) + 2)
+            cells.append(f"{'-':>{w}}" if i == j else f"{comp.poi[i, j]:>{w}.3f}")
+        print(f"{a:<{width}}" + "".join(cells))
+    print(f"\npaired comparisons (A worse than B: n12 - n21 >= z*sqrt(n12 + n21), one-sided {conf}):")
+    print(f"{'A':<{width}} {'B':<{width}} {'errA':>5} {'errB':>5} {'n12':>5} {'n21':>5}"
+          f" {'POI(A>B)':>9} {'A worse':>8} {'max K':>7} {'McNemar p':>10}")
+    for row in comp.pairs():
+        if row["errors_a"] < row["errors_b"] or (row["errors_a"] == row["errors_b"]
+                                                 and row["a"] > row["b"]):
+            continue  # print each unordered pair once, the worse system first
+        print(f"{row['a']:<{width}} {row['b']:<{width}} {row['errors_a']:5d} {row['errors_b']:5d}"
+              f" {row['n12']:5d} {row['n21']:5d} {row['poi_a_better']:9.3f}"
+              f" {'yes' if row['paired_worse'] else 'no':>8} {row['max_bonferroni_k']:7d}"
+              f" {row['mcnemar_p']:10.3g}")
+
+
+def _overlap_dict(ov, one_based=True):
+    off = 1 if one_based else 0
+    return {"common": (ov["common"] + off).tolist(), "union_size": int(ov["union"].size),
+            "unique": {k: (v + off).tolist() for k, v in ov["unique"].items()},
+            "histogram": ov["histogram"].tolist(), "indices": "1-based"}
+
+
+def run(args) -> int:
+    if args.example and args.files:
+        raise ConfigError("give either FILES or --example", expected="one source of systems",
+                          found="both")
+    if args.example:
+        systems = el.load_example(args.example)
+        if args.names:
+            raise ConfigError("--names cannot rename the bundled example", found=args.names)
+    elif args.files:
+        systems = el.read_systems(args.files, n=args.n, names=args.names)
+    else:
+        raise ConfigError("no systems given", expected="FILE... or --example keysers2006",
+                          found="nothing")
+    if args.bootstrap < 1:
+        raise ConfigError("invalid --bootstrap", expected="B >= 1", found=args.bootstrap)
+    sg.z_two_sided(args.confidence)  # validates the confidence level early
+
+    combination = None
+    published = None
+    if args.example == "keysers2006":
+        # The four base systems vote; CC is the published combination to compare against.
+        published = next(s for s in systems if s.name == "CC")
+        base = [s for s in systems if s.name != "CC"]
+        wrong = sg.majority_vote({s.name: s.wrong for s in base}, args.tie_breaker or "CNN")
+        combination = (el.SystemOutput("vote", wrong, "majority vote of SC, SVM, IDM, CNN; "
+                                       f"{args.tie_breaker or 'CNN'} breaks ties"),
+                       "majority vote on right/wrong", args.tie_breaker or "CNN")
+        overlap_systems = base
+    else:
+        overlap_systems = systems
+        if args.combine:
+            if len(systems) < 2:
+                raise ConfigError("--combine needs at least two systems", found=len(systems))
+            combination = _combine(systems, args.tie_breaker)
+    table_systems = list(systems)
+    if combination and not (published is not None
+                            and np.array_equal(published.wrong, combination[0].wrong)):
+        table_systems.append(combination[0])  # the published list already stands for it
+
+    comp = sg.compare_systems({s.name: s.wrong for s in table_systems}, args.bootstrap,
+                              args.seed, args.confidence)
+    _print_tables(comp, table_systems)
+
+    ov = sg.error_overlap({s.name: s.wrong for s in overlap_systems})
+    names = ", ".join(ov["names"])
+    print(f"\nerror overlap of {names}: {ov['common'].size} samples wrong for all, "
+          f"{ov['union'].size} wrong for at least one")
+    print("  wrong for exactly k systems: " + ", ".join(
+        f"k={k}: {c}" for k, c in enumerate(ov["histogram"].tolist()) if k))
+    print("  wrong for all (1-based): " + ", ".join(str(i + 1) for i in ov["common"]))
+    for k, v in ov["unique"].items():
+        print(f"  only {k} wrong: {v.size}")
+
+    result = comp.to_dict()
+    result["overlap"] = _overlap_dict(ov)
+    result["sources"] = [s.source for s in systems]
+    if combination:
+        comb, how, t = combination
+        r = sg.error_rate(comb.wrong, confidence=args.confidence)
+        print(f"\ncombination ({how}, {t} breaks ties): {r}")
+        result["combination"] = {"name": comb.name, "method": how, "tie_breaker": t,
+                                 "errors": r.errors, "indices": comb.indices().tolist()}
+        if published is not None:
+            same = bool(np.array_equal(published.wrong, comb.wrong))
+            diff = np.flatnonzero(published.wrong != comb.wrong) + 1
+            print(f"published combination {published.name}: {published.errors} errors; "
+                  + ("identical to the recomputed vote" if same else
+                     f"differs at {diff.size} samples: {diff.tolist()}"))
+            result["combination"]["matches_published"] = same
+    if args.json:
+        with atomic_file(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+            f.write("\n")
+        print(f"\nwrote {args.json}")
+    if args.plot:
+        sg.plot_poi(comp, args.plot)
+        print(f"wrote {args.plot}")
+    return 0

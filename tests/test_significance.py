@@ -1,0 +1,340 @@
+"""Significance analysis: intervals, paired tests, bootstrap POI, tables, combination."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from mnistforge.cli import main
+from mnistforge.errors import ConfigError, FormatError
+from mnistforge.evaluators import errorlists as el
+from mnistforge.evaluators import significance as sg
+
+KEYSERS = "papers/keysers2006-mnist-test-errors.tsv"
+
+
+# ------------------------------------------------------------------ quantiles and intervals
+def test_normal_quantiles_match_textbook_values():
+    assert sg.z_two_sided(0.95) == pytest.approx(1.959964, abs=1e-6)
+    assert sg.z_one_sided(0.95) == pytest.approx(1.644854, abs=1e-6)
+    assert sg.z_two_sided(0.99) == pytest.approx(2.575829, abs=1e-6)
+
+
+def test_wald_interval_hand_computed():
+    # p = 0.0115, sqrt(p(1-p)/n) = sqrt(0.0115*0.9885/10000) = 0.0010662...
+    lo, hi = sg.wald_interval(115, 10_000, 0.95)
+    half = 1.959964 * math.sqrt(0.0115 * 0.9885 / 10_000)
+    assert lo == pytest.approx(0.0115 - half, abs=1e-9)
+    assert hi == pytest.approx(0.0115 + half, abs=1e-9)
+    assert half == pytest.approx(0.0020897, abs=1e-6)
+    # clipped at 0, and degenerate at 0 errors (why the exact interval exists)
+    assert sg.wald_interval(0, 100) == (0.0, 0.0)
+
+
+def test_exact_interval_hand_computed():
+    # 0 errors: upper = 1 - (eta/2)^(1/n) in closed form
+    lo, hi = sg.exact_interval(0, 10_000, 0.95)
+    assert lo == 0.0 and hi == pytest.approx(1 - 0.025 ** (1 / 10_000), rel=1e-9)
+    # all wrong: lower = (eta/2)^(1/n)
+    lo, hi = sg.exact_interval(20, 20, 0.95)
+    assert hi == 1.0 and lo == pytest.approx(0.025 ** (1 / 20), rel=1e-9)
+    # 1 error of 10 (tabulated Clopper-Pearson): [0.002529, 0.445016]
+    lo, hi = sg.exact_interval(1, 10, 0.95)
+    assert lo == pytest.approx(0.002529, abs=1e-6) and hi == pytest.approx(0.445016, abs=1e-6)
+    # exact interval is wider than Wald and contains p
+    w, e = sg.wald_interval(42, 10_000), sg.exact_interval(42, 10_000)
+    assert e[0] < 0.0042 < e[1] and e[1] - e[0] > 0 and e[1] > w[1]
+
+
+def test_error_rate_from_vector_and_invalid_inputs():
+    r = sg.error_rate(np.r_[np.ones(3, bool), np.zeros(7, bool)], confidence=0.9)
+    assert (r.errors, r.n, r.rate) == (3, 10, 0.3)
+    assert r.exact == sg.exact_interval(3, 10, 0.9)
+    with pytest.raises(ConfigError):
+        sg.error_rate(11, 10)
+    with pytest.raises(ConfigError):
+        sg.wald_interval(1, 10, confidence=1.5)
+    with pytest.raises(ConfigError):
+        sg.joint_counts([0, 2, 1], [0, 0, 0])
+
+
+# ------------------------------------------------------------------ paired tests
+def test_joint_counts_hand_worked():
+    a = np.array([1, 1, 1, 0, 0, 0, 1, 0], bool)
+    b = np.array([1, 0, 0, 1, 0, 0, 1, 0], bool)
+    c = sg.joint_counts(a, b)
+    assert (c.both_right, c.n12, c.n21, c.both_wrong) == (3, 2, 1, 2)
+    assert (c.errors_a, c.errors_b, c.n) == (4, 3, 8)
+
+
+def test_paired_test_hand_worked():
+    # n12 - n21 = 16, sqrt(n12 + n21) = sqrt(36) = 6: 16 >= 1.645*6 = 9.87 -> worse at 95 %
+    assert sg.paired_worse(26, 10, 0.95)
+    assert not sg.paired_worse(10, 26, 0.95)
+    # 99.9 %: z = 3.090, 3.090*6 = 18.5 > 16 -> not significant
+    assert not sg.paired_worse(26, 10, 0.999)
+    # n12 - n21 = 9 vs 1.645 * sqrt(41) = 10.53 -> not significant
+    assert not sg.paired_worse(25, 16, 0.95)
+    assert not sg.paired_worse(0, 0, 0.95)
+    t = sg.paired_test(np.r_[np.ones(26), np.zeros(10)], np.r_[np.zeros(26), np.ones(10)])
+    assert t.a_worse and not t.b_worse
+
+
+@pytest.mark.parametrize("n12,n21", [(26, 10), (43, 22), (36, 22), (400, 300), (5, 0), (37, 9)])
+def test_bonferroni_k_is_the_largest_integer_satisfying_the_inequality(n12, n21):
+    eta = 0.05
+    k = sg.max_bonferroni_k(n12, n21, 0.95)
+    d, s = n12 - n21, math.sqrt(n12 + n21)
+
+    def holds(kk):
+        return d >= math.sqrt(2) * __import__("scipy.special").special.erfcinv(2 * eta / kk) * s
+
+    if k == 0:
+        assert not holds(1)
+    else:
+        assert holds(k) and not holds(k + 1)
+        assert sg.paired_worse(n12, n21, 0.95, k) and not sg.paired_worse(n12, n21, 0.95, k + 1)
+
+
+def test_bonferroni_k_boundary_constructed_exactly():
+    # Choose eta so that K=7 sits exactly at the boundary: z(eta/7) = d/sqrt(s)
+    from scipy.special import ndtr
+    n12, n21 = 50, 20
+    x = (n12 - n21) / math.sqrt(n12 + n21)
+    eta_edge = 7 * float(ndtr(-x))  # the inequality holds with equality at K = 7
+    conf = 1 - eta_edge * (1 + 1e-9)  # nudge so K = 7 holds, K = 8 fails
+    assert sg.max_bonferroni_k(n12, n21, conf) == 7
+    conf = 1 - eta_edge * (1 - 1e-9)  # nudge the other way: K = 7 no longer holds
+    assert sg.max_bonferroni_k(n12, n21, conf) == 6
+
+
+def test_bonferroni_k_zero_when_not_worse_and_huge_when_overwhelming():
+    assert sg.max_bonferroni_k(10, 30) == 0
+    assert sg.max_bonferroni_k(20, 12) == 0
+    big = sg.max_bonferroni_k(3000, 0)  # far beyond float range
+    assert isinstance(big, int) and big > 10 ** 400
+
+
+def test_mcnemar_exact_hand_computed():
+    # two-sided: 2 * P(X >= 10 | n=12, p=1/2) = 2 * (66 + 12 + 1) / 4096
+    assert sg.mcnemar_exact(10, 2) == pytest.approx(2 * 79 / 4096)
+    assert sg.mcnemar_exact(10, 2, "greater") == pytest.approx(79 / 4096)
+    assert sg.mcnemar_exact(0, 0) == 1.0
+    assert sg.mcnemar_exact(5, 5) == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------ bootstrap
+def _random_pair(rng, n=5000, pa=0.03, pb=0.025, rho=0.5):
+    base = rng.random(n) < min(pa, pb) * rho
+    a = base | (rng.random(n) < pa * (1 - rho))
+    b = base | (rng.random(n) < pb * (1 - rho))
+    return a, b
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_count_bootstrap_agrees_with_index_resampling(seed):
+    rng = np.random.default_rng(seed)
+    a, b = _random_pair(rng)
+    B = 4000
+    fast = sg.probability_of_improvement(a, b, B, seed=seed)
+    ref = sg.probability_of_improvement_resampled(a, b, B, seed=seed + 100)
+    # both estimate the same probability: difference of two independent means, 5 sigma
+    p = (fast.poi + ref.poi) / 2
+    sigma = math.sqrt(2 * max(p * (1 - p), 1e-4) / B)
+    assert abs(fast.poi - ref.poi) < 5 * sigma
+    assert abs(fast.ties - ref.ties) < 5 * math.sqrt(2 * max(fast.ties, 1e-3) / B)
+    # the difference distribution's percentile interval agrees too (in error counts)
+    assert abs(fast.diff_interval[0] - ref.diff_interval[0]) <= 4
+    assert abs(fast.diff_interval[1] - ref.diff_interval[1]) <= 4
+
+
+def test_bootstrap_seeds_reproduce_exactly_and_differ_across_seeds():
+    rng = np.random.default_rng(0)
+    a, b = _random_pair(rng, pa=0.03, pb=0.03)
+    r1 = sg.probability_of_improvement(a, b, 20_000, seed=7)
+    r2 = sg.probability_of_improvement(a, b, 20_000, seed=7)
+    r3 = sg.probability_of_improvement(a, b, 20_000, seed=8)
+    assert r1 == r2 and r1.poi != r3.poi
+    s1 = sg.probability_of_improvement_resampled(a, b, 300, seed=7)
+    s2 = sg.probability_of_improvement_resampled(a, b, 300, seed=7, batch_elements=12_345)
+    assert s1 == s2  # batching does not change the stream
+
+
+def test_poi_of_system_against_itself_is_one_half_and_pairs_sum_to_one():
+    rng = np.random.default_rng(4)
+    a, b = _random_pair(rng)
+    assert sg.probability_of_improvement(a, a, 10_000).poi == 0.5
+    assert sg.probability_of_improvement_resampled(a, a, 200).poi == 0.5
+    c = sg.compare_systems({"A": a, "B": b, "C": a}, resamples=5000)
+    assert np.allclose(c.poi + c.poi.T, 1.0)
+    assert c.poi[0, 2] == 0.5 and np.all(np.diag(c.poi) == 0.5)
+
+
+def test_poi_direction_and_extremes():
+    a = np.zeros(1000, bool)
+    b = np.zeros(1000, bool)
+    b[:50] = True  # B strictly worse, no sample where only A errs
+    assert sg.probability_of_improvement(a, b, 2000).poi == 1.0
+    assert sg.probability_of_improvement(b, a, 2000).poi == 0.0
+
+
+def test_pair_poi_does_not_depend_on_the_other_systems():
+    rng = np.random.default_rng(5)
+    a, b = _random_pair(rng)
+    c1 = sg.compare_systems({"A": a, "B": b}, resamples=3000, seed=1)
+    c2 = sg.compare_systems({"Z": a ^ (rng.random(a.size) < 0.01), "B": b, "A": a},
+                            resamples=3000, seed=1)
+    assert c1.poi[0, 1] == c2.poi[2, 1] and c1.poi[1, 0] == c2.poi[1, 2]
+
+
+# ------------------------------------------------------------------ tables, overlap, votes
+def test_compare_systems_tables_hand_worked():
+    a = np.zeros(100, bool); a[:30] = True
+    b = np.zeros(100, bool); b[25:35] = True
+    c = sg.compare_systems({"A": a, "B": b}, resamples=1000)
+    assert c.n12[0, 1] == 25 and c.n12[1, 0] == 5
+    assert c.worse[0, 1] and not c.worse[1, 0]
+    rows = {(r["a"], r["b"]): r for r in c.pairs()}
+    r = rows[("A", "B")]
+    assert (r["errors_a"], r["errors_b"], r["n12"], r["n21"]) == (30, 10, 25, 5)
+    assert r["error_diff"] == pytest.approx(0.2) and r["paired_worse_at_95"]
+    assert r["max_bonferroni_k"] == sg.max_bonferroni_k(25, 5)
+    assert rows[("B", "A")]["max_bonferroni_k"] == 0
+    assert r["poi_a_better"] + rows[("B", "A")]["poi_a_better"] == pytest.approx(1.0)
+
+
+def test_error_overlap_and_majority_vote_small():
+    w = {"A": [1, 1, 0, 0, 1], "B": [1, 0, 1, 0, 1], "C": [1, 0, 0, 1, 0]}
+    o = sg.error_overlap(w)
+    assert o["common"].tolist() == [0]
+    assert o["union"].tolist() == [0, 1, 2, 3, 4]
+    assert {k: v.tolist() for k, v in o["unique"].items()} == {"A": [1], "B": [2], "C": [3]}
+    assert o["histogram"].tolist() == [0, 3, 1, 1]
+    assert sg.majority_vote(w).tolist() == [True, False, False, False, True]
+    # even number of systems: ties go to the tie-breaker
+    w4 = {"A": [1, 1], "B": [1, 0], "C": [0, 1], "D": [0, 0]}
+    assert sg.majority_vote(w4, "D").tolist() == [False, False]
+    assert sg.majority_vote(w4, "A").tolist() == [True, True]
+    with pytest.raises(ConfigError):
+        sg.majority_vote(w4, "nobody")
+
+
+def test_plurality_vote_on_labels():
+    p = np.array([[1, 2, 3, 0], [1, 4, 5, 9], [7, 4, 6, 9], [7, 2, 6, 8]])
+    # col0: 1,1,7,7 tie -> tie-breaker (system 0) says 1; col1: 2,4,4,2 tie -> 2
+    assert sg.plurality_vote(p, tie_breaker=0).tolist() == [1, 2, 6, 9]
+    # tie-breaker 2: col0 -> 7, col1 -> 4, col2: 3,5,6,6 -> 6
+    assert sg.plurality_vote(p, tie_breaker=2).tolist() == [7, 4, 6, 9]
+
+
+# ------------------------------------------------------------------ Keysers 2006
+def _keysers_from(systems):
+    return {s.name: s.wrong for s in systems}
+
+
+def _check_keysers(w):
+    assert {k: int(v.sum()) for k, v in w.items()} == {
+        "SC": 63, "SVM": 56, "IDM": 54, "CNN": 42, "CC": 35}
+    base = {k: w[k] for k in ("SC", "SVM", "IDM", "CNN")}
+    vote = sg.majority_vote(base, tie_breaker="CNN")
+    assert int(vote.sum()) == 35
+    assert np.array_equal(vote, w["CC"])  # the published combination, exactly
+    o = sg.error_overlap(base)
+    assert o["common"].size == 8
+    assert 948 - 1 in o["common"]  # the paper's index 948 is 0-based 947
+
+
+def test_keysers_from_shared_reference_file(reference_dir):
+    path = reference_dir / KEYSERS
+    if not path.is_file():
+        pytest.skip(f"{path} absent")
+    _check_keysers(_keysers_from(el.read_error_lists(path, n=10_000)))
+
+
+def test_keysers_from_packaged_data():
+    _check_keysers(_keysers_from(el.load_example("keysers2006")))
+
+
+def test_packaged_lists_equal_the_shared_file(reference_dir):
+    path = reference_dir / KEYSERS
+    if not path.is_file():
+        pytest.skip(f"{path} absent")
+    shared = _keysers_from(el.read_error_lists(path, n=10_000))
+    packaged = _keysers_from(el.load_example("keysers2006"))
+    assert shared.keys() == packaged.keys()
+    for k in shared:
+        assert np.array_equal(shared[k], packaged[k]), k
+
+
+# ------------------------------------------------------------------ files and CLI
+def test_prediction_file_round_trip(tmp_path):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 10, 500)
+    p = np.where(rng.random(500) < 0.1, (y + 1) % 10, y)
+    for name in ("p.tsv", "p.tsv.gz"):
+        el.write_predictions(tmp_path / name, p, y, name="sys", metadata={"train": "mnist:train"})
+        s = el.read_predictions(tmp_path / name)
+        assert s.name == "sys" and s.metadata["train"] == "mnist:train"
+        assert np.array_equal(s.predictions, p) and np.array_equal(s.labels, y)
+        assert np.array_equal(s.wrong, p != y)
+
+
+def test_error_list_round_trip_and_errors(tmp_path):
+    w = np.zeros(20, bool); w[[0, 5, 19]] = True
+    s = el.SystemOutput("X", w, "demo")
+    el.write_error_lists(tmp_path / "e.tsv", [s], header="test")
+    back = el.read_error_lists(tmp_path / "e.tsv")  # n from the '# n:' line
+    assert back[0].indices().tolist() == [1, 6, 20] and np.array_equal(back[0].wrong, w)
+    (tmp_path / "bad.tsv").write_text("X\tdemo\t1,25\n")
+    with pytest.raises(FormatError, match="1..20"):
+        el.read_error_lists(tmp_path / "bad.tsv", n=20)
+    with pytest.raises(ConfigError, match="--n"):
+        el.read_error_lists(tmp_path / "bad.tsv")
+    (tmp_path / "pred.tsv").write_text("index\tlabel\tprediction\n0\t1\t1\n2\t1\t1\n")
+    with pytest.raises(FormatError, match="permutation"):
+        el.read_predictions(tmp_path / "pred.tsv")
+
+
+def test_cli_example_keysers(tmp_path, capsys):
+    out = tmp_path / "k.json"
+    assert main(["significance", "--example", "keysers2006", "--bootstrap", "20000",
+                 "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "identical to the recomputed vote" in text and "8 samples wrong for all" in text
+    d = json.loads(out.read_text())
+    assert d["combination"]["errors"] == 35 and d["combination"]["matches_published"]
+    assert len(d["overlap"]["common"]) == 8
+    rows = {(r["a"], r["b"]): r for r in d["pairs"]}
+    r = rows[("SC", "CNN")]
+    for key in ("a", "b", "errors_a", "errors_b", "n12", "n21", "poi_a_better", "error_diff",
+                "paired_worse_at_95", "max_bonferroni_k"):
+        assert key in r
+    assert (r["errors_a"], r["errors_b"], r["n12"], r["n21"]) == (63, 42, 43, 22)
+    assert r["paired_worse_at_95"] and r["max_bonferroni_k"] == sg.max_bonferroni_k(43, 22)
+    assert len(d["pairs"]) == 5 * 4
+
+
+def test_cli_files_mixed_and_combine(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 10, 2000)
+    paths = []
+    for i, rate in enumerate((0.05, 0.06, 0.08)):
+        p = np.where(rng.random(2000) < rate, (y + 1 + i) % 10, y)
+        paths.append(tmp_path / f"s{i}.tsv")
+        el.write_predictions(paths[-1], p, y, name=f"s{i}")
+    out = tmp_path / "r.json"
+    assert main(["significance", *map(str, paths), "--combine", "--bootstrap", "2000",
+                 "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert [s["name"] for s in d["systems"]] == ["s0", "s1", "s2", "vote"]
+    assert d["combination"]["method"] == "plurality vote on labels"
+    assert len(d["pairs"]) == 12
+    # error lists need the test-set size
+    el.write_error_lists(tmp_path / "e.tsv", [el.read_predictions(paths[0])], n=2000)
+    (tmp_path / "e2.tsv").write_text("E\tno n\t1,2,3\n")
+    assert main(["significance", str(tmp_path / "e2.tsv"), str(paths[1])]) == 2
+    assert main(["significance", str(tmp_path / "e2.tsv"), str(paths[1]), "--n", "2000",
+                 "--names", "E", "S1", "--bootstrap", "100"]) == 0
+    assert main(["significance"]) == 2
