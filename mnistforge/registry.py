@@ -1,0 +1,300 @@
+"""The one registry of datasets, splits and remote files (``data/registry.json``).
+
+The table is a JSON file inside the package, read with the standard library
+(:mod:`json` + :mod:`importlib.resources`).  It describes every dataset the
+package knows (names, splits, counts, classes, orientation, label offset,
+licence, citation) and every remote file (mirrors, size, sha256 of the file
+*and* of its decompressed content, md5 where that is all that is published).
+
+Files are keyed ``"<group>/<name>"`` (e.g. ``"mnist/train-images-idx3-ubyte.gz"``);
+a dataset's files live in the cache folder ``<cache>/<group>/`` under their
+official names, and a build folder uses the same names.
+
+Examples
+--------
+>>> from mnistforge.registry import get_dataset, get_file
+>>> ds = get_dataset("emnist-letters")
+>>> ds.classes[:3], ds.orientation, ds.split("validation").count
+(['N/A (unused)', 'A', 'B'], 'transposed', 20800)
+>>> get_file("mnist/t10k-labels-idx1-ubyte.gz").size
+4542
+"""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+
+from .errors import ConfigError, DatasetNotFoundError
+
+__all__ = [
+    "RemoteFile", "SplitInfo", "DatasetInfo", "get_dataset", "list_datasets", "get_file",
+    "list_files", "dataset_files", "registry_notes", "strip_compression", "COMPRESSIONS",
+]
+
+#: suffixes of the compressions the loaders understand, in lookup order
+COMPRESSIONS = ("", ".gz", ".xz", ".bz2")
+
+
+def strip_compression(name: str) -> str:
+    """Return ``name`` without a ``.gz``/``.xz``/``.bz2`` suffix.
+
+    >>> strip_compression("t10k-images-idx3-ubyte.gz")
+    't10k-images-idx3-ubyte'
+    """
+    for suf in COMPRESSIONS[1:]:
+        if name.endswith(suf):
+            return name[: -len(suf)]
+    return name
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One published file: where to get it and how to recognise it.
+
+    ``sha256``/``size``/``md5`` describe the file as published; ``content_*``
+    its decompressed content (mirrors that re-compress change the former, not
+    the latter).  ``archive``/``member`` name the zip that holds it (EMNIST).
+    ``pinned`` is false when no hash at all is known: such a file is accepted
+    but always reported as unverified.
+    """
+
+    id: str
+    group: str
+    name: str
+    urls: tuple[str, ...] = ()
+    size: int | None = None
+    sha256: str | None = None
+    md5: str | None = None
+    content_size: int | None = None
+    content_sha256: str | None = None
+    content_md5: str | None = None
+    archive: str | None = None
+    member: str | None = None
+    pinned: bool = False
+    note: str = ""
+
+    @property
+    def compression(self) -> str | None:
+        """``"gz"``, ``"xz"``, ``"bz2"``, ``"zip"`` or ``None`` (from the name)."""
+        for suf in ("gz", "xz", "bz2", "zip"):
+            if self.name.endswith("." + suf):
+                return suf
+        return None
+
+    @property
+    def raw_name(self) -> str:
+        """Name of the decompressed copy (``t10k-images-idx3-ubyte``)."""
+        return strip_compression(self.name)
+
+    @property
+    def pinned_how(self) -> str:
+        """A short phrase saying what the file is checked against."""
+        parts = []
+        if self.sha256:
+            parts.append("sha256")
+        elif self.md5:
+            parts.append("md5")
+        if self.content_sha256:
+            parts.append("content sha256")
+        elif self.content_md5:
+            parts.append("content md5")
+        if parts:
+            return " + ".join(parts)
+        if self.archive:
+            return "via its archive " + self.archive
+        return "not pinned"
+
+
+@dataclass(frozen=True)
+class SplitInfo:
+    """One split of a dataset.
+
+    Either a file split (``images``, ``labels`` [+ ``labels_column`` for an idx2
+    label table] [+ ``metadata``]) or a view of another split: ``of`` with
+    ``rows`` (``[start, stop)``, ``stop`` may be None), ``last`` (the last
+    ``len(<last>)`` rows) or ``drop_last`` (all but those).
+    """
+
+    name: str
+    count: int
+    images: str | None = None
+    labels: str | None = None
+    labels_column: int | None = None
+    metadata: str | None = None
+    of: str | None = None
+    rows: tuple[int, int | None] | None = None
+    last: str | None = None
+    drop_last: str | None = None
+    description: str = ""
+
+    @property
+    def is_view(self) -> bool:
+        return self.of is not None
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """A dataset (or a source/archive) of the registry."""
+
+    name: str
+    group: str
+    title: str
+    kind: str
+    description: str
+    homepage: str
+    licence: str
+    citation: str
+    classes: tuple[str, ...] = ()
+    class_note: str = ""
+    orientation: str = "upright"
+    label_offset: int = 0
+    metadata_fields: tuple[str, ...] = ()
+    metadata_note: str = ""
+    validation_size: int | None = None
+    splits: dict = field(default_factory=dict)
+    extra_files: tuple[str, ...] = ()
+    source_files: tuple[str, ...] = ()
+
+    @property
+    def split_names(self) -> list[str]:
+        return list(self.splits)
+
+    def split(self, name: str) -> SplitInfo:
+        """Return the :class:`SplitInfo` called ``name`` (raises DatasetNotFoundError)."""
+        try:
+            return self.splits[name]
+        except KeyError:
+            raise DatasetNotFoundError(
+                f"unknown split {name!r} of {self.name}",
+                expected="one of " + ", ".join(self.splits) if self.splits else "a dataset with splits",
+                found=name) from None
+
+    def file_split(self, name: str) -> SplitInfo:
+        """The split holding the files of ``name`` (itself, or the split it is a view of)."""
+        sp = self.split(name)
+        return self.split(sp.of) if sp.of else sp
+
+    def file_names(self) -> list[str]:
+        """Official names of every file of this dataset that is in the files table."""
+        names: list[str] = []
+        for sp in self.splits.values():
+            for n in (sp.images, sp.labels, sp.metadata):
+                if n and n not in names and _files().get(f"{self.group}/{n}"):
+                    names.append(n)
+        for n in self.extra_files + self.source_files:
+            if n not in names:
+                names.append(n)
+        return names
+
+    def remote_files(self) -> list[RemoteFile]:
+        """The :class:`RemoteFile` entries of :meth:`file_names`."""
+        return [get_file(f"{self.group}/{n}") for n in self.file_names()]
+
+
+@functools.lru_cache(maxsize=1)
+def _raw() -> dict:
+    text = resources.files("mnistforge").joinpath("data/registry.json").read_text("utf-8")
+    return json.loads(text)
+
+
+@functools.lru_cache(maxsize=1)
+def _files() -> dict[str, RemoteFile]:
+    out = {}
+    for fid, d in _raw()["files"].items():
+        out[fid] = RemoteFile(
+            id=fid, group=d["group"], name=d["name"], urls=tuple(d.get("urls", ())),
+            size=d.get("size"), sha256=d.get("sha256"), md5=d.get("md5"),
+            content_size=d.get("content_size"), content_sha256=d.get("content_sha256"),
+            content_md5=d.get("content_md5"), archive=d.get("archive"), member=d.get("member"),
+            pinned=bool(d.get("pinned")), note=d.get("note", ""))
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _datasets() -> dict[str, DatasetInfo]:
+    out = {}
+    for name, d in _raw()["datasets"].items():
+        splits = {}
+        for sname, s in d.get("splits", {}).items():
+            rows = tuple(s["rows"]) if s.get("rows") is not None else None
+            splits[sname] = SplitInfo(
+                name=sname, count=int(s["count"]), images=s.get("images"), labels=s.get("labels"),
+                labels_column=s.get("labels_column"), metadata=s.get("metadata"), of=s.get("of"),
+                rows=rows, last=s.get("last"), drop_last=s.get("drop_last"),
+                description=s.get("description", ""))
+        out[name] = DatasetInfo(
+            name=name, group=d["group"], title=d["title"], kind=d["kind"],
+            description=d["description"], homepage=d.get("homepage", ""), licence=d["licence"],
+            citation=d["citation"], classes=tuple(d.get("classes", ())),
+            class_note=d.get("class_note", ""), orientation=d.get("orientation", "upright"),
+            label_offset=int(d.get("label_offset", 0)),
+            metadata_fields=tuple(d.get("metadata_fields", ())),
+            metadata_note=d.get("metadata_note", ""), validation_size=d.get("validation_size"),
+            splits=splits, extra_files=tuple(d.get("extra_files", ())),
+            source_files=tuple(d.get("files", ())))
+    return out
+
+
+def list_datasets(kind: str | None = "dataset") -> list[str]:
+    """Names of the registry entries of ``kind`` (``"dataset"``, ``"source"``,
+    ``"archive"``; ``None`` for all), in registry order.
+
+    >>> list_datasets()[:3]
+    ['mnist', 'fashion-mnist', 'kmnist']
+    """
+    return [n for n, d in _datasets().items() if kind is None or d.kind == kind]
+
+
+def get_dataset(name: str) -> DatasetInfo:
+    """Return the :class:`DatasetInfo` called ``name``.
+
+    Raises :class:`~mnistforge.errors.DatasetNotFoundError` naming the known ones.
+    """
+    try:
+        return _datasets()[name]
+    except KeyError:
+        raise DatasetNotFoundError(
+            f"unknown dataset {name!r}", expected="one of " + ", ".join(_datasets()),
+            found=name, hint="run `mnistforge info` for the list") from None
+
+
+def list_files() -> list[RemoteFile]:
+    """Every remote file of the registry."""
+    return list(_files().values())
+
+
+def get_file(name) -> RemoteFile:
+    """Return a :class:`RemoteFile` by id (``"group/name"``) or by unique file name.
+
+    A :class:`RemoteFile` is returned as is.
+
+    >>> get_file("gzip.zip").id
+    'emnist/gzip.zip'
+    """
+    if isinstance(name, RemoteFile):
+        return name
+    files = _files()
+    if name in files:
+        return files[name]
+    hits = [f for f in files.values() if f.name == name]
+    if len(hits) == 1:
+        return hits[0]
+    if len(hits) > 1:
+        raise ConfigError(
+            f"file name {name!r} is ambiguous", expected="a unique name or '<group>/<name>'",
+            found=", ".join(f.id for f in hits))
+    raise DatasetNotFoundError(
+        f"unknown file {name!r}", expected="a registry file id such as 'mnist/train-images-idx3-ubyte.gz'",
+        found=name, hint="run `mnistforge info NAME` to list a dataset's files")
+
+
+def dataset_files(name: str) -> list[RemoteFile]:
+    """Every remote file of dataset/source/archive ``name`` (what ``mnistforge fetch NAME`` gets)."""
+    return get_dataset(name).remote_files()
+
+
+def registry_notes() -> list[str]:
+    """The notes at the top of ``registry.json`` (provenance of the hashes)."""
+    return list(_raw().get("notes", ()))

@@ -1,0 +1,348 @@
+"""Verified downloads into the cache: :func:`fetch` and :func:`cache_dir`.
+
+How a file gets into the cache
+------------------------------
+1. If ``<cache>/<group>/<name>`` exists it is *re-verified* (cheaply, through
+   its ``.sha256`` sidecar when size and mtime are unchanged), never
+   re-downloaded.  A file placed there by hand is accepted the same way.
+2. Otherwise, unless offline, the mirrors are tried in order.  Each download
+   streams into ``<name>.part`` (resumed with an HTTP ``Range`` request when a
+   ``.part`` is left from an interrupted attempt), with a timeout and retries
+   with exponential back-off on cut connections and timeouts.  A 4xx answer
+   moves on to the next mirror at once.
+3. The ``.part`` is hashed (file sha256, else decompressed-content sha256)
+   *before* it is renamed into place.  A wrong hash deletes it.  A ``.part``
+   is never taken for the final file; only a cut connection or Ctrl-C leaves
+   one behind, to be resumed.
+
+Offline mode (``offline=True`` or ``MNISTFORGE_OFFLINE=1``) never touches the
+network: a missing file raises :class:`~mnistforge.errors.OfflineError` saying
+which file, from where, and exactly where to put it.
+
+Cache location: the ``root`` argument, else ``$MNISTFORGE_HOME``, else the
+platform cache folder (``$XDG_CACHE_HOME/mnistforge`` or
+``~/.cache/mnistforge`` on Linux, ``~/Library/Caches/mnistforge`` on macOS,
+``%LOCALAPPDATA%\\mnistforge\\Cache`` on Windows).
+
+Examples
+--------
+>>> from mnistforge.sources.download import fetch
+>>> r = fetch("mnist/t10k-labels-idx1-ubyte.gz")     # doctest: +SKIP
+>>> r.path, r.status                                 # doctest: +SKIP
+(PosixPath('/home/me/.cache/mnistforge/mnist/t10k-labels-idx1-ubyte.gz'), 'exact')
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import DownloadError, HashMismatchError, OfflineError
+from ..progress import progress as _progress
+from ..registry import RemoteFile, get_dataset, get_file
+from .verify import STATUS_TEXT, Verification, verify_file, write_marker
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["fetch", "fetch_file", "cache_dir", "cache_path", "offline_enabled", "FetchResult",
+           "DEFAULT_TIMEOUT", "DEFAULT_RETRIES"]
+
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_RETRIES = 3
+DEFAULT_BACKOFF = 1.0
+CHUNK = 1 << 16
+PART_SUFFIX = ".part"
+USER_AGENT = "mnistforge (+https://github.com/mnistforge)"
+
+
+def cache_dir(root=None) -> Path:
+    """The cache folder: ``root``, else ``$MNISTFORGE_HOME``, else the platform cache.
+
+    >>> import os; os.environ["MNISTFORGE_HOME"] = "/tmp/mf"; str(cache_dir())
+    '/tmp/mf'
+    >>> str(cache_dir("/data/cache"))
+    '/data/cache'
+    """
+    if root is not None:
+        return Path(root).expanduser()
+    env = os.environ.get("MNISTFORGE_HOME")
+    if env:
+        return Path(env).expanduser()
+    if sys.platform.startswith("win"):
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "mnistforge" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "mnistforge"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return Path(xdg).expanduser() / "mnistforge" if xdg else Path.home() / ".cache" / "mnistforge"
+
+
+def offline_enabled(offline: bool | None = None) -> bool:
+    """``offline`` if given, else whether ``MNISTFORGE_OFFLINE`` is set to a true value."""
+    if offline is not None:
+        return bool(offline)
+    return os.environ.get("MNISTFORGE_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def cache_path(remote, root=None) -> Path:
+    """Where ``remote`` lives in the cache (for an archive member: the archive)."""
+    remote = get_file(remote)
+    if remote.archive:
+        remote = get_file(remote.archive)
+    return cache_dir(root) / remote.group / remote.name
+
+
+@dataclass
+class FetchResult:
+    """A file in the cache.  ``os.fspath(result)`` is its path.
+
+    ``member`` is set for a file read from inside an archive (``path`` is then
+    the archive).  ``status`` is the verification status (see
+    :mod:`mnistforge.sources.verify`); ``downloaded`` says whether it came from
+    the network in this call, and ``url`` from which mirror.
+    """
+
+    remote: RemoteFile
+    path: Path
+    status: str
+    sha256: str | None = None
+    downloaded: bool = False
+    url: str | None = None
+    member: str | None = None
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+    @property
+    def verified(self) -> bool:
+        return self.status != "unpinned"
+
+    @property
+    def text(self) -> str:
+        return STATUS_TEXT.get(self.status, self.status)
+
+
+def fetch(name_or_file, *, root=None, progress=None, offline=None, timeout=DEFAULT_TIMEOUT,
+          retries=DEFAULT_RETRIES, backoff=DEFAULT_BACKOFF):
+    """Make a registry file (or every file of a dataset) present and verified in the cache.
+
+    Parameters
+    ----------
+    name_or_file : str or RemoteFile
+        A file id (``"mnist/train-images-idx3-ubyte.gz"``), a unique file name,
+        a :class:`~mnistforge.registry.RemoteFile`, or a dataset name
+        (``"mnist"``, ``"emnist-letters"``, ``"sd19"``...).
+    root : path, optional
+        Cache folder (see :func:`cache_dir`).
+    progress : bool, optional
+        Show a progress bar (default: only on a terminal).
+    offline : bool, optional
+        Never use the network (default: ``$MNISTFORGE_OFFLINE``).
+    timeout : float
+        Seconds to wait for a connection or for data.
+    retries : int
+        Further attempts per mirror after a cut connection or a timeout.
+    backoff : float
+        First wait between attempts, doubled each time.
+
+    Returns
+    -------
+    FetchResult or list of FetchResult
+        One result for a file, a list for a dataset (archives counted once).
+
+    Raises
+    ------
+    OfflineError, DownloadError, HashMismatchError
+    """
+    kw = dict(root=root, progress=progress, offline=offline, timeout=timeout, retries=retries,
+              backoff=backoff)
+    if isinstance(name_or_file, str) and "/" not in name_or_file:
+        from ..registry import list_datasets
+        if name_or_file in list_datasets(None):
+            results, seen = [], set()
+            for f in get_dataset(name_or_file).remote_files():
+                key = f.archive or f.id
+                if key in seen:
+                    continue
+                seen.add(key)
+                results.append(fetch_file(get_file(key), **kw))
+            return results
+    return fetch_file(name_or_file, **kw)
+
+
+def _missing_message(remote: RemoteFile, dest: Path) -> str:
+    where = ", ".join(remote.urls) if remote.urls else "(no known URL)"
+    pinned = (f"sha256 {remote.sha256}" if remote.sha256 else
+              f"md5 {remote.md5}" if remote.md5 else "no pinned hash")
+    return (f"{remote.id} is not in the cache and offline mode (MNISTFORGE_OFFLINE=1) forbids "
+            f"downloading it. Download it from {where} ({pinned}) and put it at {dest} "
+            f"(a decompressed copy may go next to it as {dest.parent / remote.raw_name}), "
+            f"or unset MNISTFORGE_OFFLINE")
+
+
+def fetch_file(remote, *, root=None, progress=None, offline=None, timeout=DEFAULT_TIMEOUT,
+               retries=DEFAULT_RETRIES, backoff=DEFAULT_BACKOFF) -> FetchResult:
+    """Fetch one file (see :func:`fetch`); archive members fetch their archive."""
+    remote = get_file(remote)
+    if remote.archive:
+        arch = fetch_file(remote.archive, root=root, progress=progress, offline=offline,
+                          timeout=timeout, retries=retries, backoff=backoff)
+        return FetchResult(remote, arch.path, "archive" if arch.verified else "unpinned",
+                           arch.sha256, arch.downloaded, arch.url, member=remote.member)
+    dest = cache_path(remote, root)
+    if dest.is_file():
+        v = verify_file(dest, remote)
+        write_marker(dest, v)
+        return FetchResult(remote, dest, v.status, v.sha256)
+    if offline_enabled(offline):
+        raise OfflineError(_missing_message(remote, dest))
+    if not remote.urls:
+        raise DownloadError(f"{remote.id}: no URL is known for this file",
+                            hint=f"put it at {dest} by hand")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    return _download(remote, dest, progress=progress, timeout=timeout, retries=retries,
+                     backoff=backoff)
+
+
+class _MirrorFailed(Exception):
+    pass
+
+
+def _download(remote: RemoteFile, dest: Path, *, progress, timeout, retries, backoff) -> FetchResult:
+    import requests
+
+    part = dest.with_name(dest.name + PART_SUFFIX)
+    failures: list[str] = []
+    bad_hash = False
+    with requests.Session() as session:
+        session.headers["User-Agent"] = USER_AGENT
+        for url in remote.urls:
+            for fresh in (False, True):
+                if fresh:
+                    _unlink(part)
+                resumed = part.is_file() and part.stat().st_size > 0
+                try:
+                    _download_url(session, url, part, remote, progress=progress, timeout=timeout,
+                                  retries=retries, backoff=backoff)
+                except _MirrorFailed as e:
+                    failures.append(f"{url}: {e}")
+                    logger.warning("%s: %s", url, e)
+                    break
+                try:
+                    v = verify_file(part, remote, use_marker=False)
+                except HashMismatchError as e:
+                    _unlink(part)
+                    if resumed and not fresh:
+                        # The kept .part may come from another mirror or an older file.
+                        logger.warning("%s: resumed download has the wrong hash; starting over", url)
+                        continue
+                    bad_hash = True
+                    failures.append(f"{url}: {e}")
+                    logger.warning("%s", e)
+                    break
+                os.replace(part, dest)
+                write_marker(dest, _renamed(v, dest))
+                logger.info("%s: %s (%s)", dest, v.text, url)
+                return FetchResult(remote, dest, v.status, v.sha256, downloaded=True, url=url)
+    if part.is_file() and part.stat().st_size == 0:
+        _unlink(part)
+    kept = f" (partial download kept as {part} to resume)" if part.is_file() else ""
+    msg = f"could not fetch {remote.id} from any mirror{kept}: " + "; ".join(failures)
+    if bad_hash:
+        raise HashMismatchError(msg, path=dest, hint="nothing was written to the cache")
+    raise DownloadError(msg, hint="check the network (or set MNISTFORGE_OFFLINE=1 and place the "
+                                  f"file at {dest} by hand)")
+
+
+def _renamed(v: Verification, dest: Path) -> Verification:
+    v.path = str(dest)
+    return v
+
+
+def _unlink(p: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        p.unlink()
+
+
+def _download_url(session, url, part: Path, remote: RemoteFile, *, progress, timeout, retries,
+                  backoff) -> None:
+    import requests
+
+    last = None
+    for attempt in range(retries + 1):
+        if attempt:
+            wait = backoff * 2 ** (attempt - 1)
+            logger.info("retrying %s in %.1f s (attempt %d of %d)", url, wait, attempt + 1,
+                        retries + 1)
+            time.sleep(wait)
+        try:
+            _stream_once(session, url, part, remote, progress=progress, timeout=timeout)
+            return
+        except requests.HTTPError as e:
+            code = e.response.status_code if e.response is not None else None
+            if code is not None and 400 <= code < 500 and code not in (408, 429):
+                raise _MirrorFailed(f"HTTP {code}") from None
+            last = f"HTTP {code}"
+        except requests.Timeout as e:
+            last = f"timed out after {timeout} s ({type(e).__name__})"
+        except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
+                _Incomplete) as e:
+            last = f"connection cut ({type(e).__name__}: {e})"
+        logger.warning("%s: %s", url, last)
+    raise _MirrorFailed(f"{last} (after {retries + 1} attempts)")
+
+
+class _Incomplete(Exception):
+    pass
+
+
+_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)")
+
+
+def _stream_once(session, url, part: Path, remote: RemoteFile, *, progress, timeout) -> None:
+    have = part.stat().st_size if part.is_file() else 0
+    headers = {"Accept-Encoding": "identity"}
+    if have:
+        headers["Range"] = f"bytes={have}-"
+    with session.get(url, stream=True, timeout=timeout, headers=headers,
+                     allow_redirects=True) as r:
+        if r.status_code == 416 and have:
+            # Nothing left to send: the .part may already be whole; the hash decides.
+            m = re.search(r"/(\d+)", r.headers.get("Content-Range", ""))
+            if m and int(m.group(1)) == have:
+                return
+            _unlink(part)
+            raise _Incomplete("server refused to resume; starting over")
+        r.raise_for_status()
+        mode = "wb"
+        if r.status_code == 206 and have:
+            m = _RANGE.match(r.headers.get("Content-Range", ""))
+            if m and int(m.group(1)) == have:
+                mode = "ab"
+                logger.info("resuming %s at byte %d", url, have)
+            else:
+                _unlink(part)
+                raise _Incomplete(f"unexpected Content-Range {r.headers.get('Content-Range')!r}")
+        if mode == "wb":
+            have = 0
+        length = r.headers.get("Content-Length")
+        expected = have + int(length) if length and length.isdigit() else None
+        total = expected or remote.size
+        disable = None if progress is None else not progress
+        bar = _progress(total=total, desc=remote.name, unit="B", disable=disable,
+                        unit_scale=True, unit_divisor=1024, initial=have, leave=False)
+        try:
+            with open(part, mode) as f:
+                for chunk in r.iter_content(CHUNK):
+                    f.write(chunk)
+                    bar.update(len(chunk))
+        finally:
+            bar.close()
+    got = part.stat().st_size
+    if expected is not None and got < expected:
+        raise _Incomplete(f"got {got} of {expected} bytes")

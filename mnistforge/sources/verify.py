@@ -1,0 +1,261 @@
+"""Check a file against its registry entry, and remember that it was checked.
+
+A file is accepted when
+
+* its own bytes match the published hash (``"exact"``), or
+* its bytes differ but its decompressed content matches the pinned content
+  hash (``"content"``: a mirror re-compressed it), or
+* it is a raw (decompressed) copy whose bytes match the content hash
+  (``"raw"``), or
+* nothing is pinned for it (``"unpinned"``: accepted, always reported as
+  unverified, with the sha256 observed) or it is a member of a pinned archive
+  (``"archive"``).
+
+Anything else raises :class:`~mnistforge.errors.HashMismatchError`.
+
+Hashing a 500 MB file on every load would be wasteful, so a successful check
+leaves a small sidecar ``<file>.sha256`` (JSON: size, mtime_ns and the hashes
+observed).  The sidecar is trusted only while the file keeps the same size and
+modification time; a changed file is hashed again.  The decision is always
+re-made from the recorded hashes, so a registry update is honoured at once.
+"""
+from __future__ import annotations
+
+import bz2
+import contextlib
+import gzip
+import hashlib
+import json
+import logging
+import lzma
+import os
+import zlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..errors import HashMismatchError
+from ..registry import RemoteFile
+
+logger = logging.getLogger(__name__)
+
+CHUNK = 1 << 20
+MARKER_SUFFIX = ".sha256"
+
+STATUS_TEXT = {
+    "exact": "verified (the published file)",
+    "content": "verified (content matches; the compressed wrapper differs from the published one)",
+    "raw": "verified (decompressed copy; content matches)",
+    "derived": "decompressed from a verified file",
+    "archive": "verified through its pinned archive",
+    "unpinned": "NOT verified: no hash is pinned for this file",
+}
+
+
+@dataclass
+class Verification:
+    """Outcome of a check: ``status`` (see module doc) and the hashes observed."""
+
+    path: str
+    status: str
+    sha256: str
+    md5: str | None = None
+    content_sha256: str | None = None
+    content_md5: str | None = None
+    size: int = 0
+
+    @property
+    def text(self) -> str:
+        return STATUS_TEXT.get(self.status, self.status)
+
+    @property
+    def verified(self) -> bool:
+        return self.status != "unpinned"
+
+
+def _open_decompressed(path: Path, name: str | None = None):
+    name = name or path.name
+    if name.endswith(".gz"):
+        return gzip.open(path, "rb")
+    if name.endswith(".xz"):
+        return lzma.open(path, "rb")
+    if name.endswith(".bz2"):
+        return bz2.open(path, "rb")
+    return None
+
+
+def hash_stream(f, *, md5: bool = True, chunk: int = CHUNK) -> tuple[str, str | None, int]:
+    """sha256 (and md5) of everything read from binary file object ``f``."""
+    h = hashlib.sha256()
+    m = hashlib.md5(usedforsecurity=False) if md5 else None
+    n = 0
+    for b in iter(lambda: f.read(chunk), b""):
+        h.update(b)
+        if m is not None:
+            m.update(b)
+        n += len(b)
+    return h.hexdigest(), (m.hexdigest() if m else None), n
+
+
+def hash_file(path) -> tuple[str, str]:
+    """(sha256, md5) of a file's bytes, in one pass."""
+    with open(path, "rb") as f:
+        sha, md5, _ = hash_stream(f)
+    return sha, md5
+
+
+def hash_content(path, name: str | None = None) -> tuple[str, str, int] | None:
+    """(sha256, md5, size) of a compressed file's decompressed content.
+
+    The compression follows the suffix of ``name`` (default: the path's).
+    Returns None for an uncompressed file; raises HashMismatchError when the
+    file is not valid for its suffix.
+    """
+    path = Path(path)
+    f = _open_decompressed(path, name)
+    if f is None:
+        return None
+    try:
+        with f:
+            return hash_stream(f)
+    except (OSError, EOFError, zlib.error, lzma.LZMAError) as e:
+        raise HashMismatchError(
+            "cannot decompress", path=path, expected=f"a valid {Path(name or path.name).suffix} file",
+            found=f"{type(e).__name__}: {e}",
+            hint="the file is damaged or incomplete: delete it and fetch again") from None
+
+
+def decide(remote: RemoteFile, sha256=None, md5=None, content_sha256=None, content_md5=None,
+           *, raw: bool = False) -> str | None:
+    """Return the status for the hashes observed, or None when they do not match.
+
+    ``raw`` says the hashes are of a decompressed copy (compared with the
+    ``content_*`` hashes only).
+    """
+    if raw:
+        if remote.content_sha256:
+            return "raw" if sha256 == remote.content_sha256 else None
+        if remote.content_md5:
+            return "raw" if md5 == remote.content_md5 else None
+        return None
+    if remote.sha256:
+        if sha256 == remote.sha256:
+            return "exact"
+    elif remote.md5 and md5 == remote.md5:
+        return "exact"
+    if remote.content_sha256:
+        if content_sha256 == remote.content_sha256:
+            return "content"
+    elif remote.content_md5 and content_md5 == remote.content_md5:
+        return "content"
+    if not (remote.sha256 or remote.md5 or remote.content_sha256 or remote.content_md5):
+        return "archive" if remote.archive else "unpinned"
+    return None
+
+
+# --- sidecar markers ---------------------------------------------------------
+
+def marker_path(path) -> Path:
+    path = Path(path)
+    return path.with_name(path.name + MARKER_SUFFIX)
+
+
+def write_marker(path, v: Verification) -> None:
+    """Record a successful check of ``path`` (keyed on its size and mtime)."""
+    from ..outputs import atomic_file
+
+    path = Path(path)
+    st = path.stat()
+    rec = {k: val for k, val in asdict(v).items() if k != "path"}
+    rec.update(size=st.st_size, mtime_ns=st.st_mtime_ns, name=path.name)
+    try:
+        with atomic_file(marker_path(path), "w") as f:
+            json.dump(rec, f, indent=1, sort_keys=True)
+            f.write("\n")
+    except OSError as e:  # a read-only folder must not stop a load
+        logger.debug("cannot write %s: %s", marker_path(path), e)
+
+
+def read_marker(path) -> dict | None:
+    """The sidecar record of ``path`` if it still describes the file, else None."""
+    path = Path(path)
+    mp = marker_path(path)
+    try:
+        with open(mp) as f:
+            rec = json.load(f)
+        st = path.stat()
+    except (OSError, ValueError):
+        return None
+    if rec.get("size") != st.st_size or rec.get("mtime_ns") != st.st_mtime_ns:
+        return None
+    return rec
+
+
+def remove_with_marker(path) -> None:
+    for p in (Path(path), marker_path(path)):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+
+
+# --- checks ------------------------------------------------------------------
+
+def _mismatch(path, remote: RemoteFile, sha, content_sha, *, raw=False) -> HashMismatchError:
+    if raw:
+        expected = f"content sha256 {remote.content_sha256 or remote.content_md5}"
+    else:
+        exp = [f"sha256 {remote.sha256}" if remote.sha256 else
+               (f"md5 {remote.md5}" if remote.md5 else None)]
+        if remote.content_sha256:
+            exp.append(f"or decompressed content sha256 {remote.content_sha256}")
+        expected = " ".join(e for e in exp if e)
+    found = f"sha256 {sha}" + (f" (content sha256 {content_sha})" if content_sha else "")
+    return HashMismatchError(
+        f"{remote.id} does not match the registry", path=path, expected=expected, found=found,
+        hint="the file is damaged, incomplete or a different file: delete it and fetch again")
+
+
+def verify_file(path, remote: RemoteFile, *, use_marker: bool = True,
+                raw: bool = False) -> Verification:
+    """Check ``path`` against ``remote``; return a :class:`Verification`.
+
+    ``raw=True`` checks a decompressed copy against the content hash.  With
+    ``use_marker`` a valid sidecar spares the hashing.
+
+    Examples
+    --------
+    >>> from mnistforge.registry import get_file
+    >>> verify_file("t10k-labels-idx1-ubyte.gz",
+    ...             get_file("mnist/t10k-labels-idx1-ubyte.gz")).status   # doctest: +SKIP
+    'content'
+    """
+    path = Path(path)
+    if use_marker:
+        rec = read_marker(path)
+        if rec is not None:
+            status = decide(remote, rec.get("sha256"), rec.get("md5"), rec.get("content_sha256"),
+                            rec.get("content_md5"), raw=raw)
+            if status is None and raw and rec.get("status") == "derived" \
+                    and not (remote.content_sha256 or remote.content_md5):
+                status = "derived"
+            if status is not None:
+                return Verification(str(path), status, rec.get("sha256"), rec.get("md5"),
+                                    rec.get("content_sha256"), rec.get("content_md5"),
+                                    rec.get("size", 0))
+    logger.info("verifying %s", path)
+    sha, md5 = hash_file(path)
+    size = path.stat().st_size
+    status = decide(remote, sha, md5, raw=raw)
+    csha = cmd5 = None
+    if status is None and not raw and (remote.content_sha256 or remote.content_md5):
+        got = hash_content(path, remote.name)
+        if got is not None:
+            csha, cmd5, _ = got
+            status = decide(remote, sha, md5, csha, cmd5)
+    if status is None:
+        raise _mismatch(path, remote, sha, csha, raw=raw)
+    v = Verification(str(path), status, sha, md5, csha, cmd5, size)
+    if status == "content":
+        logger.info("%s: compressed bytes differ from the published file, content matches", path)
+    elif status == "unpinned":
+        logger.warning("%s: no hash is pinned for %s; observed sha256 %s (not verified)",
+                       path, remote.id, sha)
+    return v

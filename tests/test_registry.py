@@ -1,0 +1,149 @@
+"""The registry: complete, consistent, and its pinned hashes match the real files at hand."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from mnistforge import registry as R
+from mnistforge.errors import DatasetNotFoundError
+from mnistforge.sources.verify import hash_content, hash_file, verify_file
+
+EXPECTED_DATASETS = [
+    "mnist", "fashion-mnist", "kmnist", "qmnist", "emnist-byclass", "emnist-bymerge",
+    "emnist-balanced", "emnist-letters", "emnist-digits", "emnist-mnist"]
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+HEX32 = re.compile(r"^[0-9a-f]{32}$")
+
+
+def test_every_dataset_is_there_in_order():
+    assert R.list_datasets() == EXPECTED_DATASETS
+    assert {"sd19", "sd19-1st-edition", "emnist"} <= set(R.list_datasets(None))
+
+
+@pytest.mark.parametrize("name", EXPECTED_DATASETS)
+def test_dataset_entries_are_consistent(name):
+    d = R.get_dataset(name)
+    assert d.licence and d.citation and d.description
+    assert d.orientation in ("upright", "transposed")
+    assert len(set(d.classes)) == len(d.classes), "class names must be unique"
+    assert "train" in d.splits and "test" in d.splits
+    for sp in d.splits.values():
+        assert sp.count > 0
+        if sp.is_view:
+            parent = d.split(sp.of)
+            assert not parent.is_view
+            if sp.rows:
+                start, stop = sp.rows
+                stop = parent.count if stop is None else stop
+                assert stop - start == sp.count
+            if sp.last:
+                assert sp.count == d.split(sp.last).count
+            if sp.drop_last:
+                assert sp.count == parent.count - d.split(sp.drop_last).count
+        else:
+            for fname in (sp.images, sp.labels):
+                f = R.get_file(f"{d.group}/{fname}")
+                assert f.name == fname
+            img = R.get_file(f"{d.group}/{sp.images}")
+            if img.content_size:
+                assert img.content_size == 16 + sp.count * 28 * 28
+
+
+def test_split_sizes_from_the_spec():
+    counts = {n: {s: sp.count for s, sp in R.get_dataset(n).splits.items()} for n in EXPECTED_DATASETS}
+    assert counts["qmnist"] == {"train": 60000, "test": 60000, "test10k": 10000,
+                                "test50k": 50000, "nist": 402953}
+    assert counts["emnist-byclass"] == {"train": 697932, "test": 116323}
+    assert counts["emnist-balanced"]["validation"] == 18800
+    assert counts["emnist-balanced"]["train-without-validation"] == 112800 - 18800
+    assert counts["emnist-letters"]["train"] == 124800
+    assert counts["emnist-digits"]["test"] == 40000
+    assert "validation" not in counts["emnist-bymerge"]
+
+
+def test_class_lists():
+    assert R.get_dataset("emnist-byclass").classes[10] == "A"
+    assert R.get_dataset("emnist-byclass").classes[36] == "a"
+    assert len(R.get_dataset("emnist-byclass").classes) == 62
+    bm = R.get_dataset("emnist-bymerge").classes
+    assert len(bm) == 47 and bm[36:] == tuple("abdefghnqrt")
+    le = R.get_dataset("emnist-letters")
+    assert le.label_offset == 1 and le.classes[0].startswith("N/A") and le.classes[26] == "Z"
+    assert "1..26" in le.class_note
+    assert R.get_dataset("fashion-mnist").classes[9] == "Ankle boot"
+    assert len(R.get_dataset("kmnist").classes) == 10
+    assert R.get_dataset("emnist-digits").orientation == "transposed"
+    assert R.get_dataset("mnist").orientation == "upright"
+
+
+def test_files_hashes_are_well_formed_and_pinned_flag_is_honest():
+    for f in R.list_files():
+        for h in (f.sha256, f.content_sha256):
+            assert h is None or HEX64.match(h), f.id
+        for h in (f.md5, f.content_md5):
+            assert h is None or HEX32.match(h), f.id
+        has = bool(f.sha256 or f.md5 or f.content_sha256 or f.content_md5)
+        assert f.pinned == has, f.id
+        assert f.urls or f.archive, f"{f.id} has no way to be fetched"
+        if f.archive:
+            assert R.get_file(f.archive).pinned
+            assert f.member.endswith(f.name)
+
+
+def test_published_figures_from_the_spec():
+    f = R.get_file("mnist/train-images-idx3-ubyte.gz")
+    assert f.size == 9912422 and f.sha256.startswith("440fcabf") and len(f.urls) == 2
+    z = R.get_file("emnist/gzip.zip")
+    assert z.size == 561753746 and z.md5 == "58c8d27c78d21e728a6bc7b3cc06412e"
+    m = R.get_file("emnist/emnist-letters-train-labels-idx1-ubyte.gz")
+    assert m.archive == "emnist/gzip.zip" and m.member == "gzip/emnist-letters-train-labels-idx1-ubyte.gz"
+    assert m.md5 == "c16de4f1848ddcdddd39ab65d2a7be52"
+    # SD19: every 2nd-edition zip plus the 1st edition, none pinned (reported as such)
+    sd = [f.name for f in R.dataset_files("sd19")]
+    assert sd == ["by_class.zip", "by_merge.zip", "by_write.zip", "by_field.zip", "hsf_page.zip"]
+    assert [f.name for f in R.dataset_files("sd19-1st-edition")] == ["SD19.zip"]
+    for f in R.dataset_files("sd19") + R.dataset_files("sd19-1st-edition"):
+        assert not f.pinned and f.pinned_how == "not pinned"
+        assert f.urls[0].startswith("https://s3.amazonaws.com/nist-srd/SD19/")
+
+
+def test_lookup_errors_name_the_choices():
+    with pytest.raises(DatasetNotFoundError, match="emnist-letters"):
+        R.get_dataset("emnist-letter")
+    with pytest.raises(DatasetNotFoundError, match="test10k"):
+        R.get_dataset("qmnist").split("test10")
+    assert R.get_file("gzip.zip").id == "emnist/gzip.zip"
+    with pytest.raises(Exception, match="ambiguous"):
+        R.get_file("train-images-idx3-ubyte.gz")  # mnist, fashion-mnist and kmnist share it
+
+
+def test_reference_mnist_content_hashes_match(mnist_reference):
+    # The reference copies are re-compressed: the wrapper differs, the content does not.
+    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz",
+                 "train-labels-idx1-ubyte.gz"):
+        f = R.get_file(f"mnist/{name}")
+        sha, _ = hash_file(mnist_reference / name)
+        assert sha != f.sha256
+        csha, _, n = hash_content(mnist_reference / name)
+        assert csha == f.content_sha256 and n == f.content_size
+        assert verify_file(mnist_reference / name, f, use_marker=False).status == "content"
+
+
+def test_reference_qmnist_files_match_exactly(qmnist_reference):
+    for name in ("qmnist-train-labels-idx2-int.gz", "qmnist-test-labels-idx2-int.gz",
+                 "qmnist-train-labels.tsv.gz", "qmnist-test-labels.tsv.gz", "xnist-labels.tsv.xz"):
+        f = R.get_file(f"qmnist/{name}")
+        p = qmnist_reference / name
+        sha, md5 = hash_file(p)
+        assert sha == f.sha256 and p.stat().st_size == f.size
+        if f.md5:
+            assert md5 == f.md5  # the published (torchvision) md5
+        assert verify_file(p, f, use_marker=False).status == "exact"
+
+
+def test_debian_fashion_files_verify_by_content(fashion_dir):
+    for name in ("t10k-labels-idx1-ubyte.gz", "train-labels-idx1-ubyte.gz"):
+        f = R.get_file(f"fashion-mnist/{name}")
+        v = verify_file(fashion_dir / name, f, use_marker=False)
+        assert v.status == "content" and v.content_sha256 == f.content_sha256
