@@ -1,0 +1,714 @@
+"""Readers for NIST SD19, both editions, zipped or unpacked, every hierarchy.
+
+:func:`open_sd19` takes a folder holding the 2nd-edition zips exactly as NIST
+serves them (``by_write.zip``, ``by_class.zip``, ...), or the same trees
+unpacked (``by_write/``, ``by_class/``, ...), of either edition (1st: IHEAD
+``.mis`` + ``.cls`` + ``.mit``; 2nd: one 1-bit PNG per character).  The
+edition and packaging are detected.  Zip members are read in place (never
+extracted) through :mod:`mnistforge.sources.zipdir`, with its safety checks.
+
+The result, :class:`SD19Source`, carries :attr:`~SD19Source.index` (one row per
+character in by_write walk order, see :mod:`mnistforge.sources.index`) and
+reads any selection of characters in parallel with :meth:`~SD19Source.read`.
+
+Walk order: partitions hsf_0,1,2,3,4,6,7; writer folders ``fWWWW_TT`` sorted by
+name; within a folder the fields d, u, l, c; within a field, the entries in
+file order (the PNG number ``_NNNNN`` or the position in the ``.mis``).
+
+Classes come from the by_write ``.cls`` files when present; otherwise from an
+exact-content join with by_field or by_class (:mod:`mnistforge.sources.join`).
+
+Examples
+--------
+>>> from mnistforge.sources import open_sd19
+>>> src = open_sd19("/data/sd19")                       # doctest: +SKIP
+>>> src.edition, src.hierarchies                        # doctest: +SKIP
+(2, ('by_class', 'by_field', 'by_merge', 'by_write'))
+>>> digits = np.flatnonzero(src.index["field"] == b"d")  # doctest: +SKIP
+>>> images = src.read_all(digits[:10])                  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import hashlib
+import logging
+import os
+import re
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import MissingSourceError, SD19FormatError
+from ..progress import progress as _progress
+from . import index as _index
+from .ihead import parse_cls, read_mis
+from .join import JoinReport, join_classes
+from .nist_table import FIELD_DIRS, FIELDS, PARTITION_ORDER
+from .png1 import decode_png1_many
+from .zipdir import ZipListing, list_zip, read_members
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["open_sd19", "SD19Source", "HIERARCHIES", "Tree", "find_trees", "default_workers"]
+
+HIERARCHIES = ("by_write", "by_class", "by_merge", "by_field")
+OTHER_TREES = ("hsf_page",)
+IMAGE = 128
+_FIELD_RANK = {f: i for i, f in enumerate(FIELDS)}
+_PART_RANK = {p: i for i, p in enumerate(PARTITION_ORDER)}
+_DIR_FIELD = {v: k for k, v in FIELD_DIRS.items()}
+
+# by_write, relative to the hierarchy root
+_BW_PNG = re.compile(r"^hsf_(\d)/f(\d{4})_(\d{2})/([dulc])(\d{4})_(\d{2})/[dulc]\d{4}_\d{2}_(\d+)\.png$", re.I)
+_BW_MIS = re.compile(r"^hsf_(\d)/f(\d{4})_(\d{2})/([dulc])(\d{4})_(\d{2})\.mis$", re.I)
+_BW_CLS = re.compile(r"^hsf_(\d)/f(\d{4})_(\d{2})/([dulc])(\d{4})_(\d{2})\.cls$", re.I)
+# by_class: XX/hsf_N/hsf_N_NNNNN.png or XX/hsf_N.mis (train_XX sets are copies: skipped)
+_BC_PNG = re.compile(r"^([0-9a-f]{2})/hsf_(\d)/hsf_\d_(\d+)\.png$", re.I)
+_BC_MIS = re.compile(r"^([0-9a-f]{2})/hsf_(\d)\.mis$", re.I)
+# by_field: hsf_N/FIELD/XX/XX_NNNNN.png, or hsf_N/FIELD/XX.mis or hsf_N/FIELD/XX/XX.mis
+_BF_PNG = re.compile(r"^hsf_(\d)/(digit|upper|lower|const)/([0-9a-f]{2})/[0-9a-f]{2}_(\d+)\.png$", re.I)
+_BF_MIS = re.compile(r"^hsf_(\d)/(digit|upper|lower|const)/(?:[0-9a-f]{2}/)?([0-9a-f]{2})\.mis$", re.I)
+_INTERESTING = (".png", ".mis", ".cls", ".mit")
+
+
+def default_workers() -> int:
+    """Worker processes for decoding: ``$MNISTFORGE_WORKERS`` or the usable cores."""
+    env = os.environ.get("MNISTFORGE_WORKERS")
+    if env:
+        return max(1, int(env))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# --- trees: one hierarchy, in a zip or a folder ----------------------------------------------
+
+@dataclasses.dataclass
+class Tree:
+    """One hierarchy of a source: its files (relative POSIX names) in a zip or a folder."""
+
+    hierarchy: str
+    kind: str                    # "zip" or "dir"
+    location: Path               # the zip file, or the hierarchy's folder
+    prefix: str = ""             # zip: member prefix before the relative names
+    _names: list | None = None
+    _listing: ZipListing | None = None
+    _pos: dict | None = None
+
+    @property
+    def display(self) -> str:
+        if self.kind == "zip":
+            return f"{self.location}:{self.prefix}"
+        return str(self.location)
+
+    def _list(self) -> None:
+        if self._names is not None:
+            return
+        if self.kind == "zip":
+            pre = self.prefix
+            lst = list_zip(self.location, name_filter=lambda n: n.startswith(pre) and n.lower().endswith(_INTERESTING))
+            order = sorted(range(len(lst)), key=lst.names.__getitem__)
+            self._listing = lst.take(order)
+            self._names = [n[len(pre):] for n in self._listing.names]
+        else:
+            names = []
+            root = str(self.location)
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
+                rel = "" if rel == "." else rel + "/"
+                names.extend(rel + f for f in filenames if f.lower().endswith(_INTERESTING))
+            names.sort()
+            self._names = names
+
+    @property
+    def names(self) -> list:
+        self._list()
+        return self._names
+
+    def file_table(self, idx) -> np.ndarray:
+        """:data:`~mnistforge.sources.index.FILE_DTYPE` rows for files ``idx``."""
+        self._list()
+        idx = np.asarray(idx, np.int64)
+        t = np.zeros(len(idx), _index.FILE_DTYPE)
+        t["name"] = [self._names[i].encode() for i in idx]
+        if self._listing is not None:
+            for f in ("offset", "csize", "usize", "method", "crc"):
+                t[f] = getattr(self._listing, f)[idx]
+        return t
+
+    def spec(self) -> tuple:
+        """What a worker needs to open this tree itself (picklable, small)."""
+        return (self.kind, str(self.location), self.prefix)
+
+    def read_bytes(self, name: str) -> bytes:
+        """The bytes of one file, by relative name."""
+        self._list()
+        if self.kind == "dir":
+            with open(self.location / name, "rb") as f:
+                return f.read()
+        if self._pos is None:
+            self._pos = {n: i for i, n in enumerate(self._names)}
+        i = self._pos[name]
+        return read_members(self.location, self._listing, [i])[0]
+
+    def fingerprint_items(self) -> list:
+        """(name, size, mtime) items identifying this tree's content."""
+        if self.kind == "zip":
+            st = os.stat(self.location)
+            return [(f"{self.location.name}:{self.prefix}", st.st_size, st.st_mtime_ns)]
+        # Folder: every directory's mtime and entry count, without a stat per image
+        # (adding, removing or renaming a file changes its folder's mtime).
+        items = []
+        root = str(self.location)
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            st = os.stat(dirpath)
+            rel = os.path.relpath(dirpath, root)
+            items.append((f"{self.hierarchy}/{rel}", len(filenames), st.st_mtime_ns))
+            for f in sorted(filenames):
+                if not f.lower().endswith(".png"):
+                    fs = os.stat(os.path.join(dirpath, f))
+                    items.append((f"{self.hierarchy}/{rel}/{f}", fs.st_size, fs.st_mtime_ns))
+        return items
+
+
+def _zip_hierarchies(zpath: Path) -> dict:
+    """Hierarchies inside one zip: name -> member prefix."""
+    stem = zpath.stem.lower()
+    found = {}
+    # A zip named after its hierarchy only needs its first members to find the prefix.
+    limit = 64 if stem in HIERARCHIES else None
+    lst = list_zip(zpath, name_filter=lambda n: n.lower().endswith(_INTERESTING), limit=limit)
+    for name in lst.names:
+        parts = name.split("/")
+        for i, p in enumerate(parts[:-1]):
+            if p in HIERARCHIES and p not in found:
+                found[p] = "/".join(parts[:i + 1]) + "/"
+                break
+    if not found and stem in HIERARCHIES and lst.names:
+        found[stem] = ""   # members directly under the zip root
+    return found
+
+
+def find_trees(path) -> dict:
+    """Locate the hierarchies under ``path``: ``{hierarchy: Tree}`` (folders win over zips)."""
+    path = Path(path)
+    trees: dict = {}
+    if path.is_file() and path.suffix.lower() == ".zip":
+        zips, base = [path], None
+    elif path.is_dir():
+        zips, base = sorted(p for p in path.glob("*.zip") if p.is_file()), path
+    else:
+        raise MissingSourceError("SD19 source not found", path=path,
+                                 expected="a folder holding by_write.zip/by_class.zip/... or by_write/, by_class/, ...",
+                                 found="nothing there",
+                                 hint="point at the folder where the SD19 zips or trees are "
+                                      "(or run `mnistforge fetch sd19` / `mnistforge synth-sd19`)")
+    if base is not None:
+        if base.name in HIERARCHIES:
+            trees[base.name] = Tree(base.name, "dir", base)
+        for h in HIERARCHIES:
+            for cand in (base / h, base / "data" / h):
+                if h not in trees and cand.is_dir():
+                    trees[h] = Tree(h, "dir", cand)
+    for z in zips:
+        if z.stem.lower() == "hsf_page":
+            continue   # form pages: not needed, and big
+        for h, prefix in _zip_hierarchies(z).items():
+            if h in trees:
+                logger.info("SD19 %s: using %s, ignoring the copy in %s", h, trees[h].display, z)
+                continue
+            trees[h] = Tree(h, "zip", z, prefix)
+    return trees
+
+
+# --- parsing the trees ------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class _Chars:
+    """Characters of a classed tree (by_class or by_field), as files (+ entries for .mis)."""
+
+    files: list           # file indices in the tree
+    hsf: np.ndarray       # per file
+    field: np.ndarray | None
+    ascii: np.ndarray     # per file
+    fmt: str              # "png" or "mis"
+
+
+def _parse_by_write(tree: Tree):
+    """Files of by_write in walk order, and the .cls files: (edition, records, cls)."""
+    names = tree.names
+    png, mis, cls, other = [], [], {}, 0
+    for i, n in enumerate(names):
+        m = _BW_PNG.match(n)
+        if m:
+            png.append((i, m))
+            continue
+        m = _BW_MIS.match(n)
+        if m:
+            mis.append((i, m))
+            continue
+        m = _BW_CLS.match(n)
+        if m:
+            cls[(int(m[1]), int(m[2]), int(m[3]), m[4].lower())] = i
+            continue
+        other += 1
+    if png and mis:
+        raise SD19FormatError("by_write mixes editions", path=tree.display,
+                              expected="only PNG folders (2nd edition) or only .mis files (1st edition)",
+                              found=f"{len(png)} PNGs and {len(mis)} .mis files",
+                              hint="point at one edition at a time")
+    if not png and not mis:
+        raise MissingSourceError("by_write holds no characters", path=tree.display,
+                                 expected="hsf_N/fWWWW_TT/dWWWW_TT/*.png or hsf_N/fWWWW_TT/dWWWW_TT.mis",
+                                 found=f"{len(names)} files, none of them SD19 characters")
+    edition = 2 if png else 1
+    recs = []
+    anomalies = []
+    for i, m in (png or mis):
+        hsf, w, t, f = int(m[1]), int(m[2]), int(m[3]), m[4].lower()
+        if hsf not in _PART_RANK:
+            anomalies.append(f"unexpected partition hsf_{hsf} in {names[i]}")
+            continue
+        if (int(m[5]), int(m[6])) != (w, t):
+            anomalies.append(f"{names[i]}: field file writer/template differ from its folder")
+        entry = int(m[7]) if edition == 2 else 0
+        recs.append((_PART_RANK[hsf], names[i].split("/")[1].lower(), _FIELD_RANK[f], entry, hsf, w, t, f, i))
+    recs.sort()
+    if other:
+        logger.debug("%s: %d files not part of the by_write layout ignored", tree.display, other)
+    return edition, recs, cls, anomalies
+
+
+def _parse_classed(tree: Tree) -> _Chars | None:
+    """Characters of by_class (hsf_N sets only) or by_field, file by file, in tree order."""
+    files, hsf, field, asc = [], [], [], []
+    fmt = None
+    for i, n in enumerate(tree.names):
+        if tree.hierarchy == "by_class":
+            m = _BC_PNG.match(n) or _BC_MIS.match(n)
+            if not m:
+                continue
+            files.append(i)
+            asc.append(int(m[1], 16))
+            hsf.append(int(m[2]))
+        elif tree.hierarchy == "by_field":
+            m = _BF_PNG.match(n) or _BF_MIS.match(n)
+            if not m:
+                continue
+            files.append(i)
+            hsf.append(int(m[1]))
+            field.append(_DIR_FIELD[m[2].lower()])
+            asc.append(int(m[3], 16))
+        else:
+            return None
+        fmt = "png" if n.lower().endswith(".png") else "mis"
+    if not files:
+        return None
+    return _Chars(files, np.array(hsf, np.uint8), np.array(field, "S1") if field else None,
+                  np.array(asc, np.uint8), fmt)
+
+
+# --- parallel decoding ------------------------------------------------------------------------
+
+def _load_files(spec, table, fmt):
+    """Decode the files of ``table`` (FILE_DTYPE rows): list of bool arrays (n_i, 128, 128)."""
+    kind, location, prefix = spec
+    names = [prefix + t.decode() for t in table["name"]]
+    if kind == "zip":
+        lst = ZipListing(location, names, table["offset"], table["csize"], table["usize"],
+                         table["method"], table["crc"])
+        blobs = read_members(location, lst, np.arange(len(table)))
+        where = [f"{location}:{n}" for n in names]
+    else:
+        where = [os.path.join(location, n) for n in names]
+        blobs = []
+        for p in where:
+            with open(p, "rb") as f:
+                blobs.append(f.read())
+    if fmt == "png":
+        imgs = decode_png1_many(blobs, names=where)
+        return [imgs[i:i + 1] for i in range(len(imgs))], imgs
+    return [read_mis(b, name=w) for b, w in zip(blobs, where)], None
+
+
+def _job_hash(spec, table, fmt):
+    """Worker: (entries per file, content hash of every character) of the given files."""
+    per_file, stacked = _load_files(spec, table, fmt)
+    if stacked is not None:
+        return np.ones(len(stacked), np.int64), _index.hash_images(stacked)
+    counts = np.array([len(x) for x in per_file], np.int64)
+    return counts, np.concatenate([_index.hash_images(x) for x in per_file])
+
+
+def _job_bits(spec, table, fmt, file_pos, entries):
+    """Worker: packed images for the (file position, entry) pairs, in that order."""
+    per_file, stacked = _load_files(spec, table, fmt)
+    out = np.empty((len(file_pos), IMAGE * IMAGE // 8), np.uint8)
+    for k, (fp, e) in enumerate(zip(file_pos, entries)):
+        imgs = per_file[fp]
+        if e >= len(imgs):
+            raise SD19FormatError("entry beyond the end of its file", path=table["name"][fp].decode(),
+                                  expected=f"fewer than {len(imgs)} entries", found=f"entry {e}",
+                                  hint="the source changed since it was indexed; reopen with reindex=True")
+        out[k] = np.packbits(imgs[e].ravel())
+    return out
+
+
+class _Pool:
+    """A process pool used as an ordered, windowed map; runs inline with one worker."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self.ex = cf.ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
+
+    def map(self, fn, jobs, window: int | None = None):
+        if self.ex is None:
+            for j in jobs:
+                yield fn(*j)
+            return
+        window = window or 4 * self.workers
+        pending = deque()
+        it = iter(jobs)
+        for j in it:
+            pending.append(self.ex.submit(fn, *j))
+            if len(pending) >= window:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+    def close(self):
+        if self.ex is not None:
+            self.ex.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _chunks(n: int, size: int):
+    for s in range(0, n, size):
+        yield s, min(n, s + size)
+
+
+def _hash_tree(tree: Tree, file_idx, fmt, pool: _Pool, bar, chunk: int):
+    table = tree.file_table(file_idx)
+    jobs = ((tree.spec(), table[s:e], fmt) for s, e in _chunks(len(table), chunk))
+    counts, hashes = [np.zeros(0, np.int64)], [np.zeros(0, "S16")]
+    for c, h in pool.map(_job_hash, jobs):
+        counts.append(c)
+        hashes.append(h)
+        bar.update(len(h))
+    return np.concatenate(counts), np.concatenate(hashes)
+
+
+# --- the source -------------------------------------------------------------------------------
+
+class SD19Source:
+    """An opened SD19 source (see :func:`open_sd19`)."""
+
+    def __init__(self, path: Path, trees: dict, edition: int, index: np.ndarray,
+                 files: np.ndarray, file_of_row: np.ndarray, fingerprint: str,
+                 join_report: JoinReport | None, anomalies: list, cls_present: bool,
+                 workers: int, progress=None):
+        self.path = path
+        self.trees = trees
+        self.edition = edition
+        self.index = index
+        self.files = files
+        self.file_of_row = file_of_row
+        self.fingerprint = fingerprint
+        self.join_report = join_report
+        self.anomalies = anomalies
+        self.cls_present = cls_present
+        self.workers = workers
+        self._progress = progress
+
+    @property
+    def hierarchies(self) -> tuple:
+        return tuple(sorted(self.trees))
+
+    @property
+    def packaging(self) -> str:
+        return self.trees["by_write"].kind
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __repr__(self) -> str:
+        return (f"SD19Source({str(self.path)!r}, edition={self.edition}, packaging={self.packaging!r}, "
+                f"hierarchies={self.hierarchies}, characters={len(self.index)})")
+
+    def member_name(self, row: int) -> str:
+        """Path of a character in the by_write hierarchy (``#entry`` for a ``.mis``)."""
+        name = "by_write/" + self.files["name"][self.file_of_row[row]].decode()
+        return name if self.edition == 2 else f"{name}#{int(self.index['entry'][row])}"
+
+    def digits(self) -> np.ndarray:
+        """Rows of the digits, in walk order (row k has ``digit_index`` k)."""
+        return np.flatnonzero(self.index["field"] == b"d")
+
+    def read(self, rows, *, batch_size: int = 4096, workers: int | None = None):
+        """Yield ``(rows_batch, images)`` for ``rows`` in the given order.
+
+        ``images`` is bool ``(b, 128, 128)``, ``True`` = ink.  Decoding runs in
+        ``workers`` processes (default: all usable cores), each reading the zip
+        or files itself.
+        """
+        rows = np.asarray(rows, np.int64).ravel()
+        if len(rows) and (rows.min() < 0 or rows.max() >= len(self.index)):
+            raise IndexError(f"rows must lie in 0..{len(self.index) - 1}")
+        workers = self.workers if workers is None else workers
+        if len(rows) < 256:
+            workers = 1
+        tree = self.trees["by_write"]
+        fmt = "png" if self.edition == 2 else "mis"
+        spec = tree.spec()
+        per_batch = max(1, 2 * workers) if workers > 1 else 1
+        files_all = self.file_of_row[rows]
+        entries_all = self.index["entry"][rows] if fmt == "mis" else np.zeros(len(rows), np.int64)
+        batches = list(_chunks(len(rows), batch_size))
+
+        def jobs():
+            for bs, be in batches:
+                step = -(-(be - bs) // per_batch)
+                for s in range(bs, be, step):
+                    e = min(be, s + step)
+                    uniq, pos = np.unique(files_all[s:e], return_inverse=True)
+                    yield (spec, self.files[uniq], fmt, pos, entries_all[s:e])
+
+        with _Pool(workers) as pool:
+            results = pool.map(_job_bits, jobs(), window=2 * per_batch)
+            for bs, be in batches:
+                parts, got = [], 0
+                while got < be - bs:
+                    r = next(results)
+                    parts.append(r)
+                    got += len(r)
+                packed = np.concatenate(parts) if len(parts) > 1 else parts[0]
+                imgs = np.unpackbits(packed, axis=1).view(bool).reshape(-1, IMAGE, IMAGE)
+                yield rows[bs:be], imgs
+
+    def read_all(self, rows, **kw) -> np.ndarray:
+        """All images of ``rows`` at once: bool ``(len(rows), 128, 128)``."""
+        rows = np.asarray(rows, np.int64).ravel()
+        out = np.empty((len(rows), IMAGE, IMAGE), bool)
+        pos = 0
+        for r, imgs in self.read(rows, **kw):
+            out[pos:pos + len(r)] = imgs
+            pos += len(r)
+        return out
+
+    def hierarchy_counts(self, hierarchy: str) -> dict:
+        """Characters per (partition, class) found in another hierarchy's files (by name)."""
+        tree = self.trees[hierarchy]
+        counts: dict = {}
+        for n in tree.names:
+            parts = n.split("/")
+            if hierarchy in ("by_class", "by_merge") and len(parts) >= 2:
+                key = (parts[0], parts[1].split(".")[0])
+            elif hierarchy == "by_field" and len(parts) >= 3:
+                key = (parts[0], parts[1])
+            else:
+                continue
+            if n.lower().endswith(".png"):
+                counts[key] = counts.get(key, 0) + 1
+        return counts
+
+
+def open_sd19(path, *, progress=None, cache: bool = True, reindex: bool = False,
+              strict: bool = False, workers: int | None = None) -> SD19Source:
+    """Open an SD19 source and return an :class:`SD19Source` with its index.
+
+    Parameters
+    ----------
+    path : folder with the 2nd-edition zips, or with unpacked trees of either edition
+        (``by_write/``, ``by_class/``, ...), or one zip.
+    progress : show progress bars (None: only on a terminal).
+    cache : reuse / write the cached index (next to the source, else in the mnistforge cache).
+    reindex : ignore any cached index and walk the source again.
+    strict : raise :class:`~mnistforge.errors.JoinError` when a class join is incomplete.
+    workers : decoding processes (default: every usable core).
+
+    Examples
+    --------
+    >>> src = open_sd19("synthetic-sd19")                   # doctest: +SKIP
+    >>> src.index[["hsf", "writer", "field", "ascii"]][:2]  # doctest: +SKIP
+    """
+    path = Path(path)
+    workers = default_workers() if workers is None else max(1, int(workers))
+    trees = find_trees(path)
+    if "by_write" not in trees:
+        raise MissingSourceError("SD19 by_write hierarchy not found", path=path,
+                                 expected="by_write.zip or a by_write/ folder",
+                                 found=f"hierarchies {sorted(trees) or 'none'}",
+                                 hint="the index is built from by_write (writers, fields, walk order); "
+                                      "download by_write.zip next to the others")
+    fp = _fingerprint(trees)
+    root = path if path.is_dir() else path.parent
+    if cache and not reindex:
+        hit = _index.load_cache(root, fp)
+        if hit is not None:
+            arrays, meta = hit
+            rep = JoinReport.from_dict(meta["join"]) if meta.get("join") else None
+            if strict and rep is not None:
+                rep.raise_if_failed(path)
+            return SD19Source(path, trees, meta["edition"], arrays["index"], arrays["files"],
+                              arrays["file_of_row"], fp, rep, meta.get("anomalies", []),
+                              meta.get("cls_present", False), workers, progress)
+    src = _build(path, trees, fp, workers, progress, strict)
+    if cache:
+        meta = {"edition": src.edition, "anomalies": src.anomalies, "cls_present": src.cls_present,
+                "join": src.join_report.to_dict() if src.join_report is not None else None,
+                "source": str(path.resolve())}
+        _index.save_cache(root, fp, {"index": src.index, "files": src.files,
+                                     "file_of_row": src.file_of_row}, meta)
+    return src
+
+
+def _fingerprint(trees: dict) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for name in sorted(trees):
+        for item in trees[name].fingerprint_items():
+            h.update(repr(item).encode())
+    return "sd19-" + h.hexdigest()
+
+
+def _build(path: Path, trees: dict, fp: str, workers: int, progress, strict: bool) -> SD19Source:
+    bw = trees["by_write"]
+    edition, recs, cls_files, anomalies = _parse_by_write(bw)
+    fmt = "png" if edition == 2 else "mis"
+    disable = None if progress is None else not progress
+    logger.info("SD19 %s: edition %d, %d by_write files", bw.display, edition, len(recs))
+
+    file_idx = np.array([r[-1] for r in recs], np.int64)
+    # hash every character (and learn the entry count of each .mis)
+    with _Pool(workers) as pool:
+        with _progress(total=len(file_idx) if fmt == "png" else None, desc="indexing SD19 by_write",
+                       unit="img" if fmt == "png" else "char", disable=disable) as bar:
+            counts, hashes = _hash_tree(bw, file_idx, fmt, pool, bar, 512 if fmt == "png" else 8)
+
+        n = int(counts.sum())
+        idx = np.zeros(n, _index.INDEX_DTYPE)
+        per = np.repeat(np.arange(len(recs)), counts)
+        meta = np.array([(r[4], r[5], r[6]) for r in recs], np.int64).reshape(-1, 3)
+        fields = np.array([r[7] for r in recs], "S1")
+        idx["hsf"] = meta[per, 0]
+        idx["writer"] = meta[per, 1]
+        idx["template"] = meta[per, 2]
+        idx["field"] = fields[per]
+        if edition == 2:
+            idx["entry"] = np.array([r[3] for r in recs], np.int64)
+            file_of_row = np.arange(n, dtype=np.int32)
+        else:
+            starts = np.repeat(np.cumsum(counts) - counts, counts)
+            idx["entry"] = np.arange(n) - starts
+            file_of_row = per.astype(np.int32)
+        idx["hash"] = hashes
+        idx["digit_index"] = _index.number_digits(idx["field"])
+        idx["duplicate_of"] = _index.find_duplicates(idx["hash"])
+        anomalies += _entry_gaps(idx, edition)
+
+        # classes: .cls where present, else a content join
+        asc, cls_present = _classes_from_cls(bw, idx, cls_files, recs, per, edition)
+        report = None
+        need = np.flatnonzero(asc == 0)
+        if len(need):
+            report = _join(trees, idx, need, asc, pool, disable, anomalies)
+        idx["ascii"] = asc
+    files = bw.file_table(file_idx)
+    src = SD19Source(path, trees, edition, idx, files, file_of_row, fp, report, anomalies,
+                     cls_present, workers, progress)
+    if report is not None and strict:
+        report.raise_if_failed(path)
+    return src
+
+
+def _entry_gaps(idx, edition) -> list:
+    """Anomalies: field files whose entries are not numbered 0..n-1 (2nd edition)."""
+    if edition != 2 or not len(idx):
+        return []
+    key = np.stack([idx["hsf"].astype(np.int64), idx["writer"], idx["template"],
+                    idx["field"].view(np.uint8)], axis=1)
+    new = np.ones(len(idx), bool)
+    new[1:] = (key[1:] != key[:-1]).any(axis=1)
+    start = np.maximum.accumulate(np.where(new, np.arange(len(idx)), 0))
+    bad = np.flatnonzero(idx["entry"] != np.arange(len(idx)) - start)
+    out = []
+    for r in bad[:20]:
+        out.append(f"by_write hsf_{idx['hsf'][r]}/f{idx['writer'][r]:04d}_{idx['template'][r]:02d} field "
+                   f"{idx['field'][r].decode()}: entry numbers not contiguous (found {idx['entry'][r]})")
+    if len(bad) > 20:
+        out.append(f"... {len(bad) - 20} more non-contiguous entries")
+    return out
+
+
+def _classes_from_cls(bw: Tree, idx, cls_files: dict, recs, per, edition):
+    asc = np.zeros(len(idx), np.uint8)
+    if not cls_files:
+        return asc, False
+    # rows of each (hsf, writer, template, field) group, in walk order
+    key_of_rec = [(r[4], r[5], r[6], r[7]) for r in recs]
+    rows_of_key: dict = {}
+    if edition == 1:
+        bounds = np.searchsorted(per, np.arange(len(recs) + 1))
+        for i, k in enumerate(key_of_rec):
+            rows_of_key[k] = (int(bounds[i]), int(bounds[i + 1]))
+    else:
+        first = {}
+        for i, k in enumerate(key_of_rec):
+            if k not in first:
+                first[k] = [i, i + 1]
+            else:
+                first[k][1] = i + 1
+        rows_of_key = {k: tuple(v) for k, v in first.items()}
+    for k, (s, e) in rows_of_key.items():
+        fi = cls_files.get(k)
+        if fi is None:
+            continue
+        name = bw.names[fi]
+        text = bw.read_bytes(name).decode("ascii", "replace")
+        codes = parse_cls(text, path=f"{bw.display}/{name}" if bw.kind == "dir" else f"{bw.display}{name}")
+        if len(codes) != e - s:
+            raise SD19FormatError(".cls count disagrees with the entries it describes",
+                                  path=(bw.location / name) if bw.kind == "dir" else f"{bw.location}:{bw.prefix}{name}",
+                                  expected=f"{e - s} classes (one per entry of the field file)",
+                                  found=f"{len(codes)} classes", hint="the .cls or its images are damaged; re-copy them")
+        asc[s:e] = codes
+    return asc, True
+
+
+def _join(trees, idx, need, asc, pool, disable, anomalies) -> JoinReport:
+    """Give rows ``need`` a class by content from by_field or by_class."""
+    for name in ("by_field", "by_class"):
+        if name not in trees:
+            continue
+        chars = _parse_classed(trees[name])
+        if chars is None:
+            continue
+        tree = trees[name]
+        with _progress(total=len(chars.files) if chars.fmt == "png" else None,
+                       desc=f"joining by_write with {name}", unit="img", disable=disable) as bar:
+            counts, o_hash = _hash_tree(tree, chars.files, chars.fmt, pool, bar,
+                                        512 if chars.fmt == "png" else 2)
+        rep_idx = np.repeat(np.arange(len(chars.files)), counts)
+        o_entry = np.arange(len(rep_idx)) - np.repeat(np.cumsum(counts) - counts, counts)
+        names = [f"{name}/{tree.names[chars.files[f]]}" + (f"#{e}" if chars.fmt == "mis" else "")
+                 for f, e in zip(rep_idx, o_entry)]
+        o_field = chars.field[rep_idx] if chars.field is not None else None
+        got, report = join_classes(idx["hsf"][need], idx["field"][need], idx["hash"][need],
+                                   chars.hsf[rep_idx], o_field, chars.ascii[rep_idx], o_hash, names,
+                                   other=name, rows=need)
+        asc[need] = got
+        return report
+    report = JoinReport(other="", rows=len(need), joined=0, unjoined_rows=need.astype(np.int64))
+    anomalies.append(f"{len(need)} by_write characters have no class: no .cls files and no by_class "
+                     "or by_field hierarchy to join with")
+    logger.warning("SD19: %s", anomalies[-1])
+    return report
