@@ -1,0 +1,176 @@
+"""Hash checks: official files against the registry, built files against their manifest.
+
+* A **build folder** carries ``manifest.json`` whose ``outputs`` maps every
+  file to its sha256 and size at build time: any later edit, truncation or
+  deletion is a failure; an idx file the manifest does not list is a warning.
+* An **official** file (cache or a folder of official files) is compared with
+  the registry: the sha256 (or md5) of the file as published, and, when that
+  differs, of its decompressed content.  Mirrors re-compress files, so a
+  matching *content* is a pass that says so; a file the registry cannot pin
+  at all is a warning ("unverified"), never a silent pass.
+
+Examples
+--------
+>>> import tempfile, pathlib
+>>> from mnistforge.outputs import write_manifest
+>>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a.bin").write_bytes(b"x")
+>>> _ = write_manifest(d, kind="demo", inputs={}, parameters={})
+>>> check_manifest(d).status
+'pass'
+>>> _ = (d / "a.bin").write_bytes(b"y")
+>>> check_manifest(d).status
+'fail'
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import logging
+import lzma
+from pathlib import Path
+
+from ..outputs import CHUNK, md5_file, read_manifest, sha256_file
+from .result import FAIL, PASS, WARN, CheckResult
+
+logger = logging.getLogger(__name__)
+
+IDX_MARKERS = ("-idx1-", "-idx2-", "-idx3-", "-idx4-")
+
+
+def content_hashes(path) -> tuple[str, str, int]:
+    """sha256, md5 and size of a file's decompressed content (gz/xz/bz2 by suffix)."""
+    path = Path(path)
+    opener = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}.get(path.suffix, open)
+    h, m, n = hashlib.sha256(), hashlib.md5(usedforsecurity=False), 0
+    with opener(path, "rb") as f:
+        for b in iter(lambda: f.read(CHUNK), b""):
+            h.update(b)
+            m.update(b)
+            n += len(b)
+    return h.hexdigest(), m.hexdigest(), n
+
+
+def is_idx_name(name: str) -> bool:
+    return any(k in name for k in IDX_MARKERS)
+
+
+def check_manifest(folder, manifest: dict | None = None, *, only=None,
+                   name: str = "hashes.manifest") -> CheckResult:
+    """Every output listed in the build manifest still has its sha256 and size.
+
+    Parameters
+    ----------
+    folder : path of the build folder
+    manifest : the manifest dict (read from ``folder/manifest.json`` when None)
+    only : optional iterable of relative names to restrict the check to
+    """
+    folder = Path(folder)
+    manifest = read_manifest(folder) if manifest is None else manifest
+    if manifest is None:
+        return CheckResult(name, FAIL, {"folder": str(folder)},
+                           f"{folder}: no manifest.json; not a build folder")
+    outputs = manifest.get("outputs", {})
+    if only is not None:
+        only = set(only)
+        outputs = {k: v for k, v in outputs.items() if k in only}
+    changed, missing, resized = [], [], []
+    for rel, entry in sorted(outputs.items()):
+        p = folder / rel
+        if not p.is_file():
+            missing.append(rel)
+            continue
+        if "bytes" in entry and p.stat().st_size != int(entry["bytes"]):
+            resized.append(rel)
+            continue
+        if entry.get("sha256") and sha256_file(p) != entry["sha256"]:
+            changed.append(rel)
+    listed = set(manifest.get("outputs", {}))
+    extra = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                   if p.is_file() and is_idx_name(p.name) and not p.name.startswith(".")
+                   and p.relative_to(folder).as_posix() not in listed)
+    values = {"files": len(outputs), "missing": missing, "size_changed": resized,
+              "hash_changed": changed, "unlisted": extra, "kind": manifest.get("kind")}
+    bad = missing + resized + changed
+    if bad:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} missing ({missing[0]})")
+        if resized:
+            parts.append(f"{len(resized)} changed size ({resized[0]})")
+        if changed:
+            parts.append(f"{len(changed)} changed content ({changed[0]})")
+        return CheckResult(name, FAIL, values,
+                           "files differ from the build manifest: " + "; ".join(parts)
+                           + ". Rebuild, or restore the files")
+    if extra:
+        return CheckResult(name, WARN, values,
+                           f"{len(outputs)} files match the manifest; {len(extra)} idx files are "
+                           f"not listed in it ({extra[0]})")
+    return CheckResult(name, PASS, values, f"{len(outputs)} files match the build manifest")
+
+
+def verify_against_registry(path, remote) -> dict:
+    """Compare one file with its registry entry.
+
+    Returns a dict with ``status``: ``file`` (the published bytes),
+    ``content`` (same decompressed content, another wrapper), ``mismatch`` or
+    ``unpinned`` (nothing the registry pins applies to this copy), plus the
+    hashes measured.
+    """
+    path = Path(path)
+    out = {"file": path.name, "pinned_how": remote.pinned_how}
+    same_wrapper = Path(remote.name).suffix == path.suffix
+    if same_wrapper and (remote.sha256 or remote.md5):
+        if remote.sha256:
+            out["sha256"] = sha256_file(path)
+            if out["sha256"] == remote.sha256:
+                out["status"] = "file"
+                return out
+        elif md5_file(path) == remote.md5:
+            out["status"] = "file"
+            return out
+    if remote.content_sha256 or remote.content_md5:
+        sha, md5, n = content_hashes(path)
+        out.update(content_sha256=sha, content_bytes=n)
+        ok = sha == remote.content_sha256 if remote.content_sha256 else md5 == remote.content_md5
+        out["status"] = "content" if ok else "mismatch"
+        return out
+    if same_wrapper and (remote.sha256 or remote.md5):
+        out["status"] = "mismatch"
+        return out
+    out["status"] = "unpinned"
+    if remote.sha256 or remote.md5:
+        out["note"] = "only the published compressed file is pinned"
+    return out
+
+
+def check_registry_files(files: dict, name: str = "hashes.registry") -> CheckResult:
+    """Check official files against the registry.
+
+    Parameters
+    ----------
+    files : dict mapping a local path to its :class:`~mnistforge.registry.RemoteFile`
+    """
+    rows = [verify_against_registry(p, r) for p, r in sorted(files.items(), key=lambda x: str(x[0]))]
+    by = {}
+    for row in rows:
+        by.setdefault(row["status"], []).append(row["file"])
+    values = {"files": rows, "summary": {k: len(v) for k, v in by.items()}}
+    if not rows:
+        return CheckResult(name, WARN, values, "no official files to check")
+    if by.get("mismatch"):
+        bad = by["mismatch"]
+        return CheckResult(name, FAIL, values,
+                           f"{len(bad)} of {len(rows)} files differ from the registry ({bad[0]}): "
+                           "modified or corrupted; fetch them again")
+    parts = []
+    if by.get("file"):
+        parts.append(f"{len(by['file'])} identical to the published files")
+    if by.get("content"):
+        parts.append(f"{len(by['content'])} with the published content (re-compressed wrapper)")
+    if by.get("unpinned"):
+        parts.append(f"{len(by['unpinned'])} unverified (no hash pinned: "
+                     f"{', '.join(by['unpinned'][:2])})")
+        return CheckResult(name, WARN, values, "; ".join(parts))
+    return CheckResult(name, PASS, values, "; ".join(parts))
