@@ -1,0 +1,115 @@
+"""A labelled grid of sample images as a PNG (Pillow only).
+
+Used by ``mnistforge show`` and by the demo.
+
+Examples
+--------
+>>> import numpy as np, tempfile, os
+>>> imgs = np.zeros((6, 28, 28), np.uint8); imgs[:, 10:18, 12:16] = 255
+>>> p = save_grid(imgs, [0, 1, 2, 0, 1, 2], ["a", "b", "c"],
+...               os.path.join(tempfile.mkdtemp(), "g.png"), cols=3)
+>>> from PIL import Image; Image.open(p).size
+(270, 206)
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..outputs import atomic_file
+
+__all__ = ["save_grid", "render_grid", "caption_for"]
+
+
+def _font(size: int):
+    from PIL import ImageFont
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:  # Pillow < 10.1: bitmap font, fixed size
+        return ImageFont.load_default()
+
+
+def caption_for(label, classes=None) -> str:
+    """The text shown over a cell: the class name, or the label number when the
+    name cannot be drawn with Pillow's built-in font (e.g. Kuzushiji)."""
+    if label is None:
+        return ""
+    label = int(label)
+    if classes is not None and 0 <= label < len(classes):
+        name = str(classes[label])
+        try:
+            name.encode("latin-1")
+            return name
+        except UnicodeEncodeError:
+            return f"#{label}"
+    return str(label)
+
+
+def render_grid(images, labels=None, classes=None, *, cols: int | None = None, scale: int = 3,
+                captions=None, title: str | None = None, pad: int = 6, invert: bool = False):
+    """Return a :class:`PIL.Image.Image` with the images in a grid, each captioned.
+
+    Parameters
+    ----------
+    images : array_like
+        ``N x H x W`` uint8 (ink high).
+    labels : sequence of int, optional
+        Label of each image (captioned with ``classes[label]``).
+    classes : sequence of str, optional
+    cols : int, optional
+        Columns (default: about square).
+    scale : int
+        Pixel magnification.
+    captions : sequence of str, optional
+        Explicit captions (override labels/classes).
+    title : str, optional
+        A line of text above the grid.
+    invert : bool
+        Draw ink dark on white instead of white on black.
+    """
+    from PIL import Image, ImageDraw
+
+    imgs = np.asarray(images)
+    if imgs.ndim != 3:
+        raise ValueError(f"images must be N x H x W, got shape {imgs.shape}")
+    n, h, w = imgs.shape
+    cols = cols or max(1, math.ceil(math.sqrt(n)))
+    rows = max(1, math.ceil(n / cols))
+    if captions is None:
+        captions = [caption_for(labels[i] if labels is not None else None, classes)
+                    for i in range(n)]
+    fsize = max(10, 4 * scale)
+    font = _font(fsize)
+    cap_h = fsize + 4 if any(captions) else 0
+    cw, ch = w * scale, h * scale
+    cell_w = max(cw, max((int(font.getlength(c)) for c in captions), default=0)) + pad
+    cell_h = ch + cap_h + pad
+    title_h = fsize + 8 if title else 0
+    canvas = Image.new("L", (cols * cell_w + pad, rows * cell_h + pad + title_h), 235)
+    draw = ImageDraw.Draw(canvas)
+    if title:
+        draw.text((pad, 4), title, fill=0, font=font)
+    for i in range(n):
+        r, c = divmod(i, cols)
+        x0 = pad + c * cell_w
+        y0 = pad + title_h + r * cell_h
+        tile = imgs[i].astype(np.uint8)
+        if invert:
+            tile = 255 - tile
+        im = Image.fromarray(np.ascontiguousarray(tile), "L").resize((cw, ch), Image.NEAREST)
+        canvas.paste(im, (x0 + (cell_w - pad - cw) // 2, y0 + cap_h))
+        if captions[i]:
+            tw = font.getlength(captions[i])
+            draw.text((x0 + (cell_w - pad - tw) / 2, y0), captions[i], fill=0, font=font)
+    return canvas
+
+
+def save_grid(images, labels=None, classes=None, path="grid.png", **kw) -> Path:
+    """Draw :func:`render_grid` and write it atomically as a PNG; return the path."""
+    img = render_grid(images, labels, classes, **kw)
+    path = Path(path)
+    with atomic_file(path) as f:
+        img.save(f, format="PNG", optimize=True)
+    return path

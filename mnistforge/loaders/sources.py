@@ -1,0 +1,291 @@
+"""Where a loader's files come from: the verified cache, or a folder of idx files.
+
+Both kinds answer the same two questions, so :func:`mnistforge.loaders.load`
+has one code path:
+
+* ``open(file_name, required=True)`` -> the idx array (memory map when raw)
+  or None for an optional file that is absent;
+* ``length(split_info)`` -> the number of rows of a file split.
+
+:class:`CacheSource` serves the official files: it fetches/verifies them
+through :mod:`mnistforge.sources.download` and, once a compressed file has been
+verified, keeps a decompressed raw copy next to it (``<cache>/<group>/<name
+without .gz>``, with its own ``.sha256`` sidecar) so later loads are memory
+maps.  Opt out with ``keep_raw=False`` or ``MNISTFORGE_KEEP_RAW=0``.
+
+:class:`FolderSource` serves a folder of idx files under the official names
+(a build folder, or official files you already have); the orientation comes
+from the folder's ``manifest.json`` when it says so, else from the registry.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import logging
+import lzma
+import os
+import zlib
+from pathlib import Path
+
+from ..errors import HashMismatchError, IdxFormatError, MissingFileError, MnistforgeError
+from ..formats.idx import parse_idx_bytes, read_idx, read_idx_header
+from ..outputs import atomic_file, read_manifest
+from ..registry import COMPRESSIONS, DatasetInfo, SplitInfo, get_file, strip_compression
+from ..sources.download import cache_dir, fetch_file, offline_enabled
+from ..sources.verify import (Verification, decide, marker_path, read_marker,
+                              remove_with_marker, verify_file, write_marker)
+
+logger = logging.getLogger(__name__)
+
+CHUNK = 1 << 20
+
+
+def keep_raw_enabled(keep_raw: bool | None = None) -> bool:
+    """``keep_raw`` if given, else ``MNISTFORGE_KEEP_RAW`` (default: keep)."""
+    if keep_raw is not None:
+        return bool(keep_raw)
+    return os.environ.get("MNISTFORGE_KEEP_RAW", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+class _HashingReader:
+    """Read-through wrapper hashing the (compressed) bytes as they stream past."""
+
+    def __init__(self, f):
+        self.f = f
+        self.sha = hashlib.sha256()
+        self.md5 = hashlib.md5(usedforsecurity=False)
+
+    def read(self, n=-1):
+        b = self.f.read(n)
+        self.sha.update(b)
+        self.md5.update(b)
+        return b
+
+    def readable(self):
+        return True
+
+    def close(self):
+        pass
+
+
+def _decompressor(fileobj, name: str):
+    if name.endswith(".gz"):
+        return gzip.GzipFile(fileobj=fileobj, mode="rb")
+    if name.endswith(".xz"):
+        return lzma.LZMAFile(fileobj, "rb")
+    if name.endswith(".bz2"):
+        return bz2.BZ2File(fileobj, "rb")
+    return fileobj
+
+
+class CacheSource:
+    """Official files, fetched and verified into the cache (see module doc)."""
+
+    kind = "cache"
+
+    def __init__(self, info: DatasetInfo, *, cache=None, download: bool = True, offline=None,
+                 keep_raw: bool | None = None, progress=None):
+        self.info = info
+        self.cache = cache_dir(cache)
+        self.offline = True if not download else offline_enabled(offline)
+        self.keep_raw = keep_raw_enabled(keep_raw)
+        self.progress = progress
+        self.status: dict[str, str] = {}
+        self.orientation = info.orientation
+        self.where = str(self.cache / info.group)
+
+    def __str__(self) -> str:
+        return f"cache {self.where}"
+
+    def length(self, sp: SplitInfo) -> int:
+        return sp.count
+
+    def open(self, fname: str, required: bool = True):
+        fid = f"{self.info.group}/{fname}"
+        try:
+            remote = get_file(fid)
+        except KeyError:
+            if required:
+                raise
+            return None  # e.g. EMNIST metadata: only built folders have it
+        raw = self.cache / remote.group / remote.raw_name
+        if raw.is_file() and remote.compression not in (None, "zip"):
+            arr = self._open_raw_copy(raw, remote)
+            if arr is not None:
+                return arr
+        res = fetch_file(remote, root=self.cache, progress=self.progress, offline=self.offline)
+        self.status[fname] = res.status
+        if self.keep_raw:
+            return self._make_raw(res, remote, raw)
+        if res.member:
+            from ..sources.archive import open_member
+            with open_member(res.path, res.member) as f:
+                hr = _HashingReader(f)
+                data = hr.read()
+            self._check_member(remote, hr, res.path)
+            return parse_idx_bytes(data, f"{res.path}:{res.member}",
+                                   compression=remote.compression)
+        return read_idx(res.path)
+
+    def _open_raw_copy(self, raw: Path, remote):
+        try:
+            v = verify_file(raw, remote, raw=True)
+        except HashMismatchError as e:
+            if marker_path(raw).exists():  # our own copy went stale: rebuild it
+                logger.warning("%s; rebuilding the raw copy", e)
+                remove_with_marker(raw)
+            else:
+                logger.warning("ignoring %s (not verifiable: %s)", raw, e)
+            return None
+        write_marker(raw, v)
+        self.status[remote.name] = v.status if v.status != "derived" else self.status.get(
+            remote.name, "derived")
+        try:
+            return read_idx(raw)
+        except IdxFormatError as e:
+            logger.warning("%s; rebuilding the raw copy", e)
+            remove_with_marker(raw)
+            return None
+
+    def _check_member(self, remote, hr: _HashingReader, where) -> None:
+        status = decide(remote, hr.sha.hexdigest(), hr.md5.hexdigest())
+        if status is None:
+            raise HashMismatchError(
+                f"{remote.id} does not match the registry", path=f"{where}:{remote.member}",
+                expected=f"md5 {remote.md5 or remote.sha256}", found=f"md5 {hr.md5.hexdigest()}",
+                hint="the archive is damaged or a different release: delete it and fetch again")
+
+    def _make_raw(self, res, remote, raw: Path):
+        """Decompress a verified file (or archive member) to ``raw``, hashing the content."""
+        from ..sources.archive import open_member
+
+        logger.info("keeping a decompressed copy of %s at %s", remote.id, raw)
+        h = hashlib.sha256()
+        m = hashlib.md5(usedforsecurity=False)
+        try:
+            with atomic_file(raw) as out:
+                if res.member:
+                    cm = open_member(res.path, res.member)
+                else:
+                    cm = open(res.path, "rb")
+                with cm as f:
+                    hr = _HashingReader(f)
+                    src = _decompressor(hr, remote.name)
+                    for b in iter(lambda: src.read(CHUNK), b""):
+                        h.update(b)
+                        m.update(b)
+                        out.write(b)
+                    if res.member:
+                        self._check_member(remote, hr, res.path)
+                csha, cmd5 = h.hexdigest(), m.hexdigest()
+                if (remote.content_sha256 or remote.content_md5) and \
+                        decide(remote, csha, cmd5, raw=True) is None:
+                    raise HashMismatchError(
+                        f"{remote.id}: decompressed content does not match the registry",
+                        path=res.path, expected=f"content sha256 {remote.content_sha256}",
+                        found=f"content sha256 {csha}",
+                        hint="delete the file and fetch it again")
+        except MnistforgeError:
+            raise
+        except (OSError, EOFError, lzma.LZMAError, zlib.error) as e:
+            raise IdxFormatError("cannot decompress", path=res.path,
+                                 expected=f"a valid {remote.compression} file", found=str(e),
+                                 hint="delete it and fetch it again") from None
+        status = "raw" if (remote.content_sha256 or remote.content_md5) else "derived"
+        st = raw.stat()
+        write_marker(raw, Verification(str(raw), status, csha, cmd5, size=st.st_size))
+        self.status.setdefault(remote.name, res.status)
+        return read_idx(raw)
+
+
+def locate(folder: Path, fname: str) -> Path | None:
+    """``folder/<fname>`` under any compression (raw first), or None."""
+    stem = strip_compression(fname)
+    for suf in COMPRESSIONS:
+        p = folder / (stem + suf)
+        if p.is_file():
+            return p
+    return None
+
+
+def candidate_folders(root: Path, info: DatasetInfo) -> list[Path]:
+    """Folders a dataset's files may be in, under ``root`` (build layouts included)."""
+    root = Path(root)
+    out = [root, root / info.name, root / info.group, root / "gzip", root / info.group / "gzip"]
+    seen, uniq = set(), []
+    for p in out:
+        if p not in seen:
+            seen.add(p)
+            uniq.append(p)
+    return uniq
+
+
+def find_dataset_folder(root, info: DatasetInfo) -> Path | None:
+    """The first candidate folder holding the images of one of ``info``'s file splits."""
+    files = [sp.images for sp in info.splits.values() if sp.images]
+    for folder in candidate_folders(root, info):
+        if folder.is_dir() and any(locate(folder, f) for f in files):
+            return folder
+    return None
+
+
+def manifest_orientation(manifest: dict | None) -> str | None:
+    """``"transposed"``/``"upright"`` if a build manifest records it."""
+    if not manifest:
+        return None
+    for d in (manifest, manifest.get("parameters") or {}, manifest.get("extra") or {}):
+        v = d.get("orientation") if isinstance(d, dict) else None
+        if isinstance(v, str):
+            v = v.lower()
+            if v in ("transposed", "official"):
+                return "transposed"
+            if v == "upright":
+                return "upright"
+    return None
+
+
+class FolderSource:
+    """Idx files under their official names in a folder (built or official)."""
+
+    kind = "folder"
+
+    def __init__(self, info: DatasetInfo, root):
+        self.info = info
+        root = Path(root)
+        folder = find_dataset_folder(root, info)
+        if folder is None:
+            looked = ", ".join(str(p) for p in candidate_folders(root, info))
+            want = sorted({sp.images for sp in info.splits.values() if sp.images})
+            raise MissingFileError(
+                f"no {info.name} files", path=root,
+                expected=f"idx files named like {want[0]} (raw, .gz, .xz or .bz2) in one of {looked}",
+                found="none", hint="build them with `mnistforge build` or give the right folder")
+        self.folder = folder
+        self.where = str(folder)
+        self.status: dict[str, str] = {}
+        self.manifest = read_manifest(folder)
+        self.orientation = manifest_orientation(self.manifest) or info.orientation
+
+    def __str__(self) -> str:
+        return f"folder {self.folder}"
+
+    def length(self, sp: SplitInfo) -> int:
+        p = locate(self.folder, sp.images)
+        if p is None:
+            raise MissingFileError(f"{self.info.name} split {sp.name!r} is missing",
+                                   path=self.folder / sp.images, expected="the images file",
+                                   found="no such file (raw, .gz, .xz or .bz2)")
+        return read_idx_header(p).shape[0]
+
+    def open(self, fname: str, required: bool = True):
+        p = locate(self.folder, fname)
+        if p is None:
+            if not required:
+                return None
+            raise MissingFileError(
+                f"{self.info.name}: file missing", path=self.folder / fname,
+                expected=f"{strip_compression(fname)} (raw, .gz, .xz or .bz2)", found="no such file",
+                hint="build it with `mnistforge build` or copy it there")
+        self.status[fname] = "local"
+        return read_idx(p)
