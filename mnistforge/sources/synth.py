@@ -65,6 +65,8 @@ HIERARCHIES = ("by_write", "by_class", "by_merge", "by_field")
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 #: Form template ids are drawn from 0..TEMPLATES-1 (NIST's guide gives no list; two digits).
 TEMPLATES = 100
+#: Below this many characters rendering stays in-process (a pool costs more than it saves).
+PARALLEL_MIN = 3000
 #: Name of the description file written next to the hierarchies.
 DESCRIPTION = "synthetic-sd19.json"
 
@@ -600,9 +602,10 @@ class _Spill:
 def _render_all(config: SynthConfig, plan: Plan, spill: _Spill, bar) -> None:
     n = len(plan)
     workers = config.workers or os.cpu_count() or 1
-    chunk = 1000
+    # Jobs group whole writer folders; how they are grouped does not change any byte.
+    chunk = int(min(1000, max(50, n // (4 * workers))))
     jobs = _jobs(config, plan, chunk)
-    if workers <= 1 or n < 3 * chunk:
+    if workers <= 1 or n < PARALLEL_MIN:
         results = map(_render_job, jobs)
         pool = None
     else:
