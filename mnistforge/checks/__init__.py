@@ -1,1 +1,24 @@
-"""checks."""
+"""Checks behind ``mnistforge verify``: prove a dataset is what it claims.
+
+Each check is a small function returning a :class:`CheckResult` (name, status
+``pass``/``warn``/``fail``, measured values, message); :func:`verify` runs the
+applicable ones on a dataset name, a folder or a loaded split and returns a
+:class:`VerifyReport` (``.results``, ``.status``, ``.to_json()``).
+
+Examples
+--------
+>>> from mnistforge.checks import verify
+>>> report = verify("mnist:test")                 # doctest: +SKIP
+>>> report.status, report.exit_code               # doctest: +SKIP
+('pass', 0)
+"""
+from .result import FAIL, PASS, WARN, CheckResult, VerifyReport, run_check, worst
+
+
+def verify(target, **kwargs):
+    """Run every applicable check (see :func:`mnistforge.checks.suite.verify`)."""
+    from .suite import verify as _verify
+    return _verify(target, **kwargs)
+
+
+__all__ = ["verify", "CheckResult", "VerifyReport", "run_check", "worst", "PASS", "WARN", "FAIL"]

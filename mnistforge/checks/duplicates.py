@@ -30,6 +30,7 @@ import logging
 
 import numpy as np
 
+from ..progress import progress
 from .result import PASS, WARN, CheckResult, fail
 
 logger = logging.getLogger(__name__)
@@ -143,7 +144,8 @@ class NearDuplicates:
 
 
 def find_near_duplicates(query, base, threshold: float = DEFAULT_NEAR_L2, *,
-                         block: int = 512, prefilter: bool = True) -> NearDuplicates:
+                         block: int | None = None, prefilter: bool = True,
+                         progress_bar: bool | None = None) -> NearDuplicates:
     """Every pair ``(i, j)`` with ``||query[i] - base[j]||_2 <= threshold``.
 
     Exact (no pair within the threshold is missed, none outside is reported):
@@ -154,8 +156,9 @@ def find_near_duplicates(query, base, threshold: float = DEFAULT_NEAR_L2, *,
     query, base : uint8 arrays ``N x H x W``
     threshold : float
         L2 radius over pixel values 0..255.
-    block : int
-        Query rows per matrix product (memory ~ ``block * len(base) * 4`` bytes).
+    block : int, optional
+        Query rows per matrix product (memory ~ ``block * len(base) * 4``
+        bytes); default: as many as fit in about 256 MB, at most 1024.
     prefilter : bool
         Use the pooled pre-filter (else the full 784-value products).
 
@@ -185,8 +188,13 @@ def find_near_duplicates(query, base, threshold: float = DEFAULT_NEAR_L2, *,
     bn = np.einsum("ij,ij->i", bf, bf, dtype=np.float64).astype(np.float32)
     qflat = query.reshape(nq, -1)
     bflat = base.reshape(nb, -1)
+    if block is None:
+        block = int(max(16, min(1024, (64 << 20) // max(1, nb))))
     pairs, dists, n_cand = [], [], 0
-    for s in range(0, nq, block):
+    starts = range(0, nq, block)
+    bar = progress(starts, desc="near duplicates", unit="block",
+                   disable=None if progress_bar is None else not progress_bar)
+    for s in bar:
         e = min(nq, s + block)
         d2 = qf[s:e] @ bf.T
         d2 *= -2
@@ -242,6 +250,8 @@ def check_exact_within(images, split: str = "", *, digests=None, max_examples: i
         r.message = (f"{len(groups)} groups of identical images ({redundant} redundant), "
                      f"e.g. indices {groups[0][:4].tolist()}")
         r.artifacts["pairs"] = np.array([[g[0], g[1]] for g in groups[:max_examples]])
+        r.artifacts["images"] = [(images[g[0]], images[g[1]], f"{split} {g[0]} = {g[1]}")
+                                 for g in groups[:max_examples]]
     return r
 
 
@@ -256,6 +266,8 @@ def check_exact_across(train, test, *, digests_train=None, digests_test=None,
         r = fail(name, values, f"{n_test} test images also appear in train "
                                f"(e.g. train {pairs[0, 0]} = test {pairs[0, 1]})")
         r.artifacts["pairs"] = pairs[:max_examples]
+        r.artifacts["images"] = [(train[i], test[j], f"train {i} = test {j}")
+                                 for i, j in pairs[:max_examples]]
         return r
     return CheckResult(name, PASS, values, "no test image appears in train")
 
@@ -278,6 +290,8 @@ def check_near_across(train, test, threshold: float = DEFAULT_NEAR_L2, *,
                         f"{near_only.size} test images within L2 {threshold:g} of a train image "
                         f"(not identical; closest L2 {ex[0][2]})")
         r.artifacts["pairs"] = np.array([[e[0], e[1]] for e in ex], np.int64).reshape(-1, 2)
+        r.artifacts["images"] = [(train[e[0]], test[e[1]], f"train {e[0]} ~ test {e[1]} "
+                                  f"(L2 {e[2]:g})") for e in ex]
         return r
     return CheckResult(name, PASS, values,
                        f"no test image within L2 {threshold:g} of a train image"

@@ -1,0 +1,436 @@
+"""``verify(target)``: run every applicable check on a dataset and collect a report.
+
+The target is a dataset name (official files from the cache), a folder (a
+build folder with ``manifest.json``, or a folder of idx files under the
+official names), ``NAME:SPLIT`` / ``FOLDER:SPLIT``, or an already loaded
+split (:class:`mnistforge.loaders.DatasetSplit`, or a dict of them by split).
+
+Checks run, when they apply (see docs/verify.md):
+
+=====================  ============================================================
+``files``              every file of a split is present
+``integrity.parse``    every idx file parses (folders only)
+``hashes.*``           manifest (build folders), registry (official files, folders
+                       or cache)
+``integrity.*``        dtype/shape, counts, label range, size, per-class balance,
+                       metadata labels
+``statistics``         centre of mass, 20x20 box vs frame-filling, pixel histogram
+``orientation``        transposed characters are flagged
+``duplicates.*``       exact within a split, exact and near across train/test
+``writers.*``          writers per split, writers shared by train and test
+``reference``          QMNIST-style match against ``reference``
+=====================  ============================================================
+"""
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+from . import duplicates as dup
+from . import hashes, integrity, reference as ref_mod, statistics, writers
+from .result import FAIL, PASS, WARN, CheckResult, VerifyReport, run_check
+
+logger = logging.getLogger(__name__)
+
+BALANCED = {"emnist-balanced", "emnist-letters", "emnist-digits", "emnist-mnist"}
+"""Datasets whose every split holds exactly as many images of each class."""
+
+CROSS_PAIRS = (("train", "test"),)
+
+
+class _Ctx:
+    """What the checks need to know about the target."""
+
+    def __init__(self, name, info=None, root=None, folder=None, manifest=None, loaded=None):
+        self.name = name
+        self.info = info
+        self.root = root
+        self.folder = folder
+        self.manifest = manifest
+        self.loaded = loaded or {}
+
+    @property
+    def is_build(self) -> bool:
+        return self.manifest is not None
+
+
+def _short(name: str) -> str:
+    return name[len("emnist-"):] if name.startswith("emnist-") else name
+
+
+def manifest_entry(manifest: dict | None, name: str) -> dict:
+    """The per-dataset summary a build manifest records (counts, classes), if any."""
+    if not manifest:
+        return {}
+    ds = manifest.get("datasets")
+    if isinstance(ds, dict):
+        for key in (name, _short(name)):
+            if isinstance(ds.get(key), dict):
+                return ds[key]
+    counts = manifest.get("counts")
+    if isinstance(counts, dict):
+        sub = counts.get(name, counts)
+        if isinstance(sub, dict):
+            return sub
+    return {}
+
+
+def _split_by(manifest: dict | None) -> str | None:
+    if not manifest:
+        return None
+    for d in (manifest.get("sides"), (manifest.get("parameters") or {}).get("split"),
+              manifest.get("parameters")):
+        if isinstance(d, dict) and isinstance(d.get("split_by"), str):
+            return d["split_by"]
+    return None
+
+
+def expected_count(ctx: _Ctx, split: str):
+    """(count, source) for a split: build manifest first, then the registry."""
+    entry = manifest_entry(ctx.manifest, ctx.name)
+    if isinstance(entry.get(split), int):
+        return int(entry[split]), "build manifest"
+    if ctx.is_build:
+        # A build from a partial or synthetic SD19 has its own sizes; without
+        # them in the manifest the registry size would be a false alarm.
+        if ctx.info is not None and split in ctx.info.splits and not _synthetic(ctx.manifest):
+            return ctx.info.split(split).count, "registry"
+        return None, "build manifest (no size recorded)"
+    if ctx.info is not None and split in ctx.info.splits:
+        return ctx.info.split(split).count, "registry"
+    return None, "registry"
+
+
+def _synthetic(manifest: dict | None) -> bool:
+    text = str((manifest or {}).get("inputs", "")).lower()
+    return "synth" in text
+
+
+def class_range(ctx: _Ctx, ds) -> tuple[int, int]:
+    """(number of classes, first label) for a split."""
+    info = getattr(ds, "info", None) or ctx.info
+    classes = list(getattr(ds, "classes", None) or (info.classes if info else []))
+    offset = int(info.label_offset) if info is not None else 0
+    entry = manifest_entry(ctx.manifest, ctx.name)
+    n = len(classes) - offset if classes else int(np.max(ds.labels)) + 1
+    if isinstance(entry.get("classes"), int) and entry["classes"] != n:
+        return int(entry["classes"]), 0  # e.g. the paper's 37-class letters variant
+    return n, offset
+
+
+# --------------------------------------------------------------------------- targets
+
+def _resolve(target, split):
+    """-> (name, {split: loaded or None}, root)."""
+    from ..loaders import resolve_target
+
+    if hasattr(target, "images") and hasattr(target, "labels"):
+        s = getattr(target, "split", None) or "split"
+        return getattr(target, "name", None), {s: target}, None
+    if isinstance(target, Mapping):
+        first = next(iter(target.values()))
+        return getattr(first, "name", None), dict(target), None
+    if not isinstance(target, (str, os.PathLike)):
+        raise ConfigError("cannot verify this target", expected="a dataset name, a folder or a "
+                          "loaded split", found=type(target).__name__)
+    name, sp, root = resolve_target(os.fspath(target), default_split=split)
+    return name, sp, root
+
+
+def _splits_to_check(info, split):
+    if split:
+        return [split]
+    return [s for s, sp in info.splits.items() if not sp.is_view]
+
+
+def _split_files(info, split, folder):
+    """{role: path or None} of a file split in ``folder``."""
+    from ..loaders.sources import locate
+
+    fsp = info.file_split(split)
+    out = {}
+    for role in ("images", "labels", "metadata"):
+        fname = getattr(fsp, role)
+        if fname and (role == "images" or fname != fsp.images):
+            if role == "metadata" and fname == fsp.labels:
+                continue
+            out[role] = (fname, locate(folder, fname) if folder is not None else None)
+    return out
+
+
+def _as_metadata(value):
+    if value is None:
+        return None
+    if isinstance(value, (str, os.PathLike)):
+        from ..formats.idx import read_idx
+        return np.asarray(read_idx(value))
+    return np.asarray(value)
+
+
+# --------------------------------------------------------------------------- main
+
+def verify(target, *, reference=None, strict: bool = False, split: str | None = None,
+           metadata: Mapping | None = None, near_threshold: float = dup.DEFAULT_NEAR_L2,
+           download: bool = True, report_dir=None, near: bool = True) -> VerifyReport:
+    """Verify a dataset; return a :class:`~mnistforge.checks.result.VerifyReport`.
+
+    Parameters
+    ----------
+    target : str, path, DatasetSplit or dict of DatasetSplit
+        ``NAME``, ``NAME:SPLIT``, ``FOLDER``, ``FOLDER:SPLIT`` or loaded splits.
+    reference : str, path or DatasetSplit, optional
+        Match every verified split against the same split of this dataset
+        (QMNIST-style statistics).  ``NAME:SPLIT`` picks the reference split.
+    strict : bool
+        Warnings count as failures (``report.exit_code``).
+    split : str, optional
+        Only this split (same as ``TARGET:SPLIT``).
+    metadata : dict, optional
+        Extra metadata by split (array or idx path), e.g. the QMNIST extended
+        labels for the official MNIST files; for a split of ``N`` images the
+        first ``N`` rows are used (QMNIST's test rows start with MNIST's test set).
+    near_threshold : float
+        L2 radius of the near-duplicate search (pixels 0..255).
+    download : bool
+        Let official files be fetched into the cache when missing.
+    report_dir : path, optional
+        Also write the HTML report (see :mod:`mnistforge.checks.report`).
+    near : bool
+        Run the near-duplicate search (the slowest check on large sets).
+
+    Examples
+    --------
+    >>> from mnistforge.checks import verify
+    >>> rep = verify("mnist:test")                  # doctest: +SKIP
+    >>> rep.status, rep["integrity.size[test]"].values["found"]   # doctest: +SKIP
+    ('pass', 10000)
+    """
+    from ..loaders import load
+    from ..loaders.sources import find_dataset_folder
+    from ..outputs import read_manifest
+    from ..registry import get_dataset, get_file
+
+    name, sp, root = _resolve(target, split)
+    results: list[CheckResult] = []
+    add = results.append
+    info = None
+    if name:
+        try:
+            info = get_dataset(name)
+        except KeyError:
+            info = None
+    loaded_given = isinstance(sp, dict)
+    ctx = _Ctx(name, info, root)
+    label = os.fspath(target) if isinstance(target, (str, os.PathLike)) else \
+        f"{name or 'arrays'} ({', '.join(sp) if loaded_given else ''})"
+    report = VerifyReport(label, results, strict=strict,
+                          info={"dataset": name, "root": str(root) if root else None})
+
+    if loaded_given:
+        loaded = sp
+    else:
+        if root is not None:
+            ctx.folder = find_dataset_folder(root, info)
+            ctx.manifest = read_manifest(ctx.folder) if ctx.folder else None
+            if ctx.manifest is None and ctx.folder is not None and ctx.folder != Path(root):
+                ctx.manifest = read_manifest(root)
+                if ctx.manifest is not None:
+                    ctx.folder_manifest_root = Path(root)
+        report.info.update(folder=str(ctx.folder) if ctx.folder else None,
+                           build=ctx.is_build,
+                           source="build folder" if ctx.is_build else
+                           ("folder" if root is not None else "cache"))
+        loaded = {}
+        used_files = []
+        splits = _splits_to_check(info, sp)
+        for s in splits:
+            if root is not None:
+                files = _split_files(info, s, ctx.folder)
+                present = {r: p for r, (f, p) in files.items() if p is not None}
+                missing = [f for r, (f, p) in files.items() if p is None and r != "metadata"]
+                if missing and not present and sp is None:
+                    logger.info("%s: split %s not present, skipped", name, s)
+                    continue
+                if missing:
+                    add(CheckResult(f"files[{s}]", FAIL, {"missing": missing},
+                                    f"{len(missing)} files missing: {', '.join(missing)}"))
+                    continue
+                used_files += list(present.values())
+            try:
+                loaded[s] = load(name, s, root=root, with_metadata=True, download=download)
+            except Exception as e:  # a file that does not load is a finding
+                add(CheckResult(f"load[{s}]", FAIL, {"error": type(e).__name__}, str(e)))
+        ctx.loaded = loaded
+        # ---- file level
+        if root is not None:
+            uniq = sorted(set(used_files))
+            if uniq:
+                add(run_check("integrity.parse", integrity.check_parse, uniq))
+            if ctx.is_build:
+                mroot = getattr(ctx, "folder_manifest_root", ctx.folder)
+                rel = [Path(p).resolve().relative_to(Path(mroot).resolve()).as_posix()
+                       for p in uniq]
+                add(run_check("hashes.manifest", hashes.check_manifest, mroot, ctx.manifest,
+                              only=rel or None))
+            elif uniq:
+                files = {}
+                for p in uniq:
+                    try:
+                        files[p] = get_file(f"{info.group}/{_registry_name(info, p)}")
+                    except KeyError:
+                        pass
+                add(run_check("hashes.registry", hashes.check_registry_files, files))
+        elif loaded:
+            add(_cache_status(loaded))
+
+    # ---- per split
+    for s, ds in loaded.items():
+        add(run_check(f"integrity.images[{s}]", integrity.check_images, ds.images))
+        md = getattr(ds, "metadata", None)
+        add(run_check(f"integrity.counts[{s}]", integrity.check_counts, ds.images, ds.labels,
+                      metadata=md))
+        n_cls, offset = class_range(ctx, ds)
+        add(run_check(f"integrity.labels[{s}]", integrity.check_label_range, ds.labels, n_cls,
+                      offset))
+        if not loaded_given or name:
+            want, source = expected_count(ctx, getattr(ds, "split", s) or s)
+            add(run_check(f"integrity.size[{s}]", integrity.check_size, len(ds.labels), want,
+                          source=source))
+        if name in BALANCED:
+            want, _ = expected_count(ctx, s)
+            per = want // n_cls if want and want % n_cls == 0 else None
+            add(run_check(f"integrity.balance[{s}]", integrity.check_balanced, ds.labels,
+                          per, n_cls, offset))
+        if md is not None:
+            ml = writers.metadata_labels(md)
+            if ml is not None:
+                add(run_check(f"integrity.metadata[{s}]", integrity.check_metadata_labels,
+                              ds.labels, ml))
+        add(run_check(f"statistics[{s}]", statistics.check_statistics, ds.images, s, name))
+        add(run_check(f"orientation[{s}]", statistics.check_orientation, ds.images, ds.labels,
+                      getattr(ds, "classes", None), s, name))
+        add(run_check(f"duplicates.within[{s}]", dup.check_exact_within, ds.images, s))
+    if name in BALANCED and "train" in loaded and not loaded_given and \
+            "validation" in getattr(info, "splits", {}):
+        try:
+            val = load(name, "validation", root=root, download=download)
+            n_cls, offset = class_range(ctx, val)
+            add(run_check("integrity.balance[validation]", integrity.check_balanced,
+                          val.labels, None, n_cls, offset))
+        except Exception as e:
+            add(CheckResult("integrity.balance[validation]", FAIL, {"error": type(e).__name__},
+                            str(e)))
+
+    # ---- across splits
+    for a, b in CROSS_PAIRS:
+        if a in loaded and b in loaded:
+            tr, te = loaded[a], loaded[b]
+            add(run_check(f"duplicates.{a}-{b}", dup.check_exact_across, tr.images, te.images))
+            if near:
+                add(run_check(f"duplicates.near[{a}-{b}]", dup.check_near_across, tr.images,
+                              te.images, near_threshold))
+    _writer_checks(ctx, loaded, metadata, add)
+
+    # ---- reference
+    if reference is not None:
+        _reference_checks(reference, loaded, add, download)
+
+    if report_dir is not None:
+        from .report import write_report
+        write_report(report, report_dir)
+    return report
+
+
+def _registry_name(info, path) -> str:
+    """The registry file name behind a local (maybe decompressed) copy."""
+    from ..registry import strip_compression
+
+    stem = strip_compression(Path(path).name)
+    for n in info.file_names():
+        if strip_compression(n) == stem:
+            return n
+    return Path(path).name
+
+
+def _cache_status(loaded) -> CheckResult:
+    st = {}
+    for ds in loaded.values():
+        st.update(getattr(ds, "status", {}) or {})
+    values = {"files": st}
+    unpinned = [f for f, v in st.items() if v == "unpinned"]
+    if not st:
+        return CheckResult("hashes.cache", PASS, values, "files verified by the cache earlier")
+    msg = ", ".join(f"{f}: {v}" for f, v in sorted(st.items()))
+    if unpinned:
+        return CheckResult("hashes.cache", WARN, values,
+                           f"{len(unpinned)} files cannot be verified (no hash pinned): {msg}")
+    return CheckResult("hashes.cache", PASS, values, "verified against the registry: " + msg)
+
+
+def _writer_checks(ctx, loaded, metadata, add):
+    metadata = dict(metadata or {})
+    wid = {}
+    for s in set(loaded) | set(metadata):
+        md = _as_metadata(metadata.get(s))
+        ds = loaded.get(s)
+        if md is None and ds is not None:
+            md = getattr(ds, "metadata", None)
+        if md is None:
+            continue
+        if ds is not None and len(md) > len(ds.labels):
+            md = md[: len(ds.labels)]
+        try:
+            wid[s] = writers.writer_ids(md)
+        except Exception as e:
+            add(CheckResult(f"writers[{s}]", FAIL, {"error": type(e).__name__}, str(e)))
+            continue
+        if ds is not None and s in metadata:
+            ml = writers.metadata_labels(md)
+            if ml is not None:
+                add(run_check(f"integrity.metadata[{s}]", integrity.check_metadata_labels,
+                              ds.labels, ml))
+        add(run_check(f"writers[{s}]", writers.check_writer_counts, wid[s], s))
+    for a, b in CROSS_PAIRS:
+        if a in wid and b in wid:
+            expect = writers.expects_disjoint_writers(
+                ctx.name, {"split_by": _split_by(ctx.manifest) or "random"})
+            add(run_check(f"writers.{a}-{b}", writers.check_writers, wid[a], wid[b],
+                          expect_disjoint=expect))
+
+
+def _reference_checks(reference, loaded, add, download):
+    from ..loaders import load, resolve_target
+
+    if hasattr(reference, "images"):
+        refs = {getattr(reference, "split", None) or next(iter(loaded), "split"): reference}
+        rname = getattr(reference, "name", "reference")
+        for s in loaded:
+            ds = refs.get(s) or (reference if len(loaded) == 1 else None)
+            if ds is not None:
+                add(run_check(f"reference[{s}]", ref_mod.check_reference, loaded[s].images,
+                              ds.images, loaded[s].labels, ds.labels, split=s,
+                              reference_name=rname))
+        return
+    rname, rsplit, rroot = resolve_target(os.fspath(reference))
+    from ..registry import get_dataset
+    rinfo = get_dataset(rname)
+    for s, ds in loaded.items():
+        target_split = rsplit or s
+        if target_split not in rinfo.splits:
+            add(CheckResult(f"reference[{s}]", WARN, {"reference": rname},
+                            f"{rname} has no split {target_split!r}; nothing to match"))
+            continue
+        try:
+            r = load(rname, target_split, root=rroot, download=download)
+        except Exception as e:
+            add(CheckResult(f"reference[{s}]", FAIL, {"error": type(e).__name__},
+                            f"cannot load the reference {rname}:{target_split}: {e}"))
+            continue
+        where = f"{rname}:{target_split}" + (f" ({rroot})" if rroot else "")
+        add(run_check(f"reference[{s}]", ref_mod.check_reference, ds.images, r.images,
+                      ds.labels, r.labels, split=s, reference_name=where))

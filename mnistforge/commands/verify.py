@@ -1,0 +1,65 @@
+"""``mnistforge verify TARGET``: prove a dataset is intact, correctly split and faithful."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..errors import ConfigError
+
+NAME = "verify"
+HELP = "check a dataset (name, build folder or folder of idx files): integrity, hashes, " \
+       "duplicates, writers, statistics, match against a reference"
+
+
+def add_arguments(p):
+    p.add_argument("target", help="NAME, NAME:SPLIT, FOLDER or FOLDER:SPLIT")
+    p.add_argument("--reference", default=None, metavar="NAME_OR_DIR",
+                   help="match every split against this dataset (QMNIST-style statistics)")
+    p.add_argument("--json", default=None, metavar="FILE", help="write all results as JSON")
+    p.add_argument("--strict", action="store_true", help="warnings fail too")
+    p.add_argument("--report", default=None, metavar="DIR",
+                   help="write an HTML report with pictures into DIR")
+    p.add_argument("--metadata", action="append", default=[], metavar="SPLIT=FILE",
+                   help="metadata idx file for a split (e.g. QMNIST extended labels for MNIST); "
+                        "repeatable")
+    p.add_argument("--near-threshold", type=float, default=None, metavar="L2",
+                   help="near-duplicate radius, L2 over pixels 0..255 (default 128)")
+    p.add_argument("--no-near", action="store_true",
+                   help="skip the near-duplicate search (the slowest check)")
+    p.add_argument("--no-download", action="store_true",
+                   help="never fetch official files; use the cache only")
+
+
+def _parse_metadata(items):
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError("bad --metadata", expected="SPLIT=FILE", found=item)
+        split, path = item.split("=", 1)
+        if not Path(path).is_file():
+            raise ConfigError("metadata file not found", path=path, expected="an idx file",
+                              found="nothing there")
+        out[split] = path
+    return out
+
+
+def run(args) -> int:
+    from ..checks import verify
+    from ..checks.duplicates import DEFAULT_NEAR_L2
+    from ..outputs import atomic_file
+
+    report = verify(args.target, reference=args.reference, strict=args.strict,
+                    metadata=_parse_metadata(args.metadata),
+                    near_threshold=args.near_threshold or DEFAULT_NEAR_L2,
+                    near=not args.no_near, download=not args.no_download,
+                    report_dir=args.report)
+    print(f"mnistforge verify {report.target}")
+    print(report.table())
+    if args.json:
+        with atomic_file(args.json, "w") as f:
+            f.write(report.to_json() + "\n")
+        print(f"results written to {args.json}")
+    if args.report:
+        print(f"report written to {Path(args.report) / 'index.html'}")
+    sys.stdout.flush()
+    return report.exit_code
