@@ -1,0 +1,190 @@
+"""The small interface every reference classifier follows, and the spec parser.
+
+A classifier is built from a short spec string such as ``"linear"``, ``"knn:k=3"`` or
+``"elm:hidden=2000,seed=0"`` (:func:`make_classifier`), then used as::
+
+    clf = make_classifier("knn:k=3").fit(train_images, train_labels)
+    predicted = clf.predict(test_images)
+
+Inputs are images (``N x 28 x 28``, any numeric type) or feature matrices (``N x D``);
+labels are any integers.  Classifiers are deterministic given their ``seed``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+# name -> "module:Class" (imported lazily: the torch models must not import torch early)
+REGISTRY = {
+    "linear": "linear:LinearClassifier",
+    "elm": "elm:ELMClassifier",
+    "knn": "knn:KNNClassifier",
+    "lenet": "lenet:LeNet5Classifier",
+    "lenet5": "lenet:LeNet5Classifier",
+    "cnn": "lenet:SmallCNNClassifier",
+}
+
+
+@dataclass
+class Classifier:
+    """Base class: ``fit(X, y)``, ``predict(X)``, ``decision_function(X)``, ``seed``.
+
+    Subclasses are dataclasses whose fields are the parameters a spec string can set;
+    ``classes_`` holds the sorted distinct training labels after ``fit``.
+    """
+
+    seed: int = 0
+
+    name = "base"
+
+    def fit(self, X, y):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def decision_function(self, X) -> np.ndarray:
+        """Scores, ``N x n_classes`` (columns in the order of ``classes_``)."""
+        raise NotImplementedError(f"{self.name} has no decision function")
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted labels (values from ``classes_``)."""
+        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+
+    def spec(self) -> str:
+        """The spec string that rebuilds this classifier (all parameters)."""
+        params = ",".join(f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self))
+        return f"{self.name}:{params}" if params else self.name
+
+    # helpers shared by subclasses
+    def _encode_labels(self, y) -> np.ndarray:
+        y = np.asarray(y).ravel()
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        return codes
+
+    def _check_fitted(self):
+        if not hasattr(self, "classes_"):
+            raise ConfigError(f"{self.name} classifier is not fitted", expected="fit(X, y) "
+                              "before predict", found="an unfitted classifier")
+
+
+def as_features(X, dtype=np.float32, scale: float | None = None) -> np.ndarray:
+    """Flatten images to ``N x D`` rows of ``dtype``; uint8 pixels are scaled to [0, 1].
+
+    Examples
+    --------
+    >>> as_features(np.full((2, 28, 28), 255, np.uint8)).max(), as_features(np.ones((2, 3))).shape
+    (np.float32(1.0), (2, 3))
+    """
+    X = np.asarray(X)
+    if X.ndim == 1:
+        raise ConfigError("inputs have the wrong shape", expected="N x H x W images or N x D "
+                          "features", found=f"shape {X.shape}")
+    if scale is None:
+        scale = 1.0 / 255.0 if X.dtype == np.uint8 else 1.0
+    X = X.reshape(X.shape[0], -1)
+    out = X.astype(dtype, copy=True)
+    if scale != 1.0:
+        out *= dtype(scale)
+    return out
+
+
+def check_xy(X, y):
+    n = np.asarray(X).shape[0]
+    y = np.asarray(y).ravel()
+    if y.shape[0] != n:
+        raise ConfigError("inputs and labels differ in length", expected=f"{n} labels",
+                          found=f"{y.shape[0]}")
+    if n == 0:
+        raise ConfigError("no training samples", expected="at least one", found=0)
+    return y
+
+
+def one_hot(codes: np.ndarray, n_classes: int, dtype=np.float32) -> np.ndarray:
+    out = np.zeros((codes.size, n_classes), dtype)
+    out[np.arange(codes.size), codes] = 1
+    return out
+
+
+def _convert(value: str, default):
+    if isinstance(default, bool):
+        if value.lower() in ("1", "true", "yes", "on"):
+            return True
+        if value.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(value)
+    if isinstance(default, int):
+        return int(float(value)) if "e" in value.lower() else int(value)
+    if isinstance(default, float):
+        return float(value)
+    if default is None:
+        for cast in (int, float):
+            try:
+                return cast(value)
+            except ValueError:
+                pass
+        return None if value.lower() == "none" else value
+    return value
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """Split ``"name:key=value,key=value"`` into the name and a dict of strings.
+
+    Examples
+    --------
+    >>> parse_spec("elm:hidden=2000,seed=0")
+    ('elm', {'hidden': '2000', 'seed': '0'})
+    """
+    spec = spec.strip()
+    name, _, rest = spec.partition(":")
+    params = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError("malformed classifier parameter", expected="key=value (e.g. "
+                              "knn:k=3)", found=item)
+        params[key.strip().replace("-", "_")] = value.strip()
+    return name.strip().lower(), params
+
+
+def classifier_class(name: str):
+    import importlib
+
+    if name not in REGISTRY:
+        raise ConfigError("unknown classifier", expected="one of " + ", ".join(sorted(REGISTRY)),
+                          found=name)
+    mod, cls = REGISTRY[name].split(":")
+    return getattr(importlib.import_module(f"mnistforge.classifiers.{mod}"), cls)
+
+
+def make_classifier(spec: str, **overrides) -> Classifier:
+    """Build a classifier from a spec string; keyword overrides take precedence.
+
+    Examples
+    --------
+    >>> make_classifier("knn:k=3").k
+    3
+    >>> make_classifier("elm:hidden=200,activation=tanh,seed=1").spec()
+    'elm:seed=1,hidden=200,activation=tanh,ridge=0.001,scale=1.0,solver=normal,block=4096'
+    """
+    name, params = parse_spec(spec)
+    cls = classifier_class(name)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in params.items():
+        if key not in fields:
+            raise ConfigError(f"unknown parameter for {name}", expected="one of "
+                              + ", ".join(fields), found=key)
+        f = fields[key]
+        default = f.default if f.default is not dataclasses.MISSING else None
+        try:
+            kwargs[key] = _convert(value, default)
+        except ValueError as e:
+            raise ConfigError(f"bad value for {name} parameter {key}",
+                              expected=f"a value like {default!r}", found=value) from e
+    kwargs.update(overrides)
+    return cls(**kwargs)

@@ -1,0 +1,133 @@
+"""``mnistforge evaluate CLASSIFIER --train T --test T``: reference classifiers on any split.
+
+Prints the error rate with Wald and exact intervals, writes JSON and per-sample
+predictions (readable by ``mnistforge significance``).  ``--protocol qmnist`` runs the six
+train/test combinations of the QMNIST paper instead.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..evaluators import errorlists as el
+from ..evaluators import protocol as pr
+from ..outputs import atomic_file
+
+NAME = "evaluate"
+HELP = "fit a reference classifier (linear, elm, knn, lenet) on one split and test it on another"
+
+
+def add_arguments(p):
+    p.add_argument("classifier", metavar="CLASSIFIER",
+                   help="spec such as linear, linear:ridge=1, knn:k=3, elm:hidden=2000,seed=0, "
+                        "lenet:epochs=10 (lenet/cnn need the [torch] extra)")
+    p.add_argument("--train", default=None, metavar="NAME[:SPLIT]",
+                   help="training set: dataset name or folder of idx files (default split train)")
+    p.add_argument("--test", default=None, metavar="NAME[:SPLIT]",
+                   help="test set: dataset name or folder (default split test)")
+    p.add_argument("--deskew", action="store_true", help="deskew train and test images first")
+    p.add_argument("--limit-train", type=int, default=None, metavar="N",
+                   help="use only the first N training samples")
+    p.add_argument("--limit-test", type=int, default=None, metavar="N",
+                   help="use only the first N test samples")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="confidence of the printed intervals (JSON always has 95 %% too)")
+    p.add_argument("--json", default=None, metavar="OUT", help="write the results as JSON")
+    p.add_argument("--predictions", default=None, metavar="OUT",
+                   help="write per-sample predictions (TSV, .gz compresses); with --protocol, "
+                        "a folder receiving one file per combination")
+    p.add_argument("--protocol", choices=["qmnist"], default=None,
+                   help="run the six QMNIST train/test combinations (TMTM ... TQTQ50)")
+    p.add_argument("--mnist", default="mnist", metavar="NAME|FOLDER",
+                   help="MNIST source for --protocol qmnist (default: the official files)")
+    p.add_argument("--qmnist", default="qmnist", metavar="NAME|FOLDER",
+                   help="QMNIST source for --protocol qmnist (default: the official files)")
+    p.add_argument("--bootstrap", type=int, default=100_000, metavar="B",
+                   help="bootstrap resamples for the protocol's POI (default 100000)")
+
+
+def _fmt(e) -> str:
+    c = f"{100 * e.confidence:g} %"
+    return (f"{e.errors}/{e.n_test} errors = {100 * e.error_rate:.2f} %  "
+            f"(Wald {c}: {100 * e.wald[0]:.2f}-{100 * e.wald[1]:.2f} %, "
+            f"exact {c}: {100 * e.exact[0]:.2f}-{100 * e.exact[1]:.2f} %)  "
+            f"fit {e.fit_seconds:.1f} s, predict {e.predict_seconds:.1f} s")
+
+
+def _join(folder_or_name: str, split: str) -> str:
+    return f"{folder_or_name}:{split}"
+
+
+def _run_protocol(args) -> int:
+    from pathlib import Path
+
+    train = {"TM": _join(args.mnist, "train"), "TQ": _join(args.qmnist, "train")}
+    test = {"TM": _join(args.mnist, "test"), "TQ10": _join(args.qmnist, "test10k"),
+            "TQ50": _join(args.qmnist, "test50k")}
+    res = pr.run_qmnist_protocol(args.classifier, train=train, test=test, deskew=args.deskew,
+                                 confidence=args.confidence, resamples=args.bootstrap,
+                                 limit_train=args.limit_train)
+    print(f"QMNIST protocol, classifier {args.classifier}" + (" (deskewed)" if args.deskew else ""))
+    for code, e in res.runs.items():
+        print(f"  {code:<7} {_fmt(e)}")
+    print("paired comparisons (A worse than B at 95 %: n12 - n21 >= 1.645 sqrt(n12 + n21)):")
+    for c in res.comparisons:
+        verdict = ("A worse" if c["paired_worse_at_95"] else
+                   "B worse" if c["b_worse_at_95"] else "no significant difference")
+        print(f"  {c['a']:<7} vs {c['b']:<7} n12={c['n12']:<5d} n21={c['n21']:<5d} "
+              f"POI(A better)={c['poi_a_better']:.3f}  {verdict}  ({c['paired_on']})")
+    if args.predictions:
+        out = Path(args.predictions)
+        for code, e in res.runs.items():
+            el.write_predictions(out / f"{code}.tsv.gz", e.predictions, e.labels, name=code,
+                                 metadata={"classifier": e.classifier, "train": e.train,
+                                           "test": e.test})
+        print(f"wrote predictions to {out}/")
+    if args.json:
+        with atomic_file(args.json, "w") as f:
+            json.dump(res.to_dict(), f, indent=2)
+            f.write("\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def run(args) -> int:
+    from ..classifiers.base import make_classifier
+
+    make_classifier(args.classifier)  # usage errors before any loading
+    if args.protocol == "qmnist":
+        if args.train or args.test:
+            raise ConfigError("--protocol qmnist chooses the train and test sets itself",
+                              expected="--mnist/--qmnist to point at other files",
+                              found="--train/--test")
+        return _run_protocol(args)
+    if not args.train or not args.test:
+        raise ConfigError("missing data", expected="--train NAME[:SPLIT] and --test NAME[:SPLIT] "
+                          "(or --protocol qmnist)", found="only one or neither")
+    Xtr, ytr, trname = pr.load_target(args.train, "train")
+    Xte, yte, tename = pr.load_target(args.test, "test")
+    for flag, v in (("--limit-train", args.limit_train), ("--limit-test", args.limit_test)):
+        if v is not None and v < 1:
+            raise ConfigError(f"invalid {flag}", expected="a positive number", found=v)
+    if args.limit_train:
+        Xtr, ytr = Xtr[:args.limit_train], ytr[:args.limit_train]
+    if args.limit_test:
+        Xte, yte = Xte[:args.limit_test], yte[:args.limit_test]
+    e = pr.evaluate_classifier(args.classifier, Xtr, ytr, Xte, yte, train_name=trname,
+                               test_name=tename, deskew=args.deskew, confidence=args.confidence)
+    print(f"{args.classifier}: train {trname} ({e.n_train}), test {tename}"
+          + (" (deskewed)" if args.deskew else ""))
+    print(f"  {_fmt(e)}")
+    if args.predictions:
+        el.write_predictions(args.predictions, e.predictions, e.labels, name=args.classifier,
+                             metadata={"classifier": e.classifier, "train": trname,
+                                       "test": tename, "deskew": e.deskew})
+        print(f"wrote {args.predictions}")
+    if args.json:
+        with atomic_file(args.json, "w") as f:
+            json.dump(e.to_dict(), f, indent=2)
+            f.write("\n")
+        print(f"wrote {args.json}")
+    return 0

@@ -1,0 +1,203 @@
+"""Evaluating a classifier on a split, and the QMNIST generalisation protocol.
+
+:func:`evaluate_classifier` fits on one set, predicts another and reports the error
+with Wald and exact intervals and the timings.  :func:`run_qmnist_protocol` runs the six
+train/test combinations of the QMNIST paper (Yadav & Bottou 2019) for one classifier:
+train on MNIST (``TM``) or QMNIST (``TQ``), test on MNIST's test set (``TM``), QMNIST10K
+(``TQ10``, the reconstruction of the same 10,000 images, same order) and QMNIST50K
+(``TQ50``, the lost 50,000), i.e. TMTM, TMTQ10, TMTQ50, TQTM, TQTQ10, TQTQ50, plus the
+paired comparisons between runs on test sets of the same size.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from . import significance as sg
+
+logger = logging.getLogger(__name__)
+
+QMNIST_TRAIN = {"TM": "mnist:train", "TQ": "qmnist:train"}
+QMNIST_TEST = {"TM": "mnist:test", "TQ10": "qmnist:test10k", "TQ50": "qmnist:test50k"}
+QMNIST_COMBINATIONS = ("TMTM", "TMTQ10", "TMTQ50", "TQTM", "TQTQ10", "TQTQ50")
+
+
+@dataclass
+class Evaluation:
+    """One classifier fitted on ``train`` and tested on ``test``."""
+
+    classifier: str
+    train: str
+    test: str
+    n_train: int
+    n_test: int
+    errors: int
+    error_rate: float
+    wald95: list
+    exact95: list
+    fit_seconds: float
+    predict_seconds: float
+    confidence: float = 0.95
+    wald: list = field(default_factory=list)
+    exact: list = field(default_factory=list)
+    deskew: bool = False
+    predictions: np.ndarray | None = field(default=None, repr=False)
+    labels: np.ndarray | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("predictions")
+        d.pop("labels")
+        return d
+
+    @property
+    def wrong(self) -> np.ndarray:
+        return self.predictions != self.labels
+
+
+def load_target(target: str, default_split: str):
+    """``(images, labels, canonical "name:split")`` of a CLI target (name or folder)."""
+    from ..loaders import load, resolve_target
+
+    name, split, root = resolve_target(target, default_split=default_split)
+    ds = load(name, split, root=root)
+    label = f"{name}:{split}" if root is None else f"{root}:{name}:{split}"
+    return np.asarray(ds.images), np.asarray(ds.labels), label
+
+
+def evaluate_classifier(clf, train_images, train_labels, test_images, test_labels, *,
+                        train_name: str = "train", test_name: str = "test",
+                        deskew: bool = False, confidence: float = 0.95,
+                        spec: str | None = None) -> Evaluation:
+    """Fit ``clf`` (a classifier or a spec string), predict the test set, report errors.
+
+    Examples
+    --------
+    >>> X = np.array([[0.], [1.], [5.], [6.]]); y = np.array([0, 0, 1, 1])
+    >>> e = evaluate_classifier("knn:k=1", X, y, X, y)
+    >>> e.errors, e.exact95[0]
+    (0, 0.0)
+    """
+    from ..classifiers.base import make_classifier
+    from ..classifiers.preprocess import deskew as deskew_images
+
+    if isinstance(clf, str):
+        spec = spec or clf
+        clf = make_classifier(clf)
+    spec = spec or clf.spec()
+    if deskew:
+        train_images, test_images = deskew_images(train_images), deskew_images(test_images)
+    t0 = time.perf_counter()
+    clf.fit(train_images, train_labels)
+    t1 = time.perf_counter()
+    pred = np.asarray(clf.predict(test_images))
+    t2 = time.perf_counter()
+    y = np.asarray(test_labels)
+    wrong = pred != y
+    r95 = sg.error_rate(wrong, confidence=0.95)
+    rc = sg.error_rate(wrong, confidence=confidence)
+    logger.info("%s on %s: %d/%d errors", spec, test_name, r95.errors, r95.n)
+    return Evaluation(spec, train_name, test_name, int(len(train_labels)), int(y.size),
+                      r95.errors, r95.rate, list(r95.wald), list(r95.exact),
+                      round(t1 - t0, 3), round(t2 - t1, 3), float(confidence),
+                      list(rc.wald), list(rc.exact), bool(deskew), pred, y)
+
+
+@dataclass
+class ProtocolResult:
+    """The six QMNIST combinations and their paired comparisons."""
+
+    classifier: str
+    runs: dict
+    comparisons: list
+
+    def to_dict(self) -> dict:
+        return {"classifier": self.classifier, "protocol": "qmnist",
+                "runs": {k: v.to_dict() for k, v in self.runs.items()},
+                "comparisons": self.comparisons}
+
+
+def run_qmnist_protocol(spec: str, *, train: dict | None = None, test: dict | None = None,
+                        loader=None, deskew: bool = False, confidence: float = 0.95,
+                        resamples: int = 100_000, seed: int = 0,
+                        limit_train: int | None = None) -> ProtocolResult:
+    """Run the six train/test combinations of the QMNIST paper for one classifier.
+
+    Parameters
+    ----------
+    spec : str
+        Classifier spec (``"knn:k=3"``, ``"lenet:epochs=10"`` ...); a fresh classifier is
+        fitted per training set.
+    train, test : dict, optional
+        Targets per code (defaults :data:`QMNIST_TRAIN`, :data:`QMNIST_TEST`): names or
+        folders of idx files, as on the command line.
+    loader : callable, optional
+        ``loader(target, default_split) -> (images, labels, label)``; default
+        :func:`load_target` (tests pass arrays this way).
+
+    Paired comparisons are made between runs whose test sets have the same size: the
+    same test set with the two training sets, and MNIST vs QMNIST10K test sets (the
+    same images, reconstructed) with the same training set.
+    """
+    from ..classifiers.base import make_classifier
+
+    train = dict(QMNIST_TRAIN if train is None else train)
+    test = dict(QMNIST_TEST if test is None else test)
+    loader = loader or load_target
+    make_classifier(spec)  # fail early on a bad spec
+    tests = {code: loader(t, "test") for code, t in test.items()}
+    runs = {}
+    for tcode, ttarget in train.items():
+        Xtr, ytr, trname = loader(ttarget, "train")
+        if limit_train:
+            Xtr, ytr = Xtr[:limit_train], ytr[:limit_train]
+        from ..classifiers.preprocess import deskew as deskew_images
+        if deskew:
+            Xtr = deskew_images(Xtr)
+        clf = make_classifier(spec)
+        t0 = time.perf_counter()
+        clf.fit(Xtr, ytr)
+        fit_s = time.perf_counter() - t0
+        for ecode, (Xte, yte, tename) in tests.items():
+            if deskew:
+                Xte = deskew_images(Xte)
+            t0 = time.perf_counter()
+            pred = np.asarray(clf.predict(Xte))
+            pred_s = time.perf_counter() - t0
+            r95 = sg.error_rate(pred != yte, confidence=0.95)
+            rc = sg.error_rate(pred != yte, confidence=confidence)
+            runs[tcode + ecode] = Evaluation(
+                spec, trname, tename, int(len(ytr)), int(len(yte)), r95.errors, r95.rate,
+                list(r95.wald), list(r95.exact), round(fit_s, 3), round(pred_s, 3),
+                float(confidence), list(rc.wald), list(rc.exact), bool(deskew), pred,
+                np.asarray(yte))
+            logger.info("%s%s: %s", tcode, ecode, r95)
+    comparisons = []
+    names = list(runs)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            ra, rb = runs[a], runs[b]
+            if ra.n_test != rb.n_test:
+                continue
+            same_test = ra.test == rb.test
+            same_train = ra.train == rb.train
+            if not (same_test or same_train):
+                continue
+            t = sg.paired_test(ra.wrong, rb.wrong, confidence)
+            c = t.counts
+            bs = sg.probability_of_improvement_from_counts(
+                c, resamples, np.random.default_rng(sg._pair_seed(seed, a, b)), confidence)
+            comparisons.append({
+                "a": a, "b": b, "errors_a": ra.errors, "errors_b": rb.errors,
+                "n12": c.n12, "n21": c.n21, "poi_a_better": bs.poi,
+                "error_diff": (ra.errors - rb.errors) / ra.n_test,
+                "paired_worse_at_95": sg.paired_worse(c.n12, c.n21, 0.95),
+                "b_worse_at_95": sg.paired_worse(c.n21, c.n12, 0.95),
+                "max_bonferroni_k": t.max_bonferroni_k, "mcnemar_p": t.mcnemar_p,
+                "paired_on": "same test set" if same_test else "same images (MNIST vs QMNIST10K)",
+            })
+    return ProtocolResult(spec, runs, comparisons)
+
