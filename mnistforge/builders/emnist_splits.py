@@ -13,8 +13,8 @@ Rules (``docs/provenance-emnist.md`` explains them):
   814,255 characters), the per-class test counts apportioned by largest
   remainder; writers of every partition end up on both sides (the populations
   mix, as in the paper).  ``split_by="writer"``: whole writers go to the test
-  side, in a seeded order, partition by partition, until about 1/7 of that
-  partition's characters -- no writer appears on both sides.
+  side, in a seeded order that interleaves the partitions in proportion, until
+  about 1/7 of the characters -- no writer appears on both sides.
 * **byclass / bymerge**: all characters of each side, same characters in the
   same (shuffled) order, only the labels differ.
 * **balanced, letters, digits, mnist** (and the paper's 37-class letters):
@@ -300,22 +300,35 @@ def split_sides(index, config: EmnistSplitConfig = EmnistSplitConfig()) -> np.nd
 
 
 def _writer_sides(index, config: EmnistSplitConfig) -> np.ndarray:
+    """Whole writers to the test side: about 1/7 of the characters, every partition alike.
+
+    Each partition's writers are shuffled; a writer's key is the middle of its
+    characters as a fraction of its partition's (0..1).  Writers sorted by key
+    (ties in seeded random order) interleave the partitions in proportion, and
+    the prefix whose characters come closest to N/7 goes to the test side (at
+    least one writer, and at least one left for training, when there are two).
+    """
     writer = np.asarray(index["writer"]).astype(np.int64)
     hsf = np.asarray(index["hsf"]).astype(np.int64)
     writers, first, inverse, counts = np.unique(writer, return_index=True,
                                                 return_inverse=True, return_counts=True)
     w_hsf = hsf[first]
     rng = _rng(config.seed, 0)
-    test_writer = np.zeros(len(writers), bool)
+    key = np.zeros(len(writers))
     for part in np.unique(w_hsf):
         members = np.flatnonzero(w_hsf == part)
         members = members[rng.permutation(len(members))]
         cum = np.cumsum(counts[members])
-        target = cum[-1] * TEST_FRACTION[0] / TEST_FRACTION[1]
-        # k writers whose characters come closest to the target (0 allowed).
-        cand = np.r_[0, cum]
-        k = int(np.argmin(np.abs(cand - target)))
-        test_writer[members[:k]] = True
+        key[members] = (cum - counts[members] / 2) / cum[-1]
+    order = np.lexsort((rng.random(len(writers)), key))
+    cum = np.cumsum(counts[order])
+    target = cum[-1] * TEST_FRACTION[0] / TEST_FRACTION[1]
+    if len(writers) >= 2:
+        k = 1 + int(np.argmin(np.abs(cum[:-1] - target)))
+    else:
+        k = 0
+    test_writer = np.zeros(len(writers), bool)
+    test_writer[order[:k]] = True
     return test_writer[inverse.ravel()]
 
 

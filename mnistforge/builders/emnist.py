@@ -1,0 +1,304 @@
+"""Build the six EMNIST datasets from SD19 (real or synthetic).
+
+``mnistforge build emnist --sd19 PATH --out DIR`` writes all six datasets into
+one folder, ``mnistforge build emnist-<name>`` one of them.  Each character is
+read and converted once (:mod:`.emnist_prepro`) and shared by every dataset
+that uses it; the splits come from :mod:`.emnist_splits`.
+
+Files, named like the official distribution (``gzip/`` folder of
+``gzip.zip``)::
+
+    emnist-<name>-train-images-idx3-ubyte.gz   uint8 n x 28 x 28
+    emnist-<name>-train-labels-idx1-ubyte.gz   uint8 n
+    emnist-<name>-test-images-idx3-ubyte.gz
+    emnist-<name>-test-labels-idx1-ubyte.gz
+    emnist-<name>-mapping.txt                  "label ascii" (letters: "label upper lower")
+    emnist-<name>-train-metadata-idx2-int.gz   int32 n x 6: writer, hsf, field
+    emnist-<name>-test-metadata-idx2-int.gz      (0 d, 1 u, 2 l, 3 c), ascii, entry, sd19_row
+    manifest.json
+
+Images are stored transposed like the official files (``orientation
+"official"``, the default) or upright (``"upright"``); the manifest records
+which, and the loaders always present them upright.  The balanced datasets'
+train files end with their validation portion (count in the manifest).
+
+Examples
+--------
+>>> from mnistforge.builders.emnist import build_emnist   # doctest: +SKIP
+>>> build_emnist("sd19/", "emnist-out", splits=["balanced"], seed=0)  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import BuildError, ConfigError
+from ..outputs import atomic_dir, atomic_file, open_gzip_writer, write_manifest
+from ..progress import progress
+from .emnist_prepro import DEFAULT_CONFIG, EmnistPreproConfig, convert_batch
+from .emnist_splits import (DATASETS, METADATA_COLUMNS, EmnistSplitConfig, make_metadata,
+                            make_splits, mapping_lines, split_sides)
+
+logger = logging.getLogger(__name__)
+
+ORIENTATIONS = ("official", "upright")
+GZIP_LEVEL = 6
+WRITE_CHUNK = 32768  # images gathered at a time while writing a file
+
+
+def file_names(name: str) -> dict:
+    """Output file names of one dataset, keyed ``(part, kind)`` plus ``"mapping"``.
+
+    >>> file_names("balanced")[("train", "images")]
+    'emnist-balanced-train-images-idx3-ubyte.gz'
+    """
+    p = f"emnist-{name}"
+    out = {"mapping": f"{p}-mapping.txt"}
+    for part in ("train", "test"):
+        out[(part, "images")] = f"{p}-{part}-images-idx3-ubyte.gz"
+        out[(part, "labels")] = f"{p}-{part}-labels-idx1-ubyte.gz"
+        out[(part, "metadata")] = f"{p}-{part}-metadata-idx2-int.gz"
+    return out
+
+
+def _default_workers(workers):
+    return max(1, workers if workers else (os.cpu_count() or 1))
+
+
+# ----------------------------------------------------------------------------- writing
+def _write_idx_stream(path: Path, shape, dtype, chunks) -> None:
+    """Write an idx file from an iterator of C-ordered arrays, gzip mtime 0, atomically."""
+    from ..formats.idx import idx_header_bytes
+
+    be = np.dtype(dtype).newbyteorder(">")
+    with atomic_file(path, "wb") as raw:
+        with open_gzip_writer(raw, level=GZIP_LEVEL) as gz:
+            gz.write(idx_header_bytes(shape, dtype))
+            for c in chunks:
+                gz.write(np.ascontiguousarray(c, dtype=be).tobytes())
+
+
+def _write_images(path, store, slots):
+    n = len(slots)
+
+    def chunks():
+        for s in range(0, n, WRITE_CHUNK):
+            yield store[slots[s:s + WRITE_CHUNK]]
+
+    _write_idx_stream(path, (n,) + store.shape[1:], np.uint8, chunks())
+
+
+def _write_array(path, arr):
+    _write_idx_stream(path, arr.shape, arr.dtype, [arr])
+
+
+# ----------------------------------------------------------------------------- source
+def _open_source(sd19, progress_flag):
+    if hasattr(sd19, "index") and hasattr(sd19, "read"):
+        return sd19
+    from ..sources import open_sd19
+
+    return open_sd19(sd19, progress=progress_flag)
+
+
+def convert_rows(src, rows: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFIG, *,
+                 orientation: str = "official", workers: int | None = None,
+                 batch_size: int = 4096, progress_flag=None) -> np.ndarray:
+    """Read and convert the given SD19 index rows once; uint8 (len(rows), 28, 28).
+
+    Images are returned in storage orientation (transposed for ``"official"``).
+    Reading (the SD19 reader decodes in parallel) overlaps with conversion in a
+    thread pool (NumPy's matrix products release the GIL).
+    """
+    rows = np.asarray(rows, np.int64)
+    store = np.empty((len(rows), config.out_side, config.out_side), np.uint8)
+    if not len(rows):
+        return store
+    pos = 0
+    workers = _default_workers(workers)
+    bar = progress(total=len(rows), desc="EMNIST convert", unit="char", disable=progress_flag)
+
+    def job(start, imgs):
+        out = convert_batch(imgs, config)
+        if orientation == "official":
+            out = out.transpose(0, 2, 1)
+        store[start:start + len(out)] = out
+        return len(out)
+
+    with bar, cf.ThreadPoolExecutor(workers) as pool:
+        pending = []
+        for got_rows, imgs in src.read(rows, batch_size=batch_size):
+            if len(got_rows) and not np.array_equal(got_rows, rows[pos:pos + len(got_rows)]):
+                raise BuildError("SD19 reader returned rows out of order",
+                                 expected="the requested order", found="another order")
+            # Split each batch so every worker gets a share.
+            for part in np.array_split(np.arange(len(imgs)), workers):
+                if len(part):
+                    pending.append(pool.submit(job, pos + part[0], imgs[part[0]:part[-1] + 1]))
+            pos += len(got_rows)
+            while len(pending) > 2 * workers:
+                bar.update(pending.pop(0).result())
+        for f in pending:
+            bar.update(f.result())
+    if pos != len(rows):
+        raise BuildError("SD19 reader returned too few characters",
+                         expected=f"{len(rows)} rows", found=f"{pos}")
+    return store
+
+
+# ----------------------------------------------------------------------------- build
+def build_emnist(sd19, out, config: EmnistPreproConfig | None = None, splits=DATASETS, *,
+                 split_config: EmnistSplitConfig | None = None, seed: int | None = None,
+                 split_by: str | None = None, letters_variant: str | None = None,
+                 orientation: str = "official", overwrite: bool = False,
+                 workers: int | None = None, progress_flag=None) -> dict:
+    """Build EMNIST datasets from SD19 into ``out`` (atomically).
+
+    Parameters
+    ----------
+    sd19 : path or opened source
+        Folder of SD19 (zips or trees, either edition), or an object from
+        :func:`mnistforge.sources.open_sd19`.
+    out : path
+        Output folder, written as ``<out>.incomplete`` then renamed.
+    config : EmnistPreproConfig, optional
+        Conversion parameters (defaults documented in ``docs/provenance-emnist.md``).
+    splits : iterable of str
+        Dataset names among ``byclass bymerge balanced letters digits mnist``.
+    split_config : EmnistSplitConfig, optional
+        Seed, ``split_by`` (``"random"``/``"writer"``) and letters variant;
+        ``seed``/``split_by``/``letters_variant`` override its fields.
+    orientation : {"official", "upright"}
+        Storage of the idx images (official = transposed like NIST's files).
+    overwrite : bool
+        Replace an existing ``out``.
+    workers : int, optional
+        Threads for conversion and compression (default: all cores).
+
+    Returns
+    -------
+    dict : the manifest written to ``out/manifest.json``.
+
+    Examples
+    --------
+    >>> m = build_emnist("sd19", "out", splits=["mnist"], seed=1)  # doctest: +SKIP
+    >>> m["datasets"]["mnist"]["train"]                            # doctest: +SKIP
+    60000
+    """
+    import dataclasses
+
+    config = config or DEFAULT_CONFIG
+    split_config = split_config or EmnistSplitConfig()
+    changes = {k: v for k, v in (("seed", seed), ("split_by", split_by),
+                                 ("letters_variant", letters_variant)) if v is not None}
+    if changes:
+        split_config = dataclasses.replace(split_config, **changes)
+    if orientation not in ORIENTATIONS:
+        raise ConfigError("unknown EMNIST orientation", expected="'official' or 'upright'",
+                          found=repr(orientation))
+    names = [s for s in DATASETS if s in set(splits)]
+    unknown = sorted(set(splits) - set(DATASETS))
+    if unknown or not names:
+        raise ConfigError("unknown EMNIST dataset", expected=", ".join(DATASETS),
+                          found=", ".join(unknown) or "nothing")
+    workers = _default_workers(workers)
+    out = Path(out)
+
+    src = _open_source(sd19, progress_flag)
+    index = src.index
+    if len(index) == 0:
+        raise BuildError("SD19 index is empty", path=getattr(src, "path", None),
+                         expected="characters", found="none", hint="check --sd19")
+    is_test = split_sides(index, split_config)
+    dsets = make_splits(index, names, split_config, is_test=is_test)
+
+    rows = np.unique(np.concatenate([np.concatenate([d.train_rows, d.test_rows])
+                                     for d in dsets.values()]))
+    logger.info("EMNIST: converting %d of %d SD19 characters once for %s",
+                len(rows), len(index), ", ".join(names))
+    with atomic_dir(out, overwrite=overwrite) as tmp:
+        store = convert_rows(src, rows, config, orientation=orientation, workers=workers,
+                             progress_flag=progress_flag)
+        slot_of = np.full(len(index), -1, np.int64)
+        slot_of[rows] = np.arange(len(rows))
+        tasks = []
+        for name, d in dsets.items():
+            fn = file_names(name)
+            with atomic_file(tmp / fn["mapping"], "w") as f:
+                f.write("\n".join(mapping_lines(d.kind)) + "\n")
+            for part, r, lab in (("train", d.train_rows, d.train_labels),
+                                 ("test", d.test_rows, d.test_labels)):
+                tasks.append((len(r) * 28 * 28, _write_images, tmp / fn[(part, "images")],
+                              store, slot_of[r]))
+                tasks.append((len(r), _write_array, tmp / fn[(part, "labels")],
+                              lab.astype(np.uint8)))
+                tasks.append((len(r) * 24, _write_array, tmp / fn[(part, "metadata")],
+                              make_metadata(index, r)))
+        tasks.sort(key=lambda t: -t[0])  # biggest first keeps the threads busy
+        bar = progress(total=len(tasks), desc="EMNIST write", unit="file",
+                       disable=progress_flag)
+        with bar, cf.ThreadPoolExecutor(workers) as pool:
+            for f in cf.as_completed([pool.submit(t[1], *t[2:]) for t in tasks]):
+                f.result()
+                bar.update(1)
+        del store
+        summaries = {name: d.summary() for name, d in dsets.items()}
+        for name, s in summaries.items():
+            s["files"] = {("mapping" if k == "mapping" else "-".join(k)): v
+                          for k, v in file_names(name).items()}
+            s["orientation"] = orientation
+        notes = [
+            "images stored transposed like the official EMNIST idx files"
+            if orientation == "official" else "images stored upright (not like the official "
+                                              "files); loaders read the orientation here",
+            "balanced datasets: the last 'validation' images of each train file are the "
+            "validation portion",
+            f"metadata columns (int32): {', '.join(METADATA_COLUMNS)}; field 0 d, 1 u, 2 l, 3 c",
+            "every dataset's test images come from one test side of SD19, its train images "
+            "from the train side: no test image is in any EMNIST training set",
+        ]
+        if split_config.split_by == "writer":
+            notes.append("writer-disjoint: no writer has characters on both sides")
+        if split_config.letters_variant == "paper37" and "letters" in dsets:
+            notes.append("emnist-letters is the paper's 37-class variant (labels 0..36), "
+                         "not the official 26-class release")
+        n_side = int(is_test.sum())
+        manifest = write_manifest(
+            tmp, kind="emnist",
+            inputs={"sd19": str(getattr(src, "path", sd19)),
+                    "sd19_fingerprint": getattr(src, "fingerprint", None),
+                    "sd19_edition": getattr(src, "edition", None),
+                    "sd19_characters": int(len(index))},
+            parameters={"datasets": names, "orientation": orientation,
+                        "split": split_config.as_dict(), "prepro": config.as_dict()},
+            notes=notes,
+            extra={"orientation": orientation, "datasets": summaries,
+                   "metadata_columns": list(METADATA_COLUMNS),
+                   "sides": {"train": int(len(index) - n_side), "test": n_side,
+                             "split_by": split_config.split_by}})
+    logger.info("EMNIST: wrote %s into %s", ", ".join(names), out)
+    return manifest
+
+
+def build_from_cli(target: str, args) -> int:
+    """Entry point of ``mnistforge build emnist|emnist-<name>`` (see commands/build.py)."""
+    if target == "emnist":
+        names = list(DATASETS)
+    elif target.startswith("emnist-") and target[len("emnist-"):] in DATASETS:
+        names = [target[len("emnist-"):]]
+    else:
+        raise ConfigError(f"unknown EMNIST target {target!r}",
+                          expected="emnist or emnist-<" + "|".join(DATASETS) + ">",
+                          found=target)
+    build_emnist(args.sd19, args.out, splits=names,
+                 seed=getattr(args, "seed", 0) or 0,
+                 split_by=getattr(args, "split_by", None) or "random",
+                 letters_variant=getattr(args, "letters_variant", None) or "official",
+                 orientation=getattr(args, "orientation", None) or "official",
+                 overwrite=bool(getattr(args, "overwrite", False)),
+                 workers=getattr(args, "workers", None))
+    return 0
