@@ -258,6 +258,29 @@ def test_other_hierarchies_hold_by_write_images_in_walk_order(tiny_e2, tiny_walk
         assert got == seq((merged == int(x[:2], 16)) & (hsf == int(part[4:])))
 
 
+def test_open_sd19_reads_every_edition_and_packaging(tmp_path):
+    """The project's readers take all four kinds of tree with the metadata we planned."""
+    from mnistforge.sources import open_sd19
+
+    ref = None
+    for edition in (2, 1):
+        for packaging in ("zip", "dir"):
+            # by_field carries the classes that the 2nd-edition by_write lacks (no .cls)
+            cfg = SynthConfig(scale=0.0005, edition=edition, packaging=packaging, seed=6,
+                              fields="dlc", hierarchies=("by_write", "by_field"))
+            src = open_sd19(synthesize_sd19(tmp_path / f"{edition}{packaging}", cfg, progress=False))
+            assert src.edition == edition
+            assert src.hierarchies == ("by_field", "by_write")
+            idx, plan = src.index, plan_sd19(cfg).rows
+            for name in ("hsf", "writer", "template", "field", "entry", "ascii", "digit_index",
+                         "duplicate_of"):
+                assert (idx[name] == plan[name]).all(), (edition, packaging, name)
+            images = src.read_all(np.arange(len(idx)))
+            if ref is None:
+                ref = images
+            assert (images == ref).all(), (edition, packaging)
+
+
 def test_deterministic_bytes(tmp_path):
     cfg = dict(scale=0.0005, fields="du", hierarchies=("by_write", "by_class"))
     a = synthesize_sd19(tmp_path / "a", SynthConfig(seed=3, **cfg), progress=False)
@@ -434,6 +457,17 @@ def test_layout_subset_reproduces_xnist(tmp_path, xnist, xnist_table):
     assert any(r[3] == "l" for r in rows)
     plan = plan_sd19(cfg)
     assert (plan.rows["digit_index"][plan.rows["field"] == b"d"] == np.arange(len(table))).all()
+    # and the project's reader sees the same digit table
+    from mnistforge.sources import open_sd19
+
+    idx = open_sd19(out).index
+    d = idx[idx["field"] == b"d"]
+    got = np.stack([d["ascii"].astype(int) - 0x30, d["hsf"], d["writer"], d["entry"],
+                    d["ascii"].astype(int) - 0x30 + 30], axis=1)
+    assert (got == table[:, :5]).all()
+    assert (d["digit_index"] == np.arange(len(table))).all()
+    dup = np.flatnonzero(d["duplicate_of"] >= 0)
+    assert len(dup) == 2 and (table[dup, 6] > 0).all()
 
 
 def test_layout_rejects_bad_tables(tmp_path):
