@@ -103,7 +103,7 @@ class RemoteFile:
         if parts:
             return " + ".join(parts)
         if self.archive:
-            return "via its archive " + self.archive
+            return "via archive " + self.archive
         return "not pinned"
 
 

@@ -49,8 +49,8 @@ from .verify import STATUS_TEXT, Verification, verify_file, write_marker
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["fetch", "fetch_file", "cache_dir", "cache_path", "offline_enabled", "FetchResult",
-           "DEFAULT_TIMEOUT", "DEFAULT_RETRIES"]
+__all__ = ["fetch", "fetch_file", "cache_dir", "cache_path", "cache_status", "offline_enabled",
+           "FetchResult", "DEFAULT_TIMEOUT", "DEFAULT_RETRIES"]
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_RETRIES = 3
@@ -179,9 +179,11 @@ def _missing_message(remote: RemoteFile, dest: Path) -> str:
     where = ", ".join(remote.urls) if remote.urls else "(no known URL)"
     pinned = (f"sha256 {remote.sha256}" if remote.sha256 else
               f"md5 {remote.md5}" if remote.md5 else "no pinned hash")
+    raw = ""
+    if remote.compression in ("gz", "xz", "bz2"):
+        raw = f" (or its decompressed content as {dest.parent / remote.raw_name})"
     return (f"{remote.id} is not in the cache and offline mode (MNISTFORGE_OFFLINE=1) forbids "
-            f"downloading it. Download it from {where} ({pinned}) and put it at {dest} "
-            f"(a decompressed copy may go next to it as {dest.parent / remote.raw_name}), "
+            f"downloading it. Download it from {where} ({pinned}) and put it at {dest}{raw}, "
             f"or unset MNISTFORGE_OFFLINE")
 
 
@@ -346,3 +348,30 @@ def _stream_once(session, url, part: Path, remote: RemoteFile, *, progress, time
     got = part.stat().st_size
     if expected is not None and got < expected:
         raise _Incomplete(f"got {got} of {expected} bytes")
+
+
+def cache_status(remote, root=None) -> tuple[str, Path]:
+    """What the cache holds for ``remote``, without hashing anything.
+
+    Returns ``(text, path)``; ``text`` is ``"missing"``, ``"present, not
+    verified yet"``, or the recorded verification (see
+    :mod:`mnistforge.sources.verify`), plus ``" + raw copy"`` when a
+    decompressed copy is kept.
+    """
+    from .verify import read_marker
+
+    remote = get_file(remote)
+    path = cache_path(remote, root)
+    if remote.archive:
+        text, _ = cache_status(remote.archive, root)
+        return (f"in {path.name}: {text}" if text != "missing" else "missing"), path
+    raw = path.parent / remote.raw_name
+    has_raw = remote.raw_name != remote.name and raw.is_file() and read_marker(raw) is not None
+    if path.is_file():
+        rec = read_marker(path)
+        text = STATUS_TEXT.get(rec.get("status"), "present") if rec else "present, not verified yet"
+    elif has_raw:
+        text = "decompressed copy only"
+    else:
+        return "missing", path
+    return text + (" + raw copy" if has_raw and path.is_file() else ""), path

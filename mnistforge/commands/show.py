@@ -1,0 +1,54 @@
+"""``mnistforge show NAME [SPLIT] --out grid.png``: a labelled sample grid as a PNG."""
+from __future__ import annotations
+
+NAME = "show"
+HELP = "draw a labelled grid of sample images of a dataset split (or folder) as a PNG"
+
+
+def add_arguments(p):
+    p.add_argument("target", metavar="NAME", help="dataset name, NAME:SPLIT, or folder of idx files")
+    p.add_argument("split", nargs="?", default=None, help="split (default test)")
+    p.add_argument("--out", required=True, help="PNG file to write")
+    p.add_argument("-n", "--count", type=int, default=64, help="number of images (default 64)")
+    p.add_argument("--start", type=int, default=0, help="first index (default 0)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="draw a random sample with this seed instead of consecutive images")
+    p.add_argument("--cols", type=int, default=None, help="columns (default: about square)")
+    p.add_argument("--scale", type=int, default=3, help="pixel magnification (default 3)")
+    p.add_argument("--root", default=None, help="folder of built files to load NAME from")
+    p.add_argument("--no-download", action="store_true", help="never download (use the cache)")
+
+
+def run(args) -> int:
+    import numpy as np
+
+    from ..errors import ConfigError
+    from ..loaders import load, resolve_target, save_grid
+
+    name, split, root = resolve_target(args.target)
+    if split is not None and args.split is not None and split != args.split:
+        raise ConfigError("two splits given", expected="NAME:SPLIT or NAME SPLIT",
+                          found=f"{split} and {args.split}")
+    split = split or args.split or "test"
+    if args.split is not None and split == args.split:
+        from ..registry import get_dataset
+        get_dataset(name).split(split)
+    if args.count < 1 or args.scale < 1 or args.start < 0:
+        raise ConfigError("bad sample size", expected="--count >= 1, --scale >= 1, --start >= 0",
+                          found=f"{args.count}, {args.scale}, {args.start}")
+    ds = load(name, split, root=root or args.root, download=not args.no_download)
+    n = len(ds)
+    k = min(args.count, n)
+    if args.seed is not None:
+        idx = np.sort(np.random.default_rng(args.seed).choice(n, size=k, replace=False))
+        what = f"{k} random images (seed {args.seed})"
+    else:
+        if args.start >= n:
+            raise ConfigError("--start beyond the split", expected=f"< {n}", found=args.start)
+        idx = np.arange(args.start, min(args.start + k, n))
+        what = f"images {idx[0]}..{idx[-1]}"
+    title = f"{ds.name} {ds.split}: {what} of {n:,}"
+    path = save_grid(ds.images[idx], ds.labels[idx], ds.classes, args.out, cols=args.cols,
+                     scale=args.scale, title=title)
+    print(f"wrote {path} ({title})")
+    return 0
