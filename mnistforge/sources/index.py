@@ -121,7 +121,9 @@ def cache_dirs(source: Path) -> list[Path]:
 
 
 def _writable(folder: Path) -> bool:
-    probe = folder if folder.exists() else folder.parent
+    probe = Path(folder)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent      # the nearest existing ancestor decides
     return os.access(probe, os.W_OK)
 
 

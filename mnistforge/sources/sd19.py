@@ -588,6 +588,8 @@ def _build(path: Path, trees: dict, fp: str, workers: int, progress, strict: boo
     logger.info("SD19 %s: edition %d, %d by_write files", bw.display, edition, len(recs))
 
     file_idx = np.array([r[-1] for r in recs], np.int64)
+    if len(file_idx) < (2048 if fmt == "png" else 32):
+        workers = 1   # a pool costs more than it saves on a tiny source
     # hash every character (and learn the entry count of each .mis)
     with _Pool(workers) as pool:
         with _progress(total=len(file_idx) if fmt == "png" else None, desc="indexing SD19 by_write",
