@@ -104,6 +104,20 @@ def test_elm_float32_close_to_float64_and_seeded():
     assert a.coef_.dtype == np.float32
 
 
+def test_all_classifiers_accept_uint8_images():
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 256, (120, 28, 28), dtype=np.uint8)
+    y = rng.integers(0, 3, 120)
+    X[y == 1, :5] = 255  # make the classes separable
+    X[y == 2, -5:] = 255
+    for spec in ("linear", "knn:k=1", "elm:hidden=50", "elm:hidden=30,solver=opium,block=16"):
+        clf = make_classifier(spec).fit(X, y)
+        assert (clf.predict(X) == y).mean() > 0.95, spec
+        # uint8 pixels are scaled to [0, 1]: the same as passing the scaled floats
+        f = make_classifier(spec).fit(X.reshape(120, -1) / 255.0, y)
+        assert np.array_equal(clf.predict(X), f.predict(X.reshape(120, -1) / 255.0)), spec
+
+
 def test_elm_learns_a_nonlinear_problem_linear_cannot():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2000, 2))

@@ -89,7 +89,7 @@ def as_features(X, dtype=np.float32, scale: float | None = None) -> np.ndarray:
     X = X.reshape(X.shape[0], -1)
     out = X.astype(dtype, copy=True)
     if scale != 1.0:
-        out *= dtype(scale)
+        out *= out.dtype.type(scale)
     return out
 
 
