@@ -203,6 +203,15 @@ def resample_area(crop, fudge: float = 0.99) -> np.ndarray:
     H, W = crop.shape
     si, sj = BOX / H, BOX / W
     acc = [[0.0] * BOX for _ in range(BOX)]
+    # the column quantities depend on j only: computed once per column
+    cols = []
+    for j in range(W):
+        y = 10 + sj * (j - W / 2)
+        yw = y + fudge * sj
+        yi = math.floor(y + EPS)
+        ye = math.ceil(yw - EPS) - 1
+        cols.append((yi, ye, _clip01(yi + 1 - y), _clip01(yw - ye)))
+    values = crop.tolist()
     for i in range(H):
         x = 10 + si * (i - H / 2)
         xw = x + fudge * si
@@ -210,16 +219,12 @@ def resample_area(crop, fudge: float = 0.99) -> np.ndarray:
         xe = math.ceil(xw - EPS) - 1
         dx = _clip01(xi + 1 - x)
         dxe = _clip01(xw - xe)
+        row = values[i]
         for j in range(W):
-            v = float(crop[i, j])
+            v = float(row[j])
             if v == 0:
                 continue
-            y = 10 + sj * (j - W / 2)
-            yw = y + fudge * sj
-            yi = math.floor(y + EPS)
-            ye = math.ceil(yw - EPS) - 1
-            dy = _clip01(yi + 1 - y)
-            dye = _clip01(yw - ye)
+            yi, ye, dy, dye = cols[j]
             if xi == xe and yi == ye:
                 acc[xi][yi] += v * si * sj
             elif yi == ye:
@@ -345,7 +350,8 @@ def _weight_matrix(n: int, fudge: float):
     counts = keep.sum(axis=1)
     indptr = np.zeros(n * n + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
-    w = sp.csr_matrix((weights[keep], cells[keep], indptr), shape=(n * n, BOX * BOX))
+    w = sp.csr_matrix((weights[keep], cells[keep].astype(np.int32), indptr.astype(np.int32)),
+                      shape=(n * n, BOX * BOX))
     return w
 
 
@@ -386,8 +392,8 @@ def _crops(images, idx, top, left, m):
     return out
 
 
-# bound on the ink pixels handled at once (memory of the sparse matrices)
-_MAX_INK = 1 << 22
+# bound on the crop pixels handled at once (memory of the crops and sparse matrices)
+_MAX_PIXELS = 1 << 24
 
 
 def resample_batch(images: np.ndarray, fudge: float = 0.99):
@@ -412,16 +418,16 @@ def resample_batch(images: np.ndarray, fudge: float = 0.99):
         side = int(side)
         size = side * 2 if side < BOX else side        # m >= 10, so one doubling suffices
         wmat = _weight_matrix(size, fudge)
-        ink_est = max(1, int(images[sel[:64]].sum(axis=(1, 2)).mean()) * (size // side) ** 2)
-        step = max(1, _MAX_INK // ink_est)
+        step = max(1, _MAX_PIXELS // (size * size))
         for s0 in range(0, sel.size, step):
             part = sel[s0:s0 + step]
             crops = _crops(images, part, top[part], left[part], side)
             if size != side:
                 crops = crops.repeat(2, axis=1).repeat(2, axis=2)
-            k, pix = np.nonzero(crops.reshape(part.size, size * size))   # row-major order
-            indptr = np.zeros(part.size + 1, dtype=np.int64)
-            np.cumsum(np.bincount(k, minlength=part.size), out=indptr[1:])
+            flat = crops.reshape(part.size, size * size)
+            pix = (np.flatnonzero(flat) % (size * size)).astype(np.int32)   # row-major order
+            indptr = np.zeros(part.size + 1, dtype=np.int32)
+            np.cumsum(np.count_nonzero(flat, axis=1), out=indptr[1:])
             v = sp.csr_matrix((np.ones(pix.size), pix, indptr), shape=(part.size, size * size))
             out[part] = (v @ wmat).toarray().astype(np.float32)
     return out.reshape(nimg, BOX, BOX), blank
