@@ -338,3 +338,15 @@ def test_cli_files_mixed_and_combine(tmp_path, capsys):
     assert main(["significance", str(tmp_path / "e2.tsv"), str(paths[1]), "--n", "2000",
                  "--names", "E", "S1", "--bootstrap", "100"]) == 0
     assert main(["significance"]) == 2
+
+
+def test_cli_plot_heat_map_or_clear_error(tmp_path, capsys):
+    png = tmp_path / "poi.png"
+    rc = main(["significance", "--example", "keysers2006", "--bootstrap", "200",
+               "--plot", str(png)])
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert rc == 2 and "matplotlib" in capsys.readouterr().err and not png.exists()
+        return
+    assert rc == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

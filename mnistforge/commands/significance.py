@@ -112,6 +112,13 @@ def run(args) -> int:
     else:
         raise ConfigError("no systems given", expected="FILE... or --example keysers2006",
                           found="nothing")
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401  (fail before the work, not after)
+        except ImportError as e:
+            raise ConfigError("matplotlib is needed for --plot", expected="matplotlib installed",
+                              found="ImportError", hint="pip install 'mnistforge[plot]' or "
+                              "drop --plot") from e
     if args.bootstrap < 1:
         raise ConfigError("invalid --bootstrap", expected="B >= 1", found=args.bootstrap)
     sg.z_two_sided(args.confidence)  # validates the confidence level early
