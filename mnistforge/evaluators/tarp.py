@@ -488,8 +488,8 @@ def plot_benchmark(result: TarpResult, path, points=()):
                           found="no matplotlib", hint="pip install 'mnistforge[plot]'") from e
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=110)
     for n in sorted({r["n"] for r in result.results}):
-        c = result.curve(n)
-        ax.plot([max(r["cost_projections"], 1) for r in c], [r["mean"] for r in c], "o-",
+        c = [r for r in result.curve(n) if r["cost_projections"] > 0]  # k = 0 costs nothing
+        ax.plot([r["cost_projections"] for r in c], [r["mean"] for r in c], "o-",
                 label=f"n={n}")
     ax.axhline(result.asymptote(), color="grey", ls="--", lw=1, label="asymptote")
     ax.axhline(result.b0, color="black", ls=":", lw=1, label="B0")
