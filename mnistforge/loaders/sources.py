@@ -33,8 +33,8 @@ from ..formats.idx import parse_idx_bytes, read_idx, read_idx_header
 from ..outputs import atomic_file, read_manifest
 from ..registry import COMPRESSIONS, DatasetInfo, SplitInfo, get_file, strip_compression
 from ..sources.download import cache_dir, fetch_file, offline_enabled
-from ..sources.verify import (Verification, decide, marker_path, read_marker,
-                              remove_with_marker, verify_file, write_marker)
+from ..sources.verify import (Verification, decide, marker_path, remove_with_marker,
+                              verify_file, write_marker)
 
 logger = logging.getLogger(__name__)
 

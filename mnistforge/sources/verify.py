@@ -28,7 +28,6 @@ import hashlib
 import json
 import logging
 import lzma
-import os
 import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
