@@ -91,16 +91,35 @@ def _parse(data: bytes):
     return w, h, depth, ctype, interlace, b"".join(idat)
 
 
-def _fast_rows(data: bytes):
-    """Filtered scanlines (h, 1 + w/8) of a 1-bit grey PNG, or None when not that kind."""
-    w, h, depth, ctype, interlace, idat = _parse(data)
+_IHDR = struct.Struct(">IIBBBBB")
+_LEN_KIND = struct.Struct(">I4s")
+
+
+def _fast_raw(data: bytes, size: int):
+    """Inflated scanlines of a ``size`` x ``size`` 1-bit grey PNG, or None for other kinds.
+
+    The common layout (IHDR, one IDAT, IEND) is read at fixed offsets; anything
+    else goes through the full chunk walk.
+    """
+    if data[:8] != PNG_SIGNATURE or data[12:16] != b"IHDR":
+        raise ValueError("not a PNG (bad signature or no IHDR first)")
+    w, h, depth, ctype, _c, _f, interlace = _IHDR.unpack_from(data, 16)
+    if (w, h) != (size, size):
+        raise ValueError(f"image is {w}x{h}, expected {size}x{size}")
     if depth != 1 or ctype != 0 or interlace != 0:
-        return None, (w, h)
-    raw = zlib.decompress(idat)
+        return None
+    length, kind = _LEN_KIND.unpack_from(data, 33)
+    if kind == b"IDAT" and data[45 + length:49 + length] == b"IEND":
+        idat = data[41:41 + length]
+        if len(idat) != length:
+            raise ValueError("IDAT chunk truncated")
+    else:
+        idat = _parse(data)[5]
     stride = (w + 7) // 8 + 1
+    raw = zlib.decompress(idat, 15, stride * h)
     if len(raw) != stride * h:
         raise ValueError(f"decompressed image data has {len(raw)} bytes, expected {stride * h}")
-    return np.frombuffer(raw, np.uint8).reshape(h, stride), (w, h)
+    return raw
 
 
 def _unfilter(rows: np.ndarray) -> np.ndarray | None:
@@ -142,24 +161,24 @@ def decode_png1_many(blobs, *, names=None, size: int = SIZE) -> np.ndarray:
     blobs = list(blobs)
     n = len(blobs)
     stride = size // 8 + 1
-    rows = np.empty((n, size, stride), np.uint8)
-    fast = np.zeros(n, bool)
+    raws = []
     slow = []
+    blank = bytes(stride * size)
     for k, data in enumerate(blobs):
         try:
-            r, (w, h) = _fast_rows(data)
-            if (w, h) != (size, size):
-                raise ValueError(f"image is {w}x{h}, expected {size}x{size}")
-            if r is None:
-                slow.append(k)
-            else:
-                rows[k] = r
-                fast[k] = True
+            raw = _fast_raw(data, size)
         except (ValueError, zlib.error, struct.error) as e:
             name = names[k] if names is not None else f"<PNG #{k}>"
             raise SD19FormatError("corrupt SD19 PNG", path=name,
                                   expected=f"a {size}x{size} 1-bit PNG", found=str(e),
                                   hint="re-download or re-copy the file") from None
+        if raw is None:
+            slow.append(k)
+            raw = blank
+        raws.append(raw)
+    rows = np.frombuffer(b"".join(raws), np.uint8).reshape(n, size, stride)
+    fast = np.ones(n, bool)
+    fast[slow] = False
     if not slow:
         un = _unfilter(rows)
         if un is not None:
