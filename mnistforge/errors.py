@@ -110,3 +110,7 @@ class ConfigError(MnistforgeError, ValueError):
 
 class CheckFailed(MnistforgeError, AssertionError):
     """A verification check failed."""
+
+
+class UploadError(MnistforgeError, ConnectionError):
+    """An upload (Hugging Face Hub push) failed or could not start: no token, offline, HTTP error."""

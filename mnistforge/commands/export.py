@@ -1,0 +1,84 @@
+"""``mnistforge export hf NAME... --out REPO_DIR [--push ORG/NAME]``: Hub dataset repositories.
+
+NAME is a dataset name (official files, fetched and verified), a folder of idx
+files (official or built) or an exported repository; ``NAME:SPLIT`` picks one
+split (default: every split stored in files, see
+:func:`mnistforge.formats.hf.default_splits`) and ``CONFIG=NAME`` renames the
+config.  The folder is checked (card, counts, features, reload with
+``datasets.load_dataset``) before anything is pushed.
+
+Examples
+--------
+    mnistforge export hf mnist qmnist emnist-letters --out hf-mnist
+    mnistforge export hf rebuilt=build/mnist official=mnist:test --out hf-compare
+    mnistforge export hf build/qmnist --out hf-qmnist --push my-org/qmnist-rebuilt
+    mnistforge export hf --out hf-qmnist --push my-org/qmnist-rebuilt   # push an existing folder
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ConfigError
+
+NAME = "export"
+HELP = "export datasets as a Hugging Face Hub dataset repository (parquet + dataset card)"
+
+
+def add_arguments(p):
+    p.add_argument("format", choices=["hf"], help="output format (hf: Hugging Face Hub repository)")
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help="[CONFIG=]NAME[:SPLIT]: dataset name, idx folder (official or built) "
+                        "or exported repository; none with --push: push REPO_DIR as it is")
+    p.add_argument("--out", required=True, metavar="REPO_DIR", help="repository folder to write")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing REPO_DIR")
+    p.add_argument("--push", metavar="ORG/NAME", default=None,
+                   help="upload REPO_DIR to this Hub dataset repository after its checks pass "
+                        "(token from HF_TOKEN or `hf auth login`)")
+    p.add_argument("--private", action="store_true", help="create the Hub repository as private")
+    p.add_argument("--max-shard-mb", type=float, default=None,
+                   help="largest parquet shard in MiB of PNG data (default 128)")
+    p.add_argument("--workers", type=int, default=None, help="PNG encoding processes (default: all cores)")
+    p.add_argument("--no-croissant", action="store_true", help="do not write croissant.json")
+    p.add_argument("--no-download", action="store_true",
+                   help="use only cached/local files for official datasets")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip the reload check after writing (never skipped before --push)")
+
+
+def run(args) -> int:
+    from ..formats import hf
+
+    out = Path(args.out)
+    if not args.names:
+        if not args.push:
+            raise ConfigError("nothing to export", expected="at least one NAME (or --push to upload "
+                              "an existing REPO_DIR)", found="no NAME")
+        counts = hf.verify_repo(out)
+        _print_counts(out, counts)
+        url = hf.push_to_hub(out, args.push, private=args.private, check=False)
+        print(f"pushed {out} to {args.push}: {url}")
+        return 0
+    if args.max_shard_mb is not None and args.max_shard_mb <= 0:
+        raise ConfigError("--max-shard-mb must be positive", expected="> 0", found=args.max_shard_mb)
+    configs = hf.configs_from_targets(args.names, download=not args.no_download)
+    kw = {}
+    if args.max_shard_mb:
+        kw["max_shard_bytes"] = int(args.max_shard_mb * 2**20)
+    hf.export_hf(out, configs, overwrite=args.overwrite, workers=args.workers,
+                 croissant=not args.no_croissant, repo_id=args.push, **kw)
+    if args.no_check and not args.push:
+        print(f"wrote {out} ({len(configs)} config(s); not checked)")
+        return 0
+    counts = hf.verify_repo(out)
+    _print_counts(out, counts)
+    if args.push:
+        url = hf.push_to_hub(out, args.push, private=args.private, check=False)
+        print(f"pushed {out} to {args.push}: {url}")
+    return 0
+
+
+def _print_counts(out, counts) -> None:
+    print(f"{out}: checked (card, shards, features, reload with datasets.load_dataset)")
+    for config, splits in counts.items():
+        parts = ", ".join(f"{s} {n:,}" for s, n in splits.items())
+        print(f"  {config}: {parts}")
