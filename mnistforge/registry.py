@@ -15,7 +15,7 @@ Examples
 >>> from mnistforge.registry import get_dataset, get_file
 >>> ds = get_dataset("emnist-letters")
 >>> ds.classes[:3], ds.orientation, ds.split("validation").count
-(['N/A (unused)', 'A', 'B'], 'transposed', 20800)
+(('N/A (unused)', 'A', 'B'), 'transposed', 20800)
 >>> get_file("mnist/t10k-labels-idx1-ubyte.gz").size
 4542
 """

@@ -9,7 +9,7 @@ Examples
 >>> p = save_grid(imgs, [0, 1, 2, 0, 1, 2], ["a", "b", "c"],
 ...               os.path.join(tempfile.mkdtemp(), "g.png"), cols=3)
 >>> from PIL import Image; Image.open(p).size
-(270, 206)
+(276, 218)
 """
 from __future__ import annotations
 
