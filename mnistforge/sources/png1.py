@@ -109,7 +109,7 @@ def _fast_raw(data: bytes, size: int):
     if depth != 1 or ctype != 0 or interlace != 0:
         return None
     length, kind = _LEN_KIND.unpack_from(data, 33)
-    if kind == b"IDAT" and data[45 + length:49 + length] == b"IEND":
+    if kind == b"IDAT" and data[49 + length:53 + length] == b"IEND":
         idat = data[41:41 + length]
         if len(idat) != length:
             raise ValueError("IDAT chunk truncated")

@@ -78,6 +78,9 @@ class ZipListing:
 
 def check_member_name(name: str, archive=None) -> None:
     """Raise :class:`UnsafeArchiveError` when ``name`` could escape the archive's folder."""
+    if ".." not in name and ":" not in name and "\\" not in name and "\0" not in name \
+            and not name.startswith("/"):
+        return   # the common, obviously safe case, without the slower checks below
     n = name.replace("\\", "/")
     parts = n.split("/")
     bad = (n.startswith("/") or _DRIVE.match(n) or ".." in parts or "\0" in n
