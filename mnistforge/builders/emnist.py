@@ -32,6 +32,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -221,8 +222,12 @@ def build_emnist(sd19, out, config: EmnistPreproConfig | None = None, splits=DAT
     logger.info("EMNIST: converting %d of %d SD19 characters once for %s",
                 len(rows), len(index), ", ".join(names))
     with atomic_dir(out, overwrite=overwrite) as tmp:
+        t0 = time.perf_counter()
         store = convert_rows(src, rows, config, orientation=orientation, workers=workers,
                              progress_flag=progress_flag)
+        t1 = time.perf_counter()
+        logger.info("EMNIST: read + converted %d characters in %.1f s (%.0f/s)",
+                    len(rows), t1 - t0, len(rows) / max(t1 - t0, 1e-9))
         slot_of = np.full(len(index), -1, np.int64)
         slot_of[rows] = np.arange(len(rows))
         tasks = []
@@ -246,6 +251,7 @@ def build_emnist(sd19, out, config: EmnistPreproConfig | None = None, splits=DAT
                 f.result()
                 bar.update(1)
         del store
+        logger.info("EMNIST: wrote %d files in %.1f s", len(tasks), time.perf_counter() - t1)
         summaries = {name: d.summary() for name, d in dsets.items()}
         for name, s in summaries.items():
             s["files"] = {("mapping" if k == "mapping" else "-".join(k)): v

@@ -29,7 +29,8 @@ resampling are all linear and separable, so each output image is
 ``A_y @ X @ A_x.T`` with two 24x128 (or 28x128) matrices per image, built from
 one resampling matrix per distinct frame side and the 128x128 blur matrix.
 With the default threshold the box is the ink box grown by the blur radius (all
-kernel weights are positive), so the 128x128 blur itself is never computed.
+kernel weights are positive), so the 128x128 blur itself is never computed and
+the products only span a window (multiple of 16 pixels) around the box.
 :func:`convert_reference` is the straightforward per-image definition
 (SciPy ``gaussian_filter`` + NumPy box + Pillow resize) that tests and
 ``benchmarks/bench_emnist_prepro.py`` compare against.
@@ -257,25 +258,38 @@ def frame_geometry(r0, r1, c0, c1, config: EmnistPreproConfig = DEFAULT_CONFIG):
     return s, h, w, oy, ox
 
 
+@functools.lru_cache(maxsize=8)
+def _resample_table(max_side: int, n_out: int, a: float, antialias: bool) -> np.ndarray:
+    """``T[s, j, :]`` = column ``j`` of the ``n_out x s`` resampling matrix, zero for ``j >= s``.
+
+    Column ``max_side`` is zero for every ``s``: out-of-box pixels point there.
+    """
+    t = np.zeros((max_side + 1, max_side + 1, n_out), np.float32)
+    for s in range(1, max_side + 1):
+        t[s, :s] = resample_matrix(s, n_out, a, antialias).T
+    t.setflags(write=False)
+    return t
+
+
 def _placement_matrices(start, length, offset, side, n_src, config, dtype):
-    """Per image, ``n_out x n_src`` matrix: resample(frame) o place(box) (no blur)."""
-    n = len(start)
-    n_out = config.resample_side
-    mats = np.zeros((n, n_out, n_src), dtype)
+    """Per image, ``n_out x n_src`` matrix: resample(frame) o place(box) (no blur).
+
+    Source pixel ``k`` inside the box (``start <= k < start + length``) lands
+    on frame pixel ``k - start + offset``; the frame (side ``side``) is
+    resampled to ``n_out`` pixels.
+    """
+    max_side = SOURCE_SIDE + 2 * config.border + 1
+    if len(side) and int(side.max()) > max_side:
+        max_side = int(side.max())
+    table = _resample_table(max_side, config.resample_side, config.cubic_a, config.antialias)
     src = np.arange(n_src)
-    for fs in np.unique(side):
-        if fs <= 0:
-            continue
-        sel = np.flatnonzero(side == fs)
-        # One zero column at index fs receives every source pixel outside the box.
-        wp = np.zeros((n_out, int(fs) + 1), dtype)
-        wp[:, :fs] = resample_matrix(int(fs), n_out, config.cubic_a, config.antialias)
-        idx = src[None, :] - start[sel, None] + offset[sel, None]
-        inside = (src[None, :] >= start[sel, None]) & (src[None, :] < start[sel, None]
-                                                        + length[sel, None])
-        idx = np.where(inside, idx, fs)
-        mats[sel] = np.moveaxis(wp[:, idx], 0, 1)
-    return mats
+    idx = src[None, :] - start[:, None] + offset[:, None]
+    inside = (src[None, :] >= start[:, None]) & (src[None, :] < (start + length)[:, None])
+    idx = np.where(inside, idx, max_side)
+    flat = table.reshape(-1, table.shape[2])
+    mats = np.take(flat, (side[:, None] * table.shape[1] + idx).ravel(), axis=0)
+    mats = mats.reshape(len(side), n_src, -1)          # (n, n_src, n_out)
+    return np.ascontiguousarray(mats.transpose(0, 2, 1), dtype=dtype)
 
 
 def _finish(resampled: np.ndarray, config: EmnistPreproConfig) -> np.ndarray:
@@ -326,23 +340,43 @@ def convert_batch(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFI
     return out
 
 
+WINDOW_STEP = 16  # window sides are multiples of this (a few distinct shapes per batch)
+
+
 def _convert_chunk(images: np.ndarray, config: EmnistPreproConfig) -> np.ndarray:
     dtype = np.float32
     n, hsrc, wsrc = images.shape
     r0, r1, c0, c1 = blurred_boxes(images, config)
     side, h, w, oy, ox = frame_geometry(r0, r1, c0, c1, config)
-    ay = _placement_matrices(r0, h, oy, side, hsrc, config, dtype)
-    ax = _placement_matrices(c0, w, ox, side, wsrc, config, dtype)
-    x = images.astype(dtype, copy=False)
-    if config.bbox_threshold == 0.0:
-        # Fold the blur into the per-image matrices: A G X G^T B^T (G symmetric).
-        gy = blur_matrix(config.sigma, config.radius, hsrc).astype(dtype)
-        gx = gy if wsrc == hsrc else blur_matrix(config.sigma, config.radius, wsrc).astype(dtype)
-        ay = (ay.reshape(-1, hsrc) @ gy).reshape(ay.shape)
-        ax = (ax.reshape(-1, wsrc) @ gx).reshape(ax.shape)
-    else:
+    n_out = config.resample_side
+    res = np.empty((n, n_out, n_out), dtype)
+    if config.bbox_threshold != 0.0:
+        ay = _placement_matrices(r0, h, oy, side, hsrc, config, dtype)
+        ax = _placement_matrices(c0, w, ox, side, wsrc, config, dtype)
         x = blur_batch(images, config, dtype=dtype)
-    res = np.matmul(np.matmul(ay, x), ax.transpose(0, 2, 1))
+        np.matmul(np.matmul(ay, x), ax.transpose(0, 2, 1), out=res)
+        return _finish(res, config)
+    # Threshold 0: the box is the ink box grown by the blur radius, so the source is
+    # zero outside it and blurring a window that holds the box (zero outside the
+    # window) gives the same values inside the box.  Windows come in a few sizes;
+    # per size, the blur matrix folds into the per-image matrices in one product.
+    need = np.maximum(h, w)
+    win = np.clip(-(-need // WINDOW_STEP) * WINDOW_STEP, WINDOW_STEP, max(hsrc, wsrc))
+    for size in np.unique(win):
+        sel = np.flatnonzero(win == size)
+        wy, wx = min(int(size), hsrc), min(int(size), wsrc)
+        ys = np.minimum(r0[sel], hsrc - wy)
+        xs = np.minimum(c0[sel], wsrc - wx)
+        ay = _placement_matrices(r0[sel] - ys, h[sel], oy[sel], side[sel], wy, config, dtype)
+        ax = _placement_matrices(c0[sel] - xs, w[sel], ox[sel], side[sel], wx, config, dtype)
+        gy = blur_matrix(config.sigma, config.radius, wy).astype(dtype)
+        gx = gy if wx == wy else blur_matrix(config.sigma, config.radius, wx).astype(dtype)
+        # A G X G^T B^T with G symmetric
+        ay = (ay.reshape(-1, wy) @ gy).reshape(ay.shape)
+        ax = (ax.reshape(-1, wx) @ gx).reshape(ax.shape)
+        windows = np.lib.stride_tricks.sliding_window_view(images, (wy, wx), axis=(1, 2))
+        x = windows[sel, ys, xs].astype(dtype)
+        res[sel] = np.matmul(np.matmul(ay, x), ax.transpose(0, 2, 1))
     return _finish(res, config)
 
 
