@@ -33,7 +33,7 @@ from ..outputs import atomic_file
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "INDEX_DTYPE", "FILE_DTYPE", "INDEX_VERSION", "hash_images", "hash_packed",
+    "INDEX_DTYPE", "FILE_DTYPE", "file_dtype", "INDEX_VERSION", "hash_images", "hash_packed",
     "find_duplicates", "number_digits", "cache_dirs", "save_cache", "load_cache",
     "cache_home",
 ]
@@ -53,15 +53,21 @@ INDEX_DTYPE = np.dtype([
     ("hash", "S16"),          # blake2b-128 of np.packbits(image) (row-major, 2048 bytes)
 ])
 
-#: Table of the by_write files the rows live in (one per PNG, or one per .mis).
-FILE_DTYPE = np.dtype([
-    ("name", "S96"),          # path relative to the hierarchy root (POSIX)
-    ("offset", "i8"),         # zip: local header offset (else 0)
-    ("csize", "i8"),          # zip: compressed size
-    ("usize", "i8"),          # zip: uncompressed size
-    ("method", "u2"),         # zip: 0 stored, 8 deflated
-    ("crc", "u4"),            # zip: CRC-32
-])
+
+
+def file_dtype(name_width: int = 96) -> np.dtype:
+    """Table of the by_write files the rows live in (one per PNG, or one per .mis)."""
+    return np.dtype([
+        ("name", f"S{max(1, int(name_width))}"),   # path relative to the hierarchy root (POSIX)
+        ("offset", "i8"),         # zip: local header offset (else 0)
+        ("csize", "i8"),          # zip: compressed size
+        ("usize", "i8"),          # zip: uncompressed size
+        ("method", "u2"),         # zip: 0 stored, 8 deflated
+        ("crc", "u4"),            # zip: CRC-32
+    ])
+
+
+FILE_DTYPE = file_dtype()
 
 
 def hash_packed(packed: np.ndarray) -> np.ndarray:

@@ -133,8 +133,9 @@ class Tree:
         """:data:`~mnistforge.sources.index.FILE_DTYPE` rows for files ``idx``."""
         self._list()
         idx = np.asarray(idx, np.int64)
-        t = np.zeros(len(idx), _index.FILE_DTYPE)
-        t["name"] = [self._names[i].encode() for i in idx]
+        names = [self._names[i].encode() for i in idx]
+        t = np.zeros(len(idx), _index.file_dtype(max(map(len, names), default=1)))
+        t["name"] = names
         if self._listing is not None:
             for f in ("offset", "csize", "usize", "method", "crc"):
                 t[f] = getattr(self._listing, f)[idx]
@@ -470,12 +471,18 @@ class SD19Source:
             yield r, np.unpackbits(packed, axis=1).view(bool).reshape(-1, IMAGE, IMAGE)
 
     def read_all(self, rows, *, batch_size: int = 4096, workers: int | None = None) -> np.ndarray:
-        """All images of ``rows`` at once: bool ``(len(rows), 128, 128)``."""
+        """All images of ``rows`` at once: bool ``(len(rows), 128, 128)``.
+
+        The rows are read in walk order whatever their order here (fastest for
+        both editions); :meth:`read` keeps the order given, batch by batch.
+        """
         rows = np.asarray(rows, np.int64).ravel()
+        # Read in walk order (sequential zip reads, each .mis decoded once), then put back.
+        order = np.argsort(rows, kind="stable")
         packed = np.empty((len(rows), IMAGE * IMAGE // 8), np.uint8)
         pos = 0
-        for r, p in self._iter_packed(rows, batch_size, workers):
-            packed[pos:pos + len(r)] = p
+        for r, p in self._iter_packed(rows[order], batch_size, workers):
+            packed[order[pos:pos + len(r)]] = p
             pos += len(r)
         return np.unpackbits(packed, axis=1).view(bool).reshape(-1, IMAGE, IMAGE)
 
@@ -517,22 +524,6 @@ class SD19Source:
                     parts.append(r)
                     got += len(r)
                 yield rows[bs:be], (np.concatenate(parts) if len(parts) > 1 else parts[0])
-
-    def hierarchy_counts(self, hierarchy: str) -> dict:
-        """Characters per (partition, class) found in another hierarchy's files (by name)."""
-        tree = self.trees[hierarchy]
-        counts: dict = {}
-        for n in tree.names:
-            parts = n.split("/")
-            if hierarchy in ("by_class", "by_merge") and len(parts) >= 2:
-                key = (parts[0], parts[1].split(".")[0])
-            elif hierarchy == "by_field" and len(parts) >= 3:
-                key = (parts[0], parts[1])
-            else:
-                continue
-            if n.lower().endswith(".png"):
-                counts[key] = counts.get(key, 0) + 1
-        return counts
 
 
 def open_sd19(path, *, progress=None, cache: bool = True, reindex: bool = False,
