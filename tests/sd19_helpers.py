@@ -96,7 +96,7 @@ def write_tree(root, *, edition: int = 2, packaging: str = "dir", cls: bool = Tr
                 put(f"{base}/{_field_file(c)}_{chars[r]['entry']:05d}.png", encode_png1(bw_imgs[r]))
         else:
             put(base + ".mis", _mis_bytes(bw_imgs[rows]))
-        if cls or edition == 1:
+        if cls:
             put(base + ".cls", "".join([f"{len(rows)}\n"] + [f"{chars[r]['ascii']:02x}\n" for r in rows]))
     # classed trees: in by_write walk order within each (partition, class)
     by_class: dict = {}

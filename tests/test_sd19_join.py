@@ -86,3 +86,12 @@ def test_join_uses_field_when_the_other_tree_knows_it():
                             np.array([0, 0]), np.array([b"d", b"u"], "S1"),
                             np.array([0x30, 0x4f]), hashes, ["d/30", "u/4f"])
     assert asc.tolist() == [0x4f, 0x30] and rep.ok
+
+
+@pytest.mark.parametrize("other", ["by_class", "by_field"])
+def test_first_edition_without_cls_joins_with_mis_trees(tmp_path, other):
+    root, chars, imgs = write_tree(tmp_path / "s", edition=1, packaging="zip", cls=False,
+                                   hierarchies=("by_write", other))
+    src = open_sd19(root, strict=True)
+    assert src.join_report.ok and src.join_report.other == other
+    assert src.index["ascii"].tolist() == [c["ascii"] for c in chars]
