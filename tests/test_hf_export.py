@@ -519,3 +519,105 @@ def test_push_refuses_in_offline_mode_and_unchecked_folders(tmp_path, hub_server
     with pytest.raises(ConfigError, match="ORG/NAME"):
         hf.push_to_hub(repo, "not a repo id", endpoint=endpoint)
     assert log == []
+
+
+# --------------------------------------------------------------------------- CLI, builds, loaders
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory):
+    """A tiny synthetic SD19 built into QMNIST and two EMNIST datasets (a few seconds)."""
+    synth = pytest.importorskip("mnistforge.sources.synth")
+    from mnistforge.builders.emnist import build_emnist
+    from mnistforge.builders.qmnist import QmnistBuildConfig, build_qmnist
+
+    base = tmp_path_factory.mktemp("hf-builds")
+    sd19 = synth.make_tiny_sd19(base / "sd19", scale=0.002)
+    build_qmnist(sd19, base / "qmnist", QmnistBuildConfig(progress=False, workers=1))
+    build_emnist(sd19, base / "emnist", splits=["letters", "balanced"], seed=3, workers=1)
+    return base
+
+
+def test_cli_exports_a_synthetic_build(builds, tmp_path):
+    import mnistforge
+    from mnistforge.cli import main
+
+    repo = tmp_path / "repo"
+    assert main(["export", "hf", str(builds / "qmnist"), str(builds / "emnist"), "--out", str(repo),
+                 "--workers", "1"]) == 0
+    header = hf.read_card(repo)
+    assert [c["config_name"] for c in header["configs"]] == ["qmnist", "emnist-balanced",
+                                                             "emnist-letters"]
+    for info in header["dataset_info"]:
+        name = info["config_name"]
+        assert [s["name"] for s in info["splits"]] == ["train", "test"]
+        for s in info["splits"]:
+            src = mnistforge.load(name, s["name"], root=builds / ("qmnist" if name == "qmnist"
+                                                                  else "emnist"),
+                                  with_metadata=True)
+            assert s["num_examples"] == len(src)
+            ds = load_ds(repo, name, s["name"], tmp_path)
+            assert np.array_equal(ds_images(ds), src.images)  # upright, as loaded from idx
+            assert np.array_equal(np.asarray(ds["label"]), src.labels)
+            assert ds.features["label"].names == src.classes
+            for f in src.metadata.dtype.names:
+                if f != "label":
+                    assert np.array_equal(np.asarray(ds[f]), src.metadata[f]), (name, f)
+            assert ds.features == src.to_hf().features  # one features definition
+    text = (repo / "README.md").read_text()
+    manifest = json.loads((builds / "qmnist" / "manifest.json").read_text())
+    for rel, out in manifest["outputs"].items():  # provenance: the build's file hashes
+        assert out["sha256"] in text
+    assert "SYNTHETIC" in text
+    assert "Letters labels are 1..26" in text and "37 classes" in text
+    assert "Orientation fixed" in text
+    assert header["license"] == "other"
+
+
+def test_load_from_an_exported_repository(builds, tmp_path):
+    import mnistforge
+    from mnistforge.cli import main
+
+    repo = tmp_path / "repo"
+    assert main(["export", "hf", f"{builds / 'emnist'}:emnist-letters",
+                 f"{builds / 'qmnist'}:test", "--out", str(repo), "--no-check"]) == 0
+    assert [c["config_name"] for c in hf.read_card(repo)["configs"]] == ["emnist-letters", "qmnist"]
+    assert list(hf.repo_configs(repo)["qmnist"]) == ["test"]
+    for name, split, root in (("qmnist", "test", builds / "qmnist"),
+                              ("emnist-letters", "train", builds / "emnist")):
+        a = mnistforge.load(name, split, root=root, with_metadata=True)
+        b = mnistforge.load(name, split, root=repo, with_metadata=True)
+        assert np.array_equal(a.images, b.images) and np.array_equal(a.labels, b.labels)
+        assert a.classes == b.classes and b.split == split
+        assert a.metadata.dtype == b.metadata.dtype
+        assert all(np.array_equal(a.metadata[f], b.metadata[f]) for f in a.metadata.dtype.names)
+
+
+def test_cli_official_format_folder_splits_and_renames(tmp_path):
+    import mnistforge
+    from mnistforge.cli import main
+
+    folder = tmp_path / "official"
+    folder.mkdir()
+    imgs = digits_like(260, seed=21)
+    labels = np.random.default_rng(22).integers(0, 10, 260).astype(np.uint8)
+    write_idx(folder / "train-images-idx3-ubyte.gz", imgs[:200])
+    write_idx(folder / "train-labels-idx1-ubyte.gz", labels[:200])
+    write_idx(folder / "t10k-images-idx3-ubyte.gz", imgs[200:])
+    write_idx(folder / "t10k-labels-idx1-ubyte.gz", labels[200:])
+    repo = tmp_path / "repo"
+    assert main(["export", "hf", f"small={folder}:test", f"{folder}", "--out", str(repo),
+                 "--max-shard-mb", "0.01", "--no-croissant"]) == 0
+    configs = hf.repo_configs(repo)
+    assert list(configs) == ["small", "mnist"]
+    assert list(configs["small"]) == ["test"] and list(configs["mnist"]) == ["train", "test"]
+    assert len(configs["mnist"]["train"]) > 1  # 0.01 MiB shards
+    assert not (repo / "croissant.json").exists()
+    ds = load_ds(repo, "mnist", "train", tmp_path)
+    assert np.array_equal(ds_images(ds), imgs[:200])
+    small = mnistforge.load("small", "test", root=repo)
+    assert np.array_equal(small.images, imgs[200:]) and np.array_equal(small.labels, labels[200:])
+    # the same config name for two different sources, an existing folder, nothing to do
+    assert main(["export", "hf", f"x={folder}:test", "x=mnist:test", "--out",
+                 str(tmp_path / "r2")]) == 2
+    assert main(["export", "hf", str(folder), "--out", str(repo)]) == 1
+    assert main(["export", "hf", "--out", str(tmp_path / "r3")]) == 2
+    assert not (tmp_path / "r2").exists() and not (tmp_path / "r3").exists()

@@ -682,12 +682,21 @@ def parse_target(text: str) -> tuple[str | None, str]:
     return None, text
 
 
+def _dataset_folder(root, name) -> Path | None:
+    from ..loaders.sources import find_dataset_folder
+    from ..registry import get_dataset
+
+    return None if root is None else find_dataset_folder(root, get_dataset(name))
+
+
 def _find_manifest(root, name) -> tuple[dict | None, Path | None]:
     from ..outputs import read_manifest
 
     if root is None:
         return None, None
-    for folder in (Path(root), Path(root) / name):
+    for folder in (_dataset_folder(root, name), Path(root), Path(root) / name):
+        if folder is None:
+            continue
         m = read_manifest(folder)
         if m is not None:
             return m, folder
@@ -695,14 +704,39 @@ def _find_manifest(root, name) -> tuple[dict | None, Path | None]:
 
 
 def _split_files_present(info, split: str, root) -> bool:
-    from ..registry import COMPRESSIONS, strip_compression
+    from ..loaders.sources import locate
 
     sp = info.file_split(split)
-    if not sp.images:
-        return False
-    base = strip_compression(sp.images)
-    folders = [Path(root), Path(root) / info.name, Path(root) / info.group]
-    return any((f / (base + c)).is_file() for f in folders for c in COMPRESSIONS)
+    folder = _dataset_folder(root, info.name)
+    return bool(sp.images and folder is not None and locate(folder, sp.images))
+
+
+def expand_folder(folder) -> list[str]:
+    """Every registry dataset whose files are in ``folder`` (a build folder may hold several).
+
+    Datasets sharing file names (MNIST, Fashion-MNIST, KMNIST) are told apart
+    by :func:`mnistforge.loaders.detect_dataset`.
+    """
+    from ..loaders import detect_dataset
+    from ..loaders.sources import find_dataset_folder
+    from ..registry import get_dataset, list_datasets
+
+    by_folder: dict = {}
+    for n in list_datasets():
+        f = find_dataset_folder(folder, get_dataset(n))
+        if f is not None:
+            by_folder.setdefault(f, []).append(n)
+    names = []
+    for f, ns in by_folder.items():
+        if len(ns) > 1:
+            try:
+                one = detect_dataset(f)
+            except ConfigError:  # several distinct datasets side by side: all of them
+                one = None
+            if one in ns:
+                ns = [one]
+        names += [n for n in ns if n not in names]
+    return names
 
 
 def default_splits(name: str, root=None) -> list[str]:
@@ -841,6 +875,9 @@ def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_n
     prov["exported_by"] = f"mnistforge {__version__}"
     cite = "\n\n".join(c for c in cites if c) or info.citation
     description = info.description
+    if built:
+        description = (f"{info.title}, rebuilt from NIST SD19 by mnistforge (sizes as built: see "
+                       f"the splits above). The official release it reproduces: {info.description}")
     if info.licence:
         description += f"\n\nLicence of the source: {info.licence}"
     return ExportConfig(
@@ -862,10 +899,20 @@ def configs_from_targets(targets, *, download: bool = True) -> list[ExportConfig
     """
     from ..loaders import load, resolve_target
 
-    groups: dict = {}
+    resolved = []
     for text in targets:
         config, rest = parse_target(str(text))
-        name, split, root = resolve_target(rest)
+        if os.path.isdir(rest) and not is_hf_repo(rest):
+            names = expand_folder(rest)
+            if len(names) > 1:  # a build folder holding several datasets: one config each
+                if config:
+                    raise ConfigError(f"{rest} holds several datasets; CONFIG= needs one",
+                                      expected="FOLDER:NAME with CONFIG=", found=", ".join(names))
+                resolved += [(None, (n, None, Path(rest))) for n in names]
+                continue
+        resolved.append((config, resolve_target(rest)))
+    groups: dict = {}
+    for config, (name, split, root) in resolved:
         config = config or name
         g = groups.setdefault(config, {"name": name, "root": root, "splits": []})
         if g["name"] != name or str(g["root"]) != str(root):
@@ -1379,6 +1426,44 @@ def load_hf_split(repo_dir, config: str, split: str):
         for c, v in cols.items():
             metadata[c] = v
     return images, labels, classes, metadata
+
+
+def load_split_from_repo(repo_dir, name: str, split: str, *, with_metadata: bool = False):
+    """``mnistforge.load(name, split, root=repo_dir)`` on an exported repository.
+
+    Returns a :class:`mnistforge.loaders.DatasetSplit` equal to what the idx
+    files give: same images, labels and classes; with ``with_metadata`` the
+    registry's metadata fields in registry order (QMNIST's ``label`` column,
+    not stored twice in the export, is restored from the labels).
+    """
+    from ..loaders.core import DatasetSplit
+    from ..registry import DatasetInfo, get_dataset
+
+    images, labels, classes, meta = load_hf_split(repo_dir, name, split)
+    try:
+        info = get_dataset(name)
+        split_name = next((s for s in info.splits if hf_split_name(s) == hf_split_name(split)), split)
+    except MnistforgeError:  # a config renamed at export (CONFIG=TARGET)
+        info = DatasetInfo(name=name, group=name, title=name, kind="dataset",
+                           description=f"config {name} of {repo_dir}", homepage="", licence="",
+                           citation="", classes=tuple(classes))
+        split_name = split
+    metadata = None
+    if with_metadata and meta is not None:
+        fields = list(info.metadata_fields) or list(meta.dtype.names)
+        if "label" in fields and "label" not in meta.dtype.names:
+            cols = {"label": labels.astype(np.int32)}
+        else:
+            cols = {}
+        cols.update({f: meta[f] for f in meta.dtype.names})
+        order = [f for f in fields if f in cols] + [f for f in cols if f not in fields]
+        metadata = np.empty(len(labels), dtype=[(f, cols[f].dtype) for f in order])
+        for f in order:
+            metadata[f] = cols[f]
+    ds = DatasetSplit(name, split_name, images, labels, info, metadata,
+                      source=f"hf repository {repo_dir}", status={}, orientation="upright")
+    ds.classes = list(classes)
+    return ds
 
 
 # --------------------------------------------------------------------------- checks

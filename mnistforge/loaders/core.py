@@ -141,6 +141,11 @@ def load(name, split="train", *, root=None, download=True, with_metadata=False, 
     if root is None and isinstance(name, (str, os.PathLike)) and name not in list_datasets() \
             and Path(name).is_dir():
         name, root = detect_dataset(name), Path(name)
+    if root is not None:
+        # An exported Hugging Face repository (README.md + data/<name>/): formats/hf.py reads it.
+        from ..formats.hf import is_hf_repo, load_split_from_repo
+        if is_hf_repo(root, name):
+            return load_split_from_repo(root, name, split, with_metadata=with_metadata)
     info = get_dataset(name)
     if info.kind != "dataset":
         raise DatasetNotFoundError(
