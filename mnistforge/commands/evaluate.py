@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-
 from ..errors import ConfigError
 from ..evaluators import errorlists as el
 from ..evaluators import protocol as pr

@@ -17,7 +17,8 @@ from ..evaluators import significance as sg
 from ..outputs import atomic_file
 
 NAME = "significance"
-HELP = "significance of differences between classifiers on one test set (intervals, paired tests, bootstrap POI)"
+HELP = ("how significant differences between classifiers on one test set are "
+        "(intervals, paired tests, bootstrap POI)")
 
 
 def add_arguments(p):
@@ -79,7 +80,8 @@ def _print_tables(comp: sg.Comparison, systems):
             w = max(8, len(b) + 2)
             cells.append(f"{'-':>{w}}" if i == j else f"{comp.poi[i, j]:>{w}.3f}")
         print(f"{a:<{width}}" + "".join(cells))
-    print(f"\npaired comparisons (A worse than B: n12 - n21 >= z*sqrt(n12 + n21), one-sided {conf}):")
+    print("\npaired comparisons (A worse than B: n12 - n21 >= z*sqrt(n12 + n21), "
+          f"one-sided {conf}):")
     print(f"{'A':<{width}} {'B':<{width}} {'errA':>5} {'errB':>5} {'n12':>5} {'n21':>5}"
           f" {'POI(A>B)':>9} {'A worse':>8} {'max K':>7} {'McNemar p':>10}")
     for row in comp.pairs():
