@@ -189,21 +189,22 @@ def find_near_duplicates(query, base, threshold: float = DEFAULT_NEAR_L2, *,
     qflat = query.reshape(nq, -1)
     bflat = base.reshape(nb, -1)
     if block is None:
-        block = int(max(16, min(1024, (64 << 20) // max(1, nb))))
+        block = int(max(16, min(1024, (16 << 20) // max(1, nb))))  # ~64 MB of float32
     pairs, dists, n_cand = [], [], 0
     starts = range(0, nq, block)
     bar = progress(starts, desc="near duplicates", unit="block",
                    disable=None if progress_bar is None else not progress_bar)
+    buf = np.empty((min(block, nq), nb), np.float32)
     for s in bar:
         e = min(nq, s + block)
-        d2 = qf[s:e] @ bf.T
-        d2 *= -2
-        d2 += qn[s:e, None]
-        d2 += bn[None, :]
-        # float32 rounding in |a|^2 + |b|^2 - 2ab is at most ~1e-6 of the norms;
-        # the slack keeps every true pair (exact distances are checked below).
-        slack = 1e-4 * (qn[s:e, None] + bn[None, :]) + 1.0
-        qi, bj = np.nonzero(d2 <= t2 + slack)
+        ab = np.matmul(qf[s:e], bf.T, out=buf[: e - s])
+        # |a-b|^2 <= t^2 + slack  <=>  a.b - (|b|^2 - slack)/2 >= (|a|^2 - t^2)/2.
+        # float32 rounding of a.b is far below 1e-4 of the norms, so the slack
+        # (per column, using the block's largest query norm) keeps every true
+        # pair; exact integer distances are checked below.
+        slack = 1e-4 * (qn[s:e].max() + bn) + 1.0
+        ab -= ((bn - slack) / 2)[None, :]
+        qi, bj = np.nonzero(ab >= ((qn[s:e] - t2) / 2)[:, None])
         n_cand += qi.size
         if qi.size:
             qi = qi + s
