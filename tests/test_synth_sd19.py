@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import re
 import zipfile
 from pathlib import Path
@@ -106,6 +105,10 @@ def test_full_scale_plan_matches_published_table():
         assert len(writers) == nt.DIGIT_WRITERS[p]
         assert writers.min() >= part.first_writer and writers.max() <= part.last_writer
     assert int((r["duplicate_of"] >= 0).sum()) == nt.DUPLICATE_DIGITS
+    # writer 3951 filled two forms: two folders, as in the real table (3,580 digit folders)
+    assert len(plan.folders) == sum(nt.DIGIT_WRITERS.values()) + 1
+    two = plan.folders[plan.folders["writer"] == 3951]
+    assert len(two) == 2 and two["template"][0] < two["template"][1]
 
 
 @pytest.mark.parametrize("scale", [0.0002, 0.003, 0.02])

@@ -44,6 +44,7 @@ import lzma
 import mmap
 import os
 import struct
+import time
 import zlib
 from pathlib import Path
 
@@ -65,6 +66,8 @@ HIERARCHIES = ("by_write", "by_class", "by_merge", "by_field")
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 #: Form template ids are drawn from 0..TEMPLATES-1 (NIST's guide gives no list; two digits).
 TEMPLATES = 100
+#: The writer who filled two forms (two by_write folders) in the real SD19.
+TWO_FORM_WRITER = 3951
 #: Below this many characters rendering stays in-process (a pool costs more than it saves).
 PARALLEL_MIN = 3000
 #: Name of the description file written next to the hierarchies.
@@ -361,6 +364,13 @@ def _plan_scaled(config: SynthConfig) -> Plan:
         n_w = max(1, min([want] + [counts[(p, f)] for f in present]))
         ids = np.sort(rng.choice(np.array(part.writer_ids), n_w, replace=False))
         templates = _templates(rng, n_w)
+        if TWO_FORM_WRITER in ids and n_w < min(counts[(p, f)] for f in present):
+            # Like the real writer 3951: two forms, two folders, consecutive in walk order.
+            i = int(np.flatnonzero(ids == TWO_FORM_WRITER)[0])
+            ids = np.insert(ids, i, TWO_FORM_WRITER)
+            templates = np.insert(templates, i, 0)
+            templates[i:i + 2] = _templates(_rng(config, 14), 2, distinct_sorted=True)
+            n_w += 1
         sizes = {f: _writer_sizes(counts[(p, f)], n_w, rng) for f in present}
         cuts = {f: np.concatenate([[0], np.cumsum(sizes[f])]) for f in present}
         for i in range(n_w):
@@ -689,7 +699,7 @@ def _sets(plan: Plan, hierarchy: str):
 
 
 def _by_write_paths(plan: Plan) -> np.ndarray:
-    """For each row: (index of its by_write set, entry) -> the .mis path used in .mit files."""
+    """For each row, its by_write ``.mis`` path relative to the by_write root (for ``.mit`` lines)."""
     paths = np.empty(len(plan), dtype=object)
     for set_path, r in _sets(plan, "by_write"):
         paths[r] = f"{set_path}.mis"
@@ -819,7 +829,7 @@ def _hierarchy_members(config: SynthConfig, plan: Plan, hierarchy: str, writer: 
 
     rows = plan.rows
     for set_path, r in _sets(plan, hierarchy):
-        folder, base = _strip_set(set_path)
+        _, base = _strip_set(set_path)
         if config.edition == 2:
             width = max(5, len(str(len(r) - 1)))
             for k, row in enumerate(r.tolist()):
@@ -906,19 +916,25 @@ def synthesize_sd19(out, config: SynthConfig = SynthConfig(), progress=None) -> 
     with atomic_dir(out, overwrite=config.overwrite) as tmp:
         spill = _Spill(tmp / ".render.spill", len(plan))
         try:
+            t0 = time.perf_counter()
             with _progress_bar(total=len(plan), desc="render", unit="char", disable=disable) as bar:
                 _render_all(config, plan, spill, bar)
             spill.finish()
+            logger.info("rendered and encoded %d characters in %.1f s", len(plan),
+                        time.perf_counter() - t0)
             # Duplicates: the copy shows the original's payload (identical pixels).
             dup = np.flatnonzero(plan.rows["duplicate_of"] >= 0)
             spill.alias[dup] = plan.rows["duplicate_of"][dup]
             mit_paths = _by_write_paths(plan) if config.edition == 1 else None
             for hierarchy in config.hierarchies:
+                t0 = time.perf_counter()
                 w = _Writer(tmp, hierarchy, config.packaging)
                 _hierarchy_members(config, plan, hierarchy, w, spill, mit_paths)
                 with _progress_bar(total=len(w.members), desc=hierarchy, unit="file",
                                    disable=disable) as bar:
                     w.write(spill, bar)
+                logger.info("wrote %s (%d files) in %.1f s", hierarchy, len(w.members),
+                            time.perf_counter() - t0)
         finally:
             spill.close()
         with open(tmp / DESCRIPTION, "w") as f:
