@@ -198,28 +198,73 @@ def build_from_cli(target: str, args) -> int:
 # Preprocessing many digits
 # ---------------------------------------------------------------------------
 
+_WORKER: dict = {}
+
+
+def _init_worker(src, prepro) -> None:
+    _WORKER["src"], _WORKER["prepro"] = src, prepro
+
+
+def _decode_and_preprocess(rows) -> np.ndarray:
+    """Worker: decode SD19 rows (in this process) and preprocess them."""
+    imgs = _WORKER["src"].read_all(rows, workers=1)
+    return preprocess(imgs, _WORKER["prepro"])
+
+
 def preprocess_rows(src, rows, prepro: MnistPreproConfig, *, batch_size: int = 4096,
-                    workers=None, desc: str = "preprocessing digits", progress=None) -> np.ndarray:
+                    workers=None, desc: str = "preprocessing digits", progress=None,
+                    strategy: str = "workers", chunk: int = 1024) -> np.ndarray:
     """Decode the SD19 index ``rows`` and preprocess them: ``(len(rows), 28, 28)`` uint8.
 
-    Decoding runs in the source's worker processes (all cores) a few batches
-    ahead while this process preprocesses the previous batch, so both cores
-    stay busy (decoding dominates; measured in the benchmark).
+    ``strategy="workers"`` (default): every worker process decodes *and*
+    preprocesses chunks of ``chunk`` rows, so both stages use all cores and only
+    28x28 images travel back.  ``strategy="main"``: the source's workers decode
+    (all cores) while this process preprocesses; slower because preprocessing
+    costs about as much as decoding (see ``benchmarks/bench_mnist_prepro.py``).
     """
+    import concurrent.futures as cf
+    from collections import deque
+
+    from ..sources.sd19 import default_workers
+
     rows = np.asarray(rows, dtype=np.int64)
     out = np.empty((rows.size, 28, 28), dtype=np.uint8)
-    pos = 0
+    workers = default_workers() if workers is None else max(1, int(workers))
     disable = None if progress is None else not progress
+    pos = 0
     with progress_bar(total=rows.size, desc=desc, unit="img", disable=disable) as bar:
-        for batch_rows, imgs in src.read(rows, batch_size=batch_size, workers=workers):
-            k = len(batch_rows)
-            out[pos:pos + k] = preprocess(imgs, prepro)
-            pos += k
-            bar.update(k)
+        if strategy == "workers" and workers > 1 and rows.size > chunk:
+            starts = range(0, rows.size, chunk)
+            with cf.ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,
+                                        initargs=(src, prepro)) as ex:
+                pending: deque = deque()
+                for s in starts:
+                    pending.append((s, ex.submit(_decode_and_preprocess, rows[s:s + chunk])))
+                    if len(pending) >= 3 * workers:
+                        pos = _collect(pending.popleft(), out, bar, pos)
+                while pending:
+                    pos = _collect(pending.popleft(), out, bar, pos)
+        elif strategy in ("workers", "main"):
+            for batch_rows, imgs in src.read(rows, batch_size=batch_size,
+                                             workers=workers if strategy == "main" else 1):
+                k = len(batch_rows)
+                out[pos:pos + k] = preprocess(imgs, prepro)
+                pos += k
+                bar.update(k)
+        else:
+            raise ConfigError("invalid strategy", expected="'workers' or 'main'", found=repr(strategy))
     if pos != rows.size:
         raise BuildError("SD19 reader returned fewer images than asked for", path=src.path,
                          expected=f"{rows.size} images", found=f"{pos}")
     return out
+
+
+def _collect(item, out, bar, pos) -> int:
+    start, fut = item
+    imgs = fut.result()
+    out[start:start + len(imgs)] = imgs
+    bar.update(len(imgs))
+    return pos + len(imgs)
 
 
 # ---------------------------------------------------------------------------
