@@ -150,7 +150,7 @@ class ELMClassifier(Classifier):
                 X, Y, self.block, bias=False, transform=self._design,
                 dtype=np.dtype(self.dtype), desc=f"ELM {self.hidden} normal equations")
             del Y
-            self.coef_ = solve_ridge(A, C, self.ridge).astype(self.dtype)
+            self.coef_ = solve_ridge(A, C, self.ridge, overwrite=self.ridge > 0).astype(self.dtype)
         else:
             self._opium_start()
             self._opium_update(X, Y)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg
 
+from ..errors import ConfigError
 from .base import Classifier, as_features, check_xy, one_hot
 
 logger = logging.getLogger(__name__)
@@ -44,17 +45,24 @@ def accumulate_normal_equations(X, Y, block: int = 8192, bias: bool = True,
     return A, C
 
 
-def solve_ridge(A: np.ndarray, C: np.ndarray, ridge: float, penalise_last: bool = True):
+def solve_ridge(A: np.ndarray, C: np.ndarray, ridge: float, penalise_last: bool = True,
+                overwrite: bool = False):
     """Solve ``(A + ridge I) W = C`` (symmetric positive definite; lstsq fallback).
 
     With ``penalise_last=False`` the last row/column (the bias) is not penalised.
+    ``overwrite=True`` lets the solve reuse ``A``'s memory (0.8 GB at 10,000 units).
     """
-    A = A.copy()
+    if not overwrite:
+        A = A.copy()
     d = np.arange(A.shape[0] if penalise_last else A.shape[0] - 1)
     A[d, d] += ridge
     try:
-        return linalg.solve(A, C, assume_a="pos", overwrite_a=True, check_finite=False)
-    except (linalg.LinAlgError, ValueError):
+        # A is symmetric: its transpose is the Fortran-ordered view LAPACK works in place on
+        return linalg.solve(A.T, C, assume_a="pos", overwrite_a=True, check_finite=False)
+    except (linalg.LinAlgError, ValueError) as e:
+        if overwrite:  # A was factorised in place: nothing left to fall back on
+            raise ConfigError("normal equations are singular", expected="a positive definite "
+                              "system", found=str(e), hint="use a larger ridge") from e
         logger.warning("normal equations singular; falling back to least squares")
         return linalg.lstsq(A, C, check_finite=False)[0]
 
