@@ -45,12 +45,14 @@ def glyphs(n: int, seed: int = 0) -> np.ndarray:
 
 
 def best_of(fn, repeat):
-    times = []
+    """Best wall time and best CPU time (process_time: robust on a shared machine)."""
+    times, cpu = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         res = fn()
         times.append(time.perf_counter() - t0)
-    return min(times), res
+        cpu.append(time.process_time() - c0)
+    return min(times), min(cpu), res
 
 
 def threaded(x, workers, batch=1024):
@@ -62,18 +64,22 @@ def threaded(x, workers, batch=1024):
 def bench_conversion(args):
     x = glyphs(args.n)
     n_ref = min(args.n, args.ref_n)
-    t_batch, y = best_of(lambda: convert_batch(x), args.repeat)
-    t_thr, y2 = best_of(lambda: threaded(x, args.workers), args.repeat)
-    t_ref, ref = best_of(lambda: np.stack([convert_reference(im) for im in x[:n_ref]]), 1)
+    t_batch, c_batch, y = best_of(lambda: convert_batch(x), args.repeat)
+    t_thr, c_thr, y2 = best_of(lambda: threaded(x, args.workers), args.repeat)
+    t_ref, c_ref, ref = best_of(lambda: np.stack([convert_reference(im) for im in x[:n_ref]]), 1)
     diff = np.abs(y[:n_ref].astype(int) - ref)
     assert np.array_equal(y, y2)
     r_batch, r_thr, r_ref = args.n / t_batch, args.n / t_thr, n_ref / t_ref
-    print(f"conversion of {args.n} synthetic characters (128x128 -> 28x28)")
-    print(f"  per-image SciPy + Pillow reference : {r_ref:9,.0f} images/s ({n_ref} images)")
-    print(f"  batched, 1 thread                  : {r_batch:9,.0f} images/s")
-    print(f"  batched, {args.workers} threads                  : {r_thr:9,.0f} images/s")
-    print(f"  ratio batched/reference            : {r_batch / r_ref:9.1f}x "
-          f"(threads: {r_thr / r_ref:.1f}x)")
+    print(f"conversion of {args.n} synthetic characters (128x128 -> 28x28); load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("                                        wall images/s   per CPU-second")
+    print(f"  per-image SciPy + Pillow reference : {r_ref:9,.0f}     {n_ref / c_ref:9,.0f}"
+          f"   ({n_ref} images)")
+    print(f"  batched, 1 thread                  : {r_batch:9,.0f}     {args.n / c_batch:9,.0f}")
+    print(f"  batched, {args.workers} threads                 : {r_thr:9,.0f}     "
+          f"{args.n / c_thr:9,.0f}")
+    print(f"  ratio batched/reference            : {r_batch / r_ref:9.1f}x    "
+          f"{(args.n / c_batch) / (n_ref / c_ref):9.1f}x  (threads, wall: {r_thr / r_ref:.1f}x)")
     print(f"  agreement: max |diff| {diff.max()} grey level, "
           f"{(diff > 0).mean() * 100:.4f}% of pixels differ")
     return r_thr
@@ -96,16 +102,17 @@ def bench_build(args):
         src = open_sd19(sd)
         t_index = time.perf_counter() - t0
         n = len(src.index)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         m = build_emnist(src, base / "emnist", workers=args.workers)
-        t_build = time.perf_counter() - t0
+        t_build, c_build = time.perf_counter() - t0, time.process_time() - c0
         size = sum(v["bytes"] for v in m["outputs"].values())
         print(f"full build of all six datasets, synthetic SD19 scale {args.scale:g} "
               f"({n:,} characters, {args.workers} workers)")
         print(f"  synthesis {t_synth:.1f} s (not part of the build); first open + index "
               f"{t_index:.1f} s")
         print(f"  build (read zips, convert once, write {len(m['outputs'])} files, "
-              f"{size / 1e6:.1f} MB): {t_build:.1f} s = {n / t_build:,.0f} characters/s")
+              f"{size / 1e6:.1f} MB): {t_build:.1f} s = {n / t_build:,.0f} characters/s "
+              f"(main process CPU {c_build:.1f} s; load average {os.getloadavg()[0]:.1f})")
         if n < SD19_TOTAL:
             f = SD19_TOTAL / n
             print(f"  EXTRAPOLATED (linear) to {SD19_TOTAL:,} characters: build "

@@ -241,3 +241,13 @@ def test_full_scale_synthetic_build(tmp_path_factory):
         c = np.bincount(ds.labels)
         c = c[c > 0]
         assert (c == c[0]).all()
+
+
+def test_writer_metadata_reaches_the_hugging_face_columns(built):
+    out, _ = built
+    ds = mnistforge.load("emnist-balanced", "test", root=out, with_metadata=True)
+    hf = ds.to_hf()
+    for col in ("writer", "hsf", "field", "ascii", "entry", "sd19_row"):
+        assert col in hf.column_names
+    assert hf["writer"] == ds.metadata["writer"].tolist()
+    assert set(hf["field"]) <= {0, 1, 2, 3}

@@ -32,6 +32,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -95,6 +96,25 @@ def _write_images(path, store, slots):
 
 def _write_array(path, arr):
     _write_idx_stream(path, arr.shape, arr.dtype, [arr])
+
+
+def _dedupe(tasks):
+    """Split write tasks into unique ones and ``(dst, src)`` copies of identical content."""
+    import hashlib
+
+    seen, unique, copies = {}, [], []
+    for t in tasks:
+        fn, path, data = t[1], t[2], t[-1]
+        key = (fn.__name__, hashlib.sha1(np.ascontiguousarray(data).tobytes()).hexdigest(),
+               str(np.asarray(data).dtype), np.asarray(data).shape)
+        if fn is _write_images:
+            key = key + (id(t[3]),)
+        if key in seen:
+            copies.append((path, seen[key]))
+        else:
+            seen[key] = path
+            unique.append(t)
+    return unique, copies
 
 
 # ----------------------------------------------------------------------------- source
@@ -243,13 +263,19 @@ def build_emnist(sd19, out, config: EmnistPreproConfig | None = None, splits=DAT
                               lab.astype(np.uint8)))
                 tasks.append((len(r) * 24, _write_array, tmp / fn[(part, "metadata")],
                               make_metadata(index, r)))
+        tasks, copies = _dedupe(tasks)
         tasks.sort(key=lambda t: -t[0])  # biggest first keeps the threads busy
-        bar = progress(total=len(tasks), desc="EMNIST write", unit="file",
+        bar = progress(total=len(tasks) + len(copies), desc="EMNIST write", unit="file",
                        disable=progress_flag)
         with bar, cf.ThreadPoolExecutor(workers) as pool:
             for f in cf.as_completed([pool.submit(t[1], *t[2:]) for t in tasks]):
                 f.result()
                 bar.update(1)
+        for dst, src_path in copies:
+            # byclass and bymerge share images and metadata: compress once, copy.
+            with atomic_file(dst, "wb") as f, open(src_path, "rb") as g:
+                shutil.copyfileobj(g, f, 1 << 20)
+            bar.update(1)
         del store
         logger.info("EMNIST: wrote %d files in %.1f s", len(tasks), time.perf_counter() - t1)
         summaries = {name: d.summary() for name, d in dsets.items()}
