@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    # ~2,000 digits: a few writers per partition, the three planted duplicates
-    return synth.make_tiny_sd19(tmp_path_factory.mktemp("sd19"), scale=0.005, fields="d",
+    # ~800 digits: a writer or two per partition, the three planted duplicates
+    return synth.make_tiny_sd19(tmp_path_factory.mktemp("sd19"), scale=0.002, fields="d",
                                 hierarchies=("by_write",), by_write_cls=True)
 
 
@@ -49,7 +49,7 @@ def tsv(path):
 
 
 def test_vectorised_equals_oracle_on_synthetic_digits(source):
-    rows = source.digits()[::7][:300]
+    rows = source.digits()[::2][:300]
     imgs = source.read_all(rows)
     fast = preprocess(imgs)
     slow = np.stack([preprocess_one(im) for im in imgs])
@@ -57,7 +57,10 @@ def test_vectorised_equals_oracle_on_synthetic_digits(source):
 
 
 @pytest.mark.slow
-def test_vectorised_equals_oracle_on_2000_synthetic_digits(source):
+def test_vectorised_equals_oracle_on_2000_synthetic_digits(tmp_path_factory):
+    path = synth.make_tiny_sd19(tmp_path_factory.mktemp("sd19-2k"), scale=0.005, fields="d",
+                                hierarchies=("by_write",), by_write_cls=True)
+    source = open_sd19(path, progress=False)
     rows = source.digits()[:2000]
     assert rows.size == 2000
     imgs = source.read_all(rows)
@@ -219,6 +222,13 @@ def test_published_order_followed_and_checked(tiny, built, source, tmp_path):
     assert not (tmp_path / "bad").exists() and not (tmp_path / "bad.incomplete").exists()
 
 
+def test_tables_of_another_source_refused(tiny, qmnist_reference, tmp_path):
+    with pytest.raises(BuildError, match="disagrees"):
+        build_qmnist(tiny, tmp_path / "x", QmnistBuildConfig(progress=False,
+                                                             qmnist_labels=qmnist_reference))
+    assert not (tmp_path / "x").exists()
+
+
 def test_clean_variant_recorded(tiny, tmp_path):
     cfg = QmnistBuildConfig(progress=False, prepro=MnistPreproConfig(1.0, "true"))
     out = build_mnist(tiny, tmp_path / "clean", cfg)
@@ -235,9 +245,8 @@ def test_cli_build(tiny, tmp_path):
     assert rc == 0
     man = read_manifest(out)
     assert man["parameters"]["preprocessing"]["variant"] == "clean"
-    assert main(["build", "qmnist", "--sd19", str(tiny), "--out", str(out)]) != 0
-    assert main(["build", "qmnist", "--sd19", str(tiny), "--out", str(out), "--overwrite"]) == 0
-    assert read_manifest(out)["parameters"]["preprocessing"]["variant"] == "published"
+    assert main(["build", "qmnist", "--sd19", str(tiny), "--out", str(out)]) != 0   # exists
+    assert read_manifest(out)["parameters"]["preprocessing"]["variant"] == "clean"
 
 
 def test_format_tsv_matches_published_bytes(qmnist_reference):

@@ -332,7 +332,15 @@ def _published_tables(spec, progress):
 
 
 def _check_published_rows(table, published, name):
-    rows = table[published[:, qr.NIST_INDEX], :6]
+    gidx = published[:, qr.NIST_INDEX]
+    if gidx.size and (gidx.min() < 0 or gidx.max() >= len(table)):
+        raise BuildError(
+            f"the published QMNIST {name} table disagrees with this source's digit table",
+            expected=f"global NIST indices below {len(table)} (the digits of this source)",
+            found=f"indices up to {int(gidx.max())}",
+            hint="the order tables only apply to the real SD19 or a synthetic SD19 built with "
+                 "--layout from the real xnist table; build without --qmnist-labels otherwise")
+    rows = table[gidx, :6]
     bad = np.flatnonzero((rows != published[:, :6]).any(axis=1))
     if bad.size:
         raise BuildError(
@@ -376,6 +384,14 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
     if _synthetic_description(sd19_path):
         notes.append("built from a SYNTHETIC SD19: the images are not NIST's handwriting")
 
+    pub_train = pub_test = pub_info = None
+    if target != "xnist":
+        # checked before the expensive part: tables that do not fit this source fail fast
+        pub_train, pub_test, pub_info = _published_tables(config.qmnist_labels, config.progress)
+        if pub_train is not None:
+            _check_published_rows(table, pub_train, "train")
+            _check_published_rows(table, pub_test, "test")
+
     images_all = None
     final_dup = None
     if config.duplicates == "final":
@@ -415,11 +431,8 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
             parameters["duplicates_found"] = n_dup
         else:
             sel = qr.select_qmnist(table, duplicate=dup_mask)
-            pub_train, pub_test, pub_info = _published_tables(config.qmnist_labels, config.progress)
             if pub_train is not None:
                 sel = qr.order_like_published(sel, pub_train, pub_test)
-                _check_published_rows(table, pub_train, "train")
-                _check_published_rows(table, pub_test, "test")
                 inputs["qmnist_labels"] = pub_info
             else:
                 notes.append(NOTE_ORDER)
