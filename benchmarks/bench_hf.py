@@ -1,0 +1,160 @@
+"""Benchmark the Hugging Face export: 70,000 images exported, reloaded, and loaded back.
+
+Timed in one run, on the same data (MNIST-sized; the real MNIST test images
+tiled to 60,000 + 10,000 when ``../shared/reference/mnist`` is there, synthetic
+digits otherwise):
+
+1. export of an MNIST-format idx folder with ``mnistforge export hf`` code
+   (PNG encoding on 1 process vs every core), against the ``datasets`` route
+   (``load(...).to_hf()`` then ``Dataset.to_parquet``);
+2. reload with ``datasets.load_dataset`` (+ decoding every image), against
+   ``mnistforge.load(..., root=REPO_DIR)`` (vectorised PNG decoding);
+3. ``mnistforge.load`` of the same split from the idx files vs from the
+   parquet export.
+
+Prints the times and the ratios.  Run: ``.venv/bin/python benchmarks/bench_hf.py [--n 70000]``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("MNISTFORGE_PROGRESS", "0")
+
+from mnistforge.formats import hf  # noqa: E402
+from mnistforge.formats.idx import read_idx, write_idx  # noqa: E402
+
+REFERENCE = Path(os.environ.get("MNISTFORGE_SHARED", ROOT.parent / "shared")) / "reference" / "mnist"
+
+
+def timed(fn, *a, **kw):
+    t = time.perf_counter()
+    out = fn(*a, **kw)
+    return out, time.perf_counter() - t
+
+
+def make_images(n: int):
+    p = REFERENCE / "t10k-images-idx3-ubyte.gz"
+    if p.is_file():
+        base = np.asarray(read_idx(p))
+        lab = np.asarray(read_idx(REFERENCE / "t10k-labels-idx1-ubyte.gz"))
+        src = "real MNIST test images, tiled"
+    else:
+        rng = np.random.default_rng(0)
+        yy, xx = np.mgrid[:28, :28]
+        base = np.zeros((10000, 28, 28), np.uint8)
+        for i in range(len(base)):
+            cy, cx, r = rng.uniform(10, 18), rng.uniform(10, 18), rng.uniform(4, 8)
+            base[i] = np.clip((r - np.abs(np.hypot(yy - cy, xx - cx) - r / 2)) * 60, 0, 255)
+        lab = rng.integers(0, 10, len(base)).astype(np.uint8)
+        src = "synthetic digits (../shared absent)"
+    reps = -(-n // len(base))
+    return np.tile(base, (reps, 1, 1))[:n], np.tile(lab, reps)[:n], src
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=70000, help="images in all (train + 10,000 test)")
+    args = ap.parse_args(argv)
+    import datasets
+
+    import mnistforge
+
+    datasets.disable_progress_bars()
+    n_test = min(10000, args.n // 7)
+    images, labels, src = make_images(args.n)
+    work = Path(tempfile.mkdtemp(prefix="bench-hf-"))
+    try:
+        folder = work / "idx"
+        write_idx(folder / "train-images-idx3-ubyte.gz", images[n_test:])
+        write_idx(folder / "train-labels-idx1-ubyte.gz", labels[n_test:])
+        write_idx(folder / "t10k-images-idx3-ubyte.gz", images[:n_test])
+        write_idx(folder / "t10k-labels-idx1-ubyte.gz", labels[:n_test])
+        cores = os.cpu_count() or 1
+        print(f"{args.n:,} images ({src}); {cores} cores; datasets {datasets.__version__}")
+
+        sub = images[:20000]  # enough to see the pool's effect, cheaper than all 70,000 twice
+        _, t_png1 = timed(hf.encode_pngs, sub, workers=1)
+        _, t_pngn = timed(hf.encode_pngs, sub, workers=cores)
+
+        configs, t_read = timed(hf.configs_from_targets, [str(folder)])
+        _, t_export = timed(hf.export_hf, work / "repo", configs)
+        size = sum(p.stat().st_size for p in (work / "repo" / "data").rglob("*.parquet"))
+
+        def datasets_route():
+            for split in ("train", "test"):
+                ds = mnistforge.load("mnist", split, root=folder).to_hf()
+                ds.to_parquet(str(work / "alt" / f"{split}.parquet"))
+        _, t_alt = timed(datasets_route)
+
+        cache = work / "cache"
+
+        def reload_datasets():
+            out = {}
+            for split in ("train", "test"):
+                ds = datasets.load_dataset(str(work / "repo"), "mnist", split=split,
+                                           cache_dir=str(cache))
+                out[split] = np.stack([np.asarray(im) for im in ds["image"]])
+            return out
+        got, t_reload = timed(reload_datasets)
+        assert np.array_equal(np.concatenate([got["test"], got["train"]]), images)
+
+        def load_all(root):
+            return [mnistforge.load("mnist", s, root=root) for s in ("train", "test")]
+        idx_ds, t_idx = timed(load_all, folder)
+        pq_ds, t_pq = timed(load_all, work / "repo")
+        for a, b in zip(idx_ds, pq_ds):
+            assert np.array_equal(a.images, b.images) and np.array_equal(a.labels, b.labels)
+
+        table = hf.read_split_table(work / "repo", "mnist", "train")
+        blobs = table.column("image").combine_chunks().field("bytes").to_pylist()
+        _, t_fast = timed(hf.decode_pngs, blobs)
+
+        def pillow_decode():
+            import io
+
+            from PIL import Image
+            return np.stack([np.asarray(Image.open(io.BytesIO(b))) for b in blobs])
+        _, t_pil = timed(pillow_decode)
+
+        rows = [
+            (f"PNG encode {len(sub):,}, 1 process", t_png1),
+            (f"PNG encode {len(sub):,}, {cores} processes", t_pngn),
+            ("export hf (read idx + encode + parquet + card + croissant)", t_read + t_export),
+            ("datasets route: load().to_hf() + Dataset.to_parquet", t_alt),
+            ("reload: datasets.load_dataset + decode every image", t_reload),
+            ("mnistforge.load from idx (.gz)", t_idx),
+            ("mnistforge.load from the parquet export", t_pq),
+            (f"decode {len(blobs):,} PNGs: mnistforge vectorised", t_fast),
+            (f"decode {len(blobs):,} PNGs: Pillow one by one", t_pil),
+        ]
+        w = max(len(r[0]) for r in rows)
+        for name, t in rows:
+            print(f"  {name:<{w}}  {t:8.2f} s")
+        print(f"  parquet size: {size / 2**20:.1f} MiB "
+              f"({size / args.n:.0f} bytes/image; idx .gz: "
+              f"{sum(p.stat().st_size for p in folder.iterdir()) / 2**20:.1f} MiB)")
+        print("ratios:")
+        print(f"  PNG encoding speed-up with {cores} processes: {t_png1 / t_pngn:.2f}x")
+        print(f"  datasets route / export hf: {t_alt / (t_read + t_export):.2f}x")
+        print(f"  datasets.load_dataset reload / mnistforge.load from parquet: {t_reload / t_pq:.2f}x")
+        print(f"  mnistforge.load parquet / idx: {t_pq / t_idx:.2f}x")
+        print(f"  Pillow / vectorised PNG decoding: {t_pil / t_fast:.2f}x")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
