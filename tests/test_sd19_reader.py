@@ -191,3 +191,13 @@ def test_hash_and_duplicates_helpers():
     h = sd19_index.hash_images(imgs)
     assert sd19_index.find_duplicates(h).tolist() == [-1, -1, 0, 1]
     assert sd19_index.number_digits(np.array([b"d", b"u", b"d"], "S1")).tolist() == [0, -1, 1]
+
+
+def test_source_pickles_lean_for_worker_processes(trees):
+    import pickle
+
+    src = open_sd19(trees[(2, "zip")][0])
+    _ = src.trees["by_write"].names                     # listing cached in this process
+    clone = pickle.loads(pickle.dumps(src))
+    assert clone.trees["by_write"]._names is None
+    assert (clone.read_all([0, 5, 3]) == src.read_all([0, 5, 3])).all()

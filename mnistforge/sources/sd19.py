@@ -98,6 +98,12 @@ class Tree:
     _listing: ZipListing | None = None
     _pos: dict | None = None
 
+    def __getstate__(self):
+        # Sent to worker processes: the listing is re-made there only if needed.
+        state = dict(self.__dict__)
+        state.update(_names=None, _listing=None, _pos=None)
+        return state
+
     @property
     def display(self) -> str:
         if self.kind == "zip":
