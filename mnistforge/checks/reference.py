@@ -312,6 +312,6 @@ def check_reference(images, ref_images, labels=None, ref_labels=None, *, split: 
     r = CheckResult(name, status, values, msg)
     r.artifacts["worst"] = np.array([[w[0], w[1]] for w in values["worst"]], np.int64).reshape(-1, 2)
     r.artifacts["images"] = [(np.asarray(images[w[0]]), np.asarray(ref_images[w[1]]),
-                              f"rebuilt {w[0]} vs {reference_name} {w[1]}: L2 {w[2]:g}, "
+                              f"#{w[0]} vs ref #{w[1]}: L2 {w[2]:g}, "
                               f"max {w[3]}, shift {tuple(w[4])}") for w in values["worst"]]
     return r

@@ -377,7 +377,7 @@ def _cache_status(loaded) -> CheckResult:
 def _writer_checks(ctx, loaded, metadata, add):
     metadata = dict(metadata or {})
     wid = {}
-    for s in set(loaded) | set(metadata):
+    for s in list(loaded) + [s for s in metadata if s not in loaded]:
         md = _as_metadata(metadata.get(s))
         ds = loaded.get(s)
         if md is None and ds is not None:
