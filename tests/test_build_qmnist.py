@@ -249,6 +249,19 @@ def test_cli_build(tiny, tmp_path):
     assert read_manifest(out)["parameters"]["preprocessing"]["variant"] == "clean"
 
 
+def test_multistream_xz_round_trip(tmp_path, monkeypatch):
+    import lzma
+    monkeypatch.setattr(qb, "XZ_BLOCK", 1000)
+    arr = np.random.default_rng(0).integers(0, 256, (50, 28, 28)).astype(np.uint8)
+    qb.write_idx_xz(tmp_path / "a-idx3-ubyte.xz", arr)
+    blob = (tmp_path / "a-idx3-ubyte.xz").read_bytes()
+    assert blob.count(b"\xfd7zXZ") > 10                       # many streams
+    np.testing.assert_array_equal(read_idx(tmp_path / "a-idx3-ubyte.xz"), arr)
+    assert lzma.decompress(blob)[16:] == arr.tobytes()
+    qb.write_idx_xz(tmp_path / "b-idx3-ubyte.xz", arr)
+    assert (tmp_path / "b-idx3-ubyte.xz").read_bytes() == blob
+
+
 def test_format_tsv_matches_published_bytes(qmnist_reference):
     raw = gzip.open(qmnist_reference / "qmnist-test-labels.tsv.gz").read()
     assert qb.format_tsv(qr.read_label_table(qmnist_reference / "qmnist-test-labels.tsv.gz")) == raw

@@ -286,27 +286,71 @@ def format_tsv(table) -> bytes:
     return (lines + "\n").encode("ascii")
 
 
+# xz preset for the xnist files: level 1 compresses MNIST-like images almost as well as
+# level 6 (about 10% larger) at several times the speed
+XZ_PRESET = 1
+XZ_BLOCK = 1 << 24
+
+
 def write_tsv(path, table) -> None:
     """Write a table as tsv, compressed by suffix (.gz mtime 0, .xz), atomically."""
     path = Path(path)
     data = format_tsv(table)
     if path.suffix == ".gz":
-        data = gzip_bytes(data, level=9)
+        data = gzip_bytes(data, level=6)
     elif path.suffix == ".xz":
-        data = lzma.compress(data, preset=6)
+        data = _xz_parallel(data)
     with atomic_file(path) as f:
         f.write(data)
 
 
-def _write_split(folder: Path, names: dict, images, table) -> None:
+def _xz_parallel(data: bytes, preset: int | None = None, block: int | None = None) -> bytes:
+    """xz-compress in fixed blocks on all cores, as concatenated xz streams.
+
+    A multi-stream .xz is standard (``xz -d``, Python's lzma and the idx reader
+    read it); fixed block boundaries keep the bytes reproducible.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..sources.sd19 import default_workers
+
+    preset = XZ_PRESET if preset is None else preset
+    block = XZ_BLOCK if block is None else block
+    parts = [data[i:i + block] for i in range(0, len(data), block)] or [b""]
+    if len(parts) == 1:
+        return lzma.compress(parts[0], preset=preset)
+    with ThreadPoolExecutor(max_workers=default_workers()) as ex:    # lzma frees the GIL
+        return b"".join(ex.map(lambda b: lzma.compress(b, preset=preset), parts))
+
+
+def write_idx_xz(path, array) -> None:
+    """Write an idx file as (multi-stream) xz, atomically and reproducibly."""
+    from ..formats.idx import idx_header_bytes
+    arr = np.ascontiguousarray(array)
+    data = idx_header_bytes(arr.shape, arr.dtype) + arr.astype(arr.dtype.newbyteorder(">")).tobytes()
+    blob = _xz_parallel(data)
+    with atomic_file(path) as f:
+        f.write(blob)
+
+
+def _write_files(jobs) -> None:
+    """Run the file writers two at a time (compression releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        for fut in [ex.submit(j) for j in jobs]:
+            fut.result()
+
+
+def _split_jobs(folder: Path, names: dict, images, table) -> list:
     from ..formats.idx import write_idx
-    write_idx(folder / names["images"], images)
+    jobs = [lambda: write_idx(folder / names["images"], images)]
     if "labels" in names:
-        write_idx(folder / names["labels"], table[:, qr.CLASS].astype(np.uint8))
+        jobs.append(lambda: write_idx(folder / names["labels"], table[:, qr.CLASS].astype(np.uint8)))
     if "table" in names:
-        write_idx(folder / names["table"], table.astype(np.int32))
+        jobs.append(lambda: write_idx(folder / names["table"], table.astype(np.int32)))
     if "tsv" in names:
-        write_tsv(folder / names["tsv"], table)
+        jobs.append(lambda: write_tsv(folder / names["tsv"], table))
+    return jobs
 
 
 # ---------------------------------------------------------------------------
@@ -459,8 +503,8 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
             tr_imgs, te_imgs = imgs[:sel.train.size], imgs[sel.train.size:]
             tr_tab, te_tab = table[sel.train], table[test_rows]
             files = QMNIST_FILES if target == "qmnist" else MNIST_FILES
-            _write_split(tmp, files["train"], tr_imgs, tr_tab)
-            _write_split(tmp, files["test"], te_imgs, te_tab)
+            _write_files(_split_jobs(tmp, files["train"], tr_imgs, tr_tab)
+                         + _split_jobs(tmp, files["test"], te_imgs, te_tab))
             counts = {"train": int(sel.train.size), "test": int(test_rows.size)}
             if target == "qmnist":
                 counts.update(test10k=int(min(10000, test_rows.size)),
@@ -474,17 +518,10 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
 
 
 def _write_xnist(folder: Path, images, table, bar) -> None:
-    """Write the three xnist files; the xz compressions run in threads (lzma frees the GIL)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from ..formats.idx import write_idx
-
-    jobs = [
-        lambda: write_idx(folder / XNIST_FILES["images"], images),
-        lambda: write_idx(folder / XNIST_FILES["table"], table.astype(np.int32)),
-        lambda: write_tsv(folder / XNIST_FILES["tsv"], table),
-    ]
-    with ThreadPoolExecutor(max_workers=2) as ex:
-        for fut in [ex.submit(j) for j in jobs]:
-            fut.result()
-            bar.update(1)
+    """Write the three xnist files (each xz-compressed on all cores)."""
+    write_idx_xz(folder / XNIST_FILES["images"], images)
+    bar.update(1)
+    write_idx_xz(folder / XNIST_FILES["table"], table.astype(np.int32))
+    bar.update(1)
+    write_tsv(folder / XNIST_FILES["tsv"], table)
+    bar.update(1)
