@@ -23,17 +23,18 @@ from mnistforge.sources import glyphs
 from mnistforge.sources.synth import SynthConfig, _StoredZip, synthesize_sd19
 
 
-def strokes_for(n, seed=0):
+def geometry_for(n, seed=0):
     rng = np.random.default_rng(seed)
     codes = rng.choice(np.frombuffer(b"0123456789ABCDEFabcdef", np.uint8), n)
     style = glyphs.draw_writer_style(rng)
-    return [glyphs._glyph_geometry(chr(c), style, rng, False) for c in codes.tolist()]
+    none = np.zeros(n, bool)
+    return glyphs._geometry(codes.tolist(), style, rng, none, none)
 
 
-def raster_pillow(strokes, pen):
-    img = Image.new("1", (128, 128), 0)
-    glyphs._draw(strokes, pen, ImageDraw.Draw(img))
-    return np.asarray(img, dtype=bool)
+def raster_pillow(batch):
+    out = np.zeros((len(batch.pens), 128, 128), bool)
+    glyphs._draw_batch(batch, out, np.zeros(len(batch.pens), bool), None)
+    return out
 
 
 _YY, _XX = np.mgrid[0:128, 0:128].astype(np.float32)
@@ -68,10 +69,10 @@ def main():
     ap.add_argument("--scale", type=float, default=0.005, help="end-to-end synthesis scale")
     a = ap.parse_args()
 
-    geo = strokes_for(a.n)
-    tp, ip = timeit(lambda: [raster_pillow(s, p) for s, p in geo])
+    batch = geometry_for(a.n)
+    tp, ip = timeit(raster_pillow, batch)
     k = max(20, a.n // 10)   # the NumPy raster is slow: time a tenth and scale
-    tn, im = timeit(lambda: [raster_numpy(s, p) for s, p in geo[:k]])
+    tn, im = timeit(lambda: [raster_numpy(batch.strokes(i), batch.pens[i]) for i in range(k)])
     tn *= a.n / k
     agree = np.mean([(x == y).mean() for x, y in zip(ip[:k], im)])
     print(f"raster  pillow {tp / a.n * 1e3:.3f} ms/char   numpy {tn / a.n * 1e3:.3f} ms/char   "

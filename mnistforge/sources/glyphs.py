@@ -13,11 +13,13 @@ The hard cases of the real scans are included on purpose: specks of noise away
 from the character, very small characters (< 20 px tall), characters touching
 or cut by the frame, very thick strokes, ragged stroke edges.
 
-Rasterisation uses Pillow's ``ImageDraw.line`` with a width plus disks at the
-joints (round pen); measured on the development machine it is about 100x
-faster than a vectorised NumPy distance-to-segment raster (~0.2 ms against
-~20 ms per character), see ``docs/synthetic-sd19.md``.  Edge roughening runs
-on whole batches with NumPy slicing.
+The geometry (jitter, wobble, affine, centring, frame touching, where the pen
+needs round disks) is computed for a whole batch of characters at once with
+NumPy; rasterisation uses Pillow's ``ImageDraw.line`` with a width plus disks
+at stroke ends and sharp turns (round pen), which measured ~50-100x faster
+than a vectorised NumPy distance-to-segment raster of the same strokes
+(``benchmarks/bench_synth.py``).  Edge roughening runs on whole batches with
+NumPy slicing.
 
 Examples
 --------
@@ -134,7 +136,7 @@ def draw_writer_style(rng: np.random.Generator) -> WriterStyle:
     True
     """
     height = float(np.clip(rng.lognormal(math.log(62.0), 0.25), 24.0, 112.0))
-    if rng.random() < 0.04:           # a few writers write tiny characters
+    if rng.random() < 0.02:           # a few writers write tiny characters
         height = float(rng.uniform(14.0, 26.0))
     pen = float(np.clip(rng.lognormal(math.log(7.0), 0.35), 3.0, 14.0))
     if rng.random() < 0.05:           # felt-tip pens: very thick strokes
@@ -172,96 +174,109 @@ def _subdivide(points: np.ndarray, step: float) -> np.ndarray:
 
 @functools.lru_cache(maxsize=None)
 def _template(ch: str, font: str, variant: int):
-    """Subdivided strokes of a glyph, concatenated: (points (n, 2), split positions, height)."""
+    """Subdivided strokes of a glyph, concatenated.
+
+    Returns ``(points (n, 2), stroke lengths, glyph height in font units)``.
+    """
     strokes = [_subdivide(s, 3.0) for s in _variant_strokes(ch, font, variant)]
     pts = np.vstack(strokes)
     pts.setflags(write=False)
-    splits = tuple(np.cumsum([len(st) for st in strokes])[:-1].tolist())
-    return pts, splits, float(max(np.ptp(pts[:, 1]), 1.0))
-
-
-def _glyph_geometry(ch: str, style: WriterStyle, rng: np.random.Generator, small: bool):
-    """Transformed strokes (pixel coordinates, unclipped) and pen width of one character."""
-    font = "cursive" if (style.cursive and ch.islower()) else "futural"
-    vbit = _VARIANT_CHARS.find(ch)
-    variant = 1 if vbit >= 0 and (style.variants >> vbit) & 1 else 0
-    base, splits, glyph_height = _template(ch, font, variant)
-    n = len(base)
-    # Control-point jitter, smoothed along the strokes so the pen wobbles instead of zig-zagging.
-    noise = rng.normal(0.0, style.shaky, (n + 2, 2))
-    pts = base + (noise[:-2] + 2.0 * noise[1:-1] + noise[2:]) / 2.0
-    # One draw for all per-character parameters keeps the generator calls few.
-    g = rng.normal(0.0, 1.0, 9)
-    u = rng.random(5)
-    # Low-frequency wobble of the whole glyph.
-    freq = 0.1 + 0.2 * u[:2]
-    phase = 2 * math.pi * u[2:4]
-    wob_x = 0.6 * g[0] * np.sin(freq[0] * pts[:, 1] + phase[0])
-    wob_y = 0.6 * g[1] * np.sin(freq[1] * pts[:, 0] + phase[1])
-    pts = pts + np.stack([wob_x, wob_y], axis=1)
-    # Per-character affine: scale, aspect, slant, rotation.
-    height = style.height * min(max(1.0 + 0.08 * g[2], 0.75), 1.3)
-    if small:
-        height = (9.0 + 8.0 * u[4]) * CAP_HEIGHT_UNITS / glyph_height
-    sc = height / CAP_HEIGHT_UNITS
-    aspect = style.aspect * min(max(1.0 + 0.06 * g[3], 0.8), 1.25)
-    shear = style.slant + 0.05 * g[4]
-    angle = math.radians(4.0) * g[5]
-    c, si = math.cos(angle), math.sin(angle)
-    m = np.array([[c, -si], [si, c]]) @ np.array([[sc * aspect, -shear * sc], [0.0, sc]])
-    pts = pts @ m.T
-    # Centre the ink box on the writer's usual position plus per-character jitter.
-    lo, hi = pts.min(axis=0), pts.max(axis=0)
-    centre = np.array([SIZE / 2 + style.dx + 3.0 * g[6], SIZE / 2 + style.dy + 3.0 * g[7]])
-    pts = pts - (lo + hi) / 2 + centre
-    pen = style.pen * min(max(1.0 + 0.1 * g[8], 0.7), 1.3)
-    if small:
-        pen = min(pen, max(1.5, height / 5.0))
-    return np.split(pts, splits), pen
-
-
-def _touch_frame(strokes, pen: float, rng: np.random.Generator):
-    """Shift a character so that it touches (or is cut by) one side of the frame."""
-    pts = np.vstack(strokes)
-    lo, hi = pts.min(axis=0) - pen / 2, pts.max(axis=0) + pen / 2
-    side = int(rng.integers(0, 4))
-    over = float(rng.uniform(0.0, 6.0))  # up to 6 px cut off by the frame
-    shift = np.zeros(2)
-    axis = side % 2
-    if side < 2:
-        shift[axis] = -lo[axis] - over
-    else:
-        shift[axis] = (SIZE - 1) - hi[axis] + over
-    return [s + shift for s in strokes]
+    return pts, tuple(len(st) for st in strokes), float(max(np.ptp(pts[:, 1]), 1.0))
 
 
 _SHARP = math.cos(math.radians(25.0))
 
 
-def _draw(strokes, pen: float, draw: ImageDraw.ImageDraw) -> None:
-    width = max(1, int(round(pen)))
-    r = pen / 2.0
-    for s in strokes:
-        if len(s) >= 2:
-            draw.line(s.ravel().tolist(), fill=1, width=width)
-        elif width < 3:
-            draw.point(tuple(s[0].tolist()), fill=1)
-        if width >= 3:
-            # Round pen: disks at the stroke ends and at sharp turns close the wedges
-            # that Pillow leaves there (gentle turns leave no visible gap).
-            keep = np.ones(len(s), dtype=bool)
-            if len(s) > 2:
-                d = np.diff(s, axis=0)
-                dot = (d[:-1] * d[1:]).sum(1)
-                norm = np.hypot(d[:-1, 0], d[:-1, 1]) * np.hypot(d[1:, 0], d[1:, 1]) + 1e-9
-                keep[1:-1] = dot < _SHARP * norm
-            for x, y in s[keep].tolist():
-                draw.ellipse((x - r, y - r, x + r, y + r), fill=1)
+@dataclass
+class _Batch:
+    """Geometry of a batch of characters, all points concatenated (pixel coordinates)."""
+
+    points: np.ndarray        # (N, 2) x, y
+    char_start: np.ndarray    # (n + 1,) offsets of each character's points
+    stroke_start: np.ndarray  # (S + 1,) offsets of each stroke's points
+    char_strokes: np.ndarray  # (n + 1,) offsets of each character's strokes
+    pens: np.ndarray          # (n,) pen width in pixels
+    disks: np.ndarray         # (N,) bool: stroke ends and sharp turns get a round pen disk
+
+    def strokes(self, i: int) -> list:
+        """The strokes of character ``i`` as a list of (k, 2) arrays."""
+        s = self.stroke_start[self.char_strokes[i]:self.char_strokes[i + 1] + 1]
+        return [self.points[a:b] for a, b in zip(s[:-1], s[1:])]
 
 
-def _specks(draw: ImageDraw.ImageDraw, strokes, rng: np.random.Generator) -> None:
+def _geometry(codes, style: WriterStyle, rng: np.random.Generator, small: np.ndarray,
+              touch: np.ndarray) -> _Batch:
+    """Distorted strokes of every character of a batch, computed for the whole batch at once."""
+    n = len(codes)
+    templates = []
+    for code in codes:
+        ch = chr(code)
+        font = "cursive" if (style.cursive and ch.islower()) else "futural"
+        vbit = _VARIANT_CHARS.find(ch)
+        variant = 1 if vbit >= 0 and (style.variants >> vbit) & 1 else 0
+        templates.append(_template(ch, font, variant))
+    counts = np.fromiter((len(t[0]) for t in templates), np.int64, n)
+    char_start = np.concatenate([[0], np.cumsum(counts)])
+    stroke_lengths = np.fromiter((k for t in templates for k in t[1]), np.int64)
+    stroke_start = np.concatenate([[0], np.cumsum(stroke_lengths)])
+    char_strokes = np.concatenate([[0], np.cumsum([len(t[1]) for t in templates])])
+    glyph_height = np.fromiter((t[2] for t in templates), np.float64, n)
+    pts = np.concatenate([t[0] for t in templates])
+    cid = np.repeat(np.arange(n), counts)
+    total = len(pts)
+    # Control-point jitter, smoothed along the strokes so the pen wobbles instead of zig-zagging.
+    noise = rng.normal(0.0, style.shaky, (total + 2, 2))
+    pts = pts + (noise[:-2] + 2.0 * noise[1:-1] + noise[2:]) / 2.0
+    g = rng.normal(0.0, 1.0, (n, 9))
+    u = rng.random((n, 7))
+    # Low-frequency wobble of each glyph.
+    freq = (0.1 + 0.2 * u[:, :2])[cid]
+    phase = (2 * math.pi * u[:, 2:4])[cid]
+    amp = 0.6 * g[cid, :2]
+    x, y = pts[:, 0], pts[:, 1]
+    x, y = (x + amp[:, 0] * np.sin(freq[:, 0] * y + phase[:, 0]),
+            y + amp[:, 1] * np.sin(freq[:, 1] * x + phase[:, 1]))
+    # Per-character affine: scale, aspect, slant, rotation.
+    height = style.height * np.clip(1.0 + 0.08 * g[:, 2], 0.75, 1.3)
+    height = np.where(small, (9.0 + 8.0 * u[:, 4]) * CAP_HEIGHT_UNITS / glyph_height, height)
+    sc = height / CAP_HEIGHT_UNITS
+    sx = sc * style.aspect * np.clip(1.0 + 0.06 * g[:, 3], 0.8, 1.25)
+    shear = -(style.slant + 0.05 * g[:, 4]) * sc
+    angle = math.radians(4.0) * g[:, 5]
+    c, si = np.cos(angle), np.sin(angle)
+    # rotation @ [[sx, shear], [0, sc]]
+    m00, m01, m10, m11 = c * sx, c * shear - si * sc, si * sx, si * shear + c * sc
+    x, y = m00[cid] * x + m01[cid] * y, m10[cid] * x + m11[cid] * y
+    pts = np.stack([x, y], axis=1)
+    # Centre each ink box on the writer's usual position plus per-character jitter.
+    lo = np.minimum.reduceat(pts, char_start[:-1], axis=0)
+    hi = np.maximum.reduceat(pts, char_start[:-1], axis=0)
+    centre = np.stack([SIZE / 2 + style.dx + 3.0 * g[:, 6], SIZE / 2 + style.dy + 3.0 * g[:, 7]], 1)
+    shift = centre - (lo + hi) / 2
+    pens = style.pen * np.clip(1.0 + 0.1 * g[:, 8], 0.7, 1.3)
+    pens = np.where(small, np.minimum(pens, np.maximum(1.5, height / 5.0)), pens)
+    # Hard case: touching (or cut by) one side of the frame, up to 6 px over it.
+    lo, hi = lo + shift - pens[:, None] / 2, hi + shift + pens[:, None] / 2
+    side = (u[:, 5] * 4).astype(int)
+    over = 6.0 * u[:, 6]
+    for i in np.flatnonzero(touch).tolist():
+        axis = side[i] % 2
+        shift[i, axis] += (-lo[i, axis] - over[i]) if side[i] < 2 else ((SIZE - 1) - hi[i, axis] + over[i])
+    pts = pts + shift[cid]
+    # Round pen: disks at stroke ends and at sharp turns close the wedges Pillow leaves there.
+    disks = np.zeros(total, bool)
+    disks[stroke_start[:-1]] = True
+    disks[stroke_start[1:] - 1] = True
+    if total > 2:
+        d = np.diff(pts, axis=0)
+        dot = (d[:-1] * d[1:]).sum(1)
+        norm = np.hypot(d[:-1, 0], d[:-1, 1]) * np.hypot(d[1:, 0], d[1:, 1]) + 1e-9
+        disks[1:-1] |= dot < _SHARP * norm
+    return _Batch(pts, char_start, stroke_start, char_strokes, pens, disks)
+
+
+def _specks(draw: ImageDraw.ImageDraw, pts: np.ndarray, rng: np.random.Generator) -> None:
     """A few dots of scanner/paper noise, placed away from the character."""
-    pts = np.vstack(strokes)
     lo, hi = pts.min(axis=0), pts.max(axis=0)
     for _ in range(int(rng.integers(1, 4))):
         for _try in range(8):
@@ -270,6 +285,34 @@ def _specks(draw: ImageDraw.ImageDraw, strokes, rng: np.random.Generator) -> Non
                 r = float(rng.uniform(0.6, 2.5))
                 draw.ellipse((x - r, y - r, x + r, y + r), fill=1)
                 break
+
+
+def _draw_batch(batch: _Batch, out: np.ndarray, specks: np.ndarray, rng) -> None:
+    """Rasterise every character of a batch into ``out`` (Pillow, one image per character)."""
+    flat = batch.points.ravel().tolist()
+    radius = np.repeat(batch.pens / 2.0, np.diff(batch.char_start))
+    boxes = np.concatenate([batch.points - radius[:, None], batch.points + radius[:, None]], 1)
+    box_list = boxes.tolist()
+    disk_at = batch.disks.tolist()
+    ss = batch.stroke_start.tolist()
+    widths = np.maximum(1, np.round(batch.pens)).astype(int).tolist()
+    for i in range(len(batch.pens)):
+        img = Image.new("1", (SIZE, SIZE), 0)
+        draw = ImageDraw.Draw(img)
+        width = widths[i]
+        for k in range(batch.char_strokes[i], batch.char_strokes[i + 1]):
+            a, b = ss[k], ss[k + 1]
+            if b - a >= 2:
+                draw.line(flat[2 * a:2 * b], fill=1, width=width)
+            elif width < 3:
+                draw.point(flat[2 * a:2 * a + 2], fill=1)
+            if width >= 3:
+                for j in range(a, b):
+                    if disk_at[j]:
+                        draw.ellipse(box_list[j], fill=1)
+        if specks[i]:
+            _specks(draw, batch.points[batch.char_start[i]:batch.char_start[i + 1]], rng)
+        out[i] = np.asarray(img, dtype=bool)
 
 
 @dataclass(frozen=True)
@@ -313,18 +356,11 @@ def render_characters(codes, style: WriterStyle, rng: np.random.Generator,
         else np.asarray(codes, dtype=np.int64)
     n = len(codes)
     out = np.zeros((n, SIZE, SIZE), dtype=bool)
+    if n == 0:
+        return out
     flags = rng.random((n, 3))
-    for i, code in enumerate(codes.tolist()):
-        small = flags[i, 1] < hard.small
-        strokes, pen = _glyph_geometry(chr(code), style, rng, small)
-        if flags[i, 2] < hard.touch:
-            strokes = _touch_frame(strokes, pen, rng)
-        img = Image.new("1", (SIZE, SIZE), 0)
-        draw = ImageDraw.Draw(img)
-        _draw(strokes, pen, draw)
-        if flags[i, 0] < hard.speck:
-            _specks(draw, strokes, rng)
-        out[i] = np.asarray(img, dtype=bool)
+    batch = _geometry(codes.tolist(), style, rng, flags[:, 1] < hard.small, flags[:, 2] < hard.touch)
+    _draw_batch(batch, out, flags[:, 0] < hard.speck, rng)
     if n and style.rough > 0:
         # Thin strokes would break if pixels were taken off their edges.
         out = roughen(out, style.rough, rng, take=0.5 if style.pen >= 4 else 0.0)
@@ -335,24 +371,27 @@ def roughen(images: np.ndarray, p: float, rng: np.random.Generator, take: float 
     """Flip boundary pixels at random (ragged scanned edges), on a whole batch at once.
 
     Outer boundary pixels are inked with probability ``p``, inner ones cleared
-    with probability ``p * take``.
+    with probability ``p * take`` (both quantised to 1/256).
     """
-    # 4-neighbourhood dilation/erosion by slicing (much faster than ndimage here).
+    # 4-neighbourhood dilation/erosion by slicing (much faster than ndimage here).  The random
+    # bytes are windows of one 256x256 texture at random offsets (fresh random numbers for every
+    # pixel cost more than all the rest); one byte serves both sides of the boundary, since a
+    # pixel is never on both.
+    n, h, w = images.shape
+    texture = np.frombuffer(rng.bytes(4 * h * w), np.uint8).reshape(2 * h, 2 * w)
+    windows = np.lib.stride_tricks.sliding_window_view(texture, (h, w))
+    noise = windows[rng.integers(0, h + 1, n), rng.integers(0, w + 1, n)]
     grown = images.copy()
     grown[:, 1:, :] |= images[:, :-1, :]
     grown[:, :-1, :] |= images[:, 1:, :]
     grown[:, :, 1:] |= images[:, :, :-1]
     grown[:, :, :-1] |= images[:, :, 1:]
-    shrunk = images.copy()
-    shrunk[:, 1:, :] &= images[:, :-1, :]
-    shrunk[:, :-1, :] &= images[:, 1:, :]
-    shrunk[:, :, 1:] &= images[:, :, :-1]
-    shrunk[:, :, :-1] &= images[:, :, 1:]
-    out = images.copy().reshape(-1)
-    # Random numbers only for boundary pixels: a full-size noise field costs more than the rest.
-    outer = np.flatnonzero((grown & ~images).reshape(-1))
-    out[outer[rng.random(len(outer)) < p]] = True
+    out = images | (grown & (noise < int(round(p * 256))))
     if take > 0:
-        inner = np.flatnonzero((images & ~shrunk).reshape(-1))
-        out[inner[rng.random(len(inner)) < p * take]] = False
-    return out.reshape(images.shape)
+        shrunk = images.copy()
+        shrunk[:, 1:, :] &= images[:, :-1, :]
+        shrunk[:, :-1, :] &= images[:, 1:, :]
+        shrunk[:, :, 1:] &= images[:, :, :-1]
+        shrunk[:, :, :-1] &= images[:, :, 1:]
+        out &= ~(images & ~shrunk & (noise < int(round(p * take * 256))))
+    return out
