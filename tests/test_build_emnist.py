@@ -226,7 +226,7 @@ def test_full_scale_synthetic_build(tmp_path_factory):
     """All six from a synthetic SD19 at MNISTFORGE_EMNIST_SCALE (default 1: 814,255 characters)."""
     scale = float(os.environ.get("MNISTFORGE_EMNIST_SCALE", "1"))
     base = tmp_path_factory.mktemp("full")
-    p = make_tiny_sd19(base, scale=scale)
+    p = make_tiny_sd19(base, scale=scale, hierarchies=("by_write", "by_class"))
     out = base / "emnist"
     m = build_emnist(p, out)
     n = m["inputs"]["sd19_characters"]

@@ -118,17 +118,21 @@ def _dedupe(tasks):
 
 
 # ----------------------------------------------------------------------------- source
-def _open_source(sd19, progress_flag):
+def _disable(show_progress):
+    return None if show_progress is None else not show_progress
+
+
+def _open_source(sd19, show_progress):
     if hasattr(sd19, "index") and hasattr(sd19, "read"):
         return sd19
     from ..sources import open_sd19
 
-    return open_sd19(sd19, progress=progress_flag)
+    return open_sd19(sd19, progress=show_progress)
 
 
 def convert_rows(src, rows: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFIG, *,
                  orientation: str = "official", workers: int | None = None,
-                 batch_size: int = 4096, progress_flag=None) -> np.ndarray:
+                 batch_size: int = 4096, show_progress=None) -> np.ndarray:
     """Read and convert the given SD19 index rows once; uint8 (len(rows), 28, 28).
 
     Images are returned in storage orientation (transposed for ``"official"``).
@@ -141,7 +145,8 @@ def convert_rows(src, rows: np.ndarray, config: EmnistPreproConfig = DEFAULT_CON
         return store
     pos = 0
     workers = _default_workers(workers)
-    bar = progress(total=len(rows), desc="EMNIST convert", unit="char", disable=progress_flag)
+    bar = progress(total=len(rows), desc="EMNIST convert", unit="char",
+                   disable=_disable(show_progress))
 
     def job(start, imgs):
         out = convert_batch(imgs, config)
@@ -176,7 +181,7 @@ def build_emnist(sd19, out, config: EmnistPreproConfig | None = None, splits=DAT
                  split_config: EmnistSplitConfig | None = None, seed: int | None = None,
                  split_by: str | None = None, letters_variant: str | None = None,
                  orientation: str = "official", overwrite: bool = False,
-                 workers: int | None = None, progress_flag=None) -> dict:
+                 workers: int | None = None, show_progress=None) -> dict:
     """Build EMNIST datasets from SD19 into ``out`` (atomically).
 
     Parameters
@@ -199,6 +204,8 @@ def build_emnist(sd19, out, config: EmnistPreproConfig | None = None, splits=DAT
         Replace an existing ``out``.
     workers : int, optional
         Threads for conversion and compression (default: all cores).
+    show_progress : bool or None
+        Progress bars: None = on a terminal only (``MNISTFORGE_PROGRESS``), True/False force.
 
     Returns
     -------
@@ -229,7 +236,7 @@ def build_emnist(sd19, out, config: EmnistPreproConfig | None = None, splits=DAT
     workers = _default_workers(workers)
     out = Path(out)
 
-    src = _open_source(sd19, progress_flag)
+    src = _open_source(sd19, show_progress)
     index = src.index
     if len(index) == 0:
         raise BuildError("SD19 index is empty", path=getattr(src, "path", None),
@@ -244,7 +251,7 @@ def build_emnist(sd19, out, config: EmnistPreproConfig | None = None, splits=DAT
     with atomic_dir(out, overwrite=overwrite) as tmp:
         t0 = time.perf_counter()
         store = convert_rows(src, rows, config, orientation=orientation, workers=workers,
-                             progress_flag=progress_flag)
+                             show_progress=show_progress)
         t1 = time.perf_counter()
         logger.info("EMNIST: read + converted %d characters in %.1f s (%.0f/s)",
                     len(rows), t1 - t0, len(rows) / max(t1 - t0, 1e-9))
@@ -266,7 +273,7 @@ def build_emnist(sd19, out, config: EmnistPreproConfig | None = None, splits=DAT
         tasks, copies = _dedupe(tasks)
         tasks.sort(key=lambda t: -t[0])  # biggest first keeps the threads busy
         bar = progress(total=len(tasks) + len(copies), desc="EMNIST write", unit="file",
-                       disable=progress_flag)
+                       disable=_disable(show_progress))
         with bar, cf.ThreadPoolExecutor(workers) as pool:
             for f in cf.as_completed([pool.submit(t[1], *t[2:]) for t in tasks]):
                 f.result()
