@@ -355,6 +355,12 @@ def test_bad_inputs_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="distinct"):
         hf.export_hf(tmp_path / "r", [cfg, cfg])
     assert not (tmp_path / "r").exists() and not (tmp_path / "r.incomplete").exists()
+    # a lazy split is checked when it is loaded, and a failure leaves nothing behind
+    lazy = hf.ExportConfig("x", {"train": (imgs, np.array([0, 1])),
+                                 "test": lambda: (imgs, np.array([0, 7]))}, classes=["a", "b"])
+    with pytest.raises(ConfigError, match="label out of range"):
+        hf.export_hf(tmp_path / "r", [lazy], workers=1)
+    assert not (tmp_path / "r").exists() and not (tmp_path / "r.incomplete").exists()
 
 
 def test_verify_repo_catches_a_tampered_folder(tmp_path):

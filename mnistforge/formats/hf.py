@@ -44,6 +44,7 @@ Examples
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import io
 import json
 import logging
@@ -130,7 +131,9 @@ class ExportConfig:
     name : str
         Config name (the dataset name: ``mnist``, ``qmnist``, ``emnist-letters``...).
     splits : dict
-        ``{split: SplitData or (images, labels[, metadata])}``.
+        ``{split: SplitData or (images, labels[, metadata])}``, or a callable
+        returning one: it is called when the split is written, so a large
+        export holds one split in memory at a time.
     classes : list of str
         ``classes[i]`` is the character of label ``i``; becomes the ClassLabel names.
     description : str
@@ -173,7 +176,7 @@ class ExportConfig:
                               found="none")
         fixed = {}
         for split, data in self.splits.items():
-            if not isinstance(data, SplitData):
+            if not (isinstance(data, SplitData) or callable(data)):
                 data = SplitData(*data)
             fixed[hf_split_name(split)] = data
         self.splits = fixed
@@ -183,11 +186,26 @@ class ExportConfig:
             raise ConfigError(f"config {self.name!r}: class names must be unique for ClassLabel",
                               expected="distinct names", found=f"duplicates {dup}")
         for split, data in self.splits.items():
-            if len(data.labels) and (data.labels.min() < 0 or data.labels.max() >= len(self.classes)):
-                raise ConfigError(
-                    f"config {self.name!r} split {split!r}: label out of range",
-                    expected=f"0..{len(self.classes) - 1} ({len(self.classes)} classes)",
-                    found=f"{int(data.labels.min())}..{int(data.labels.max())}")
+            if isinstance(data, SplitData):
+                self.check_split(split, data)
+
+    def check_split(self, split: str, data: SplitData) -> None:
+        """Raise ConfigError when a label has no class."""
+        if len(data.labels) and (data.labels.min() < 0 or data.labels.max() >= len(self.classes)):
+            raise ConfigError(
+                f"config {self.name!r} split {split!r}: label out of range",
+                expected=f"0..{len(self.classes) - 1} ({len(self.classes)} classes)",
+                found=f"{int(data.labels.min())}..{int(data.labels.max())}")
+
+    def split_data(self, split: str) -> SplitData:
+        """The split's arrays (calling a lazy loader; see ``splits``), checked."""
+        data = self.splits[split]
+        if callable(data):
+            data = data()
+            if not isinstance(data, SplitData):
+                data = SplitData(*data)
+            self.check_split(split, data)
+        return data
 
 
 def hf_split_name(split: str) -> str:
@@ -571,18 +589,19 @@ def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
     summary = {"repo_dir": str(repo_dir), "configs": []}
     with atomic_dir(repo_dir, overwrite=overwrite) as tmp:
         for cfg in configs:
-            meta_dts = {s: (d.metadata.dtype if d.metadata is not None else None)
-                        for s, d in cfg.splits.items()}
-            dts = {str(dt) for dt in meta_dts.values()}
-            if len(dts) != 1:
-                raise ConfigError(f"config {cfg.name!r}: every split needs the same metadata fields",
-                                  expected="one metadata dtype", found="; ".join(sorted(dts)))
-            meta_dt = next(iter(meta_dts.values()))
-            features = hf_features(cfg.classes, meta_dt)
-            shapes = {d.images.shape[1:] for d in cfg.splits.values()}
-            splits = [write_split(tmp, cfg.name, s, d, features, max_shard_bytes=max_shard_bytes,
-                                  workers=workers)
-                      for s, d in cfg.splits.items()]
+            features, first_dt, shapes, splits = None, None, set(), []
+            for s in cfg.splits:
+                d = cfg.split_data(s)
+                dt = d.metadata.dtype if d.metadata is not None else None
+                if features is None:
+                    features, first_dt = hf_features(cfg.classes, dt), dt
+                elif dt != first_dt:
+                    raise ConfigError(f"config {cfg.name!r}: every split needs the same metadata "
+                                      "fields", expected=str(first_dt), found=f"{dt} in {s}")
+                shapes.add(d.images.shape[1:])
+                splits.append(write_split(tmp, cfg.name, s, d, features,
+                                          max_shard_bytes=max_shard_bytes, workers=workers))
+                del d
             summary["configs"].append({"config": cfg, "name": cfg.name, "features": features,
                                        "splits": splits, "image_shapes": sorted(shapes)})
         card = dataset_card(summary["configs"], repo_id=repo_id, title=title, folder=tmp)
@@ -887,6 +906,17 @@ def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_n
         pretty_name=info.title)
 
 
+def _split_of(ds) -> SplitData:
+    return SplitData(np.asarray(ds.images), np.asarray(ds.labels),
+                     None if ds.metadata is None else np.asarray(ds.metadata))
+
+
+def _load_split(name, split, root, download) -> SplitData:
+    from ..loaders import load
+
+    return _split_of(load(name, split, root=root, download=download, with_metadata=True))
+
+
 def configs_from_targets(targets, *, download: bool = True) -> list[ExportConfig]:
     """Load ``[CONFIG=]TARGET[:SPLIT]`` targets into export configs.
 
@@ -931,14 +961,14 @@ def configs_from_targets(targets, *, download: bool = True) -> list[ExportConfig
                                    expected="idx files named like the official ones",
                                    found="none", hint="name a split with NAME:SPLIT")
         manifest, _ = _find_manifest(g["root"], g["name"])
-        data, classes = {}, None
-        for s in g["splits"]:
-            ds = load(g["name"], s, root=g["root"], download=download, with_metadata=True)
-            data[s] = SplitData(np.asarray(ds.images), np.asarray(ds.labels),
-                                None if ds.metadata is None else np.asarray(ds.metadata))
-            classes = list(ds.classes)
-        out.append(config_from_dataset(g["name"], data, classes, root=g["root"], config_name=config,
-                                       built_manifest=manifest))
+        # The first split is loaded now (its classes name the labels), the others when written.
+        first = load(g["name"], g["splits"][0], root=g["root"], download=download,
+                     with_metadata=True)
+        data = {g["splits"][0]: _split_of(first)}
+        for s in g["splits"][1:]:
+            data[s] = functools.partial(_load_split, g["name"], s, g["root"], download)
+        out.append(config_from_dataset(g["name"], data, first.classes, root=g["root"],
+                                       config_name=config, built_manifest=manifest))
     return out
 
 
