@@ -175,6 +175,7 @@ def test_loaders_read_the_build(built):
 
 def test_rebuild_is_byte_identical_and_atomic(tiny, built, tmp_path):
     out = tmp_path / "again"
+    qb._LAST_ALL.clear()               # really preprocess again (other batching, one process)
     build_qmnist(tiny, out, QmnistBuildConfig(progress=False, workers=1, batch_size=333))
     a, b = read_manifest(out), read_manifest(built["qmnist"])
     assert a["outputs"] == b["outputs"]

@@ -396,6 +396,27 @@ def _check_published_rows(table, published, name):
                  "--layout from the real xnist table")
 
 
+# the last "every digit preprocessed" result, so that `build all` (qmnist, mnist and xnist
+# in one process) preprocesses SD19 once
+_LAST_ALL: dict = {}
+
+
+def _every_digit(src, drows, config: QmnistBuildConfig):
+    key = (src.fingerprint, str(src.path), config.prepro)
+    hit = _LAST_ALL.get(key)
+    if hit is not None and hit[0].shape[0] == drows.size:
+        logger.info("reusing the preprocessed digits of the previous build")
+        return hit
+    _LAST_ALL.clear()
+    images = preprocess_rows(src, drows, config.prepro, batch_size=config.batch_size,
+                             workers=config.workers, progress=config.progress,
+                             desc="preprocessing every SD19 digit")
+    images.setflags(write=False)
+    result = (images, duplicate_of(image_digests(images)))
+    _LAST_ALL[key] = result
+    return result
+
+
 def _synthetic_description(path: Path):
     p = path / "synthetic-sd19.json" if path.is_dir() else None
     return p if p is not None and p.is_file() else None
@@ -439,10 +460,7 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
     images_all = None
     final_dup = None
     if config.duplicates == "final":
-        images_all = preprocess_rows(src, drows, prepro, batch_size=config.batch_size,
-                                     workers=config.workers, progress=config.progress,
-                                     desc="preprocessing every SD19 digit")
-        final_dup = duplicate_of(image_digests(images_all))
+        images_all, final_dup = _every_digit(src, drows, config)
         table[:, qr.DUPLICATE] = np.where(final_dup < 0, 0, final_dup)
         dup_mask = final_dup >= 0
         extra = np.flatnonzero(dup_mask & (source_dup < 0))
@@ -457,7 +475,7 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
         dup_mask = source_dup >= 0
 
     parameters = {"target": target, "preprocessing": prepro.as_dict(),
-                  "duplicates": config.duplicates}
+                  "duplicates": config.duplicates, "duplicates_found": int(dup_mask.sum())}
     inputs = {"sd19": {"path": str(sd19_path.resolve()), "fingerprint": src.fingerprint,
                        "edition": src.edition, "digits": int(drows.size)}}
     syn = _synthetic_description(sd19_path)
@@ -471,8 +489,6 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
             with bar:
                 _write_xnist(tmp, images_all, table, bar)
             counts = {"nist": int(drows.size)}
-            n_dup = int(dup_mask.sum())
-            parameters["duplicates_found"] = n_dup
         else:
             sel = qr.select_qmnist(table, duplicate=dup_mask)
             if pub_train is not None:
