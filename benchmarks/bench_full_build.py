@@ -1,0 +1,385 @@
+"""Full-scale proof: synthesise a complete SD19 replica, then ``mnistforge build all``.
+
+Run on demand (not in CI).  Steps, each timed (wall clock and CPU time of this
+process plus its worker processes) with its peak memory:
+
+1. ``synth``  -- a synthetic SD19, 2nd edition, zips, ``--scale`` of NIST's counts
+   (1 = 814,255 characters; skipped with ``--sd19 PATH``, which reuses a tree);
+2. ``index``  -- ``open_sd19``: the one pass over by_write that writes the index cache
+   (``<sd19>/.mnistforge/``); instant when a cache for these zips already exists;
+3. ``build all`` through the CLI (``mnistforge build all --sd19 ... --out ...``), with one
+   stage per target it runs: ``qmnist``, ``mnist``, ``xnist``, ``emnist`` (the six EMNIST sets).
+
+Memory: a sampling thread sums the resident memory of this process and all its
+descendants every ``--interval`` seconds, as RSS (over-counts pages shared by
+forked workers) and as PSS (shared pages divided among their users: the memory the
+build really occupies); ``ru_maxrss`` of this process and of its largest child are
+reported as well.  Disk: the SD19 zips, the index cache and every output folder.
+
+Prints a table and writes a JSON (``--json``).  Targets (issue 11): the whole build
+(index + build all) under 20 minutes on the 2-core machine, peak memory under 4 GB.
+
+    python benchmarks/bench_full_build.py --scale 0.01             # ~1 minute
+    python benchmarks/bench_full_build.py --json /tmp/full.json    # full scale (see docs/full-scale.md)
+    python benchmarks/bench_full_build.py --sd19 /tmp/sd19-full     # reuse a synthesised tree
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import resource
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+GB = 1e9
+MB = 1e6
+TARGET_WALL_S = 20 * 60
+SD19_CHARACTERS = 814_255
+TARGET_MEM = 4 * GB
+
+
+# ---------------------------------------------------------------------------
+# Memory of this process tree, sampled from /proc
+# ---------------------------------------------------------------------------
+
+def _children_map() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # the command name (field 2) may hold spaces: the ppid is the 2nd field after ')'
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        kids.setdefault(ppid, []).append(int(d))
+    return kids
+
+
+def _tree(root: int) -> list[int]:
+    kids, out, todo = _children_map(), [], [root]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, ()))
+    return out
+
+
+def _rss_pss(pid: int) -> tuple[int, int]:
+    """Resident and proportional set size of one process in bytes (0, 0 if it is gone)."""
+    rss = pss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Rss:"):
+                    rss = int(line.split()[1]) * 1024
+                elif line.startswith("Pss:"):
+                    pss = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return rss, pss
+
+
+class MemorySampler(threading.Thread):
+    """Peak summed RSS / PSS of this process and its descendants, per open tracker.
+
+    Stages may nest (``build all`` holds one stage per target): each stage opens
+    its own tracker and every sample updates all the open ones.
+    """
+
+    def __init__(self, interval: float = 0.5):
+        super().__init__(daemon=True)
+        self.interval = interval
+        self._halt = threading.Event()
+        self._lock = threading.Lock()
+        self._open: list[dict] = []
+
+    def open(self) -> dict:
+        tracker = {"peak_rss_bytes": 0, "peak_pss_bytes": 0, "peak_processes": 0,
+                   "peak_main_rss_bytes": 0}
+        with self._lock:
+            self._open.append(tracker)
+        self.sample()
+        return tracker
+
+    def close(self, tracker: dict) -> dict:
+        self.sample()
+        with self._lock:
+            self._open = [t for t in self._open if t is not tracker]
+        return dict(tracker)
+
+    def sample(self) -> None:
+        me = os.getpid()
+        pids = _tree(me)
+        rss = pss = main_rss = 0
+        for p in pids:
+            r, s = _rss_pss(p)
+            rss += r
+            pss += s
+            if p == me:
+                main_rss = r
+        with self._lock:
+            for t in self._open:
+                t["peak_rss_bytes"] = max(t["peak_rss_bytes"], rss)
+                t["peak_pss_bytes"] = max(t["peak_pss_bytes"], pss)
+                t["peak_processes"] = max(t["peak_processes"], len(pids))
+                t["peak_main_rss_bytes"] = max(t["peak_main_rss_bytes"], main_rss)
+
+    def run(self) -> None:
+        while not self._halt.wait(self.interval):
+            self.sample()
+
+    def stop(self) -> None:
+        self._halt.set()
+
+
+# ---------------------------------------------------------------------------
+# Stages
+# ---------------------------------------------------------------------------
+
+class Stages:
+    """Times named stages: wall clock, CPU (self + reaped children), peak memory."""
+
+    def __init__(self, sampler: MemorySampler):
+        self.sampler = sampler
+        self.rows: list[dict] = []
+
+    @contextlib.contextmanager
+    def stage(self, name: str, **info):
+        tracker = self.sampler.open()
+        t0, c0 = time.perf_counter(), os.times()
+        load0 = os.getloadavg()[0]
+        print(f"[{time.strftime('%H:%M:%S')}] {name} ...", file=sys.stderr, flush=True)
+        try:
+            yield info
+        finally:
+            c1 = os.times()
+            row = {"stage": name, "wall_s": time.perf_counter() - t0,
+                   "cpu_self_s": (c1.user - c0.user) + (c1.system - c0.system),
+                   "cpu_children_s": (c1.children_user - c0.children_user)
+                   + (c1.children_system - c0.children_system),
+                   "load_start": load0, "load_end": os.getloadavg()[0],
+                   **self.sampler.close(tracker), **info}
+            row["cpu_s"] = row["cpu_self_s"] + row["cpu_children_s"]
+            self.rows.append(row)
+            print(f"[{time.strftime('%H:%M:%S')}] {name}: {row['wall_s']:.1f} s wall, "
+                  f"{row['cpu_s']:.1f} s CPU, peak PSS {row['peak_pss_bytes'] / MB:.0f} MB",
+                  file=sys.stderr, flush=True)
+
+
+def tree_bytes(path: Path) -> int:
+    """Bytes of every regular file under ``path`` (or of the file itself)."""
+    path = Path(path)
+    if path.is_file():
+        return path.stat().st_size
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(dirpath, f), follow_symlinks=False).st_size
+    return total
+
+
+def index_cache_dir(sd19: Path) -> Path | None:
+    local = sd19 / ".mnistforge"
+    if local.is_dir():
+        return local
+    home = Path(os.environ.get("MNISTFORGE_HOME", Path.home() / ".cache" / "mnistforge"))
+    cached = home / "cache" / "sd19"
+    return cached if cached.is_dir() else None
+
+
+def run_build_all(stages: Stages, sd19: Path, out: Path, workers) -> None:
+    """``mnistforge build all`` through the CLI, one stage per target it dispatches."""
+    from mnistforge.cli import main
+    from mnistforge.commands import build as build_cmd
+
+    original = build_cmd.dispatch
+
+    def timed_dispatch(args):
+        with stages.stage(args.target):
+            return original(args)
+
+    argv = ["build", "all", "--sd19", str(sd19), "--out", str(out)]
+    if workers:
+        argv += ["--workers", str(workers)]
+    build_cmd.dispatch = timed_dispatch
+    try:
+        with stages.stage("build all (total)"):
+            rc = main(argv)
+    finally:
+        build_cmd.dispatch = original
+    if rc:
+        raise SystemExit(f"mnistforge build all failed with exit status {rc}")
+
+
+def count_outputs(out: Path) -> dict:
+    """Images per split of every built dataset (from the files' headers)."""
+    from mnistforge.formats.idx import read_idx_header
+
+    counts = {}
+    for sub in sorted(p for p in out.iterdir() if p.is_dir()):
+        for f in sorted(sub.glob("*images*")):
+            counts[f"{sub.name}/{f.name}"] = int(read_idx_header(f).shape[0])
+    return counts
+
+
+# ---------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------
+
+def _fmt_s(s: float) -> str:
+    return f"{s:8.1f} s" if s < 120 else f"{s / 60:6.1f} min"
+
+
+def print_report(result: dict) -> None:
+    print(f"\nfull build of a synthetic SD19 at scale {result['scale']:g} "
+          f"({result['characters']:,} characters) on {result['machine']['cpus']} cores, "
+          f"load average {result['machine']['load_start']:.1f} at start, "
+          f"{result['machine']['load_end']:.1f} at end\n")
+    head = f"{'stage':<20} {'wall':>10} {'CPU':>10} {'load':>5} {'peak PSS':>10} {'peak RSS':>10} {'procs':>5}"
+    print(head)
+    print("-" * len(head))
+    for r in result["stages"]:
+        print(f"{r['stage']:<20} {_fmt_s(r['wall_s']):>10} {_fmt_s(r['cpu_s']):>10} "
+              f"{(r['load_start'] + r['load_end']) / 2:5.1f} "
+              f"{r['peak_pss_bytes'] / MB:8.0f} MB {r['peak_rss_bytes'] / MB:8.0f} MB "
+              f"{r['peak_processes']:5d}")
+    total = [r for r in result["stages"] if r["stage"] == "build all (total)"][0]
+    print(f"(build all outside its four targets -- CLI start-up, imports, renames: "
+          f"{total['outside_targets_wall_s']:.1f} s wall)")
+    t = result["totals"]
+    print(f"\nindex + build all: {_fmt_s(t['build_wall_s']).strip()} wall "
+          f"(target < 20 min: {'met' if t['build_wall_s'] < TARGET_WALL_S else 'NOT met'}), "
+          f"{_fmt_s(t['build_cpu_s']).strip()} CPU "
+          f"(= {t['build_cpu_s'] / result['machine']['cpus'] / 60:.1f} min on "
+          f"{result['machine']['cpus']} idle cores if it parallelised perfectly)")
+    print(f"peak memory (process tree, PSS): {t['peak_pss_bytes'] / GB:.2f} GB "
+          f"(target < 4 GB: {'met' if t['peak_pss_bytes'] < TARGET_MEM else 'NOT met'}); "
+          f"summed RSS {t['peak_rss_bytes'] / GB:.2f} GB; ru_maxrss main "
+          f"{result['ru_maxrss']['self_bytes'] / GB:.2f} GB, largest child "
+          f"{result['ru_maxrss']['children_bytes'] / GB:.2f} GB")
+    print("\ndisk:")
+    for k, v in result["disk"].items():
+        print(f"  {k:<28} {v / MB:10.1f} MB")
+    print("\nimages per file:")
+    for k, v in result["outputs"].items():
+        print(f"  {k:<52} {v:>9,}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="fraction of SD19 to synthesise (1 = 814,255 characters)")
+    ap.add_argument("--sd19", type=Path, default=None,
+                    help="reuse this SD19 (real or synthetic) instead of synthesising one")
+    ap.add_argument("--work", type=Path, default=None,
+                    help="folder for the synthetic SD19 and the build (default: a temporary one)")
+    ap.add_argument("--keep", action="store_true", help="keep the synthetic SD19 and the build")
+    ap.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the synthetic SD19")
+    ap.add_argument("--interval", type=float, default=0.5, help="memory sampling period (s)")
+    ap.add_argument("--json", type=Path, default=None, help="write the figures here")
+    args = ap.parse_args(argv)
+
+    import logging
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+    from mnistforge.sources import open_sd19
+    from mnistforge.sources.synth import SynthConfig, synthesize_sd19
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="mnistforge-full-"))
+    work.mkdir(parents=True, exist_ok=True)
+    sampler = MemorySampler(args.interval)
+    sampler.start()
+    stages = Stages(sampler)
+    machine = {"cpus": os.cpu_count(), "usable_cpus": len(os.sched_getaffinity(0)),
+               "platform": platform.platform(), "python": platform.python_version(),
+               "load_start": os.getloadavg()[0],
+               "mem_total_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")}
+    out = work / "build"
+    try:
+        if args.sd19 is None:
+            sd19 = work / f"sd19-synth-x{args.scale:g}"
+            cfg = SynthConfig(scale=args.scale, edition=2, packaging="zip", seed=args.seed,
+                              workers=args.workers, overwrite=True)
+            with stages.stage("synth"):
+                synthesize_sd19(sd19, cfg)
+        else:
+            sd19 = args.sd19
+        with stages.stage("index") as info:
+            info["cache_existed"] = index_cache_dir(sd19) is not None
+            src = open_sd19(sd19, workers=args.workers)
+            characters = int(len(src.index))
+            info["characters"] = characters
+            info["digits"] = int(len(src.digits()))
+            del src
+        if out.exists():
+            shutil.rmtree(out)
+        run_build_all(stages, sd19, out, args.workers)
+
+        disk = {}
+        for z in sorted(sd19.glob("*.zip")):
+            disk[f"sd19/{z.name}"] = tree_bytes(z)
+        disk["sd19 (all)"] = tree_bytes(sd19)
+        cache = index_cache_dir(sd19)
+        if cache is not None:
+            disk["index cache"] = tree_bytes(cache)
+        for sub in sorted(p for p in out.iterdir() if p.is_dir()):
+            disk[f"build/{sub.name}"] = tree_bytes(sub)
+        disk["build (all)"] = tree_bytes(out)
+        outputs = count_outputs(out)
+    finally:
+        sampler.stop()
+        if not args.keep and args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+    by = {r["stage"]: r for r in stages.rows}
+    targets = [r for r in stages.rows if r["stage"] in ("qmnist", "mnist", "xnist", "emnist")]
+    total = by["build all (total)"]
+    # CLI start-up (argument parsing imports every command module) and moving folders into place
+    by["build all (total)"]["outside_targets_wall_s"] = total["wall_s"] - sum(
+        r["wall_s"] for r in targets)
+    build_rows = [by["index"], by["build all (total)"]]
+    machine["load_end"] = os.getloadavg()[0]
+    result = {
+        "scale": args.scale if args.sd19 is None else characters / SD19_CHARACTERS,
+        "sd19": str(sd19), "characters": characters,
+        "machine": machine,
+        "stages": stages.rows,
+        "totals": {
+            "build_wall_s": sum(r["wall_s"] for r in build_rows),
+            "build_cpu_s": sum(r["cpu_s"] for r in build_rows),
+            "all_wall_s": sum(r["wall_s"] for r in stages.rows
+                              if r["stage"] in ("synth", "index", "build all (total)")),
+            "peak_pss_bytes": max(r["peak_pss_bytes"] for r in build_rows),
+            "peak_rss_bytes": max(r["peak_rss_bytes"] for r in build_rows),
+        },
+        "ru_maxrss": {  # Linux reports KiB
+            "self_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "children_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024},
+        "disk": disk,
+        "outputs": outputs,
+        "targets": {"wall_s": TARGET_WALL_S, "memory_bytes": TARGET_MEM},
+    }
+    result["targets"]["wall_met"] = result["totals"]["build_wall_s"] < TARGET_WALL_S
+    result["targets"]["memory_met"] = result["totals"]["peak_pss_bytes"] < TARGET_MEM
+    print_report(result)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1))
+        print(f"\nfigures written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
