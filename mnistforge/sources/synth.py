@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, FormatError, MissingFileError
+from ..errors import BuildError, ConfigError, FormatError, MissingFileError
 from ..outputs import atomic_dir
 from ..progress import progress as _progress_bar
 from . import nist_table as nt
@@ -110,7 +110,8 @@ class SynthConfig:
     layout_partitions, layout_writers : tuple of int or None
         With ``layout``: keep only these partitions / writer ids (fast tests).
     workers : int or None
-        Processes for rendering (default: all cores; small jobs run in-process).
+        Processes for rendering (default: ``$MNISTFORGE_WORKERS`` or the usable cores; small
+        jobs run in-process).
     overwrite : bool
         Replace an existing output folder.
     """
@@ -611,7 +612,11 @@ class _Spill:
 
 def _render_all(config: SynthConfig, plan: Plan, spill: _Spill, bar) -> None:
     n = len(plan)
-    workers = config.workers or os.cpu_count() or 1
+    if config.workers:
+        workers = config.workers
+    else:
+        from .sd19 import default_workers   # $MNISTFORGE_WORKERS or the usable cores
+        workers = default_workers()
     # Jobs group whole writer folders; how they are grouped does not change any byte.
     chunk = int(min(1000, max(50, n // (4 * workers))))
     jobs = _jobs(config, plan, chunk)
@@ -629,7 +634,8 @@ def _render_all(config: SynthConfig, plan: Plan, spill: _Spill, bar) -> None:
             done += len(lengths)
             bar.update(len(lengths))
         if done != n:
-            raise RuntimeError(f"rendered {done} characters, planned {n}")
+            raise BuildError("synthetic SD19 rendering lost characters",
+                             expected=f"{n} characters", found=f"{done}")
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
