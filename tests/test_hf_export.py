@@ -587,6 +587,14 @@ def test_load_from_an_exported_repository(builds, tmp_path):
                  f"{builds / 'qmnist'}:test", "--out", str(repo), "--no-check"]) == 0
     assert [c["config_name"] for c in hf.read_card(repo)["configs"]] == ["emnist-letters", "qmnist"]
     assert list(hf.repo_configs(repo)["qmnist"]) == ["test"]
+    # an export is itself a valid target (FOLDER:NAME), and re-exporting keeps the bytes
+    again = tmp_path / "again"
+    assert main(["export", "hf", f"{repo}:emnist-letters", f"{repo}:qmnist", "--out", str(again),
+                 "--no-check"]) == 0
+    a, b = tree_hashes(repo), tree_hashes(again)
+    assert {k: v for k, v in a.items() if k.startswith("data/")} == \
+        {k: v for k, v in b.items() if k.startswith("data/")}
+    assert "re-exported from an earlier mnistforge export" in (again / "README.md").read_text()
     for name, split, root in (("qmnist", "test", builds / "qmnist"),
                               ("emnist-letters", "train", builds / "emnist")):
         a = mnistforge.load(name, split, root=root, with_metadata=True)

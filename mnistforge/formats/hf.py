@@ -494,7 +494,7 @@ def shard_bounds(offsets: np.ndarray, max_shard_bytes: int = MAX_SHARD_BYTES) ->
     Examples
     --------
     >>> shard_bounds(np.arange(0, 1001, 100), max_shard_bytes=450)
-    [(0, 4), (4, 7), (7, 10)]
+    [(0, 3), (3, 7), (7, 10)]
     """
     n = len(offsets) - 1
     if n == 0:
@@ -884,6 +884,17 @@ def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_n
             prov["notes"] = m["notes"]
         license_id, license_name = "other", NIST_LICENSE_NAME
         cites = [BIBTEX.get(info.group, ""), BIBTEX["sd19"]]
+    elif root is not None and is_hf_repo(root, name):
+        source = (f"re-exported from an earlier mnistforge export (`{Path(root).name}`); that "
+                  "folder's README.md holds the original provenance.")
+        prov["source_card_sha256"] = sha256_file(Path(root) / CARD)
+        prov["source_shards_sha256"] = {
+            rel: sha256_file(Path(root) / rel)
+            for rel in sorted({f for fs in repo_configs(root).get(name, {}).values() for f in fs})}
+        header = read_card(root)
+        license_id = header.get("license") if isinstance(header.get("license"), str) else "other"
+        license_name = header.get("license_name") if license_id == "other" else None
+        cites = [BIBTEX.get(info.group, "")]
     else:
         source = (f"official release files ({info.homepage or info.title}), fetched and verified "
                   f"against the mnistforge registry.")
