@@ -270,3 +270,30 @@ def test_unknown_dataset_and_foreign_class():
     idx["ascii"][0] = ord("#")
     with pytest.raises(BuildError, match="62 NIST classes"):
         split_sides(idx)
+
+
+def test_duplicate_images_stay_on_one_side():
+    # SD19's duplicated images must not straddle train and test (leakage).
+    from mnistforge.builders.emnist_splits import EmnistSplitConfig, split_sides
+    n = 7000
+    idx = np.zeros(n, dtype=[("ascii", "u1"), ("duplicate_of", "i4"), ("writer", "i2"),
+                             ("hsf", "u1")])
+    rng = np.random.default_rng(0)
+    idx["ascii"] = rng.integers(0x30, 0x3A, n)
+    idx["duplicate_of"] = -1
+    pairs = [(5, 6000), (10, 6001), (20, 6002)]
+    for a, b in pairs:
+        idx["ascii"][b] = idx["ascii"][a]
+        idx["duplicate_of"][b] = a
+    for seed in range(20):
+        no_dup = idx.copy()
+        no_dup["duplicate_of"] = -1
+        plain = split_sides(no_dup, EmnistSplitConfig(seed=seed))
+        sides = split_sides(idx, EmnistSplitConfig(seed=seed))
+        for a, b in pairs:
+            assert sides[a] == sides[b]
+        # per-class side sizes unchanged
+        for c in range(0x30, 0x3A):
+            m = idx["ascii"] == c
+            assert sides[m].sum() == plain[m].sum()
+        assert sides.sum() == plain.sum()

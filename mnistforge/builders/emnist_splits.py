@@ -258,7 +258,7 @@ def apportion(counts: np.ndarray, total: int) -> np.ndarray:
     Ties go to the earlier entry.
 
     >>> apportion(np.array([7, 7, 1]), 3).tolist()
-    [1, 1, 1]
+    [2, 1, 0]
     """
     counts = np.asarray(counts, np.int64)
     n = int(counts.sum())
@@ -295,8 +295,46 @@ def split_sides(index, config: EmnistSplitConfig = EmnistSplitConfig()) -> np.nd
         n_test = n - (n * (TEST_FRACTION[1] - TEST_FRACTION[0])) // TEST_FRACTION[1]
         per_class = apportion(counts, n_test)
         ranks = _ranks_within(cls, _rng(config.seed, 0))
-        return ranks < per_class[cls]
+        return keep_duplicates_together(index, ranks < per_class[cls], cls)
     return _writer_sides(index, config)
+
+
+def keep_duplicates_together(index, is_test: np.ndarray, cls: np.ndarray) -> np.ndarray:
+    """Put every exact duplicate image on the side of its original.
+
+    SD19 holds three duplicated digit images; split at random, a pair can land
+    on both sides and leak a test image into training.  Each moved duplicate
+    swaps sides with the first ordinary character of its class on the other
+    side, so per-class side sizes (and the official totals) are unchanged.
+
+    Examples
+    --------
+    >>> idx = np.zeros(4, dtype=[("duplicate_of", "i4")]); idx["duplicate_of"] = [-1, -1, 0, -1]
+    >>> keep_duplicates_together(idx, np.array([True, False, False, True]), np.zeros(4, int)).tolist()
+    [True, False, True, False]
+    """
+    names = getattr(getattr(index, "dtype", None), "names", None) or ()
+    if "duplicate_of" not in names:
+        return is_test
+    dup = np.asarray(index["duplicate_of"]).astype(np.int64)
+    rows = np.flatnonzero(dup >= 0)
+    if not len(rows):
+        return is_test
+    is_test = is_test.copy()
+    involved = np.zeros(len(dup), bool)
+    involved[rows] = True
+    involved[dup[rows]] = True
+    for r in rows:
+        o = int(dup[r])
+        while dup[o] >= 0:  # follow chains to the first copy
+            o = int(dup[o])
+        if is_test[r] == is_test[o]:
+            continue
+        partners = np.flatnonzero((cls == cls[r]) & (is_test == is_test[o]) & ~involved)
+        is_test[r] = is_test[o]
+        if len(partners):
+            is_test[partners[0]] = not is_test[o]
+    return is_test
 
 
 def _writer_sides(index, config: EmnistSplitConfig) -> np.ndarray:
