@@ -638,7 +638,11 @@ def hf_features(classes, metadata_dtype=None):
 #: Hub licence identifiers of the official releases (the registry holds the prose).
 HUB_LICENSES = {"mnist": "cc-by-sa-3.0", "fashion-mnist": "mit", "kmnist": "cc-by-sa-4.0",
                 "qmnist": "bsd-3-clause"}
-NIST_LICENSE_NAME = "NIST SD19 terms (US Government work, not subject to copyright in the US)"
+#: The Hub wants ``license_name`` as a slug (with ``license_link``) when ``license: other``.
+NIST_LICENSE_NAME = "nist-sd19"
+LICENSE_LINKS = {NIST_LICENSE_NAME: "https://www.nist.gov/srd/nist-special-database-19"}
+LICENSE_TEXTS = {NIST_LICENSE_NAME: "NIST Special Database 19 terms: a work of the US Government, "
+                                    "not subject to copyright in the US"}
 
 BIBTEX = {
     "mnist": """@article{lecun1998gradient,
@@ -1017,7 +1021,9 @@ def card_header(configs: list[dict]) -> dict:
     other = sorted({c["config"].license_name for c in configs
                     if (c["config"].license or DEFAULT_LICENSE) == "other" and c["config"].license_name})
     if other:
-        header["license_name"] = other[0] if len(other) == 1 else "; ".join(other)
+        header["license_name"] = other[0] if len(other) == 1 else "-and-".join(other)
+        if len(other) == 1 and other[0] in LICENSE_LINKS:
+            header["license_link"] = LICENSE_LINKS[other[0]]
     header.update({
         "task_categories": ["image-classification"],
         "size_categories": [_size_category(total)],
@@ -1198,7 +1204,8 @@ def dataset_card(configs: list[dict], *, repo_id: str | None = None, title: str 
     for c in configs:
         cfg = c["config"]
         lic = cfg.license or DEFAULT_LICENSE
-        name = f" ({cfg.license_name})" if cfg.license_name else ""
+        name = f" (`{cfg.license_name}`: {LICENSE_TEXTS.get(cfg.license_name, cfg.license_name)})" \
+            if cfg.license_name else ""
         out.append(f"- `{cfg.name}`: `{lic}`{name}")
     out += ["", "## Citation", ""]
     cites = header.get("citations") or []
