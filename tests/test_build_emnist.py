@@ -251,3 +251,17 @@ def test_writer_metadata_reaches_the_hugging_face_columns(built):
         assert col in hf.column_names
     assert hf["writer"] == ds.metadata["writer"].tolist()
     assert set(hf["field"]) <= {0, 1, 2, 3}
+
+
+def test_paper37_letters_load_with_their_own_class_names(sd19, tmp_path):
+    # The loader takes the class list from the build manifest, not the registry's 26+N/A.
+    out37 = tmp_path / "l37"
+    assert main(["build", "emnist-letters", "--sd19", str(sd19), "--out", str(out37),
+                 "--letters-variant", "paper37"]) == 0
+    ds = mnistforge.load("emnist-letters", "train", root=out37, with_metadata=True)
+    assert len(ds.classes) == 37
+    assert ds.labels.max() < len(ds.classes)
+    # each label's character agrees with the SD19 character it came from
+    chars = np.array([chr(a) for a in ds.metadata["ascii"]])
+    named = np.array([ds.classes[k] for k in ds.labels])
+    assert np.all((named == chars) | (np.char.upper(named) == np.char.upper(chars)))

@@ -229,6 +229,7 @@ class DatasetSplit:
 
     def summary(self) -> dict:
         return {"kind": self.kind, "classes": len([c for c in self.classes if c]),
+                "class_names": list(self.classes),
                 "train": int(len(self.train_rows)), "test": int(len(self.test_rows)),
                 "validation": int(self.n_validation), "quota": self.quota}
 

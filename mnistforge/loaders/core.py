@@ -194,8 +194,11 @@ def load(name, split="train", *, root=None, download=True, with_metadata=False, 
         raise IntegrityError(f"{info.name} {split}: wrong number of rows", path=src.where,
                              expected=f"{sp.count} (registry)", found=str(len(labels)))
     logger.info("loaded %s %s: %d images from %s", info.name, split, len(labels), src)
-    return DatasetSplit(info.name, split, images, labels, info, metadata, str(src), src.status,
-                        src.orientation)
+    ds = DatasetSplit(info.name, split, images, labels, info, metadata, str(src), src.status,
+                      src.orientation)
+    if getattr(src, "classes", None):
+        ds.classes = list(src.classes)
+    return ds
 
 
 def _check_shapes(info, fsp, images, labels, meta, src) -> None:

@@ -245,6 +245,25 @@ def manifest_orientation(manifest: dict | None) -> str | None:
     return None
 
 
+def manifest_classes(manifest: dict | None, info: DatasetInfo) -> list | None:
+    """The class names a build manifest records for this dataset, if any.
+
+    A build can differ from the registry's class list (EMNIST letters built as
+    the paper's 37-class variant); the manifest then says so.
+    """
+    if not manifest:
+        return None
+    entries = manifest.get("datasets") or {}
+    if not isinstance(entries, dict):
+        return None
+    short = info.name.split("-", 1)[1] if info.name.startswith("emnist-") else info.name
+    entry = entries.get(short) or entries.get(info.name)
+    names = entry.get("class_names") if isinstance(entry, dict) else None
+    if isinstance(names, list) and names and list(names) != list(info.classes):
+        return [str(c) for c in names]
+    return None
+
+
 class FolderSource:
     """Idx files under their official names in a folder (built or official)."""
 
@@ -266,6 +285,7 @@ class FolderSource:
         self.status: dict[str, str] = {}
         self.manifest = read_manifest(folder)
         self.orientation = manifest_orientation(self.manifest) or info.orientation
+        self.classes = manifest_classes(self.manifest, info)
 
     def __str__(self) -> str:
         return f"folder {self.folder}"
