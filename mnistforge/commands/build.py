@@ -66,4 +66,23 @@ def dispatch(args) -> int:
                           expected="one of " + ", ".join(sorted(TARGETS) + ["all"]),
                           found=args.target)
     builder = importlib.import_module(f"mnistforge.builders.{mod}")
-    return builder.build_from_cli(args.target, args)
+    rc = builder.build_from_cli(args.target, args)
+    if rc == 0:
+        print(describe_build(args.target, args.out))
+    return rc
+
+
+def describe_build(target: str, out) -> str:
+    """One line per output file of a finished build, from its manifest."""
+    from pathlib import Path
+
+    from ..outputs import read_manifest
+
+    m = read_manifest(out) or {}
+    outputs = m.get("outputs") or {}
+    total = sum(int(o.get("bytes", 0)) for o in outputs.values())
+    lines = [f"built {target} into {Path(out)}: {len(outputs)} files, {total / 1e6:.1f} MB"]
+    lines += [f"  {name}  {o.get('sha256', '')[:16]}" for name, o in sorted(outputs.items())]
+    for note in m.get("notes") or []:
+        lines.append(f"  note: {note}")
+    return "\n".join(lines)
