@@ -340,3 +340,16 @@ def test_lenet_without_torch_raises_clear_error_or_trains():
         again = make_classifier(spec).fit(X, y)
         assert np.allclose(clf.decision_function(X[:5]), again.decision_function(X[:5]),
                            atol=1e-5)
+
+
+def test_elm_wider_than_the_data_stays_solvable():
+    # more hidden units than samples: H^T H is rank deficient and only the ridge keeps it
+    # positive definite; a float32 accumulation used to break Cholesky here
+    rng = np.random.default_rng(12)
+    X = rng.integers(0, 256, (150, 28, 28), dtype=np.uint8)
+    y = rng.integers(0, 5, 150)
+    clf = ELMClassifier(hidden=400, ridge=1e-3, seed=0).fit(X, y)
+    W = _ridge_reference(clf._design(X).astype(np.float64),
+                         (y[:, None] == np.arange(5)).astype(float), 1e-3)
+    assert np.array_equal(clf.predict(X), clf.classes_[(clf._design(X) @ W).argmax(1)])
+    assert (clf.predict(X) == y).mean() == 1.0  # wide enough to memorise
