@@ -30,7 +30,6 @@ import zlib
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy import special, stats
 
 from ..errors import ConfigError
 
@@ -47,6 +46,18 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- quantiles
+
+def _special():
+    # SciPy is imported on first use: `mnistforge --help` must not pay for scipy.stats.
+    from scipy import special
+    return special
+
+
+def _stats():
+    from scipy import stats
+    return stats
+
+
 def _eta(confidence: float) -> float:
     if not 0.0 < confidence < 1.0:
         raise ConfigError("confidence out of range", expected="a number strictly between 0 and 1 "
@@ -62,7 +73,7 @@ def z_two_sided(confidence: float = 0.95) -> float:
     >>> round(z_two_sided(0.95), 4)
     1.96
     """
-    return math.sqrt(2.0) * float(special.erfcinv(_eta(confidence)))
+    return math.sqrt(2.0) * float(_special().erfcinv(_eta(confidence)))
 
 
 def z_one_sided(confidence: float = 0.95) -> float:
@@ -73,7 +84,7 @@ def z_one_sided(confidence: float = 0.95) -> float:
     >>> round(z_one_sided(0.95), 4)
     1.6449
     """
-    return math.sqrt(2.0) * float(special.erfcinv(2.0 * _eta(confidence)))
+    return math.sqrt(2.0) * float(_special().erfcinv(2.0 * _eta(confidence)))
 
 
 # --------------------------------------------------------------------------- one system
@@ -113,8 +124,8 @@ def exact_interval(errors: int, n: int, confidence: float = 0.95) -> tuple[float
     """
     errors, n = _check_count(errors, n)
     a = _eta(confidence) / 2.0
-    lo = 0.0 if errors == 0 else float(stats.beta.ppf(a, errors, n - errors + 1))
-    hi = 1.0 if errors == n else float(stats.beta.ppf(1.0 - a, errors + 1, n - errors))
+    lo = 0.0 if errors == 0 else float(_stats().beta.ppf(a, errors, n - errors + 1))
+    hi = 1.0 if errors == n else float(_stats().beta.ppf(1.0 - a, errors + 1, n - errors))
     return lo, hi
 
 
@@ -251,7 +262,7 @@ def paired_worse(n12: int, n21: int, confidence: float = 0.95, k: int = 1) -> bo
     if n12 <= n21:
         return False
     eta = _eta(confidence) / k
-    z = math.sqrt(2.0) * float(special.erfcinv(2.0 * eta))
+    z = math.sqrt(2.0) * float(_special().erfcinv(2.0 * eta))
     return (n12 - n21) >= z * math.sqrt(n12 + n21)
 
 
@@ -273,7 +284,7 @@ def max_bonferroni_k(n12: int, n21: int, confidence: float = 0.95) -> int:
     if n12 <= n21 or not paired_worse(n12, n21, confidence):
         return 0
     x = (n12 - n21) / math.sqrt(n12 + n21)
-    log_k = math.log(eta) - float(special.log_ndtr(-x))
+    log_k = math.log(eta) - float(_special().log_ndtr(-x))
     if log_k > 700:  # beyond float range: report the (astronomical) bound from the logarithm
         return int(decimal.Decimal(log_k).exp().to_integral_value(decimal.ROUND_FLOOR))
     k = max(1, int(math.floor(math.exp(log_k))))
@@ -298,7 +309,7 @@ def mcnemar_exact(n12: int, n21: int, alternative: str = "two-sided") -> float:
     n12, n21 = int(n12), int(n21)
     if n12 + n21 == 0:
         return 1.0
-    return float(stats.binomtest(n12, n12 + n21, 0.5, alternative=alternative).pvalue)
+    return float(_stats().binomtest(n12, n12 + n21, 0.5, alternative=alternative).pvalue)
 
 
 @dataclass(frozen=True)
