@@ -1,0 +1,214 @@
+"""Transformation groups acting on images about the image centre.
+
+A group is declared by the list of its parameters.  Every parameter has a *kind* that says
+how it enters the transformation ``T_t(x) = c + L(t) (x - c) + b(t)`` of the image plane
+(``x = (column, row)`` in pixels, ``c`` the image centre, the row axis pointing down):
+
+============  ===============================  ============  ========================
+kind          meaning                          grid step     generator field at ``e``
+============  ===============================  ============  ========================
+``tx``        shift right (pixels)             0.5 px        ``(1, 0)``
+``ty``        shift down (pixels)              0.5 px        ``(0, 1)``
+``rotation``  angle (radians; positive turns   pi/20         ``(-(y - cy), x - cx)``
+              the picture clockwise on screen)
+``dilation``  log of the scale factor          0.1           ``(x - cx, y - cy)``
+``aspect``    log of the x/y stretch ratio/2   0.1           ``(x - cx, -(y - cy))``
+``shear``     horizontal shear                 0.1           ``(y - cy, 0)``
+============  ===============================  ============  ========================
+
+with ``L(t) = exp(dilation) R(rotation) [[exp(aspect), shear], [0, exp(-aspect)]]`` and
+``b(t) = (tx, ty)``, so every ``L`` is invertible and the parameters are the paper's
+(translation, rotation, dilation) where they overlap.  The transformed image is
+``I_t(p) = I(T_t^{-1}(p))`` with zeros outside the frame and the same output size.
+
+Examples
+--------
+>>> g = get_group("dilation-rotation")
+>>> g.params, [round(s, 4) for s in g.steps]
+(('dilation', 'rotation'), [0.1, 0.1571])
+>>> get_group("affine").dim
+6
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import ConfigError
+
+#: Paper grid steps (Fawzi & Frossard 2015), per parameter kind.
+DEFAULT_STEPS = {"tx": 0.5, "ty": 0.5, "rotation": math.pi / 20, "dilation": 0.1,
+                 "aspect": 0.1, "shear": 0.1}
+#: Default search bounds per kind: beyond them the picture has left the frame, turned a
+#: full half-turn either way, or shrunk/grown by e^3 (20x); the search stops there.
+DEFAULT_BOUNDS = {"tx": (-28.0, 28.0), "ty": (-28.0, 28.0), "rotation": (-math.pi, math.pi),
+                  "dilation": (-3.0, 3.0), "aspect": (-2.0, 2.0), "shear": (-3.0, 3.0)}
+KINDS = tuple(DEFAULT_STEPS)
+
+
+@dataclass(frozen=True)
+class TransformGroup:
+    """A transformation group: its parameters (kinds), grid steps and search bounds.
+
+    Parameters
+    ----------
+    name : str
+    params : tuple of str
+        Parameter kinds (see the module table), in grid-axis order.
+    steps : tuple of float, optional
+        Grid step per parameter (default: the paper's steps).
+    bounds : tuple of (float, float), optional
+        Parameter range searched (default: :data:`DEFAULT_BOUNDS`); the grid holds the
+        nodes ``k * step`` inside it.
+
+    Examples
+    --------
+    >>> g = TransformGroup("shift-x", ("tx",))
+    >>> g.steps, g.linear(np.zeros(1)).tolist(), g.shift(np.array([2.0])).tolist()
+    ((0.5,), [[1.0, 0.0], [0.0, 1.0]], [2.0, 0.0])
+    """
+
+    name: str
+    params: tuple
+    steps: tuple | None = None
+    bounds: tuple | None = None
+
+    def __post_init__(self):
+        params = tuple(self.params)
+        bad = [p for p in params if p not in KINDS]
+        if bad or not params or len(set(params)) != len(params):
+            raise ConfigError(f"invalid parameters for group {self.name}",
+                              expected="distinct kinds among " + ", ".join(KINDS),
+                              found=", ".join(map(str, params)))
+        object.__setattr__(self, "params", params)
+        steps = tuple(float(DEFAULT_STEPS[p]) for p in params) if self.steps is None \
+            else tuple(float(s) for s in self.steps)
+        if len(steps) != len(params) or any(not s > 0 for s in steps):
+            raise ConfigError(f"invalid grid steps for group {self.name}",
+                              expected=f"{len(params)} positive steps", found=str(steps))
+        object.__setattr__(self, "steps", steps)
+        bounds = tuple(DEFAULT_BOUNDS[p] for p in params) if self.bounds is None \
+            else tuple((float(a), float(b)) for a, b in self.bounds)
+        if len(bounds) != len(params) or any(not a <= 0 <= b for a, b in bounds):
+            raise ConfigError(f"invalid bounds for group {self.name}",
+                              expected=f"{len(params)} (low <= 0 <= high) pairs", found=str(bounds))
+        object.__setattr__(self, "bounds", bounds)
+
+    @property
+    def dim(self) -> int:
+        return len(self.params)
+
+    def with_options(self, steps=None, bounds=None) -> TransformGroup:
+        """A copy with other grid steps and/or bounds."""
+        return TransformGroup(self.name, self.params, steps if steps is not None else self.steps,
+                              bounds if bounds is not None else self.bounds)
+
+    def grid_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lowest and highest integer grid index per axis inside the bounds."""
+        st = np.asarray(self.steps)
+        lo = np.ceil(np.array([b[0] for b in self.bounds]) / st - 1e-9).astype(np.int64)
+        hi = np.floor(np.array([b[1] for b in self.bounds]) / st + 1e-9).astype(np.int64)
+        return lo, hi
+
+    def _values(self, t: np.ndarray) -> dict:
+        t = np.asarray(t, np.float64)
+        z = np.zeros(t.shape[:-1])
+        v = {k: z for k in KINDS}
+        for i, p in enumerate(self.params):
+            v[p] = t[..., i]
+        return v
+
+    def linear(self, t) -> np.ndarray:
+        """``L(t)``, shape ``(..., 2, 2)`` acting on ``(x, y)``."""
+        return self._linear_and_derivatives(t)[0]
+
+    def shift(self, t) -> np.ndarray:
+        """``b(t)``, shape ``(..., 2)``."""
+        v = self._values(t)
+        return np.stack([v["tx"], v["ty"]], axis=-1)
+
+    def _linear_and_derivatives(self, t):
+        v = self._values(t)
+        s, th, a, q = v["dilation"], v["rotation"], v["aspect"], v["shear"]
+        es, c, sn = np.exp(s), np.cos(th), np.sin(th)
+        R = _mat(c, -sn, sn, c)
+        dR = _mat(-sn, -c, c, -sn)
+        ea, ea_, z = np.exp(a), np.exp(-a), np.zeros_like(a)
+        S = _mat(ea, q, z, ea_)
+        L = es[..., None, None] * R @ S
+        d = {"dilation": L,
+             "rotation": es[..., None, None] * dR @ S,
+             "aspect": es[..., None, None] * R @ _mat(ea, z, z, -ea_),
+             "shear": es[..., None, None] * R @ _mat(z, np.ones_like(a), z, z)}
+        return L, d
+
+    def derivatives(self, t) -> tuple[np.ndarray, np.ndarray]:
+        """``dL/dt_i`` and ``db/dt_i``: shapes ``(..., dim, 2, 2)`` and ``(..., dim, 2)``."""
+        t = np.asarray(t, np.float64)
+        L, d = self._linear_and_derivatives(t)
+        dL = np.zeros(t.shape[:-1] + (self.dim, 2, 2))
+        db = np.zeros(t.shape[:-1] + (self.dim, 2))
+        for i, p in enumerate(self.params):
+            if p == "tx":
+                db[..., i, 0] = 1.0
+            elif p == "ty":
+                db[..., i, 1] = 1.0
+            else:
+                dL[..., i, :, :] = d[p]
+        return dL, db
+
+    def generator_fields(self, shape=(28, 28)) -> np.ndarray:
+        """Velocity of each pixel under each parameter at the identity: ``(dim, 2, H, W)``.
+
+        Component 0 is the x (column) velocity, 1 the y (row) velocity.
+
+        Examples
+        --------
+        >>> f = get_group("rotation").generator_fields((3, 3))
+        >>> f[0, :, 0, 2].tolist()  # top-right corner (x=1, y=-1 about the centre) moves
+        [1.0, 1.0]
+        """
+        h, w = shape
+        cy, cx = (h - 1) / 2.0, (w - 1) / 2.0
+        yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
+        rel = np.stack([xx - cx, yy - cy])                       # 2 x H x W
+        dL, db = self.derivatives(np.zeros(self.dim))
+        return np.einsum("iab,bhw->iahw", dL, rel) + db[:, :, None, None]
+
+    def describe(self) -> str:
+        return f"{self.name} ({', '.join(f'{p} step {s:g}' for p, s in zip(self.params, self.steps))})"
+
+
+def _mat(a, b, c, d):
+    return np.stack([np.stack([a, b], -1), np.stack([c, d], -1)], -2)
+
+
+GROUPS = {
+    "rotation": TransformGroup("rotation", ("rotation",)),
+    "translation": TransformGroup("translation", ("tx", "ty")),
+    "dilation-rotation": TransformGroup("dilation-rotation", ("dilation", "rotation")),
+    "similarity": TransformGroup("similarity", ("tx", "ty", "rotation", "dilation")),
+    "affine": TransformGroup("affine", ("tx", "ty", "rotation", "dilation", "aspect", "shear")),
+}
+
+
+def get_group(group) -> TransformGroup:
+    """A :class:`TransformGroup` from its name (or the group itself).
+
+    Examples
+    --------
+    >>> get_group("similarity").params
+    ('tx', 'ty', 'rotation', 'dilation')
+    """
+    if isinstance(group, TransformGroup):
+        return group
+    key = str(group).strip().lower().replace("_", "-").replace("+", "-")
+    aliases = {"rotation-dilation": "dilation-rotation", "shift": "translation",
+               "translations": "translation"}
+    key = aliases.get(key, key)
+    if key not in GROUPS:
+        raise ConfigError("unknown transformation group", expected="one of " + ", ".join(GROUPS),
+                          found=group)
+    return GROUPS[key]

@@ -1,0 +1,406 @@
+"""Invariance scores: Manitest on one image, and the global score over a sample.
+
+For an image ``I`` and a classifier ``f``, the march (:func:`.marching.fast_march`) grows
+the geodesic distance ``d(e, t)`` over the group's parameter grid, the metric being the
+pull-back ``G(t) = J(t)^T J(t)`` of the L2 image metric (:mod:`.warp`); it stops at the first
+accepted node ``t*`` with ``f(I_t*) != f(I)``.  The invariance score is
+``Delta(I) = d(e, t*) / ||I||_2``.
+
+When the march ends without a label change (node cap reached, or every node inside the
+group's bounds visited) the image has **no score**: it is reported with status ``"cap"`` or
+``"boundary"`` and only a lower bound (the largest distance reached, over ``||I||``).
+
+Images and the transformed images the classifier sees are float in [0, 1] (uint8 input is
+divided by 255), ``N x H x W``.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import math
+import os
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ...errors import ConfigError
+from .groups import get_group
+from .marching import DEFAULT_CAP, fast_march
+from .warp import as_float_images, jacobian_fd, metric_tensors, spline_image, warp_nodes
+
+logger = logging.getLogger(__name__)
+
+STATUSES = ("changed", "cap", "boundary")
+
+
+# --------------------------------------------------------------------------- classifiers
+
+def as_predictor(model):
+    """A function ``images (N x H x W float in [0, 1]) -> labels (N,)`` from ``model``.
+
+    Accepts an object with ``predict`` (the package's classifiers, scikit-learn models), a
+    ``torch.nn.Module`` (argmax of its outputs on ``N x 1 x H x W`` float32 tensors; torch
+    is imported only then), or any callable on image batches.
+
+    Examples
+    --------
+    >>> f = as_predictor(lambda x: (x.sum(axis=(1, 2)) > 1).astype(int))
+    >>> f(np.ones((2, 3, 3))).tolist()
+    [1, 1]
+    """
+    if hasattr(model, "predict") and callable(model.predict):
+        return lambda x: np.asarray(model.predict(x)).ravel()
+    if _is_torch_module(model):
+        return torch_predictor(model)
+    if callable(model):
+        return lambda x: np.asarray(model(x)).ravel()
+    raise ConfigError("not a classifier", expected="an object with predict(images), a torch "
+                      "module or a callable on image batches", found=type(model).__name__)
+
+
+def _is_torch_module(model) -> bool:
+    mod = type(model).__module__ or ""
+    if not mod.startswith("torch"):
+        return any((c.__module__ or "").startswith("torch.nn") for c in type(model).__mro__)
+    return True
+
+
+def torch_predictor(model, device=None, batch: int = 1024):
+    """Wrap a PyTorch classifier (logits ``N x C``) as an image-batch predictor."""
+    from ...classifiers.lenet import require_torch
+
+    torch = require_torch()
+    dev = torch.device(device) if device else next(
+        (p.device for p in model.parameters()), torch.device("cpu"))
+
+    def predict(x):
+        model.eval()
+        out = []
+        with torch.no_grad():
+            for s in range(0, len(x), batch):
+                xt = torch.from_numpy(np.ascontiguousarray(x[s:s + batch], np.float32))
+                out.append(model(xt.unsqueeze(1).to(dev)).argmax(1).cpu().numpy())
+        return np.concatenate(out) if out else np.zeros(0, np.int64)
+    return predict
+
+
+def load_callable(spec: str):
+    """Import ``"module:attribute"`` (a callable or an object with ``predict``).
+
+    Examples
+    --------
+    >>> load_callable("math:floor")(2.5)
+    2
+    """
+    mod, sep, attr = spec.partition(":")
+    if not sep or not mod or not attr:
+        raise ConfigError("malformed model reference", expected="module:callable", found=spec)
+    try:
+        obj = importlib.import_module(mod)
+    except ImportError as e:
+        raise ConfigError("cannot import the model's module", expected=f"an importable module "
+                          f"{mod!r}", found=str(e), hint="check PYTHONPATH") from e
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError("model not found in its module", expected=f"{mod}:{attr}",
+                              found=f"no attribute {part!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+# --------------------------------------------------------------------------- one image
+
+@dataclass
+class ImageScore:
+    """Manitest result for one image (``params``/``path`` in group parameter units)."""
+
+    index: int | None
+    status: str                    # "changed", "cap" or "boundary"
+    score: float | None            # d(e, t*) / ||I||, None unless status == "changed"
+    distance: float | None         # d(e, t*)
+    norm: float                    # ||I||_2 (pixels in [0, 1])
+    lower_bound: float             # largest distance reached / ||I|| (a bound when no change)
+    label: object                  # the classifier's label of the original image
+    new_label: object | None       # its label of I_t*
+    params: list | None            # t*
+    path: list                     # geodesic path from the identity to t* (grid nodes)
+    visited: int                   # Known nodes
+    created: int                   # nodes whose metric and label were computed
+    group: str = ""
+    transformed: np.ndarray | None = field(default=None, repr=False)   # I_t* (H x W)
+    distance_map: dict | None = field(default=None, repr=False)        # see keep_map
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d.pop("transformed")
+        d.pop("distance_map")
+        for key in ("label", "new_label"):
+            if isinstance(d[key], np.generic):
+                d[key] = d[key].item()
+        return d
+
+
+def _check_jacobian(spl, group, tol: float = 1e-3) -> bool:
+    """Analytic Jacobian vs finite differences at two nodes; True when they agree."""
+    T = np.array([np.zeros(group.dim), 0.5 * np.asarray(group.steps)])
+    Ja = warp_nodes(spl, group, T)[1]
+    Jf = jacobian_fd(spl, group, T, h=1e-5)
+    scale = max(float(np.abs(Jf).max()), 1e-12)
+    return float(np.abs(Ja - Jf).max()) <= tol * scale
+
+
+def score_image(image, predict, group="dilation-rotation", *, order: int = 3,
+                cap: int = DEFAULT_CAP, jacobian: str = "analytic", keep_map: bool = False,
+                index=None, factored: bool = True, init_radius: int = 1,
+                label=None) -> ImageScore:
+    """Manitest on one image: the nearest label-changing transformation and its distance.
+
+    Parameters
+    ----------
+    image : array ``H x W``
+        uint8 (scaled to [0, 1]) or float.
+    predict : callable or classifier
+        See :func:`as_predictor`.
+    group : str or TransformGroup
+        ``rotation``, ``translation``, ``dilation-rotation``, ``similarity``, ``affine``.
+    order : {1, 3}
+        Interpolation: bilinear or cubic B-spline (default).
+    cap : int
+        Node cap (50,000 as in the paper).
+    jacobian : {"analytic", "fd"}
+        Spline derivatives times generator fields, or finite differences.  With
+        ``"analytic"`` a quick comparison against finite differences runs first and a
+        mismatch switches to ``"fd"`` (logged).
+    keep_map : bool
+        Keep every Known node's parameters, distance and label in ``distance_map`` (for
+        pictures and checks), plus the created nodes whose label differs.
+    label : optional
+        The classifier's label of ``image`` (computed when not given).
+
+    Examples
+    --------
+    >>> yy, xx = np.mgrid[0:28, 0:28]
+    >>> blob = np.exp(-((xx - 13.5) ** 2 + (yy - 13.5) ** 2) / 8.0)
+    >>> right = lambda x: (np.tensordot(x, np.arange(28.0), ([2], [0])).sum(1)
+    ...                    / x.sum(axis=(1, 2)) > 15.0).astype(int)   # centre of mass x > 15
+    >>> r = score_image(blob, right, "translation", cap=2000)
+    >>> r.status, r.params[0] > 1.5
+    ('changed', True)
+    """
+    group = get_group(group)
+    predict = as_predictor(predict)
+    img = as_float_images(image)
+    if img.ndim != 2:
+        raise ConfigError("score_image takes one image", expected="H x W", found=str(img.shape))
+    spl = spline_image(img, order)
+    if jacobian == "analytic" and not _check_jacobian(spl, group):
+        logger.warning("analytic Jacobian disagrees with finite differences for image %s; "
+                       "using finite differences", index)
+        jacobian = "fd"
+    elif jacobian not in ("analytic", "fd"):
+        raise ConfigError("unknown jacobian method", expected="analytic or fd", found=jacobian)
+    if label is None:
+        label = np.asarray(predict(img[None]))[0]
+    steps = np.asarray(group.steps)
+
+    def evaluate(K):
+        T = K * steps
+        imgs, J = warp_nodes(spl, group, T)
+        if jacobian == "fd":
+            J = jacobian_fd(spl, group, T)
+        return metric_tensors(J), np.asarray(predict(imgs))
+
+    lo, hi = group.grid_limits()
+    res = fast_march(group.steps, lo, hi, evaluate, cap=cap, stop=lambda lab: lab != label,
+                     factored=factored, init_radius=init_radius)
+    norm = float(np.sqrt((img * img).sum()))
+    safe = norm if norm > 0 else math.nan
+    out = ImageScore(index=index, status=res.status, score=None, distance=None, norm=norm,
+                     lower_bound=res.max_distance() / safe, label=label, new_label=None,
+                     params=None, path=[], visited=res.visited, created=res.created,
+                     group=group.name)
+    if res.status == "changed":
+        node = res.stop_node
+        t = np.array(node, np.float64) * steps
+        out.distance = float(res.values[node])
+        out.score = out.distance / safe
+        out.new_label = res.labels[node]
+        out.params = t.tolist()
+        out.path = [(np.array(n) * steps).tolist() for n in res.path(node)]
+        out.transformed = warp_nodes(spl, group, t[None], jacobian=False)[0]
+    if keep_map:
+        nodes = np.array(res.order, np.int64).reshape(-1, group.dim)
+        changed = [n for n, lab in res.labels.items() if lab != label]
+        out.distance_map = {
+            "params": nodes * steps,
+            "distance": np.array([res.values[n] for n in res.order]),
+            "labels": np.array([res.labels.get(n) for n in res.order]),
+            "changed_params": np.array(changed, np.int64).reshape(-1, group.dim) * steps,
+            "steps": steps,
+        }
+    return out
+
+
+# --------------------------------------------------------------------------- global score
+
+@dataclass
+class ManitestResult:
+    """Global invariance score of a classifier over a sample of images."""
+
+    group: str
+    classifier: str
+    samples: int
+    mean_score: float | None       # mean over images whose label changed
+    ci95: list | None              # 95 % t-interval of that mean
+    std: float | None
+    scores: list                   # per image: score, or None when no change was found
+    statuses: list
+    reached_cap: int               # images without a label change (cap or boundary)
+    reached_boundary: int          # ... of which every node inside the bounds was visited
+    indices: list
+    mean_lower_bound: float | None  # mean over all images of score or lower bound
+    cap: int = DEFAULT_CAP
+    order: int = 3
+    seed: int | None = None
+    images: list = field(default_factory=list, repr=False)   # ImageScore per image
+
+    def to_json(self) -> dict:
+        d = {k: v for k, v in asdict(self).items() if k != "images"}
+        d["details"] = [r.to_json() for r in self.images]
+        return d
+
+    def summary(self) -> str:
+        if self.mean_score is None:
+            return (f"{self.group}: no label change within the search for any of "
+                    f"{self.samples} images")
+        lo, hi = self.ci95 if self.ci95 else (math.nan, math.nan)
+        return (f"{self.group}: mean score {self.mean_score:.4f} (95% CI {lo:.4f}-{hi:.4f}) "
+                f"over {self.samples - self.reached_cap} of {self.samples} images; "
+                f"{self.reached_cap} without a label change (cap/boundary)")
+
+
+def mean_ci(values, level: float = 0.95):
+    """Mean, ``level`` t-interval and standard deviation of ``values``.
+
+    Examples
+    --------
+    >>> m, (lo, hi), s = mean_ci([1.0, 2.0, 3.0])
+    >>> m, round(lo, 3), round(hi, 3)
+    (2.0, -0.484, 4.484)
+    """
+    from scipy import stats
+
+    v = np.asarray(values, np.float64)
+    if v.size == 0:
+        return None, None, None
+    m = float(v.mean())
+    if v.size == 1:
+        return m, None, None
+    s = float(v.std(ddof=1))
+    half = float(stats.t.ppf(0.5 + level / 2, v.size - 1)) * s / math.sqrt(v.size)
+    return m, (m - half, m + half), s
+
+
+_WORKER = {}
+
+
+def _work(args):
+    i, kw = args
+    return score_image(_WORKER["images"][i], _WORKER["predict"], index=int(_WORKER["index"][i]),
+                       **kw)
+
+
+def manitest(images, predict, group="dilation-rotation", *, samples: int | None = 200,
+             seed: int = 0, indices=None, classifier_name: str = "", workers: int | None = 1,
+             progress_desc: str | None = None, **kw) -> ManitestResult:
+    """Global Manitest score over a seeded random sample of ``images``.
+
+    Parameters
+    ----------
+    images : array ``N x H x W``
+    predict : callable or classifier
+    group : str or TransformGroup
+    samples : int or None
+        Images drawn without replacement with ``default_rng(seed)`` (None: all).
+    indices : sequence of int, optional
+        Score exactly these images instead of a random sample.
+    workers : int, optional
+        Processes (fork; the classifier is shared, not pickled).  Results do not depend on
+        it.  None: ``min(2, cpu count)``.
+    **kw
+        Passed to :func:`score_image` (``order``, ``cap``, ``jacobian``, ``keep_map``...).
+
+    Examples
+    --------
+    >>> yy, xx = np.mgrid[0:28, 0:28]
+    >>> imgs = np.stack([np.exp(-((xx - 13.5 - s) ** 2 + (yy - 13.5) ** 2) / 6.0)
+    ...                  for s in (-1.0, 0.0, 1.0)])
+    >>> right = lambda x: (np.tensordot(x, np.arange(28.0), ([2], [0])).sum(1)
+    ...                    / x.sum(axis=(1, 2)) > 13.5).astype(int)
+    >>> res = manitest(imgs, right, "translation", samples=None, cap=3000)
+    >>> res.samples, res.reached_cap, res.statuses
+    (3, 0, ['changed', 'changed', 'changed'])
+    """
+    from ...progress import progress
+
+    group = get_group(group)
+    n = len(images)
+    if indices is None:
+        if samples is None or samples >= n:
+            indices = np.arange(n)
+        else:
+            indices = np.sort(np.random.default_rng(seed).choice(n, size=samples, replace=False))
+    indices = np.asarray(indices, np.int64)
+    predict = as_predictor(predict)
+    kw = dict(kw, group=group)
+    if workers is None:
+        workers = min(2, os.cpu_count() or 1)
+    results = []
+    jobs = [(j, kw) for j in range(len(indices))]
+    bar = progress(total=len(jobs), desc=progress_desc or f"manitest {group.name}", unit="img")
+    _WORKER.update(images=images, predict=predict, index=indices)
+    try:
+        if workers > 1 and len(jobs) > 1 and "fork" in _start_methods():
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            ctx = mp.get_context("fork")
+            sub = [(int(i), kw) for i in indices]
+            _WORKER["images"], _WORKER["index"] = images, np.arange(n)
+            with ProcessPoolExecutor(workers, mp_context=ctx) as ex:
+                for r in ex.map(_work, sub, chunksize=max(1, len(sub) // (8 * workers))):
+                    results.append(r)
+                    bar.update(1)
+        else:
+            for i in indices:
+                results.append(score_image(images[i], predict, index=int(i), **kw))
+                bar.update(1)
+    finally:
+        bar.close()
+        _WORKER.clear()
+    return summarise(results, group.name, classifier_name, indices, cap=kw.get("cap", DEFAULT_CAP),
+                     order=kw.get("order", 3), seed=seed)
+
+
+def _start_methods():
+    import multiprocessing as mp
+    return mp.get_all_start_methods()
+
+
+def summarise(results, group_name, classifier_name, indices, cap=DEFAULT_CAP, order=3,
+              seed=None) -> ManitestResult:
+    """Build a :class:`ManitestResult` from per-image :class:`ImageScore` objects."""
+    scores = [r.score for r in results]
+    got = [s for s in scores if s is not None]
+    m, ci, sd = mean_ci(got)
+    bounds = [r.score if r.score is not None else r.lower_bound for r in results]
+    bounds = [b for b in bounds if b is not None and not math.isnan(b)]
+    statuses = [r.status for r in results]
+    return ManitestResult(
+        group=group_name, classifier=classifier_name, samples=len(results), mean_score=m,
+        ci95=list(ci) if ci else None, std=sd, scores=scores, statuses=statuses,
+        reached_cap=sum(s != "changed" for s in statuses),
+        reached_boundary=sum(s == "boundary" for s in statuses),
+        indices=[int(i) for i in indices],
+        mean_lower_bound=float(np.mean(bounds)) if bounds else None, cap=cap, order=order,
+        seed=seed, images=list(results))
