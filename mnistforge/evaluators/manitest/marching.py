@@ -1,10 +1,12 @@
 """Fast marching for the geodesic distance from the identity on a lazily grown grid.
 
 The parameter grid is ``Z^d`` (``d`` = 1..6) scaled by the grid steps and clipped to the
-group's bounds.  Nodes are created block by block (``side^d`` nodes at once, see
-:data:`BLOCK_SIDE`) when the front first needs one of them; creating a block calls
-``evaluate`` once on all its nodes, which returns their metric tensors ``G`` and the
-classifier's labels: metric and classifier work in batches, never node by node.
+group's bounds.  Nodes are created lazily, in batches: ``evaluate`` is called once per batch
+and returns the metric tensors ``G`` and the classifier's labels of all its nodes, so metric
+and classifier never work node by node.  In 1-D and 2-D a batch is the block of
+``side^d`` nodes (centred on the origin, :data:`BLOCK_SIDE`) holding a node the front
+needs; in 3-D and above (where blocks would mostly be wasted) it is the set of new
+neighbours of the node just accepted: the newly reached nodes.
 
 The distance ``u`` solves the anisotropic eikonal equation ``sqrt(grad u^T G^-1 grad u) = 1``
 with ``u(0) = 0``.  Nodes are *Known* (final) or *Trial* (in a min-heap).  When a node is
@@ -56,8 +58,8 @@ from ...errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
-#: block side per dimension (about 30-80 nodes a block)
-BLOCK_SIDE = {1: 32, 2: 8, 3: 4, 4: 3, 5: 2, 6: 2}
+#: block side per dimension; 1 means "batch the new neighbours of each accepted node"
+BLOCK_SIDE = {1: 16, 2: 6, 3: 1, 4: 1, 5: 1, 6: 1}
 #: dimensions up to which every subset of other-axis neighbours forms a candidate simplex;
 #: above it, the greedy chain (neighbours sorted by value) and all pairs are tried.
 EXHAUSTIVE_UP_TO = 4
@@ -303,11 +305,22 @@ def fast_march(steps, lo, hi, evaluate, *, cap: int = DEFAULT_CAP, stop=None,
     order: list = []
     stats = {"evaluations": 0, "simplex": 0, "edge": 0}
 
-    def create_block(node):
-        blk = [c // side for c in node]
-        ranges = [range(max(b * side, l), min(b * side + side - 1, h) + 1)
-                  for b, l, h in zip(blk, lo, hi)]
-        K = np.array(list(itertools.product(*ranges)), dtype=np.int64).reshape(-1, d)
+    off = side // 2
+
+    def create(nodes):
+        """Evaluate metric and labels of ``nodes`` (or of their blocks) in one batch."""
+        if side > 1:
+            todo = set()
+            for node in nodes:
+                blk = [(c + off) // side for c in node]
+                ranges = [range(max(b * side - off, l), min(b * side - off + side - 1, h) + 1)
+                          for b, l, h in zip(blk, lo, hi)]
+                todo.update(itertools.product(*ranges))
+            nodes = [n for n in todo if n not in G]
+        nodes = sorted(set(nodes))
+        if not nodes:
+            return
+        K = np.array(nodes, dtype=np.int64).reshape(-1, d)
         Gs, labs = evaluate(K)
         Gs = np.asarray(Gs, np.float64)
         stats["evaluations"] += 1
@@ -319,9 +332,6 @@ def fast_march(steps, lo, hi, evaluate, *, cap: int = DEFAULT_CAP, stop=None,
             if labs is not None:
                 labels[kk] = labs[i]
 
-    def ensure(node):
-        if node not in G:
-            create_block(node)
 
     def inside(node):
         return all(l <= c <= h for c, l, h in zip(node, lo, hi))
@@ -377,22 +387,23 @@ def fast_march(steps, lo, hi, evaluate, *, cap: int = DEFAULT_CAP, stop=None,
         return max(best, uk), par
 
     origin = (0,) * d
-    ensure(origin)
     val[origin] = 0.0
     parent[origin] = origin
     tau = {origin: 1.0}           # u / u0 of Known nodes (factored updates)
+    heap = [(0.0, origin)]
+    ball = []
+    if init_radius > 0:
+        ball = [c for c in itertools.product(range(-init_radius, init_radius + 1), repeat=d)
+                if 0 < sum(map(abs, c)) <= init_radius and inside(c)]
+    create([origin] + ball)
     g0 = G[origin]
     # the frozen metric, regularised so that u0 > 0 away from the origin even when the
     # image does not change at first order along some direction
     g0reg = g0 + (1e-9 * max(float(np.trace(g0)), 1e-300) / d) * np.eye(d)
     steps_arr = np.array(steps)
     g0l = g0reg.tolist()
-    heap = [(0.0, origin)]
-    if init_radius > 0:
-        ball = [c for c in itertools.product(range(-init_radius, init_radius + 1), repeat=d)
-                if 0 < sum(map(abs, c)) <= init_radius and inside(c)]
+    if ball:
         for c in ball:
-            ensure(c)
             t = np.array(c, np.float64) * steps
             dist = math.sqrt(max(float(t @ ((g0 + G[c]) / 2.0) @ t), 0.0))
             val[c] = dist
@@ -417,17 +428,21 @@ def fast_march(steps, lo, hi, evaluate, *, cap: int = DEFAULT_CAP, stop=None,
         if len(order) >= cap:
             status = "cap"
             break
+        reach = []
         for a in range(d):
             for s in (-1, 1):
                 y = x[:a] + (x[a] + s,) + x[a + 1:]
-                if y in known or not lo[a] <= y[a] <= hi[a]:
-                    continue
-                ensure(y)
-                nu, par = update(y, x, a)
-                if nu < val.get(y, math.inf):
-                    val[y] = nu
-                    parent[y] = par
-                    heapq.heappush(heap, (nu, y))
+                if y not in known and lo[a] <= y[a] <= hi[a]:
+                    reach.append((a, y))
+        missing = [y for _, y in reach if y not in G]
+        if missing:
+            create(missing)
+        for a, y in reach:
+            nu, par = update(y, x, a)
+            if nu < val.get(y, math.inf):
+                val[y] = nu
+                parent[y] = par
+                heapq.heappush(heap, (nu, y))
     values = {n: val[n] for n in order}
     return MarchResult(status, stop_node, values, order, parent, labels, created=len(G),
                        evaluations=stats["evaluations"], simplex_updates=stats["simplex"],

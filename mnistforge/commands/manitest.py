@@ -1,0 +1,169 @@
+"""``mnistforge manitest NAME:SPLIT --classifier SPEC --train NAME:SPLIT --group G --samples 200``."""
+from __future__ import annotations
+
+import json
+import logging
+
+from ..errors import ConfigError
+
+NAME = "manitest"
+HELP = "Manitest invariance scores of a classifier to geometric transformations"
+
+logger = logging.getLogger(__name__)
+
+
+def add_arguments(p):
+    p.add_argument("target", metavar="NAME[:SPLIT]",
+                   help="images to score: dataset name or folder of idx files (default split test)")
+    p.add_argument("--classifier", required=True, metavar="SPEC",
+                   help="reference classifier (linear, knn:k=3, elm:hidden=2000, ...) trained "
+                        "on --train, or module:callable (images N x 28 x 28 float in [0, 1] -> "
+                        "labels)")
+    p.add_argument("--train", default=None, metavar="NAME[:SPLIT]",
+                   help="training data for a reference classifier (default NAME:train)")
+    p.add_argument("--group", default="dilation-rotation",
+                   help="rotation, translation, dilation-rotation, similarity, affine; a comma "
+                        "list or 'all'")
+    p.add_argument("--samples", type=int, default=200, help="images drawn at random (0: all)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--slice", default=None, metavar="A:B",
+                   help="draw the sample from images A..B-1 of the target only")
+    p.add_argument("--train-slice", default=None, metavar="A:B",
+                   help="train on images A..B-1 of --train only")
+    p.add_argument("--augment", action="store_true",
+                   help="train on the data plus random similarity copies (shift <= 3 px, scale "
+                        "0.7-1.3, rotation <= 0.2 rad)")
+    p.add_argument("--augment-copies", type=int, default=4, help="copies per training image")
+    p.add_argument("--cap", type=int, default=50_000, help="node cap per image")
+    p.add_argument("--order", type=int, choices=(1, 3), default=3,
+                   help="interpolation: 1 bilinear, 3 cubic B-spline")
+    p.add_argument("--jacobian", choices=("analytic", "fd"), default="analytic")
+    p.add_argument("--workers", type=int, default=None, help="processes (default 2)")
+    p.add_argument("--json", default=None, metavar="OUT")
+    p.add_argument("--plot", default=None, metavar="DIR", help="pictures (needs the [plot] extra)")
+
+
+def parse_slice(text):
+    """``"A:B"`` -> ``slice(A, B)`` (either side may be empty)."""
+    if text is None:
+        return slice(None)
+    try:
+        a, b = text.split(":")
+        return slice(int(a) if a else None, int(b) if b else None)
+    except ValueError as e:
+        raise ConfigError("bad slice", expected="A:B, e.g. 5000:10000", found=text) from e
+
+
+def _load(target, default_split):
+    from ..loaders import load, resolve_target
+
+    name, split, root = resolve_target(target, default_split=default_split)
+    ds = load(name, split, root=root)
+    return ds, f"{name}:{split}"
+
+
+def build_classifier(args, target_name):
+    """Return ``(predict, description)`` for ``--classifier``."""
+    import numpy as np
+
+    from ..classifiers.base import REGISTRY, make_classifier, parse_spec
+    from ..evaluators.manitest import as_predictor, load_callable
+
+    head = args.classifier.split(":", 1)[0].strip().lower()
+    if head not in REGISTRY and ":" in args.classifier:
+        if args.augment:
+            raise ConfigError("--augment retrains the classifier", expected="a reference "
+                              "classifier spec (linear, knn:k=3, elm:hidden=2000)",
+                              found=args.classifier, hint="augment your own model's training "
+                              "with mnistforge.evaluators.augment.augment_similarity")
+        return as_predictor(load_callable(args.classifier)), args.classifier
+    parse_spec(args.classifier)
+    train_target = args.train or f"{target_name.split(':')[0]}:train"
+    ds, train_name = _load(train_target, "train")
+    sl = parse_slice(args.train_slice)
+    X, y = np.asarray(ds.images[sl]), np.asarray(ds.labels[sl])
+    desc = f"{args.classifier} trained on {train_name}"
+    if args.train_slice:
+        desc += f"[{args.train_slice}]"
+    if args.augment:
+        from ..evaluators.augment import augment_similarity
+
+        X, y = augment_similarity(X, y, copies=args.augment_copies, seed=args.seed,
+                                  include_original=True)
+        desc += f" + {args.augment_copies} augmented copies"
+    clf = make_classifier(args.classifier).fit(X, y)
+    return as_predictor(clf), desc
+
+
+def run(args) -> int:
+    import numpy as np
+
+    from ..evaluators.manitest import GROUPS, get_group, manitest
+    from ..outputs import atomic_file
+
+    groups = list(GROUPS) if args.group.strip() == "all" else \
+        [get_group(g).name for g in args.group.split(",") if g.strip()]
+    if args.samples < 0:
+        raise ConfigError("invalid --samples", expected=">= 0", found=args.samples)
+    if args.plot:
+        from ..evaluators.manitest.plots import require_matplotlib
+        require_matplotlib()
+    ds, target = _load(args.target, "test")
+    sl = parse_slice(args.slice)
+    offset = range(len(ds))[sl].start if len(ds) else 0
+    images = np.asarray(ds.images[sl])
+    predict, desc = build_classifier(args, target)
+    docs = []
+    print(f"Manitest on {target}{'[' + args.slice + ']' if args.slice else ''}, classifier "
+          f"{desc}, {args.samples or len(images)} images, seed {args.seed}")
+    for g in groups:
+        res = manitest(images, predict, g, samples=args.samples or None, seed=args.seed,
+                       classifier_name=desc, workers=args.workers, order=args.order,
+                       cap=args.cap, jacobian=args.jacobian, keep_map=bool(args.plot))
+        print(res.summary())
+        doc = res.to_json()
+        # indices in the JSON refer to the whole split, not to the --slice
+        doc["indices"] = [i + offset for i in doc["indices"]]
+        for det in doc["details"]:
+            det["index"] += offset
+        doc.update(target=target, slice=args.slice, augment=bool(args.augment))
+        docs.append(doc)
+        if args.plot:
+            _plots(res, images, args.plot, get_group(g))
+    if args.json:
+        out = docs[0] if len(docs) == 1 else {"groups": docs}
+        with atomic_file(args.json, "w") as f:
+            json.dump(out, f, indent=1, default=_jsonable)
+            f.write("\n")
+        print(f"JSON written to {args.json}")
+    return 0
+
+
+def _jsonable(obj):
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(type(obj).__name__)
+
+
+def _plots(res, images, folder, group, maps: int = 3):
+    from pathlib import Path
+
+    from ..evaluators.manitest.plots import plot_distance_map, plot_strip
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if any(r.score is not None for r in res.images):
+        p = plot_strip(res, images, folder / f"{group.name}-strip.png")
+        print(f"picture written to {p}")
+    if group.dim == 2:
+        done = 0
+        for r in sorted(res.images, key=lambda r: -(r.visited)):
+            if r.distance_map is None or done >= maps:
+                continue
+            p = plot_distance_map(r, folder / f"{group.name}-map-{r.index}.png", group)
+            print(f"picture written to {p}")
+            done += 1
