@@ -20,7 +20,8 @@ def add_arguments(p):
                         "on --train, or module:callable (images N x 28 x 28 float in [0, 1] -> "
                         "labels)")
     p.add_argument("--train", default=None, metavar="NAME[:SPLIT]",
-                   help="training data for a reference classifier (default NAME:train)")
+                   help="training data for a reference classifier (default: the train split "
+                        "of the target's dataset or folder)")
     p.add_argument("--group", default="dilation-rotation",
                    help="rotation, translation, dilation-rotation, similarity, affine; a comma "
                         "list or 'all'")
@@ -59,10 +60,10 @@ def _load(target, default_split):
 
     name, split, root = resolve_target(target, default_split=default_split)
     ds = load(name, split, root=root)
-    return ds, f"{name}:{split}"
+    return ds, f"{name}:{split}", root
 
 
-def build_classifier(args, target_name):
+def build_classifier(args, target_name, root=None):
     """Return ``(predict, description)`` for ``--classifier``."""
     import numpy as np
 
@@ -78,8 +79,9 @@ def build_classifier(args, target_name):
                               "with mnistforge.evaluators.augment.augment_similarity")
         return as_predictor(load_callable(args.classifier)), args.classifier
     parse_spec(args.classifier)
-    train_target = args.train or f"{target_name.split(':')[0]}:train"
-    ds, train_name = _load(train_target, "train")
+    name = target_name.split(":")[0]
+    train_target = args.train or (f"{root}:{name}:train" if root else f"{name}:train")
+    ds, train_name, _ = _load(train_target, "train")
     sl = parse_slice(args.train_slice)
     X, y = np.asarray(ds.images[sl]), np.asarray(ds.labels[sl])
     desc = f"{args.classifier} trained on {train_name}"
@@ -108,11 +110,11 @@ def run(args) -> int:
     if args.plot:
         from ..evaluators.manitest.plots import require_matplotlib
         require_matplotlib()
-    ds, target = _load(args.target, "test")
+    ds, target, root = _load(args.target, "test")
     sl = parse_slice(args.slice)
     offset = range(len(ds))[sl].start if len(ds) else 0
     images = np.asarray(ds.images[sl])
-    predict, desc = build_classifier(args, target)
+    predict, desc = build_classifier(args, target, root)
     docs = []
     print(f"Manitest on {target}{'[' + args.slice + ']' if args.slice else ''}, classifier "
           f"{desc}, {args.samples or len(images)} images, seed {args.seed}")
