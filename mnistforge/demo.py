@@ -13,9 +13,9 @@ Steps, each timed:
 
 No network is needed. Examples
 --------
->>> from mnistforge.demo import run_demo
->>> summary = run_demo("demo-out", scale=0.01)        # doctest: +SKIP
->>> summary["datasets"][0]["verify"]                   # doctest: +SKIP
+>>> from mnistforge.demo import DemoConfig, run_demo
+>>> result = run_demo("demo-out", DemoConfig(scale=0.01))   # doctest: +SKIP
+>>> result.datasets[0]["verify"]                             # doctest: +SKIP
 'pass'
 """
 from __future__ import annotations
@@ -168,7 +168,7 @@ def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) 
         build_mnist(sd19, builds / "mnist", qcfg)
     with _Timer(res, "build emnist (six datasets)") as st:
         build_emnist(sd19, builds / "emnist", seed=config.seed, workers=config.workers,
-                     progress_flag=config.progress)
+                     show_progress=config.progress)
 
     targets = [("qmnist", builds / "qmnist", "qmnist", ("train", "test")),
                ("mnist", builds / "mnist", "mnist", ("train", "test"))]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..errors import ConfigError
+from ..errors import BuildError, ConfigError
 
 NAME = "build"
 HELP = "build MNIST/QMNIST/xnist and EMNIST datasets from NIST SD19 (real or synthetic)"
@@ -37,19 +37,26 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    if args.target == "all":
-        from pathlib import Path
-        from ..outputs import atomic_dir
-        out = Path(args.out)
-        with atomic_dir(out, overwrite=args.overwrite) as tmp:
-            for target in ("qmnist", "mnist", "xnist", "emnist"):
-                sub = argparse_copy(args, target=target, out=str(tmp / target), overwrite=False)
-                rc = dispatch(sub)
-                if rc:
-                    raise SystemExit(rc)
-        print(f"built all datasets into {out}")
-        return 0
-    return dispatch(args)
+    if args.target != "all":
+        return dispatch(args)
+    from pathlib import Path
+
+    from ..outputs import atomic_dir
+    out = Path(args.out)
+    targets = ("qmnist", "mnist", "xnist", "emnist")
+    # One folder per target inside <out>.incomplete; renamed to <out> only when all succeeded.
+    with atomic_dir(out, overwrite=args.overwrite) as tmp:
+        for target in targets:
+            rc = dispatch(argparse_copy(args, target=target, out=str(tmp / target),
+                                        overwrite=False), report=False)
+            if rc:
+                raise BuildError(f"build all: {target} failed", path=tmp / target,
+                                 expected="exit code 0", found=rc,
+                                 hint="nothing was written; see the message above")
+    for target in targets:
+        print(describe_build(target, out / target))
+    print(f"built all datasets into {out}")
+    return 0
 
 
 def argparse_copy(args, **changes):
@@ -59,7 +66,7 @@ def argparse_copy(args, **changes):
     return argparse.Namespace(**d)
 
 
-def dispatch(args) -> int:
+def dispatch(args, report: bool = True) -> int:
     mod = TARGETS.get(args.target)
     if mod is None:
         raise ConfigError(f"unknown build target {args.target!r}",
@@ -67,7 +74,7 @@ def dispatch(args) -> int:
                           found=args.target)
     builder = importlib.import_module(f"mnistforge.builders.{mod}")
     rc = builder.build_from_cli(args.target, args)
-    if rc == 0:
+    if rc == 0 and report:
         print(describe_build(args.target, args.out))
     return rc
 

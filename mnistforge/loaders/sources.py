@@ -258,8 +258,10 @@ def manifest_classes(manifest: dict | None, info: DatasetInfo) -> list | None:
         return None
     short = info.name.split("-", 1)[1] if info.name.startswith("emnist-") else info.name
     entry = entries.get(short) or entries.get(info.name)
-    names = entry.get("class_names") if isinstance(entry, dict) else None
-    if isinstance(names, list) and names and list(names) != list(info.classes):
+    if not isinstance(entry, dict) or entry.get("kind") in (None, short):
+        return None  # the registry's class list is the right one
+    names = entry.get("class_names")
+    if isinstance(names, list) and names:
         return [str(c) for c in names]
     return None
 
