@@ -146,6 +146,10 @@ class TransformGroup:
 
     def derivatives(self, t) -> tuple[np.ndarray, np.ndarray]:
         """``dL/dt_i`` and ``db/dt_i``: shapes ``(..., dim, 2, 2)`` and ``(..., dim, 2)``."""
+        return self.linear_and_derivatives(t)[1:]
+
+    def linear_and_derivatives(self, t):
+        """``(L, dL/dt, db/dt)`` in one pass (see :meth:`linear`, :meth:`derivatives`)."""
         t = np.asarray(t, np.float64)
         L, d = self._linear_and_derivatives(t)
         dL = np.zeros(t.shape[:-1] + (self.dim, 2, 2))
@@ -157,7 +161,7 @@ class TransformGroup:
                 db[..., i, 1] = 1.0
             else:
                 dL[..., i, :, :] = d[p]
-        return dL, db
+        return L, dL, db
 
     def generator_fields(self, shape=(28, 28)) -> np.ndarray:
         """Velocity of each pixel under each parameter at the identity: ``(dim, 2, H, W)``.

@@ -3,10 +3,13 @@
 The parameter grid is ``Z^d`` (``d`` = 1..6) scaled by the grid steps and clipped to the
 group's bounds.  Nodes are created lazily, in batches: ``evaluate`` is called once per batch
 and returns the metric tensors ``G`` and the classifier's labels of all its nodes, so metric
-and classifier never work node by node.  In 1-D and 2-D a batch is the block of
-``side^d`` nodes (centred on the origin, :data:`BLOCK_SIDE`) holding a node the front
-needs; in 3-D and above (where blocks would mostly be wasted) it is the set of new
-neighbours of the node just accepted: the newly reached nodes.
+and classifier never work node by node.  A batch is the set of new neighbours of the node
+just accepted (the newly reached nodes) plus, once the search has run for a while, those of
+the Trial nodes at the top of the heap (about to be accepted; up to
+:data:`LOOKAHEAD_MAX` of them, growing with the number of Known nodes).  In 1-D it is the
+block of ``side`` nodes (centred on the origin, :data:`BLOCK_SIDE`) holding the node the
+front needs.  (Fixed blocks in 2-D cost more than they save: most classifiers change
+label within a few grid steps, so most of a block would be evaluated for nothing.)
 
 The distance ``u`` solves the anisotropic eikonal equation ``sqrt(grad u^T G^-1 grad u) = 1``
 with ``u(0) = 0``.  Nodes are *Known* (final) or *Trial* (in a min-heap).  When a node is
@@ -59,11 +62,13 @@ from ...errors import ConfigError
 logger = logging.getLogger(__name__)
 
 #: block side per dimension; 1 means "batch the new neighbours of each accepted node"
-BLOCK_SIDE = {1: 16, 2: 6, 3: 1, 4: 1, 5: 1, 6: 1}
+BLOCK_SIDE = {1: 8, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1}
 #: dimensions up to which every subset of other-axis neighbours forms a candidate simplex;
 #: above it, the greedy chain (neighbours sorted by value) and all pairs are tried.
 EXHAUSTIVE_UP_TO = 4
 DEFAULT_CAP = 50_000
+#: most Trial nodes whose neighbours are created ahead of time in one batch
+LOOKAHEAD_MAX = 16
 _EPS = 1e-12
 
 
@@ -436,6 +441,20 @@ def fast_march(steps, lo, hi, evaluate, *, cap: int = DEFAULT_CAP, stop=None,
                     reach.append((a, y))
         missing = [y for _, y in reach if y not in G]
         if missing:
+            # look ahead: also create the missing neighbours of Trial nodes near the top of
+            # the heap (accepted soon); the lookahead grows with the search, so short
+            # searches waste nothing and long ones get batches of tens of nodes
+            look = min(LOOKAHEAD_MAX, len(order) // 8)
+            if look:
+                seen = set(missing)
+                for _, z in heap[:look]:
+                    for b in range(d):
+                        for s in (-1, 1):
+                            y = z[:b] + (z[b] + s,) + z[b + 1:]
+                            if (y not in G and y not in seen and y not in known
+                                    and lo[b] <= y[b] <= hi[b]):
+                                seen.add(y)
+                                missing.append(y)
             create(missing)
         for a, y in reach:
             nu, par = update(y, x, a)

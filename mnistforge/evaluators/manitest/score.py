@@ -140,6 +140,9 @@ class ImageScore:
         return d
 
 
+_JACOBIAN_OK: dict = {}
+
+
 def _check_jacobian(spl, group, tol: float = 1e-3) -> bool:
     """Analytic Jacobian vs finite differences at two nodes; True when they agree.
 
@@ -174,8 +177,8 @@ def score_image(image, predict, group="dilation-rotation", *, order: int = 3,
         Node cap (50,000 as in the paper).
     jacobian : {"analytic", "fd"}
         Spline derivatives times generator fields, or finite differences.  With
-        ``"analytic"`` a quick comparison against finite differences runs first and a
-        mismatch switches to ``"fd"`` (logged).
+        ``"analytic"`` a quick comparison against finite differences runs on the first
+        image of each group and order, and a mismatch switches to ``"fd"`` (logged).
     keep_map : bool
         Keep every Known node's parameters, distance and label in ``distance_map`` (for
         pictures and checks), plus the created nodes whose label differs.
@@ -198,10 +201,15 @@ def score_image(image, predict, group="dilation-rotation", *, order: int = 3,
     if img.ndim != 2:
         raise ConfigError("score_image takes one image", expected="H x W", found=str(img.shape))
     spl = spline_image(img, order)
-    if jacobian == "analytic" and not _check_jacobian(spl, group):
-        logger.warning("analytic Jacobian disagrees with finite differences for image %s; "
-                       "using finite differences", index)
-        jacobian = "fd"
+    if jacobian == "analytic":
+        key = (group, order)
+        if key not in _JACOBIAN_OK:   # checked once per group and order in each process
+            _JACOBIAN_OK[key] = _check_jacobian(spl, group)
+            if not _JACOBIAN_OK[key]:
+                logger.warning("analytic Jacobian of %s (order %d) disagrees with finite "
+                               "differences; using finite differences", group.name, order)
+        if not _JACOBIAN_OK[key]:
+            jacobian = "fd"
     elif jacobian not in ("analytic", "fd"):
         raise ConfigError("unknown jacobian method", expected="analytic or fd", found=jacobian)
     if label is None:

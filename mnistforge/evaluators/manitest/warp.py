@@ -32,6 +32,7 @@ Examples
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -168,17 +169,18 @@ def sample(spl: SplineImage, qx, qy, derivatives: bool = False):
     return val.reshape(shape), gx.reshape(shape), gy.reshape(shape)
 
 
+@functools.lru_cache(maxsize=8)
 def _pixel_grid(shape):
     h, w = shape
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
     return np.stack([xx.ravel(), yy.ravel()], axis=-1), np.array([(w - 1) / 2.0, (h - 1) / 2.0])
 
 
-def source_points(group, T, shape):
+def source_points(group, T, shape, L=None):
     """``q = T_t^{-1}(p)`` for every pixel ``p`` and node ``t``: ``(M, P, 2)``, plus L^-1, c."""
     T = np.atleast_2d(np.asarray(T, np.float64))
     p, c = _pixel_grid(shape)
-    L = group.linear(T)
+    L = group.linear(T) if L is None else L
     Linv = np.linalg.inv(L)
     b = group.shift(T)
     r = (p - c)[None] - b[:, None, :]                                # (M, P, 2)
@@ -195,11 +197,12 @@ def warp_nodes(spl: SplineImage, group, T, jacobian: bool = True):
     """
     T = np.atleast_2d(np.asarray(T, np.float64))
     h, w = spl.shape
-    q, Linv, c = source_points(group, T, spl.shape)
     if not jacobian:
+        q, Linv, c = source_points(group, T, spl.shape)
         return sample(spl, q[..., 0], q[..., 1]).reshape(len(T), h, w)
+    L, dL, db = group.linear_and_derivatives(T)                     # (M,d,2,2), (M,d,2)
+    q, Linv, c = source_points(group, T, spl.shape, L)
     val, gx, gy = sample(spl, q[..., 0], q[..., 1], derivatives=True)
-    dL, db = group.derivatives(T)                                   # (M,d,2,2), (M,d,2)
     # grad I(q) . dq/dt_i = -(L^-T grad I(q)) . (dL_i (q - c) + db_i)
     ux = -(Linv[:, 0, 0, None] * gx + Linv[:, 1, 0, None] * gy)     # (M, P)
     uy = -(Linv[:, 0, 1, None] * gx + Linv[:, 1, 1, None] * gy)
