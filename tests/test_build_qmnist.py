@@ -315,4 +315,19 @@ def test_full_scale_xnist_matches_published_table(full_layout, qmnist_reference,
     out = build_xnist(full_layout, tmp_path / "xnist", QmnistBuildConfig())
     got = tsv(out / qb.XNIST_FILES["tsv"])
     pub = tsv(qmnist_reference / "xnist-labels.tsv.xz")
-    np.testing.assert_array_equal(got[:, :7], pub[:, :7])
+    np.testing.assert_array_equal(got[:, :6], pub[:, :6])
+    # the published duplicates are found; synthetic glyphs may add final-image duplicates
+    # (step 8: identical 28x28 images, e.g. two tiny '1's), which must really be identical
+    marked = np.flatnonzero(pub[:, 6])
+    np.testing.assert_array_equal(got[marked, 6], pub[marked, 6])
+    extra = np.setdiff1d(np.flatnonzero(got[:, 6]), marked)
+    imgs = read_idx(out / qb.XNIST_FILES["images"])
+    for d in extra:
+        assert got[d, 6] < d
+        np.testing.assert_array_equal(imgs[d], imgs[got[d, 6]])
+    assert extra.size < 20
+    man = read_manifest(out)
+    assert man["parameters"]["duplicates_found"] == marked.size + extra.size
+    if extra.size:
+        assert any("SD19 images differ" in n for n in man["notes"])
+    print(f"\nxnist: {extra.size} extra final-image duplicates on the synthetic source")
