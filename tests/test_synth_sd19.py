@@ -349,6 +349,20 @@ def test_stored_zip_zip64_end_records(tmp_path):
         assert zf.getinfo("d/000001.bin").date_time == (1980, 1, 1, 0, 0, 0)
 
 
+def test_accidental_identical_images_are_refused(monkeypatch, tmp_path):
+    import mnistforge.sources.synth as synth
+    from mnistforge.errors import BuildError
+
+    def blank(codes, style, rng, hard=None):   # a broken renderer: every image empty
+        return np.zeros((len(codes), 128, 128), bool)
+
+    monkeypatch.setattr(synth, "render_characters", blank)
+    with pytest.raises(BuildError, match="identical images"):
+        synthesize_sd19(tmp_path / "x", SynthConfig(scale=0.0005, fields="d",
+                                                    hierarchies=("by_write",)), progress=False)
+    assert not (tmp_path / "x").exists() and not (tmp_path / "x.incomplete").exists()
+
+
 def test_make_tiny_sd19_reuses(tmp_path):
     a = make_tiny_sd19(tmp_path, scale=0.0005, fields="d")
     mtime = (a / "by_write.zip").stat().st_mtime_ns
@@ -385,6 +399,19 @@ def test_glyphs_ink_sizes_and_hard_cases():
     assert 5 <= border.sum() <= 200             # some touch the frame, most do not
     ink = ims.mean(axis=(1, 2))
     assert ink.min() > 0.001 and ink.max() < 0.6
+
+
+def test_glyphs_cut_by_the_frame_stay_visible():
+    # narrow glyphs (a bare '1' is one pen wide), small and thin, all pushed over the frame
+    narrow = np.frombuffer(b"1lIij" * 200, np.uint8)
+    rng = np.random.default_rng(11)
+    for k in range(0, len(narrow), 100):
+        style = draw_writer_style(rng)
+        style = type(style)(**{**style.__dict__, "pen": 3.0, "variants": 1})
+        ims = render_characters(narrow[k:k + 100], style, rng, HardCases(0, 0.5, 1.0))
+        assert ims.any(axis=(1, 2)).all()
+        border = ims[:, 0].any(1) | ims[:, -1].any(1) | ims[:, :, 0].any(1) | ims[:, :, -1].any(1)
+        assert border.all()
 
 
 def test_glyph_specks_are_away_from_the_character():

@@ -255,13 +255,15 @@ def _geometry(codes, style: WriterStyle, rng: np.random.Generator, small: np.nda
     shift = centre - (lo + hi) / 2
     pens = style.pen * np.clip(1.0 + 0.1 * g[:, 8], 0.7, 1.3)
     pens = np.where(small, np.minimum(pens, np.maximum(1.5, height / 5.0)), pens)
-    # Hard case: touching (or cut by) one side of the frame, up to 6 px over it.
+    # Hard case: touching (or cut by) one side of the frame, up to 6 px over it but never more
+    # than a quarter of the ink's extent (a bare '1' is only a pen wide: it must stay visible).
     lo, hi = lo + shift - pens[:, None] / 2, hi + shift + pens[:, None] / 2
     side = (u[:, 5] * 4).astype(int)
-    over = 6.0 * u[:, 6]
+    extent = np.take_along_axis(hi - lo, (side % 2)[:, None], axis=1)[:, 0]
+    over = np.maximum(1.0, u[:, 6] * np.minimum(6.0, 0.25 * extent))
     for i in np.flatnonzero(touch).tolist():
         axis = side[i] % 2
-        shift[i, axis] += (-lo[i, axis] - over[i]) if side[i] < 2 else ((SIZE - 1) - hi[i, axis] + over[i])
+        shift[i, axis] += (-lo[i, axis] - over[i]) if side[i] < 2 else (SIZE - hi[i, axis] + over[i])
     pts = pts + shift[cid]
     # Round pen: disks at stroke ends and at sharp turns close the wedges Pillow leaves there.
     disks = np.zeros(total, bool)

@@ -539,7 +539,7 @@ def plan_sd19(config: SynthConfig) -> Plan:
 # Rendering (worker processes)
 
 def _render_job(job):
-    """Render a group of writer folders; returns (blob, lengths) of per-character payloads.
+    """Render a group of writer folders; returns (blob, lengths, digests) of per-character payloads.
 
     Payload: the PNG (2nd edition) or ``zlib(packbits(image))`` (1st edition).
     """
@@ -557,7 +557,9 @@ def _render_job(job):
             packed = np.packbits(images.reshape(len(images), -1), axis=1)
             blobs.extend(zlib.compress(row.tobytes(), 1) for row in packed)
     lengths = np.fromiter((len(b) for b in blobs), np.int64, len(blobs))
-    return b"".join(blobs), lengths
+    # Payloads are a pure function of the pixels: equal digests <=> identical images.
+    digests = b"".join(hashlib.blake2b(b, digest_size=16).digest() for b in blobs)
+    return b"".join(blobs), lengths, digests
 
 
 def _jobs(config: SynthConfig, plan: Plan, chunk: int):
@@ -629,16 +631,34 @@ def _render_all(config: SynthConfig, plan: Plan, spill: _Spill, bar) -> None:
         results = _bounded_map(pool, _render_job, jobs, 4 * workers)
     try:
         done = 0
-        for blob, lengths in results:
+        digests = []
+        for blob, lengths, dig in results:
             spill.append(blob, lengths)
+            digests.append(dig)
             done += len(lengths)
             bar.update(len(lengths))
         if done != n:
             raise BuildError("synthetic SD19 rendering lost characters",
                              expected=f"{n} characters", found=f"{done}")
+        _check_distinct(np.frombuffer(b"".join(digests), "S16"), plan)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
+
+
+def _check_distinct(digests: np.ndarray, plan: Plan) -> None:
+    """Every rendered image must differ from every other (only the planned copies repeat)."""
+    _, first, counts = np.unique(digests, return_index=True, return_counts=True)
+    if (counts > 1).any():
+        rows = plan.rows
+        bad = first[counts > 1]
+        desc = ", ".join(f"hsf_{rows['hsf'][r]} writer {rows['writer'][r]} field "
+                         f"{rows['field'][r].decode()} entry {rows['entry'][r]} "
+                         f"'{chr(rows['ascii'][r])}'" for r in bad[:5].tolist())
+        raise BuildError("synthetic SD19 rendered identical images by accident",
+                         expected="distinct images (the three planned duplicates are copied later)",
+                         found=f"{int((counts - 1).sum())} repeats, e.g. {desc}",
+                         hint="this is a bug in mnistforge.sources.glyphs; try another --seed")
 
 
 def _bounded_map(pool, fn, items, ahead: int):
