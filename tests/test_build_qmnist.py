@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import time
 from pathlib import Path
@@ -21,7 +20,6 @@ from mnistforge.outputs import read_manifest, sha256_file
 synth = pytest.importorskip("mnistforge.sources.synth")
 from mnistforge.sources.sd19 import open_sd19  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
