@@ -174,3 +174,23 @@ def test_check_table():
         select_qmnist(np.zeros((3, 7), np.int64))
     with pytest.raises(FormatError, match="global order"):
         select_qmnist(np.zeros((3, 8), np.int64) + 1)
+
+
+def test_scaled_recipe_never_puts_a_writer_on_both_sides():
+    # A tiny source: the scaled test-fill start falls inside a writer's digits.
+    rows = []
+    g = 0
+    for hsf, writers in ((0, range(0, 6)), (4, range(2100, 2103)), (4, range(2350, 2353))):
+        for wr in writers:
+            for k in range(37):
+                rows.append([k % 10, hsf, wr, k, 30 + k % 10, g, 0, 0])
+                g += 1
+    table = np.array(rows, np.int64)
+    from mnistforge.builders.qmnist_recipe import QmnistRecipe, select_qmnist
+    for start in range(1, 6 * 37):
+        rec = QmnistRecipe(train_size=200, test_size=200, test_fill_start=start)
+        sel = select_qmnist(table, rec)
+        wt = set(map(tuple, table[sel.train][:, 1:3]))
+        ws = set(map(tuple, table[sel.test][:, 1:3]))
+        assert not wt & ws, start
+        assert not set(sel.train) & set(sel.test)

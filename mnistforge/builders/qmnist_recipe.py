@@ -199,8 +199,13 @@ def select_qmnist(table, recipe: QmnistRecipe | None = None, *, duplicate=None) 
     cand = gidx[free & (gidx >= recipe.train_fill_start) & (gidx < recipe.test_fill_start)]
     need = max(0, recipe.train_size - train_core_idx.size)
     train_fill = cand[:need]
-    # test fill: from test_fill_start on
-    cand = gidx[free & (gidx >= recipe.test_fill_start)]
+    # test fill: from test_fill_start on, skipping writers already on the train
+    # side.  With SD19's numbers the train fill ends (#30,949) well before the
+    # test fill starts (#35,000), so nothing is skipped; on a scaled source the
+    # writer at the boundary could otherwise straddle both sides.
+    key = table[:, HSF].astype(np.int64) * 100_000 + w
+    train_keys = np.unique(np.concatenate([key[train_fill], key[train_core_idx]]))
+    cand = gidx[free & (gidx >= recipe.test_fill_start) & ~np.isin(key, train_keys)]
     need = max(0, recipe.test_size - test_core_idx.size)
     test_fill = cand[:need]
     train_core_idx = train_core_idx[: recipe.train_size]
