@@ -24,7 +24,11 @@ def add_arguments(p):
     p.add_argument("--seed", type=int, default=0, help="seed for random splits (EMNIST)")
     p.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
     p.add_argument("--qmnist-labels", default=None,
-                   help="folder with the published qmnist-*-labels.tsv.gz fixing the order")
+                   help="folder with the published qmnist-*-labels.tsv.gz fixing the order, "
+                        "or 'download' to fetch and verify them through the registry")
+    p.add_argument("--duplicates", choices=["final", "source"], default="final",
+                   help="QMNIST column 6: identical final 28x28 images (published rule; "
+                        "preprocesses every digit) or identical source images (faster)")
     p.add_argument("--fudge", type=float, default=0.99, help="MNIST area-overlap fudge factor")
     p.add_argument("--centring", choices=["mnist", "true"], default="mnist",
                    help="MNIST truncating placement or true centring")
