@@ -44,22 +44,47 @@ def _parse_metadata(items):
 
 
 def run(args) -> int:
+    targets = expand_targets(args.target)
+    codes = [verify_one(t, args, several=len(targets) > 1) for t in targets]
+    if len(targets) > 1:
+        print(f"verified {len(targets)} datasets in {args.target}: "
+              + ("all passed" if max(codes) == 0 else "FAILED"))
+    return max(codes)
+
+
+def expand_targets(target: str) -> list[str]:
+    """A folder holding several datasets (an EMNIST or ``build all`` folder) -> one target each."""
+    from ..loaders import datasets_in_folder
+
+    p = Path(target)
+    if not p.is_dir():
+        return [target]
+    names = datasets_in_folder(p)
+    return [f"{p}:{n}" for n in names] if len(names) > 1 else [target]
+
+
+def verify_one(target: str, args, several: bool = False) -> int:
     from ..checks import verify
     from ..checks.duplicates import DEFAULT_NEAR_L2
     from ..outputs import atomic_file
 
-    report = verify(args.target, reference=args.reference, strict=args.strict,
+    tag = target.rsplit(":", 1)[-1] if several else None
+    report_dir = Path(args.report) / tag if args.report and tag else args.report
+    report = verify(target, reference=args.reference, strict=args.strict,
                     metadata=_parse_metadata(args.metadata),
                     near_threshold=args.near_threshold or DEFAULT_NEAR_L2,
                     near=not args.no_near, download=not args.no_download,
-                    report_dir=args.report)
+                    report_dir=report_dir)
     print(f"mnistforge verify {report.target}")
     print(report.table())
     if args.json:
-        with atomic_file(args.json, "w") as f:
+        path = Path(args.json)
+        if tag:
+            path = path.with_name(f"{path.stem}-{tag}{path.suffix or '.json'}")
+        with atomic_file(path, "w") as f:
             f.write(report.to_json() + "\n")
-        print(f"results written to {args.json}")
-    if args.report:
-        print(f"report written to {Path(args.report) / 'index.html'}")
+        print(f"results written to {path}")
+    if report_dir:
+        print(f"report written to {Path(report_dir) / 'index.html'}")
     sys.stdout.flush()
     return report.exit_code

@@ -735,31 +735,11 @@ def _split_files_present(info, split: str, root) -> bool:
 
 
 def expand_folder(folder) -> list[str]:
-    """Every registry dataset whose files are in ``folder`` (a build folder may hold several).
+    """Every registry dataset whose files are in ``folder`` (see
+    :func:`mnistforge.loaders.datasets_in_folder`)."""
+    from ..loaders import datasets_in_folder
 
-    Datasets sharing file names (MNIST, Fashion-MNIST, KMNIST) are told apart
-    by :func:`mnistforge.loaders.detect_dataset`.
-    """
-    from ..loaders import detect_dataset
-    from ..loaders.sources import find_dataset_folder
-    from ..registry import get_dataset, list_datasets
-
-    by_folder: dict = {}
-    for n in list_datasets():
-        f = find_dataset_folder(folder, get_dataset(n))
-        if f is not None:
-            by_folder.setdefault(f, []).append(n)
-    names = []
-    for f, ns in by_folder.items():
-        if len(ns) > 1:
-            try:
-                one = detect_dataset(f)
-            except ConfigError:  # several distinct datasets side by side: all of them
-                one = None
-            if one in ns:
-                ns = [one]
-        names += [n for n in ns if n not in names]
-    return names
+    return datasets_in_folder(folder)
 
 
 def default_splits(name: str, root=None) -> list[str]:

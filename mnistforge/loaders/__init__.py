@@ -15,8 +15,8 @@ Examples
 ('mnist', 'test', None)
 """
 from .convert import hf_columns, hf_features, to_hf, to_torch
-from .core import DatasetSplit, detect_dataset, load, resolve_target
+from .core import DatasetSplit, datasets_in_folder, detect_dataset, load, resolve_target
 from .grid import render_grid, save_grid
 
-__all__ = ["load", "resolve_target", "detect_dataset", "DatasetSplit", "hf_features",
+__all__ = ["load", "resolve_target", "detect_dataset", "datasets_in_folder", "DatasetSplit", "hf_features",
            "hf_columns", "to_hf", "to_torch", "save_grid", "render_grid"]

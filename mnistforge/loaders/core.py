@@ -288,6 +288,38 @@ def detect_dataset(folder) -> str:
         found=", ".join(pool), hint=f"pick one with {folder}:{pool[0]}[:SPLIT]")
 
 
+def _share_file_names(names) -> bool:
+    """Whether datasets use the same file names (MNIST, Fashion-MNIST, KMNIST do)."""
+    files = [frozenset(sp.images for sp in get_dataset(n).splits.values() if sp.images)
+             for n in names]
+    return len(set(files)) < len(files)
+
+
+def datasets_in_folder(folder) -> list[str]:
+    """Every registry dataset whose files are in ``folder`` (a build folder may hold several).
+
+    Datasets sharing file names (MNIST, Fashion-MNIST, KMNIST) are told apart
+    by :func:`mnistforge.loaders.detect_dataset`.
+    """
+    by_folder: dict = {}
+    folder = Path(folder)
+    for n in list_datasets():
+        f = find_dataset_folder(folder, get_dataset(n))
+        if f is not None:
+            by_folder.setdefault(f, []).append(n)
+    names = []
+    for f, ns in by_folder.items():
+        if len(ns) > 1 and _share_file_names(ns):
+            try:
+                one = detect_dataset(f)
+            except ConfigError:  # several distinct datasets side by side: all of them
+                one = None
+            if one in ns:
+                ns = [one]
+        names += [n for n in ns if n not in names]
+    return names
+
+
 def resolve_target(text, default_split=None):
     """Parse a CLI target into ``(name, split, root)``.
 
