@@ -131,7 +131,7 @@ def run(args) -> int:
         doc.update(target=target, slice=args.slice, augment=bool(args.augment))
         docs.append(doc)
         if args.plot:
-            _plots(res, images, args.plot, get_group(g))
+            _plots(res, images, args.plot, get_group(g), offset)
     if args.json:
         out = docs[0] if len(docs) == 1 else {"groups": docs}
         with atomic_file(args.json, "w") as f:
@@ -151,7 +151,7 @@ def _jsonable(obj):
     raise TypeError(type(obj).__name__)
 
 
-def _plots(res, images, folder, group, maps: int = 3):
+def _plots(res, images, folder, group, offset=0, maps: int = 3):
     from pathlib import Path
 
     from ..evaluators.manitest.plots import plot_distance_map, plot_strip
@@ -166,6 +166,8 @@ def _plots(res, images, folder, group, maps: int = 3):
         for r in sorted(res.images, key=lambda r: -(r.visited)):
             if r.distance_map is None or done >= maps:
                 continue
-            p = plot_distance_map(r, folder / f"{group.name}-map-{r.index}.png", group)
+            score = "no change" if r.score is None else f"score {r.score:.3f}"
+            p = plot_distance_map(r, folder / f"{group.name}-map-{r.index + offset}.png", group,
+                                  title=f"{group.name}, image {r.index + offset}: {score}")
             print(f"picture written to {p}")
             done += 1
