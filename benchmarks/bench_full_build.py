@@ -22,6 +22,7 @@ Prints a table and writes a JSON (``--json``).  Targets (issue 11): the whole bu
     python benchmarks/bench_full_build.py --scale 0.01             # ~1 minute
     python benchmarks/bench_full_build.py --json /tmp/full.json    # full scale (see docs/full-scale.md)
     python benchmarks/bench_full_build.py --sd19 /tmp/sd19-full     # reuse a synthesised tree
+    python benchmarks/bench_full_build.py --scale 0.1 --blas-threads 1   # one BLAS thread per call
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ GB = 1e9
 MB = 1e6
 TARGET_WALL_S = 20 * 60
 SD19_CHARACTERS = 814_255
+BLAS_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 TARGET_MEM = 4 * GB
 
 
@@ -205,9 +207,9 @@ def run_build_all(stages: Stages, sd19: Path, out: Path, workers) -> None:
 
     original = build_cmd.dispatch
 
-    def timed_dispatch(args):
+    def timed_dispatch(args, *more, **options):
         with stages.stage(args.target):
-            return original(args)
+            return original(args, *more, **options)
 
     argv = ["build", "all", "--sd19", str(sd19), "--out", str(out)]
     if workers:
@@ -289,7 +291,14 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the synthetic SD19")
     ap.add_argument("--interval", type=float, default=0.5, help="memory sampling period (s)")
     ap.add_argument("--json", type=Path, default=None, help="write the figures here")
+    ap.add_argument("--blas-threads", type=int, default=None,
+                    help="set OPENBLAS_NUM_THREADS/OMP_NUM_THREADS (before NumPy is imported)")
     args = ap.parse_args(argv)
+    if args.blas_threads:
+        if "numpy" in sys.modules:
+            raise SystemExit("--blas-threads must be set before NumPy is imported")
+        for var in BLAS_VARS:
+            os.environ[var] = str(args.blas_threads)
 
     import logging
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -305,6 +314,7 @@ def main(argv=None) -> int:
     machine = {"cpus": os.cpu_count(), "usable_cpus": len(os.sched_getaffinity(0)),
                "platform": platform.platform(), "python": platform.python_version(),
                "load_start": os.getloadavg()[0],
+               "blas_env": {v: os.environ.get(v) for v in BLAS_VARS},
                "mem_total_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")}
     out = work / "build"
     try:
