@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mnistforge.classifiers.base import make_classifier  # noqa: E402
-from mnistforge.evaluators.manitest import get_group, score_image, spline_image, warp_nodes  # noqa: E402
+from mnistforge.evaluators.manitest import (get_group, score_image, spline_image,  # noqa: E402
+                                            warp_nodes)
 from mnistforge.evaluators.manitest.marching import fast_march  # noqa: E402
 from mnistforge.evaluators.manitest.warp import as_float_images  # noqa: E402
 

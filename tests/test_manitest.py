@@ -12,7 +12,7 @@ from mnistforge.evaluators.augment import AugmentConfig, apply_similarity, augme
 from mnistforge.evaluators.manitest import (TransformGroup, fast_march, get_group, manitest,
                                             metric, score_image, spline_image, transform_images,
                                             warp_nodes)
-from mnistforge.evaluators.manitest.warp import jacobian_fd, sample
+from mnistforge.evaluators.manitest.warp import sample
 
 H = W = 28
 C = (H - 1) / 2.0
@@ -119,7 +119,8 @@ def test_translation_distances_equal_sqrt_tGt(rx, ry):
     img = bump(rx=rx, ry=ry)
     g = TransformGroup("translation", ("tx", "ty"), bounds=((-5, 5), (-5, 5)))  # stays inside
     G = metric(img, g, [[0.0, 0.0], [0.5, 0.0], [2.5, -3.0], [-4.5, 4.5]])
-    np.testing.assert_allclose(G, np.broadcast_to(G[0], G.shape), rtol=0.015, atol=1e-3 * G[0, 0, 0])
+    np.testing.assert_allclose(G, np.broadcast_to(G[0], G.shape), rtol=0.015,
+                               atol=1e-3 * G[0, 0, 0])
     r = score_image(img, constant_label, g, keep_map=True, cap=10_000)
     assert r.status == "boundary" and r.score is None and r.visited == 21 * 21
     t, dist = r.distance_map["params"], r.distance_map["distance"]

@@ -1,4 +1,4 @@
-"""``mnistforge manitest NAME:SPLIT --classifier SPEC --train NAME:SPLIT --group G --samples 200``."""
+"""``mnistforge manitest NAME:SPLIT --classifier SPEC --train NAME:SPLIT --group G``."""
 from __future__ import annotations
 
 import json

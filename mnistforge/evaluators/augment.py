@@ -13,7 +13,7 @@ Examples
 >>> out, params = augment_similarity(imgs, seed=0, return_params=True)
 >>> out.shape, out.dtype, params.shape
 ((4, 28, 28), dtype('uint8'), (4, 4))
->>> bool(np.all(np.abs(params[:, :2]) <= 3)), bool(np.all((params[:, 3] >= 0.7) & (params[:, 3] <= 1.3)))
+>>> bool(np.all(np.abs(params[:, :2]) <= 3)), bool(np.all(np.abs(params[:, 3] - 1) <= 0.3))
 (True, True)
 """
 from __future__ import annotations

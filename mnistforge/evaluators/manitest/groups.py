@@ -182,7 +182,8 @@ class TransformGroup:
         return np.einsum("iab,bhw->iahw", dL, rel) + db[:, :, None, None]
 
     def describe(self) -> str:
-        return f"{self.name} ({', '.join(f'{p} step {s:g}' for p, s in zip(self.params, self.steps))})"
+        parts = ", ".join(f"{p} step {s:g}" for p, s in zip(self.params, self.steps))
+        return f"{self.name} ({parts})"
 
 
 def _mat(a, b, c, d):
