@@ -72,6 +72,8 @@ def atomic_file(path, mode: str = "wb"):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # mkstemp creates 0600 files; outputs get the usual permissions (0666 minus the umask).
+    os.chmod(tmp, 0o666 & ~_umask())
     try:
         with os.fdopen(fd, mode) as f:
             yield f
@@ -123,6 +125,12 @@ def atomic_dir(out, *, overwrite: bool = False):
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(tmp, out)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def gzip_bytes(data: bytes, level: int = 9) -> bytes:
