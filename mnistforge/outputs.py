@@ -73,7 +73,7 @@ def atomic_file(path, mode: str = "wb"):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     # mkstemp creates 0600 files; outputs get the usual permissions (0666 minus the umask).
-    os.chmod(tmp, 0o666 & ~_umask())
+    os.chmod(tmp, 0o666 & ~_UMASK)
     try:
         with os.fdopen(fd, mode) as f:
             yield f
@@ -131,6 +131,10 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# Read once at import: os.umask can only be read by setting it, which is not thread-safe.
+_UMASK = _umask()
 
 
 def gzip_bytes(data: bytes, level: int = 9) -> bytes:
