@@ -155,7 +155,12 @@ def convert_rows(src, rows: np.ndarray, config: EmnistPreproConfig = DEFAULT_CON
         store[start:start + len(out)] = out
         return len(out)
 
-    with bar, cf.ThreadPoolExecutor(workers) as pool:
+    # The threads are the parallelism: BLAS threads inside each of them would
+    # oversubscribe the cores (measured: EMNIST twice as slow on 2 cores).
+    from threadpoolctl import threadpool_limits
+
+    with bar, threadpool_limits(limits=1, user_api="blas"), \
+            cf.ThreadPoolExecutor(workers) as pool:
         pending = []
         for got_rows, imgs in src.read(rows, batch_size=batch_size):
             if len(got_rows) and not np.array_equal(got_rows, rows[pos:pos + len(got_rows)]):
