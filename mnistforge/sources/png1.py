@@ -4,7 +4,7 @@ Convention: in the PNG, sample value 0 (black) is ink and 1 (white) is backgroun
 as in NIST's 2nd-edition files; in the arrays of this package ``True`` is ink.
 
 :func:`encode_png1` writes a minimal, reproducible PNG (greyscale, bit depth 1,
-filter type 0 on every row, zlib level 9, no ancillary chunks) without Pillow.
+filter type 0 on every row, zlib level 6, no ancillary chunks) without Pillow.
 :func:`decode_png1` / :func:`decode_png1_many` take a fast path for greyscale
 1-bit non-interlaced PNGs (chunk walk + ``zlib`` + vectorised unfiltering of
 the None/Sub/Up filters + ``numpy.unpackbits``) and hand anything else
@@ -47,7 +47,7 @@ _IEND = _chunk(b"IEND", b"")
 def encode_png1(image) -> bytes:
     """Encode a 2-D bool image (``True`` = ink) as a 1-bit greyscale PNG, ink black.
 
-    The bytes depend only on the pixels (and on zlib's level-9 output, stable
+    The bytes depend only on the pixels (and on zlib's level-6 output, stable
     across zlib versions in practice), so synthetic trees are reproducible.
     """
     image = np.asarray(image, dtype=bool)
@@ -60,7 +60,7 @@ def encode_png1(image) -> bytes:
     raw[:, 1:] = rows
     ihdr = struct.pack(">IIBBBBB", w, h, 1, 0, 0, 0, 0)
     return b"".join((PNG_SIGNATURE, _chunk(b"IHDR", ihdr),
-                     _chunk(b"IDAT", zlib.compress(raw.tobytes(), 9)), _IEND))
+                     _chunk(b"IDAT", zlib.compress(raw.tobytes(), 6)), _IEND))
 
 
 def _parse(data: bytes):
