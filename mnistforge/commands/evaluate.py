@@ -84,10 +84,7 @@ def _run_protocol(args) -> int:
                                            "test": e.test})
         print(f"wrote predictions to {out}/")
     if args.json:
-        with atomic_file(args.json, "w") as f:
-            json.dump(res.to_dict(), f, indent=2)
-            f.write("\n")
-        print(f"wrote {args.json}")
+        _write_json(args.json, res.to_dict())
     return 0
 
 
@@ -124,8 +121,12 @@ def run(args) -> int:
                                        "test": tename, "deskew": e.deskew})
         print(f"wrote {args.predictions}")
     if args.json:
-        with atomic_file(args.json, "w") as f:
-            json.dump(e.to_dict(), f, indent=2)
-            f.write("\n")
-        print(f"wrote {args.json}")
+        _write_json(args.json, e.to_dict())
     return 0
+
+
+def _write_json(path, doc) -> None:
+    with atomic_file(path, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    print(f"wrote {path}")
