@@ -75,6 +75,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `mnistforge info | head`: the reader left; exit quietly like other Unix tools.
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except MnistforgeError as e:
         from .errors import ConfigError, DatasetNotFoundError
         print(f"mnistforge {args.command}: error: {e}", file=sys.stderr)
