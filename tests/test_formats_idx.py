@@ -248,3 +248,23 @@ def test_real_qmnist_idx2_int(qmnist_reference):
     assert arr.shape == (60000, 8)
     assert arr.dtype == np.int32
     assert set(np.unique(arr[:, 1])) <= {0, 1, 2, 3, 4, 6, 7}
+
+
+@pytest.mark.parametrize("backend", ["isal", "zlib"])
+def test_gzip_backends_agree(tmp_path, monkeypatch, backend):
+    # ISA-L is used for speed when installed; plain zlib is the fallback: same arrays, same errors.
+    import zlib
+
+    import mnistforge.formats.idx as idx_mod
+    if backend == "zlib":
+        monkeypatch.setattr(idx_mod, "_gz_zlib", zlib)
+    else:
+        pytest.importorskip("isal")
+    arr = sample(np.uint8, (300, 28, 28))
+    p = tmp_path / "a.gz"
+    write_idx(p, arr)
+    np.testing.assert_array_equal(read_idx(p), arr)
+    data = p.read_bytes()
+    p.write_bytes(data[:40] + bytes(200) + data[240:])
+    with pytest.raises(IdxFormatError):
+        read_idx(p)

@@ -43,6 +43,13 @@ import numpy as np
 from ..errors import IdxFormatError
 from ..outputs import atomic_file
 
+try:  # ISA-L inflates gzip about 1.8x faster than zlib, with identical output
+    from isal import isal_zlib as _gz_zlib
+    _DECOMPRESS_ERRORS = (zlib.error, _gz_zlib.error)
+except ImportError:  # pragma: no cover - isal is a dependency, zlib the fallback
+    _gz_zlib = zlib
+    _DECOMPRESS_ERRORS = (zlib.error,)
+
 TYPES = {
     0x08: np.dtype(">u1"),
     0x09: np.dtype(">i1"),
@@ -200,7 +207,7 @@ def read_idx_header(path, *, max_bytes: int = MAX_BYTES) -> IdxHeader:
 
 def _decompressor(comp):
     if comp == "gz":
-        return zlib.decompressobj(wbits=31)
+        return _gz_zlib.decompressobj(wbits=31)
     if comp == "xz":
         return lzma.LZMADecompressor()
     return bz2.BZ2Decompressor()
@@ -228,7 +235,7 @@ def _decompress_capped(comp: str, data: bytes, limit: int, path) -> bytes:
             data = rest
             if comp == "gz":
                 data = data.lstrip(b"\0")  # gzip allows zero padding between members
-    except (zlib.error, lzma.LZMAError, OSError, EOFError, ValueError) as e:
+    except (*_DECOMPRESS_ERRORS, lzma.LZMAError, OSError, EOFError, ValueError) as e:
         raise IdxFormatError("corrupt compressed data", path=path, expected=f"a valid {comp} stream",
                              found=str(e), hint="the file is damaged: re-download or rebuild it") from e
     return b"".join(chunks) if len(chunks) != 1 else chunks[0]
@@ -257,7 +264,9 @@ def parse_idx_bytes(data: bytes, path="<bytes>", *, compression: str | None = No
     if compression is not None:
         # Decompress the header alone first, so a lying header is caught before
         # we let the decompressor allocate its claimed size.
-        head = _decompress_capped(compression, data, 4 + 4 * 255, path)
+        # A 64 KiB prefix of the stream is plenty for 1 KiB of header, and the
+        # decompressor then never copies the whole input into unconsumed_tail.
+        head = _decompress_capped(compression, data[:1 << 16], 4 + 4 * 255, path)
         header = parse_idx_header(head, path, max_bytes=max_bytes)
         if compression == "gz" and len(data) >= 18:
             isize = int.from_bytes(data[-4:], "little")
