@@ -313,7 +313,8 @@ def write_report(res: DemoResult, out: Path) -> Path:
                  f"| [grid]({d.get('picture', '')}) |")
     notes = [(d["dataset"], n) for d in res.datasets for n in d["notes"]]
     if notes:
-        L += ["", "Verify notes (warnings; writer overlap is expected for official-style EMNIST):", ""]
+        L += ["", "Verify notes (warnings; expected for official-style EMNIST: writers shared between "
+                  "train and test, and SD19's three duplicated digit images, kept on one side):", ""]
         L += [f"- {name}: {n}" for name, n in notes]
     L += ["", "## Stages", "", "| stage | seconds | detail |", "|---|---|---|"]
     L += [f"| {s.name} | {s.seconds} | {s.detail} |" for s in res.stages]
