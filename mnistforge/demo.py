@@ -136,7 +136,8 @@ def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) 
         evaluation and the report path; also written to ``out/summary.json``.
     """
     from .builders.emnist import build_emnist
-    from .builders.qmnist import QmnistBuildConfig, build_mnist, build_qmnist
+    from .builders.qmnist import (QmnistBuildConfig, build_mnist, build_qmnist,
+                                  sharing_preprocessed_digits)
     from .checks import verify
     from .loaders import load
     from .sources.synth import SynthConfig, synthesize_sd19
@@ -163,10 +164,11 @@ def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) 
         st.detail = f"{n_chars} characters, 2nd edition zips"
 
     qcfg = QmnistBuildConfig(workers=config.workers, progress=config.progress)
-    with _Timer(res, "build qmnist") as st:
-        build_qmnist(sd19, builds / "qmnist", qcfg)
-    with _Timer(res, "build mnist") as st:
-        build_mnist(sd19, builds / "mnist", qcfg)
+    with sharing_preprocessed_digits():
+        with _Timer(res, "build qmnist"):
+            build_qmnist(sd19, builds / "qmnist", qcfg)
+        with _Timer(res, "build mnist"):
+            build_mnist(sd19, builds / "mnist", qcfg)
     with _Timer(res, "build emnist (six datasets)") as st:
         build_emnist(sd19, builds / "emnist", seed=config.seed, workers=config.workers,
                      show_progress=config.progress)
@@ -250,7 +252,7 @@ def reload_with_datasets(repo, config_name, split, source_folder, out) -> dict:
 def evaluate_pair(folder, config: DemoConfig, out) -> dict:
     """Train the reference classifiers on QMNIST train, test on QMNIST test, compare them."""
     from .classifiers.base import make_classifier
-    from .evaluators.significance import compare_systems, error_overlap
+    from .evaluators.significance import compare_systems, error_overlap, error_rate
     from .loaders import load
 
     train = load("qmnist", "train", root=folder)
@@ -264,7 +266,6 @@ def evaluate_pair(folder, config: DemoConfig, out) -> dict:
         pred = clf.predict(np.asarray(test.images))
         w = pred != np.asarray(test.labels)
         wrong[spec] = w
-        from .evaluators.significance import error_rate
         er = error_rate(w)
         systems.append({"name": spec, "errors": int(w.sum()), "n": int(w.size),
                         "error_rate": float(w.mean()), "exact95": list(er.exact),

@@ -173,7 +173,7 @@ def test_loaders_read_the_build(built):
 
 def test_rebuild_is_byte_identical_and_atomic(tiny, built, tmp_path):
     out = tmp_path / "again"
-    qb._LAST_ALL.clear()               # really preprocess again (other batching, one process)
+    # nothing is cached outside sharing_preprocessed_digits(): this really preprocesses again
     build_qmnist(tiny, out, QmnistBuildConfig(progress=False, workers=1, batch_size=333))
     a, b = read_manifest(out), read_manifest(built["qmnist"])
     assert a["outputs"] == b["outputs"]
@@ -329,3 +329,14 @@ def test_full_scale_xnist_matches_published_table(full_layout, qmnist_reference,
     if extra.size:
         assert any("SD19 images differ" in n for n in man["notes"])
     print(f"\nxnist: {extra.size} extra final-image duplicates on the synthetic source")
+
+
+def test_preprocessed_digits_are_shared_only_inside_the_block(tiny, tmp_path, caplog):
+    cfg = QmnistBuildConfig(progress=False, workers=1)
+    with caplog.at_level("INFO", logger="mnistforge.builders.qmnist"):
+        with qb.sharing_preprocessed_digits():
+            build_qmnist(tiny, tmp_path / "q", cfg)
+            build_xnist(tiny, tmp_path / "x", cfg)
+            assert qb._SHARED  # the pass is held while the block lasts
+    assert "reusing the preprocessed digits" in caplog.text
+    assert qb._SHARED is None  # and released afterwards

@@ -38,6 +38,7 @@ PosixPath('build/qmnist')
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import lzma
 import time
@@ -396,24 +397,46 @@ def _check_published_rows(table, published, name):
                  "--layout from the real xnist table")
 
 
-# the last "every digit preprocessed" result, so that `build all` (qmnist, mnist and xnist
-# in one process) preprocesses SD19 once
-_LAST_ALL: dict = {}
+# Inside `sharing_preprocessed_digits()` (what `build all` and the demo use), qmnist, mnist
+# and xnist built from one source preprocess SD19 once; outside it nothing is kept, so the
+# 316 MB of preprocessed digits do not outlive the builds that share them.
+_SHARED: dict | None = None
+
+
+@contextlib.contextmanager
+def sharing_preprocessed_digits():
+    """Let the QMNIST-family builds inside the block share one preprocessing pass.
+
+    Examples
+    --------
+    >>> with sharing_preprocessed_digits():                       # doctest: +SKIP
+    ...     build_qmnist("sd19/", "out/qmnist"); build_mnist("sd19/", "out/mnist")
+    """
+    global _SHARED
+    outer = _SHARED
+    if outer is None:
+        _SHARED = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _SHARED = None
 
 
 def _every_digit(src, drows, config: QmnistBuildConfig):
     key = (src.fingerprint, str(src.path), config.prepro)
-    hit = _LAST_ALL.get(key)
+    hit = _SHARED.get(key) if _SHARED is not None else None
     if hit is not None and hit[0].shape[0] == drows.size:
         logger.info("reusing the preprocessed digits of the previous build")
         return hit
-    _LAST_ALL.clear()
     images = preprocess_rows(src, drows, config.prepro, batch_size=config.batch_size,
                              workers=config.workers, progress=config.progress,
                              desc="preprocessing every SD19 digit")
     images.setflags(write=False)
     result = (images, duplicate_of(image_digests(images)))
-    _LAST_ALL[key] = result
+    if _SHARED is not None:
+        _SHARED.clear()
+        _SHARED[key] = result
     return result
 
 
