@@ -734,14 +734,6 @@ def _split_files_present(info, split: str, root) -> bool:
     return bool(sp.images and folder is not None and locate(folder, sp.images))
 
 
-def expand_folder(folder) -> list[str]:
-    """Every registry dataset whose files are in ``folder`` (see
-    :func:`mnistforge.loaders.datasets_in_folder`)."""
-    from ..loaders import datasets_in_folder
-
-    return datasets_in_folder(folder)
-
-
 def default_splits(name: str, root=None) -> list[str]:
     """Splits exported when a target names no split.
 
@@ -922,13 +914,13 @@ def configs_from_targets(targets, *, download: bool = True) -> list[ExportConfig
     ``CONFIG=`` renames a config (to export the official and a rebuilt MNIST
     side by side).  Without ``:SPLIT`` the :func:`default_splits` are taken.
     """
-    from ..loaders import load, resolve_target
+    from ..loaders import datasets_in_folder, load, resolve_target
 
     resolved = []
     for text in targets:
         config, rest = parse_target(str(text))
         if os.path.isdir(rest) and not is_hf_repo(rest):
-            names = expand_folder(rest)
+            names = datasets_in_folder(rest)
             if len(names) > 1:  # a build folder holding several datasets: one config each
                 if config:
                     raise ConfigError(f"{rest} holds several datasets; CONFIG= needs one",

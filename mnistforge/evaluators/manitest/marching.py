@@ -125,28 +125,22 @@ def solve_simplex(Q: np.ndarray, u: np.ndarray):
         if det <= _EPS * max(q11 * q22, _EPS):
             return None
         u1, u2 = float(u[0]), float(u[1])
-        w1 = ((q22 - q12) / det, (q11 - q12) / det)               # Q^-1 1
-        wu = ((q22 * u1 - q12 * u2) / det, (q11 * u2 - q12 * u1) / det)  # Q^-1 u
-        a = w1[0] + w1[1]
-        b = w1[0] * u1 + w1[1] * u2
-        c = wu[0] * u1 + wu[1] * u2
-        disc = b * b - a * (c - 1.0)
-        if a <= 0 or disc < 0:
-            return None
-        mu = (b + math.sqrt(disc)) / a
-        den = mu * a - b
-        if den <= 0:
-            return None
-        lam = np.array([(mu * w1[0] - wu[0]) / den, (mu * w1[1] - wu[1]) / den])
-        if lam.min() < -1e-9:
-            return None
-        return mu, lam
+        w1 = np.array(((q22 - q12) / det, (q11 - q12) / det))               # Q^-1 1
+        wu = np.array(((q22 * u1 - q12 * u2) / det, (q11 * u2 - q12 * u1) / det))  # Q^-1 u
+        return _admissible_root(w1, wu, float(w1[0] + w1[1]), float(w1[0] * u1 + w1[1] * u2),
+                                float(wu[0] * u1 + wu[1] * u2))
     try:
         W = np.linalg.solve(Q, np.stack([np.ones(k), u], axis=1))
     except np.linalg.LinAlgError:
         return None
     w1, wu = W[:, 0], W[:, 1]
-    a, b, c = w1.sum(), wu.sum(), float(u @ wu)
+    return _admissible_root(w1, wu, float(w1.sum()), float(wu.sum()), float(u @ wu))
+
+
+def _admissible_root(w1, wu, a: float, b: float, c: float):
+    """Larger root ``mu`` of ``a mu^2 - 2 b mu + c - 1 = 0`` and its barycentric weights,
+    or ``None`` when the update is not admissible (no root, or the front does not come
+    from inside the simplex)."""
     disc = b * b - a * (c - 1.0)
     if a <= 0 or disc < 0:
         return None
