@@ -298,3 +298,47 @@ def dataset_files(name: str) -> list[RemoteFile]:
 def registry_notes() -> list[str]:
     """The notes at the top of ``registry.json`` (provenance of the hashes)."""
     return list(_raw().get("notes", ()))
+
+
+# --- publishing facts (Hugging Face licence ids, licence links, BibTeX) --------
+
+def hub_license(group: str) -> tuple[str, str | None]:
+    """``(license, license_name)`` for the Hub card of an official release of ``group``.
+
+    >>> hub_license("mnist")
+    ('cc-by-sa-3.0', None)
+    >>> hub_license("emnist")
+    ('other', 'nist-sd19')
+    """
+    hub = _raw()["hub"]
+    lic = hub["licenses"].get(group)
+    if lic:
+        return lic, None
+    return "other", hub["built_license"]["license_name"]
+
+
+def built_license() -> tuple[str, str]:
+    """``(license, license_name)`` of a dataset rebuilt from NIST SD19."""
+    b = _raw()["hub"]["built_license"]
+    return b["license"], b["license_name"]
+
+
+def license_link(name: str | None) -> str | None:
+    """The URL of a named licence (``license_name`` on the Hub), if the registry knows it."""
+    entry = _raw()["hub"]["license_names"].get(name or "")
+    return entry["link"] if entry else None
+
+
+def license_text(name: str | None) -> str | None:
+    """One sentence naming the terms of a named licence, if the registry knows it."""
+    entry = _raw()["hub"]["license_names"].get(name or "")
+    return entry["text"] if entry else None
+
+
+def bibtex(group: str) -> str:
+    """The BibTeX entry to cite for ``group`` (``mnist``, ``qmnist``, ``emnist``, ``sd19``...), or ``""``.
+
+    >>> bibtex("qmnist").splitlines()[0]
+    '@incollection{yadav2019cold,'
+    """
+    return _raw()["hub"]["bibtex"].get(group, "")
