@@ -33,7 +33,7 @@ SD19_TOTAL = 814_255
 
 
 def glyphs(n: int, seed: int = 0) -> np.ndarray:
-    from mnistforge.sources.glyphs import draw_writer_style, render_characters
+    from mnistforge.sd19.glyphs import draw_writer_style, render_characters
 
     rng = np.random.default_rng(seed)
     codes = np.frombuffer(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
@@ -87,7 +87,7 @@ def bench_conversion(args):
 
 def bench_build(args):
     from mnistforge.builders.emnist import build_emnist
-    from mnistforge.sources.synth import SynthConfig, synthesize_sd19
+    from mnistforge.sd19.synth import SynthConfig, synthesize_sd19
 
     base = Path(tempfile.mkdtemp(prefix="bench-emnist-"))
     try:
@@ -97,7 +97,7 @@ def bench_build(args):
             workers=args.workers), progress=None)
         t_synth = time.perf_counter() - t0
         # First open builds and caches the index (a one-off per source): time it apart.
-        from mnistforge.sources import open_sd19
+        from mnistforge.sd19 import open_sd19
         t0 = time.perf_counter()
         src = open_sd19(sd)
         t_index = time.perf_counter() - t0

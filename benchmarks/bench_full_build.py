@@ -226,7 +226,7 @@ def run_build_all(stages: Stages, sd19: Path, out: Path, workers) -> None:
 
 def count_outputs(out: Path) -> dict:
     """Images per split of every built dataset (from the files' headers)."""
-    from mnistforge.formats.idx import read_idx_header
+    from mnistforge.io.idx import read_idx_header
 
     counts = {}
     for sub in sorted(p for p in out.iterdir() if p.is_dir()):
@@ -303,8 +303,8 @@ def main(argv=None) -> int:
     import logging
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
-    from mnistforge.sources import open_sd19
-    from mnistforge.sources.synth import SynthConfig, synthesize_sd19
+    from mnistforge.sd19 import open_sd19
+    from mnistforge.sd19.synth import SynthConfig, synthesize_sd19
 
     work = args.work or Path(tempfile.mkdtemp(prefix="mnistforge-full-"))
     work.mkdir(parents=True, exist_ok=True)

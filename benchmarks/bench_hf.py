@@ -32,8 +32,8 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("MNISTFORGE_PROGRESS", "0")
 
-from mnistforge.formats import hf  # noqa: E402
-from mnistforge.formats.idx import read_idx, write_idx  # noqa: E402
+from mnistforge import hub as hf  # noqa: E402
+from mnistforge.io.idx import read_idx, write_idx  # noqa: E402
 
 REFERENCE = Path(os.environ.get("MNISTFORGE_SHARED", ROOT.parent / "shared")) / "reference" / "mnist"
 

@@ -43,7 +43,7 @@ def best(fn, repeat):
 
 
 def synthetic(folder: Path):
-    from mnistforge.formats.idx import write_idx
+    from mnistforge.io.idx import write_idx
     from scipy.ndimage import gaussian_filter
 
     rng = np.random.default_rng(0)
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     ap.add_argument("--labels", type=Path, default=None, help="labels .gz")
     args = ap.parse_args(argv)
 
-    from mnistforge.formats.idx import read_idx
+    from mnistforge.io.idx import read_idx
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_idx."))
     try:

@@ -32,7 +32,7 @@ MNIST = ROOT.parent / "shared" / "reference" / "mnist"
 
 def load_data():
     if (MNIST / "t10k-images-idx3-ubyte.gz").is_file():
-        from mnistforge.formats.idx import read_idx
+        from mnistforge.io.idx import read_idx
         X = np.asarray(read_idx(MNIST / "t10k-images-idx3-ubyte.gz"))
         y = np.asarray(read_idx(MNIST / "t10k-labels-idx1-ubyte.gz"))
         return X[:5000], y[:5000], X[5000:], "MNIST test set (train 0:5000, score 5000:)"

@@ -56,8 +56,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("MNISTFORGE_PROGRESS", "0")
 
-    from mnistforge.sources.sd19 import open_sd19
-    from mnistforge.sources.synth import make_tiny_sd19
+    from mnistforge.sd19.reader import open_sd19
+    from mnistforge.sd19.synth import make_tiny_sd19
 
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
         from mnistforge.builders.qmnist import preprocess_rows
         cfg = MnistPreproConfig()
         many = np.tile(rows, max(1, args.pipeline // rows.size))
-        from mnistforge.sources.sd19 import default_workers
+        from mnistforge.sd19.reader import default_workers
         for strategy in ("main", "workers"):
             t_s, _ = timed(preprocess_rows, src, many, cfg, strategy=strategy, progress=False)
             print(f"decode+preprocess {many.size} images, strategy {strategy!r:9}: "

@@ -43,13 +43,13 @@ def main(argv=None) -> int:
     ap.add_argument("--naive-limit", type=int, default=5000, help="characters for the naive loop")
     args = ap.parse_args(argv)
 
-    from mnistforge.sources.sd19 import default_workers, open_sd19
+    from mnistforge.sd19.reader import default_workers, open_sd19
 
     tmp = None
     if args.source:
         src_path = Path(args.source)
     else:
-        from mnistforge.sources.synth import SynthConfig, synthesize_sd19
+        from mnistforge.sd19.synth import SynthConfig, synthesize_sd19
         tmp = tempfile.TemporaryDirectory()
         src_path = Path(tmp.name) / "sd19"
         t = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Synthetic SD19: what the two speed choices of mnistforge.sources.synth/glyphs buy.
+"""Synthetic SD19: what the two speed choices of mnistforge.sd19.synth/glyphs buy.
 
 1. Rasterising pen strokes: Pillow ``ImageDraw.line`` + joint disks (ours) against a
    vectorised NumPy distance-to-segment raster of the same strokes.
@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from mnistforge.sources import glyphs
-from mnistforge.sources.synth import SynthConfig, _StoredZip, synthesize_sd19
+from mnistforge.sd19 import glyphs
+from mnistforge.sd19.synth import SynthConfig, _StoredZip, synthesize_sd19
 
 
 def geometry_for(n, seed=0):

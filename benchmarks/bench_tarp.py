@@ -23,7 +23,7 @@ REF = Path(__file__).resolve().parents[1].parent / "shared/reference/mnist"
 def load_data(n=12000):
     rng = np.random.default_rng(0)
     if (REF / "t10k-images-idx3-ubyte.gz").is_file():
-        from mnistforge.formats.idx import read_idx
+        from mnistforge.io.idx import read_idx
         im = read_idx(REF / "t10k-images-idx3-ubyte.gz").astype(np.float32) / 255
         lab = np.asarray(read_idx(REF / "t10k-labels-idx1-ubyte.gz"))
         reps = math.ceil(n / len(lab))

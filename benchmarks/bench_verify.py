@@ -29,7 +29,7 @@ MNIST = Path(os.environ.get("MNISTFORGE_SHARED", ROOT.parent / "shared")) / "ref
 
 
 def test_images(rng):
-    from mnistforge.formats.idx import read_idx
+    from mnistforge.io.idx import read_idx
 
     p = MNIST / "t10k-images-idx3-ubyte.gz"
     if p.is_file():
@@ -69,8 +69,8 @@ def main(argv=None):
     from mnistforge.checks import verify
     from mnistforge.checks.duplicates import (DEFAULT_NEAR_L2, find_near_duplicates,
                                               nearest_brute_force)
-    from mnistforge.formats.idx import write_idx
-    from mnistforge.outputs import write_manifest
+    from mnistforge.io.idx import write_idx
+    from mnistforge.io.manifest import write_manifest
 
     t = args.threshold or DEFAULT_NEAR_L2
     rng = np.random.default_rng(0)

@@ -7,7 +7,7 @@ Examples
 >>> ds.images.shape                                # doctest: +SKIP
 (10000, 28, 28)
 """
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = ["load", "__version__"]
 

@@ -21,7 +21,7 @@ import importlib
 import logging
 import sys
 
-from . import __version__
+from ._version import __version__
 from .errors import MnistforgeError
 
 COMMAND_MODULES = [

@@ -140,7 +140,7 @@ def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) 
                                   sharing_preprocessed_digits)
     from .checks import verify
     from .loaders import load
-    from .sources.synth import SynthConfig, synthesize_sd19
+    from .sd19.synth import SynthConfig, synthesize_sd19
 
     config = config or DemoConfig()
     out = Path(out)
@@ -207,7 +207,7 @@ def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) 
 
     hf = out / "hf"
     with _Timer(res, "export Hugging Face repository") as st:
-        from .formats.hf import configs_from_targets, export_hf
+        from .hub import configs_from_targets, export_hf
         confs = configs_from_targets([str(builds / "qmnist"), str(builds / "mnist")]
                                      + [f"{builds / 'emnist'}:emnist-{n}" for n in EMNIST_NAMES],
                                      download=False)
@@ -344,7 +344,7 @@ def write_report(res: DemoResult, out: Path) -> Path:
           "- `builds/`: the built datasets (idx files + `manifest.json`)",
           "- `hf/`: the Hugging Face repository folder",
           "- `pictures/`: sample grids", "- `summary.json`, `evaluation.json`, `verify-*.json`", ""]
-    from .outputs import atomic_file
+    from .io.atomic import atomic_file
     path = out / "report.md"
     with atomic_file(path, "w") as f:
         f.write("\n".join(L))

@@ -108,6 +108,32 @@ class ConfigError(MnistforgeError, ValueError):
     """Invalid parameter or specification string (CLI or API)."""
 
 
+class MissingDependencyError(MnistforgeError, ImportError):
+    """An optional dependency (an extra such as ``[torch]`` or ``[plot]``) is not installed."""
+
+
+def require(module: str, extra: str, purpose: str):
+    """Import optional ``module`` or raise :class:`MissingDependencyError` naming the extra.
+
+    Examples
+    --------
+    >>> require("json", "none", "a test").__name__
+    'json'
+    >>> require("no_such_module_xyz", "plot", "pictures")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ...
+    mnistforge.errors.MissingDependencyError: no_such_module_xyz is needed for pictures: expected the optional dependency no_such_module_xyz, found not installed. pip install 'mnistforge[plot]'
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingDependencyError(
+            f"{module} is needed for {purpose}", expected=f"the optional dependency {module}",
+            found="not installed", hint=f"pip install 'mnistforge[{extra}]'") from None
+
+
 class CheckFailed(MnistforgeError, AssertionError):
     """A verification check failed."""
 

@@ -27,27 +27,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from .errors import ConfigError, DatasetNotFoundError
+from .io.compression import COMPRESSIONS, strip_compression  # noqa: F401 - part of this API
 
 __all__ = [
     "RemoteFile", "SplitInfo", "DatasetInfo", "get_dataset", "list_datasets", "get_file",
     "list_files", "dataset_files", "registry_notes", "strip_compression", "COMPRESSIONS",
+    "emnist_splits", "balanced_datasets",
 ]
-
-#: suffixes of the compressions the loaders understand, in lookup order
-COMPRESSIONS = ("", ".gz", ".xz", ".bz2")
-
-
-def strip_compression(name: str) -> str:
-    """Return ``name`` without a ``.gz``/``.xz``/``.bz2`` suffix.
-
-    >>> strip_compression("t10k-images-idx3-ubyte.gz")
-    't10k-images-idx3-ubyte'
-    """
-    for suf in COMPRESSIONS[1:]:
-        if name.endswith(suf):
-            return name[: -len(suf)]
-    return name
-
 
 @dataclass(frozen=True)
 class RemoteFile:
@@ -153,6 +139,9 @@ class DatasetInfo:
     metadata_fields: tuple[str, ...] = ()
     metadata_note: str = ""
     validation_size: int | None = None
+    #: every split holds exactly as many images of each class (EMNIST balanced,
+    #: letters, digits, mnist)
+    balanced: bool = False
     splits: dict = field(default_factory=dict)
     extra_files: tuple[str, ...] = ()
     source_files: tuple[str, ...] = ()
@@ -232,7 +221,7 @@ def _datasets() -> dict[str, DatasetInfo]:
             label_offset=int(d.get("label_offset", 0)),
             metadata_fields=tuple(d.get("metadata_fields", ())),
             metadata_note=d.get("metadata_note", ""), validation_size=d.get("validation_size"),
-            splits=splits, extra_files=tuple(d.get("extra_files", ())),
+            balanced=bool(d.get("balanced", False)), splits=splits, extra_files=tuple(d.get("extra_files", ())),
             source_files=tuple(d.get("files", ())))
     return out
 
@@ -258,6 +247,29 @@ def get_dataset(name: str) -> DatasetInfo:
         raise DatasetNotFoundError(
             f"unknown dataset {name!r}", expected="one of " + ", ".join(_datasets()),
             found=name, hint="run `mnistforge info` for the list") from None
+
+
+def emnist_splits() -> tuple[str, ...]:
+    """The EMNIST datasets that exist, by their short names, in registry order.
+
+    They are the registry's ``emnist-<name>`` datasets: ``mnistforge build
+    emnist-<name>`` builds one, ``build emnist`` all of them.
+
+    >>> emnist_splits()
+    ('byclass', 'bymerge', 'balanced', 'letters', 'digits', 'mnist')
+    """
+    return tuple(info.name[len("emnist-"):] for info in _datasets().values()
+                 if info.group == "emnist" and info.kind == "dataset"
+                 and info.name.startswith("emnist-"))
+
+
+def balanced_datasets() -> frozenset[str]:
+    """Names of the datasets whose every split has the same count per class.
+
+    >>> sorted(balanced_datasets())
+    ['emnist-balanced', 'emnist-digits', 'emnist-letters', 'emnist-mnist']
+    """
+    return frozenset(n for n, info in _datasets().items() if info.balanced)
 
 
 def list_files() -> list[RemoteFile]:

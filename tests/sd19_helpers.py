@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mnistforge.sources.ihead import write_cls, write_mis, write_mit
-from mnistforge.sources.png1 import encode_png1
+from mnistforge.sd19.ihead import write_cls, write_mis, write_mit
+from mnistforge.sd19.png1 import encode_png1
 
 FIELD_DIR = {"d": "digit", "u": "upper", "l": "lower", "c": "const"}
 # (partition, writer, template): two writers in hsf_0, one in hsf_4, one in hsf_7

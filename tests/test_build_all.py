@@ -9,8 +9,8 @@ import pytest
 
 import mnistforge
 from mnistforge.cli import main
-from mnistforge.outputs import read_manifest
-from mnistforge.sources.synth import make_tiny_sd19
+from mnistforge.io.manifest import read_manifest
+from mnistforge.sd19.synth import make_tiny_sd19
 
 SUBFOLDERS = ["emnist", "mnist", "qmnist", "xnist"]
 EMNIST = ["byclass", "bymerge", "balanced", "letters", "digits", "mnist"]
@@ -44,7 +44,7 @@ def test_build_all_writes_every_target_with_a_manifest(built):
 
 def test_build_all_outputs_load_and_agree(built, tiny):
     _rc, out = built
-    src = mnistforge.sources.open_sd19(tiny, progress=False)
+    src = mnistforge.sd19.open_sd19(tiny, progress=False)
     n_chars = len(src.index)
     n_digits = len(src.digits())
 
@@ -149,7 +149,7 @@ def test_first_edition_folders(tmp_path_factory):
     out = tmp_path_factory.mktemp("all-e1") / "build"
     assert main(["build", "all", "--sd19", str(sd19), "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == SUBFOLDERS
-    src = mnistforge.sources.open_sd19(sd19, progress=False)
+    src = mnistforge.sd19.open_sd19(sd19, progress=False)
     assert len(mnistforge.load("qmnist", "nist", root=out / "xnist")) == len(src.digits())
     byclass = mnistforge.load("emnist-byclass", "train", root=out / "emnist")
     assert len(byclass) + len(mnistforge.load("emnist-byclass", "test", root=out / "emnist")) \

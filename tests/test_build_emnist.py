@@ -14,10 +14,10 @@ from mnistforge.builders.emnist_splits import (DATASETS, OFFICIAL_PER_CLASS, OFF
                                                label_table, official_pool_size)
 from mnistforge.cli import main
 from mnistforge.errors import BuildError
-from mnistforge.formats.idx import read_idx
-from mnistforge.outputs import sha256_file
-from mnistforge.sources import open_sd19
-from mnistforge.sources.synth import make_tiny_sd19
+from mnistforge.io.idx import read_idx
+from mnistforge.io.hashing import sha256_file
+from mnistforge.sd19 import open_sd19
+from mnistforge.sd19.synth import make_tiny_sd19
 
 SCALE = 0.003   # ~2,400 characters: every class present, a few seconds to build
 
@@ -134,7 +134,7 @@ def test_round_trip_upright_with_correct_characters(built, source):
     fresh = convert_batch(source.read_all(rows))
     assert np.array_equal(np.asarray(ds.images)[pick], fresh)
     # a rendered 'A' is labelled 'A' and looks like an upright 'A'
-    from mnistforge.sources.glyphs import HardCases, draw_writer_style, render_characters
+    from mnistforge.sd19.glyphs import HardCases, draw_writer_style, render_characters
     rng = np.random.default_rng(0)
     template = np.zeros((28, 28))
     for _ in range(8):

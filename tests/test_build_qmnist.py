@@ -14,11 +14,12 @@ from mnistforge.builders import qmnist_recipe as qr
 from mnistforge.builders.mnist_prepro import MnistPreproConfig, preprocess, preprocess_one
 from mnistforge.builders.qmnist import QmnistBuildConfig, build_mnist, build_qmnist, build_xnist
 from mnistforge.errors import BuildError
-from mnistforge.formats.idx import read_idx
-from mnistforge.outputs import read_manifest, sha256_file
+from mnistforge.io.idx import read_idx
+from mnistforge.io.manifest import read_manifest
+from mnistforge.io.hashing import sha256_file
 
-synth = pytest.importorskip("mnistforge.sources.synth")
-from mnistforge.sources.sd19 import open_sd19  # noqa: E402
+synth = pytest.importorskip("mnistforge.sd19.synth")
+from mnistforge.sd19.reader import open_sd19  # noqa: E402
 
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from checks_data import synth_digits, synth_labels
 from mnistforge.checks import integrity as ic
-from mnistforge.formats.idx import write_idx
+from mnistforge.io.idx import write_idx
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 
 from checks_data import synth_digits, synth_labels
 from mnistforge.checks import statistics as stt
-from mnistforge.formats.idx import read_idx
+from mnistforge.io.idx import read_idx
 
 DIGITS = list("0123456789")
 

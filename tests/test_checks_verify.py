@@ -10,8 +10,8 @@ import pytest
 from checks_data import synth_digits, synth_labels
 from mnistforge.checks import verify
 from mnistforge.cli import main
-from mnistforge.formats.idx import read_idx, write_idx
-from mnistforge.outputs import write_manifest
+from mnistforge.io.idx import read_idx, write_idx
+from mnistforge.io.manifest import write_manifest
 
 pytest.importorskip("mnistforge.loaders.core")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from mnistforge.checks import writers as wr
-from mnistforge.formats.idx import read_idx
+from mnistforge.io.idx import read_idx
 
 
 def test_disjoint_writers_pass_shared_writers_fail_or_warn():

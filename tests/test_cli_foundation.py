@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from mnistforge.cli import main
-from mnistforge.formats.idx import write_idx
+from mnistforge.io.idx import write_idx
 from mnistforge.loaders import render_grid, save_grid
 from mnistforge.registry import list_datasets
 

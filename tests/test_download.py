@@ -16,9 +16,9 @@ import pytest
 from mnistforge.errors import (DownloadError, HashMismatchError, MissingFileError,
                                OfflineError, UnsafeArchiveError)
 from mnistforge.registry import RemoteFile
-from mnistforge.sources import archive
-from mnistforge.sources.download import cache_dir, cache_path, fetch
-from mnistforge.sources.verify import marker_path
+from mnistforge.cache import archive
+from mnistforge.cache.download import cache_dir, cache_path, fetch
+from mnistforge.cache.verify import marker_path
 
 PAYLOAD = os.urandom(300_000)
 SHA = hashlib.sha256(PAYLOAD).hexdigest()

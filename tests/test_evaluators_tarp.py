@@ -159,7 +159,7 @@ def test_bad_inputs():
 
 
 def test_real_mnist_zero_vs_one_easier_than_even_odd(mnist_reference):
-    from mnistforge.formats.idx import read_idx
+    from mnistforge.io.idx import read_idx
     images = read_idx(mnist_reference / "t10k-images-idx3-ubyte.gz")[:4000]
     labels = read_idx(mnist_reference / "t10k-labels-idx1-ubyte.gz")[:4000]
     a = tarp_bounds(*binary_task(images, labels, "0v1"), ns=[1, 10], ks=[1, 3], runs=4,

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnistforge.errors import IdxFormatError
-from mnistforge.formats.idx import (
+from mnistforge.io.idx import (
     MAX_BYTES, decompress_to_raw, idx_suffix, parse_idx_bytes, parse_idx_header, read_idx,
     read_idx_header, write_idx)
 
@@ -222,7 +222,7 @@ def test_parse_bytes_either_parses_exactly_or_raises(data):
        st.lists(st.integers(0, 5), min_size=1, max_size=4))
 def test_header_round_trip(dtype, shape):
     arr = np.zeros(shape, dtype)
-    from mnistforge.formats.idx import idx_header_bytes
+    from mnistforge.io.idx import idx_header_bytes
     h = parse_idx_header(idx_header_bytes(arr.shape, arr.dtype))
     assert h.shape == tuple(shape)
     assert h.dtype.newbyteorder("=") == np.dtype(dtype)
@@ -255,7 +255,7 @@ def test_gzip_backends_agree(tmp_path, monkeypatch, backend):
     # ISA-L is used for speed when installed; plain zlib is the fallback: same arrays, same errors.
     import zlib
 
-    import mnistforge.formats.idx as idx_mod
+    import mnistforge.io.idx as idx_mod
     if backend == "zlib":
         monkeypatch.setattr(idx_mod, "_gz_zlib", zlib)
     else:

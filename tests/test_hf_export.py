@@ -19,8 +19,10 @@ import numpy as np
 import pytest
 
 from mnistforge.errors import CheckFailed, ConfigError, UploadError
-from mnistforge.formats import hf
-from mnistforge.formats.idx import read_idx, write_idx
+from mnistforge import hub as hf
+from mnistforge.io.hf import png
+from mnistforge.registry import bibtex, built_license
+from mnistforge.io.idx import read_idx, write_idx
 
 ROOT = Path(__file__).resolve().parents[1]
 QMNIST_FIELDS = ["label", "hsf", "writer", "index_in_writer", "nist_class", "nist_index",
@@ -80,13 +82,13 @@ def toy_configs(n_train=900, n_test=300):
         "qmnist", {"train": (imgs[:n_train], labels[:n_train], meta[:n_train]),
                    "test": (imgs[n_train:], labels[n_train:], meta[n_train:])},
         classes=[str(i) for i in range(10)], license="bsd-3-clause",
-        citation=hf.BIBTEX["qmnist"], description="toy QMNIST")
+        citation=bibtex("qmnist"), description="toy QMNIST")
     letters = [f"N/A (unused)"] + [chr(65 + i) for i in range(26)]
     n_let = min(120, n_train)
     l_labels = np.random.default_rng(3).integers(1, 27, n_let)
     e = hf.ExportConfig(
         "emnist-letters", {"train-without-validation": (imgs[:n_let], l_labels)}, classes=letters,
-        license="other", license_name=hf.NIST_LICENSE_NAME, citation=hf.BIBTEX["emnist"],
+        license="other", license_name=built_license()[1], citation=bibtex("emnist"),
         label_note="labels 1..26", caveats=["orientation fixed"])
     return [q, e], (imgs, labels, meta, l_labels)
 
@@ -272,7 +274,7 @@ def test_png_is_reproducible_and_decodes_like_pillow():
     assert all(b"tIME" not in b and b"tEXt" not in b for b in blobs)
     kinds = set()
     for b in blobs:
-        h, w, raw = hf._png_filtered(b)
+        h, w, raw = png._png_filtered(b)
         kinds |= set(np.frombuffer(raw, np.uint8).reshape(h, w + 1)[:, 0].tolist())
     assert len(kinds) >= 3  # Pillow's adaptive filtering picks several
     pil = np.stack([np.asarray(Image.open(io.BytesIO(b))) for b in blobs])
@@ -470,7 +472,7 @@ def test_push_uploads_the_checked_folder_to_the_endpoint(tmp_path, hub_server):
 _FAILING_PUSHES = """
 import os, sys
 from mnistforge.errors import UploadError
-from mnistforge.formats import hf
+from mnistforge import hub as hf
 repo, dead = sys.argv[1], sys.argv[2]
 os.environ.pop("HF_TOKEN", None)
 try:
@@ -532,7 +534,7 @@ def test_push_refuses_in_offline_mode_and_unchecked_folders(tmp_path, hub_server
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory):
     """A tiny synthetic SD19 built into QMNIST and two EMNIST datasets (a few seconds)."""
-    synth = pytest.importorskip("mnistforge.sources.synth")
+    synth = pytest.importorskip("mnistforge.sd19.synth")
     from mnistforge.builders.emnist import build_emnist
     from mnistforge.builders.qmnist import QmnistBuildConfig, build_qmnist
 

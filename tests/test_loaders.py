@@ -14,9 +14,9 @@ import pytest
 import mnistforge
 from mnistforge import registry
 from mnistforge.errors import ConfigError, DatasetNotFoundError, MissingFileError, OfflineError
-from mnistforge.formats.idx import write_idx
+from mnistforge.io.idx import write_idx
 from mnistforge.loaders import DatasetSplit, hf_features, load, resolve_target
-from mnistforge.sources.verify import marker_path, verify_file
+from mnistforge.cache.verify import marker_path, verify_file
 
 
 @pytest.fixture
@@ -241,8 +241,8 @@ def test_emnist_validation_splits(tmp_path):
 
 
 def _patch_registry(monkeypatch, extra):
-    import mnistforge.loaders.sources as S
-    import mnistforge.sources.download as D
+    import mnistforge.loaders.origins as S
+    import mnistforge.cache.download as D
 
     real = registry.get_file
 
@@ -281,7 +281,7 @@ def test_official_emnist_members_read_in_place(cache, tmp_path, monkeypatch):
     _patch_registry(monkeypatch, extra)
     put(cache, "emnist", zpath)
     # counts in the registry are the real ones: compare arrays through the source directly
-    from mnistforge.loaders.sources import CacheSource
+    from mnistforge.loaders.origins import CacheSource
     for keep in (False, True):
         src = CacheSource(registry.get_dataset("emnist-letters"), keep_raw=keep)
         got = src.open("emnist-letters-train-images-idx3-ubyte.gz")

@@ -289,8 +289,9 @@ def test_returned_transformation_changes_the_label_and_nothing_closer_did(group)
     np.testing.assert_allclose(moved, r.transformed, atol=1e-9)
     assert clf.predict(moved[None])[0] != r.label == clf.predict(img[None])[0]
     m = r.distance_map
-    assert m["distance"].max() == pytest.approx(r.distance)
-    closer = m["distance"] < r.distance
+    assert m["distance"].max() <= r.march_distance * (1 + 1e-12)   # t*: the stop node or a
+    assert r.distance >= r.chord                                    # Trial node ranked behind
+    closer = m["distance"] < m["distance"].max()     # accepted before the march stopped
     assert closer.sum() >= 1
     again = clf.predict(transform_images(np.repeat(img[None], closer.sum(), 0), g,
                                          m["params"][closer]))
@@ -359,7 +360,7 @@ def test_augmentation_is_seeded_bounded_and_applies_its_parameters():
 # --------------------------------------------------------------------------- CLI
 
 def write_folder(folder, rng):
-    from mnistforge.formats.idx import write_idx
+    from mnistforge.io.idx import write_idx
 
     folder.mkdir()
     X, y = bars(120, rng)
@@ -424,7 +425,7 @@ def test_cli_plots(tmp_path):
 
 def test_real_mnist_linear_scores(mnist_reference):
     from mnistforge.classifiers.base import make_classifier
-    from mnistforge.formats.idx import read_idx
+    from mnistforge.io.idx import read_idx
 
     X = np.asarray(read_idx(mnist_reference / "t10k-images-idx3-ubyte.gz"))
     y = np.asarray(read_idx(mnist_reference / "t10k-labels-idx1-ubyte.gz"))

@@ -8,7 +8,8 @@ import stat
 import pytest
 
 from mnistforge.errors import BuildError
-from mnistforge.outputs import atomic_dir, atomic_file, read_manifest, write_manifest
+from mnistforge.io.atomic import atomic_dir, atomic_file
+from mnistforge.io.manifest import read_manifest, write_manifest
 
 
 def test_atomic_file_success_and_permissions(tmp_path):

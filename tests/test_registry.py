@@ -7,7 +7,7 @@ import pytest
 
 from mnistforge import registry as R
 from mnistforge.errors import DatasetNotFoundError
-from mnistforge.sources.verify import hash_content, hash_file, verify_file
+from mnistforge.cache.verify import hash_content, hash_file, verify_file
 
 EXPECTED_DATASETS = [
     "mnist", "fashion-mnist", "kmnist", "qmnist", "emnist-byclass", "emnist-bymerge",

@@ -10,8 +10,8 @@ import pytest
 from PIL import Image
 
 from mnistforge.errors import SD19FormatError, UnsafeArchiveError
-from mnistforge.sources import ihead, png1, zipdir
-from mnistforge.sources.nist_table import CLASS_TOTALS, PARTITIONS, TOTAL_CHARACTERS
+from mnistforge.sd19 import ihead, png1, zipdir
+from mnistforge.sd19.nist_table import CLASS_TOTALS, PARTITIONS, TOTAL_CHARACTERS
 
 
 def _images(n, seed=0, p=0.05):

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from mnistforge.errors import JoinError
-from mnistforge.sources import open_sd19
-from mnistforge.sources.join import join_classes
+from mnistforge.sd19 import open_sd19
+from mnistforge.sd19.join import join_classes
 
 from sd19_helpers import write_tree
 

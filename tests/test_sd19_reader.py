@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from mnistforge.errors import MissingSourceError, SD19FormatError, UnsafeArchiveError
-from mnistforge.sources import index as sd19_index
-from mnistforge.sources import open_sd19
-from mnistforge.sources.sd19 import find_trees
+from mnistforge.sd19 import index as sd19_index
+from mnistforge.sd19 import open_sd19
+from mnistforge.sd19.reader import find_trees
 
 from sd19_helpers import expected_index, write_tree
 

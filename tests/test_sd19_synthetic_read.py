@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mnistforge.sources import open_sd19
+from mnistforge.sd19 import open_sd19
 
-synth = pytest.importorskip("mnistforge.sources.synth")
+synth = pytest.importorskip("mnistforge.sd19.synth")
 
 SCALE = 0.0005
 HIER = ("by_write", "by_class")

@@ -11,11 +11,11 @@ import pytest
 from scipy import ndimage
 
 from mnistforge.errors import ConfigError, FormatError
-from mnistforge.sources import nist_table as nt
-from mnistforge.sources.glyphs import HardCases, draw_writer_style, render_characters
-from mnistforge.sources.ihead import parse_cls, parse_mit, read_mis
-from mnistforge.sources.png1 import decode_png1_many
-from mnistforge.sources.synth import (
+from mnistforge.sd19 import nist_table as nt
+from mnistforge.sd19.glyphs import HardCases, draw_writer_style, render_characters
+from mnistforge.sd19.ihead import parse_cls, parse_mit, read_mis
+from mnistforge.sd19.png1 import decode_png1_many
+from mnistforge.sd19.synth import (
     PLAN_DTYPE, SynthConfig, _StoredZip, field_class_counts, make_tiny_sd19, plan_sd19,
     read_xnist_table, synthesize_sd19,
 )
@@ -263,7 +263,7 @@ def test_other_hierarchies_hold_by_write_images_in_walk_order(tiny_e2, tiny_walk
 
 def test_open_sd19_reads_every_edition_and_packaging(tmp_path):
     """The project's readers take all four kinds of tree with the metadata we planned."""
-    from mnistforge.sources import open_sd19
+    from mnistforge.sd19 import open_sd19
 
     ref = None
     for edition in (2, 1):
@@ -295,7 +295,7 @@ def test_deterministic_bytes(tmp_path):
 
 
 def test_parallel_equals_serial(tmp_path, monkeypatch):
-    import mnistforge.sources.synth as synth
+    import mnistforge.sd19.synth as synth
 
     monkeypatch.setattr(synth, "PARALLEL_MIN", 0)
     cfg = dict(scale=0.002, fields="d", hierarchies=("by_write",), seed=1)
@@ -350,7 +350,7 @@ def test_stored_zip_zip64_end_records(tmp_path):
 
 
 def test_accidental_identical_images_are_refused(monkeypatch, tmp_path):
-    import mnistforge.sources.synth as synth
+    import mnistforge.sd19.synth as synth
     from mnistforge.errors import BuildError
 
     def blank(codes, style, rng, hard=None):   # a broken renderer: every image empty
@@ -488,7 +488,7 @@ def test_layout_subset_reproduces_xnist(tmp_path, xnist, xnist_table):
     plan = plan_sd19(cfg)
     assert (plan.rows["digit_index"][plan.rows["field"] == b"d"] == np.arange(len(table))).all()
     # and the project's reader sees the same digit table
-    from mnistforge.sources import open_sd19
+    from mnistforge.sd19 import open_sd19
 
     idx = open_sd19(out).index
     d = idx[idx["field"] == b"d"]

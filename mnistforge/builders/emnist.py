@@ -39,7 +39,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BuildError, ConfigError
-from ..outputs import atomic_dir, atomic_file, open_gzip_writer, write_manifest
+from ..io.atomic import atomic_dir, atomic_file
+from ..io.compression import open_gzip_writer
+from ..io.manifest import write_manifest
 from ..progress import progress
 from .emnist_prepro import DEFAULT_CONFIG, EmnistPreproConfig, convert_batch
 from .emnist_splits import (DATASETS, METADATA_COLUMNS, EmnistSplitConfig, make_metadata,
@@ -74,7 +76,7 @@ def _default_workers(workers):
 # ----------------------------------------------------------------------------- writing
 def _write_idx_stream(path: Path, shape, dtype, chunks) -> None:
     """Write an idx file from an iterator of C-ordered arrays, gzip mtime 0, atomically."""
-    from ..formats.idx import idx_header_bytes
+    from ..io.idx import idx_header_bytes
 
     be = np.dtype(dtype).newbyteorder(">")
     with atomic_file(path, "wb") as raw:
@@ -125,7 +127,7 @@ def _disable(show_progress):
 def _open_source(sd19, show_progress):
     if hasattr(sd19, "index") and hasattr(sd19, "read"):
         return sd19
-    from ..sources import open_sd19
+    from ..sd19 import open_sd19
 
     return open_sd19(sd19, progress=show_progress)
 
@@ -193,7 +195,7 @@ def build_emnist(sd19, out, config: EmnistPreproConfig | None = None, splits=DAT
     ----------
     sd19 : path or opened source
         Folder of SD19 (zips or trees, either edition), or an object from
-        :func:`mnistforge.sources.open_sd19`.
+        :func:`mnistforge.sd19.open_sd19`.
     out : path
         Output folder, written as ``<out>.incomplete`` then renamed.
     config : EmnistPreproConfig, optional

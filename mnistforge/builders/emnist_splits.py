@@ -46,10 +46,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import BuildError, ConfigError
+from ..registry import emnist_splits
 
 logger = logging.getLogger(__name__)
 
-DATASETS = ("byclass", "bymerge", "balanced", "letters", "digits", "mnist")
+# the registry says which EMNIST datasets exist (byclass bymerge balanced letters digits mnist)
+DATASETS = emnist_splits()
 DIGITS = string.digits
 UPPER = string.ascii_uppercase
 LOWER = string.ascii_lowercase
@@ -466,7 +468,7 @@ def make_splits(index, names=DATASETS, config: EmnistSplitConfig = EmnistSplitCo
     Parameters
     ----------
     index : structured array with fields ``ascii``, ``writer``, ``hsf`` (see
-        :mod:`mnistforge.sources`); any object indexable by those names works.
+        :mod:`mnistforge.sd19`); any object indexable by those names works.
     names : dataset names (subset of :data:`DATASETS`).
     config : EmnistSplitConfig
     is_test : precomputed sides (from :func:`split_sides`), optional.

@@ -48,7 +48,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BuildError, ConfigError
-from ..outputs import atomic_dir, atomic_file, gzip_bytes, sha256_file, write_manifest
+from ..io.atomic import atomic_dir, atomic_file
+from ..io.compression import gzip_bytes
+from ..io.hashing import sha256_file
+from ..io.manifest import write_manifest
 from ..progress import progress as progress_bar
 from . import qmnist_recipe as qr
 from .mnist_prepro import MnistPreproConfig, duplicate_of, image_digests, preprocess
@@ -226,7 +229,7 @@ def preprocess_rows(src, rows, prepro: MnistPreproConfig, *, batch_size: int = 4
     import concurrent.futures as cf
     from collections import deque
 
-    from ..sources.sd19 import default_workers
+    from ..sd19.reader import default_workers
 
     rows = np.asarray(rows, dtype=np.int64)
     out = np.empty((rows.size, 28, 28), dtype=np.uint8)
@@ -313,7 +316,7 @@ def _xz_parallel(data: bytes, preset: int | None = None, block: int | None = Non
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..sources.sd19 import default_workers
+    from ..sd19.reader import default_workers
 
     preset = XZ_PRESET if preset is None else preset
     block = XZ_BLOCK if block is None else block
@@ -326,7 +329,7 @@ def _xz_parallel(data: bytes, preset: int | None = None, block: int | None = Non
 
 def write_idx_xz(path, array) -> None:
     """Write an idx file as (multi-stream) xz, atomically and reproducibly."""
-    from ..formats.idx import idx_header_bytes
+    from ..io.idx import idx_header_bytes
     arr = np.ascontiguousarray(array)
     data = idx_header_bytes(arr.shape, arr.dtype) + arr.astype(arr.dtype.newbyteorder(">")).tobytes()
     blob = _xz_parallel(data)
@@ -343,7 +346,7 @@ def _write_files(jobs) -> None:
 
 
 def _split_jobs(folder: Path, names: dict, images, table) -> list:
-    from ..formats.idx import write_idx
+    from ..io.idx import write_idx
     jobs = [lambda: write_idx(folder / names["images"], images)]
     if "labels" in names:
         jobs.append(lambda: write_idx(folder / names["labels"], table[:, qr.CLASS].astype(np.uint8)))
@@ -363,7 +366,7 @@ def _published_tables(spec, progress):
     if spec is None:
         return None, None, None
     if str(spec) == "download":
-        from ..sources.download import fetch
+        from ..cache.download import fetch
         paths = []
         for name in ("qmnist/qmnist-train-labels.tsv.gz", "qmnist/qmnist-test-labels.tsv.gz"):
             res = fetch(name, progress=progress)
@@ -446,7 +449,7 @@ def _synthetic_description(path: Path):
 
 
 def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
-    from ..sources.sd19 import open_sd19
+    from ..sd19.reader import open_sd19
 
     t0 = time.perf_counter()
     out = Path(out)

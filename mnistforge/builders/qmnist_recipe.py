@@ -58,9 +58,6 @@ Examples
 """
 from __future__ import annotations
 
-import gzip
-import lzma
-import bz2
 import logging
 import warnings
 from dataclasses import asdict, dataclass, replace
@@ -69,6 +66,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BuildError, FormatError, MissingFileError
+from ..io.compression import open_reader
 
 logger = logging.getLogger(__name__)
 
@@ -347,8 +345,7 @@ def duplicates_from_digests(digests) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 def _open_bytes(path: Path) -> bytes:
-    opener = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}.get(path.suffix, open)
-    with opener(path, "rb") as f:
+    with open_reader(path) as f:
         return f.read()
 
 
@@ -370,7 +367,7 @@ def read_label_table(path) -> np.ndarray:
         raise MissingFileError("label table not found", path=path,
                                hint="give the folder holding qmnist-*-labels.tsv.gz")
     if "idx" in path.name:
-        from ..formats.idx import read_idx
+        from ..io.idx import read_idx
         arr = np.asarray(read_idx(path, mmap=False))
         if arr.ndim != 2 or arr.shape[1] != NCOLS:
             raise FormatError("not an extended-label idx file", path=path,

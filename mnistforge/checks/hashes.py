@@ -23,14 +23,12 @@ Examples
 """
 from __future__ import annotations
 
-import bz2
-import gzip
-import hashlib
 import logging
-import lzma
 from pathlib import Path
 
-from ..outputs import CHUNK, md5_file, read_manifest, sha256_file
+from ..io.compression import open_reader
+from ..io.hashing import hash_stream, md5_file, sha256_file
+from ..io.manifest import read_manifest
 from .result import FAIL, PASS, WARN, CheckResult
 
 logger = logging.getLogger(__name__)
@@ -40,15 +38,8 @@ IDX_MARKERS = ("-idx1-", "-idx2-", "-idx3-", "-idx4-")
 
 def content_hashes(path) -> tuple[str, str, int]:
     """sha256, md5 and size of a file's decompressed content (gz/xz/bz2 by suffix)."""
-    path = Path(path)
-    opener = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}.get(path.suffix, open)
-    h, m, n = hashlib.sha256(), hashlib.md5(usedforsecurity=False), 0
-    with opener(path, "rb") as f:
-        for b in iter(lambda: f.read(CHUNK), b""):
-            h.update(b)
-            m.update(b)
-            n += len(b)
-    return h.hexdigest(), m.hexdigest(), n
+    with open_reader(Path(path)) as f:
+        return hash_stream(f)
 
 
 def is_idx_name(name: str) -> bool:

@@ -26,7 +26,7 @@ def check_parse(paths, name: str = "integrity.parse") -> CheckResult:
 
     A truncated or corrupted file fails with the reader's own message.
     """
-    from ..formats.idx import read_idx
+    from ..io.idx import read_idx
 
     paths = [Path(p) for p in paths]
     shapes, errors = {}, {}

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..outputs import atomic_file, utc_now
+from ..io.atomic import atomic_file, utc_now
 from .result import VerifyReport
 
 logger = logging.getLogger(__name__)

@@ -31,14 +31,13 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
+from ..registry import balanced_datasets
 from . import duplicates as dup
 from . import hashes, integrity, reference as ref_mod, statistics, writers
 from .result import FAIL, PASS, WARN, CheckResult, VerifyReport, run_check
 
 logger = logging.getLogger(__name__)
 
-BALANCED = {"emnist-balanced", "emnist-letters", "emnist-digits", "emnist-mnist"}
-"""Datasets whose every split holds exactly as many images of each class."""
 
 CROSS_PAIRS = (("train", "test"),)
 
@@ -150,7 +149,7 @@ def _splits_to_check(info, split):
 
 def _split_files(info, split, folder):
     """{role: path or None} of a file split in ``folder``."""
-    from ..loaders.sources import locate
+    from ..loaders.origins import locate
 
     fsp = info.file_split(split)
     out = {}
@@ -167,7 +166,7 @@ def _as_metadata(value):
     if value is None:
         return None
     if isinstance(value, (str, os.PathLike)):
-        from ..formats.idx import read_idx
+        from ..io.idx import read_idx
         return np.asarray(read_idx(value))
     return np.asarray(value)
 
@@ -211,8 +210,8 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
     ('pass', 10000)
     """
     from ..loaders import load
-    from ..loaders.sources import find_dataset_folder
-    from ..outputs import read_manifest
+    from ..loaders.origins import find_dataset_folder
+    from ..io.manifest import read_manifest
     from ..registry import get_dataset, get_file
 
     name, sp, root = _resolve(target, split)
@@ -303,7 +302,7 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
             want, source = expected_count(ctx, getattr(ds, "split", s) or s)
             add(run_check(f"integrity.size[{s}]", integrity.check_size, len(ds.labels), want,
                           source=source))
-        if name in BALANCED:
+        if name in balanced_datasets():
             want, _ = expected_count(ctx, s)
             per = want // n_cls if want and want % n_cls == 0 else None
             add(run_check(f"integrity.balance[{s}]", integrity.check_balanced, ds.labels,
@@ -317,7 +316,7 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
         add(run_check(f"orientation[{s}]", statistics.check_orientation, ds.images, ds.labels,
                       getattr(ds, "classes", None), s, name))
         add(run_check(f"duplicates.within[{s}]", dup.check_exact_within, ds.images, s))
-    if name in BALANCED and "train" in loaded and not loaded_given and \
+    if name in balanced_datasets() and "train" in loaded and not loaded_given and \
             "validation" in getattr(info, "splits", {}):
         try:
             val = load(name, "validation", root=root, download=download)

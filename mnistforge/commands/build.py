@@ -45,7 +45,7 @@ def run(args) -> int:
         return dispatch(args)
     from pathlib import Path
 
-    from ..outputs import atomic_dir
+    from ..io.atomic import atomic_dir
     out = Path(args.out)
     targets = ("qmnist", "mnist", "xnist", "emnist")
     # One folder per target inside <out>.incomplete; renamed to <out> only when all succeeded.
@@ -94,7 +94,7 @@ def describe_build(target: str, out) -> str:
     """One line per output file of a finished build, from its manifest."""
     from pathlib import Path
 
-    from ..outputs import read_manifest
+    from ..io.manifest import read_manifest
 
     m = read_manifest(out) or {}
     outputs = m.get("outputs") or {}

@@ -2,7 +2,9 @@
 
 Prints the error rate with Wald and exact intervals, writes JSON and per-sample
 predictions (readable by ``mnistforge significance``).  ``--protocol qmnist`` runs the six
-train/test combinations of the QMNIST paper instead.
+train/test combinations of the QMNIST paper instead.  For the neural classifiers,
+``--save-model`` / ``--load-model`` store and reuse trained weights (npz + JSON, no pickle),
+``--device`` picks CPU or GPU and ``--validation`` enables early stopping.
 """
 from __future__ import annotations
 
@@ -11,16 +13,17 @@ import json
 from ..errors import ConfigError
 from ..evaluators import errorlists as el
 from ..evaluators import protocol as pr
-from ..outputs import atomic_file
+from ..io.atomic import atomic_file
 
 NAME = "evaluate"
 HELP = "fit a reference classifier (linear, elm, knn, lenet) on one split and test it on another"
 
 
 def add_arguments(p):
-    p.add_argument("classifier", metavar="CLASSIFIER",
+    p.add_argument("classifier", metavar="CLASSIFIER", nargs="?", default=None,
                    help="spec such as linear, linear:ridge=1, knn:k=3, elm:hidden=2000,seed=0, "
-                        "lenet:epochs=10 (lenet/cnn need the [torch] extra)")
+                        "lenet:epochs=10, cnn (lenet/cnn need the [torch] extra); optional "
+                        "with --load-model")
     p.add_argument("--train", default=None, metavar="NAME[:SPLIT]",
                    help="training set: dataset name or folder of idx files (default split train)")
     p.add_argument("--test", default=None, metavar="NAME[:SPLIT]",
@@ -44,6 +47,16 @@ def add_arguments(p):
                    help="QMNIST source for --protocol qmnist (default: the official files)")
     p.add_argument("--bootstrap", type=int, default=100_000, metavar="B",
                    help="bootstrap resamples for the protocol's POI (default 100000)")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None,
+                   help="lenet/cnn: where to train and predict (default: the spec's, auto = "
+                        "cuda when available)")
+    p.add_argument("--validation", default=None, metavar="NAME[:SPLIT]",
+                   help="lenet/cnn: early stopping on this set (e.g. emnist-balanced:validation "
+                        "with --train emnist-balanced:train-without-validation)")
+    p.add_argument("--save-model", default=None, metavar="PATH",
+                   help="lenet/cnn: save the trained model as PATH.npz + PATH.json (no pickle)")
+    p.add_argument("--load-model", default=None, metavar="PATH",
+                   help="lenet/cnn: test a saved model instead of training (no --train)")
 
 
 def _fmt(e) -> str:
@@ -88,10 +101,44 @@ def _run_protocol(args) -> int:
     return 0
 
 
-def run(args) -> int:
+def _neural_options(args):
+    """Check the neural-only flags; return ``(classifier or None, spec)`` before any loading."""
     from ..classifiers.base import make_classifier
+    from ..classifiers.neural import NeuralClassifier, load_model
 
-    make_classifier(args.classifier)  # usage errors before any loading
+    if args.load_model:
+        if args.train or args.protocol or args.save_model or args.validation:
+            raise ConfigError("--load-model tests a trained model", expected="--test only",
+                              found="--train, --protocol, --save-model or --validation too")
+        clf = load_model(args.load_model, device=args.device or "auto")
+        if args.classifier and args.classifier.split(":")[0].strip().lower() not in (
+                clf.name, "lenet5" if clf.name == "lenet" else clf.name):
+            raise ConfigError("the loaded model is another classifier", expected=clf.name,
+                              found=args.classifier, hint="drop CLASSIFIER with --load-model")
+        return clf, clf.spec()
+    if not args.classifier:
+        raise ConfigError("missing classifier", expected="CLASSIFIER (e.g. knn:k=3) or "
+                          "--load-model PATH", found="neither")
+    overrides = {"device": args.device} if args.device else {}
+    clf = make_classifier(args.classifier)  # usage errors before any loading
+    neural = isinstance(clf, NeuralClassifier)
+    if not neural and (overrides or args.save_model or args.validation):
+        raise ConfigError("--device, --validation and --save-model apply to lenet and cnn",
+                          found=args.classifier)
+    if neural:
+        clf = make_classifier(args.classifier, **overrides)
+        clf.resolve_device()  # a missing GPU or torch is reported before loading data
+    if args.protocol and (args.save_model or args.validation):
+        raise ConfigError("--protocol trains two models", expected="no --save-model or "
+                          "--validation", found="one of them")
+    return None, clf.spec() if overrides else args.classifier
+
+
+def run(args) -> int:
+    loaded, spec = _neural_options(args)
+    if loaded is not None:
+        return _run_loaded(args, loaded)
+    args.classifier = spec
     if args.protocol == "qmnist":
         if args.train or args.test:
             raise ConfigError("--protocol qmnist chooses the train and test sets itself",
@@ -110,13 +157,52 @@ def run(args) -> int:
         Xtr, ytr = Xtr[:args.limit_train], ytr[:args.limit_train]
     if args.limit_test:
         Xte, yte = Xte[:args.limit_test], yte[:args.limit_test]
-    e = pr.evaluate_classifier(args.classifier, Xtr, ytr, Xte, yte, train_name=trname,
-                               test_name=tename, deskew=args.deskew, confidence=args.confidence)
+    validation = None
+    if args.validation:
+        Xv, yv, _ = pr.load_target(args.validation, "validation")
+        validation = (Xv, yv)
+    from ..classifiers.base import make_classifier
+
+    clf = make_classifier(args.classifier)
+    e = pr.evaluate_classifier(clf, Xtr, ytr, Xte, yte, train_name=trname, spec=args.classifier,
+                               test_name=tename, deskew=args.deskew, confidence=args.confidence,
+                               validation=validation)
     print(f"{args.classifier}: train {trname} ({e.n_train}), test {tename}"
           + (" (deskewed)" if args.deskew else ""))
+    if getattr(clf, "best_epoch_", None) and validation is not None:
+        print(f"  early stopping: best validation epoch {clf.best_epoch_} of "
+              f"{len(clf.history_)} run")
     print(f"  {_fmt(e)}")
+    if args.save_model:
+        print(f"wrote {clf.save(args.save_model)} (+ .json)")
+    return _write_outputs(args, e, args.classifier, trname, tename)
+
+
+def _run_loaded(args, clf) -> int:
+    if not args.test:
+        raise ConfigError("missing data", expected="--test NAME[:SPLIT] with --load-model",
+                          found="no --test")
+    if args.limit_train is not None:
+        raise ConfigError("--limit-train needs training", expected="no --limit-train with "
+                          "--load-model", found=args.limit_train)
+    Xte, yte, tename = pr.load_target(args.test, "test")
+    if args.limit_test is not None:
+        if args.limit_test < 1:
+            raise ConfigError("invalid --limit-test", expected="a positive number",
+                              found=args.limit_test)
+        Xte, yte = Xte[:args.limit_test], yte[:args.limit_test]
+    trname = f"model {args.load_model}"
+    e = pr.evaluate_classifier(clf, None, None, Xte, yte, train_name=trname, test_name=tename,
+                               deskew=args.deskew, confidence=args.confidence, fitted=True)
+    print(f"{e.classifier}: loaded from {args.load_model} (trained on {e.n_train}), "
+          f"test {tename}" + (" (deskewed)" if args.deskew else ""))
+    print(f"  {_fmt(e)}")
+    return _write_outputs(args, e, e.classifier, trname, tename)
+
+
+def _write_outputs(args, e, name, trname, tename) -> int:
     if args.predictions:
-        el.write_predictions(args.predictions, e.predictions, e.labels, name=args.classifier,
+        el.write_predictions(args.predictions, e.predictions, e.labels, name=name,
                              metadata={"classifier": e.classifier, "train": trname,
                                        "test": tename, "deskew": e.deskew})
         print(f"wrote {args.predictions}")

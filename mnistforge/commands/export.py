@@ -3,7 +3,7 @@
 NAME is a dataset name (official files, fetched and verified), a folder of idx
 files (official or built) or an exported repository; ``NAME:SPLIT`` picks one
 split (default: every split stored in files, see
-:func:`mnistforge.formats.hf.default_splits`) and ``CONFIG=NAME`` renames the
+:func:`mnistforge.hub.default_splits`) and ``CONFIG=NAME`` renames the
 config.  The folder is checked (card, counts, features, reload with
 ``datasets.load_dataset``) before anything is pushed.
 
@@ -46,7 +46,7 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ..formats import hf
+    from .. import hub as hf
 
     out = Path(args.out)
     if not args.names:

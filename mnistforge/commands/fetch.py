@@ -48,7 +48,7 @@ def _targets(names):
 
 def run(args) -> int:
     from ..errors import MnistforgeError
-    from ..sources.download import fetch_file
+    from ..cache.download import fetch_file
 
     files = _targets(args.names)  # unknown names: usage error before any download
     failed = unpinned = 0

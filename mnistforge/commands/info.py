@@ -20,7 +20,7 @@ def _n(x) -> str:
 
 def run(args) -> int:
     from ..registry import get_dataset, list_datasets
-    from ..sources.download import cache_dir
+    from ..cache.download import cache_dir
 
     if args.name is None:
         return _overview(args.cache)
@@ -65,7 +65,7 @@ def run(args) -> int:
 
 def _files(info, cache) -> None:
     from ..registry import get_file
-    from ..sources.download import cache_status
+    from ..cache.download import cache_status
 
     files = info.remote_files()
     if not files:
@@ -93,7 +93,7 @@ def _file_line(f, cache, cache_status, indent=4) -> None:
 
 def _overview(cache) -> int:
     from ..registry import get_dataset, list_datasets
-    from ..sources.download import cache_dir, cache_status
+    from ..cache.download import cache_dir, cache_status
 
     print(f"{'dataset':<17} {'classes':>7}  splits")
     for name in list_datasets():
@@ -115,9 +115,9 @@ def _overview(cache) -> int:
 
 
 def _folder(text) -> int:
-    from ..formats.idx import read_idx_header
+    from ..io.idx import read_idx_header
     from ..loaders import resolve_target
-    from ..loaders.sources import FolderSource, locate
+    from ..loaders.origins import FolderSource, locate
     from ..registry import get_dataset
 
     name, split, root = resolve_target(text)

@@ -101,7 +101,7 @@ def run(args) -> int:
     import numpy as np
 
     from ..evaluators.manitest import GROUPS, get_group, manitest
-    from ..outputs import atomic_file
+    from ..io.atomic import atomic_file
 
     groups = list(GROUPS) if args.group.strip() == "all" else \
         [get_group(g).name for g in args.group.split(",") if g.strip()]

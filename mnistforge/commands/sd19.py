@@ -22,7 +22,7 @@ def summarise(src) -> dict:
     """The facts ``sd19 info`` prints, as a dict (used by the tests and ``--json``)."""
     import numpy as np
 
-    from ..sources import nist_table as nt
+    from ..sd19 import nist_table as nt
 
     ix = src.index
     n = len(ix)
@@ -153,7 +153,7 @@ def _print(s: dict) -> None:
 
 
 def run(args) -> int:
-    from ..sources.sd19 import open_sd19
+    from ..sd19.reader import open_sd19
 
     src = open_sd19(args.path, reindex=args.reindex, workers=args.workers)
     s = summarise(src)

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..evaluators import errorlists as el
 from ..evaluators import significance as sg
-from ..outputs import atomic_file
+from ..io.atomic import atomic_file
 
 NAME = "significance"
 HELP = ("how significant differences between classifiers on one test set are "

@@ -37,7 +37,7 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ..sources.synth import HIERARCHIES, SynthConfig, synthesize_sd19
+    from ..sd19.synth import HIERARCHIES, SynthConfig, synthesize_sd19
 
     hierarchies = HIERARCHIES if not args.hierarchies else tuple(
         h.strip() for h in args.hierarchies.split(",") if h.strip())

@@ -75,7 +75,7 @@ def run(args) -> int:
     for pname, err, cost in points:
         print(f"{pname}: error {err:.4f} at cost {cost:g} -> {region_of(err, cost, res)}")
     if args.json:
-        from ..outputs import atomic_file
+        from ..io.atomic import atomic_file
         doc = res.to_json()
         doc["points"] = [{"name": n, "error": e, "cost": c, "region": region_of(e, c, res)}
                          for n, e, c in points]

@@ -66,7 +66,7 @@ def expand_targets(target: str) -> list[str]:
 def verify_one(target: str, args, several: bool = False) -> int:
     from ..checks import verify
     from ..checks.duplicates import DEFAULT_NEAR_L2
-    from ..outputs import atomic_file
+    from ..io.atomic import atomic_file
 
     tag = target.rsplit(":", 1)[-1] if several else None
     report_dir = Path(args.report) / tag if args.report and tag else args.report

@@ -22,7 +22,6 @@ size (otherwise it must be passed as ``n``).  Only right/wrong is known.
 """
 from __future__ import annotations
 
-import gzip
 import io
 import logging
 import re
@@ -33,7 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, FormatError, MissingFileError
-from ..outputs import atomic_file, open_gzip_writer
+from ..io.atomic import atomic_file
+from ..io.compression import open_gzip_writer, open_text
 
 logger = logging.getLogger(__name__)
 
@@ -75,13 +75,6 @@ class SystemOutput:
         return np.flatnonzero(self.wrong) + (1 if one_based else 0)
 
 
-def _open_text(path, mode="rt"):
-    path = Path(path)
-    if path.suffix == ".gz":
-        return gzip.open(path, mode, encoding="utf-8")
-    return open(path, mode, encoding="utf-8")
-
-
 def _read_lines(path) -> list[str]:
     path = Path(path)
     if not path.is_file():
@@ -89,7 +82,7 @@ def _read_lines(path) -> list[str]:
                                expected="a prediction file or an error-list file",
                                found="nothing", hint="check the path")
     try:
-        with _open_text(path) as f:
+        with open_text(path) as f:
             return f.read().splitlines()
     except (UnicodeDecodeError, OSError, EOFError) as e:
         raise FormatError("cannot read as text", path=path, expected="a UTF-8 text file "

@@ -71,8 +71,13 @@ def load_target(target: str, default_split: str):
 def evaluate_classifier(clf, train_images, train_labels, test_images, test_labels, *,
                         train_name: str = "train", test_name: str = "test",
                         deskew: bool = False, confidence: float = 0.95,
-                        spec: str | None = None) -> Evaluation:
+                        spec: str | None = None, fitted: bool = False,
+                        validation=None) -> Evaluation:
     """Fit ``clf`` (a classifier or a spec string), predict the test set, report errors.
+
+    ``fitted=True`` skips the fit (a loaded model; the training arrays may be None);
+    ``validation=(images, labels)`` is passed to ``fit`` (early stopping of the neural
+    classifiers).  A classifier with ``check_labels`` refuses test labels it does not know.
 
     Examples
     --------
@@ -89,10 +94,20 @@ def evaluate_classifier(clf, train_images, train_labels, test_images, test_label
         clf = make_classifier(clf)
     spec = spec or clf.spec()
     if deskew:
-        train_images, test_images = deskew_images(train_images), deskew_images(test_images)
+        test_images = deskew_images(test_images)
+        if not fitted:
+            train_images = deskew_images(train_images)
+        if validation is not None:
+            validation = (deskew_images(validation[0]), validation[1])
     t0 = time.perf_counter()
-    clf.fit(train_images, train_labels)
+    if not fitted:
+        if validation is not None:
+            clf.fit(train_images, train_labels, validation=validation)
+        else:
+            clf.fit(train_images, train_labels)
     t1 = time.perf_counter()
+    if hasattr(clf, "check_labels"):
+        clf.check_labels(test_labels)
     pred = np.asarray(clf.predict(test_images))
     t2 = time.perf_counter()
     y = np.asarray(test_labels)
@@ -100,7 +115,8 @@ def evaluate_classifier(clf, train_images, train_labels, test_images, test_label
     r95 = sg.error_rate(wrong, confidence=0.95)
     rc = sg.error_rate(wrong, confidence=confidence)
     logger.info("%s on %s: %d/%d errors", spec, test_name, r95.errors, r95.n)
-    return Evaluation(spec, train_name, test_name, int(len(train_labels)), int(y.size),
+    n_train = len(train_labels) if train_labels is not None else getattr(clf, "n_train_", 0)
+    return Evaluation(spec, train_name, test_name, int(n_train or 0), int(y.size),
                       r95.errors, r95.rate, list(r95.wald), list(r95.exact),
                       round(t1 - t0, 3), round(t2 - t1, 3), float(confidence),
                       list(rc.wald), list(rc.exact), bool(deskew), pred, y)

@@ -717,7 +717,7 @@ def plot_poi(comparison: Comparison, path, title: str | None = None):
         raise ConfigError("matplotlib is needed for the POI heat map", expected="matplotlib "
                           "installed", found="ImportError",
                           hint="pip install 'mnistforge[plot]' or drop --plot") from e
-    from ..outputs import atomic_file
+    from ..io.atomic import atomic_file
 
     names, poi = comparison.names, comparison.poi
     m = len(names)

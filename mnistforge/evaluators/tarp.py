@@ -503,7 +503,7 @@ def plot_benchmark(result: TarpResult, path, points=()):
     ax.set_title(f"TARP benchmark: {result.task} ({result.n_samples} samples)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    from ..outputs import atomic_file
+    from ..io.atomic import atomic_file
     with atomic_file(path, "wb") as f:
         fig.savefig(f, format="png")
     plt.close(fig)

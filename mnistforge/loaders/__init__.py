@@ -4,8 +4,8 @@
   ``labels``, ``classes``, ``metadata``, ``to_numpy``/``to_torch``/``to_hf``).
 * :func:`resolve_target` parses CLI targets (``NAME``, ``NAME:SPLIT``,
   ``FOLDER``, ``FOLDER:SPLIT``, ``FOLDER:NAME:SPLIT``).
-* :func:`hf_features` is the Hugging Face schema of a split (shared with the
-  export).
+* :func:`hf_features` is the Hugging Face schema of a split (the export's, from
+  :mod:`mnistforge.io.hf.schema`).
 * :func:`save_grid` draws a labelled sample grid PNG (Pillow only).
 
 Examples
@@ -15,7 +15,9 @@ Examples
 ('mnist', 'test', None)
 """
 from .convert import hf_columns, hf_features, to_hf, to_torch
-from .core import DatasetSplit, datasets_in_folder, detect_dataset, load, resolve_target
+from .core import load
+from .split import DatasetSplit
+from .targets import datasets_in_folder, detect_dataset, resolve_target
 from .grid import render_grid, save_grid
 
 __all__ = ["load", "resolve_target", "detect_dataset", "datasets_in_folder", "DatasetSplit", "hf_features",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..outputs import atomic_file
+from ..io.atomic import atomic_file
 
 __all__ = ["save_grid", "render_grid", "caption_for"]
 

@@ -86,6 +86,7 @@ class MarchResult:
     evaluations: int = 0              # calls of evaluate (blocks)
     simplex_updates: int = 0
     edge_updates: int = 0
+    trial: dict = field(default_factory=dict)    # Trial node -> tentative distance at the end
 
     @property
     def visited(self) -> int:
@@ -394,6 +395,9 @@ def fast_march(steps, lo, hi, evaluate, *, cap: int = DEFAULT_CAP, stop=None,
     if init_radius > 0:
         ball = [c for c in itertools.product(range(-init_radius, init_radius + 1), repeat=d)
                 if 0 < sum(map(abs, c)) <= init_radius and inside(c)]
+    # the ball keeps its straight-line start values: a factored update from the origin
+    # would replace them with h (sqrt(G0) + sqrt(Gm)) / 2, below even the chord
+    fixed = set(ball)
     create([origin] + ball)
     g0 = G[origin]
     # the frozen metric, regularised so that u0 > 0 away from the origin even when the
@@ -451,12 +455,15 @@ def fast_march(steps, lo, hi, evaluate, *, cap: int = DEFAULT_CAP, stop=None,
                                 missing.append(y)
             create(missing)
         for a, y in reach:
+            if y in fixed:
+                continue
             nu, par = update(y, x, a)
             if nu < val.get(y, math.inf):
                 val[y] = nu
                 parent[y] = par
                 heapq.heappush(heap, (nu, y))
     values = {n: val[n] for n in order}
+    trial = {n: v for n, v in val.items() if n not in known}
     return MarchResult(status, stop_node, values, order, parent, labels, created=len(G),
                        evaluations=stats["evaluations"], simplex_updates=stats["simplex"],
-                       edge_updates=stats["edge"])
+                       edge_updates=stats["edge"], trial=trial)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ConfigError
-from ...outputs import atomic_file
+from ...io.atomic import atomic_file
 
 logger = logging.getLogger(__name__)
 

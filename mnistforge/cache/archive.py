@@ -162,7 +162,7 @@ def safe_extract(path_or_zip, target, members=None, *, max_bytes: int = MAX_MEMB
     copying, a member that yields more bytes than it declared is refused.
     Returns the extracted paths, sorted.
     """
-    from ..outputs import atomic_file
+    from ..io.atomic import atomic_file
 
     target = Path(target)
     where = getattr(path_or_zip, "filename", None) or os.fspath(path_or_zip)

@@ -21,23 +21,18 @@ re-made from the recorded hashes, so a registry update is honoured at once.
 """
 from __future__ import annotations
 
-import bz2
 import contextlib
-import gzip
-import hashlib
 import json
 import logging
-import lzma
-import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import HashMismatchError
+from ..io.hashing import hash_content, hash_file, hash_stream  # noqa: F401 - re-exported for callers
 from ..registry import RemoteFile
 
 logger = logging.getLogger(__name__)
 
-CHUNK = 1 << 20
 MARKER_SUFFIX = ".sha256"
 
 STATUS_TEXT = {
@@ -69,58 +64,6 @@ class Verification:
     @property
     def verified(self) -> bool:
         return self.status != "unpinned"
-
-
-def _open_decompressed(path: Path, name: str | None = None):
-    name = name or path.name
-    if name.endswith(".gz"):
-        return gzip.open(path, "rb")
-    if name.endswith(".xz"):
-        return lzma.open(path, "rb")
-    if name.endswith(".bz2"):
-        return bz2.open(path, "rb")
-    return None
-
-
-def hash_stream(f, *, md5: bool = True, chunk: int = CHUNK) -> tuple[str, str | None, int]:
-    """sha256 (and md5) of everything read from binary file object ``f``."""
-    h = hashlib.sha256()
-    m = hashlib.md5(usedforsecurity=False) if md5 else None
-    n = 0
-    for b in iter(lambda: f.read(chunk), b""):
-        h.update(b)
-        if m is not None:
-            m.update(b)
-        n += len(b)
-    return h.hexdigest(), (m.hexdigest() if m else None), n
-
-
-def hash_file(path) -> tuple[str, str]:
-    """(sha256, md5) of a file's bytes, in one pass."""
-    with open(path, "rb") as f:
-        sha, md5, _ = hash_stream(f)
-    return sha, md5
-
-
-def hash_content(path, name: str | None = None) -> tuple[str, str, int] | None:
-    """(sha256, md5, size) of a compressed file's decompressed content.
-
-    The compression follows the suffix of ``name`` (default: the path's).
-    Returns None for an uncompressed file; raises HashMismatchError when the
-    file is not valid for its suffix.
-    """
-    path = Path(path)
-    f = _open_decompressed(path, name)
-    if f is None:
-        return None
-    try:
-        with f:
-            return hash_stream(f)
-    except (OSError, EOFError, zlib.error, lzma.LZMAError) as e:
-        raise HashMismatchError(
-            "cannot decompress", path=path, expected=f"a valid {Path(name or path.name).suffix} file",
-            found=f"{type(e).__name__}: {e}",
-            hint="the file is damaged or incomplete: delete it and fetch again") from None
 
 
 def decide(remote: RemoteFile, sha256=None, md5=None, content_sha256=None, content_md5=None,
@@ -160,7 +103,7 @@ def marker_path(path) -> Path:
 
 def write_marker(path, v: Verification) -> None:
     """Record a successful check of ``path`` (keyed on its size and mtime)."""
-    from ..outputs import atomic_file
+    from ..io.atomic import atomic_file
 
     path = Path(path)
     st = path.stat()

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SD19FormatError
-from ..outputs import atomic_file
+from ..io.atomic import atomic_file
 
 logger = logging.getLogger(__name__)
 

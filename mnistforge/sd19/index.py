@@ -1,6 +1,6 @@
 """The SD19 index: one row per character, its metadata and an exact content hash.
 
-Built in one pass over a source by :func:`mnistforge.sources.open_sd19` and cached
+Built in one pass over a source by :func:`mnistforge.sd19.open_sd19` and cached
 as ``.npy`` files (never pickle) next to the source, in ``<source>/.mnistforge/``,
 or under ``$MNISTFORGE_HOME/cache/sd19/<key>/`` when the source folder is not
 writable.  A JSON file beside them records the source fingerprint; the cache is
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..outputs import atomic_file
+from ..io.atomic import atomic_file
 
 logger = logging.getLogger(__name__)
 

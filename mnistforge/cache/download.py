@@ -26,7 +26,7 @@ platform cache folder (``$XDG_CACHE_HOME/mnistforge`` or
 
 Examples
 --------
->>> from mnistforge.sources.download import fetch
+>>> from mnistforge.cache.download import fetch
 >>> r = fetch("mnist/t10k-labels-idx1-ubyte.gz")     # doctest: +SKIP
 >>> r.path, r.status                                 # doctest: +SKIP
 (PosixPath('/home/me/.cache/mnistforge/mnist/t10k-labels-idx1-ubyte.gz'), 'exact')
@@ -103,7 +103,7 @@ class FetchResult:
 
     ``member`` is set for a file read from inside an archive (``path`` is then
     the archive).  ``status`` is the verification status (see
-    :mod:`mnistforge.sources.verify`); ``downloaded`` says whether it came from
+    :mod:`mnistforge.cache.verify`); ``downloaded`` says whether it came from
     the network in this call, and ``url`` from which mirror.
     """
 
@@ -355,7 +355,7 @@ def cache_status(remote, root=None) -> tuple[str, Path]:
 
     Returns ``(text, path)``; ``text`` is ``"missing"``, ``"present, not
     verified yet"``, or the recorded verification (see
-    :mod:`mnistforge.sources.verify`), plus ``" + raw copy"`` when a
+    :mod:`mnistforge.cache.verify`), plus ``" + raw copy"`` when a
     decompressed copy is kept.
     """
     from .verify import read_marker

@@ -8,7 +8,7 @@ has one code path:
 * ``length(split_info)`` -> the number of rows of a file split.
 
 :class:`CacheSource` serves the official files: it fetches/verifies them
-through :mod:`mnistforge.sources.download` and, once a compressed file has been
+through :mod:`mnistforge.cache.download` and, once a compressed file has been
 verified, keeps a decompressed raw copy next to it (``<cache>/<group>/<name
 without .gz>``, with its own ``.sha256`` sidecar) so later loads are memory
 maps.  Opt out with ``keep_raw=False`` or ``MNISTFORGE_KEEP_RAW=0``.
@@ -19,21 +19,19 @@ from the folder's ``manifest.json`` when it says so, else from the registry.
 """
 from __future__ import annotations
 
-import bz2
-import gzip
 import hashlib
 import logging
-import lzma
 import os
-import zlib
 from pathlib import Path
 
 from ..errors import HashMismatchError, IdxFormatError, MissingFileError, MnistforgeError
-from ..formats.idx import parse_idx_bytes, read_idx, read_idx_header
-from ..outputs import atomic_file, read_manifest
-from ..registry import COMPRESSIONS, DatasetInfo, SplitInfo, get_file, strip_compression
-from ..sources.download import cache_dir, fetch_file, offline_enabled
-from ..sources.verify import (Verification, decide, marker_path, remove_with_marker,
+from ..io.idx import parse_idx_bytes, read_idx, read_idx_header
+from ..io.atomic import atomic_file
+from ..io.manifest import read_manifest
+from ..io.compression import COMPRESSIONS, DECOMPRESS_ERRORS, open_reader, strip_compression
+from ..registry import DatasetInfo, SplitInfo, get_file
+from ..cache.download import cache_dir, fetch_file, offline_enabled
+from ..cache.verify import (Verification, decide, marker_path, remove_with_marker,
                               verify_file, write_marker)
 
 logger = logging.getLogger(__name__)
@@ -67,16 +65,6 @@ class _HashingReader:
 
     def close(self):
         pass
-
-
-def _decompressor(fileobj, name: str):
-    if name.endswith(".gz"):
-        return gzip.GzipFile(fileobj=fileobj, mode="rb")
-    if name.endswith(".xz"):
-        return lzma.LZMAFile(fileobj, "rb")
-    if name.endswith(".bz2"):
-        return bz2.BZ2File(fileobj, "rb")
-    return fileobj
 
 
 class CacheSource:
@@ -119,7 +107,7 @@ class CacheSource:
         if self.keep_raw:
             return self._make_raw(res, remote, raw)
         if res.member:
-            from ..sources.archive import open_member
+            from ..cache.archive import open_member
             with open_member(res.path, res.member) as f:
                 hr = _HashingReader(f)
                 data = hr.read()
@@ -158,7 +146,7 @@ class CacheSource:
 
     def _make_raw(self, res, remote, raw: Path):
         """Decompress a verified file (or archive member) to ``raw``, hashing the content."""
-        from ..sources.archive import open_member
+        from ..cache.archive import open_member
 
         logger.info("keeping a decompressed copy of %s at %s", remote.id, raw)
         h = hashlib.sha256()
@@ -171,7 +159,7 @@ class CacheSource:
                     cm = open(res.path, "rb")
                 with cm as f:
                     hr = _HashingReader(f)
-                    src = _decompressor(hr, remote.name)
+                    src = open_reader(hr, remote.name)
                     for b in iter(lambda: src.read(CHUNK), b""):
                         h.update(b)
                         m.update(b)
@@ -188,7 +176,7 @@ class CacheSource:
                         hint="delete the file and fetch it again")
         except MnistforgeError:
             raise
-        except (OSError, EOFError, lzma.LZMAError, zlib.error) as e:
+        except DECOMPRESS_ERRORS as e:
             raise IdxFormatError("cannot decompress", path=res.path,
                                  expected=f"a valid {remote.compression} file", found=str(e),
                                  hint="delete it and fetch it again") from None

@@ -11,7 +11,7 @@ replica.  It follows the layout of ``docs/sd19.md`` / the project spec exactly:
   as unpacked folders; 1st edition: IHEAD + CCITT G4 ``.mis`` with ``.cls`` and,
   outside ``by_write``, ``.mit`` back references;
 * writers, partitions, form template ids and per-class counts follow NIST's
-  published table (:mod:`mnistforge.sources.nist_table`) scaled by ``scale``, at
+  published table (:mod:`mnistforge.sd19.nist_table`) scaled by ``scale``, at
   least one writer per partition, the constitution field only in hsf_0..2, and
   exactly three duplicated digit images (identical pixels, same writer and class,
   like the real ones);
@@ -19,7 +19,7 @@ replica.  It follows the layout of ``docs/sd19.md`` / the project spec exactly:
   digit layout (partitions, writers, writer folders, per-writer digit classes in
   walk order, the three duplicates where its column 6 says).
 
-Characters are drawn by :mod:`mnistforge.sources.glyphs`.  Output is a pure
+Characters are drawn by :mod:`mnistforge.sd19.glyphs`.  Output is a pure
 function of the configuration (byte-identical zips for the same seed); rendering
 and PNG encoding run on all cores, one task per group of writer folders, and the
 results are written in walk order.
@@ -51,7 +51,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BuildError, ConfigError, FormatError, MissingFileError
-from ..outputs import atomic_dir
+from ..io.atomic import atomic_dir
+from ..io.compression import open_reader
 from ..progress import progress as _progress_bar
 from . import nist_table as nt
 from .glyphs import draw_writer_style, render_characters
@@ -229,9 +230,7 @@ def read_xnist_table(path) -> np.ndarray:
         raise MissingFileError("layout table not found", path=path,
                                expected="a QMNIST/xnist extended-label table (xnist-labels.tsv.xz)",
                                found="no such file")
-    opener = {".xz": lzma.open, ".gz": __import__("gzip").open,
-              ".bz2": __import__("bz2").open}.get(path.suffix, open)
-    with opener(path, "rb") as f:
+    with open_reader(path) as f:
         raw = f.read()
     try:
         flat = np.array(raw.split(), dtype=np.int64)
@@ -617,7 +616,7 @@ def _render_all(config: SynthConfig, plan: Plan, spill: _Spill, bar) -> None:
     if config.workers:
         workers = config.workers
     else:
-        from .sd19 import default_workers   # $MNISTFORGE_WORKERS or the usable cores
+        from .reader import default_workers   # $MNISTFORGE_WORKERS or the usable cores
         workers = default_workers()
     # Jobs group whole writer folders; how they are grouped does not change any byte.
     chunk = int(min(1000, max(50, n // (4 * workers))))
@@ -658,7 +657,7 @@ def _check_distinct(digests: np.ndarray, plan: Plan) -> None:
         raise BuildError("synthetic SD19 rendered identical images by accident",
                          expected="distinct images (the three planned duplicates are copied later)",
                          found=f"{int((counts - 1).sum())} repeats, e.g. {desc}",
-                         hint="this is a bug in mnistforge.sources.glyphs; try another --seed")
+                         hint="this is a bug in mnistforge.sd19.glyphs; try another --seed")
 
 
 def _bounded_map(pool, fn, items, ahead: int):

@@ -30,9 +30,6 @@ Examples
 """
 from __future__ import annotations
 
-import bz2
-import gzip
-import lzma
 import struct
 import zlib
 from dataclasses import dataclass
@@ -41,14 +38,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import IdxFormatError
-from ..outputs import atomic_file
-
-try:  # ISA-L inflates gzip about 1.8x faster than zlib, with identical output
-    from isal import isal_zlib as _gz_zlib
-    _DECOMPRESS_ERRORS = (zlib.error, _gz_zlib.error)
-except ImportError:  # pragma: no cover - isal is a dependency, zlib the fallback
-    _gz_zlib = zlib
-    _DECOMPRESS_ERRORS = (zlib.error,)
+from .atomic import atomic_file
+from .compression import (DECOMPRESS_ERRORS, compression_of, decompressor, open_reader,
+                          open_writer)
 
 TYPES = {
     0x08: np.dtype(">u1"),
@@ -67,7 +59,6 @@ CODES = {dt.newbyteorder("=").str[1:]: code for code, dt in TYPES.items()}  # 'u
 #: corrupt header from making us allocate terabytes.
 MAX_BYTES = 1 << 36
 
-COMPRESSIONS = (".gz", ".xz", ".bz2")
 
 
 @dataclass(frozen=True)
@@ -109,15 +100,6 @@ class IdxHeader:
     @property
     def type_name(self) -> str:
         return TYPE_NAMES[self.type_code]
-
-
-def compression_of(path) -> str | None:
-    """Return ``"gz"``, ``"xz"``, ``"bz2"`` or ``None`` from a file name."""
-    s = str(path).lower()
-    for ext in COMPRESSIONS:
-        if s.endswith(ext):
-            return ext[1:]
-    return None
 
 
 def parse_idx_header(data: bytes, path="<bytes>", *, max_bytes: int = MAX_BYTES) -> IdxHeader:
@@ -175,10 +157,6 @@ def parse_idx_header(data: bytes, path="<bytes>", *, max_bytes: int = MAX_BYTES)
     return header
 
 
-def _open_raw(path, mode="rb"):
-    return open(path, mode)
-
-
 def read_idx_header(path, *, max_bytes: int = MAX_BYTES) -> IdxHeader:
     """Read only the header of an idx file (raw or compressed).
 
@@ -191,26 +169,17 @@ def read_idx_header(path, *, max_bytes: int = MAX_BYTES) -> IdxHeader:
     (7,)
     """
     comp = compression_of(path)
-    opener = {"gz": gzip.open, "xz": lzma.open, "bz2": bz2.open, None: _open_raw}[comp]
     try:
-        with opener(path, "rb") as f:
+        with open_reader(path) as f:
             head = f.read(4)
             if len(head) == 4 and head[:2] == b"\0\0":
                 head += f.read(4 * head[3])
-    except (OSError, EOFError, lzma.LZMAError, zlib.error) as e:
+    except DECOMPRESS_ERRORS as e:
         if isinstance(e, FileNotFoundError):
             raise
         raise IdxFormatError("cannot decompress", path=path, expected=f"valid {comp} data",
                              found=str(e), hint="the file is corrupt: re-download it") from e
     return parse_idx_header(head, path, max_bytes=max_bytes)
-
-
-def _decompressor(comp):
-    if comp == "gz":
-        return _gz_zlib.decompressobj(wbits=31)
-    if comp == "xz":
-        return lzma.LZMADecompressor()
-    return bz2.BZ2Decompressor()
 
 
 def _decompress_capped(comp: str, data: bytes, limit: int, path) -> bytes:
@@ -219,7 +188,7 @@ def _decompress_capped(comp: str, data: bytes, limit: int, path) -> bytes:
     have = 0
     try:
         while data and have < limit:
-            d = _decompressor(comp)
+            d = decompressor(comp)
             if comp == "gz":
                 out = d.decompress(data, limit - have)
                 eof = d.eof
@@ -235,7 +204,7 @@ def _decompress_capped(comp: str, data: bytes, limit: int, path) -> bytes:
             data = rest
             if comp == "gz":
                 data = data.lstrip(b"\0")  # gzip allows zero padding between members
-    except (*_DECOMPRESS_ERRORS, lzma.LZMAError, OSError, EOFError, ValueError) as e:
+    except (*DECOMPRESS_ERRORS, ValueError) as e:
         raise IdxFormatError("corrupt compressed data", path=path, expected=f"a valid {comp} stream",
                              found=str(e), hint="the file is damaged: re-download or rebuild it") from e
     return b"".join(chunks) if len(chunks) != 1 else chunks[0]
@@ -416,14 +385,7 @@ def write_idx(path, array, *, compresslevel: int | None = None,
     flat = arr.reshape(-1) if arr.ndim else arr.reshape(1)
     step = max(1, chunk_bytes // max(1, arr.dtype.itemsize))
     with atomic_file(path, "wb") as raw:
-        if comp == "gz":
-            f = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=level, mtime=0)
-        elif comp == "xz":
-            f = lzma.LZMAFile(raw, "wb", preset=level)
-        elif comp == "bz2":
-            f = bz2.BZ2File(raw, "wb", compresslevel=max(1, level))
-        else:
-            f = None
+        f = open_writer(raw, comp, level) if comp else None
         out = f if f is not None else raw
         out.write(header)
         for i in range(0, flat.size, step):

@@ -5,10 +5,10 @@ serves them (``by_write.zip``, ``by_class.zip``, ...), or the same trees
 unpacked (``by_write/``, ``by_class/``, ...), of either edition (1st: IHEAD
 ``.mis`` + ``.cls`` + ``.mit``; 2nd: one 1-bit PNG per character).  The
 edition and packaging are detected.  Zip members are read in place (never
-extracted) through :mod:`mnistforge.sources.zipdir`, with its safety checks.
+extracted) through :mod:`mnistforge.sd19.zipdir`, with its safety checks.
 
 The result, :class:`SD19Source`, carries :attr:`~SD19Source.index` (one row per
-character in by_write walk order, see :mod:`mnistforge.sources.index`) and
+character in by_write walk order, see :mod:`mnistforge.sd19.index`) and
 reads any selection of characters in parallel with :meth:`~SD19Source.read`.
 
 Walk order: partitions hsf_0,1,2,3,4,6,7; writer folders ``fWWWW_TT`` sorted by
@@ -16,11 +16,11 @@ name; within a folder the fields d, u, l, c; within a field, the entries in
 file order (the PNG number ``_NNNNN`` or the position in the ``.mis``).
 
 Classes come from the by_write ``.cls`` files when present; otherwise from an
-exact-content join with by_field or by_class (:mod:`mnistforge.sources.join`).
+exact-content join with by_field or by_class (:mod:`mnistforge.sd19.join`).
 
 Examples
 --------
->>> from mnistforge.sources import open_sd19
+>>> from mnistforge.sd19 import open_sd19
 >>> src = open_sd19("/data/sd19")                       # doctest: +SKIP
 >>> src.edition, src.hierarchies                        # doctest: +SKIP
 (2, ('by_class', 'by_field', 'by_merge', 'by_write'))
@@ -136,7 +136,7 @@ class Tree:
         return self._names
 
     def file_table(self, idx) -> np.ndarray:
-        """:data:`~mnistforge.sources.index.FILE_DTYPE` rows for files ``idx``."""
+        """:data:`~mnistforge.sd19.index.FILE_DTYPE` rows for files ``idx``."""
         self._list()
         idx = np.asarray(idx, np.int64)
         names = [self._names[i].encode() for i in idx]

@@ -1,0 +1,98 @@
+"""Check an exported repository before it is shared (card, shards, counts, features, load_dataset)."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..errors import CheckFailed, MnistforgeError
+from ..io.hf.repo import features_of, read_card, read_split, repo_configs, shard_paths
+
+def verify_repo(repo_dir, *, with_datasets: bool = True, decode: bool = True) -> dict:
+    """Check an exported folder before it is shared; return ``{config: {split: rows}}``.
+
+    Checks: the card's YAML parses; every config declared in ``configs`` has a
+    ``dataset_info`` entry and vice versa; every listed shard exists; row
+    counts match ``num_examples``; the parquet features match the card's;
+    labels are within the ClassLabel range; (``decode``) every image decodes
+    to the same size; (``with_datasets``) ``datasets.load_dataset`` loads each
+    split offline, in a throw-away cache, with the declared counts and features.
+    Raises :class:`~mnistforge.errors.CheckFailed` listing every problem.
+    """
+    import datasets
+    import pyarrow.parquet as pq
+
+    repo_dir = Path(repo_dir)
+    header = read_card(repo_dir)
+    problems: list[str] = []
+    configs = repo_configs(repo_dir)
+    infos = {e.get("config_name"): e for e in header.get("dataset_info") or []}
+    if set(infos) != set(configs):
+        problems.append(f"configs {sorted(configs)} and dataset_info {sorted(infos)} differ")
+    counts: dict = {}
+    for config, splits in configs.items():
+        info = infos.get(config) or {}
+        declared = {s["name"]: s["num_examples"] for s in info.get("splits") or []}
+        if set(declared) != set(splits):
+            problems.append(f"{config}: data_files splits {sorted(splits)} but dataset_info "
+                            f"splits {sorted(declared)}")
+        try:
+            card_features = datasets.Features._from_yaml_list(info["features"])
+        except Exception as e:  # noqa: BLE001 - report any malformed entry
+            problems.append(f"{config}: dataset_info features unreadable ({e})")
+            card_features = None
+        for split in splits:
+            try:
+                shards = shard_paths(repo_dir, config, split)
+            except MnistforgeError as e:
+                problems.append(str(e))
+                continue
+            rows = 0
+            for p in shards:
+                pf = pq.ParquetFile(p)
+                rows += pf.metadata.num_rows
+                feats = features_of(pf.schema_arrow.empty_table(), repo_dir, config)
+                if card_features is not None and feats != card_features:
+                    problems.append(f"{p}: parquet features differ from the card's")
+            counts.setdefault(config, {})[split] = rows
+            if split in declared and declared[split] != rows:
+                problems.append(f"{config}/{split}: card says {declared[split]} rows, "
+                                f"shards hold {rows}")
+            if decode and not problems:
+                images, labels, classes, _ = read_split(repo_dir, config, split)
+                if len(labels) and (labels.min() < 0 or labels.max() >= len(classes)):
+                    problems.append(f"{config}/{split}: labels outside 0..{len(classes) - 1}")
+    if with_datasets and not problems:
+        problems += _check_with_datasets(repo_dir, configs, counts, infos)
+    if problems:
+        raise CheckFailed(f"{repo_dir}: the exported repository failed its checks:\n  - "
+                          + "\n  - ".join(problems))
+    return counts
+
+
+def _check_with_datasets(repo_dir, configs, counts, infos) -> list[str]:
+    import datasets
+
+    problems = []
+    cache = tempfile.mkdtemp(prefix="mnistforge-hf-check-")
+    try:
+        for config, splits in configs.items():
+            want = datasets.Features._from_yaml_list(infos[config]["features"])
+            for split in splits:
+                try:
+                    ds = datasets.load_dataset(str(repo_dir), config, split=split, cache_dir=cache)
+                except Exception as e:  # noqa: BLE001 - any failure of the standard API is a finding
+                    problems.append(f"datasets.load_dataset({config!r}, split={split!r}) failed: "
+                                    f"{type(e).__name__}: {e}")
+                    continue
+                if ds.num_rows != counts[config][split]:
+                    problems.append(f"{config}/{split}: datasets loads {ds.num_rows} rows, "
+                                    f"expected {counts[config][split]}")
+                if ds.features != want:
+                    problems.append(f"{config}/{split}: datasets sees features {ds.features}")
+                del ds
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    return problems
+
+

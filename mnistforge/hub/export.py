@@ -1,0 +1,184 @@
+"""Export datasets as a Hub dataset repository folder (parquet shards + card + Croissant)."""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..io.atomic import atomic_dir, atomic_file
+from ..io.hf.parquet import MAX_SHARD_BYTES, write_split
+from ..io.hf.repo import CARD
+from ..io.hf.schema import SplitData, features_for, hf_split_name
+from .card import dataset_card
+from .croissant import CROISSANT, croissant_metadata
+
+logger = logging.getLogger(__name__)
+
+#: Used when the registry has no entry for a config (arrays exported directly).
+DEFAULT_LICENSE = "other"
+
+
+@dataclass
+class ExportConfig:
+    """A dataset to export as one Hub config.
+
+    Parameters
+    ----------
+    name : str
+        Config name (the dataset name: ``mnist``, ``qmnist``, ``emnist-letters``...).
+    splits : dict
+        ``{split: SplitData or (images, labels[, metadata])}``, or a callable
+        returning one: it is called when the split is written, so a large
+        export holds one split in memory at a time.
+    classes : list of str
+        ``classes[i]`` is the character of label ``i``; becomes the ClassLabel names.
+    description : str
+        One paragraph for the card.
+    source : str
+        Where the data comes from ("official release files", "built from NIST SD19 ...").
+    provenance : dict
+        Free-form provenance rendered in the card: package version, parameters,
+        ``inputs`` ({file: sha256 or dict}), notes.
+    license, license_name : str
+        Hub licence identifier (``mit``, ``cc-by-sa-3.0``, ``bsd-3-clause``, ``other``)
+        and a human name for ``other``.
+    citation : str
+        BibTeX of the work to cite.
+    label_note : str
+        How the labels are numbered (e.g. "letters: labels 1..26, 0 unused").
+    caveats : list of str
+        Known pitfalls, one sentence each.
+    """
+
+    name: str
+    splits: dict
+    classes: list
+    description: str = ""
+    source: str = ""
+    provenance: dict = field(default_factory=dict)
+    license: str | None = None
+    license_name: str | None = None
+    citation: str | None = None
+    label_note: str | None = None
+    caveats: list = field(default_factory=list)
+    pretty_name: str | None = None
+
+    def __post_init__(self):
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.name or ""):
+            raise ConfigError("invalid config name", expected="letters, digits, '-', '_', '.'",
+                              found=repr(self.name))
+        if not self.splits:
+            raise ConfigError(f"config {self.name!r} has no split", expected="at least one split",
+                              found="none")
+        fixed = {}
+        for split, data in self.splits.items():
+            if not (isinstance(data, SplitData) or callable(data)):
+                data = SplitData(*data)
+            fixed[hf_split_name(split)] = data
+        self.splits = fixed
+        self.classes = [str(c) for c in self.classes]
+        if len(set(self.classes)) != len(self.classes):
+            dup = sorted({c for c in self.classes if self.classes.count(c) > 1})
+            raise ConfigError(f"config {self.name!r}: class names must be unique for ClassLabel",
+                              expected="distinct names", found=f"duplicates {dup}")
+        for split, data in self.splits.items():
+            if isinstance(data, SplitData):
+                self.check_split(split, data)
+
+    def check_split(self, split: str, data: SplitData) -> None:
+        """Raise ConfigError when a label has no class."""
+        if len(data.labels) and (data.labels.min() < 0 or data.labels.max() >= len(self.classes)):
+            raise ConfigError(
+                f"config {self.name!r} split {split!r}: label out of range",
+                expected=f"0..{len(self.classes) - 1} ({len(self.classes)} classes)",
+                found=f"{int(data.labels.min())}..{int(data.labels.max())}")
+
+    def split_data(self, split: str) -> SplitData:
+        """The split's arrays (calling a lazy loader; see ``splits``), checked."""
+        data = self.splits[split]
+        if callable(data):
+            data = data()
+            if not isinstance(data, SplitData):
+                data = SplitData(*data)
+            self.check_split(split, data)
+        return data
+
+
+def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
+              max_shard_bytes: int = MAX_SHARD_BYTES, workers: int | None = None,
+              croissant: bool = True, repo_id: str | None = None, title: str | None = None) -> dict:
+    """Write a Hub dataset repository folder holding ``configs``; return its summary.
+
+    The folder is built under ``<repo_dir>.incomplete`` and renamed when
+    complete.  The first config is the default one.
+
+    Parameters
+    ----------
+    repo_dir : path
+        Output folder (must not exist unless ``overwrite``).
+    configs : list of ExportConfig
+        One per dataset; names must be distinct.
+    max_shard_bytes : int
+        Largest shard (PNG bytes); splits are cut into equal-row shards below it.
+    workers : int, optional
+        Processes for PNG encoding (default: every core).
+    croissant : bool
+        Also write ``croissant.json``.
+    repo_id : str, optional
+        ``ORG/NAME`` the folder is meant for (used in the card's examples and URLs).
+
+    Returns
+    -------
+    dict
+        ``{"repo_dir": ..., "configs": [{"name", "splits": [{"name", "files",
+        "num_examples", "num_bytes", "download_size"}], ...}]}``
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> cfg = ExportConfig("toy", {"test": (np.zeros((2, 28, 28), np.uint8), np.array([1, 0]))}, ["x", "y"])
+    >>> out = export_hf(os.path.join(tempfile.mkdtemp(), "r"), [cfg], workers=1)
+    >>> out["configs"][0]["splits"][0]["files"]
+    ['data/toy/test-00000-of-00001.parquet']
+    """
+    names = [c.name for c in configs]
+    if not configs:
+        raise ConfigError("nothing to export", expected="at least one dataset", found="none")
+    if len(set(names)) != len(names):
+        raise ConfigError("config names must be distinct", expected="one config per dataset",
+                          found=", ".join(names),
+                          hint="rename one with CONFIG=TARGET on the command line")
+    repo_dir = Path(repo_dir)
+    summary = {"repo_dir": str(repo_dir), "configs": []}
+    with atomic_dir(repo_dir, overwrite=overwrite) as tmp:
+        for cfg in configs:
+            features, first_dt, shapes, splits = None, None, set(), []
+            for s in cfg.splits:
+                d = cfg.split_data(s)
+                dt = d.metadata.dtype if d.metadata is not None else None
+                if features is None:
+                    features, first_dt = features_for(cfg.classes, dt), dt
+                elif dt != first_dt:
+                    raise ConfigError(f"config {cfg.name!r}: every split needs the same metadata "
+                                      "fields", expected=str(first_dt), found=f"{dt} in {s}")
+                shapes.add(d.images.shape[1:])
+                splits.append(write_split(tmp, cfg.name, s, d, features,
+                                          max_shard_bytes=max_shard_bytes, workers=workers))
+                del d
+            summary["configs"].append({"config": cfg, "name": cfg.name, "features": features,
+                                       "splits": splits, "image_shapes": sorted(shapes)})
+        card = dataset_card(summary["configs"], repo_id=repo_id, title=title, folder=tmp)
+        with atomic_file(tmp / CARD, "w") as f:
+            f.write(card)
+        if croissant:
+            doc = croissant_metadata(summary["configs"], tmp, repo_id=repo_id, title=title)
+            with atomic_file(tmp / CROISSANT, "w") as f:
+                json.dump(doc, f, indent=2, ensure_ascii=False)
+                f.write("\n")
+    for c in summary["configs"]:
+        del c["config"], c["features"]
+    logger.info("exported %d config(s) to %s", len(configs), repo_dir)
+    return summary

@@ -1,0 +1,287 @@
+"""From CLI targets and registry datasets to export configs: provenance, licences, caveats."""
+from __future__ import annotations
+
+import functools
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .._version import __version__
+from ..errors import ConfigError, MissingFileError, MnistforgeError
+from ..io.hashing import sha256_file
+from ..io.hf.repo import CARD, is_hf_repo, read_card, repo_configs
+from ..io.hf.schema import SplitData
+from ..io.manifest import read_manifest
+from ..loaders import datasets_in_folder, load, resolve_target
+from ..loaders.origins import find_dataset_folder, locate
+from ..registry import bibtex, built_license, get_dataset, get_file, hub_license
+from .export import ExportConfig
+
+#: Hub licence identifiers of the official releases (the registry holds the prose).
+#: Splits left out unless asked for by NAME:SPLIT: views duplicate rows of
+#: another split (test10k, validation, ...) and qmnist's ``nist`` is all
+#: 402,953 NIST digits, a different dataset in all but name.
+OPT_IN_SPLITS = ("nist",)
+
+
+def parse_target(text: str) -> tuple[str | None, str]:
+    """Split ``[CONFIG=]TARGET[:SPLIT]`` into ``(config or None, rest)``.
+
+    Examples
+    --------
+    >>> parse_target("rebuilt=build/mnist:test")
+    ('rebuilt', 'build/mnist:test')
+    >>> parse_target("qmnist")
+    (None, 'qmnist')
+    """
+    head, sep, rest = text.partition("=")
+    if sep and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", head) and rest:
+        return head, rest
+    return None, text
+
+
+def _dataset_folder(root, name) -> Path | None:
+
+    return None if root is None else find_dataset_folder(root, get_dataset(name))
+
+
+def _find_manifest(root, name) -> tuple[dict | None, Path | None]:
+
+    if root is None:
+        return None, None
+    for folder in (_dataset_folder(root, name), Path(root), Path(root) / name):
+        if folder is None:
+            continue
+        m = read_manifest(folder)
+        if m is not None:
+            return m, folder
+    return None, None
+
+
+def _split_files_present(info, split: str, root) -> bool:
+
+    sp = info.file_split(split)
+    folder = _dataset_folder(root, info.name)
+    return bool(sp.images and folder is not None and locate(folder, sp.images))
+
+
+def default_splits(name: str, root=None) -> list[str]:
+    """Splits exported when a target names no split.
+
+    Every split stored in files (not the views ``test10k``, ``validation``...),
+    except :data:`OPT_IN_SPLITS`; for a folder, only those whose files are
+    there.  An exported repository folder gives the splits it holds.
+    """
+    if root is not None and is_hf_repo(root, name):
+        return [s for s in repo_configs(root).get(name, {})]
+
+    info = get_dataset(name)
+    splits = [s for s, sp in info.splits.items() if not sp.is_view]
+    if root is None:
+        return [s for s in splits if s not in OPT_IN_SPLITS]
+    present = [s for s in splits if _split_files_present(info, s, root)]
+    return present
+
+
+def _official_provenance(info, splits) -> dict:
+
+    files = {}
+    for split in splits:
+        sp = info.file_split(split)
+        for fname in (sp.images, sp.labels, sp.metadata):
+            if not fname or fname in files:
+                continue
+            try:
+                rf = get_file(f"{info.group}/{fname}")
+            except MnistforgeError:
+                continue
+            entry = {}
+            for key in ("sha256", "size", "md5", "content_sha256", "archive"):
+                v = getattr(rf, key)
+                if v:
+                    entry[key] = v
+            if rf.urls:
+                entry["url"] = rf.urls[0]
+            if rf.archive:
+                try:
+                    arc = get_file(rf.archive)
+                    entry["archive_sha256"] = arc.sha256
+                except MnistforgeError:
+                    pass
+            files[fname] = entry
+    return files
+
+
+def _caveats(info, params: dict, built: bool) -> list[str]:
+    name = info.name
+    out = []
+    if name.startswith("emnist"):
+        stored = params.get("orientation", "official") if built else "official"
+        out.append("Orientation fixed: images here are upright. The official EMNIST idx files store "
+                   "them transposed (MATLAB column-major)"
+                   + (" and so did the build folder this was exported from" if stored == "official" else "")
+                   + "; the loader flipped them once, so do not transpose again.")
+        if name == "emnist-letters":
+            if params.get("letters_variant", "official") == "paper37":
+                out.append("This is the EMNIST paper's letters variant (37 classes, 2,400/400 per class), "
+                           "not the official 26-class release.")
+            else:
+                out.append("Letters labels are 1..26 as in the official files; label 0 ('N/A (unused)') "
+                           "never occurs. Each class holds both cases of its letter.")
+                out.append("The EMNIST paper's table describes a different, earlier letters set "
+                           "(37 classes, 88,800/14,800 images); this config is the official 26-class "
+                           "release (`mnistforge build emnist-letters --letters-variant paper37` makes "
+                           "the paper's).")
+        if params.get("split_by") == "writer":
+            out.append("Train/test are writer-disjoint (no writer on both sides), unlike the official "
+                       "random split: scores are not comparable with published EMNIST results.")
+        else:
+            out.append("Train and test mix NIST's census and high-school writers with a random split "
+                       "(not writer-disjoint), as in the official release: the same writer appears on "
+                       "both sides.")
+        if info.validation_size:
+            out.append(f"The validation portion ({info.validation_size:,} images) is the last part of "
+                       "train: do not train on `train` and validate on `validation`; use "
+                       "`train_without_validation`.")
+    if name == "qmnist":
+        out.append("The first 10,000 test images are MNIST's test set (`test10k`); the other 50,000 "
+                   "(`test50k`) were never published with MNIST.")
+        out.append("`duplicate` is the NIST index of an earlier identical image (else 0); `nist_index` "
+                   "is the row in the `nist` split (all 402,953 SD19 digits).")
+    if name == "mnist" and built:
+        out.append("Rebuilt from NIST SD19 (QMNIST train + the first 10,000 of QMNIST test): images "
+                   "differ slightly from the original MNIST bytes (see the QMNIST paper).")
+    return out
+
+
+def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_name=None,
+                        built_manifest: dict | None = None) -> ExportConfig:
+    """An :class:`ExportConfig` for registry dataset ``name`` with arrays in ``splits``.
+
+    ``splits`` maps split names to :class:`SplitData` (or tuples).  Provenance
+    comes from ``built_manifest`` (a build folder's manifest.json) or, for the
+    official files, from the registry (sha256, size, md5 and URL of each file).
+    """
+
+    info = get_dataset(name)
+    built = built_manifest is not None
+    params = dict((built_manifest or {}).get("parameters") or {})
+    prov: dict = {}
+    if built:
+        m = built_manifest
+        source = (f"built from NIST SD19 by mnistforge {m.get('version', '?')} "
+                  f"(`mnistforge build`, manifest kind `{m.get('kind', '?')}`), loaded from "
+                  f"`{Path(root).name if root else '?'}`.")
+        prov["build"] = {"mnistforge_version": m.get("version"), "python": m.get("python"),
+                         "kind": m.get("kind")}
+        if params:
+            prov["parameters"] = params
+        if m.get("inputs"):
+            prov["inputs"] = m["inputs"]
+        # The build folder's files (the idx files this config was read from, among others).
+        used = {rel: (out.get("sha256") if isinstance(out, dict) else out)
+                for rel, out in sorted((m.get("outputs") or {}).items())}
+        if used:
+            prov["build_outputs_sha256"] = used
+        if m.get("notes"):
+            prov["notes"] = m["notes"]
+        license_id, license_name = built_license()
+        cites = [bibtex(info.group), bibtex("sd19")]
+    elif root is not None and is_hf_repo(root, name):
+        source = (f"re-exported from an earlier mnistforge export (`{Path(root).name}`); that "
+                  "folder's README.md holds the original provenance.")
+        prov["source_card_sha256"] = sha256_file(Path(root) / CARD)
+        prov["source_shards_sha256"] = {
+            rel: sha256_file(Path(root) / rel)
+            for rel in sorted({f for fs in repo_configs(root).get(name, {}).values() for f in fs})}
+        header = read_card(root)
+        license_id = header.get("license") if isinstance(header.get("license"), str) else "other"
+        license_name = header.get("license_name") if license_id == "other" else None
+        cites = [bibtex(info.group)]
+    else:
+        source = (f"official release files ({info.homepage or info.title}), fetched and verified "
+                  f"against the mnistforge registry.")
+        prov["source_files"] = _official_provenance(info, splits)
+        license_id, license_name = hub_license(info.group)
+        cites = [bibtex(info.group)]
+    prov["exported_by"] = f"mnistforge {__version__}"
+    cite = "\n\n".join(c for c in cites if c) or info.citation
+    description = info.description
+    if built:
+        description = (f"{info.title}, rebuilt from NIST SD19 by mnistforge (sizes as built: see "
+                       f"the splits above). The official release it reproduces: {info.description}")
+    if info.licence:
+        description += f"\n\nLicence of the source: {info.licence}"
+    return ExportConfig(
+        name=config_name or name, splits=splits, classes=list(classes), description=description,
+        source=source, provenance=prov, license=license_id, license_name=license_name,
+        citation=cite, label_note=info.class_note or None, caveats=_caveats(info, params, built),
+        pretty_name=info.title)
+
+
+def _split_of(ds) -> SplitData:
+    return SplitData(np.asarray(ds.images), np.asarray(ds.labels),
+                     None if ds.metadata is None else np.asarray(ds.metadata))
+
+
+def _load_split(name, split, root, download) -> SplitData:
+
+    return _split_of(load(name, split, root=root, download=download, with_metadata=True))
+
+
+def configs_from_targets(targets, *, download: bool = True) -> list[ExportConfig]:
+    """Load ``[CONFIG=]TARGET[:SPLIT]`` targets into export configs.
+
+    TARGET is a dataset name or a folder (official or built files, or an
+    exported repository), as everywhere on the command line
+    (:func:`mnistforge.loaders.resolve_target`).  Targets naming the same
+    dataset and folder merge into one config (``mnist:train mnist:test``);
+    ``CONFIG=`` renames a config (to export the official and a rebuilt MNIST
+    side by side).  Without ``:SPLIT`` the :func:`default_splits` are taken.
+    """
+
+    resolved = []
+    for text in targets:
+        config, rest = parse_target(str(text))
+        if os.path.isdir(rest) and not is_hf_repo(rest):
+            names = datasets_in_folder(rest)
+            if len(names) > 1:  # a build folder holding several datasets: one config each
+                if config:
+                    raise ConfigError(f"{rest} holds several datasets; CONFIG= needs one",
+                                      expected="FOLDER:NAME with CONFIG=", found=", ".join(names))
+                resolved += [(None, (n, None, Path(rest))) for n in names]
+                continue
+        resolved.append((config, resolve_target(rest)))
+    groups: dict = {}
+    for config, (name, split, root) in resolved:
+        config = config or name
+        g = groups.setdefault(config, {"name": name, "root": root, "splits": []})
+        if g["name"] != name or str(g["root"]) != str(root):
+            raise ConfigError(
+                f"two different datasets would both be config {config!r}",
+                expected="one dataset per config name",
+                found=f"{g['name']} from {g['root'] or 'the cache'} and {name} from {root or 'the cache'}",
+                hint="name one with CONFIG=TARGET, e.g. rebuilt=build/mnist")
+        for s in ([split] if split else default_splits(name, root)):
+            if s not in g["splits"]:
+                g["splits"].append(s)
+    out = []
+    for config, g in groups.items():
+        if not g["splits"]:
+            raise MissingFileError(f"no split of {g['name']} found", path=g["root"],
+                                   expected="idx files named like the official ones",
+                                   found="none", hint="name a split with NAME:SPLIT")
+        manifest, _ = _find_manifest(g["root"], g["name"])
+        # The first split is loaded now (its classes name the labels), the others when written.
+        first = load(g["name"], g["splits"][0], root=g["root"], download=download,
+                     with_metadata=True)
+        data = {g["splits"][0]: _split_of(first)}
+        for s in g["splits"][1:]:
+            data[s] = functools.partial(_load_split, g["name"], s, g["root"], download)
+        out.append(config_from_dataset(g["name"], data, first.classes, root=g["root"],
+                                       config_name=config, built_manifest=manifest))
+    return out
+
+

@@ -1,0 +1,1 @@
+"""io: file formats and primitives that know no dataset (open, hash, write atomically, describe)."""

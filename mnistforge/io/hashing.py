@@ -1,0 +1,84 @@
+"""Hashing: the one place that hashes files, streams and decompressed content."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from ..errors import HashMismatchError
+from .compression import DECOMPRESS_ERRORS, compression_of, open_reader
+
+CHUNK = 1 << 20
+
+
+def sha256_file(path, chunk: int = CHUNK) -> str:
+    """Return the hex sha256 of a file's bytes.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "x"); _ = open(p, "wb").write(b"abc")
+    >>> sha256_file(p)[:8]
+    'ba7816bf'
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(chunk)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def md5_file(path, chunk: int = CHUNK) -> str:
+    """Return the hex md5 of a file's bytes (only where md5 is all that is published)."""
+    h = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(chunk), b""):
+            h.update(b)
+    return h.hexdigest()
+
+
+
+
+def hash_stream(f, *, md5: bool = True, chunk: int = CHUNK) -> tuple[str, str | None, int]:
+    """sha256 (and md5) and byte count of everything read from binary file object ``f``."""
+    h = hashlib.sha256()
+    m = hashlib.md5(usedforsecurity=False) if md5 else None
+    n = 0
+    for b in iter(lambda: f.read(chunk), b""):
+        h.update(b)
+        if m is not None:
+            m.update(b)
+        n += len(b)
+    return h.hexdigest(), (m.hexdigest() if m else None), n
+
+
+def hash_file(path) -> tuple[str, str]:
+    """(sha256, md5) of a file's bytes, in one pass."""
+    with open(path, "rb") as f:
+        sha, md5, _ = hash_stream(f)
+    return sha, md5
+
+
+def hash_content(path, name: str | None = None) -> tuple[str, str, int] | None:
+    """(sha256, md5, size) of a compressed file's decompressed content.
+
+    The compression follows the suffix of ``name`` (default: the path's).
+    Returns None for an uncompressed file; raises HashMismatchError when the
+    file is not valid for its suffix.
+    """
+    path = Path(path)
+    comp = compression_of(name or path.name)
+    if comp is None:
+        return None
+    try:
+        with open_reader(path, name or path.name) as f:
+            return hash_stream(f)
+    except DECOMPRESS_ERRORS as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise HashMismatchError(
+            "cannot decompress", path=path, expected=f"a valid .{comp} file",
+            found=f"{type(e).__name__}: {e}",
+            hint="the file is damaged or incomplete: delete it and fetch again") from None

@@ -1,0 +1,202 @@
+"""PNG codec for batches of grayscale images: reproducible encoding, vectorised decoding."""
+from __future__ import annotations
+
+import concurrent.futures
+import io
+import os
+import zlib
+
+import numpy as np
+
+from ...errors import FormatError
+
+#: zlib level of the PNG encoder (6: within 3% of level 9's size at a third of the time).
+PNG_COMPRESS_LEVEL = 6
+# Below this many images a process pool costs more than it saves.
+PARALLEL_MIN = 20_000
+CHUNK = 10_000
+
+
+def encode_png(image: np.ndarray, compress_level: int = PNG_COMPRESS_LEVEL) -> bytes:
+    """One grayscale PNG, reproducibly (Pillow, fixed zlib level, no ancillary chunks).
+
+    Examples
+    --------
+    >>> encode_png(np.zeros((28, 28), np.uint8))[:8]
+    b'\\x89PNG\\r\\n\\x1a\\n'
+    """
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(image), mode="L").save(
+        buf, format="PNG", compress_level=compress_level, optimize=False)
+    return buf.getvalue()
+
+
+def _encode_chunk(images: np.ndarray, compress_level: int) -> tuple[bytes, np.ndarray]:
+    blobs = [encode_png(a, compress_level) for a in images]
+    sizes = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=len(blobs))
+    return b"".join(blobs), sizes
+
+
+def encode_pngs(images: np.ndarray, *, workers: int | None = None,
+                compress_level: int = PNG_COMPRESS_LEVEL, desc: str | None = None):
+    """Encode N images to PNG; return ``(data, offsets)`` (all bytes, N+1 int64 offsets).
+
+    Large batches are split over ``workers`` processes (default: every core);
+    the result does not depend on the number of workers.
+    """
+    from ...progress import progress
+
+    n = len(images)
+    workers = workers or os.cpu_count() or 1
+    starts = list(range(0, n, CHUNK))
+    parts: list = [None] * len(starts)
+    bar = progress(total=n, desc=desc or "PNG", unit="img")
+    try:
+        if workers > 1 and n >= PARALLEL_MIN:
+            import multiprocessing as mp
+
+            ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+            with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+                futs = {pool.submit(_encode_chunk, np.asarray(images[s:s + CHUNK]), compress_level): i
+                        for i, s in enumerate(starts)}
+                for fut in concurrent.futures.as_completed(futs):
+                    parts[futs[fut]] = fut.result()
+                    bar.update(len(parts[futs[fut]][1]))
+        else:
+            for i, s in enumerate(starts):
+                parts[i] = _encode_chunk(np.asarray(images[s:s + CHUNK]), compress_level)
+                bar.update(len(parts[i][1]))
+    finally:
+        bar.close()
+    sizes = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return b"".join(p[0] for p in parts), offsets
+
+
+_PNG_SIG = b"\x89PNG\r\n\x1a\n"
+
+
+def _png_filtered(blob) -> tuple[int, int, bytes] | None:
+    """(height, width, filtered scanlines) of an 8-bit grey non-interlaced PNG, else None."""
+    blob = bytes(blob)
+    if blob[:8] != _PNG_SIG or blob[12:16] != b"IHDR":
+        return None
+    w, h = int.from_bytes(blob[16:20], "big"), int.from_bytes(blob[20:24], "big")
+    depth, ctype, interlace = blob[24], blob[25], blob[28]
+    if depth != 8 or ctype != 0 or interlace != 0:
+        return None
+    pos, idat = 33, []
+    while pos + 8 <= len(blob):
+        length = int.from_bytes(blob[pos:pos + 4], "big")
+        kind = blob[pos + 4:pos + 8]
+        if kind == b"IDAT":
+            idat.append(blob[pos + 8:pos + 8 + length])
+        elif kind == b"IEND":
+            break
+        elif kind in (b"PLTE", b"tRNS"):
+            return None
+        pos += 12 + length
+    try:
+        raw = zlib.decompress(b"".join(idat))
+    except zlib.error:
+        return None
+    if len(raw) != h * (w + 1):
+        return None
+    return h, w, raw
+
+
+def _unfilter(raw: np.ndarray) -> np.ndarray:
+    """Undo PNG scanline filters for a batch: raw is N x H x (W+1) uint8 (1 byte per pixel)."""
+    n, h, w1 = raw.shape
+    w = w1 - 1
+    ft = raw[:, :, 0]
+    if ft.max(initial=0) > 4:
+        raise FormatError("PNG: unknown scanline filter", expected="filter types 0..4",
+                          found=f"type {int(ft.max())}")
+    out = np.empty((n, h, w), np.uint8)
+    zero = np.zeros((n, w), np.uint8)
+    for r in range(h):
+        cur = raw[:, r, 1:]
+        prior = out[:, r - 1] if r else zero
+        f = ft[:, r]
+        row = cur.copy()
+        m = f == 1
+        if m.any():
+            row[m] = np.cumsum(cur[m], axis=1, dtype=np.uint8)
+        m = f == 2
+        if m.any():
+            row[m] = cur[m] + prior[m]
+        for kind in (3, 4):
+            m = np.flatnonzero(f == kind)
+            if not len(m):
+                continue
+            c, b = cur[m].astype(np.int16), prior[m].astype(np.int16)
+            res = np.empty_like(c)
+            left = np.zeros(len(m), np.int16)
+            upleft = np.zeros(len(m), np.int16)
+            for j in range(w):
+                if kind == 3:
+                    pred = (left + b[:, j]) >> 1
+                else:
+                    a, bb = left, b[:, j]
+                    p = a + bb - upleft
+                    pa, pb, pc = np.abs(p - a), np.abs(p - bb), np.abs(p - upleft)
+                    pred = np.where((pa <= pb) & (pa <= pc), a, np.where(pb <= pc, bb, upleft))
+                left = (c[:, j] + pred) & 0xFF
+                res[:, j] = left
+                upleft = b[:, j]
+            row[m] = res.astype(np.uint8)
+        out[:, r] = row
+    return out
+
+
+def decode_pngs(blobs, shape=None) -> np.ndarray:
+    """Decode grayscale PNGs to an N x H x W uint8 array.
+
+    8-bit grey PNGs (what :func:`encode_png` writes) take a vectorised path
+    (zlib + batch un-filtering); anything else goes through Pillow.  Every
+    image must have the same size.
+
+    Examples
+    --------
+    >>> a = np.arange(784, dtype=np.uint8).reshape(28, 28)
+    >>> bool((decode_pngs([encode_png(a)])[0] == a).all())
+    True
+    """
+    from PIL import Image
+
+    blobs = list(blobs)
+    n = len(blobs)
+    if n == 0:
+        return np.zeros((0,) + tuple(shape or (28, 28)), np.uint8)
+    parsed = [_png_filtered(b) for b in blobs]
+    sizes = {(p[0], p[1]) for p in parsed if p is not None}
+    hw = None
+    if len(sizes) == 1:
+        hw = sizes.pop()
+    elif not sizes:
+        first = Image.open(io.BytesIO(bytes(blobs[0])))
+        hw = (first.height, first.width)
+    else:
+        raise FormatError("PNG images of different sizes", expected="one size",
+                          found=", ".join(f"{h}x{w}" for h, w in sorted(sizes)))
+    out = np.empty((n,) + hw, np.uint8)
+    fast = np.array([p is not None and (p[0], p[1]) == hw for p in parsed])
+    if fast.any():
+        raw = np.frombuffer(b"".join(p[2] for p, ok in zip(parsed, fast) if ok), np.uint8)
+        out[fast] = _unfilter(raw.reshape(-1, hw[0], hw[1] + 1))
+    for i in np.flatnonzero(~fast):
+        img = Image.open(io.BytesIO(bytes(blobs[i])))
+        if img.mode != "L":
+            img = img.convert("L")
+        arr = np.asarray(img)
+        if arr.shape != hw:
+            raise FormatError(f"PNG image {i} has another size", expected=f"{hw[0]}x{hw[1]}",
+                              found=f"{arr.shape[0]}x{arr.shape[1]}")
+        out[i] = arr
+    return out
+
+

@@ -1,0 +1,183 @@
+"""Read a Hub dataset repository folder: the card's YAML header, configs, shards, splits as arrays.
+
+Knows the layout (``README.md`` + ``data/<config>/<split>-NNNNN-of-NNNNN.parquet``),
+not the datasets: :func:`read_split` returns NumPy arrays; the loaders wrap them.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import DatasetNotFoundError, FormatError, MissingFileError
+from .parquet import DATA
+from .png import decode_pngs
+from .schema import hf_split_name
+
+CARD = "README.md"
+
+
+def read_card(repo_dir) -> dict:
+    """Parse the YAML header of ``repo_dir/README.md``.
+
+    Raises :class:`MissingFileError` when there is no card and
+    :class:`FormatError` when the header is missing or malformed.
+    """
+    import yaml
+
+    path = Path(repo_dir) / CARD
+    if not path.is_file():
+        raise MissingFileError("no dataset card", path=path, expected="README.md with a YAML header",
+                               found="nothing", hint="export the folder with `mnistforge export hf`")
+    text = path.read_text(encoding="utf-8")
+    m = re.match(r"^---\n(.*?)\n---\n", text, re.S)
+    if not m:
+        raise FormatError("dataset card without YAML header", path=path,
+                          expected="a '---' delimited YAML block at the top", found=text[:40])
+    try:
+        header = yaml.safe_load(m.group(1))
+    except yaml.YAMLError as e:
+        raise FormatError("dataset card YAML does not parse", path=path, expected="valid YAML",
+                          found=str(e).splitlines()[0]) from e
+    if not isinstance(header, dict):
+        raise FormatError("dataset card YAML is not a mapping", path=path, expected="a mapping",
+                          found=type(header).__name__)
+    return header
+
+
+
+
+def is_hf_repo(root, config: str | None = None) -> bool:
+    """True when ``root`` looks like an exported repository (README.md + data/<config>/).
+
+    Examples
+    --------
+    >>> is_hf_repo("/nonexistent")
+    False
+    """
+    root = Path(root)
+    if not (root / CARD).is_file() or not (root / DATA).is_dir():
+        return False
+    if config is None:
+        return any(p.is_dir() for p in (root / DATA).iterdir())
+    return (root / DATA / config).is_dir()
+
+
+def repo_configs(repo_dir) -> dict[str, dict[str, list[str]]]:
+    """``{config: {split: [shard paths relative to repo_dir]}}`` as the card declares them."""
+    header = read_card(repo_dir)
+    out: dict = {}
+    for entry in header.get("configs") or []:
+        splits = {}
+        files = entry.get("data_files") or []
+        if isinstance(files, (str, list)) and not (files and isinstance(files[0], dict)):
+            files = [{"split": "train", "path": files}]
+        for df in files:
+            paths = df["path"] if isinstance(df["path"], list) else [df["path"]]
+            splits[str(df["split"])] = [str(p) for p in paths]
+        out[str(entry["config_name"])] = splits
+    return out
+
+
+def shard_paths(repo_dir, config: str, split: str) -> list[Path]:
+    repo_dir = Path(repo_dir)
+    configs = repo_configs(repo_dir)
+    if config not in configs:
+        raise DatasetNotFoundError(f"config {config!r} not in this repository", path=repo_dir / CARD,
+                                   expected="one of " + ", ".join(configs), found=config)
+    splits = configs[config]
+    name = hf_split_name(split)
+    if name not in splits:
+        raise DatasetNotFoundError(f"split {split!r} not in config {config!r}", path=repo_dir / CARD,
+                                   expected="one of " + ", ".join(splits), found=split)
+    paths = []
+    for pattern in splits[name]:
+        hits = sorted(repo_dir.glob(pattern)) if any(ch in pattern for ch in "*?[") \
+            else [repo_dir / pattern]
+        for p in hits:
+            if not p.is_file():
+                raise MissingFileError("shard listed in the card is missing", path=p,
+                                       expected="a parquet file", found="nothing",
+                                       hint="re-export the repository")
+            paths.append(p)
+    if not paths:
+        raise MissingFileError(f"no shard for {config}/{split}", path=repo_dir,
+                               expected=f"files matching {splits[name]}", found="none")
+    return paths
+
+
+def read_split_table(repo_dir, config: str, split: str):
+    """The split as one pyarrow Table (all shards, in order)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = []
+    for p in shard_paths(repo_dir, config, split):
+        try:
+            tables.append(pq.read_table(p))
+        except (pa.ArrowInvalid, OSError) as e:
+            raise FormatError("unreadable parquet shard", path=p, expected="a parquet file",
+                              found=str(e)) from e
+    schema = tables[0].schema
+    for p, t in zip(shard_paths(repo_dir, config, split), tables):
+        if not t.schema.equals(schema, check_metadata=False):
+            raise FormatError("shards of one split disagree on their columns", path=p,
+                              expected=str(schema), found=str(t.schema))
+    return pa.concat_tables(tables)
+
+
+def features_of(table, repo_dir, config):
+    import datasets
+
+    meta = table.schema.metadata or {}
+    if b"huggingface" in meta:
+        info = json.loads(meta[b"huggingface"])
+        return datasets.Features.from_dict(info["info"]["features"])
+    for entry in read_card(repo_dir).get("dataset_info") or []:
+        if entry.get("config_name") == config:
+            return datasets.Features._from_yaml_list(entry["features"])
+    raise FormatError("no feature definition for this config", path=Path(repo_dir) / CARD,
+                      expected="huggingface schema metadata or dataset_info", found="neither")
+
+
+def read_split(repo_dir, config: str, split: str):
+    """Load one split of an exported repository as NumPy arrays.
+
+    Returns ``(images, labels, classes, metadata)``: uint8 N x 28 x 28 upright
+    images, int64 labels, the ClassLabel names, and a structured array of the
+    metadata columns (``None`` when there are none).  ``split`` may use ``-``
+    or ``_``.  This is what ``mnistforge.load(config, split, root=repo_dir)``
+    runs on such a folder.
+
+    Examples
+    --------
+    >>> images, labels, classes, meta = read_split("hf-repo", "qmnist", "test")  # doctest: +SKIP
+    """
+    import pyarrow as pa
+
+    table = read_split_table(repo_dir, config, split)
+    features = features_of(table, repo_dir, config)
+    for col in ("image", "label"):
+        if col not in table.column_names:
+            raise FormatError(f"column {col!r} missing", path=Path(repo_dir) / DATA / config,
+                              expected="image and label columns", found=", ".join(table.column_names))
+    image = table.column("image").combine_chunks()
+    png = image.field("bytes") if pa.types.is_struct(image.type) else image
+    images = decode_pngs(png.to_pylist())
+    labels = table.column("label").to_numpy().astype(np.int64)
+    label_feat = features["label"]
+    classes = list(getattr(label_feat, "names", None) or [])
+    metadata = None
+    extra = [c for c in table.column_names if c not in ("image", "label")]
+    if extra:
+        cols = {c: table.column(c).to_numpy(zero_copy_only=False) for c in extra}
+        dtype = []
+        for c, v in cols.items():
+            dt = v.dtype if v.dtype != object else np.dtype(f"U{max((len(str(x)) for x in v), default=1)}")
+            dtype.append((c, dt))
+        metadata = np.empty(len(labels), dtype=dtype)
+        for c, v in cols.items():
+            metadata[c] = v
+    return images, labels, classes, metadata

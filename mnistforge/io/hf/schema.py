@@ -1,0 +1,110 @@
+"""The one Hugging Face schema of an MNIST-family split, and the in-memory split it describes.
+
+``image`` (:class:`datasets.Image`, PNG bytes), ``label`` (:class:`datasets.ClassLabel`
+named by the classes), then one ``Value`` per scalar metadata field. The export
+(:mod:`mnistforge.hub.export`) and the loaders' ``to_hf()`` both use
+:func:`features_for`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import ConfigError
+
+#: Metadata fields not exported: ``label`` repeats the label column (the
+#: loaders' rule), ``image`` would clash.
+SKIPPED_METADATA = ("image", "label")
+
+
+@dataclass
+class SplitData:
+    """One split: ``images`` (N x H x W uint8, upright), ``labels`` (N ints), optional metadata.
+
+    ``metadata`` is a NumPy structured array with one record per image (or None).
+    """
+
+    images: np.ndarray
+    labels: np.ndarray
+    metadata: np.ndarray | None = None
+
+    def __post_init__(self):
+        self.images = np.asarray(self.images)
+        self.labels = np.asarray(self.labels)
+        if self.images.ndim != 3 or self.images.dtype != np.uint8:
+            raise ConfigError("images must be a uint8 array N x H x W",
+                              expected="uint8, 3 dims",
+                              found=f"{self.images.dtype}, shape {self.images.shape}")
+        n = len(self.images)
+        if self.labels.shape != (n,):
+            raise ConfigError("one label per image", expected=f"labels of shape ({n},)",
+                              found=f"shape {self.labels.shape}")
+        if self.metadata is not None:
+            if self.metadata.dtype.names is None or len(self.metadata) != n:
+                raise ConfigError("metadata must be a structured array with one record per image",
+                                  expected=f"{n} records",
+                                  found=f"{len(self.metadata)} records, dtype {self.metadata.dtype}")
+
+
+
+def hf_split_name(split: str) -> str:
+    """The Hub's spelling of a split name (``\\w+``: ``-`` becomes ``_``).
+
+    Examples
+    --------
+    >>> hf_split_name("train-without-validation")
+    'train_without_validation'
+    """
+    name = str(split).replace("-", "_")
+    if not re.fullmatch(r"\w+", name):
+        raise ConfigError("invalid split name", expected="letters, digits, '-' or '_'",
+                          found=repr(split))
+    return name
+
+
+
+def features_for(classes, metadata_dtype=None):
+    """The :class:`datasets.Features` of an exported config.
+
+    ``image`` (Image), ``label`` (ClassLabel named by ``classes``), then one
+    ``Value`` per scalar field of ``metadata_dtype`` (a NumPy structured dtype),
+    in field order.  Fields named ``image`` or ``label`` are left out (the label
+    is already a column).  The loaders' ``.to_hf()`` uses the same definition.
+
+    Examples
+    --------
+    >>> f = features_for(["0", "1"], np.dtype([("writer", "i4")]))
+    >>> list(f), f["label"].names, f["writer"].dtype
+    (['image', 'label', 'writer'], ['0', '1'], 'int32')
+    """
+    import datasets
+
+    cols = {"image": datasets.Image(), "label": datasets.ClassLabel(names=[str(c) for c in classes])}
+    for name in metadata_columns(metadata_dtype):
+        cols[name] = datasets.Value(_value_dtype(metadata_dtype[name], name))
+    return datasets.Features(cols)
+
+
+def metadata_columns(metadata_dtype) -> list[str]:
+    """Names of the metadata fields exported as columns (all but :data:`SKIPPED_METADATA`)."""
+    if metadata_dtype is None or metadata_dtype.names is None:
+        return []
+    return [n for n in metadata_dtype.names if n not in SKIPPED_METADATA]
+
+
+def _value_dtype(dt: np.dtype, name: str) -> str:
+    if dt.shape:
+        raise ConfigError(f"metadata field {name!r} is not a scalar", expected="scalar fields",
+                          found=f"shape {dt.shape}")
+    if dt.kind in "iuf":
+        return np.dtype(dt.newbyteorder("=")).name
+    if dt.kind == "b":
+        return "bool"
+    if dt.kind in "US":
+        return "string"
+    raise ConfigError(f"metadata field {name!r} has an unsupported type",
+                      expected="integer, float, bool or string", found=str(dt))
+
+

@@ -1,0 +1,330 @@
+"""Build manifests: one versioned schema, written by every builder and read by every reader.
+
+A build folder holds ``manifest.json``: what went in, with which parameters,
+which package made it, the sha256 of every output, and what each dataset in
+the folder holds.  It carries no timestamp and its keys are sorted, so
+identical builds give byte-identical manifests.
+
+Schema (``"schema": 1``; keys absent when empty unless marked *always*)
+-----------------------------------------------------------------------
+``schema``           *always*; int, the layout version (:data:`SCHEMA_VERSION`)
+``kind``             *always*; what wrote the folder: ``qmnist``, ``mnist``,
+                     ``xnist``, ``emnist``...
+``package``          *always*; ``"mnistforge"``
+``version``          *always*; the package version that wrote it
+``python``           *always*; the Python version that wrote it
+``inputs``           *always*; the sources (SD19 path, fingerprint, edition, tables...)
+``parameters``       *always*; the build parameters as given
+``notes``            *always*; sentences a reader must know (variants, scaled recipes...)
+``outputs``          *always*; ``{relative path: {"sha256": hex, "bytes": int}}`` of every
+                     file in the folder except the manifest
+``datasets``         *always*; ``{name: entry}``, one per dataset in the folder.  ``name``
+                     is the registry dataset name (``qmnist``, ``mnist``), without the
+                     ``emnist-`` prefix in an EMNIST build (``balanced`` for the files
+                     ``emnist-balanced-*``).  An entry holds the image count of each
+                     split at its top level (``train``, ``test``, ``validation``,
+                     ``test10k``, ``nist``...) and, when known, ``classes`` (int),
+                     ``class_names``, ``kind`` (class set, e.g. ``letters37``),
+                     ``orientation``, ``files`` and ``quota``
+``orientation``      how the idx images are stored: ``"upright"``, or ``"official"``
+                     (transposed like the official EMNIST files)
+``split_by``         how train and test sides were drawn (``"random"``/``"writer"``)
+``sides``            source characters on each side: ``{"train": n, "test": n}``
+``metadata_columns`` column names of the ``*-metadata-idx2-int`` files
+
+Manifests written before the schema had a version (no ``schema`` key) are
+read too: their ``dataset`` + ``counts`` (QMNIST builds), ``datasets`` and
+``sides`` (EMNIST builds) and an orientation under ``parameters`` become the
+fields above; :attr:`Manifest.schema` is then 0.
+
+Examples
+--------
+>>> import tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (d / "a.bin").write_bytes(b"abc")
+>>> m = Manifest(kind="demo", datasets={"mnist": DatasetEntry(counts={"train": 1})}).write(d)
+>>> m.outputs["a.bin"]["bytes"], Manifest.read(d).dataset("mnist").counts
+(3, {'train': 1})
+>>> Manifest.read(d / "nothing-here") is None
+True
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, FormatError
+from .atomic import atomic_file
+from .hashing import sha256_file
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SCHEMA_VERSION", "MANIFEST_NAME", "DatasetEntry", "Manifest", "read_manifest",
+           "write_manifest", "package_version"]
+
+#: version of the layout written; 0 stands for manifests written before it had one
+SCHEMA_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+
+ORIENTATIONS = ("upright", "official")
+
+
+def package_version() -> str:
+    from .._version import __version__
+    return __version__
+
+
+@dataclass
+class DatasetEntry:
+    """What one dataset of a build folder holds.
+
+    ``counts`` are stored flat in the JSON entry (``{"train": 60000, "test": ...}``)
+    next to the other keys, as EMNIST builds always wrote them.
+
+    >>> e = DatasetEntry.from_dict({"train": 5, "test": 2, "classes": 10, "kind": "mnist"})
+    >>> e.counts, e.classes, e.to_dict()["train"]
+    ({'train': 5, 'test': 2}, 10, 5)
+    """
+
+    counts: dict[str, int] = field(default_factory=dict)
+    kind: str | None = None
+    classes: int | None = None
+    class_names: list[str] | None = None
+    orientation: str | None = None
+    files: dict[str, str] | None = None
+    quota: dict | None = None
+
+    _KEYS = ("kind", "classes", "class_names", "orientation", "files", "quota")
+
+    def to_dict(self) -> dict:
+        clash = sorted(set(self.counts) & set(self._KEYS))
+        if clash:
+            raise ConfigError("a split count has the name of a dataset-entry key",
+                              expected="split names such as train, test, validation",
+                              found=", ".join(clash))
+        d: dict[str, Any] = {k: int(v) for k, v in self.counts.items()}
+        for k in self._KEYS:
+            v = getattr(self, k)
+            if v is not None:
+                d[k] = v
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> DatasetEntry:
+        # every integer that is not one of the named keys is a split count
+        counts = {k: int(v) for k, v in d.items()
+                  if k not in cls._KEYS and isinstance(v, int) and not isinstance(v, bool)}
+        names = d.get("class_names")
+        return cls(counts=counts, kind=d.get("kind"),
+                   classes=d["classes"] if isinstance(d.get("classes"), int) else None,
+                   class_names=[str(c) for c in names] if isinstance(names, list) else None,
+                   orientation=d.get("orientation"), files=d.get("files"), quota=d.get("quota"))
+
+
+@dataclass
+class Manifest:
+    """A build folder's ``manifest.json`` (see the module doc for the schema).
+
+    Build one with the facts, then :meth:`write` it (that hashes the outputs);
+    :meth:`read` returns the manifest of a folder, old layouts included.
+    """
+
+    kind: str
+    inputs: dict = field(default_factory=dict)
+    parameters: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    outputs: dict[str, dict] = field(default_factory=dict)
+    datasets: dict[str, DatasetEntry] = field(default_factory=dict)
+    orientation: str | None = None
+    split_by: str | None = None
+    sides: dict[str, int] | None = None
+    metadata_columns: list[str] | None = None
+    package: str = "mnistforge"
+    version: str = field(default_factory=package_version)
+    python: str = field(default_factory=platform.python_version)
+    #: the layout version the manifest was read from (written manifests are always current)
+    schema: int = SCHEMA_VERSION
+
+    def __post_init__(self):
+        if self.orientation is not None and self.orientation not in ORIENTATIONS + ("transposed",):
+            raise ConfigError("unknown image orientation in a manifest",
+                              expected=" or ".join(ORIENTATIONS), found=repr(self.orientation))
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def storage_orientation(self) -> str | None:
+        """``"transposed"`` or ``"upright"`` (the registry's words), None if not recorded.
+
+        >>> Manifest(kind="emnist", orientation="official").storage_orientation
+        'transposed'
+        """
+        o = self.orientation
+        return None if o is None else ("upright" if o == "upright" else "transposed")
+
+    @property
+    def from_synthetic_sd19(self) -> bool:
+        """Whether the inputs name a synthetic SD19 (its sizes are not the registry's)."""
+        return "synth" in json.dumps(self.inputs, sort_keys=True, default=str).lower()
+
+    def dataset(self, name: str) -> DatasetEntry | None:
+        """The entry of registry dataset ``name`` (``emnist-letters`` finds ``letters``).
+
+        >>> m = Manifest(kind="emnist", datasets={"letters": DatasetEntry({"train": 3})})
+        >>> m.dataset("emnist-letters").counts["train"], m.dataset("mnist")
+        (3, None)
+        """
+        if name in self.datasets:
+            return self.datasets[name]
+        if name.startswith("emnist-"):
+            return self.datasets.get(name[len("emnist-"):])
+        return None
+
+    @classmethod
+    def read(cls, folder, name: str = MANIFEST_NAME) -> Manifest | None:
+        """The manifest of build folder ``folder``, or None when it has none."""
+        p = Path(folder) / name
+        if not p.is_file():
+            return None
+        try:
+            with open(p, encoding="utf-8") as f:
+                d = json.load(f)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise FormatError("unreadable build manifest", path=p, expected="a JSON object",
+                              found=str(e), hint="rebuild the folder") from None
+        return cls.from_dict(d, path=p)
+
+    @classmethod
+    def from_dict(cls, d: dict, *, path=None) -> Manifest:
+        """A manifest from its JSON form, current or older (no ``schema`` key)."""
+        if not isinstance(d, dict):
+            raise FormatError("a build manifest must be a JSON object", path=path,
+                              expected="an object", found=type(d).__name__)
+        schema = d.get("schema", 0)
+        if not isinstance(schema, int) or schema > SCHEMA_VERSION:
+            raise FormatError("build manifest of an unknown schema version", path=path,
+                              expected=f"schema {SCHEMA_VERSION} or older", found=schema,
+                              hint="read it with the mnistforge version that wrote it "
+                                   f"({d.get('version', '?')}) or newer")
+        if schema == 0:
+            d = _upgrade_v0(d)
+        elif set(d) - _FIELDS:
+            logger.debug("%s: ignoring unknown manifest keys %s", path, sorted(set(d) - _FIELDS))
+        known = {k: d[k] for k in _FIELDS if k in d and k != "datasets"}
+        known["datasets"] = {str(k): DatasetEntry.from_dict(v)
+                             for k, v in (d.get("datasets") or {}).items() if isinstance(v, dict)}
+        known["schema"] = schema
+        known.setdefault("kind", "")
+        return cls(**known)
+
+    @classmethod
+    def coerce(cls, manifest) -> Manifest | None:
+        """A :class:`Manifest` from a Manifest, its dict form or None."""
+        if manifest is None or isinstance(manifest, Manifest):
+            return manifest
+        return cls.from_dict(manifest)
+
+    # ------------------------------------------------------------------ writing
+    def to_dict(self) -> dict:
+        """The JSON form (current schema), exactly as :meth:`write` stores it."""
+        d: dict[str, Any] = {
+            "schema": SCHEMA_VERSION, "kind": self.kind, "package": self.package,
+            "version": self.version, "python": self.python, "inputs": self.inputs,
+            "parameters": self.parameters, "notes": list(self.notes), "outputs": self.outputs,
+            "datasets": {k: e.to_dict() for k, e in self.datasets.items()},
+        }
+        for k in ("orientation", "split_by", "sides", "metadata_columns"):
+            v = getattr(self, k)
+            if v is not None:
+                d[k] = v
+        # through JSON once: tuples become lists, so the dict equals what is read back
+        return json.loads(json.dumps(d, sort_keys=True))
+
+    def write(self, folder, name: str = MANIFEST_NAME) -> Manifest:
+        """Hash every file of ``folder`` into ``outputs`` and write ``folder/name`` atomically.
+
+        Files whose name starts with a dot and the manifest itself are not listed.
+        Returns the manifest written (this one with ``outputs`` filled in).
+        """
+        folder = Path(folder)
+        outputs = {}
+        for p in sorted(folder.rglob("*")):
+            if p.is_file() and p.name != name and not p.name.startswith("."):
+                rel = p.relative_to(folder).as_posix()
+                outputs[rel] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
+        done = dataclasses.replace(self, outputs=outputs, schema=SCHEMA_VERSION)
+        with atomic_file(folder / name, "w") as f:
+            json.dump(done.to_dict(), f, indent=2, sort_keys=True)
+            f.write("\n")
+        return done
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(Manifest))
+
+
+def _upgrade_v0(d: dict) -> dict:
+    """Map a manifest without ``schema`` onto the current fields."""
+    params = d.get("parameters") if isinstance(d.get("parameters"), dict) else {}
+    extra = d.get("extra") if isinstance(d.get("extra"), dict) else {}
+    out = {k: d[k] for k in ("kind", "package", "version", "python", "inputs", "parameters",
+                             "notes", "outputs", "metadata_columns") if k in d}
+    if isinstance(d.get("datasets"), dict):                    # EMNIST builds
+        out["datasets"] = d["datasets"]
+    elif isinstance(d.get("counts"), dict):                    # QMNIST / MNIST / xnist builds
+        out["datasets"] = {str(d.get("dataset") or d.get("kind") or ""): d["counts"]}
+    for where in (d, params, extra):
+        o = where.get("orientation")
+        if isinstance(o, str) and o.lower() in ORIENTATIONS + ("transposed",):
+            out["orientation"] = "upright" if o.lower() == "upright" else "official"
+            break
+    sides = d.get("sides") if isinstance(d.get("sides"), dict) else {}
+    split = params.get("split") if isinstance(params.get("split"), dict) else {}
+    for where in (sides, split, params):
+        if isinstance(where.get("split_by"), str):
+            out["split_by"] = where["split_by"]
+            break
+    counts = {k: int(v) for k, v in sides.items() if isinstance(v, int)}
+    if counts:
+        out["sides"] = counts
+    return out
+
+
+# ---------------------------------------------------------------------------- dict API
+# Older callers pass and receive plain dicts; these keep working on the same schema.
+
+def write_manifest(folder, *, kind: str, inputs: dict, parameters: dict,
+                   notes: list[str] | None = None, extra: dict | None = None,
+                   name: str = MANIFEST_NAME) -> dict:
+    """Write ``folder/manifest.json`` (see :class:`Manifest`) and return its JSON form.
+
+    ``extra`` holds further schema fields (``datasets``, ``orientation``,
+    ``sides``...) in their JSON form; older keys (``dataset``/``counts``) are mapped.
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> write_manifest(d, kind="demo", inputs={}, parameters={})["schema"]
+    1
+    """
+    raw = {"kind": kind, "inputs": inputs, "parameters": parameters, "notes": notes or []}
+    raw.update(extra or {})
+    legacy = "schema" not in raw and bool({"dataset", "counts", "sides"} & set(raw))
+    if not legacy:
+        raw.setdefault("schema", SCHEMA_VERSION)
+        raw["version"], raw["python"] = package_version(), platform.python_version()
+    unknown = set(raw) - _FIELDS - ({"dataset", "counts"} if legacy else set())
+    if unknown:
+        raise ConfigError("unknown manifest fields", expected=", ".join(sorted(_FIELDS)),
+                          found=", ".join(sorted(unknown)))
+    m = Manifest.from_dict(raw)
+    m = dataclasses.replace(m, version=package_version(), python=platform.python_version())
+    return m.write(folder, name).to_dict()
+
+
+def read_manifest(folder, name: str = MANIFEST_NAME) -> dict | None:
+    """The JSON form (current schema) of a folder's manifest, or None; see :meth:`Manifest.read`."""
+    m = Manifest.read(folder, name)
+    return None if m is None else m.to_dict()
