@@ -1,22 +1,13 @@
 """Progress bars: tqdm, off when stderr is not a terminal or when asked.
 
-Set ``MNISTFORGE_PROGRESS=0`` to silence them everywhere, ``=1`` to force them.
+Set ``MNISTFORGE_PROGRESS=0`` to silence them everywhere, ``=1`` to force them
+(:func:`mnistforge.settings.progress`).
 """
 from __future__ import annotations
 
-import os
-import sys
-
 from tqdm.auto import tqdm
 
-
-def progress_enabled(disable: bool | None = None) -> bool:
-    if disable is not None:
-        return not disable
-    env = os.environ.get("MNISTFORGE_PROGRESS")
-    if env is not None:
-        return env not in ("0", "false", "no", "")
-    return sys.stderr.isatty()
+from . import settings
 
 
 def progress(iterable=None, *, total=None, desc=None, unit="it", disable=None, **kw):
@@ -28,4 +19,4 @@ def progress(iterable=None, *, total=None, desc=None, unit="it", disable=None, *
     3
     """
     return tqdm(iterable, total=total, desc=desc, unit=unit,
-                disable=not progress_enabled(disable), dynamic_ncols=True, **kw)
+                disable=not settings.progress(disable), dynamic_ncols=True, **kw)

@@ -255,9 +255,9 @@ def test_gzip_backends_agree(tmp_path, monkeypatch, backend):
     # ISA-L is used for speed when installed; plain zlib is the fallback: same arrays, same errors.
     import zlib
 
-    import mnistforge.io.idx as idx_mod
+    import mnistforge.io.compression as comp_mod
     if backend == "zlib":
-        monkeypatch.setattr(idx_mod, "_gz_zlib", zlib)
+        monkeypatch.setattr(comp_mod, "gz_zlib", zlib)
     else:
         pytest.importorskip("isal")
     arr = sample(np.uint8, (300, 28, 28))

@@ -83,7 +83,7 @@ def toy_configs(n_train=900, n_test=300):
                    "test": (imgs[n_train:], labels[n_train:], meta[n_train:])},
         classes=[str(i) for i in range(10)], license="bsd-3-clause",
         citation=bibtex("qmnist"), description="toy QMNIST")
-    letters = [f"N/A (unused)"] + [chr(65 + i) for i in range(26)]
+    letters = ["N/A (unused)"] + [chr(65 + i) for i in range(26)]
     n_let = min(120, n_train)
     l_labels = np.random.default_rng(3).integers(1, 27, n_let)
     e = hf.ExportConfig(
@@ -244,8 +244,8 @@ def test_reexport_gives_identical_files(tmp_path, monkeypatch):
     configs, _ = toy_configs()
     hf.export_hf(tmp_path / "a", configs, max_shard_bytes=120_000, workers=1)
     # second run through the process pool: same bytes whatever the number of workers
-    monkeypatch.setattr(hf, "PARALLEL_MIN", 10)
-    monkeypatch.setattr(hf, "CHUNK", 128)
+    monkeypatch.setattr(png, "PARALLEL_MIN", 10)
+    monkeypatch.setattr(png, "CHUNK", 128)
     configs2, _ = toy_configs()
     hf.export_hf(tmp_path / "b", configs2, max_shard_bytes=120_000, workers=2)
     a, b = tree_hashes(tmp_path / "a"), tree_hashes(tmp_path / "b")

@@ -1,4 +1,4 @@
-"""Verified downloads into the cache: :func:`fetch` and :func:`cache_dir`.
+"""Verified downloads into the cache: :func:`fetch` and :func:`cache_path`.
 
 How a file gets into the cache
 ------------------------------
@@ -37,19 +37,20 @@ import contextlib
 import logging
 import os
 import re
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DownloadError, HashMismatchError, OfflineError
 from ..progress import progress as _progress
+from .. import settings
 from ..registry import RemoteFile, get_dataset, get_file
+from ..settings import cache_home
 from .verify import STATUS_TEXT, Verification, verify_file, write_marker
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["fetch", "fetch_file", "cache_dir", "cache_path", "cache_status", "offline_enabled",
+__all__ = ["fetch", "fetch_file", "cache_path", "cache_status",
            "FetchResult", "DEFAULT_TIMEOUT", "DEFAULT_RETRIES"]
 
 DEFAULT_TIMEOUT = 30.0
@@ -60,41 +61,12 @@ PART_SUFFIX = ".part"
 USER_AGENT = "mnistforge (+https://github.com/mnistforge)"
 
 
-def cache_dir(root=None) -> Path:
-    """The cache folder: ``root``, else ``$MNISTFORGE_HOME``, else the platform cache.
-
-    >>> import os; os.environ["MNISTFORGE_HOME"] = "/tmp/mf"; str(cache_dir())
-    '/tmp/mf'
-    >>> str(cache_dir("/data/cache"))
-    '/data/cache'
-    """
-    if root is not None:
-        return Path(root).expanduser()
-    env = os.environ.get("MNISTFORGE_HOME")
-    if env:
-        return Path(env).expanduser()
-    if sys.platform.startswith("win"):
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "mnistforge" / "Cache"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "mnistforge"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return Path(xdg).expanduser() / "mnistforge" if xdg else Path.home() / ".cache" / "mnistforge"
-
-
-def offline_enabled(offline: bool | None = None) -> bool:
-    """``offline`` if given, else whether ``MNISTFORGE_OFFLINE`` is set to a true value."""
-    if offline is not None:
-        return bool(offline)
-    return os.environ.get("MNISTFORGE_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def cache_path(remote, root=None) -> Path:
     """Where ``remote`` lives in the cache (for an archive member: the archive)."""
     remote = get_file(remote)
     if remote.archive:
         remote = get_file(remote.archive)
-    return cache_dir(root) / remote.group / remote.name
+    return cache_home(root) / remote.group / remote.name
 
 
 @dataclass
@@ -138,7 +110,7 @@ def fetch(name_or_file, *, root=None, progress=None, offline=None, timeout=DEFAU
         a :class:`~mnistforge.registry.RemoteFile`, or a dataset name
         (``"mnist"``, ``"emnist-letters"``, ``"sd19"``...).
     root : path, optional
-        Cache folder (see :func:`cache_dir`).
+        Cache folder (see :func:`mnistforge.settings.cache_home`).
     progress : bool, optional
         Show a progress bar (default: only on a terminal).
     offline : bool, optional
@@ -201,7 +173,7 @@ def fetch_file(remote, *, root=None, progress=None, offline=None, timeout=DEFAUL
         v = verify_file(dest, remote)
         write_marker(dest, v)
         return FetchResult(remote, dest, v.status, v.sha256)
-    if offline_enabled(offline):
+    if settings.offline(offline):
         raise OfflineError(_missing_message(remote, dest))
     if not remote.urls:
         raise DownloadError(f"{remote.id}: no URL is known for this file",

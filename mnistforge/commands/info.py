@@ -20,7 +20,7 @@ def _n(x) -> str:
 
 def run(args) -> int:
     from ..registry import get_dataset, list_datasets
-    from ..cache.download import cache_dir
+    from ..settings import cache_home
 
     if args.name is None:
         return _overview(args.cache)
@@ -59,7 +59,7 @@ def run(args) -> int:
                     f" (column {sp.labels_column})" if sp.labels_column is not None else "")
             print(f"    {sp.name:<25} {sp.count:>9,}  {how}")
     _files(info, args.cache)
-    print(f"  cache: {cache_dir(args.cache) / info.group}")
+    print(f"  cache: {cache_home(args.cache) / info.group}")
     return 0
 
 
@@ -93,7 +93,8 @@ def _file_line(f, cache, cache_status, indent=4) -> None:
 
 def _overview(cache) -> int:
     from ..registry import get_dataset, list_datasets
-    from ..cache.download import cache_dir, cache_status
+    from ..cache.download import cache_status
+    from ..settings import cache_home
 
     print(f"{'dataset':<17} {'classes':>7}  splits")
     for name in list_datasets():
@@ -110,7 +111,7 @@ def _overview(cache) -> int:
         files = info.remote_files()
         pinned = "hashes pinned" if all(f.pinned for f in files) else "hashes NOT pinned"
         print(f"  {name:<17} {', '.join(f.name for f in files)} ({pinned})")
-    print(f"\ncache: {cache_dir(cache)}")
+    print(f"\ncache: {cache_home(cache)}")
     return 0
 
 

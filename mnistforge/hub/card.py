@@ -5,7 +5,6 @@ import json
 import re
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,9 +13,6 @@ from ..io.hashing import sha256_file
 from ..io.hf.parquet import PARQUET_OPTIONS, ROW_GROUP_SIZE
 from ..io.hf.png import PNG_COMPRESS_LEVEL
 from ..registry import license_link, license_text
-
-if TYPE_CHECKING:
-    from .export import ExportConfig
 
 DEFAULT_LICENSE = "other"
 
@@ -195,7 +191,7 @@ def dataset_card(configs: list[dict], *, repo_id: str | None = None, title: str 
         "",
     ]
     for c in configs:
-        cfg: ExportConfig = c["config"]
+        cfg = c["config"]
         out += [f"## Config `{cfg.name}`", ""]
         if cfg.description:
             out += [cfg.description.strip(), ""]

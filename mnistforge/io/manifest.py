@@ -218,7 +218,11 @@ class Manifest:
         known["datasets"] = {str(k): DatasetEntry.from_dict(v)
                              for k, v in (d.get("datasets") or {}).items() if isinstance(v, dict)}
         known["schema"] = schema
-        known.setdefault("kind", "")
+        for k in ("kind", "version", "python"):     # not recorded: say nothing rather than guess
+            known.setdefault(k, "")
+        if known.get("orientation") not in (None,) + ORIENTATIONS + ("transposed",):
+            raise FormatError("unknown image orientation in a build manifest", path=path,
+                              expected=" or ".join(ORIENTATIONS), found=repr(known["orientation"]))
         return cls(**known)
 
     @classmethod
@@ -266,12 +270,20 @@ class Manifest:
 _FIELDS = frozenset(f.name for f in dataclasses.fields(Manifest))
 
 
+# keys only the unversioned layout had
+_V0_KEYS = frozenset({"dataset", "counts", "extra"})
+
+
+def _is_v0(d: dict) -> bool:
+    sides = d.get("sides") if isinstance(d.get("sides"), dict) else {}
+    return bool(_V0_KEYS & set(d)) or any(not isinstance(v, int) for v in sides.values())
+
+
 def _upgrade_v0(d: dict) -> dict:
     """Map a manifest without ``schema`` onto the current fields."""
     params = d.get("parameters") if isinstance(d.get("parameters"), dict) else {}
     extra = d.get("extra") if isinstance(d.get("extra"), dict) else {}
-    out = {k: d[k] for k in ("kind", "package", "version", "python", "inputs", "parameters",
-                             "notes", "outputs", "metadata_columns") if k in d}
+    out = {k: d[k] for k in _FIELDS if k in d and k not in ("schema", "sides", "orientation")}
     if isinstance(d.get("datasets"), dict):                    # EMNIST builds
         out["datasets"] = d["datasets"]
     elif isinstance(d.get("counts"), dict):                    # QMNIST / MNIST / xnist builds
@@ -283,7 +295,7 @@ def _upgrade_v0(d: dict) -> dict:
             break
     sides = d.get("sides") if isinstance(d.get("sides"), dict) else {}
     split = params.get("split") if isinstance(params.get("split"), dict) else {}
-    for where in (sides, split, params):
+    for where in (d, sides, split, params):
         if isinstance(where.get("split_by"), str):
             out["split_by"] = where["split_by"]
             break
@@ -311,15 +323,11 @@ def write_manifest(folder, *, kind: str, inputs: dict, parameters: dict,
     """
     raw = {"kind": kind, "inputs": inputs, "parameters": parameters, "notes": notes or []}
     raw.update(extra or {})
-    legacy = "schema" not in raw and bool({"dataset", "counts", "sides"} & set(raw))
-    if not legacy:
-        raw.setdefault("schema", SCHEMA_VERSION)
-        raw["version"], raw["python"] = package_version(), platform.python_version()
-    unknown = set(raw) - _FIELDS - ({"dataset", "counts"} if legacy else set())
+    unknown = set(raw) - _FIELDS - _V0_KEYS
     if unknown:
         raise ConfigError("unknown manifest fields", expected=", ".join(sorted(_FIELDS)),
                           found=", ".join(sorted(unknown)))
-    m = Manifest.from_dict(raw)
+    m = Manifest.from_dict({**raw, "schema": 0} if _is_v0(raw) else {**raw, "schema": SCHEMA_VERSION})
     m = dataclasses.replace(m, version=package_version(), python=platform.python_version())
     return m.write(folder, name).to_dict()
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from pathlib import Path
 
 from ..errors import HashMismatchError, IdxFormatError, MissingFileError, MnistforgeError
@@ -30,20 +29,14 @@ from ..io.atomic import atomic_file
 from ..io.manifest import read_manifest
 from ..io.compression import COMPRESSIONS, DECOMPRESS_ERRORS, open_reader, strip_compression
 from ..registry import DatasetInfo, SplitInfo, get_file
-from ..cache.download import cache_dir, fetch_file, offline_enabled
+from .. import settings
+from ..cache.download import fetch_file
 from ..cache.verify import (Verification, decide, marker_path, remove_with_marker,
                               verify_file, write_marker)
 
 logger = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
-
-
-def keep_raw_enabled(keep_raw: bool | None = None) -> bool:
-    """``keep_raw`` if given, else ``MNISTFORGE_KEEP_RAW`` (default: keep)."""
-    if keep_raw is not None:
-        return bool(keep_raw)
-    return os.environ.get("MNISTFORGE_KEEP_RAW", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 class _HashingReader:
@@ -75,9 +68,9 @@ class CacheSource:
     def __init__(self, info: DatasetInfo, *, cache=None, download: bool = True, offline=None,
                  keep_raw: bool | None = None, progress=None):
         self.info = info
-        self.cache = cache_dir(cache)
-        self.offline = True if not download else offline_enabled(offline)
-        self.keep_raw = keep_raw_enabled(keep_raw)
+        self.cache = settings.cache_home(cache)
+        self.offline = True if not download else settings.offline(offline)
+        self.keep_raw = settings.keep_raw(keep_raw)
         self.progress = progress
         self.status: dict[str, str] = {}
         self.orientation = info.orientation

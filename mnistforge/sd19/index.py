@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import settings
 from ..io.atomic import atomic_file
 
 logger = logging.getLogger(__name__)
@@ -35,7 +36,6 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "INDEX_DTYPE", "FILE_DTYPE", "file_dtype", "INDEX_VERSION", "hash_images", "hash_packed",
     "find_duplicates", "number_digits", "cache_dirs", "save_cache", "load_cache",
-    "cache_home",
 ]
 
 #: Bump when the layout or meaning of the cached arrays changes.
@@ -110,20 +110,11 @@ def number_digits(field: np.ndarray) -> np.ndarray:
     return out
 
 
-def cache_home() -> Path:
-    """The mnistforge cache folder (``$MNISTFORGE_HOME`` or the platform cache)."""
-    env = os.environ.get("MNISTFORGE_HOME")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "mnistforge"
-
-
 def cache_dirs(source: Path) -> list[Path]:
     """Candidate cache folders for a source, in order of preference."""
     source = Path(source).resolve()
     key = hashlib.blake2b(str(source).encode(), digest_size=8).hexdigest()
-    return [source / ".mnistforge", cache_home() / "cache" / "sd19" / key]
+    return [source / ".mnistforge", settings.cache_home() / "cache" / "sd19" / key]
 
 
 def _writable(folder: Path) -> bool:

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import settings
 from ..errors import MissingSourceError, SD19FormatError
 from ..progress import progress as _progress
 from . import index as _index
@@ -51,7 +52,7 @@ from .zipdir import ZipListing, list_zip, read_members
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["open_sd19", "SD19Source", "HIERARCHIES", "Tree", "find_trees", "default_workers"]
+__all__ = ["open_sd19", "SD19Source", "HIERARCHIES", "Tree", "find_trees"]
 
 HIERARCHIES = ("by_write", "by_class", "by_merge", "by_field")
 OTHER_TREES = ("hsf_page",)
@@ -71,17 +72,6 @@ _BC_MIS = re.compile(r"^([0-9a-f]{2})/hsf_(\d)\.mis$", re.I)
 _BF_PNG = re.compile(r"^hsf_(\d)/(digit|upper|lower|const)/([0-9a-f]{2})/[0-9a-f]{2}_(\d+)\.png$", re.I)
 _BF_MIS = re.compile(r"^hsf_(\d)/(digit|upper|lower|const)/(?:[0-9a-f]{2}/)?([0-9a-f]{2})\.mis$", re.I)
 _INTERESTING = (".png", ".mis", ".cls", ".mit")
-
-
-def default_workers() -> int:
-    """Worker processes for decoding: ``$MNISTFORGE_WORKERS`` or the usable cores."""
-    env = os.environ.get("MNISTFORGE_WORKERS")
-    if env:
-        return max(1, int(env))
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 # --- trees: one hierarchy, in a zip or a folder ----------------------------------------------
@@ -552,7 +542,7 @@ def open_sd19(path, *, progress=None, cache: bool = True, reindex: bool = False,
     >>> src.index[["hsf", "writer", "field", "ascii"]][:2]  # doctest: +SKIP
     """
     path = Path(path)
-    workers = default_workers() if workers is None else max(1, int(workers))
+    workers = settings.workers(workers)
     trees = find_trees(path)
     if "by_write" not in trees:
         raise MissingSourceError("SD19 by_write hierarchy not found", path=path,

@@ -40,7 +40,6 @@ import hashlib
 import io
 import json
 import logging
-import lzma
 import mmap
 import os
 import struct
@@ -50,6 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import settings
 from ..errors import BuildError, ConfigError, FormatError, MissingFileError
 from ..io.atomic import atomic_dir
 from ..io.compression import open_reader
@@ -616,8 +616,7 @@ def _render_all(config: SynthConfig, plan: Plan, spill: _Spill, bar) -> None:
     if config.workers:
         workers = config.workers
     else:
-        from .reader import default_workers   # $MNISTFORGE_WORKERS or the usable cores
-        workers = default_workers()
+        workers = settings.workers()
     # Jobs group whole writer folders; how they are grouped does not change any byte.
     chunk = int(min(1000, max(50, n // (4 * workers))))
     jobs = _jobs(config, plan, chunk)

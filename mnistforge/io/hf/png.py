@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import io
-import os
 import zlib
 
 import numpy as np
 
+from ... import settings
 from ...errors import FormatError
 
 #: zlib level of the PNG encoder (6: within 3% of level 9's size at a third of the time).
@@ -49,7 +49,7 @@ def encode_pngs(images: np.ndarray, *, workers: int | None = None,
     from ...progress import progress
 
     n = len(images)
-    workers = workers or os.cpu_count() or 1
+    workers = settings.workers(workers)
     starts = list(range(0, n, CHUNK))
     parts: list = [None] * len(starts)
     bar = progress(total=n, desc=desc or "PNG", unit="img")

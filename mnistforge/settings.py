@@ -1,0 +1,120 @@
+"""Every environment variable and default of mnistforge, read in one place.
+
+=========================  ==================================================  =================
+variable                   meaning                                             default
+=========================  ==================================================  =================
+``MNISTFORGE_HOME``        cache folder (official files, raw copies, indexes)  platform cache
+``MNISTFORGE_OFFLINE``     ``1``: never use the network                        off
+``MNISTFORGE_WORKERS``     processes/threads for parallel work                 the usable cores
+``MNISTFORGE_PROGRESS``    ``0`` silences progress bars, ``1`` forces them     on a terminal
+``MNISTFORGE_KEEP_RAW``    ``0``: keep no decompressed copies in the cache     keep
+=========================  ==================================================  =================
+
+Each function takes the explicit value a caller was given (``None`` = not
+given) and falls back to the environment, then to the default, so an argument
+always wins over a variable.  The environment is read at call time: tests and
+users can change it between calls.
+
+Examples
+--------
+>>> str(cache_home("/data/cache"))
+'/data/cache'
+>>> offline(True), workers(3), keep_raw(False)
+(True, 3, False)
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from .errors import ConfigError
+
+__all__ = ["cache_home", "offline", "workers", "progress", "keep_raw", "truthy"]
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+def truthy(value: str | None, default: bool) -> bool:
+    """Read an on/off environment value (``1/true/yes/on``, ``0/false/no/off``).
+
+    >>> truthy("ON", False), truthy("0", True), truthy(None, True)
+    (True, False, True)
+    """
+    if value is None:
+        return default
+    v = value.strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    return default
+
+
+def cache_home(root=None) -> Path:
+    """The cache folder: ``root``, else ``$MNISTFORGE_HOME``, else the platform cache.
+
+    Linux: ``$XDG_CACHE_HOME/mnistforge`` (``~/.cache/mnistforge``); macOS:
+    ``~/Library/Caches/mnistforge``; Windows: ``%LOCALAPPDATA%\\mnistforge\\Cache``.
+    """
+    if root is not None:
+        return Path(root).expanduser()
+    env = os.environ.get("MNISTFORGE_HOME")
+    if env:
+        return Path(env).expanduser()
+    if sys.platform.startswith("win"):
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "mnistforge" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "mnistforge"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return Path(xdg).expanduser() / "mnistforge" if xdg else Path.home() / ".cache" / "mnistforge"
+
+
+def offline(value: bool | None = None) -> bool:
+    """``value`` if given, else whether ``MNISTFORGE_OFFLINE`` is set to a true value."""
+    if value is not None:
+        return bool(value)
+    return truthy(os.environ.get("MNISTFORGE_OFFLINE"), False)
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS tells it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def workers(value: int | None = None) -> int:
+    """``value`` if given (> 0), else ``$MNISTFORGE_WORKERS``, else the usable cores."""
+    if value:
+        return max(1, int(value))
+    env = os.environ.get("MNISTFORGE_WORKERS")
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise ConfigError("MNISTFORGE_WORKERS is not a number", expected="a positive integer",
+                              found=repr(env), hint="unset it or set e.g. MNISTFORGE_WORKERS=2") from None
+        return max(1, n)
+    return usable_cores()
+
+
+def progress(disable: bool | None = None) -> bool:
+    """Whether to show progress bars: not ``disable`` if given, else ``MNISTFORGE_PROGRESS``,
+    else only when stderr is a terminal."""
+    if disable is not None:
+        return not disable
+    env = os.environ.get("MNISTFORGE_PROGRESS")
+    if env is not None:
+        return truthy(env, True)
+    return sys.stderr.isatty()
+
+
+def keep_raw(value: bool | None = None) -> bool:
+    """``value`` if given, else ``MNISTFORGE_KEEP_RAW`` (default: keep decompressed copies)."""
+    if value is not None:
+        return bool(value)
+    return truthy(os.environ.get("MNISTFORGE_KEEP_RAW") or None, True)
