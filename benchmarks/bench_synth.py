@@ -17,7 +17,6 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, ImageDraw
 
 from mnistforge.sd19 import glyphs
 from mnistforge.sd19.synth import SynthConfig, _StoredZip, synthesize_sd19

@@ -17,7 +17,8 @@ from mnistforge.errors import (DownloadError, HashMismatchError, MissingFileErro
                                OfflineError, UnsafeArchiveError)
 from mnistforge.registry import RemoteFile
 from mnistforge.cache import archive
-from mnistforge.cache.download import cache_dir, cache_path, fetch
+from mnistforge.cache.download import cache_path, fetch
+from mnistforge.settings import cache_home as cache_dir
 from mnistforge.cache.verify import marker_path
 
 PAYLOAD = os.urandom(300_000)

@@ -1,7 +1,6 @@
 """open_sd19 on tiny hand-made trees: both editions, zip or folder, order, cache, errors."""
 from __future__ import annotations
 
-import os
 import shutil
 import zipfile
 

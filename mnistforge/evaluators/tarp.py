@@ -40,13 +40,13 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .. import settings
 from ..errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -338,7 +338,7 @@ def tarp_bounds(X, y, *, ns=(1, 10, 100), ks=range(0, 7), runs: int = 100, seed:
     K = max(ks)
     b0 = float(min(y.mean(), 1 - y.mean()))
     jobs = [(n, K, run, seed) for n in ns for run in range(runs)]
-    workers = workers or os.cpu_count() or 1
+    workers = settings.workers(workers)
     out = {}
     from ..progress import progress as bar
     pbar = bar(total=len(jobs), desc="TARP runs", unit="run", disable=progress)
