@@ -13,7 +13,7 @@ from mnistforge.classifiers.knn import KNNClassifier
 from mnistforge.classifiers.linear import LinearClassifier
 from mnistforge.classifiers.preprocess import deskew, image_moments, scale_pixels
 from mnistforge.cli import main
-from mnistforge.errors import ConfigError
+from mnistforge.errors import ConfigError, MissingDependencyError
 from mnistforge.evaluators import errorlists as el
 from mnistforge.evaluators import protocol as pr
 
@@ -327,7 +327,7 @@ def test_lenet_without_torch_raises_clear_error_or_trains():
     try:
         import torch  # noqa: F401
     except ImportError:
-        with pytest.raises(ConfigError, match="torch"):
+        with pytest.raises(MissingDependencyError, match=r"mnistforge\[torch\]"):
             make_classifier("lenet:epochs=1").fit(np.zeros((4, 28, 28), np.uint8), [0, 1, 0, 1])
         pytest.skip("torch not installed: only the error path was checked")
     rng = np.random.default_rng(0)

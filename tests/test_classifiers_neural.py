@@ -250,3 +250,13 @@ def test_evaluate_cli_save_and_load_model(fashion_dir, tmp_path, capsys):
     if not torch.cuda.is_available():
         assert main(["evaluate", "cnn", "--device", "cuda", "--train", "x", *common]) == 2
         assert "CUDA device requested" in capsys.readouterr().err
+
+
+def test_missing_torch_names_the_extra(monkeypatch):
+    import sys
+
+    from mnistforge.errors import MissingDependencyError
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
+    with pytest.raises(MissingDependencyError, match=r"mnistforge\[torch\]") as e:
+        make_classifier("cnn:epochs=1").fit(np.zeros((4, 28, 28), np.uint8), [0, 1, 0, 1])
+    assert isinstance(e.value, ImportError)

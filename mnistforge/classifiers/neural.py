@@ -32,7 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, FormatError, IntegrityError, MissingFileError
+from ..errors import (ConfigError, FormatError, IntegrityError, MissingFileError,
+                      require)
 from .base import Classifier, check_xy
 
 logger = logging.getLogger(__name__)
@@ -45,14 +46,8 @@ PREDICT_BATCH = 1024
 
 
 def require_torch():
-    """Import torch or raise a ConfigError saying how to get it."""
-    try:
-        import torch
-    except ImportError as e:
-        raise ConfigError("PyTorch is needed for this classifier", expected="torch installed",
-                          found="ImportError", hint="pip install 'mnistforge[torch]', or use "
-                          "linear, elm or knn") from e
-    return torch
+    """Import torch or raise a MissingDependencyError naming the ``[torch]`` extra."""
+    return require("torch", "torch", "the lenet and cnn classifiers (or use linear, elm, knn)")
 
 
 def resolve_device(device: str = "auto"):
