@@ -30,10 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from .errors import BuildError
+from .registry import emnist_splits
 
 logger = logging.getLogger(__name__)
-
-EMNIST_NAMES = ("byclass", "bymerge", "balanced", "letters", "digits", "mnist")
 
 #: Warnings that are the expected finding, not a defect, for a dataset family:
 #: official-style EMNIST mixes writers between train and test by design, and
@@ -135,7 +134,7 @@ def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) 
         Stages with timings, per-dataset split sizes and verify status, the
         evaluation and the report path; also written to ``out/summary.json``.
     """
-    from .builders.emnist import build_emnist
+    from .builders.emnist import EmnistBuildConfig, build_emnist
     from .builders.qmnist import (QmnistBuildConfig, build_mnist, build_qmnist,
                                   sharing_preprocessed_digits)
     from .checks import verify
@@ -170,13 +169,14 @@ def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) 
         with _Timer(res, "build mnist"):
             build_mnist(sd19, builds / "mnist", qcfg)
     with _Timer(res, "build emnist (six datasets)") as st:
-        build_emnist(sd19, builds / "emnist", seed=config.seed, workers=config.workers,
-                     show_progress=config.progress)
+        build_emnist(sd19, builds / "emnist",
+                     EmnistBuildConfig(seed=config.seed, workers=config.workers,
+                                       progress=config.progress))
 
     targets = [("qmnist", builds / "qmnist", "qmnist", ("train", "test")),
                ("mnist", builds / "mnist", "mnist", ("train", "test"))]
     targets += [(f"emnist-{n}", builds / "emnist", "emnist", ("train", "test"))
-                for n in EMNIST_NAMES]
+                for n in emnist_splits()]
     build_seconds = {s.name.split()[1]: s.seconds for s in res.stages if s.name.startswith("build")}
 
     with _Timer(res, "verify") as st:
@@ -209,7 +209,7 @@ def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) 
     with _Timer(res, "export Hugging Face repository") as st:
         from .hub import configs_from_targets, export_hf
         confs = configs_from_targets([str(builds / "qmnist"), str(builds / "mnist")]
-                                     + [f"{builds / 'emnist'}:emnist-{n}" for n in EMNIST_NAMES],
+                                     + [f"{builds / 'emnist'}:emnist-{n}" for n in emnist_splits()],
                                      download=False)
         summary = export_hf(hf, confs, workers=config.workers)
         st.detail = f"{len(summary['configs'])} configs"

@@ -125,14 +125,14 @@ def test_failure_in_a_later_target_removes_the_earlier_ones(tiny, tmp_path, monk
 
     seen = {}
 
-    def failing(target, args):
+    def failing(sd19, out, config):
         # qmnist, mnist and xnist are already written inside the temporary folder
-        parent = Path(args.out).parent
+        parent = Path(out).parent
         seen["parent"] = parent
         seen["before"] = sorted(p.name for p in parent.iterdir())
-        raise BuildError("simulated EMNIST failure", path=args.out)
+        raise BuildError("simulated EMNIST failure", path=out)
 
-    monkeypatch.setattr(emnist, "build_from_cli", failing)
+    monkeypatch.setattr(emnist, "build_emnist", failing)
     out = tmp_path / "build"
     rc = main(["build", "all", "--sd19", str(tiny), "--out", str(out)])
     assert rc != 0

@@ -169,7 +169,7 @@ def test_loaders_read_the_build(built):
     ds = mnistforge.load("qmnist", "nist", root=built["xnist"])
     assert len(ds) == read_idx(built["xnist"] / qb.XNIST_FILES["images"]).shape[0]
     ds = mnistforge.load("mnist", "test", root=built["mnist"])
-    assert len(ds) == read_manifest(built["mnist"])["counts"]["test"]
+    assert len(ds) == read_manifest(built["mnist"])["datasets"]["mnist"]["test"]
 
 
 def test_rebuild_is_byte_identical_and_atomic(tiny, built, tmp_path):

@@ -24,24 +24,26 @@ train files end with their validation portion (count in the manifest).
 
 Examples
 --------
->>> from mnistforge.builders.emnist import build_emnist   # doctest: +SKIP
->>> build_emnist("sd19/", "emnist-out", splits=["balanced"], seed=0)  # doctest: +SKIP
+>>> from mnistforge.builders.emnist import EmnistBuildConfig, build_emnist
+>>> build_emnist("sd19/", "emnist-out", EmnistBuildConfig(splits=("balanced",)))  # doctest: +SKIP
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import logging
-import os
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .. import settings
 from ..errors import BuildError, ConfigError
 from ..io.atomic import atomic_dir, atomic_file
 from ..io.compression import open_gzip_writer
-from ..io.manifest import write_manifest
+from ..io.manifest import DatasetEntry, Manifest
 from ..progress import progress
 from .emnist_prepro import DEFAULT_CONFIG, EmnistPreproConfig, convert_batch
 from .emnist_splits import (DATASETS, METADATA_COLUMNS, EmnistSplitConfig, make_metadata,
@@ -67,10 +69,6 @@ def file_names(name: str) -> dict:
         out[(part, "labels")] = f"{p}-{part}-labels-idx1-ubyte.gz"
         out[(part, "metadata")] = f"{p}-{part}-metadata-idx2-int.gz"
     return out
-
-
-def _default_workers(workers):
-    return max(1, workers if workers else (os.cpu_count() or 1))
 
 
 # ----------------------------------------------------------------------------- writing
@@ -146,7 +144,7 @@ def convert_rows(src, rows: np.ndarray, config: EmnistPreproConfig = DEFAULT_CON
     if not len(rows):
         return store
     pos = 0
-    workers = _default_workers(workers)
+    workers = settings.workers(workers)
     bar = progress(total=len(rows), desc="EMNIST convert", unit="char",
                    disable=_disable(show_progress))
 
@@ -184,11 +182,87 @@ def convert_rows(src, rows: np.ndarray, config: EmnistPreproConfig = DEFAULT_CON
 
 
 # ----------------------------------------------------------------------------- build
-def build_emnist(sd19, out, config: EmnistPreproConfig | None = None, splits=DATASETS, *,
-                 split_config: EmnistSplitConfig | None = None, seed: int | None = None,
-                 split_by: str | None = None, letters_variant: str | None = None,
-                 orientation: str = "official", overwrite: bool = False,
-                 workers: int | None = None, show_progress=None) -> dict:
+@dataclass(frozen=True)
+class EmnistBuildConfig:
+    """How to build EMNIST (``mnistforge build emnist|emnist-<name>``).
+
+    Attributes
+    ----------
+    splits : tuple of str
+        Datasets to build, among :func:`mnistforge.registry.emnist_splits`
+        (default: all six, in registry order).
+    seed : int
+        Seed of every random choice of the splits (>= 0).
+    split_by : {"random", "writer"}
+        Train/test sides: stratified random (official) or writer-disjoint.
+    letters_variant : {"official", "paper37"}
+        The official 26-class letters or the paper's 37 classes.
+    scale : float or None
+        Scale of the balanced quotas (None: estimated from the source).
+    orientation : {"official", "upright"}
+        Storage of the idx images (official = transposed like NIST's files).
+    prepro : EmnistPreproConfig
+        Conversion parameters (defaults documented in ``docs/provenance-emnist.md``).
+    workers : int or None
+        Threads for conversion and compression (None: all cores).
+    overwrite : bool
+        Replace an existing output folder.
+    progress : bool or None
+        Progress bars: None = on a terminal only, True/False force.
+
+    Examples
+    --------
+    >>> EmnistBuildConfig(splits=("letters",), seed=3).split_config.seed
+    3
+    >>> EmnistBuildConfig(orientation="sideways")
+    Traceback (most recent call last):
+    ...
+    mnistforge.errors.ConfigError: unknown EMNIST orientation: expected 'official' or 'upright', found 'sideways'
+    """
+
+    splits: tuple[str, ...] = DATASETS
+    seed: int = 0
+    split_by: str = "random"
+    letters_variant: str = "official"
+    scale: float | None = None
+    orientation: str = "official"
+    prepro: EmnistPreproConfig = DEFAULT_CONFIG
+    workers: int | None = None
+    overwrite: bool = False
+    progress: bool | None = None
+
+    def __post_init__(self):
+        if isinstance(self.splits, str):
+            # one name given as a string would otherwise be read letter by letter
+            object.__setattr__(self, "splits", (self.splits,))
+        chosen = set(self.splits)
+        unknown = sorted(chosen - set(DATASETS))
+        if unknown or not chosen:
+            raise ConfigError("unknown EMNIST dataset", expected=", ".join(DATASETS),
+                              found=", ".join(unknown) or "nothing")
+        # in registry order whatever the order given: the manifest and outputs do not depend on it
+        object.__setattr__(self, "splits", tuple(s for s in DATASETS if s in chosen))
+        if self.orientation not in ORIENTATIONS:
+            raise ConfigError("unknown EMNIST orientation", expected="'official' or 'upright'",
+                              found=repr(self.orientation))
+        if self.workers is not None and (not isinstance(self.workers, int) or self.workers < 1):
+            raise ConfigError("invalid number of EMNIST workers", expected="a positive integer",
+                              found=self.workers)
+        self.split_config  # validates seed, split_by, letters_variant and scale
+
+    @property
+    def split_config(self) -> EmnistSplitConfig:
+        """The split part (:class:`~.emnist_splits.EmnistSplitConfig`)."""
+        return EmnistSplitConfig(seed=self.seed, split_by=self.split_by,
+                                 letters_variant=self.letters_variant, scale=self.scale)
+
+
+def build_emnist(sd19, out, config: EmnistBuildConfig | EmnistPreproConfig | None = None,
+                 splits=None, *, split_config: EmnistSplitConfig | None = None,
+                 seed: int | None = None, split_by: str | None = None,
+                 letters_variant: str | None = None, orientation: str | None = None,
+                 overwrite: bool | None = None, workers: int | None = None,
+                 show_progress=None) -> dict:
     """Build EMNIST datasets from SD19 into ``out`` (atomically).
 
     Parameters
@@ -198,49 +272,55 @@ def build_emnist(sd19, out, config: EmnistPreproConfig | None = None, splits=DAT
         :func:`mnistforge.sd19.open_sd19`.
     out : path
         Output folder, written as ``<out>.incomplete`` then renamed.
-    config : EmnistPreproConfig, optional
-        Conversion parameters (defaults documented in ``docs/provenance-emnist.md``).
-    splits : iterable of str
-        Dataset names among ``byclass bymerge balanced letters digits mnist``.
-    split_config : EmnistSplitConfig, optional
-        Seed, ``split_by`` (``"random"``/``"writer"``) and letters variant;
-        ``seed``/``split_by``/``letters_variant`` override its fields.
-    orientation : {"official", "upright"}
-        Storage of the idx images (official = transposed like NIST's files).
-    overwrite : bool
-        Replace an existing ``out``.
-    workers : int, optional
-        Threads for conversion and compression (default: all cores).
-    show_progress : bool or None
-        Progress bars: None = on a terminal only (``MNISTFORGE_PROGRESS``), True/False force.
+    config : EmnistBuildConfig, optional
+        Everything about the build.  (An :class:`EmnistPreproConfig` here is
+        taken as ``EmnistBuildConfig(prepro=config)``.)
+    splits, split_config, seed, split_by, letters_variant, orientation, overwrite, workers, show_progress
+        Keyword shortcuts: each one given replaces that field of ``config``
+        (``split_config`` its seed, split_by, letters_variant and scale).
 
     Returns
     -------
-    dict : the manifest written to ``out/manifest.json``.
+    dict : the manifest written to ``out/manifest.json`` (see :mod:`mnistforge.io.manifest`).
 
     Examples
     --------
-    >>> m = build_emnist("sd19", "out", splits=["mnist"], seed=1)  # doctest: +SKIP
+    >>> m = build_emnist("sd19", "out", EmnistBuildConfig(splits=("mnist",), seed=1))  # doctest: +SKIP
     >>> m["datasets"]["mnist"]["train"]                            # doctest: +SKIP
     60000
     """
-    import dataclasses
+    config = _with_overrides(config, splits=splits, split_config=split_config, seed=seed,
+                             split_by=split_by, letters_variant=letters_variant,
+                             orientation=orientation, overwrite=overwrite, workers=workers,
+                             progress=show_progress)
+    return _build(sd19, out, config)
 
-    config = config or DEFAULT_CONFIG
-    split_config = split_config or EmnistSplitConfig()
-    changes = {k: v for k, v in (("seed", seed), ("split_by", split_by),
-                                 ("letters_variant", letters_variant)) if v is not None}
-    if changes:
-        split_config = dataclasses.replace(split_config, **changes)
-    if orientation not in ORIENTATIONS:
-        raise ConfigError("unknown EMNIST orientation", expected="'official' or 'upright'",
-                          found=repr(orientation))
-    names = [s for s in DATASETS if s in set(splits)]
-    unknown = sorted(set(splits) - set(DATASETS))
-    if unknown or not names:
-        raise ConfigError("unknown EMNIST dataset", expected=", ".join(DATASETS),
-                          found=", ".join(unknown) or "nothing")
-    workers = _default_workers(workers)
+
+def _with_overrides(config, *, splits, split_config, progress, **fields) -> EmnistBuildConfig:
+    if config is None:
+        config = EmnistBuildConfig()
+    elif isinstance(config, EmnistPreproConfig):
+        config = EmnistBuildConfig(prepro=config)
+    elif not isinstance(config, EmnistBuildConfig):
+        raise ConfigError("invalid EMNIST build configuration",
+                          expected="an EmnistBuildConfig", found=type(config).__name__)
+    changes = {}
+    if split_config is not None:
+        changes.update(seed=split_config.seed, split_by=split_config.split_by,
+                       letters_variant=split_config.letters_variant, scale=split_config.scale)
+    changes.update({k: v for k, v in fields.items() if v is not None})
+    if splits is not None:
+        changes["splits"] = tuple([splits] if isinstance(splits, str) else splits)
+    if progress is not None:
+        changes["progress"] = progress
+    return dataclasses.replace(config, **changes) if changes else config
+
+
+def _build(sd19, out, cfg: EmnistBuildConfig) -> dict:
+    config, split_config, orientation = cfg.prepro, cfg.split_config, cfg.orientation
+    names, overwrite, show_progress = list(cfg.splits), cfg.overwrite, cfg.progress
+    workers = cfg.workers
+    workers = settings.workers(workers)
     out = Path(out)
 
     src = _open_source(sd19, show_progress)
@@ -313,38 +393,19 @@ def build_emnist(sd19, out, config: EmnistPreproConfig | None = None, splits=DAT
             notes.append("emnist-letters is the paper's 37-class variant (labels 0..36), "
                          "not the official 26-class release")
         n_side = int(is_test.sum())
-        manifest = write_manifest(
-            tmp, kind="emnist",
+        manifest = Manifest(
+            kind="emnist",
             inputs={"sd19": str(getattr(src, "path", sd19)),
                     "sd19_fingerprint": getattr(src, "fingerprint", None),
                     "sd19_edition": getattr(src, "edition", None),
                     "sd19_characters": int(len(index))},
             parameters={"datasets": names, "orientation": orientation,
                         "split": split_config.as_dict(), "prepro": config.as_dict()},
-            notes=notes,
-            extra={"orientation": orientation, "datasets": summaries,
-                   "metadata_columns": list(METADATA_COLUMNS),
-                   "sides": {"train": int(len(index) - n_side), "test": n_side,
-                             "split_by": split_config.split_by}})
+            notes=notes, orientation=orientation,
+            datasets={name: DatasetEntry.from_dict(s) for name, s in summaries.items()},
+            metadata_columns=list(METADATA_COLUMNS), split_by=split_config.split_by,
+            sides={"train": int(len(index) - n_side), "test": n_side},
+        ).write(tmp)
     logger.info("EMNIST: wrote %s into %s", ", ".join(names), out)
-    return manifest
+    return manifest.to_dict()
 
-
-def build_from_cli(target: str, args) -> int:
-    """Entry point of ``mnistforge build emnist|emnist-<name>`` (see commands/build.py)."""
-    if target == "emnist":
-        names = list(DATASETS)
-    elif target.startswith("emnist-") and target[len("emnist-"):] in DATASETS:
-        names = [target[len("emnist-"):]]
-    else:
-        raise ConfigError(f"unknown EMNIST target {target!r}",
-                          expected="emnist or emnist-<" + "|".join(DATASETS) + ">",
-                          found=target)
-    build_emnist(args.sd19, args.out, splits=names,
-                 seed=getattr(args, "seed", 0) or 0,
-                 split_by=getattr(args, "split_by", None) or "random",
-                 letters_variant=getattr(args, "letters_variant", None) or "official",
-                 orientation=getattr(args, "orientation", None) or "official",
-                 overwrite=bool(getattr(args, "overwrite", False)),
-                 workers=getattr(args, "workers", None))
-    return 0

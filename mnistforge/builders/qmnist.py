@@ -47,11 +47,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import settings
 from ..errors import BuildError, ConfigError
 from ..io.atomic import atomic_dir, atomic_file
 from ..io.compression import gzip_bytes
 from ..io.hashing import sha256_file
-from ..io.manifest import write_manifest
+from ..io.manifest import DatasetEntry, Manifest
 from ..progress import progress as progress_bar
 from . import qmnist_recipe as qr
 from .mnist_prepro import MnistPreproConfig, duplicate_of, image_digests, preprocess
@@ -125,6 +126,9 @@ class QmnistBuildConfig:
         if self.batch_size < 1:
             raise ConfigError("invalid batch size", expected="a positive integer",
                               found=self.batch_size)
+        if self.workers is not None and (not isinstance(self.workers, int) or self.workers < 1):
+            raise ConfigError("invalid number of workers", expected="a positive integer",
+                              found=self.workers)
 
 
 # ---------------------------------------------------------------------------
@@ -180,24 +184,6 @@ def build_xnist(sd19_path, out, config: QmnistBuildConfig | None = None) -> Path
     return _build("xnist", sd19_path, out, config)
 
 
-def build_from_cli(target: str, args) -> int:
-    """Entry point of ``mnistforge build qmnist|mnist|xnist`` (see commands/build.py)."""
-    if target not in TARGETS:
-        raise ConfigError(f"unknown build target {target!r}", expected=" or ".join(TARGETS),
-                          found=target)
-    config = QmnistBuildConfig(
-        prepro=MnistPreproConfig(fudge=getattr(args, "fudge", 0.99),
-                                 centring=getattr(args, "centring", "mnist")),
-        qmnist_labels=getattr(args, "qmnist_labels", None),
-        duplicates=getattr(args, "duplicates", None) or "final",
-        workers=getattr(args, "workers", None),
-        overwrite=bool(getattr(args, "overwrite", False)),
-    )
-    {"qmnist": build_qmnist, "mnist": build_mnist, "xnist": build_xnist}[target](
-        args.sd19, args.out, config)
-    return 0
-
-
 # ---------------------------------------------------------------------------
 # Preprocessing many digits
 # ---------------------------------------------------------------------------
@@ -229,11 +215,10 @@ def preprocess_rows(src, rows, prepro: MnistPreproConfig, *, batch_size: int = 4
     import concurrent.futures as cf
     from collections import deque
 
-    from ..sd19.reader import default_workers
 
     rows = np.asarray(rows, dtype=np.int64)
     out = np.empty((rows.size, 28, 28), dtype=np.uint8)
-    workers = default_workers() if workers is None else max(1, int(workers))
+    workers = settings.workers(workers)
     disable = None if progress is None else not progress
     pos = 0
     with progress_bar(total=rows.size, desc=desc, unit="img", disable=disable) as bar:
@@ -316,14 +301,13 @@ def _xz_parallel(data: bytes, preset: int | None = None, block: int | None = Non
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..sd19.reader import default_workers
 
     preset = XZ_PRESET if preset is None else preset
     block = XZ_BLOCK if block is None else block
     parts = [data[i:i + block] for i in range(0, len(data), block)] or [b""]
     if len(parts) == 1:
         return lzma.compress(parts[0], preset=preset)
-    with ThreadPoolExecutor(max_workers=default_workers()) as ex:    # lzma frees the GIL
+    with ThreadPoolExecutor(max_workers=settings.workers()) as ex:    # lzma frees the GIL
         return b"".join(ex.map(lambda b: lzma.compress(b, preset=preset), parts))
 
 
@@ -551,9 +535,10 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
             if target == "qmnist":
                 counts.update(test10k=int(min(10000, test_rows.size)),
                               test50k=int(max(0, test_rows.size - 10000)))
-        write_manifest(tmp, kind=target, inputs=inputs, parameters=parameters, notes=notes,
-                       extra={"dataset": "mnist" if target == "mnist" else "qmnist",
-                              "orientation": "upright", "counts": counts})
+        # xnist is the "nist" split of the registry's qmnist dataset
+        dataset = "mnist" if target == "mnist" else "qmnist"
+        Manifest(kind=target, inputs=inputs, parameters=parameters, notes=notes,
+                 orientation="upright", datasets={dataset: DatasetEntry(counts=counts)}).write(tmp)
     logger.info("built %s into %s in %.1f s (%s)", target, out, time.perf_counter() - t0,
                 ", ".join(f"{k} {v}" for k, v in counts.items()))
     return out

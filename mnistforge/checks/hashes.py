@@ -12,9 +12,9 @@
 Examples
 --------
 >>> import tempfile, pathlib
->>> from mnistforge.outputs import write_manifest
+>>> from mnistforge.io.manifest import Manifest
 >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a.bin").write_bytes(b"x")
->>> _ = write_manifest(d, kind="demo", inputs={}, parameters={})
+>>> _ = Manifest(kind="demo").write(d)
 >>> check_manifest(d).status
 'pass'
 >>> _ = (d / "a.bin").write_bytes(b"y")
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..io.compression import open_reader
 from ..io.hashing import hash_stream, md5_file, sha256_file
-from ..io.manifest import read_manifest
+from ..io.manifest import Manifest
 from .result import FAIL, PASS, WARN, CheckResult
 
 logger = logging.getLogger(__name__)
@@ -46,22 +46,23 @@ def is_idx_name(name: str) -> bool:
     return any(k in name for k in IDX_MARKERS)
 
 
-def check_manifest(folder, manifest: dict | None = None, *, only=None,
+def check_manifest(folder, manifest: Manifest | dict | None = None, *, only=None,
                    name: str = "hashes.manifest") -> CheckResult:
     """Every output listed in the build manifest still has its sha256 and size.
 
     Parameters
     ----------
     folder : path of the build folder
-    manifest : the manifest dict (read from ``folder/manifest.json`` when None)
+    manifest : :class:`~mnistforge.io.manifest.Manifest` or its dict form
+        (read from ``folder/manifest.json`` when None)
     only : optional iterable of relative names to restrict the check to
     """
     folder = Path(folder)
-    manifest = read_manifest(folder) if manifest is None else manifest
+    manifest = Manifest.read(folder) if manifest is None else Manifest.coerce(manifest)
     if manifest is None:
         return CheckResult(name, FAIL, {"folder": str(folder)},
                            f"{folder}: no manifest.json; not a build folder")
-    outputs = manifest.get("outputs", {})
+    outputs = manifest.outputs
     if only is not None:
         only = set(only)
         outputs = {k: v for k, v in outputs.items() if k in only}
@@ -76,12 +77,12 @@ def check_manifest(folder, manifest: dict | None = None, *, only=None,
             continue
         if entry.get("sha256") and sha256_file(p) != entry["sha256"]:
             changed.append(rel)
-    listed = set(manifest.get("outputs", {}))
+    listed = set(manifest.outputs)
     extra = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
                    if p.is_file() and is_idx_name(p.name) and not p.name.startswith(".")
                    and p.relative_to(folder).as_posix() not in listed)
     values = {"files": len(outputs), "missing": missing, "size_changed": resized,
-              "hash_changed": changed, "unlisted": extra, "kind": manifest.get("kind")}
+              "hash_changed": changed, "unlisted": extra, "kind": manifest.kind}
     bad = missing + resized + changed
     if bad:
         parts = []

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
+from ..io.manifest import Manifest
 from ..registry import balanced_datasets
 from . import duplicates as dup
 from . import hashes, integrity, reference as ref_mod, statistics, writers
@@ -58,35 +59,14 @@ class _Ctx:
         return self.manifest is not None
 
 
-def _short(name: str) -> str:
-    return name[len("emnist-"):] if name.startswith("emnist-") else name
+def manifest_entry(manifest: Manifest | None, name: str) -> dict:
+    """The image counts per split a build manifest records for dataset ``name``, if any."""
+    entry = manifest.dataset(name) if manifest is not None and name else None
+    return dict(entry.counts) if entry is not None else {}
 
 
-def manifest_entry(manifest: dict | None, name: str) -> dict:
-    """The per-dataset summary a build manifest records (counts, classes), if any."""
-    if not manifest:
-        return {}
-    ds = manifest.get("datasets")
-    if isinstance(ds, dict):
-        for key in (name, _short(name)):
-            if isinstance(ds.get(key), dict):
-                return ds[key]
-    counts = manifest.get("counts")
-    if isinstance(counts, dict):
-        sub = counts.get(name, counts)
-        if isinstance(sub, dict):
-            return sub
-    return {}
-
-
-def _split_by(manifest: dict | None) -> str | None:
-    if not manifest:
-        return None
-    for d in (manifest.get("sides"), (manifest.get("parameters") or {}).get("split"),
-              manifest.get("parameters")):
-        if isinstance(d, dict) and isinstance(d.get("split_by"), str):
-            return d["split_by"]
-    return None
+def _split_by(manifest: Manifest | None) -> str | None:
+    return manifest.split_by if manifest is not None else None
 
 
 def expected_count(ctx: _Ctx, split: str):
@@ -105,9 +85,8 @@ def expected_count(ctx: _Ctx, split: str):
     return None, "registry"
 
 
-def _synthetic(manifest: dict | None) -> bool:
-    text = str((manifest or {}).get("inputs", "")).lower()
-    return "synth" in text
+def _synthetic(manifest: Manifest | None) -> bool:
+    return manifest is not None and manifest.from_synthetic_sd19
 
 
 def class_range(ctx: _Ctx, ds) -> tuple[int, int]:
@@ -115,10 +94,10 @@ def class_range(ctx: _Ctx, ds) -> tuple[int, int]:
     info = getattr(ds, "info", None) or ctx.info
     classes = list(getattr(ds, "classes", None) or (info.classes if info else []))
     offset = int(info.label_offset) if info is not None else 0
-    entry = manifest_entry(ctx.manifest, ctx.name)
+    entry = ctx.manifest.dataset(ctx.name) if ctx.manifest is not None and ctx.name else None
     n = len(classes) - offset if classes else int(np.max(ds.labels)) + 1
-    if isinstance(entry.get("classes"), int) and entry["classes"] != n:
-        return int(entry["classes"]), 0  # e.g. the paper's 37-class letters variant
+    if entry is not None and entry.classes is not None and entry.classes != n:
+        return int(entry.classes), 0  # e.g. the paper's 37-class letters variant
     return n, offset
 
 
@@ -211,7 +190,6 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
     """
     from ..loaders import load
     from ..loaders.origins import find_dataset_folder
-    from ..io.manifest import read_manifest
     from ..registry import get_dataset, get_file
 
     name, sp, root = _resolve(target, split)
@@ -235,9 +213,9 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
     else:
         if root is not None:
             ctx.folder = find_dataset_folder(root, info)
-            ctx.manifest = read_manifest(ctx.folder) if ctx.folder else None
+            ctx.manifest = Manifest.read(ctx.folder) if ctx.folder else None
             if ctx.manifest is None and ctx.folder is not None and ctx.folder != Path(root):
-                ctx.manifest = read_manifest(root)
+                ctx.manifest = Manifest.read(root)
                 if ctx.manifest is not None:
                     ctx.folder_manifest_root = Path(root)
         report.info.update(folder=str(ctx.folder) if ctx.folder else None,

@@ -1,19 +1,22 @@
-"""``mnistforge build TARGET --sd19 PATH --out DIR``: build datasets from SD19."""
+"""``mnistforge build TARGET --sd19 PATH --out DIR``: build datasets from SD19.
+
+The flags become a typed build configuration (:class:`QmnistBuildConfig`,
+:class:`EmnistBuildConfig`) and :func:`builders` maps each target to the
+builder function that takes it; nothing below this module sees argparse.
+"""
 from __future__ import annotations
 
-import importlib
+import dataclasses
+from pathlib import Path
 
-from ..errors import BuildError, ConfigError
+from ..errors import ConfigError
+from ..registry import emnist_splits
 
 NAME = "build"
 HELP = "build MNIST/QMNIST/xnist and EMNIST datasets from NIST SD19 (real or synthetic)"
 
-EMNIST_SPLITS = ("byclass", "bymerge", "balanced", "letters", "digits", "mnist")
-# target -> module in mnistforge.builders that implements build_from_cli(target, args)
-TARGETS = {
-    "qmnist": "qmnist", "mnist": "qmnist", "xnist": "qmnist",
-    "emnist": "emnist", **{f"emnist-{s}": "emnist" for s in EMNIST_SPLITS},
-}
+#: what ``build all`` builds, in this order, one folder each
+ALL_TARGETS = ("qmnist", "mnist", "xnist", "emnist")
 
 
 def add_arguments(p):
@@ -40,67 +43,119 @@ def add_arguments(p):
                    help="EMNIST letters: the official 26-class release or the paper's 37 classes")
 
 
-def run(args) -> int:
-    if args.target != "all":
-        return dispatch(args)
-    from pathlib import Path
+# --------------------------------------------------------------------------- flags -> configs
 
-    from ..io.atomic import atomic_dir
-    out = Path(args.out)
-    targets = ("qmnist", "mnist", "xnist", "emnist")
-    # One folder per target inside <out>.incomplete; renamed to <out> only when all succeeded.
+def qmnist_config(args):
+    """The :class:`~mnistforge.builders.qmnist.QmnistBuildConfig` the flags ask for.
+
+    >>> import argparse
+    >>> p = argparse.ArgumentParser(); add_arguments(p)
+    >>> qmnist_config(p.parse_args(["qmnist", "--sd19", "s", "--out", "o", "--fudge", "1"])).prepro.fudge
+    1.0
+    """
+    from ..builders.mnist_prepro import MnistPreproConfig
+    from ..builders.qmnist import QmnistBuildConfig
+
+    return QmnistBuildConfig(
+        prepro=MnistPreproConfig(fudge=args.fudge, centring=args.centring),
+        qmnist_labels=args.qmnist_labels, duplicates=args.duplicates, workers=args.workers,
+        overwrite=bool(args.overwrite))
+
+
+def emnist_config(args, splits=None):
+    """The :class:`~mnistforge.builders.emnist.EmnistBuildConfig` the flags ask for.
+
+    >>> import argparse
+    >>> p = argparse.ArgumentParser(); add_arguments(p)
+    >>> c = emnist_config(p.parse_args(["emnist", "--sd19", "s", "--out", "o", "--seed", "4"]),
+    ...                   splits=("letters",))
+    >>> c.splits, c.seed, c.orientation
+    (('letters',), 4, 'official')
+    """
+    from ..builders.emnist import EmnistBuildConfig
+
+    return EmnistBuildConfig(
+        splits=tuple(splits) if splits is not None else emnist_splits(), seed=args.seed,
+        split_by=args.split_by, letters_variant=args.letters_variant,
+        orientation=args.orientation, workers=args.workers, overwrite=bool(args.overwrite))
+
+
+def config_for(target: str, args):
+    """The build configuration of ``target`` (``emnist-<name>`` builds that one dataset)."""
+    if target in ("qmnist", "mnist", "xnist"):
+        return qmnist_config(args)
+    if target == "emnist":
+        return emnist_config(args)
+    if target.startswith("emnist-") and target[len("emnist-"):] in emnist_splits():
+        return emnist_config(args, splits=(target[len("emnist-"):],))
+    raise _unknown(target)
+
+
+def builders() -> dict:
+    """Target -> builder function ``f(sd19, out, config)``.
+
+    Imported when a build runs, not when the CLI starts (NumPy and the SD19
+    readers are not needed for ``mnistforge --help``).
+    """
+    from ..builders.emnist import build_emnist
+    from ..builders.qmnist import build_mnist, build_qmnist, build_xnist
+
+    return {"qmnist": build_qmnist, "mnist": build_mnist, "xnist": build_xnist,
+            "emnist": build_emnist, **{f"emnist-{s}": build_emnist for s in emnist_splits()}}
+
+
+def _unknown(target: str) -> ConfigError:
+    known = ["qmnist", "mnist", "xnist", "emnist"] + [f"emnist-{s}" for s in emnist_splits()]
+    return ConfigError(f"unknown build target {target!r}",
+                       expected="one of " + ", ".join(sorted(known) + ["all"]), found=target)
+
+
+# --------------------------------------------------------------------------- running
+
+def run(args) -> int:
+    if args.target == "all":
+        return build_all(args)
+    build = builders().get(args.target)
+    if build is None:
+        raise _unknown(args.target)
+    build(args.sd19, args.out, config_for(args.target, args))
+    print(describe_build(args.target, args.out))
+    return 0
+
+
+def build_all(args) -> int:
     from ..builders.qmnist import sharing_preprocessed_digits
+    from ..io.atomic import atomic_dir
+
+    out = Path(args.out)
+    table = builders()
+    # One folder per target inside <out>.incomplete; renamed to <out> only when all succeeded.
     with atomic_dir(out, overwrite=args.overwrite) as tmp:
         with sharing_preprocessed_digits():  # qmnist, mnist, xnist: SD19 preprocessed once
-            for target in targets[:3]:
-                build_one(args, target, tmp)
-        build_one(args, targets[3], tmp)
-    for target in targets:
+            for target in ALL_TARGETS[:3]:
+                _build_inside(table[target], args, target, tmp)
+        _build_inside(table[ALL_TARGETS[3]], args, ALL_TARGETS[3], tmp)
+    for target in ALL_TARGETS:
         print(describe_build(target, out / target))
     print(f"built all datasets into {out}")
     return 0
 
 
-def build_one(args, target: str, folder) -> None:
-    rc = dispatch(argparse_copy(args, target=target, out=str(folder / target), overwrite=False),
-                  report=False)
-    if rc:
-        raise BuildError(f"build all: {target} failed", path=folder / target,
-                         expected="exit code 0", found=rc,
-                         hint="nothing was written; see the message above")
-
-
-def argparse_copy(args, **changes):
-    import argparse
-    d = dict(vars(args))
-    d.update(changes)
-    return argparse.Namespace(**d)
-
-
-def dispatch(args, report: bool = True) -> int:
-    mod = TARGETS.get(args.target)
-    if mod is None:
-        raise ConfigError(f"unknown build target {args.target!r}",
-                          expected="one of " + ", ".join(sorted(TARGETS) + ["all"]),
-                          found=args.target)
-    builder = importlib.import_module(f"mnistforge.builders.{mod}")
-    rc = builder.build_from_cli(args.target, args)
-    if rc == 0 and report:
-        print(describe_build(args.target, args.out))
-    return rc
+def _build_inside(build, args, target: str, folder: Path) -> None:
+    # the folder is new inside <out>.incomplete: --overwrite applies to <out> only
+    config = dataclasses.replace(config_for(target, args), overwrite=False)
+    build(args.sd19, folder / target, config)
 
 
 def describe_build(target: str, out) -> str:
     """One line per output file of a finished build, from its manifest."""
-    from pathlib import Path
+    from ..io.manifest import Manifest
 
-    from ..io.manifest import read_manifest
-
-    m = read_manifest(out) or {}
-    outputs = m.get("outputs") or {}
+    m = Manifest.read(out)
+    outputs = m.outputs if m is not None else {}
     total = sum(int(o.get("bytes", 0)) for o in outputs.values())
     lines = [f"built {target} into {Path(out)}: {len(outputs)} files, {total / 1e6:.1f} MB"]
     lines += [f"  {name}  {o.get('sha256', '')[:16]}" for name, o in sorted(outputs.items())]
-    for note in m.get("notes") or []:
+    for note in (m.notes if m is not None else []):
         lines.append(f"  note: {note}")
     return "\n".join(lines)

@@ -26,7 +26,7 @@ from pathlib import Path
 from ..errors import HashMismatchError, IdxFormatError, MissingFileError, MnistforgeError
 from ..io.idx import parse_idx_bytes, read_idx, read_idx_header
 from ..io.atomic import atomic_file
-from ..io.manifest import read_manifest
+from ..io.manifest import Manifest
 from ..io.compression import COMPRESSIONS, DECOMPRESS_ERRORS, open_reader, strip_compression
 from ..registry import DatasetInfo, SplitInfo, get_file
 from .. import settings
@@ -211,40 +211,17 @@ def find_dataset_folder(root, info: DatasetInfo) -> Path | None:
     return None
 
 
-def manifest_orientation(manifest: dict | None) -> str | None:
-    """``"transposed"``/``"upright"`` if a build manifest records it."""
-    if not manifest:
-        return None
-    for d in (manifest, manifest.get("parameters") or {}, manifest.get("extra") or {}):
-        v = d.get("orientation") if isinstance(d, dict) else None
-        if isinstance(v, str):
-            v = v.lower()
-            if v in ("transposed", "official"):
-                return "transposed"
-            if v == "upright":
-                return "upright"
-    return None
-
-
-def manifest_classes(manifest: dict | None, info: DatasetInfo) -> list | None:
+def manifest_classes(manifest: Manifest | None, info: DatasetInfo) -> list | None:
     """The class names a build manifest records for this dataset, if any.
 
     A build can differ from the registry's class list (EMNIST letters built as
-    the paper's 37-class variant); the manifest then says so.
+    the paper's 37-class variant); the entry's class set (``kind``) then says so.
     """
-    if not manifest:
-        return None
-    entries = manifest.get("datasets") or {}
-    if not isinstance(entries, dict):
-        return None
+    entry = manifest.dataset(info.name) if manifest is not None else None
     short = info.name.split("-", 1)[1] if info.name.startswith("emnist-") else info.name
-    entry = entries.get(short) or entries.get(info.name)
-    if not isinstance(entry, dict) or entry.get("kind") in (None, short):
+    if entry is None or entry.kind in (None, short) or not entry.class_names:
         return None  # the registry's class list is the right one
-    names = entry.get("class_names")
-    if isinstance(names, list) and names:
-        return [str(c) for c in names]
-    return None
+    return list(entry.class_names)
 
 
 class FolderSource:
@@ -266,8 +243,8 @@ class FolderSource:
         self.folder = folder
         self.where = str(folder)
         self.status: dict[str, str] = {}
-        self.manifest = read_manifest(folder)
-        self.orientation = manifest_orientation(self.manifest) or info.orientation
+        self.manifest = Manifest.read(folder)
+        self.orientation = (self.manifest and self.manifest.storage_orientation) or info.orientation
         self.classes = manifest_classes(self.manifest, info)
 
     def __str__(self) -> str:
