@@ -281,9 +281,9 @@ def test_official_emnist_members_read_in_place(cache, tmp_path, monkeypatch):
     _patch_registry(monkeypatch, extra)
     put(cache, "emnist", zpath)
     # counts in the registry are the real ones: compare arrays through the source directly
-    from mnistforge.loaders.origins import CacheSource
+    from mnistforge.loaders.origins import CacheOrigin
     for keep in (False, True):
-        src = CacheSource(registry.get_dataset("emnist-letters"), keep_raw=keep)
+        src = CacheOrigin(registry.get_dataset("emnist-letters"), keep_raw=keep)
         got = src.open("emnist-letters-train-images-idx3-ubyte.gz")
         np.testing.assert_array_equal(got.transpose(0, 2, 1), imgs)
         assert src.status["emnist-letters-train-images-idx3-ubyte.gz"] == "archive"
@@ -297,7 +297,7 @@ def test_official_emnist_members_read_in_place(cache, tmp_path, monkeypatch):
     _patch_registry(monkeypatch, bad)
     from mnistforge.errors import HashMismatchError
     with pytest.raises(HashMismatchError, match="md5"):
-        CacheSource(registry.get_dataset("emnist-letters"), keep_raw=True).open(name)
+        CacheOrigin(registry.get_dataset("emnist-letters"), keep_raw=True).open(name)
     assert not (cache / "emnist" / "emnist-letters-test-labels-idx1-ubyte").exists()
 
 

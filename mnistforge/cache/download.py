@@ -171,7 +171,8 @@ def fetch_file(remote, *, root=None, progress=None, offline=None, timeout=DEFAUL
     dest = cache_path(remote, root)
     if dest.is_file():
         v = verify_file(dest, remote)
-        write_marker(dest, v)
+        if not v.from_marker:
+            write_marker(dest, v)
         return FetchResult(remote, dest, v.status, v.sha256)
     if settings.offline(offline):
         raise OfflineError(_missing_message(remote, dest))

@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import HashMismatchError
-from ..io.hashing import hash_content, hash_file, hash_stream  # noqa: F401 - re-exported for callers
+from ..io.compression import compression_of
+from ..io.hashing import hash_content, hash_file
 from ..registry import RemoteFile
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ STATUS_TEXT = {
     "derived": "decompressed from a verified file",
     "archive": "verified through its pinned archive",
     "unpinned": "NOT verified: no hash is pinned for this file",
+    "mismatch": "DIFFERS from the registry: damaged, modified or another file",
 }
 
 
@@ -56,6 +58,9 @@ class Verification:
     content_sha256: str | None = None
     content_md5: str | None = None
     size: int = 0
+    detail: str = ""
+    #: true when the decision came from a still-valid sidecar (nothing was hashed)
+    from_marker: bool = False
 
     @property
     def text(self) -> str:
@@ -107,7 +112,7 @@ def write_marker(path, v: Verification) -> None:
 
     path = Path(path)
     st = path.stat()
-    rec = {k: val for k, val in asdict(v).items() if k != "path"}
+    rec = {k: val for k, val in asdict(v).items() if k not in ("path", "detail", "from_marker")}
     rec.update(size=st.st_size, mtime_ns=st.st_mtime_ns, name=path.name)
     try:
         with atomic_file(marker_path(path), "w") as f:
@@ -155,12 +160,42 @@ def _mismatch(path, remote: RemoteFile, sha, content_sha, *, raw=False) -> HashM
         hint="the file is damaged, incomplete or a different file: delete it and fetch again")
 
 
+def is_raw_copy(path, remote: RemoteFile) -> bool:
+    """Whether ``path`` is a decompressed copy of ``remote`` (its name lacks the compression suffix)."""
+    return compression_of(Path(path).name) != compression_of(remote.name) and \
+        compression_of(Path(path).name) is None
+
+
+def check_file(path, remote: RemoteFile) -> Verification:
+    """Re-hash ``path`` and judge it against ``remote``, never raising on a mismatch.
+
+    What ``mnistforge verify`` runs (sidecars are not trusted: bit rot keeps
+    size and mtime).  ``status`` is one of :data:`STATUS_TEXT`'s keys;
+    ``mismatch`` when the hashes disagree.  A decompressed copy of a file whose
+    content nothing pins is ``unpinned``.
+    """
+    path = Path(path)
+    raw = is_raw_copy(path, remote)
+    if raw and not (remote.content_sha256 or remote.content_md5):
+        sha, md5 = hash_file(path)
+        return Verification(str(path), "unpinned", sha, md5, size=path.stat().st_size)
+    try:
+        return verify_file(path, remote, use_marker=False, raw=raw)
+    except HashMismatchError as e:
+        sha, md5 = hash_file(path)
+        got = None if raw else hash_content(path)
+        csha, cmd5 = (got[0], got[1]) if got else (None, None)
+        return Verification(str(path), "mismatch", sha, md5, csha, cmd5, path.stat().st_size,
+                            detail=str(e))
+
+
 def verify_file(path, remote: RemoteFile, *, use_marker: bool = True,
                 raw: bool = False) -> Verification:
-    """Check ``path`` against ``remote``; return a :class:`Verification`.
+    """Check ``path`` against ``remote``; return a :class:`Verification` or raise HashMismatchError.
 
     ``raw=True`` checks a decompressed copy against the content hash.  With
-    ``use_marker`` a valid sidecar spares the hashing.
+    ``use_marker`` a valid sidecar spares the hashing (what loads do; see
+    :func:`check_file` for the re-hash that ``verify`` does).
 
     Examples
     --------
@@ -181,7 +216,7 @@ def verify_file(path, remote: RemoteFile, *, use_marker: bool = True,
             if status is not None:
                 return Verification(str(path), status, rec.get("sha256"), rec.get("md5"),
                                     rec.get("content_sha256"), rec.get("content_md5"),
-                                    rec.get("size", 0))
+                                    rec.get("size", 0), from_marker=True)
     logger.info("verifying %s", path)
     sha, md5 = hash_file(path)
     size = path.stat().st_size

@@ -26,20 +26,14 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ..io.compression import open_reader
-from ..io.hashing import hash_stream, md5_file, sha256_file
+from ..cache.verify import check_file
+from ..io.hashing import sha256_file
 from ..io.manifest import Manifest
 from .result import FAIL, PASS, WARN, CheckResult
 
 logger = logging.getLogger(__name__)
 
 IDX_MARKERS = ("-idx1-", "-idx2-", "-idx3-", "-idx4-")
-
-
-def content_hashes(path) -> tuple[str, str, int]:
-    """sha256, md5 and size of a file's decompressed content (gz/xz/bz2 by suffix)."""
-    with open_reader(Path(path)) as f:
-        return hash_stream(f)
 
 
 def is_idx_name(name: str) -> bool:
@@ -103,36 +97,21 @@ def check_manifest(folder, manifest: Manifest | dict | None = None, *, only=None
 
 
 def verify_against_registry(path, remote) -> dict:
-    """Compare one file with its registry entry.
+    """Compare one file with its registry entry, re-hashing it (no sidecar is trusted).
 
-    Returns a dict with ``status``: ``file`` (the published bytes),
-    ``content`` (same decompressed content, another wrapper), ``mismatch`` or
-    ``unpinned`` (nothing the registry pins applies to this copy), plus the
-    hashes measured.
+    Returns a dict with ``status`` in the vocabulary of fetch and load
+    (:data:`mnistforge.cache.verify.STATUS_TEXT`): ``exact`` (the published
+    bytes), ``content`` (same decompressed content, another wrapper), ``raw``
+    (a decompressed copy with the pinned content), ``unpinned``, ``archive`` or
+    ``mismatch``; plus the hashes measured.
     """
     path = Path(path)
-    out = {"file": path.name, "pinned_how": remote.pinned_how}
-    same_wrapper = Path(remote.name).suffix == path.suffix
-    if same_wrapper and (remote.sha256 or remote.md5):
-        if remote.sha256:
-            out["sha256"] = sha256_file(path)
-            if out["sha256"] == remote.sha256:
-                out["status"] = "file"
-                return out
-        elif md5_file(path) == remote.md5:
-            out["status"] = "file"
-            return out
-    if remote.content_sha256 or remote.content_md5:
-        sha, md5, n = content_hashes(path)
-        out.update(content_sha256=sha, content_bytes=n)
-        ok = sha == remote.content_sha256 if remote.content_sha256 else md5 == remote.content_md5
-        out["status"] = "content" if ok else "mismatch"
-        return out
-    if same_wrapper and (remote.sha256 or remote.md5):
-        out["status"] = "mismatch"
-        return out
-    out["status"] = "unpinned"
-    if remote.sha256 or remote.md5:
+    v = check_file(path, remote)
+    out = {"file": path.name, "pinned_how": remote.pinned_how, "status": v.status,
+           "sha256": v.sha256}
+    if v.content_sha256:
+        out["content_sha256"] = v.content_sha256
+    if v.status == "unpinned" and (remote.sha256 or remote.md5):
         out["note"] = "only the published compressed file is pinned"
     return out
 
@@ -157,10 +136,14 @@ def check_registry_files(files: dict, name: str = "hashes.registry") -> CheckRes
                            f"{len(bad)} of {len(rows)} files differ from the registry ({bad[0]}): "
                            "modified or corrupted; fetch them again")
     parts = []
-    if by.get("file"):
-        parts.append(f"{len(by['file'])} identical to the published files")
+    if by.get("exact"):
+        parts.append(f"{len(by['exact'])} identical to the published files")
     if by.get("content"):
         parts.append(f"{len(by['content'])} with the published content (re-compressed wrapper)")
+    if by.get("raw"):
+        parts.append(f"{len(by['raw'])} decompressed copies with the published content")
+    if by.get("archive"):
+        parts.append(f"{len(by['archive'])} verified through their pinned archive")
     if by.get("unpinned"):
         parts.append(f"{len(by['unpinned'])} unverified (no hash pinned: "
                      f"{', '.join(by['unpinned'][:2])})")

@@ -118,12 +118,12 @@ def _overview(cache) -> int:
 def _folder(text) -> int:
     from ..io.idx import read_idx_header
     from ..loaders import resolve_target
-    from ..loaders.origins import FolderSource, locate
+    from ..loaders.origins import FolderOrigin, locate
     from ..registry import get_dataset
 
     name, split, root = resolve_target(text)
     info = get_dataset(name)
-    src = FolderSource(info, root)
+    src = FolderOrigin(info, root)
     print(f"{src.folder}: {info.name} ({info.title}), stored {src.orientation}")
     for sp in info.splits.values():
         fsp = info.file_split(sp.name)

@@ -82,3 +82,44 @@ def hash_content(path, name: str | None = None) -> tuple[str, str, int] | None:
             "cannot decompress", path=path, expected=f"a valid .{comp} file",
             found=f"{type(e).__name__}: {e}",
             hint="the file is damaged or incomplete: delete it and fetch again") from None
+
+
+class HashingReader:
+    """Read-through wrapper that hashes (sha256 and md5) the bytes as they stream past.
+
+    Lets one pass both decompress or copy a file and hash it.
+
+    Examples
+    --------
+    >>> import io
+    >>> r = HashingReader(io.BytesIO(b"abc")); _ = r.read()
+    >>> r.sha256[:8], r.size
+    ('ba7816bf', 3)
+    """
+
+    def __init__(self, f):
+        self.f = f
+        self._sha = hashlib.sha256()
+        self._md5 = hashlib.md5(usedforsecurity=False)
+        self.size = 0
+
+    def read(self, n=-1):
+        b = self.f.read(n)
+        self._sha.update(b)
+        self._md5.update(b)
+        self.size += len(b)
+        return b
+
+    def readable(self):
+        return True
+
+    def close(self):
+        pass
+
+    @property
+    def sha256(self) -> str:
+        return self._sha.hexdigest()
+
+    @property
+    def md5(self) -> str:
+        return self._md5.hexdigest()

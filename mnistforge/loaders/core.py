@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import DatasetNotFoundError, IntegrityError
 from ..io.hf.repo import is_hf_repo
 from ..registry import DatasetInfo, get_dataset, list_datasets
-from .origins import CacheSource, FolderSource
+from .origins import CacheOrigin, FolderOrigin
 
 from .repo import load_split_from_repo
 from .split import DatasetSplit
@@ -82,9 +82,9 @@ def load(name, split="train", *, root=None, download=True, with_metadata=False, 
             hint=f"`mnistforge fetch {name}` downloads it")
     sp = info.split(split)
     if root is not None:
-        src = FolderSource(info, root)
+        src = FolderOrigin(info, root)
     else:
-        src = CacheSource(info, cache=cache, download=download, offline=offline,
+        src = CacheOrigin(info, cache=cache, download=download, offline=offline,
                           keep_raw=keep_raw, progress=progress)
     fsp = info.file_split(split)
     images = src.open(fsp.images)

@@ -7,60 +7,35 @@ has one code path:
   or None for an optional file that is absent;
 * ``length(split_info)`` -> the number of rows of a file split.
 
-:class:`CacheSource` serves the official files: it fetches/verifies them
+:class:`CacheOrigin` serves the official files: it fetches/verifies them
 through :mod:`mnistforge.cache.download` and, once a compressed file has been
 verified, keeps a decompressed raw copy next to it (``<cache>/<group>/<name
 without .gz>``, with its own ``.sha256`` sidecar) so later loads are memory
 maps.  Opt out with ``keep_raw=False`` or ``MNISTFORGE_KEEP_RAW=0``.
 
-:class:`FolderSource` serves a folder of idx files under the official names
+:class:`FolderOrigin` serves a folder of idx files under the official names
 (a build folder, or official files you already have); the orientation comes
 from the folder's ``manifest.json`` when it says so, else from the registry.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 from pathlib import Path
 
-from ..errors import HashMismatchError, IdxFormatError, MissingFileError, MnistforgeError
-from ..io.idx import parse_idx_bytes, read_idx, read_idx_header
-from ..io.atomic import atomic_file
-from ..io.manifest import Manifest
-from ..io.compression import COMPRESSIONS, DECOMPRESS_ERRORS, open_reader, strip_compression
-from ..registry import DatasetInfo, SplitInfo, get_file
 from .. import settings
 from ..cache.download import fetch_file
-from ..cache.verify import (Verification, decide, marker_path, remove_with_marker,
-                              verify_file, write_marker)
+from ..cache.raw import check_raw_copy, discard_raw_copy, make_raw_copy, read_member
+from ..errors import IdxFormatError, MissingFileError
+from ..io.compression import COMPRESSIONS, strip_compression
+from ..io.idx import parse_idx_bytes, read_idx, read_idx_header
+from ..io.manifest import Manifest
+from ..registry import DatasetInfo, SplitInfo, get_file
 
 logger = logging.getLogger(__name__)
 
-CHUNK = 1 << 20
 
 
-class _HashingReader:
-    """Read-through wrapper hashing the (compressed) bytes as they stream past."""
-
-    def __init__(self, f):
-        self.f = f
-        self.sha = hashlib.sha256()
-        self.md5 = hashlib.md5(usedforsecurity=False)
-
-    def read(self, n=-1):
-        b = self.f.read(n)
-        self.sha.update(b)
-        self.md5.update(b)
-        return b
-
-    def readable(self):
-        return True
-
-    def close(self):
-        pass
-
-
-class CacheSource:
+class CacheOrigin:
     """Official files, fetched and verified into the cache (see module doc)."""
 
     kind = "cache"
@@ -98,86 +73,26 @@ class CacheSource:
         res = fetch_file(remote, root=self.cache, progress=self.progress, offline=self.offline)
         self.status[fname] = res.status
         if self.keep_raw:
-            return self._make_raw(res, remote, raw)
+            make_raw_copy(res, remote, raw)
+            self.status.setdefault(remote.name, res.status)
+            return read_idx(raw)
         if res.member:
-            from ..cache.archive import open_member
-            with open_member(res.path, res.member) as f:
-                hr = _HashingReader(f)
-                data = hr.read()
-            self._check_member(remote, hr, res.path)
-            return parse_idx_bytes(data, f"{res.path}:{res.member}",
+            return parse_idx_bytes(read_member(res, remote), f"{res.path}:{res.member}",
                                    compression=remote.compression)
         return read_idx(res.path)
 
     def _open_raw_copy(self, raw: Path, remote):
-        try:
-            v = verify_file(raw, remote, raw=True)
-        except HashMismatchError as e:
-            if marker_path(raw).exists():  # our own copy went stale: rebuild it
-                logger.warning("%s; rebuilding the raw copy", e)
-                remove_with_marker(raw)
-            else:
-                logger.warning("ignoring %s (not verifiable: %s)", raw, e)
+        v = check_raw_copy(raw, remote)
+        if v is None:
             return None
-        write_marker(raw, v)
         self.status[remote.name] = v.status if v.status != "derived" else self.status.get(
             remote.name, "derived")
         try:
             return read_idx(raw)
         except IdxFormatError as e:
             logger.warning("%s; rebuilding the raw copy", e)
-            remove_with_marker(raw)
+            discard_raw_copy(raw)
             return None
-
-    def _check_member(self, remote, hr: _HashingReader, where) -> None:
-        status = decide(remote, hr.sha.hexdigest(), hr.md5.hexdigest())
-        if status is None:
-            raise HashMismatchError(
-                f"{remote.id} does not match the registry", path=f"{where}:{remote.member}",
-                expected=f"md5 {remote.md5 or remote.sha256}", found=f"md5 {hr.md5.hexdigest()}",
-                hint="the archive is damaged or a different release: delete it and fetch again")
-
-    def _make_raw(self, res, remote, raw: Path):
-        """Decompress a verified file (or archive member) to ``raw``, hashing the content."""
-        from ..cache.archive import open_member
-
-        logger.info("keeping a decompressed copy of %s at %s", remote.id, raw)
-        h = hashlib.sha256()
-        m = hashlib.md5(usedforsecurity=False)
-        try:
-            with atomic_file(raw) as out:
-                if res.member:
-                    cm = open_member(res.path, res.member)
-                else:
-                    cm = open(res.path, "rb")
-                with cm as f:
-                    hr = _HashingReader(f)
-                    src = open_reader(hr, remote.name)
-                    for b in iter(lambda: src.read(CHUNK), b""):
-                        h.update(b)
-                        m.update(b)
-                        out.write(b)
-                    if res.member:
-                        self._check_member(remote, hr, res.path)
-                csha, cmd5 = h.hexdigest(), m.hexdigest()
-                if (remote.content_sha256 or remote.content_md5) and \
-                        decide(remote, csha, cmd5, raw=True) is None:
-                    raise HashMismatchError(
-                        f"{remote.id}: decompressed content does not match the registry",
-                        path=res.path, expected=f"content sha256 {remote.content_sha256}",
-                        found=f"content sha256 {csha}",
-                        hint="delete the file and fetch it again")
-        except MnistforgeError:
-            raise
-        except DECOMPRESS_ERRORS as e:
-            raise IdxFormatError("cannot decompress", path=res.path,
-                                 expected=f"a valid {remote.compression} file", found=str(e),
-                                 hint="delete it and fetch it again") from None
-        status = "raw" if (remote.content_sha256 or remote.content_md5) else "derived"
-        st = raw.stat()
-        write_marker(raw, Verification(str(raw), status, csha, cmd5, size=st.st_size))
-        self.status.setdefault(remote.name, res.status)
-        return read_idx(raw)
 
 
 def locate(folder: Path, fname: str) -> Path | None:
@@ -224,7 +139,7 @@ def manifest_classes(manifest: Manifest | None, info: DatasetInfo) -> list | Non
     return list(entry.class_names)
 
 
-class FolderSource:
+class FolderOrigin:
     """Idx files under their official names in a folder (built or official)."""
 
     kind = "folder"

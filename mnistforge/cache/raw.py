@@ -1,0 +1,100 @@
+"""Raw (decompressed) copies of verified cache files, so later loads are memory maps.
+
+Once a compressed file (or an archive member) has been verified, the loaders
+keep ``<cache>/<group>/<name without .gz>`` with its own ``.sha256`` sidecar
+(status ``raw`` when the registry pins the content, ``derived`` otherwise).
+Opt out with ``keep_raw=False`` or ``MNISTFORGE_KEEP_RAW=0``.  A load trusts
+the sidecar while the copy keeps its size and mtime; ``mnistforge verify``
+re-hashes.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from ..errors import HashMismatchError, IdxFormatError, MnistforgeError
+from ..io.atomic import atomic_file
+from ..io.compression import DECOMPRESS_ERRORS, open_reader
+from ..io.hashing import HashingReader
+from ..registry import RemoteFile
+from .archive import open_member
+from .download import FetchResult
+from .verify import Verification, decide, marker_path, remove_with_marker, verify_file, write_marker
+
+logger = logging.getLogger(__name__)
+
+CHUNK = 1 << 20
+
+
+def check_raw_copy(raw: Path, remote: RemoteFile) -> Verification | None:
+    """The verification of an existing raw copy, or None when it must be (re)made.
+
+    A stale copy this package made (it has a sidecar) is removed; a copy
+    without a sidecar is left alone and ignored (nothing the package did not
+    write is deleted).
+    """
+    try:
+        v = verify_file(raw, remote, raw=True)
+    except HashMismatchError as e:
+        if marker_path(raw).exists():  # our own copy went stale: rebuild it
+            logger.warning("%s; rebuilding the raw copy", e)
+            remove_with_marker(raw)
+        else:
+            logger.warning("ignoring %s (not verifiable: %s)", raw, e)
+        return None
+    if not v.from_marker:  # a load never rewrites a sidecar that still holds
+        write_marker(raw, v)
+    return v
+
+
+def discard_raw_copy(raw: Path) -> None:
+    """Remove a raw copy this package wrote (with its sidecar), e.g. when it does not parse."""
+    remove_with_marker(raw)
+
+
+def _check_member(remote: RemoteFile, hr: HashingReader, where) -> None:
+    if decide(remote, hr.sha256, hr.md5) is None:
+        raise HashMismatchError(
+            f"{remote.id} does not match the registry", path=f"{where}:{remote.member}",
+            expected=f"md5 {remote.md5 or remote.sha256}", found=f"md5 {hr.md5}",
+            hint="the archive is damaged or a different release: delete it and fetch again")
+
+
+def read_member(res: FetchResult, remote: RemoteFile) -> bytes:
+    """The bytes of a verified archive's member, checked against the member's own hash."""
+    with open_member(res.path, res.member) as f:
+        hr = HashingReader(f)
+        data = hr.read()
+    _check_member(remote, hr, res.path)
+    return data
+
+
+def make_raw_copy(res: FetchResult, remote: RemoteFile, raw: Path) -> Verification:
+    """Decompress a verified file (or archive member) to ``raw`` in one pass, hashing the content."""
+    logger.info("keeping a decompressed copy of %s at %s", remote.id, raw)
+    try:
+        with atomic_file(raw) as out:
+            cm = open_member(res.path, res.member) if res.member else open(res.path, "rb")
+            with cm as f:
+                packed = HashingReader(f)
+                content = HashingReader(open_reader(packed, remote.name))
+                while chunk := content.read(CHUNK):
+                    out.write(chunk)
+                if res.member:
+                    _check_member(remote, packed, res.path)
+            if (remote.content_sha256 or remote.content_md5) and \
+                    decide(remote, content.sha256, content.md5, raw=True) is None:
+                raise HashMismatchError(
+                    f"{remote.id}: decompressed content does not match the registry",
+                    path=res.path, expected=f"content sha256 {remote.content_sha256}",
+                    found=f"content sha256 {content.sha256}", hint="delete the file and fetch it again")
+    except MnistforgeError:
+        raise
+    except DECOMPRESS_ERRORS as e:
+        raise IdxFormatError("cannot decompress", path=res.path,
+                             expected=f"a valid {remote.compression} file", found=str(e),
+                             hint="delete it and fetch it again") from None
+    status = "raw" if (remote.content_sha256 or remote.content_md5) else "derived"
+    v = Verification(str(raw), status, content.sha256, content.md5, size=raw.stat().st_size)
+    write_marker(raw, v)
+    return v
