@@ -170,6 +170,79 @@ def test_knn_decision_function_and_errors():
         KNNClassifier().predict(X)
 
 
+def _near_tie_set(n=150, seed=11):
+    """uint8 rows: query i's two nearest training rows are at integer squared distances
+    D and D + 1 (D = 1,190,943, one part in 1.2 million), the farther one at the lower index."""
+    rng = np.random.default_rng(seed)
+    Q = rng.integers(40, 216, (n, 784)).astype(np.int16)
+    delta = rng.choice([-39, 39], (n, 784)).astype(np.int16)
+    delta[:, 0] = 0
+    near = Q + delta
+    far = near.copy()
+    far[:, 0] += 1                                     # one more unit of squared distance
+    train = np.empty((2 * n, 784), np.uint8)
+    train[0::2], train[1::2] = far, near               # the farther row first
+    y = np.tile([1, 0], n)
+    return train, y, Q.astype(np.uint8)
+
+
+def test_knn_neighbour_order_is_exact_where_float32_swaps_it():
+    train, y, Q = _near_tie_set()
+    clf = KNNClassifier(k=2).fit(train, y)
+    idx, dist = clf.kneighbors(Q, 2)
+    n = len(Q)
+    assert np.array_equal(idx, np.stack([2 * np.arange(n) + 1, 2 * np.arange(n)], 1))
+    assert np.allclose(dist * 65025, [[1190943, 1190944]] * n, rtol=0, atol=1e-6)
+    assert np.all(clf.predict_sweep(Q, [1])[1] == 0)
+    # the float32 |t|^2 - 2 x.t ranking the classifier used to rely on swaps some pairs
+    T = train.astype(np.float32) / 255
+    X = Q.astype(np.float32) / 255
+    d32 = (T * T).sum(1)[None] - 2 * (X @ T.T)
+    assert np.any(d32[np.arange(n), 2 * np.arange(n)] <= d32[np.arange(n), 2 * np.arange(n) + 1])
+
+
+def test_knn_exact_order_for_float_inputs_matches_float64_argsort():
+    X, y = _blobs(n=900, spread=3.0, seed=12)
+    Xtr, ytr, Xte = X[:700], y[:700], X[700:]
+    idx, dist = KNNClassifier(memory_mb=1).fit(Xtr, ytr).kneighbors(Xte, 10)
+    f32 = lambda a: a.astype(np.float32).astype(np.float64)   # noqa: E731 (features are float32)
+    d = ((f32(Xte)[:, None] - f32(Xtr)[None]) ** 2).sum(-1)
+    want = np.lexsort((np.broadcast_to(np.arange(700), d.shape), d), axis=1)[:, :10]
+    assert np.array_equal(idx, want)
+    assert np.allclose(dist, np.take_along_axis(d, want, 1), rtol=1e-12)
+
+
+def _lowest_tie_vote(Xtr, ytr, Xte, k):
+    # plain NumPy: k nearest by exact distance, most frequent label, lowest label on ties
+    d = ((Xte[:, None, :].astype(np.float64) - Xtr[None].astype(np.float64)) ** 2).sum(-1)
+    nn = np.argsort(d, axis=1, kind="stable")[:, :k]
+    return np.array([np.bincount(r, minlength=ytr.max() + 1).argmax() for r in ytr[nn]])
+
+
+def test_knn_tie_rules_nearest_and_lowest():
+    X, y = _blobs(n=800, classes=5, spread=4.0, seed=13)     # overlapping: many vote ties
+    Xtr, ytr, Xte = X[:600], y[:600], X[600:]
+    for k in (2, 3, 4, 6):
+        near = KNNClassifier(k=k).fit(Xtr, ytr).predict(Xte)
+        low = make_classifier(f"knn:k={k},tie=lowest").fit(Xtr, ytr).predict(Xte)
+        assert np.array_equal(near, _naive_knn(Xtr, ytr, Xte, k)), k
+        assert np.array_equal(low, _lowest_tie_vote(Xtr, ytr, Xte, k)), k
+        if k in (2, 4):
+            assert not np.array_equal(near, low), k          # the rules do differ here
+    with pytest.raises(ConfigError):
+        make_classifier("knn:k=3,tie=random")
+
+
+def test_knn_tie_lowest_matches_scikit_learn():
+    neighbors = pytest.importorskip("sklearn.neighbors")
+    X, y = _blobs(n=800, classes=5, spread=4.0, seed=14)
+    Xtr, ytr, Xte = X[:600], y[:600], X[600:]
+    for k in (1, 3, 4, 5):
+        ours = make_classifier(f"knn:k={k},tie=lowest").fit(Xtr, ytr).predict(Xte)
+        ref = neighbors.KNeighborsClassifier(k, algorithm="brute").fit(Xtr, ytr).predict(Xte)
+        assert np.array_equal(ours, ref), k
+
+
 # ------------------------------------------------------------------ preprocessing
 def _reference_deskew(img):
     # per-image textbook version with scipy.ndimage.affine_transform

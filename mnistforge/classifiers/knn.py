@@ -1,14 +1,27 @@
-"""k-nearest neighbours (Euclidean) with blocked matrix products and a k sweep in one pass.
+"""k-nearest neighbours (Euclidean): blocked matrix products, exact neighbour order.
 
-Squared distances are ``|t|^2 - 2 x.t`` (the test row's own norm does not change the
-ranking) computed as one float32 matrix product per block of test rows, so the
-threaded BLAS uses every core; blocks are sized so a block's distance matrix stays
-under ``memory_mb``.  The ``max(ks)`` nearest neighbours of each test row are kept,
-ordered by (distance, training index), and every ``k`` of a sweep votes from that one
-list (:meth:`KNNClassifier.predict_sweep`).
+**Search.**  For a block of test rows, one float32 matrix product gives the score
+``x.t - |t|^2 / 2`` of every training row ``t`` (the norm rides along as an extra feature
+column, so no pass over the distance block is spent on it; ranking by the score is ranking
+by ``|x - t|^2``).  The ``m`` best scores per row are found without a full partition: the
+block is cut into column chunks of :data:`CHUNK`, one pass takes each chunk's maximum, and
+only the ``m`` chunks with the largest maxima (which hold the ``m`` best entries) are
+searched.  Blocks are sized so the score block stays under ``memory_mb``.
 
-Vote ties go to the tied class whose member is nearest (equivalently: drop the
-farthest neighbours until the tie breaks).
+**Exact order.**  float32 scores can swap neighbours whose distances differ by one part in
+a million.  The ``m = k + SPARE`` candidates are re-ranked by exact distances (integers for
+uint8 images on both sides, float64 otherwise) and ordered by (distance, training index).
+A row is certified when its exact ``k``-th distance is below the smallest score-derived
+distance any non-candidate can have (its approximate distance minus a rigorous float32
+error bound); for the few rows that are not, every training row whose score could put it
+among the ``k`` nearest is re-ranked exactly.
+
+**Votes.**  A sweep of ``k`` values is read off one neighbour list
+(:meth:`KNNClassifier.predict_sweep`).  Vote ties are broken, by default, by the **nearest
+neighbour among the tied classes** (``tie="nearest"``; equivalently, drop the farthest
+neighbours until the tie breaks).  ``tie="lowest"`` gives the tie to the lowest label, as
+scikit-learn's ``KNeighborsClassifier`` does, so predictions match it exactly (unless a
+distance tie straddles the ``k``-th neighbour, where scikit-learn's choice is arbitrary).
 """
 from __future__ import annotations
 
@@ -22,12 +35,29 @@ from .base import Classifier, as_features, check_xy
 
 logger = logging.getLogger(__name__)
 
+TIES = ("nearest", "lowest")
+#: columns per chunk in the top-m search (a power of two; small enough that m chunks are few
+#: candidates, large enough that the chunk maxima are cheap to partition)
+CHUNK = 256
+#: candidates beyond k re-ranked exactly (more spare candidates, fewer uncertified rows)
+SPARE = 3
+_U32 = float(np.finfo(np.float32).eps) / 2
+_PAD_SCORE = -1e30      # score of the padding columns: never a candidate
 
-def vote(neighbour_codes: np.ndarray, k: int, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+
+def vote(neighbour_codes: np.ndarray, k: int, n_classes: int,
+         tie: str = "nearest") -> tuple[np.ndarray, np.ndarray]:
     """Plurality vote of the first ``k`` neighbours (nearest first) of each row.
 
     Returns ``(winning class codes, vote counts N x n_classes)``; ties go to the tied
-    class appearing first in the neighbour list.
+    class appearing first in the neighbour list (``tie="nearest"``) or to the lowest
+    class code (``tie="lowest"``).
+
+    Examples
+    --------
+    >>> codes = np.array([[2, 1, 1, 2]])
+    >>> vote(codes, 4, 3)[0].tolist(), vote(codes, 4, 3, "lowest")[0].tolist()
+    ([2], [1])
     """
     nb = neighbour_codes[:, :k]
     n = nb.shape[0]
@@ -35,6 +65,8 @@ def vote(neighbour_codes: np.ndarray, k: int, n_classes: int) -> tuple[np.ndarra
     rows = np.arange(n)
     for j in range(k):
         counts[rows, nb[:, j]] += 1
+    if tie == "lowest":
+        return counts.argmax(axis=1), counts
     if k == 1:
         return nb[:, 0].copy(), counts
     top = counts == counts.max(axis=1, keepdims=True)
@@ -54,7 +86,10 @@ class KNNClassifier(Classifier):
     k : int
         Neighbours for :meth:`predict`.
     memory_mb : int
-        Bound on the distance block (test rows x training rows x 4 bytes).
+        Bound on the score block (test rows x training rows x 4 bytes).
+    tie : {"nearest", "lowest"}
+        Vote ties: the nearest neighbour's class among the tied ones (default), or the
+        lowest label (scikit-learn's rule).
 
     Examples
     --------
@@ -65,53 +100,123 @@ class KNNClassifier(Classifier):
 
     k: int = 1
     memory_mb: int = 256
+    tie: str = "nearest"
 
     name = "knn"
 
     def __post_init__(self):
         if self.k < 1:
             raise ConfigError("invalid k", expected="k >= 1", found=self.k)
+        if self.tie not in TIES:
+            raise ConfigError("invalid k-NN tie rule", expected=" or ".join(TIES),
+                              found=self.tie)
 
     def fit(self, X, y):
         y = check_xy(X, y)
         self.codes_ = self._encode_labels(y)
+        X = np.asarray(X)
         self.train_ = as_features(X)
-        self.train_sqnorm_ = np.einsum("ij,ij->i", self.train_, self.train_)
+        # uint8 pixels are kept: their squared distances are exact integers
+        self.train_u8_ = X.reshape(len(X), -1) if X.dtype == np.uint8 else None
+        n, dim = self.train_.shape
+        sq = np.einsum("ij,ij->i", self.train_, self.train_, dtype=np.float64)
+        self.train_sqnorm_ = sq
+        self.max_norm_ = float(np.sqrt(sq.max()))
+        # [t, -|t|^2/2] padded to whole chunks: x'.t' is the ranking score, one product
+        cols = -(-n // CHUNK) * CHUNK
+        aug = np.zeros((cols, dim + 1), np.float32)
+        aug[:n, :dim] = self.train_
+        aug[:n, dim] = -0.5 * sq
+        aug[n:, dim] = _PAD_SCORE
+        self.train_aug_ = aug
         return self
 
+    def _exact(self, q, q8, rows, cand):
+        """Exact squared distances ``len(rows) x m`` from test rows to candidate indices."""
+        if q8 is not None:
+            d = q8[rows][:, None, :].astype(np.int32) - self.train_u8_[cand].astype(np.int32)
+            return np.einsum("ijk,ijk->ij", d, d).astype(np.float64) / 65025.0
+        d = q[rows][:, None, :].astype(np.float64) - self.train_[cand].astype(np.float64)
+        return np.einsum("ijk,ijk->ij", d, d)
+
     def kneighbors(self, X, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Indices and squared distances of the ``k`` nearest training rows, nearest first."""
+        """Indices and squared distances of the ``k`` nearest training rows, nearest first
+        (exact order: distance, then training index)."""
         self._check_fitted()
         k = self.k if k is None else int(k)
-        n_train = self.train_.shape[0]
+        n_train, dim = self.train_.shape
         if not 1 <= k <= n_train:
             raise ConfigError("invalid k", expected=f"1 <= k <= {n_train} (training size)",
                               found=k)
+        X = np.asarray(X)
         Q = as_features(X)
-        if Q.shape[1] != self.train_.shape[1]:
+        if Q.shape[1] != dim:
             raise ConfigError("test inputs differ in size from training inputs",
-                              expected=f"{self.train_.shape[1]} features",
-                              found=f"{Q.shape[1]}")
+                              expected=f"{dim} features", found=f"{Q.shape[1]}")
+        q8 = X.reshape(len(X), -1) if (X.dtype == np.uint8 and self.train_u8_ is not None) \
+            else None
         n = Q.shape[0]
-        rows_per_block = max(1, (self.memory_mb << 20) // (4 * n_train))
+        m = min(k + SPARE, n_train)
+        cols = self.train_aug_.shape[0]
+        nchunks = cols // CHUNK
+        rows_per_block = max(1, (self.memory_mb << 20) // (4 * cols))
         idx = np.empty((n, k), np.int64)
-        dist = np.empty((n, k), np.float32)
+        dist = np.empty((n, k), np.float64)
+        qsq = np.einsum("ij,ij->i", Q, Q, dtype=np.float64)
+        # rigorous bound on |float32 distance - exact distance|: gamma_n times the sum of
+        # |terms| (at most |x||t| + |t|^2 / 2) for the product, doubled into distance
+        # units, plus a few roundings of the norms and of uint8 / 255 into float32
+        gamma = (dim + 1) * _U32 / (1 - (dim + 1) * _U32)
+        T = self.max_norm_
+        qn = np.sqrt(qsq)
+        bound = 2 * gamma * (qn * T + T * T) + 8 * _U32 * (qsq + qn * T + T * T)
+        uncertified = 0
         from ..progress import progress
 
+        aug_t = self.train_aug_.T
         for s in progress(range(0, n, rows_per_block), desc="k-NN", unit="block"):
-            q = Q[s:s + rows_per_block]
-            d = q @ self.train_.T          # the one big product; BLAS threads it
-            d *= -2
-            d += self.train_sqnorm_
-            if k < n_train:
-                part = np.argpartition(d, k - 1, axis=1)[:, :k]
+            e = min(n, s + rows_per_block)
+            r = e - s
+            qa = np.empty((r, dim + 1), np.float32)
+            qa[:, :dim] = Q[s:e]
+            qa[:, dim] = 1.0
+            score = qa @ aug_t                 # the one big product; BLAS threads it
+            cmax = score.reshape(r, nchunks, CHUNK).max(axis=2)
+            mc = min(m, nchunks)
+            if mc < nchunks:
+                top = np.argpartition(-cmax, mc - 1, axis=1)[:, :mc]
             else:
-                part = np.broadcast_to(np.arange(n_train), d.shape).copy()
-            pd = np.take_along_axis(d, part, axis=1)
-            order = np.lexsort((part, pd), axis=1)  # distance, then index: deterministic
-            idx[s:s + len(q)] = np.take_along_axis(part, order, axis=1)
-            qn = np.einsum("ij,ij->i", q, q)[:, None]
-            dist[s:s + len(q)] = np.maximum(np.take_along_axis(pd, order, axis=1) + qn, 0)
+                top = np.broadcast_to(np.arange(nchunks), (r, nchunks))
+            cidx = (top[:, :, None] * CHUNK + np.arange(CHUNK)).reshape(r, -1)
+            cs = np.take_along_axis(score, cidx, axis=1)
+            sel = np.argpartition(-cs, m - 1, axis=1)[:, :m] if m < cs.shape[1] else \
+                np.broadcast_to(np.arange(cs.shape[1]), cs.shape)
+            cand = np.take_along_axis(cidx, sel, axis=1)            # m candidates per row
+            approx = np.take_along_axis(cs, sel, axis=1).astype(np.float64)
+            rows = np.arange(s, e)
+            ex = self._exact(Q, q8, rows, cand)
+            order = np.lexsort((cand, ex), axis=1)
+            cand = np.take_along_axis(cand, order, axis=1)
+            ex = np.take_along_axis(ex, order, axis=1)
+            idx[s:e] = cand[:, :k]
+            dist[s:e] = ex[:, :k]
+            if m < n_train:
+                # every non-candidate has a score at most the worst candidate's, so an exact
+                # distance at least qsq - 2 * min(approx) - bound
+                floor = qsq[s:e] - 2.0 * approx.min(axis=1) - bound[s:e]
+                bad = np.flatnonzero(ex[:, k - 1] >= floor)
+                uncertified += bad.size
+                for i in bad:
+                    # every row that can be among the k nearest has a score at least this
+                    # (its exact distance is at most the k-th candidate's)
+                    thr = 0.5 * (qsq[s + i] - ex[i, k - 1] - bound[s + i])
+                    c = np.flatnonzero(score[i, :n_train] >= thr)
+                    ec = self._exact(Q, q8, np.array([s + i]), c[None])[0]
+                    o = np.lexsort((c, ec))[:k]
+                    idx[s + i], dist[s + i] = c[o], ec[o]
+        if uncertified:
+            logger.debug("k-NN: %d of %d rows re-ranked beyond the candidates", uncertified, n)
+        self.uncertified_ = uncertified
         return idx, dist
 
     def predict_sweep(self, X, ks) -> dict[int, np.ndarray]:
@@ -129,7 +234,7 @@ class KNNClassifier(Classifier):
             raise ConfigError("invalid k sweep", expected="positive integers", found=ks)
         idx, _ = self.kneighbors(X, ks[-1])
         codes = self.codes_[idx]
-        return {k: self.classes_[vote(codes, k, len(self.classes_))[0]] for k in ks}
+        return {k: self.classes_[vote(codes, k, len(self.classes_), self.tie)[0]] for k in ks}
 
     def predict(self, X) -> np.ndarray:
         return self.predict_sweep(X, [self.k])[self.k]
@@ -137,5 +242,5 @@ class KNNClassifier(Classifier):
     def decision_function(self, X) -> np.ndarray:
         """Vote fractions ``N x n_classes`` among the ``k`` nearest neighbours."""
         idx, _ = self.kneighbors(X, self.k)
-        _, counts = vote(self.codes_[idx], self.k, len(self.classes_))
+        _, counts = vote(self.codes_[idx], self.k, len(self.classes_), self.tie)
         return counts / np.float32(self.k)
