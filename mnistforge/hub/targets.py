@@ -13,7 +13,7 @@ from ..errors import ConfigError, MissingFileError, MnistforgeError
 from ..io.hashing import sha256_file
 from ..io.hf.repo import CARD, is_hf_repo, read_card, repo_configs
 from ..io.hf.schema import SplitData
-from ..io.manifest import read_manifest
+from ..io.manifest import Manifest
 from ..loaders import datasets_in_folder, load, resolve_target
 from ..loaders.origins import find_dataset_folder, locate
 from ..registry import bibtex, built_license, get_dataset, get_file, hub_license
@@ -47,14 +47,14 @@ def _dataset_folder(root, name) -> Path | None:
     return None if root is None else find_dataset_folder(root, get_dataset(name))
 
 
-def _find_manifest(root, name) -> tuple[dict | None, Path | None]:
+def _find_manifest(root, name) -> tuple[Manifest | None, Path | None]:
 
     if root is None:
         return None, None
     for folder in (_dataset_folder(root, name), Path(root), Path(root) / name):
         if folder is None:
             continue
-        m = read_manifest(folder)
+        m = Manifest.read(folder)
         if m is not None:
             return m, folder
     return None, None
@@ -157,36 +157,37 @@ def _caveats(info, params: dict, built: bool) -> list[str]:
 
 
 def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_name=None,
-                        built_manifest: dict | None = None) -> ExportConfig:
+                        built_manifest: Manifest | dict | None = None) -> ExportConfig:
     """An :class:`ExportConfig` for registry dataset ``name`` with arrays in ``splits``.
 
     ``splits`` maps split names to :class:`SplitData` (or tuples).  Provenance
-    comes from ``built_manifest`` (a build folder's manifest.json) or, for the
+    comes from ``built_manifest`` (a build folder's :class:`~mnistforge.io.manifest.Manifest`
+    or its dict form) or, for the
     official files, from the registry (sha256, size, md5 and URL of each file).
     """
 
     info = get_dataset(name)
-    built = built_manifest is not None
-    params = dict((built_manifest or {}).get("parameters") or {})
+    m = Manifest.coerce(built_manifest)
+    built = m is not None
+    params = dict(m.parameters) if m is not None else {}
     prov: dict = {}
-    if built:
-        m = built_manifest
-        source = (f"built from NIST SD19 by mnistforge {m.get('version', '?')} "
-                  f"(`mnistforge build`, manifest kind `{m.get('kind', '?')}`), loaded from "
+    if m is not None:
+        source = (f"built from NIST SD19 by mnistforge {m.version or '?'} "
+                  f"(`mnistforge build`, manifest kind `{m.kind or '?'}`), loaded from "
                   f"`{Path(root).name if root else '?'}`.")
-        prov["build"] = {"mnistforge_version": m.get("version"), "python": m.get("python"),
-                         "kind": m.get("kind")}
+        prov["build"] = {"mnistforge_version": m.version or None, "python": m.python or None,
+                         "kind": m.kind or None}
         if params:
             prov["parameters"] = params
-        if m.get("inputs"):
-            prov["inputs"] = m["inputs"]
+        if m.inputs:
+            prov["inputs"] = m.inputs
         # The build folder's files (the idx files this config was read from, among others).
         used = {rel: (out.get("sha256") if isinstance(out, dict) else out)
-                for rel, out in sorted((m.get("outputs") or {}).items())}
+                for rel, out in sorted(m.outputs.items())}
         if used:
             prov["build_outputs_sha256"] = used
-        if m.get("notes"):
-            prov["notes"] = m["notes"]
+        if m.notes:
+            prov["notes"] = m.notes
         license_id, license_name = built_license()
         cites = [bibtex(info.group), bibtex("sd19")]
     elif root is not None and is_hf_repo(root, name):

@@ -21,7 +21,7 @@ def detect_dataset(folder) -> str:
     Fashion-MNIST and KMNIST use the same names) by the build manifest, the
     folder name, then the hash of the test labels; MNIST otherwise.
     """
-    from ..io.manifest import read_manifest
+    from ..io.manifest import Manifest
     from ..cache.verify import hash_content, hash_file
 
     folder = Path(folder)
@@ -39,11 +39,12 @@ def detect_dataset(folder) -> str:
     pool = direct or cands
     if len(pool) == 1:
         return pool[0]
-    man = read_manifest(folder) or {}
-    for key in ("dataset", "name", "target", "kind"):
-        v = man.get(key)
-        if v in pool:
-            return v
+    man = Manifest.read(folder)
+    listed = [n for n in pool if man is not None and man.dataset(n) is not None]
+    if len(listed) == 1:      # a build folder says which dataset it holds
+        return listed[0]
+    if man is not None and man.kind in pool:
+        return man.kind
     base = folder.name.lower()
     named = sorted((n for n in pool if n in base), key=len, reverse=True)
     if named:
