@@ -8,15 +8,24 @@
 * ELM fit, ``--elm-n`` (10,000) samples x ``--hidden`` (1,500) units: blocked normal equations (float64
   ``dsyrk`` accumulation) vs naive NumPy (whole float64 hidden matrix, then
   ``numpy.linalg.lstsq``), and vs the OPIUM streaming solver.
+* lenet / cnn (when torch is installed), ``--nn-n`` (10,000) images: one epoch of our
+  training loop (``clf.fit``, everything included) vs a plain PyTorch loop on the same
+  network, optimiser, schedule, batches and data (target: ours >= 0.9x its speed), and
+  inference throughput (``decision_function`` vs plain batched ``model(x)``). Real
+  Fashion-MNIST images when Debian's package is installed, random ones otherwise. Best of
+  ``--repeats`` alternating runs; the load average is printed with each ratio.
 
-Ratios are printed. ``--quick`` shrinks everything for a smoke run.
+Ratios are printed. ``--quick`` shrinks everything for a smoke run; ``--only nn`` runs the
+neural part alone.
 
-    python benchmarks/bench_classifiers.py [--quick] [--train 60000 --test 10000]
+    python benchmarks/bench_classifiers.py [--quick] [--train 60000 --test 10000] [--only nn]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -50,6 +59,89 @@ def naive_elm_fit(clf, X, y):
     return np.linalg.lstsq(A, np.vstack([Y, np.zeros((m, Y.shape[1]))]), rcond=None)[0]
 
 
+def _load_avg() -> str:
+    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg()) + \
+        f" on {os.cpu_count()} CPUs"
+
+
+def _nn_data(n):
+    fashion = Path("/usr/share/datasets/fashion-mnist")
+    if (fashion / "train-images-idx3-ubyte.gz").is_file():
+        import mnistforge
+        ds = mnistforge.load("fashion-mnist", "train", root=fashion)
+        return np.asarray(ds.images)[:n], np.asarray(ds.labels)[:n], "Fashion-MNIST"
+    rng = np.random.default_rng(0)
+    return (rng.integers(0, 256, (n, 28, 28), dtype=np.uint8), rng.integers(0, 10, n),
+            "random images")
+
+
+def plain_torch_epoch(clf, X, y):
+    """The textbook loop: same network, optimiser, schedule and batch order as ``clf``."""
+    import torch
+
+    torch.manual_seed(clf.seed)
+    model = clf._network(10, X.shape[1:])
+    opt, sched = clf._optimizer(torch, model.parameters(), (len(X) + clf.batch - 1) // clf.batch)
+    xt = torch.from_numpy(X.astype(np.float32) / 255).unsqueeze(1)
+    yt = torch.from_numpy(y.astype(np.int64))
+    perm = torch.randperm(len(X), generator=torch.Generator().manual_seed(clf.seed))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    model.train()
+    for s in range(0, len(X), clf.batch):
+        i = perm[s:s + clf.batch]
+        opt.zero_grad()
+        loss = loss_fn(model(xt[i]), yt[i])
+        loss.backward()
+        opt.step()
+        sched.step()
+    return model
+
+
+def plain_torch_predict(model, X, batch=1024):
+    import torch
+
+    out = []
+    model.eval()
+    with torch.no_grad():
+        for s in range(0, len(X), batch):
+            xb = torch.from_numpy(X[s:s + batch].astype(np.float32) / 255).unsqueeze(1)
+            out.append(model(xb).numpy())
+    return np.concatenate(out)
+
+
+def bench_neural(n, repeats):
+    try:
+        import torch
+    except ImportError:
+        print("torch not installed: skipping lenet/cnn (pip install 'mnistforge[torch]')")
+        return
+    from mnistforge.classifiers.base import make_classifier
+
+    X, y, what = _nn_data(n)
+    print(f"\n== lenet / cnn, one training epoch on {len(X)} {what} images, CPU, "
+          f"{torch.get_num_threads()} torch threads, best of {repeats}")
+    for name in ("lenet", "cnn"):
+        clf = make_classifier(f"{name}:epochs=1,device=cpu")
+        t_ours, t_plain = [], []
+        for _ in range(repeats):  # alternate, so a load spike hits both sides alike
+            fitted, t = timed(make_classifier(f"{name}:epochs=1,device=cpu").fit, X, y)
+            t_ours.append(t)
+            model, t = timed(plain_torch_epoch, clf, X, y)
+            t_plain.append(t)
+        same = np.array_equal(fitted.predict(X[:2000]),
+                              plain_torch_predict(model, X[:2000]).argmax(1))
+        print(f"{name:5s} train epoch: ours {min(t_ours):7.2f} s, plain PyTorch "
+              f"{min(t_plain):7.2f} s -> ours at {min(t_plain) / min(t_ours):.2f}x its speed "
+              f"(same predictions: {same}; {_load_avg()})")
+        p_ours, p_plain = [], []
+        for _ in range(repeats):
+            p_ours.append(timed(fitted.decision_function, X)[1])
+            p_plain.append(timed(plain_torch_predict, model, X)[1])
+        print(f"{name:5s} inference: ours {len(X) / min(p_ours):9.0f} images/s, plain "
+              f"{len(X) / min(p_plain):9.0f} images/s -> {min(p_plain) / min(p_ours):.2f}x "
+              f"({_load_avg()})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--train", type=int, default=60_000)
@@ -57,11 +149,22 @@ def main():
     ap.add_argument("--naive-rows", type=int, default=50)
     ap.add_argument("--elm-n", type=int, default=10_000)
     ap.add_argument("--hidden", type=int, default=1_500)
+    ap.add_argument("--nn-n", type=int, default=10_000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--only", choices=("knn-elm", "nn"), default=None)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     if args.quick:
         args.train, args.test, args.naive_rows, args.elm_n, args.hidden = 5000, 1000, 50, 3000, 300
+        args.nn_n, args.repeats = 2000, 2
+    if args.only != "nn":
+        bench_knn_elm(args)
+    if args.only != "knn-elm":
+        bench_neural(args.nn_n, args.repeats)
 
+
+def bench_knn_elm(args):
+    """k-NN against naive NumPy and scikit-learn; the ELM solvers against lstsq."""
     rng = np.random.default_rng(0)
     # smooth-ish random "images" so neighbours are not all equidistant
     Xtr = rng.integers(0, 256, (args.train, 28, 28), dtype=np.uint8)

@@ -11,13 +11,12 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the [torch] extra is not installed")
 
-from mnistforge.classifiers.base import make_classifier  # noqa: E402
-from mnistforge.classifiers.linear import LinearClassifier  # noqa: E402
-from mnistforge.classifiers.neural import load_model, save_model  # noqa: E402
-from mnistforge.cli import main  # noqa: E402
-from mnistforge.errors import (ConfigError, FormatError, IntegrityError,  # noqa: E402
-                               MissingFileError)
-from mnistforge.evaluators import protocol as pr  # noqa: E402
+from mnistforge.classifiers.base import make_classifier
+from mnistforge.classifiers.linear import LinearClassifier
+from mnistforge.classifiers.neural import load_model, save_model
+from mnistforge.cli import main
+from mnistforge.errors import ConfigError, FormatError, IntegrityError, MissingFileError
+from mnistforge.evaluators import protocol as pr
 
 # small enough to train in seconds on 2 CPU cores, large enough for a stable ranking
 N_TRAIN, N_TEST = 3000, 2000
@@ -60,12 +59,12 @@ def _beats_linear(split, spec):
 
 @pytest.mark.parametrize("name", ["lenet", "cnn"])
 def test_beats_linear_on_real_fashion_mnist(fashion_split, name):
-    lin, net = _beats_linear(fashion_split, RECIPES[name])
+    _, net = _beats_linear(fashion_split, RECIPES[name])
     assert net < 0.22  # Fashion-MNIST with 3,000 images: ~15-19 %; linear ~25 %
 
 
 def test_lenet_beats_linear_on_real_mnist(mnist_split):
-    lin, net = _beats_linear(mnist_split, RECIPES["lenet"])
+    _, net = _beats_linear(mnist_split, RECIPES["lenet"])
     assert net < 0.07  # ~3-5 % with 3,000 images; linear ~15 %
 
 
@@ -243,6 +242,10 @@ def test_evaluate_cli_save_and_load_model(fashion_dir, tmp_path, capsys):
     assert p1.read_text().splitlines()[-500:] == p2.read_text().splitlines()[-500:]
     assert json.loads((tmp_path / "e.json").read_text())["n_train"] == 1000
     capsys.readouterr()
+    assert main(["evaluate", "lenet:epochs=2,patience=1", "--device", "cpu", "--train",
+                 f"{fashion_dir}:train", "--limit-train", "1000", *common,
+                 "--validation", f"{fashion_dir}:test"]) == 0
+    assert "early stopping: best validation epoch" in capsys.readouterr().out
     # usage errors: training flags with a loaded model, neural flags on other classifiers
     assert main(["evaluate", "--load-model", str(model), "--train", "x", *common]) == 2
     assert main(["evaluate", "knn", "--save-model", str(model), "--train", "x", *common]) == 2

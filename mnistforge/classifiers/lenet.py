@@ -18,8 +18,14 @@ from dataclasses import dataclass
 
 from .neural import NeuralClassifier, as_images, load_model, require_torch, save_model
 
-__all__ = ["LeNet5Classifier", "SmallCNNClassifier", "require_torch", "load_model",
-           "save_model", "as_images"]
+__all__ = [
+    "LeNet5Classifier",
+    "SmallCNNClassifier",
+    "as_images",
+    "load_model",
+    "require_torch",
+    "save_model",
+]
 
 
 @dataclass

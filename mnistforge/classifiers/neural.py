@@ -26,14 +26,14 @@ import dataclasses
 import hashlib
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import (ConfigError, FormatError, IntegrityError, MissingFileError,
-                      require)
+from ..errors import ConfigError, FormatError, IntegrityError, MissingFileError, require
 from .base import Classifier, check_xy
 
 logger = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def as_images(X) -> np.ndarray:
     """``N x H x W`` float32 images; uint8 pixels scaled to [0, 1]; square ``N x D`` rows reshaped."""
     X = np.asarray(X)
     if X.ndim == 2:
-        side = int(round(np.sqrt(X.shape[1])))
+        side = math.isqrt(X.shape[1])
         if side * side != X.shape[1]:
             raise ConfigError("inputs are not square images", expected="N x H x W or N x H*W "
                               "with a square H*W", found=f"shape {X.shape}")
