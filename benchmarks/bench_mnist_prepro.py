@@ -57,12 +57,12 @@ def main(argv=None) -> int:
     os.environ.setdefault("MNISTFORGE_PROGRESS", "0")
 
     from mnistforge.sd19.reader import open_sd19
-    from mnistforge.sd19.synth import make_tiny_sd19
+    from mnistforge.sd19.synth import SynthConfig, synthesize_sd19
 
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
-        path = make_tiny_sd19(tmp, scale=args.scale, fields="d", hierarchies=("by_write",),
-                              by_write_cls=True)
+        path = synthesize_sd19(Path(tmp) / "sd19", SynthConfig(
+            scale=args.scale, fields="d", hierarchies=("by_write",), by_write_cls=True), progress=False)
         src = open_sd19(path, progress=False)
         rows = src.digits()
         print(f"synthetic SD19: {rows.size} digits ({time.perf_counter() - t:.1f} s to write and index)")

@@ -5,6 +5,7 @@ handwriting): the readers only care about files, order and pixels.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import zipfile
 from pathlib import Path
@@ -13,6 +14,7 @@ import numpy as np
 
 from mnistforge.sd19.ihead import write_cls, write_mis, write_mit
 from mnistforge.sd19.png1 import encode_png1
+from mnistforge.sd19.synth import DESCRIPTION, SynthConfig, synthesize_sd19
 
 FIELD_DIR = {"d": "digit", "u": "upper", "l": "lower", "c": "const"}
 # (partition, writer, template): two writers in hsf_0, one in hsf_4, one in hsf_7
@@ -157,3 +159,22 @@ def expected_index(chars):
 
 
 __all__ = ["write_tree", "make_chars", "expected_index", "write_cls", "write_mit", "os"]
+
+
+def make_tiny_sd19(tmp_path, scale: float = 0.002, edition: int = 2, packaging: str = "zip",
+                   seed: int = 0, fields: str = "dulc", **kwargs) -> Path:
+    """A small synthetic SD19 for tests (``scale=0.002``: ~1,600 characters, a few seconds).
+
+    Written to ``tmp_path / "sd19-e<edition>-<packaging>-s<seed>-<fields>"`` (reused when it
+    already exists, so several tests of a session can share it).
+
+    """
+    name = f"sd19-e{edition}-{packaging}-s{seed}-{fields}-x{scale:g}"
+    if kwargs:
+        name += "-" + hashlib.sha1(repr(sorted(kwargs.items())).encode()).hexdigest()[:8]
+    out = Path(tmp_path) / name
+    if (out / DESCRIPTION).is_file():
+        return out
+    config = SynthConfig(scale=scale, edition=edition, packaging=packaging, seed=seed,
+                         fields=fields, **kwargs)
+    return synthesize_sd19(out, config, progress=False)

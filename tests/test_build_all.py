@@ -10,7 +10,7 @@ import pytest
 import mnistforge
 from mnistforge.cli import main
 from mnistforge.io.manifest import read_manifest
-from mnistforge.sd19.synth import make_tiny_sd19
+from sd19_helpers import make_tiny_sd19
 
 SUBFOLDERS = ["emnist", "mnist", "qmnist", "xnist"]
 EMNIST = ["byclass", "bymerge", "balanced", "letters", "digits", "mnist"]

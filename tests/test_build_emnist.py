@@ -17,7 +17,7 @@ from mnistforge.errors import BuildError
 from mnistforge.io.idx import read_idx
 from mnistforge.io.hashing import sha256_file
 from mnistforge.sd19 import open_sd19
-from mnistforge.sd19.synth import make_tiny_sd19
+from sd19_helpers import make_tiny_sd19
 
 SCALE = 0.003   # ~2,400 characters: every class present, a few seconds to build
 

@@ -20,13 +20,14 @@ from mnistforge.io.hashing import sha256_file
 
 synth = pytest.importorskip("mnistforge.sd19.synth")
 from mnistforge.sd19.reader import open_sd19  # noqa: E402
+from sd19_helpers import make_tiny_sd19
 
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     # ~800 digits: a writer or two per partition, the three planted duplicates
-    return synth.make_tiny_sd19(tmp_path_factory.mktemp("sd19"), scale=0.002, fields="d",
+    return make_tiny_sd19(tmp_path_factory.mktemp("sd19"), scale=0.002, fields="d",
                                 hierarchies=("by_write",), by_write_cls=True)
 
 
@@ -57,7 +58,7 @@ def test_vectorised_equals_oracle_on_synthetic_digits(source):
 
 @pytest.mark.slow
 def test_vectorised_equals_oracle_on_2000_synthetic_digits(tmp_path_factory):
-    path = synth.make_tiny_sd19(tmp_path_factory.mktemp("sd19-2k"), scale=0.005, fields="d",
+    path = make_tiny_sd19(tmp_path_factory.mktemp("sd19-2k"), scale=0.005, fields="d",
                                 hierarchies=("by_write",), by_write_cls=True)
     source = open_sd19(path, progress=False)
     rows = source.digits()[:2000]

@@ -473,6 +473,7 @@ _FAILING_PUSHES = """
 import os, sys
 from mnistforge.errors import UploadError
 from mnistforge import hub as hf
+from sd19_helpers import make_tiny_sd19
 repo, dead = sys.argv[1], sys.argv[2]
 os.environ.pop("HF_TOKEN", None)
 try:
@@ -539,7 +540,7 @@ def builds(tmp_path_factory):
     from mnistforge.builders.qmnist import QmnistBuildConfig, build_qmnist
 
     base = tmp_path_factory.mktemp("hf-builds")
-    sd19 = synth.make_tiny_sd19(base / "sd19", scale=0.002)
+    sd19 = make_tiny_sd19(base / "sd19", scale=0.002)
     build_qmnist(sd19, base / "qmnist", QmnistBuildConfig(progress=False, workers=1))
     build_emnist(sd19, base / "emnist", splits=["letters", "balanced"], seed=3, workers=1)
     return base

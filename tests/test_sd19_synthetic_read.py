@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from mnistforge.sd19 import open_sd19
+from sd19_helpers import make_tiny_sd19
 
 synth = pytest.importorskip("mnistforge.sd19.synth")
 
@@ -18,7 +19,7 @@ def sources(tmp_path_factory):
     base = tmp_path_factory.mktemp("synth")
     out = {}
     for ed, pk in COMBOS:
-        root = synth.make_tiny_sd19(base, scale=SCALE, edition=ed, packaging=pk, hierarchies=HIER)
+        root = make_tiny_sd19(base, scale=SCALE, edition=ed, packaging=pk, hierarchies=HIER)
         out[(ed, pk)] = open_sd19(root)
     return out
 
@@ -55,7 +56,7 @@ def test_second_edition_without_cls_joins_completely(sources):
 
 
 def test_second_edition_with_cls(tmp_path, sources):
-    root = synth.make_tiny_sd19(tmp_path, scale=SCALE, edition=2, packaging="zip",
+    root = make_tiny_sd19(tmp_path, scale=SCALE, edition=2, packaging="zip",
                                 hierarchies=("by_write",), by_write_cls=True)
     src = open_sd19(root, strict=True)
     assert src.cls_present and src.join_report is None

@@ -16,9 +16,10 @@ from mnistforge.sd19.glyphs import HardCases, draw_writer_style, render_characte
 from mnistforge.sd19.ihead import parse_cls, parse_mit, read_mis
 from mnistforge.sd19.png1 import decode_png1_many
 from mnistforge.sd19.synth import (
-    PLAN_DTYPE, SynthConfig, _StoredZip, field_class_counts, make_tiny_sd19, plan_sd19,
+    PLAN_DTYPE, SynthConfig, _StoredZip, field_class_counts, plan_sd19,
     read_xnist_table, synthesize_sd19,
 )
+from sd19_helpers import make_tiny_sd19
 
 PART_RANK = {p: i for i, p in enumerate(nt.PARTITION_ORDER)}
 FIELD_RANK = {f: i for i, f in enumerate(nt.FIELDS)}
@@ -297,7 +298,7 @@ def test_deterministic_bytes(tmp_path):
 def test_parallel_equals_serial(tmp_path, monkeypatch):
     import mnistforge.sd19.synth as synth
 
-    monkeypatch.setattr(synth, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(synth.render, "PARALLEL_MIN", 0)
     cfg = dict(scale=0.002, fields="d", hierarchies=("by_write",), seed=1)
     a = synthesize_sd19(tmp_path / "a", SynthConfig(workers=1, **cfg), progress=False)
     b = synthesize_sd19(tmp_path / "b", SynthConfig(workers=2, **cfg), progress=False)
@@ -356,7 +357,7 @@ def test_accidental_identical_images_are_refused(monkeypatch, tmp_path):
     def blank(codes, style, rng, hard=None):   # a broken renderer: every image empty
         return np.zeros((len(codes), 128, 128), bool)
 
-    monkeypatch.setattr(synth, "render_characters", blank)
+    monkeypatch.setattr(synth.render, "render_characters", blank)
     with pytest.raises(BuildError, match="identical images"):
         synthesize_sd19(tmp_path / "x", SynthConfig(scale=0.0005, fields="d",
                                                     hierarchies=("by_write",)), progress=False)

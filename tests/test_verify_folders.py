@@ -7,7 +7,7 @@ import pytest
 
 from mnistforge.cli import main
 from mnistforge.loaders import datasets_in_folder
-from mnistforge.sd19.synth import make_tiny_sd19
+from sd19_helpers import make_tiny_sd19
 
 
 @pytest.fixture(scope="module")

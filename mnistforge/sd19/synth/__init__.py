@@ -1,0 +1,45 @@
+"""A synthetic NIST SD19: same trees, names and formats as the real database, any scale.
+
+The real SD19 (814,255 characters, ~1 GB per hierarchy) cannot be downloaded on
+development or CI machines, so every reader, index and builder is tested on this
+replica.  It follows the layout of ``docs/sd19.md`` / the project spec exactly:
+
+* hierarchies ``by_write``, ``by_class``, ``by_merge``, ``by_field`` with NIST's
+  folder and file names; 2nd edition: one 128x128 1-bit PNG per character in a
+  folder named after the former ``.mis`` file (``<set>/<set>_NNNNN.png``),
+  packaged as ``by_write.zip`` ... (members start with the hierarchy folder) or
+  as unpacked folders; 1st edition: IHEAD + CCITT G4 ``.mis`` with ``.cls`` and,
+  outside ``by_write``, ``.mit`` back references;
+* writers, partitions, form template ids and per-class counts follow NIST's
+  published table (:mod:`mnistforge.sd19.nist_table`) scaled by ``scale``, at
+  least one writer per partition, the constitution field only in hsf_0..2, and
+  exactly three duplicated digit images (identical pixels, same writer and class,
+  like the real ones);
+* or, with ``layout=`` a QMNIST/xnist extended-label table, exactly the real
+  digit layout (partitions, writers, writer folders, per-writer digit classes in
+  walk order, the three duplicates where its column 6 says).
+
+Characters are drawn by :mod:`mnistforge.sd19.glyphs`.  Output is a pure
+function of the configuration (byte-identical zips for the same seed); rendering
+and PNG encoding run on all cores, one task per group of writer folders, and the
+results are written in walk order.
+
+Modules: :mod:`.config` (``SynthConfig``, constants), :mod:`.plan` (one row per
+character), :mod:`.render` (worker processes), :mod:`.write` (zips/folders, both
+editions), :mod:`.synthesize` (the entry point).
+
+Examples
+--------
+>>> import tempfile
+>>> out = synthesize_sd19(tempfile.mkdtemp() + "/sd19",
+...                       SynthConfig(scale=0.0005, fields="d", hierarchies=("by_write",)))
+>>> sorted(p.name for p in out.iterdir())
+['by_write.zip', 'synthetic-sd19.json']
+"""
+from .config import DESCRIPTION, HIERARCHIES, PLAN_DTYPE, SynthConfig
+from .plan import Plan, field_class_counts, plan_sd19, read_xnist_table
+from .synthesize import synthesize_sd19
+from .write import _StoredZip  # noqa: F401 - the zip writer, for tests and benchmarks
+
+__all__ = ["SynthConfig", "synthesize_sd19", "plan_sd19", "read_xnist_table", "field_class_counts",
+           "Plan", "HIERARCHIES", "PLAN_DTYPE", "DESCRIPTION"]
