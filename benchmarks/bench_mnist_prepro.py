@@ -72,7 +72,7 @@ def main(argv=None) -> int:
         from mnistforge.builders.qmnist import preprocess_rows
         cfg = MnistPreproConfig()
         many = np.tile(rows, max(1, args.pipeline // rows.size))
-        from mnistforge.sd19.reader import default_workers
+        from mnistforge.settings import workers as default_workers
         for strategy in ("main", "workers"):
             t_s, _ = timed(preprocess_rows, src, many, cfg, strategy=strategy, progress=False)
             print(f"decode+preprocess {many.size} images, strategy {strategy!r:9}: "

@@ -43,7 +43,8 @@ def main(argv=None) -> int:
     ap.add_argument("--naive-limit", type=int, default=5000, help="characters for the naive loop")
     args = ap.parse_args(argv)
 
-    from mnistforge.sd19.reader import default_workers, open_sd19
+    from mnistforge.sd19.reader import open_sd19
+    from mnistforge.settings import workers as default_workers
 
     tmp = None
     if args.source:

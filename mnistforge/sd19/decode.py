@@ -1,0 +1,115 @@
+"""Decoding SD19 character images in parallel (hashing for the index, bits for the builders)."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import os
+from collections import deque
+
+import numpy as np
+
+from ..errors import SD19FormatError
+from . import index as _index
+from .ihead import read_mis
+from .png1 import decode_png1_many
+from .trees import Tree
+from .zipdir import ZipListing, read_members
+
+
+logger = logging.getLogger(__name__)
+
+IMAGE = 128
+
+# --- parallel decoding ------------------------------------------------------------------------
+
+def _load_files(spec, table, fmt):
+    """Decode the files of ``table`` (FILE_DTYPE rows): list of bool arrays (n_i, 128, 128)."""
+    kind, location, prefix = spec
+    names = [prefix + t.decode() for t in table["name"]]
+    if kind == "zip":
+        lst = ZipListing(location, names, table["offset"], table["csize"], table["usize"],
+                         table["method"], table["crc"])
+        blobs = read_members(location, lst, np.arange(len(table)))
+        where = [f"{location}:{n}" for n in names]
+    else:
+        where = [os.path.join(location, n) for n in names]
+        blobs = []
+        for p in where:
+            with open(p, "rb") as f:
+                blobs.append(f.read())
+    if fmt == "png":
+        imgs = decode_png1_many(blobs, names=where)
+        return [imgs[i:i + 1] for i in range(len(imgs))], imgs
+    return [read_mis(b, name=w) for b, w in zip(blobs, where)], None
+
+
+def _job_hash(spec, table, fmt):
+    """Worker: (entries per file, content hash of every character) of the given files."""
+    per_file, stacked = _load_files(spec, table, fmt)
+    if stacked is not None:
+        return np.ones(len(stacked), np.int64), _index.hash_images(stacked)
+    counts = np.array([len(x) for x in per_file], np.int64)
+    return counts, np.concatenate([_index.hash_images(x) for x in per_file])
+
+
+def _job_bits(spec, table, fmt, file_pos, entries):
+    """Worker: packed images for the (file position, entry) pairs, in that order."""
+    per_file, stacked = _load_files(spec, table, fmt)
+    out = np.empty((len(file_pos), IMAGE * IMAGE // 8), np.uint8)
+    for k, (fp, e) in enumerate(zip(file_pos, entries)):
+        imgs = per_file[fp]
+        if e >= len(imgs):
+            raise SD19FormatError("entry beyond the end of its file", path=table["name"][fp].decode(),
+                                  expected=f"fewer than {len(imgs)} entries", found=f"entry {e}",
+                                  hint="the source changed since it was indexed; reopen with reindex=True")
+        out[k] = np.packbits(imgs[e].ravel())
+    return out
+
+
+class _Pool:
+    """A process pool used as an ordered, windowed map; runs inline with one worker."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self.ex = cf.ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
+
+    def map(self, fn, jobs, window: int | None = None):
+        if self.ex is None:
+            for j in jobs:
+                yield fn(*j)
+            return
+        window = window or 4 * self.workers
+        pending = deque()
+        it = iter(jobs)
+        for j in it:
+            pending.append(self.ex.submit(fn, *j))
+            if len(pending) >= window:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+    def close(self):
+        if self.ex is not None:
+            self.ex.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _chunks(n: int, size: int):
+    for s in range(0, n, size):
+        yield s, min(n, s + size)
+
+
+def _hash_tree(tree: Tree, file_idx, fmt, pool: _Pool, bar, chunk: int):
+    table = tree.file_table(file_idx)
+    jobs = ((tree.spec(), table[s:e], fmt) for s, e in _chunks(len(table), chunk))
+    counts, hashes = [np.zeros(0, np.int64)], [np.zeros(0, "S16")]
+    for c, h in pool.map(_job_hash, jobs):
+        counts.append(c)
+        hashes.append(h)
+        bar.update(len(h))
+    return np.concatenate(counts), np.concatenate(hashes)
