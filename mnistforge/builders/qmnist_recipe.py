@@ -177,6 +177,7 @@ def select_qmnist(table, recipe: QmnistRecipe | None = None, *, duplicate=None) 
     Examples
     --------
     >>> t = np.zeros((4, 8), np.int64); t[:, 5] = np.arange(4)
+>>> t[:, 2] = np.arange(4)      # four writers: the test fill skips writers on the train side
     >>> select_qmnist(t, QmnistRecipe(train_size=2, test_size=2, test_fill_start=2)).test.tolist()
     [2, 3]
     """
@@ -229,6 +230,7 @@ def order_like_published(selection: Selection, published_train, published_test) 
     Examples
     --------
     >>> t = np.zeros((4, 8), np.int64); t[:, 5] = np.arange(4)
+>>> t[:, 2] = np.arange(4)      # four writers: the test fill skips writers on the train side
     >>> s = select_qmnist(t, QmnistRecipe(train_size=2, test_size=2, test_fill_start=2))
     >>> pub = lambda *g: np.array([[0] * 5 + [i, 0, 0] for i in g])
     >>> order_like_published(s, pub(1, 0), pub(3, 2)).train.tolist()
