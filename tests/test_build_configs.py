@@ -6,7 +6,12 @@ import pytest
 from mnistforge.builders.emnist import EmnistBuildConfig, _with_overrides
 from mnistforge.builders.emnist_prepro import EmnistPreproConfig
 from mnistforge.builders.mnist_prepro import MnistPreproConfig
-from mnistforge.builders.qmnist import QmnistBuildConfig, build_mnist, build_qmnist, build_xnist
+from mnistforge.builders.qmnist import (
+    QmnistBuildConfig,
+    build_mnist,
+    build_qmnist,
+    build_xnist,
+)
 from mnistforge.cli import main
 from mnistforge.commands import build as build_cmd
 from mnistforge.errors import ConfigError
@@ -50,15 +55,15 @@ def test_every_target_has_a_builder_function():
 
 
 @pytest.mark.parametrize("bad", [
-    dict(splits=("kanji",)), dict(splits=()), dict(orientation="sideways"), dict(seed=-1),
-    dict(split_by="height"), dict(letters_variant="paper99"), dict(scale=2.0), dict(workers=0),
+    {"splits": ("kanji",)}, {"splits": ()}, {"orientation": "sideways"}, {"seed": -1},
+    {"split_by": "height"}, {"letters_variant": "paper99"}, {"scale": 2.0}, {"workers": 0},
 ])
 def test_bad_emnist_values_are_config_errors(bad):
     with pytest.raises(ConfigError):
         EmnistBuildConfig(**bad)
 
 
-@pytest.mark.parametrize("bad", [dict(duplicates="some"), dict(batch_size=0), dict(workers=-2)])
+@pytest.mark.parametrize("bad", [{"duplicates": "some"}, {"batch_size": 0}, {"workers": -2}])
 def test_bad_qmnist_values_are_config_errors(bad):
     with pytest.raises(ConfigError):
         QmnistBuildConfig(**bad)

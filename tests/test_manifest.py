@@ -4,8 +4,13 @@ import json
 import pytest
 
 from mnistforge.errors import ConfigError, FormatError
-from mnistforge.io.manifest import (SCHEMA_VERSION, DatasetEntry, Manifest, read_manifest,
-                                    write_manifest)
+from mnistforge.io.manifest import (
+    SCHEMA_VERSION,
+    DatasetEntry,
+    Manifest,
+    read_manifest,
+    write_manifest,
+)
 
 
 def _folder(tmp_path):

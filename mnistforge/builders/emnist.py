@@ -248,7 +248,7 @@ class EmnistBuildConfig:
         if self.workers is not None and (not isinstance(self.workers, int) or self.workers < 1):
             raise ConfigError("invalid number of EMNIST workers", expected="a positive integer",
                               found=self.workers)
-        self.split_config  # validates seed, split_by, letters_variant and scale
+        _ = self.split_config  # raises ConfigError for a bad seed, split_by, letters_variant or scale
 
     @property
     def split_config(self) -> EmnistSplitConfig:

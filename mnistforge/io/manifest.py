@@ -64,8 +64,15 @@ from .hashing import sha256_file
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SCHEMA_VERSION", "MANIFEST_NAME", "DatasetEntry", "Manifest", "read_manifest",
-           "write_manifest", "package_version"]
+__all__ = [
+    "MANIFEST_NAME",
+    "SCHEMA_VERSION",
+    "DatasetEntry",
+    "Manifest",
+    "package_version",
+    "read_manifest",
+    "write_manifest",
+]
 
 #: version of the layout written; 0 stands for manifests written before it had one
 SCHEMA_VERSION = 1
