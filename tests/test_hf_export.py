@@ -23,6 +23,7 @@ from mnistforge import hub as hf
 from mnistforge.io.hf import png
 from mnistforge.registry import bibtex, built_license
 from mnistforge.io.idx import read_idx, write_idx
+from sd19_helpers import make_tiny_sd19
 
 ROOT = Path(__file__).resolve().parents[1]
 QMNIST_FIELDS = ["label", "hsf", "writer", "index_in_writer", "nist_class", "nist_index",
@@ -473,7 +474,6 @@ _FAILING_PUSHES = """
 import os, sys
 from mnistforge.errors import UploadError
 from mnistforge import hub as hf
-from sd19_helpers import make_tiny_sd19
 repo, dead = sys.argv[1], sys.argv[2]
 os.environ.pop("HF_TOKEN", None)
 try:
@@ -535,7 +535,6 @@ def test_push_refuses_in_offline_mode_and_unchecked_folders(tmp_path, hub_server
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory):
     """A tiny synthetic SD19 built into QMNIST and two EMNIST datasets (a few seconds)."""
-    synth = pytest.importorskip("mnistforge.sd19.synth")
     from mnistforge.builders.emnist import build_emnist
     from mnistforge.builders.qmnist import QmnistBuildConfig, build_qmnist
 

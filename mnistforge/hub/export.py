@@ -138,7 +138,7 @@ def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
 
     Examples
     --------
-    >>> import tempfile, os
+    >>> import tempfile, os, numpy as np
     >>> cfg = ExportConfig("toy", {"test": (np.zeros((2, 28, 28), np.uint8), np.array([1, 0]))}, ["x", "y"])
     >>> out = export_hf(os.path.join(tempfile.mkdtemp(), "r"), [cfg], workers=1)
     >>> out["configs"][0]["splits"][0]["files"]

@@ -23,9 +23,11 @@ import gzip
 import io
 import lzma
 import os
+import types
 import zlib
 from pathlib import Path
 
+gz_zlib: types.ModuleType
 try:  # ISA-L inflates gzip about 1.8x faster than zlib, with identical output
     from isal import isal_zlib as gz_zlib
 except ImportError:  # pragma: no cover - isal is a dependency, zlib the fallback

@@ -58,10 +58,11 @@ def hash_file(path) -> tuple[str, str]:
     """(sha256, md5) of a file's bytes, in one pass."""
     with open(path, "rb") as f:
         sha, md5, _ = hash_stream(f)
+    assert md5 is not None  # asked for
     return sha, md5
 
 
-def hash_content(path, name: str | None = None) -> tuple[str, str, int] | None:
+def hash_content(path, name: str | None = None) -> tuple[str, str | None, int] | None:
     """(sha256, md5, size) of a compressed file's decompressed content.
 
     The compression follows the suffix of ``name`` (default: the path's).

@@ -42,7 +42,7 @@ from .atomic import atomic_file
 from .compression import (DECOMPRESS_ERRORS, compression_of, decompressor, open_reader,
                           open_writer)
 
-TYPES = {
+TYPES: dict[int, np.dtype] = {
     0x08: np.dtype(">u1"),
     0x09: np.dtype(">i1"),
     0x0B: np.dtype(">i2"),

@@ -281,15 +281,18 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(Manifest))
 _V0_KEYS = frozenset({"dataset", "counts", "extra"})
 
 
+def _dict(x) -> dict:
+    return x if isinstance(x, dict) else {}
+
+
 def _is_v0(d: dict) -> bool:
-    sides = d.get("sides") if isinstance(d.get("sides"), dict) else {}
+    sides = _dict(d.get("sides"))
     return bool(_V0_KEYS & set(d)) or any(not isinstance(v, int) for v in sides.values())
 
 
 def _upgrade_v0(d: dict) -> dict:
     """Map a manifest without ``schema`` onto the current fields."""
-    params = d.get("parameters") if isinstance(d.get("parameters"), dict) else {}
-    extra = d.get("extra") if isinstance(d.get("extra"), dict) else {}
+    params, extra = _dict(d.get("parameters")), _dict(d.get("extra"))
     out = {k: d[k] for k in _FIELDS if k in d and k not in ("schema", "sides", "orientation")}
     if isinstance(d.get("datasets"), dict):                    # EMNIST builds
         out["datasets"] = d["datasets"]
@@ -300,8 +303,7 @@ def _upgrade_v0(d: dict) -> dict:
         if isinstance(o, str) and o.lower() in ORIENTATIONS + ("transposed",):
             out["orientation"] = "upright" if o.lower() == "upright" else "official"
             break
-    sides = d.get("sides") if isinstance(d.get("sides"), dict) else {}
-    split = params.get("split") if isinstance(params.get("split"), dict) else {}
+    sides, split = _dict(d.get("sides")), _dict(params.get("split"))
     for where in (d, sides, split, params):
         if isinstance(where.get("split_by"), str):
             out["split_by"] = where["split_by"]

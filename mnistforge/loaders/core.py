@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import DatasetNotFoundError, IntegrityError
 from ..io.hf.repo import is_hf_repo
 from ..registry import DatasetInfo, get_dataset, list_datasets
-from .origins import CacheOrigin, FolderOrigin
+from .origins import CacheOrigin, FolderOrigin, Origin
 
 from .repo import load_split_from_repo
 from .split import DatasetSplit
@@ -81,17 +81,19 @@ def load(name, split="train", *, root=None, download=True, with_metadata=False, 
             + ", ".join(list_datasets()), found=f"a {info.kind}",
             hint=f"`mnistforge fetch {name}` downloads it")
     sp = info.split(split)
+    src: Origin
     if root is not None:
         src = FolderOrigin(info, root)
     else:
         src = CacheOrigin(info, cache=cache, download=download, offline=offline,
                           keep_raw=keep_raw, progress=progress)
     fsp = info.file_split(split)
+    assert fsp.images and fsp.labels, f"registry: file split {fsp.name} without files"
     images = src.open(fsp.images)
     lab = src.open(fsp.labels) if fsp.labels != fsp.images else images
     meta_raw = None
     if with_metadata and fsp.metadata:
-        meta_raw = lab if fsp.metadata == fsp.labels else src.open(fsp.metadata, required=False)
+        meta_raw = lab if fsp.metadata == fsp.labels else src.open_optional(fsp.metadata)
     if fsp.labels_column is not None:
         if lab.ndim != 2 or lab.shape[1] <= fsp.labels_column:
             raise IntegrityError("label table has the wrong shape", path=fsp.labels,
@@ -108,7 +110,7 @@ def load(name, split="train", *, root=None, download=True, with_metadata=False, 
         if sp.rows is not None:
             sl = slice(sp.rows[0], sp.rows[1])
         elif sp.last or sp.drop_last:
-            k = src.length(info.split(sp.last or sp.drop_last))
+            k = src.length(info.split(sp.last or sp.drop_last or ""))
             if k > n:
                 raise IntegrityError(f"{info.name}: validation larger than train", path=src.where,
                                      expected=f"at most {n} rows", found=f"{k}")
@@ -124,7 +126,7 @@ def load(name, split="train", *, root=None, download=True, with_metadata=False, 
     logger.info("loaded %s %s: %d images from %s", info.name, split, len(labels), src)
     ds = DatasetSplit(info.name, split, images, labels, info, metadata, str(src), src.status,
                       src.orientation)
-    if getattr(src, "classes", None):
+    if src.classes:
         ds.classes = list(src.classes)
     return ds
 
@@ -149,6 +151,6 @@ def _structured(meta: np.ndarray, info: DatasetInfo) -> np.ndarray:
         fields += [f"col{i}" for i in range(len(fields), k)]
     dt = np.dtype([(f, np.int32) for f in fields[:k]])
     out = np.empty(meta.shape[0], dtype=dt)
-    for i, f in enumerate(dt.names):
+    for i, f in enumerate(dt.names or ()):
         out[f] = meta[:, i]
     return out

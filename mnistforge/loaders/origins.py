@@ -3,8 +3,8 @@
 Both kinds answer the same two questions, so :func:`mnistforge.loaders.load`
 has one code path:
 
-* ``open(file_name, required=True)`` -> the idx array (memory map when raw)
-  or None for an optional file that is absent;
+* ``open(file_name)`` -> the idx array (memory map when raw), and
+  ``open_optional(file_name)`` -> the same, or None for an optional file that is absent;
 * ``length(split_info)`` -> the number of rows of a file split.
 
 :class:`CacheOrigin` serves the official files: it fetches/verifies them
@@ -20,7 +20,10 @@ from the folder's ``manifest.json`` when it says so, else from the registry.
 from __future__ import annotations
 
 import logging
+from typing import Protocol
 from pathlib import Path
+
+import numpy as np
 
 from .. import settings
 from ..cache.download import fetch_file
@@ -35,10 +38,27 @@ logger = logging.getLogger(__name__)
 
 
 
+class Origin(Protocol):
+    """What :func:`mnistforge.loaders.load` asks of a place files come from."""
+
+    kind: str
+    where: str
+    orientation: str
+    status: dict[str, str]
+    classes: list[str] | None
+
+    def open(self, fname: str) -> np.ndarray: ...
+
+    def open_optional(self, fname: str) -> np.ndarray | None: ...
+
+    def length(self, sp: SplitInfo) -> int: ...
+
+
 class CacheOrigin:
     """Official files, fetched and verified into the cache (see module doc)."""
 
     kind = "cache"
+    classes: list[str] | None = None
 
     def __init__(self, info: DatasetInfo, *, cache=None, download: bool = True, offline=None,
                  keep_raw: bool | None = None, progress=None):
@@ -57,7 +77,16 @@ class CacheOrigin:
     def length(self, sp: SplitInfo) -> int:
         return sp.count
 
-    def open(self, fname: str, required: bool = True):
+    def open(self, fname: str) -> np.ndarray:
+        arr = self._open(fname, required=True)
+        assert arr is not None
+        return arr
+
+    def open_optional(self, fname: str) -> np.ndarray | None:
+        """The array of ``fname``, or None when the file is absent (e.g. metadata)."""
+        return self._open(fname, required=False)
+
+    def _open(self, fname: str, required: bool):
         fid = f"{self.info.group}/{fname}"
         try:
             remote = get_file(fid)
@@ -166,14 +195,23 @@ class FolderOrigin:
         return f"folder {self.folder}"
 
     def length(self, sp: SplitInfo) -> int:
-        p = locate(self.folder, sp.images)
+        p = locate(self.folder, sp.images or "")
         if p is None:
             raise MissingFileError(f"{self.info.name} split {sp.name!r} is missing",
-                                   path=self.folder / sp.images, expected="the images file",
+                                   path=self.folder / (sp.images or ""), expected="the images file",
                                    found="no such file (raw, .gz, .xz or .bz2)")
         return read_idx_header(p).shape[0]
 
-    def open(self, fname: str, required: bool = True):
+    def open(self, fname: str) -> np.ndarray:
+        arr = self._open(fname, required=True)
+        assert arr is not None
+        return arr
+
+    def open_optional(self, fname: str) -> np.ndarray | None:
+        """The array of ``fname``, or None when the file is absent (e.g. metadata)."""
+        return self._open(fname, required=False)
+
+    def _open(self, fname: str, required: bool):
         p = locate(self.folder, fname)
         if p is None:
             if not required:

@@ -96,7 +96,7 @@ def write_split(folder, config: str, split: str, data: SplitData, features, *,
     folder = Path(folder)
     schema = _schema(features)
     missing = [f.name for f in list(schema)[2:]
-               if data.metadata is None or f.name not in data.metadata.dtype.names]
+               if data.metadata is None or f.name not in (data.metadata.dtype.names or ())]
     if missing:
         raise ConfigError(f"{config}/{split}: metadata lacks columns of the features",
                           expected=", ".join(missing), found="nothing")

@@ -186,13 +186,12 @@ def decode_pngs(blobs, shape=None) -> np.ndarray:
     out = np.empty((n,) + hw, np.uint8)
     fast = np.array([p is not None and (p[0], p[1]) == hw for p in parsed])
     if fast.any():
-        raw = np.frombuffer(b"".join(p[2] for p, ok in zip(parsed, fast) if ok), np.uint8)
+        raw = np.frombuffer(b"".join(p[2] for p, ok in zip(parsed, fast) if ok and p is not None),
+                            np.uint8)
         out[fast] = _unfilter(raw.reshape(-1, hw[0], hw[1] + 1))
     for i in np.flatnonzero(~fast):
         img = Image.open(io.BytesIO(bytes(blobs[i])))
-        if img.mode != "L":
-            img = img.convert("L")
-        arr = np.asarray(img)
+        arr = np.asarray(img if img.mode == "L" else img.convert("L"))
         if arr.shape != hw:
             raise FormatError(f"PNG image {i} has another size", expected=f"{hw[0]}x{hw[1]}",
                               found=f"{arr.shape[0]}x{arr.shape[1]}")
