@@ -172,6 +172,26 @@ def test_poi_of_system_against_itself_is_one_half_and_pairs_sum_to_one():
     assert c.poi[0, 2] == 0.5 and np.all(np.diag(c.poi) == 0.5)
 
 
+def test_strict_poi_leaves_out_the_ties():
+    rng = np.random.default_rng(5)
+    a, b = _random_pair(rng)
+    bs = sg.probability_of_improvement(a, b, 20_000, seed=3)
+    # the same multinomial stream, counted by hand: strictly fewer errors only
+    c = sg.joint_counts(a, b)
+    p = np.array([c.n12, c.n21, c.both_right + c.both_wrong], float) / c.n
+    draw = np.random.default_rng(3).multinomial(c.n, p, size=20_000)
+    assert bs.poi_strict == np.mean(draw[:, 0] < draw[:, 1])
+    assert bs.ties == np.mean(draw[:, 0] == draw[:, 1]) > 0
+    assert bs.poi == pytest.approx(bs.poi_strict + bs.ties / 2, abs=1e-15)
+    self_ = sg.probability_of_improvement(a, a, 1000)
+    assert (self_.poi, self_.poi_strict, self_.ties) == (0.5, 0.0, 1.0)
+    t = sg.compare_systems({"A": a, "B": b}, resamples=5000)
+    assert np.allclose(t.poi_strict + t.poi_strict.T + t.ties, 1.0)
+    assert np.allclose(t.poi, t.poi_strict + t.ties / 2)
+    row = next(r for r in t.pairs() if r["a"] == "A")
+    assert row["poi_a_better_strict"] == pytest.approx(row["poi_a_better"] - row["ties"] / 2)
+
+
 def test_poi_direction_and_extremes():
     a = np.zeros(1000, bool)
     b = np.zeros(1000, bool)
@@ -308,7 +328,7 @@ def test_cli_example_keysers(tmp_path, capsys):
     assert len(d["overlap"]["common"]) == 8
     rows = {(r["a"], r["b"]): r for r in d["pairs"]}
     r = rows[("SC", "CNN")]
-    for key in ("a", "b", "errors_a", "errors_b", "n12", "n21", "poi_a_better", "error_diff",
+    for key in ("a", "b", "errors_a", "errors_b", "n12", "n21", "poi_a_better", "poi_a_better_strict", "error_diff",
                 "paired_worse_at_95", "max_bonferroni_k"):
         assert key in r
     assert (r["errors_a"], r["errors_b"], r["n12"], r["n21"]) == (63, 42, 43, 22)
@@ -350,3 +370,15 @@ def test_cli_plot_heat_map_or_clear_error(tmp_path, capsys):
         assert rc == 2 and "matplotlib" in capsys.readouterr().err and not png.exists()
         return
     assert rc == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_docs_keysers_example_output_is_a_fresh_run(capsys):
+    # every number of the worked example in docs/significance.md (errors, intervals, POI,
+    # strict POI, verdicts, K, p-values, overlap) is what the command prints today
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "significance.md").read_text()
+    head = "$ mnistforge significance --example keysers2006       # add --json keysers.json for the JSON\n"
+    block = doc.split(head, 1)[1].split("```", 1)[0]
+    assert main(["significance", "--example", "keysers2006"]) == 0
+    assert capsys.readouterr().out == block

@@ -72,7 +72,8 @@ def _print_tables(comp: sg.Comparison, systems):
     print(f"{'system':<{width}}  errors   rate      Wald interval   exact interval  description")
     for s, r in zip(systems, comp.rates):
         print(f"{s.name:<{width}}  {r.errors:6d}  {_fmt_rate(r)}  {s.description}")
-    print(f"\nprobability of improvement POI(row beats column), {comp.resamples} paired resamples:")
+    print(f"\nprobability of improvement POI(row beats column), {comp.resamples} paired resamples, "
+          "ties counted half (strict: ties not counted):")
     print(" " * width + "".join(f"{nm:>{max(8, len(nm) + 2)}}" for nm in comp.names))
     for i, a in enumerate(comp.names):
         cells = []
@@ -83,13 +84,14 @@ def _print_tables(comp: sg.Comparison, systems):
     print("\npaired comparisons (A worse than B: n12 - n21 >= z*sqrt(n12 + n21), "
           f"one-sided {conf}):")
     print(f"{'A':<{width}} {'B':<{width}} {'errA':>5} {'errB':>5} {'n12':>5} {'n21':>5}"
-          f" {'POI(A>B)':>9} {'A worse':>8} {'max K':>7} {'McNemar p':>10}")
+          f" {'POI(A>B)':>9} {'strict':>7} {'A worse':>8} {'max K':>7} {'McNemar p':>10}")
     for row in comp.pairs():
         if row["errors_a"] < row["errors_b"] or (row["errors_a"] == row["errors_b"]
                                                  and row["a"] > row["b"]):
             continue  # print each unordered pair once, the worse system first
         print(f"{row['a']:<{width}} {row['b']:<{width}} {row['errors_a']:5d} {row['errors_b']:5d}"
               f" {row['n12']:5d} {row['n21']:5d} {row['poi_a_better']:9.3f}"
+              f" {row['poi_a_better_strict']:7.3f}"
               f" {'yes' if row['paired_worse'] else 'no':>8} {row['max_bonferroni_k']:7d}"
               f" {row['mcnemar_p']:10.3g}")
 

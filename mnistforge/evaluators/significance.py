@@ -353,8 +353,10 @@ def paired_test(wrong_a, wrong_b, confidence: float = 0.95) -> PairedTest:
 class Bootstrap:
     """Bootstrap probability that A makes fewer errors than B on a resampled test set.
 
-    ``poi`` counts ties half; ``ties`` is the fraction of resamples with equal errors;
-    ``diff_interval`` is the percentile interval of ``errors_a - errors_b`` (counts).
+    ``poi`` counts ties half; ``poi_strict`` counts only resamples where A makes strictly
+    fewer errors (``poi = poi_strict + ties / 2``); ``ties`` is the fraction of resamples
+    with equal errors; ``diff_interval`` is the percentile interval of
+    ``errors_a - errors_b`` (counts).
     """
 
     poi: float
@@ -362,6 +364,7 @@ class Bootstrap:
     resamples: int
     diff_interval: tuple[float, float]
     confidence: float
+    poi_strict: float = float("nan")
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -388,7 +391,7 @@ def _summarise(da: np.ndarray, resamples: int, confidence: float) -> Bootstrap:
     a = _eta(confidence) / 2.0
     lo, hi = np.quantile(da, [a, 1.0 - a])
     return Bootstrap(float((better + 0.5 * ties) / resamples), float(ties / resamples), resamples,
-                     (float(lo), float(hi)), float(confidence))
+                     (float(lo), float(hi)), float(confidence), float(better / resamples))
 
 
 def probability_of_improvement_from_counts(counts: JointCounts, resamples: int = 100_000,
@@ -500,7 +503,8 @@ class Comparison:
     """Pairwise tables for a set of systems on one test set (see :func:`compare_systems`).
 
     Matrices are indexed ``[a, b]`` in the order of ``names``: ``n12[a, b]`` samples only
-    ``a`` gets wrong, ``poi[a, b]`` probability that ``a`` beats ``b``, ``worse[a, b]``
+    ``a`` gets wrong, ``poi[a, b]`` probability that ``a`` beats ``b`` (ties half;
+    ``poi_strict[a, b]`` without the ties), ``worse[a, b]``
     whether ``a`` is worse than ``b`` at ``confidence``, ``max_k[a, b]`` the largest
     Bonferroni ``K`` for that conclusion, ``mcnemar[a, b]`` the two-sided exact p-value.
     """
@@ -518,6 +522,7 @@ class Comparison:
     max_k: np.ndarray
     mcnemar: np.ndarray
     ties: np.ndarray = field(repr=False)
+    poi_strict: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def errors(self) -> np.ndarray:
@@ -535,6 +540,7 @@ class Comparison:
                     "a": a, "b": b, "errors_a": ea, "errors_b": eb,
                     "n12": int(self.n12[i, j]), "n21": int(self.n12[j, i]),
                     "poi_a_better": float(self.poi[i, j]), "ties": float(self.ties[i, j]),
+                    "poi_a_better_strict": float(self.poi_strict[i, j]),
                     "error_diff": (ea - eb) / self.n, "error_diff_count": ea - eb,
                     "paired_worse_at_95": bool(self.worse95[i, j]),
                     "paired_worse": bool(self.worse[i, j]),
@@ -580,6 +586,7 @@ def compare_systems(wrong, resamples: int = 100_000, seed: int = 0,
     err = np.diag(both)
     n12 = err[:, None] - both
     poi = np.full((m, m), 0.5)
+    strict = np.zeros((m, m))
     ties = np.ones((m, m))
     worse = np.zeros((m, m), bool)
     worse95 = np.zeros((m, m), bool)
@@ -595,6 +602,7 @@ def compare_systems(wrong, resamples: int = 100_000, seed: int = 0,
                 c, resamples, np.random.default_rng(_pair_seed(seed, names[x], names[y])),
                 confidence)
             poi[x, y], poi[y, x] = bs.poi, 1.0 - bs.poi
+            strict[x, y], strict[y, x] = bs.poi_strict, 1.0 - bs.poi_strict - bs.ties
             ties[i, j] = ties[j, i] = bs.ties
             for x, y in ((i, j), (j, i)):
                 worse[x, y] = paired_worse(n12[x, y], n12[y, x], confidence)
@@ -602,7 +610,7 @@ def compare_systems(wrong, resamples: int = 100_000, seed: int = 0,
                 max_k[x, y] = max_bonferroni_k(n12[x, y], n12[y, x], confidence)
             mcn[i, j] = mcn[j, i] = mcnemar_exact(n12[i, j], n12[j, i])
     return Comparison(names, n, float(confidence), int(resamples), int(seed), rates,
-                      n12, poi, worse, worse95, max_k, mcn, ties)
+                      n12, poi, worse, worse95, max_k, mcn, ties, strict)
 
 
 def error_overlap(wrong) -> dict:
