@@ -63,7 +63,7 @@ def file_names(name: str) -> dict:
     'emnist-balanced-train-images-idx3-ubyte.gz'
     """
     p = f"emnist-{name}"
-    out = {"mapping": f"{p}-mapping.txt"}
+    out: dict = {"mapping": f"{p}-mapping.txt"}
     for part in ("train", "test"):
         out[(part, "images")] = f"{p}-{part}-images-idx3-ubyte.gz"
         out[(part, "labels")] = f"{p}-{part}-labels-idx1-ubyte.gz"
@@ -304,7 +304,7 @@ def _with_overrides(config, *, splits, split_config, progress, **fields) -> Emni
     elif not isinstance(config, EmnistBuildConfig):
         raise ConfigError("invalid EMNIST build configuration",
                           expected="an EmnistBuildConfig", found=type(config).__name__)
-    changes = {}
+    changes: dict = {}
     if split_config is not None:
         changes.update(seed=split_config.seed, split_by=split_config.split_by,
                        letters_variant=split_config.letters_variant, scale=split_config.scale)
@@ -344,7 +344,7 @@ def _build(sd19, out, cfg: EmnistBuildConfig) -> dict:
                     len(rows), t1 - t0, len(rows) / max(t1 - t0, 1e-9))
         slot_of = np.full(len(index), -1, np.int64)
         slot_of[rows] = np.arange(len(rows))
-        tasks = []
+        tasks: list = []
         for name, d in dsets.items():
             fn = file_names(name)
             with atomic_file(tmp / fn["mapping"], "w") as f:

@@ -486,8 +486,8 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
 
     parameters = {"target": target, "preprocessing": prepro.as_dict(),
                   "duplicates": config.duplicates, "duplicates_found": int(dup_mask.sum())}
-    inputs = {"sd19": {"path": str(sd19_path.resolve()), "fingerprint": src.fingerprint,
-                       "edition": src.edition, "digits": int(drows.size)}}
+    inputs: dict = {"sd19": {"path": str(sd19_path.resolve()), "fingerprint": src.fingerprint,
+                             "edition": src.edition, "digits": int(drows.size)}}
     syn = _synthetic_description(sd19_path)
     if syn:
         inputs["sd19"]["synthetic_description_sha256"] = sha256_file(syn)
