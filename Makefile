@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench venv clean
+.PHONY: demo test test-slow lint bench venv clean
 
 venv: $(STAMP)
 
@@ -17,8 +17,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m mnistforge demo --out demo-out --overwrite
 
-test: $(STAMP)
+# Lint and type check first (seconds), then the tests and the docstring examples.
+test: lint
 	$(PY) -m pytest -q -m "not slow"
+
+lint: $(STAMP)
+	$(PY) -m ruff check mnistforge tests benchmarks
+	$(PY) -m mypy
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow

@@ -111,7 +111,8 @@ def test_read_only_source_caches_in_home(tmp_path, monkeypatch):
     monkeypatch.setenv("MNISTFORGE_HOME", str(home))
     # tests may run as root, who can write anywhere: make the source folder count as read-only
     real = sd19_index._writable
-    monkeypatch.setattr(sd19_index, "_writable", lambda folder: root.resolve() not in (folder, folder.parent) and real(folder))
+    monkeypatch.setattr(sd19_index, "_writable",
+                        lambda folder: root.resolve() not in (folder, folder.parent) and real(folder))
     src = open_sd19(root)
     assert not (root / ".mnistforge").exists()
     cached = list(home.glob("cache/sd19/*/sd19-index.npy"))

@@ -325,7 +325,8 @@ def _classes_from_cls(bw: Tree, idx, cls_files: dict, recs, per, edition):
             raise SD19FormatError(".cls count disagrees with the entries it describes",
                                   path=(bw.location / name) if bw.kind == "dir" else f"{bw.location}:{bw.prefix}{name}",
                                   expected=f"{e - s} classes (one per entry of the field file)",
-                                  found=f"{len(codes)} classes", hint="the .cls or its images are damaged; re-copy them")
+                                  found=f"{len(codes)} classes",
+                                  hint="the .cls or its images are damaged; re-copy them")
         asc[s:e] = codes
     return asc, True
 

@@ -119,8 +119,9 @@ def list_zip(path, *, max_member_size: int = DEFAULT_MAX_MEMBER, name_filter=Non
     """Parse the central directory of ``path`` into a :class:`ZipListing`.
 
     ``name_filter(name) -> bool`` keeps only matching members (directories are
-    always dropped); ``limit`` stops after that many kept members (a peek).  Every member name is checked for path escapes, every
-    size against ``max_member_size`` and the file's length.
+    always dropped); ``limit`` stops after that many kept members (a peek).
+    Every member name is checked for path escapes, every size against
+    ``max_member_size`` and the file's length.
     """
     path = os.fspath(path)
     size = os.path.getsize(path)
@@ -140,7 +141,8 @@ def list_zip(path, *, max_member_size: int = DEFAULT_MAX_MEMBER, name_filter=Non
             break
         if cd[pos:pos + 4] != _CEN:
             raise SD19FormatError("corrupt zip central directory", path=path,
-                                  expected="a central directory entry", found=f"bytes {cd[pos:pos + 4]!r} at {cd_off + pos}")
+                                  expected="a central directory entry",
+                                  found=f"bytes {cd[pos:pos + 4]!r} at {cd_off + pos}")
         (_s, _vm, _vn, flags, method, _t, _d, crc, csize, usize, nlen, elen, clen,
          _disk, _ia, _ea, off) = unpack(cd, pos)
         raw = cd[pos + 46:pos + 46 + nlen]

@@ -1,4 +1,7 @@
-"""Planning the synthetic SD19: one row per character in by_write walk order (counts, writers, duplicates, xnist layouts)."""
+"""Planning the synthetic SD19: one row per character in by_write walk order.
+
+Counts per partition and class, writers and their templates, the three duplicates, or an xnist layout.
+"""
 from __future__ import annotations
 
 import dataclasses
