@@ -1,0 +1,115 @@
+"""The layers of docs/architecture.md hold: imports only go down, and no modules import each other."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "mnistforge"
+
+#: unit -> layer (a unit is a top-level module or folder of mnistforge/), as in docs/architecture.md
+LAYERS = {
+    "_version": 0, "errors": 0, "settings": 0, "progress": 0,
+    "io": 1,
+    "registry": 2,
+    "cache": 3, "sd19": 3, "classifiers": 3,
+    "loaders": 4,
+    "builders": 5, "checks": 5, "hub": 5, "evaluators": 5,
+    "demo": 6,
+    "cli": 7, "commands": 7,
+}
+#: imports allowed within layer 0 (it has an order of its own)
+BASE_ORDER = {"_version": 0, "errors": 0, "settings": 1, "progress": 2}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set[str]:
+    """Every mnistforge module imported by ``path``, at module level or inside functions."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not target.startswith("mnistforge"):
+                continue
+            for alias in node.names:  # `from pkg import module` names a module
+                sub = f"{target}.{alias.name}"
+                out.add(sub if (PKG.parent / (sub.replace(".", "/") + ".py")).is_file()
+                        or (PKG.parent / sub.replace(".", "/")).is_dir() else target)
+        elif isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("mnistforge")}
+    return out
+
+
+def unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def graph() -> dict[str, set[str]]:
+    return {module_name(p): imports(p) for p in sorted(PKG.rglob("*.py")) if p.name != "__main__.py"}
+
+
+def test_every_unit_has_a_layer():
+    units = {unit(m) for m in graph()} - {"__init__"}
+    assert units <= set(LAYERS), f"add {sorted(units - set(LAYERS))} to LAYERS and docs/architecture.md"
+
+
+def test_imports_only_go_down():
+    upward = []
+    for mod, targets in graph().items():
+        a = unit(mod)
+        if a == "__init__":  # the package root only re-exports load(), lazily
+            continue
+        for t in targets:
+            b = unit(t)
+            if b in (a, "__init__") or b not in LAYERS:
+                continue
+            if LAYERS[b] > LAYERS[a] or (LAYERS[b] == LAYERS[a] and (
+                    a not in BASE_ORDER or BASE_ORDER[b] >= BASE_ORDER[a])):
+                upward.append(f"{mod} -> {t}")
+    assert not upward, "imports that do not go down a layer:\n  " + "\n  ".join(sorted(upward))
+
+
+def test_no_import_circle():
+    g = graph()
+    # modules only: a package's __init__ importing its own modules is not a circle of concern
+    edges = {m: {t for t in ts if t in g and t != m and not m.startswith(t + ".")} for m, ts in g.items()}
+    state: dict[str, int] = {}
+    circles = []
+
+    def visit(m, stack):
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(edges[m]):
+            if state.get(t) == 1:
+                circles.append(" -> ".join(stack[stack.index(t):] + [t]))
+            elif t not in state:
+                visit(t, stack)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m, [])
+    assert not circles, "import circles:\n  " + "\n  ".join(circles)
+
+
+@pytest.mark.parametrize("limit", [600])
+def test_no_module_over_the_limit_without_a_reason(limit):
+    long = []
+    for p in PKG.rglob("*.py"):
+        text = p.read_text()
+        if text.count("\n") > limit and "Why this module is long" not in text[:3000]:
+            long.append(f"{p.relative_to(PKG)} ({text.count(chr(10))} lines)")
+    assert not long, f"modules over {limit} lines without 'Why this module is long' at the top: {long}"
