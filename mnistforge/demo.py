@@ -236,8 +236,8 @@ def reload_with_datasets(repo, config_name, split, source_folder, out) -> dict:
     from .loaders import load
 
     cache = out / ".hf-cache"
-    from .progress import progress_enabled
-    if not progress_enabled():
+    from . import settings
+    if not settings.progress():
         datasets.disable_progress_bars()
     ds = datasets.load_dataset(str(repo), config_name, split=split, cache_dir=str(cache))
     src = load(config_name, split, root=source_folder)
