@@ -154,7 +154,7 @@ def _as_metadata(value):
 
 def verify(target, *, reference=None, strict: bool = False, split: str | None = None,
            metadata: Mapping | None = None, near_threshold: float = dup.DEFAULT_NEAR_L2,
-           download: bool = True, report_dir=None, near: bool = True) -> VerifyReport:
+           download: bool | None = None, report_dir=None, near: bool = True) -> VerifyReport:
     """Verify a dataset; return a :class:`~mnistforge.checks.result.VerifyReport`.
 
     Parameters

@@ -60,7 +60,7 @@ def run(args) -> int:
         return 0
     if args.max_shard_mb is not None and args.max_shard_mb <= 0:
         raise ConfigError("--max-shard-mb must be positive", expected="> 0", found=args.max_shard_mb)
-    configs = hf.configs_from_targets(args.names, download=not args.no_download)
+    configs = hf.configs_from_targets(args.names, download=False if args.no_download else None)
     kw = {}
     if args.max_shard_mb:
         kw["max_shard_bytes"] = int(args.max_shard_mb * 2**20)

@@ -36,7 +36,7 @@ def run(args) -> int:
     if args.count < 1 or args.scale < 1 or args.start < 0:
         raise ConfigError("bad sample size", expected="--count >= 1, --scale >= 1, --start >= 0",
                           found=f"{args.count}, {args.scale}, {args.start}")
-    ds = load(name, split, root=root or args.root, download=not args.no_download)
+    ds = load(name, split, root=root or args.root, download=False if args.no_download else None)
     n = len(ds)
     k = min(args.count, n)
     if args.seed is not None:

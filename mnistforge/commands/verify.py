@@ -73,7 +73,7 @@ def verify_one(target: str, args, several: bool = False) -> int:
     report = verify(target, reference=args.reference, strict=args.strict,
                     metadata=_parse_metadata(args.metadata),
                     near_threshold=args.near_threshold or DEFAULT_NEAR_L2,
-                    near=not args.no_near, download=not args.no_download,
+                    near=not args.no_near, download=False if args.no_download else None,
                     report_dir=report_dir)
     print(f"mnistforge verify {report.target}")
     print(report.table())

@@ -232,7 +232,7 @@ def _load_split(name, split, root, download) -> SplitData:
     return _split_of(load(name, split, root=root, download=download, with_metadata=True))
 
 
-def configs_from_targets(targets, *, download: bool = True) -> list[ExportConfig]:
+def configs_from_targets(targets, *, download: bool | None = None) -> list[ExportConfig]:
     """Load ``[CONFIG=]TARGET[:SPLIT]`` targets into export configs.
 
     TARGET is a dataset name or a folder (official or built files, or an

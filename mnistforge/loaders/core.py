@@ -25,8 +25,8 @@ def _view(arr, sl):
     return arr if arr is None or sl is None else arr[sl]
 
 
-def load(name, split="train", *, root=None, download=True, with_metadata=False, cache=None,
-         keep_raw=None, offline=None, progress=None) -> DatasetSplit:
+def load(name, split="train", *, root=None, download: bool | None = None, with_metadata=False,
+         cache=None, keep_raw=None, progress=None) -> DatasetSplit:
     """Load one split of a dataset: official files from the cache, or built files.
 
     Parameters
@@ -43,9 +43,11 @@ def load(name, split="train", *, root=None, download=True, with_metadata=False, 
         looked for in ``root`` and ``root/<name>`` (and ``root/<group>``).
         Without it, official files come from the cache (fetched and verified
         as needed).
-    download : bool
-        Allow network access for missing official files (default true;
-        ``MNISTFORGE_OFFLINE=1`` forbids it anyway).
+    download : bool, optional
+        The one network switch: ``False`` never opens a connection (a missing
+        official file raises :class:`~mnistforge.errors.OfflineError`),
+        ``True`` fetches what is missing; ``None`` (default) fetches unless
+        ``MNISTFORGE_OFFLINE=1``.
     with_metadata : bool
         Also load the metadata (QMNIST's 8 columns; EMNIST writer side files
         of built folders).  ``metadata`` stays None when there is none.
@@ -85,8 +87,8 @@ def load(name, split="train", *, root=None, download=True, with_metadata=False, 
     if root is not None:
         src = FolderOrigin(info, root)
     else:
-        src = CacheOrigin(info, cache=cache, download=download, offline=offline,
-                          keep_raw=keep_raw, progress=progress)
+        src = CacheOrigin(info, cache=cache, download=download, keep_raw=keep_raw,
+                          progress=progress)
     fsp = info.file_split(split)
     assert fsp.images and fsp.labels, f"registry: file split {fsp.name} without files"
     images = src.open(fsp.images)

@@ -60,11 +60,11 @@ class CacheOrigin:
     kind = "cache"
     classes: list[str] | None = None
 
-    def __init__(self, info: DatasetInfo, *, cache=None, download: bool = True, offline=None,
+    def __init__(self, info: DatasetInfo, *, cache=None, download: bool | None = None,
                  keep_raw: bool | None = None, progress=None):
         self.info = info
         self.cache = settings.cache_home(cache)
-        self.offline = True if not download else settings.offline(offline)
+        self.offline = settings.offline(None if download is None else not download)
         self.keep_raw = settings.keep_raw(keep_raw)
         self.progress = progress
         self.status: dict[str, str] = {}
