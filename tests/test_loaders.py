@@ -322,7 +322,8 @@ def test_to_torch_or_clear_error(tmp_path):
     try:
         import torch  # noqa: F401
     except ModuleNotFoundError:
-        with pytest.raises(ConfigError, match=r"mnistforge\[torch\]"):
+        # a missing extra is an ImportError (MissingDependencyError), not a usage error
+        with pytest.raises(ImportError, match=r"mnistforge\[torch\]"):
             ds.to_torch()
         return
     t = ds.to_torch()

@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, require
 from ..evaluators import errorlists as el
 from ..evaluators import significance as sg
 from ..io.atomic import atomic_file
@@ -117,12 +117,7 @@ def run(args) -> int:
         raise ConfigError("no systems given", expected="FILE... or --example keysers2006",
                           found="nothing")
     if args.plot:
-        try:
-            import matplotlib  # noqa: F401  (fail before the work, not after)
-        except ImportError as e:
-            raise ConfigError("matplotlib is needed for --plot", expected="matplotlib installed",
-                              found="ImportError", hint="pip install 'mnistforge[plot]' or "
-                              "drop --plot") from e
+        require("matplotlib", "plot", "--plot")  # fail before the work, not after
     if args.bootstrap < 1:
         raise ConfigError("invalid --bootstrap", expected="B >= 1", found=args.bootstrap)
     sg.z_two_sided(args.confidence)  # validates the confidence level early

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..plotting import pyplot
 from ..errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -717,14 +718,7 @@ def plot_poi(comparison: Comparison, path, title: str | None = None):
 
     Rows beat columns with the probability shown; the diagonal is 0.5 by definition.
     """
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        raise ConfigError("matplotlib is needed for the POI heat map", expected="matplotlib "
-                          "installed", found="ImportError",
-                          hint="pip install 'mnistforge[plot]' or drop --plot") from e
+    plt = pyplot("the POI heat map (or drop --plot)")
     from ..io.atomic import atomic_file
 
     names, poi = comparison.names, comparison.poi

@@ -15,7 +15,11 @@ classification" work (no public code exists; this is the reference one):
   points go to one child), but the tree still grows to depth k below it.
 * ``B_k^n``: mean test error over R runs (25 % train / 25 % validation / 50 %
   test, fresh split and fresh directions per run), with its standard error.
-  ``B_0^n = B0`` is the error of always choosing the most frequent class.
+  ``B0`` is the error of always choosing the most frequent class of the whole data
+  (``min(p, 1 - p)``).  ``B_0^n`` is *measured* like every other depth: the
+  depth-0 tree answers its training split's majority on the test split, so
+  ``B_0^n = B0`` only up to sampling: it is larger in expectation whenever a
+  25 % training split can have the other majority (nearly balanced classes).
 
 Because a depth-k tree is the first k levels of a depth-K tree grown with the
 same random draws, one tree per (run, n) yields ``B_k^n`` for every k <= K.
@@ -47,6 +51,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .. import settings
+from ..plotting import pyplot
 from ..errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -479,13 +484,7 @@ def plot_benchmark(result: TarpResult, path, points=()):
     ``points`` are ``(name, error, cost)`` of user classifiers, placed and
     labelled with their region.
     """
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:  # pragma: no cover - depends on the extra
-        raise ConfigError("plotting needs matplotlib", expected="mnistforge[plot] installed",
-                          found="no matplotlib", hint="pip install 'mnistforge[plot]'") from e
+    plt = pyplot("the TARP plot")
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=110)
     for n in sorted({r["n"] for r in result.results}):
         c = [r for r in result.curve(n) if r["cost_projections"] > 0]  # k = 0 costs nothing

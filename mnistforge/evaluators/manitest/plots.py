@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...plotting import pyplot
 from ...errors import ConfigError
 from ...io.atomic import atomic_file
 
@@ -13,15 +14,8 @@ logger = logging.getLogger(__name__)
 
 
 def require_matplotlib():
-    """Import matplotlib with the Agg backend, or raise a ConfigError saying how to get it."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        raise ConfigError("matplotlib is needed for pictures", expected="matplotlib installed",
-                          found="ImportError", hint="pip install 'mnistforge[plot]'") from e
-    return plt
+    """matplotlib.pyplot (Agg backend), or MissingDependencyError naming the [plot] extra."""
+    return pyplot("Manitest pictures")
 
 
 def _save(fig, path):
