@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
 from pathlib import Path
 
@@ -64,7 +65,8 @@ def main():
     ap.add_argument("--naive-runs", type=int, default=2)
     a = ap.parse_args()
     X, y, what = load_data()
-    print(f"data: {what}, {len(y)} samples, n=100, k=0..5")
+    print(f"data: {what}, {len(y)} samples, n=100, k=0..5; load %.2f %.2f %.2f"
+          % os.getloadavg())
     t = time.perf_counter()
     res = tarp.tarp_bounds(X, y, ns=[100], ks=range(6), runs=a.runs, seed=0, progress=True)
     t_par = time.perf_counter() - t

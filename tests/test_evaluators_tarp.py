@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -193,3 +194,83 @@ def test_cli_on_a_folder_of_idx_files(tmp_path, mnist_reference):
     assert set(doc["results"][0]) >= {"n", "k", "mean", "stderr", "runs", "cost_projections",
                                       "seconds"}
     assert doc["points"][0]["region"] in ("structural gain", "computational gain", "negative gain")
+
+
+# ------------------------------------------------------------------ the numbers in docs/tarp.md
+DOC = Path(__file__).resolve().parents[1] / "docs" / "tarp.md"
+
+
+def _doc_table(title: str) -> dict:
+    """``{n: ["0.4656 ± 0.0018", ...]}`` of the docs table under ``**title**``."""
+    part = DOC.read_text().split(f"**{title}**", 1)[1].split("\n\n", 2)[1]
+    rows = {}
+    for line in part.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[int(cells[0])] = cells[1:]
+    return rows
+
+
+def _cells(res, n, ks=range(7)):
+    return [f"{res.point(n, k)['mean']:.4f} ± {res.point(n, k)['stderr']:.4f}" for k in ks]
+
+
+def test_depth0_column_is_the_training_majority_on_the_test_split():
+    # nearly balanced classes: some 25 % training splits have the other majority, so the
+    # measured B_0 exceeds B0; recomputed here from the splits alone
+    from mnistforge.evaluators.tarp import split_indices
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(400, 3))
+    y = (np.arange(400) < 190).astype(int)           # B0 = 0.475
+    res = tarp_bounds(X, y, ns=[2], ks=[0], runs=60, seed=5, workers=1)
+    errs, flips = [], 0
+    for run in range(60):
+        tr, _, te = split_indices(400, np.random.default_rng((5, run)))
+        lab = int(y[tr].mean() > 0.5)
+        flips += lab == 1
+        errs.append(np.mean(y[te] != lab))
+    assert res.point(2, 0)["mean"] == pytest.approx(np.mean(errs), abs=1e-12)
+    assert flips > 0 and res.point(2, 0)["mean"] > res.b0 == 0.475
+
+
+def test_docs_gaussian_sanity_numbers_are_a_fresh_run():
+    from scipy.stats import norm
+
+    text = DOC.read_text()
+    assert f"`Phi(-5) = {norm.cdf(-5):.1e}`".replace("e-07", "e-7") in text
+    X, y = two_gaussians()
+    res = tarp_bounds(X, y, ns=[1], ks=range(7), runs=20, seed=0, workers=1)
+    m = [f"{res.point(1, k)['mean']:.4f}" for k in range(7)]
+    assert f"{m[0]} (k=0), " + ", ".join(m[1:6]) + f", {m[6]} (k=6)." in text
+
+
+def test_docs_mnist_zero_vs_one_table_rows_n1_n10_are_a_fresh_run(mnist_reference):
+    from mnistforge.evaluators.tarp import split_indices
+    from mnistforge.io.idx import read_idx
+
+    X = np.asarray(read_idx(mnist_reference / "t10k-images-idx3-ubyte.gz"))
+    y = np.asarray(read_idx(mnist_reference / "t10k-labels-idx1-ubyte.gz"))
+    Xb, yb = binary_task(X, y, "0v1")
+    table = _doc_table("0 vs 1")
+    res = tarp_bounds(Xb, yb, ns=[1, 10], ks=range(7), runs=100, seed=0, workers=2)
+    assert "**0 vs 1** (2,115 samples, B0 = %.4f)" % res.b0 in DOC.read_text()
+    for n in (1, 10):
+        assert _cells(res, n) == table[n], n
+    flips = sum(int(yb[split_indices(len(yb), np.random.default_rng((0, r)))[0]].mean() < 0.5)
+                for r in range(100))
+    assert flips == 3                                 # the docs' explanation of 0.4656
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("title,task,ns", [("0 vs 1", "0v1", [100]),
+                                           ("even vs odd", "even-odd", [1, 10, 100])])
+def test_docs_mnist_tables_slow_rows_are_a_fresh_run(mnist_reference, title, task, ns):
+    from mnistforge.io.idx import read_idx
+
+    X = np.asarray(read_idx(mnist_reference / "t10k-images-idx3-ubyte.gz"))
+    y = np.asarray(read_idx(mnist_reference / "t10k-labels-idx1-ubyte.gz"))
+    Xb, yb = binary_task(X, y, task)
+    res = tarp_bounds(Xb, yb, ns=ns, ks=range(7), runs=100, seed=0, workers=2)
+    table = _doc_table(title)
+    for n in ns:
+        assert _cells(res, n) == table[n], n
