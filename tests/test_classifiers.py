@@ -329,6 +329,45 @@ def test_mnist_five_fold_cv_error_in_plausible_range(mnist_reference):
     _assert_plausible(_cv_errors(X, y, range(5)))
 
 
+def _docs_row(page: str, name: str) -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / page).read_text()
+    line = next(l for l in text.splitlines() if l.startswith(f"| {name} |"))
+    return "|".join(line.split("|")[:6]) + "|"
+
+
+@pytest.mark.parametrize("deskewed", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_docs_mnist_cv_table_is_a_fresh_run(mnist_reference, deskewed):
+    # the errors and both intervals of the non-ELM rows of docs/classifiers.md's 5-fold
+    # table; plain rows by default, deskewed rows slow (the ELM row and the POIs:
+    # benchmarks/table_mnist_cv.py)
+    from mnistforge.evaluators.significance import error_rate
+
+    X, y = _mnist_test(mnist_reference)
+    variants = [("deskewed ", deskew(X), (1, 3))] if deskewed else [("", X, (1, 3, 5))]
+    rows = {}
+    for pre, XX, ks in variants:
+        wrong = {k: np.zeros(len(y), bool) for k in ks}
+        lin = np.zeros(len(y), bool)
+        for f in range(5):
+            Xtr, ytr, Xte, yte = _cv_fold(XX, y, f)
+            test = np.zeros(len(y), bool)
+            test[np.array_split(np.random.default_rng(0).permutation(len(y)), 5)[f]] = True
+            sweep = KNNClassifier().fit(Xtr, ytr).predict_sweep(Xte, ks)
+            for k in ks:
+                wrong[k][test] = sweep[k] != yte
+            lin[test] = LinearClassifier().fit(Xtr, ytr).predict(Xte) != yte
+        for k in ks:
+            rows[f"{pre}k-NN, k = {k}"] = wrong[k]
+        rows["deskewed linear" if pre else "linear (ridge LS)"] = lin
+    for name, w in rows.items():
+        r = error_rate(w)
+        want = (f"| {name} | {r.errors:,} | {100 * r.rate:.2f} % | {100 * r.wald[0]:.2f}-"
+                f"{100 * r.wald[1]:.2f} | {100 * r.exact[0]:.2f}-{100 * r.exact[1]:.2f} |")
+        assert _docs_row("classifiers.md", name) == want
+
+
 # ------------------------------------------------------------------ Fashion-MNIST
 def _fashion(fashion_dir, split):
     import mnistforge
