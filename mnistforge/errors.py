@@ -61,6 +61,10 @@ class SD19FormatError(FormatError):
     """Malformed SD19 file (IHEAD header, raster, .cls/.mit, PNG)."""
 
 
+class UnsafeFormatError(FormatError):
+    """A file whose reading could run code (a pickle: torch ``.pt``, ``.pkl``, object arrays): refused."""
+
+
 class IntegrityError(MnistforgeError, ValueError):
     """Content does not match its pinned hash or declared size."""
 
