@@ -37,7 +37,6 @@ from ..registry import DatasetInfo, SplitInfo, get_file
 logger = logging.getLogger(__name__)
 
 
-
 class Origin(Protocol):
     """What :func:`mnistforge.loaders.load` asks of a place files come from."""
 
@@ -54,7 +53,23 @@ class Origin(Protocol):
     def length(self, sp: SplitInfo) -> int: ...
 
 
-class CacheOrigin:
+class _Opening:
+    """``open``/``open_optional`` over a subclass's ``_open(fname, required)``."""
+
+    def _open(self, fname: str, required: bool) -> np.ndarray | None:
+        raise NotImplementedError
+
+    def open(self, fname: str) -> np.ndarray:
+        arr = self._open(fname, required=True)
+        assert arr is not None
+        return arr
+
+    def open_optional(self, fname: str) -> np.ndarray | None:
+        """The array of ``fname``, or None when the file is absent (e.g. metadata)."""
+        return self._open(fname, required=False)
+
+
+class CacheOrigin(_Opening):
     """Official files, fetched and verified into the cache (see module doc)."""
 
     kind = "cache"
@@ -76,15 +91,6 @@ class CacheOrigin:
 
     def length(self, sp: SplitInfo) -> int:
         return sp.count
-
-    def open(self, fname: str) -> np.ndarray:
-        arr = self._open(fname, required=True)
-        assert arr is not None
-        return arr
-
-    def open_optional(self, fname: str) -> np.ndarray | None:
-        """The array of ``fname``, or None when the file is absent (e.g. metadata)."""
-        return self._open(fname, required=False)
 
     def _open(self, fname: str, required: bool):
         fid = f"{self.info.group}/{fname}"
@@ -168,7 +174,7 @@ def manifest_classes(manifest: Manifest | None, info: DatasetInfo) -> list | Non
     return list(entry.class_names)
 
 
-class FolderOrigin:
+class FolderOrigin(_Opening):
     """Idx files under their official names in a folder (built or official)."""
 
     kind = "folder"
@@ -201,15 +207,6 @@ class FolderOrigin:
                                    path=self.folder / (sp.images or ""), expected="the images file",
                                    found="no such file (raw, .gz, .xz or .bz2)")
         return read_idx_header(p).shape[0]
-
-    def open(self, fname: str) -> np.ndarray:
-        arr = self._open(fname, required=True)
-        assert arr is not None
-        return arr
-
-    def open_optional(self, fname: str) -> np.ndarray | None:
-        """The array of ``fname``, or None when the file is absent (e.g. metadata)."""
-        return self._open(fname, required=False)
 
     def _open(self, fname: str, required: bool):
         p = locate(self.folder, fname)
