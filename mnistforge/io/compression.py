@@ -51,6 +51,22 @@ DECOMPRESS_ERRORS = tuple({zlib.error, getattr(gz_zlib, "error", zlib.error), lz
                            EOFError, OSError})
 
 
+#: leading bytes of each compressed stream, for files whose name does not say
+MAGICS = {"gz": b"\x1f\x8b", "xz": b"\xfd7zXZ\x00", "bz2": b"BZh"}
+
+
+def sniff_compression(head: bytes) -> str | None:
+    """``"gz"``, ``"xz"``, ``"bz2"`` or ``None`` from a file's first bytes (its content, not its name).
+
+    >>> sniff_compression(gzip_bytes(b"x")), sniff_compression(b"PAR1")
+    ('gz', None)
+    """
+    for comp, magic in MAGICS.items():
+        if head.startswith(magic):
+            return comp
+    return None
+
+
 def compression_of(name) -> str | None:
     """``"gz"``, ``"xz"``, ``"bz2"`` or ``None`` from a file name (case-insensitive)."""
     s = os.fspath(name).lower() if not isinstance(name, str) else name.lower()
@@ -80,6 +96,13 @@ def open_reader(source, name=None):
     if comp is None:
         return open(source, "rb") if isinstance(source, (str, os.PathLike)) else source
     return CODECS[comp][0](source)
+
+
+def open_sniffed(path):
+    """A binary reader of ``path``'s decompressed bytes, the compression read from its first bytes."""
+    with open(path, "rb") as f:
+        comp = sniff_compression(f.read(8))
+    return open(path, "rb") if comp is None else CODECS[comp][0](path)
 
 
 def open_writer(fileobj, compression: str | None, level: int = 9):
