@@ -73,6 +73,10 @@ class HashMismatchError(IntegrityError):
     """A downloaded or cached file has the wrong hash."""
 
 
+class DataMismatchError(IntegrityError):
+    """Files under a dataset's official names hold other data (another dataset, or unknown content)."""
+
+
 class UnsafeArchiveError(MnistforgeError, ValueError):
     """An archive member would escape its target folder or claims an absurd size."""
 
@@ -104,12 +108,28 @@ class BuildError(MnistforgeError, RuntimeError):
     """A build could not complete; nothing half-written is left behind."""
 
 
+class OutputInUseError(BuildError):
+    """Another run is writing the same output folder right now (its lock is held)."""
+
+
+class DiskFullError(MnistforgeError, OSError):
+    """A write failed because the file system is full (or over quota); nothing half-written is kept."""
+
+
+class WorkerError(MnistforgeError, RuntimeError):
+    """A worker process died (killed, out of memory) before finishing its task."""
+
+
 class JoinError(BuildError):
     """Characters could not be joined across SD19 hierarchies."""
 
 
 class ConfigError(MnistforgeError, ValueError):
     """Invalid parameter or specification string (CLI or API)."""
+
+
+class TargetNotFoundError(MissingFileError, ConfigError):
+    """A path given as a target (command-line argument or ``root=``) does not exist: a usage error."""
 
 
 class MissingDependencyError(MnistforgeError, ImportError):

@@ -100,6 +100,11 @@ def test_overwrite_replaces_existing_output(built, tiny, tmp_path):
     out = tmp_path / "again"
     out.mkdir()
     (out / "stale.txt").write_text("old")
+    # a folder the package did not write is never replaced, even with --overwrite
+    assert main(["build", "all", "--sd19", str(tiny), "--out", str(out), "--overwrite"]) != 0
+    assert [p.name for p in out.iterdir()] == ["stale.txt"]
+    (out / "stale.txt").unlink()
+    shutil.copytree(first / "mnist", out / "mnist")    # an earlier build: replaced
     assert main(["build", "all", "--sd19", str(tiny), "--out", str(out), "--overwrite"]) == 0
     assert sorted(p.name for p in out.iterdir()) == SUBFOLDERS
     # reproducible: the same source gives the same files (workers 1 vs default)
@@ -129,7 +134,7 @@ def test_failure_in_a_later_target_removes_the_earlier_ones(tiny, tmp_path, monk
         # qmnist, mnist and xnist are already written inside the temporary folder
         parent = Path(out).parent
         seen["parent"] = parent
-        seen["before"] = sorted(p.name for p in parent.iterdir())
+        seen["before"] = sorted(p.name for p in parent.iterdir() if not p.name.startswith("."))
         raise BuildError("simulated EMNIST failure", path=out)
 
     monkeypatch.setattr(emnist, "build_emnist", failing)

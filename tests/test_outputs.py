@@ -50,6 +50,12 @@ def test_atomic_dir_refuses_existing_and_overwrites_when_asked(tmp_path):
     with pytest.raises(BuildError, match="already exists"):
         with atomic_dir(out):
             pass
+    # --overwrite never replaces a folder the package did not write (no manifest)
+    with pytest.raises(BuildError, match="only a folder mnistforge wrote"):
+        with atomic_dir(out, overwrite=True):
+            pass
+    assert sorted(p.name for p in out.iterdir()) == ["old"]
+    (out / "manifest.json").write_text("{}")
     with atomic_dir(out, overwrite=True) as tmp:
         (tmp / "new").write_text("y")
     assert sorted(p.name for p in out.iterdir()) == ["new"]

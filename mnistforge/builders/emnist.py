@@ -335,7 +335,7 @@ def _build(sd19, out, cfg: EmnistBuildConfig) -> dict:
                                      for d in dsets.values()]))
     logger.info("EMNIST: converting %d of %d SD19 characters once for %s",
                 len(rows), len(index), ", ".join(names))
-    with atomic_dir(out, overwrite=overwrite) as tmp:
+    with atomic_dir(out, overwrite=overwrite, inputs=[getattr(src, "path", sd19)]) as tmp:
         t0 = time.perf_counter()
         store = convert_rows(src, rows, config, orientation=orientation, workers=workers,
                              show_progress=show_progress)

@@ -492,7 +492,7 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
     if syn:
         inputs["sd19"]["synthetic_description_sha256"] = sha256_file(syn)
 
-    with atomic_dir(out, overwrite=config.overwrite) as tmp:
+    with atomic_dir(out, overwrite=config.overwrite, inputs=_input_paths(sd19_path, config)) as tmp:
         if target == "xnist":
             bar = progress_bar(total=3, desc="writing xnist (xz)", unit="file",
                                disable=None if config.progress is None else not config.progress)
@@ -542,6 +542,12 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
     logger.info("built %s into %s in %.1f s (%s)", target, out, time.perf_counter() - t0,
                 ", ".join(f"{k} {v}" for k, v in counts.items()))
     return out
+
+
+def _input_paths(sd19, config) -> list:
+    """What a build reads from disk: the output folder must not overlap any of it."""
+    labels = config.qmnist_labels
+    return [sd19] + ([labels] if labels not in (None, "download") else [])
 
 
 def _write_xnist(folder: Path, images, table, bar) -> None:

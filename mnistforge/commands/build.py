@@ -113,6 +113,10 @@ def _unknown(target: str) -> ConfigError:
 # --------------------------------------------------------------------------- running
 
 def run(args) -> int:
+    from ..io.atomic import check_output_path
+
+    # before any work: an --out that is a file or overlaps the inputs is a usage error
+    check_output_path(args.out, _inputs(args))
     if args.target == "all":
         return build_all(args)
     build = builders().get(args.target)
@@ -130,7 +134,7 @@ def build_all(args) -> int:
     out = Path(args.out)
     table = builders()
     # One folder per target inside <out>.incomplete; renamed to <out> only when all succeeded.
-    with atomic_dir(out, overwrite=args.overwrite) as tmp:
+    with atomic_dir(out, overwrite=args.overwrite, inputs=_inputs(args)) as tmp:
         with sharing_preprocessed_digits():  # qmnist, mnist, xnist: SD19 preprocessed once
             for target in ALL_TARGETS[:3]:
                 _build_inside(table[target], args, target, tmp)
@@ -139,6 +143,11 @@ def build_all(args) -> int:
         print(describe_build(target, out / target))
     print(f"built all datasets into {out}")
     return 0
+
+
+def _inputs(args) -> list:
+    labels = args.qmnist_labels
+    return [args.sd19] + ([labels] if labels not in (None, "download") else [])
 
 
 def _build_inside(build, args, target: str, folder: Path) -> None:

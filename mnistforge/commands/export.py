@@ -65,7 +65,8 @@ def run(args) -> int:
     if args.max_shard_mb:
         kw["max_shard_bytes"] = int(args.max_shard_mb * 2**20)
     hf.export_hf(out, configs, overwrite=args.overwrite, workers=args.workers,
-                 croissant=not args.no_croissant, repo_id=args.push, **kw)
+                 croissant=not args.no_croissant, repo_id=args.push,
+                 inputs=_input_folders(args.names), **kw)
     if args.no_check and not args.push:
         print(f"wrote {out} ({len(configs)} config(s); not checked)")
         return 0
@@ -75,6 +76,18 @@ def run(args) -> int:
         url = hf.push_to_hub(out, args.push, private=args.private, check=False)
         print(f"pushed {out} to {args.push}: {url}")
     return 0
+
+
+def _input_folders(names) -> list[Path]:
+    """The folders among ``[CONFIG=]NAME[:SPLIT]`` targets (the output must not overlap them)."""
+    found = []
+    for n in names:
+        n = n.split("=", 1)[1] if "=" in n.split(":", 1)[0] else n
+        for cut in (n, n.rsplit(":", 1)[0], n.split(":", 1)[0]):
+            if Path(cut).exists():
+                found.append(Path(cut))
+                break
+    return found
 
 
 def _print_counts(out, counts) -> None:

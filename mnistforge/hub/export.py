@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..io.atomic import atomic_dir, atomic_file
-from ..io.hf.parquet import MAX_SHARD_BYTES, write_split
+from ..io.hf.parquet import DATA, MAX_SHARD_BYTES, write_split
 from ..io.hf.repo import CARD
 from ..io.hf.schema import SplitData, features_for, hf_split_name
 from .card import dataset_card
@@ -107,9 +107,21 @@ class ExportConfig:
         return data
 
 
+def is_export(folder) -> bool:
+    """Whether ``folder`` is a repository folder this package exported (what ``--overwrite`` may
+    replace): a card that names mnistforge next to a ``data/`` folder."""
+    folder = Path(folder)
+    try:
+        card = (folder / CARD).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "mnistforge" in card and (folder / DATA).is_dir()
+
+
 def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
               max_shard_bytes: int = MAX_SHARD_BYTES, workers: int | None = None,
-              croissant: bool = True, repo_id: str | None = None, title: str | None = None) -> dict:
+              croissant: bool = True, repo_id: str | None = None, title: str | None = None,
+              inputs=()) -> dict:
     """Write a Hub dataset repository folder holding ``configs``; return its summary.
 
     The folder is built under ``<repo_dir>.incomplete`` and renamed when
@@ -118,9 +130,12 @@ def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
     Parameters
     ----------
     repo_dir : path
-        Output folder (must not exist unless ``overwrite``).
+        Output folder (must not exist unless ``overwrite``; replaced only if it
+        is an earlier export, :func:`is_export`).
     configs : list of ExportConfig
         One per dataset; names must be distinct.
+    inputs : list of path
+        Folders the configs are read from: ``repo_dir`` must not overlap them.
     max_shard_bytes : int
         Largest shard (PNG bytes); splits are cut into equal-row shards below it.
     workers : int, optional
@@ -153,7 +168,7 @@ def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
                           hint="rename one with CONFIG=TARGET on the command line")
     repo_dir = Path(repo_dir)
     summary = {"repo_dir": str(repo_dir), "configs": []}
-    with atomic_dir(repo_dir, overwrite=overwrite) as tmp:
+    with atomic_dir(repo_dir, overwrite=overwrite, inputs=inputs, owned=is_export) as tmp:
         for cfg in configs:
             features, first_dt, shapes, splits = None, None, set(), []
             for s in cfg.splits:
