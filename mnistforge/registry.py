@@ -32,7 +32,7 @@ from .io.compression import COMPRESSIONS, strip_compression  # noqa: F401 - part
 __all__ = [
     "RemoteFile", "SplitInfo", "DatasetInfo", "get_dataset", "list_datasets", "get_file",
     "list_files", "dataset_files", "registry_notes", "strip_compression", "COMPRESSIONS",
-    "emnist_splits", "balanced_datasets",
+    "emnist_splits", "balanced_datasets", "LabelAnnotation", "label_annotations",
 ]
 
 @dataclass(frozen=True)
@@ -310,6 +310,49 @@ def dataset_files(name: str) -> list[RemoteFile]:
 def registry_notes() -> list[str]:
     """The notes at the top of ``registry.json`` (provenance of the hashes)."""
     return list(_raw().get("notes", ()))
+
+
+# --- human label annotations (Northcutt et al. 2021) ---------------------------
+
+@dataclass(frozen=True)
+class LabelAnnotation:
+    """A file of human label votes and one file split it annotates.
+
+    Study id ``i`` is row ``i + offset`` of ``dataset``'s file split ``split``
+    (views such as ``qmnist:test10k`` inherit it).  ``study`` names the
+    registry entry (kind ``annotations``) with the title, licence and citation;
+    ``side_file`` is the idx file a build writes next to that split.
+    """
+
+    file: str
+    study: str
+    dataset: str
+    split: str
+    offset: int
+    side_file: str
+    workers: int
+    min_given: int
+    rule: str
+
+
+@functools.lru_cache(maxsize=None)
+def label_annotations(dataset: str | None = None) -> tuple[LabelAnnotation, ...]:
+    """The label annotations of ``dataset`` (every one when ``None``), in registry order.
+
+    >>> [(a.dataset, a.split, a.file) for a in label_annotations("qmnist")]
+    [('qmnist', 'test', 'label-errors/mnist_mturk.json')]
+    >>> label_annotations("fashion-mnist")
+    ()
+    """
+    out = []
+    for fid, d in _raw().get("label_annotations", {}).items():
+        for a in d["applies_to"]:
+            if dataset is None or a["dataset"] == dataset:
+                out.append(LabelAnnotation(
+                    file=fid, study=d["study"], dataset=a["dataset"], split=a["split"],
+                    offset=int(a.get("offset", 0)), side_file=a["side_file"],
+                    workers=int(d["workers"]), min_given=int(d["min_given"]), rule=d["rule"]))
+    return tuple(out)
 
 
 # --- publishing facts (Hugging Face licence ids, licence links, BibTeX) --------

@@ -1,0 +1,292 @@
+"""Human label votes joined to the splits they describe, and the cleaned views of ``load``.
+
+The registry (``label_annotations``) says which file splits a study annotates
+(MNIST test; QMNIST test, whose first 10,000 rows are MNIST's test set in
+order) and where study id ``i`` falls (row ``i + offset``).  This module
+
+* gets the study's file like any dataset file: fetched into the cache and
+  verified against its pinned sha256 (:func:`study_path`, :func:`read_study`;
+  a file with another hash is refused with
+  :class:`~mnistforge.errors.HashMismatchError`);
+* checks that the split is the one the study looked at (every
+  ``given_original_label`` equals the split's label at that row; otherwise the
+  votes do not apply and are not joined);
+* turns the votes into the metadata columns of :data:`~mnistforge.io.label_votes.FIELDS`
+  (:func:`label_columns`): ``label_votes_given``, ``label_votes_guessed``,
+  ``label_votes_neither``, ``suggested_label`` (-1 where not examined or no
+  majority) and ``label_issue`` (the paper's rule);
+* applies ``load(..., label_issues=...)`` (:func:`apply_label_issues`):
+  ``"exclude"`` drops the rows with a label issue, ``"relabel"`` gives them the
+  label a majority of workers chose and drops those where no label got a
+  majority (the workers split, or most answered "neither").
+
+Every split of an annotated dataset gets the columns (rows never examined:
+votes -1, no issue), so the splits of one dataset share one metadata schema
+(what a Hugging Face export needs).  A folder of idx files has them only when a
+build wrote the side files (``t10k-label-votes-idx2-int.gz``...), see
+:func:`side_table`.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from pathlib import Path
+
+import numpy as np
+
+from .. import settings
+from ..cache.download import fetch_file
+from ..cache.verify import verify_file
+from ..errors import ConfigError, IntegrityError, OfflineError
+from ..io.idx import read_idx
+from ..io.label_votes import (FIELDS, MISSING, LabelVotes, dense_columns, read_mturk_json,
+                              table_to_columns)
+from ..registry import DatasetInfo, LabelAnnotation, get_dataset, get_file, label_annotations
+from .origins import find_dataset_folder, locate
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MODES", "LabelIssueView", "study_path", "read_study", "label_columns",
+           "add_label_votes", "clean_view", "check_mode", "join_columns", "apply_label_issues",
+           "check_given_labels", "split_offset", "side_table", "annotated_datasets"]
+
+#: Values of ``load(..., label_issues=...)`` besides ``None`` (the data as published).
+MODES = ("exclude", "relabel")
+
+
+@dataclass
+class LabelIssueView:
+    """What a cleaned view changed: ``rows`` are positions in the split as published."""
+
+    mode: str
+    study: str
+    dropped: list = field(default_factory=list)
+    relabelled: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"mode": self.mode, "study": self.study, "dropped": list(self.dropped),
+                "relabelled": {str(k): v for k, v in self.relabelled.items()}}
+
+
+def study_path(ann: LabelAnnotation | str, *, cache=None, download: bool | None = None,
+               progress=None):
+    """The study's file in the cache, fetched and verified like any dataset file."""
+    fid = ann.file if isinstance(ann, LabelAnnotation) else ann
+    offline = settings.offline(None if download is None else not download)
+    return fetch_file(fid, root=cache, offline=offline, progress=progress).path
+
+
+def read_study(path, file_id: str = "label-errors/mnist_mturk.json") -> LabelVotes:
+    """Verify ``path`` against the registry's sha256 of ``file_id``, then parse it.
+
+    A copy with any other content raises :class:`~mnistforge.errors.HashMismatchError`.
+
+    >>> from pathlib import Path
+    >>> p = Path("../shared/reference/papers/northcutt2021-mnist-test-mturk.json")
+    >>> len(read_study(p)) if p.is_file() else 100
+    100
+    """
+    remote = get_file(file_id)
+    verify_file(path, remote, use_marker=False)
+    return read_mturk_json(path)
+
+
+def check_given_labels(votes: LabelVotes, labels, offset: int = 0) -> int:
+    """How many study rows inside ``labels`` (id ``i`` at row ``i + offset``) disagree with it."""
+    rows = votes.ids + offset
+    inside = (rows >= 0) & (rows < len(labels))
+    got = np.asarray(labels[rows[inside]], dtype=np.int64)
+    return int((got != votes.given[inside]).sum())
+
+
+def split_offset(info: DatasetInfo, split: str) -> tuple[LabelAnnotation, int] | None:
+    """``(annotation, first row)`` when ``split`` is (a view of) an annotated file split.
+
+    The first row is where the split starts in its file split (``test50k``: 10000).
+    """
+    sp = info.split(split)
+    fsp = info.file_split(split)
+    for ann in label_annotations(info.name):
+        if ann.split == fsp.name:
+            start = sp.rows[0] if sp.is_view and sp.rows is not None else 0
+            return ann, int(start)
+    return None
+
+
+def _missing(n: int) -> dict[str, np.ndarray]:
+    cols = {f: np.full(n, MISSING, dtype=np.int32) for f in FIELDS[:4]}
+    cols["label_issue"] = np.zeros(n, dtype=bool)
+    return cols
+
+
+def side_table(folder, ann: LabelAnnotation) -> dict[str, np.ndarray] | None:
+    """The columns in a folder's side file of ``ann`` (a build's), or None when there is none."""
+    p = locate(Path(folder), ann.side_file)
+    if p is None:
+        return None
+    return table_to_columns(np.asarray(read_idx(p)), str(p))
+
+
+def _folder_columns(info: DatasetInfo, split: str, n: int, root) -> dict | None:
+    folder = find_dataset_folder(root, info)
+    if folder is None:
+        return None
+    hit = split_offset(info, split)
+    if hit is not None:
+        ann, start = hit
+        cols = side_table(folder, ann)
+        if cols is None:
+            return None
+        if len(cols["label_issue"]) < start + n:
+            raise IntegrityError("label-vote side file does not match the split",
+                                 path=Path(folder) / ann.side_file,
+                                 expected=f"at least {start + n} rows",
+                                 found=str(len(cols["label_issue"])))
+        return {f: c[start:start + n] for f, c in cols.items()}
+    # another split of a build that has votes: the same columns, nothing examined
+    anns = label_annotations(info.name)
+    return _missing(n) if any(locate(Path(folder), a.side_file) for a in anns) else None
+
+
+def label_columns(ds, *, root=None, cache=None, download: bool | None = None, progress=None,
+                  required: bool = False) -> dict[str, np.ndarray] | None:
+    """The label-vote columns of a loaded (whole) split, or None where none apply.
+
+    Official files (``root`` None: the cache) get the study's file from the
+    cache, fetched as ``download`` allows, and are checked against it (every
+    given label must equal the split's label at that row); a folder has the
+    columns only from its build's side files.  With ``required`` a study file
+    that cannot be had raises instead of leaving the columns out.
+    """
+    info = ds.info
+    anns = label_annotations(info.name)
+    if not anns:
+        return None
+    n = len(ds)
+    if root is not None:
+        return _folder_columns(info, ds.split, n, root)
+    try:
+        votes = {a.file: read_study(study_path(a, cache=cache, download=download,
+                                               progress=progress), a.file) for a in anns}
+    except OfflineError as e:
+        if required:
+            raise
+        logger.warning("label votes left out: %s", e)
+        return None
+    hit = split_offset(info, ds.split)
+    if hit is None:
+        return _missing(n)
+    ann, start = hit
+    v = votes[ann.file]
+    offset = ann.offset - start
+    bad = check_given_labels(v, ds.labels, offset)
+    if bad:
+        raise IntegrityError(f"{info.name} {ds.split}: the study's given labels disagree with "
+                             "the verified labels", path=ann.file,
+                             expected="every given label equal to the split's",
+                             found=f"{bad} differ", hint="the registry's annotation entry is wrong")
+    ds.status[get_file(ann.file).name] = "exact"
+    return dense_columns(v, n, offset, ann.min_given)
+
+
+def add_label_votes(ds, **kw):
+    """``ds`` with the label-vote columns appended to its metadata (see :func:`label_columns`)."""
+    cols = label_columns(ds, **kw)
+    if cols is not None:
+        ds.metadata = join_columns(ds.metadata, cols)
+    return ds
+
+
+def clean_view(ds, mode: str | None, keep_metadata: bool):
+    """Apply ``load(..., label_issues=mode)`` to ``ds`` in place; drop the metadata unless kept."""
+    if mode is not None:
+        images, labels, meta, view = apply_label_issues(mode, ds.name, ds.split, ds.images,
+                                                        ds.labels, ds.metadata)
+        keep = np.ones(len(ds), dtype=bool)
+        keep[view.dropped] = False
+        if getattr(ds, "indices", None) is not None:
+            ds.indices = ds.indices[keep]
+        elif hasattr(ds, "indices"):
+            ds.indices = np.flatnonzero(keep)
+        ds.images, ds.labels, ds.metadata = images, labels, meta
+        ds.label_issues = view
+    if not keep_metadata:
+        ds.metadata = None
+    return ds
+
+
+def join_columns(metadata: np.ndarray | None, cols: dict[str, np.ndarray]) -> np.ndarray:
+    """``metadata`` (a structured array or None) with the label-vote columns appended."""
+    n = len(cols["label_issue"])
+    base = [] if metadata is None else [(f, metadata.dtype[f]) for f in metadata.dtype.names or ()]
+    dt = np.dtype(base + [(f, cols[f].dtype) for f in FIELDS])
+    out = np.empty(n, dtype=dt)
+    for f, _ in base:
+        out[f] = metadata[f]  # type: ignore[index]
+    for f in FIELDS:
+        out[f] = cols[f]
+    return out
+
+
+def check_mode(mode: str | None) -> None:
+    """Raise ConfigError unless ``mode`` is None or one of :data:`MODES`."""
+    if mode is not None and mode not in MODES:
+        raise ConfigError("invalid label_issues", expected="None, " + ", ".join(map(repr, MODES)),
+                          found=repr(mode))
+
+
+def apply_label_issues(mode: str, name: str, split: str, images, labels, metadata,
+                       study: str = "label-errors"):
+    """``(images, labels, metadata, view)`` after ``mode`` (``exclude`` or ``relabel``).
+
+    ``metadata`` must hold the label-vote columns.  Rows not examined are kept.
+
+    >>> import numpy as np
+    >>> from mnistforge.io.label_votes import parse_mturk_json, dense_columns
+    >>> t = parse_mturk_json('[{"id": 0, "given_original_label": 1, "our_guessed_label": 7,'
+    ...     ' "mturk": {"given": 0, "guessed": 5, "neither": 0}}, {"id": 1,'
+    ...     ' "given_original_label": 4, "our_guessed_label": 9, "mturk": {"given": 2,'
+    ...     ' "guessed": 2, "neither": 1}}]')
+    >>> meta = join_columns(None, dense_columns(t, 3))
+    >>> imgs, y = np.zeros((3, 2, 2), np.uint8), np.array([1, 4, 5])
+    >>> apply_label_issues("exclude", "toy", "test", imgs, y, meta)[1].tolist()
+    [5]
+    >>> _, y2, _, view = apply_label_issues("relabel", "toy", "test", imgs, y, meta)
+    >>> y2.tolist(), view.dropped, view.relabelled
+    ([7, 5], [1], {0: (1, 7)})
+    """
+    check_mode(mode)
+    if metadata is None or "label_issue" not in (metadata.dtype.names or ()):
+        raise ConfigError(f"label_issues={mode!r}: {name} {split} has no label votes",
+                          expected="a split the study examined (mnist test; qmnist test, test10k)",
+                          found=f"{name} {split}")
+    issue = np.asarray(metadata["label_issue"], dtype=bool)
+    examined = np.asarray(metadata["label_votes_given"]) != MISSING
+    if not examined.any():
+        raise ConfigError(f"label_issues={mode!r}: the study examined no image of {name} {split}",
+                          expected="mnist test; qmnist test or test10k", found=f"{name} {split}")
+    labels = np.asarray(labels)
+    view = LabelIssueView(mode, study)
+    if mode == "exclude":
+        drop = issue
+    else:
+        sug = np.asarray(metadata["suggested_label"], dtype=np.int64)
+        fix = issue & (sug != MISSING)
+        drop = issue & (sug == MISSING)
+        labels = labels.copy()
+        view.relabelled = {int(i): (int(labels[i]), int(sug[i])) for i in np.flatnonzero(fix)}
+        labels[fix] = sug[fix]
+    view.dropped = np.flatnonzero(drop).tolist()
+    keep = ~drop
+    return images[keep], labels[keep], metadata[keep], view
+
+
+def annotated_datasets() -> list[str]:
+    """Registry names of the datasets with label votes (``mnist``, ``qmnist``)."""
+    return sorted({a.dataset for a in label_annotations()})
+
+
+def study_info(ann: LabelAnnotation) -> DatasetInfo:
+    """The registry entry (kind ``annotations``) describing ``ann``'s study."""
+    return get_dataset(ann.study)
