@@ -85,6 +85,41 @@ def hash_content(path, name: str | None = None) -> tuple[str, str | None, int] |
             hint="the file is damaged or incomplete: delete it and fetch again") from None
 
 
+def sha256_parts(*parts) -> str:
+    """The hex sha256 of byte strings (or buffers) joined, e.g. an idx header and an array's bytes.
+
+    >>> sha256_parts(b"a", b"bc") == sha256_parts(b"abc")
+    True
+    """
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p)
+    return h.hexdigest()
+
+
+def order_free_sha256(rows, keys) -> str:
+    """A hash of a set of (row, key) items that does not depend on their order.
+
+    Each item is hashed as its row's bytes followed by its key as a big-endian
+    int32 (for images and labels: ``image bytes + label``); the result is the
+    sha256 of the sorted item digests joined.  A reordered copy hashes the same.
+
+    >>> import numpy as np
+    >>> a, k = np.arange(12, dtype=np.uint8).reshape(3, 4), np.array([1, 2, 3])
+    >>> order_free_sha256(a, k) == order_free_sha256(a[::-1], k[::-1])
+    True
+    >>> order_free_sha256(a, k) == order_free_sha256(a, k[[1, 0, 2]])
+    False
+    """
+    import numpy as np
+
+    rows = np.ascontiguousarray(rows).reshape(len(rows), -1).view(np.uint8)
+    keys = np.asarray(keys).astype(">i4").view(np.uint8).reshape(len(rows), 4)
+    items = np.ascontiguousarray(np.concatenate([rows, keys], axis=1))
+    digests = sorted(hashlib.sha256(r).digest() for r in items)
+    return hashlib.sha256(b"".join(digests)).hexdigest()
+
+
 class HashingReader:
     """Read-through wrapper that hashes (sha256 and md5) the bytes as they stream past.
 

@@ -41,6 +41,7 @@ from ..errors import IdxFormatError
 from .atomic import atomic_file
 from .compression import (DECOMPRESS_ERRORS, compression_of, decompressor, open_reader,
                           open_writer)
+from .hashing import sha256_parts
 
 TYPES: dict[int, np.dtype] = {
     0x08: np.dtype(">u1"),
@@ -351,6 +352,20 @@ def idx_header_bytes(shape, dtype) -> bytes:
         raise IdxFormatError("dimension too large for idx", expected="< 2^32", found=list(shape))
     code = CODES[key]
     return bytes([0, 0, code, len(shape)]) + struct.pack(f">{len(shape)}I", *shape)
+
+
+def idx_content_sha256(array) -> str:
+    """The sha256 of the idx file content ``array`` would be written as (header + bytes).
+
+    Equal to the registry's ``content_sha256`` of an official file holding the
+    same array, so arrays read from any format compare without the file.
+
+    >>> idx_content_sha256(np.zeros(3, np.uint8))[:12]
+    'c51ace58717b'
+    """
+    arr = np.asarray(array)
+    data = np.ascontiguousarray(arr.astype(arr.dtype.newbyteorder(">"), copy=False))
+    return sha256_parts(idx_header_bytes(arr.shape, arr.dtype), memoryview(data).cast("B"))
 
 
 def write_idx(path, array, *, compresslevel: int | None = None,
