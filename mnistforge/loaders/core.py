@@ -12,6 +12,7 @@ from ..io.hf.repo import is_hf_repo
 from ..registry import DatasetInfo, get_dataset, list_datasets
 from .origins import CacheOrigin, FolderOrigin, Origin
 
+from .label_issues import add_label_votes, check_mode, clean_view
 from .repo import load_split_from_repo
 from .split import DatasetSplit
 from .targets import detect_dataset
@@ -26,7 +27,7 @@ def _view(arr, sl):
 
 
 def load(name, split="train", *, root=None, download: bool | None = None, with_metadata=False,
-         cache=None, keep_raw=None, progress=None) -> DatasetSplit:
+         cache=None, keep_raw=None, progress=None, label_issues: str | None = None) -> DatasetSplit:
     """Load one split of a dataset: official files from the cache, or built files.
 
     Parameters
@@ -51,6 +52,15 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
     with_metadata : bool
         Also load the metadata (QMNIST's 8 columns; EMNIST writer side files
         of built folders).  ``metadata`` stays None when there is none.
+        MNIST and QMNIST also get the human label votes of Northcutt et al.
+        (2021): ``label_votes_given``/``_guessed``/``_neither``,
+        ``suggested_label``, ``label_issue`` (-1 votes: not examined; see
+        :mod:`mnistforge.loaders.label_issues`).
+    label_issues : {None, "exclude", "relabel"}
+        ``None`` (default): the labels as published.  ``"exclude"`` drops the
+        images with a known label issue (15 of MNIST's test set);
+        ``"relabel"`` gives them the label most workers chose and drops those
+        where no label got a majority.  ``ds.label_issues`` says what changed.
     cache : path, optional
         Cache folder (default ``$MNISTFORGE_HOME`` or the platform cache).
     keep_raw : bool, optional
@@ -72,10 +82,13 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
     if root is None and isinstance(name, (str, os.PathLike)) and name not in list_datasets() \
             and Path(name).is_dir():
         name, root = detect_dataset(name), Path(name)
+    check_mode(label_issues)
+    want_meta = with_metadata or label_issues is not None
     if root is not None:
         # An exported Hugging Face repository (README.md + data/<name>/).
         if is_hf_repo(root, name):
-            return load_split_from_repo(root, name, split, with_metadata=with_metadata)
+            ds = load_split_from_repo(root, name, split, with_metadata=want_meta)
+            return clean_view(ds, label_issues, with_metadata)
     info = get_dataset(name)
     if info.kind != "dataset":
         raise DatasetNotFoundError(
@@ -94,7 +107,7 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
     images = src.open(fsp.images)
     lab = src.open(fsp.labels) if fsp.labels != fsp.images else images
     meta_raw = None
-    if with_metadata and fsp.metadata:
+    if want_meta and fsp.metadata:
         meta_raw = lab if fsp.metadata == fsp.labels else src.open_optional(fsp.metadata)
     if fsp.labels_column is not None:
         if lab.ndim != 2 or lab.shape[1] <= fsp.labels_column:
@@ -130,7 +143,10 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
                       src.orientation)
     if src.classes:
         ds.classes = list(src.classes)
-    return ds
+    if want_meta:  # the human label votes of the splits a study examined
+        add_label_votes(ds, root=root, cache=cache, download=download, progress=progress,
+                        required=label_issues is not None)
+    return clean_view(ds, label_issues, with_metadata)
 
 
 def _check_shapes(info, fsp, images, labels, meta, src) -> None:
