@@ -114,6 +114,9 @@ class SplitInfo:
     last: str | None = None
     drop_last: str | None = None
     description: str = ""
+    #: sha256 of the sorted (image, label) digests: the same for a copy in any order
+    #: (:func:`mnistforge.io.hashing.order_free_sha256`); None where not computed
+    order_free_sha256: str | None = None
 
     @property
     def is_view(self) -> bool:
@@ -212,7 +215,8 @@ def _datasets() -> dict[str, DatasetInfo]:
                 name=sname, count=int(s["count"]), images=s.get("images"), labels=s.get("labels"),
                 labels_column=s.get("labels_column"), metadata=s.get("metadata"), of=s.get("of"),
                 rows=rows, last=s.get("last"), drop_last=s.get("drop_last"),
-                description=s.get("description", ""))
+                description=s.get("description", ""),
+                order_free_sha256=s.get("order_free_sha256"))
         out[name] = DatasetInfo(
             name=name, group=d["group"], title=d["title"], kind=d["kind"],
             description=d["description"], homepage=d.get("homepage", ""), licence=d["licence"],
