@@ -505,3 +505,25 @@ def test_real_mnist_distances_within_two_percent_of_an_independent_geodesic(mnis
                 assert r.params == [-0.5, 1.0]
                 assert r.distance == pytest.approx(4.4887, rel=0.02)
         assert np.max(np.abs(np.array(ratios) - 1)) <= 0.02, group
+
+
+def test_docs_experiment_linear_row_is_a_fresh_run(mnist_reference):
+    # the plain linear row of docs/manitest.md's experiment table (the CLI line it names),
+    # recomputed: score, 95 % interval, images without a change, visited median / max
+    from pathlib import Path
+
+    from mnistforge.classifiers.base import make_classifier
+    from mnistforge.io.idx import read_idx
+
+    X = np.asarray(read_idx(mnist_reference / "t10k-images-idx3-ubyte.gz"))
+    y = np.asarray(read_idx(mnist_reference / "t10k-labels-idx1-ubyte.gz"))
+    clf = make_classifier("linear").fit(X[:5000], y[:5000])
+    res = manitest(X[5000:], clf, "dilation-rotation", samples=100, seed=0, workers=1)
+    err = (clf.predict(X[5000:]) != y[5000:]).mean()
+    v = [r.visited for r in res.images]
+    lo, hi = res.ci95
+    row = (f"| linear | plain | {100 * err:.1f} % | {res.mean_score:.3f} ({lo:.3f}–{hi:.3f}) | "
+           f"{res.reached_cap} | {np.median(v):g} / {max(v):,} |")
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "manitest.md").read_text()
+    assert row in doc.splitlines()
+    assert all(r.distance >= r.chord for r in res.images)
