@@ -40,7 +40,10 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         ``train``, ``test``; ``test10k``, ``test50k``, ``nist`` (qmnist);
         ``validation``, ``train-without-validation`` (EMNIST balanced sets).
     root : path, optional
-        A folder of idx files with the official names (e.g. a build folder):
+        A third-party copy (Keras ``.npz``, ``.npy`` pairs, CSV, a torchvision
+        root, a Hugging Face parquet snapshot, an EMNIST ``.mat``; see
+        :mod:`mnistforge.loaders.foreign`; ``name`` itself may be such a path),
+        or a folder of idx files with the official names (e.g. a build folder):
         looked for in ``root`` and ``root/<name>`` (and ``root/<group>``).
         Without it, official files come from the cache (fetched and verified
         as needed).
@@ -79,6 +82,10 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
     'W'
     >>> built = mnistforge.load("qmnist", "test10k", root="build/", with_metadata=True)  # doctest: +SKIP
     """
+    from .foreign import foreign_source, load_foreign
+    if foreign_source(name, root):  # a third-party copy: npz/npy, CSV, parquet, .mat, torchvision
+        return load_foreign(name if root is None else root, None if root is None else name, split,
+                            with_metadata=with_metadata)
     if root is None and isinstance(name, (str, os.PathLike)) and name not in list_datasets() \
             and Path(name).is_dir():
         name, root = detect_dataset(name), Path(name)

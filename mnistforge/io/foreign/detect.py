@@ -90,13 +90,7 @@ def _sniff_file(path: Path) -> str:
 
 
 def _sniff_dir(path: Path) -> str:
-    if (path / "raw").is_dir() or (path / "processed").is_dir() or \
-            any((p / "raw").is_dir() or (p / "processed").is_dir() for p in path.iterdir()
-                if p.is_dir()):
-        return "torchvision"
     files = [p for p in path.iterdir() if p.is_file()]
-    if any(path.rglob("*.parquet")):
-        return "parquet"
     kinds = set()
     for p in files:
         if p.name.startswith(".") or role_of(p.name) is None and ".csv" not in p.name.lower():
@@ -105,9 +99,15 @@ def _sniff_dir(path: Path) -> str:
             kinds.add(_sniff_file(p))
         except FormatError:
             continue
-    for kind in ("pickle", "npy", "idx", "csv", "npz", "mat"):
+    for kind in ("pickle", "idx", "npy", "csv", "npz", "mat", "parquet"):
         if kind in kinds:
             return kind
+    if (path / "raw").is_dir() or (path / "processed").is_dir() or \
+            any((p / "raw").is_dir() or (p / "processed").is_dir() for p in path.iterdir()
+                if p.is_dir()):
+        return "torchvision"
+    if any(path.rglob("*.parquet")):
+        return "parquet"
     raise FormatError("no dataset files recognised", path=path,
                       expected="idx files, .npy pairs, CSV, parquet shards or <Name>/raw",
                       found=", ".join(sorted(p.name for p in files)[:6]) or "an empty folder")

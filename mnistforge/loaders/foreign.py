@@ -1,0 +1,399 @@
+"""Third-party copies as a source for ``load``: canonical arrays, every departure reported.
+
+A copy read by :mod:`mnistforge.io.foreign` holds arrays as their maker
+stored them.  :func:`canonicalise` turns one split into ``uint8 N x 28 x 28``
+images and integer labels, and *says* what it undid rather than undoing it
+silently:
+
+* storage facts that lose nothing (``storage``): rows flattened to 784
+  columns, a channel axis, integer text/wide integer types, one-hot labels,
+  a label table's extra columns;
+* departures from the official bytes (``changes``, :class:`Change`): float
+  images in [0, 1] or [0, 255], inverted intensities (both seen in the data
+  itself), and, once the dataset is known, images stored transposed relative to
+  the official files and labels offset by one (letters 0..25 instead of 1..26).
+
+:func:`registry_match` recognises a canonical split from the registry's
+content hashes (idx content of images and labels; the order-free hash of the
+pairs), trying both orientations and label offsets of -1, 0, +1.
+:func:`load_foreign` is what ``load(name, split, root=COPY)`` and
+``load(COPY, split)`` run.
+
+Examples
+--------
+>>> import numpy as np
+>>> from mnistforge.io.foreign import ForeignSplit
+>>> x = np.zeros((4, 784), np.float32); x[:, :20] = 1.0
+>>> c = canonicalise(ForeignSplit("test", x, np.arange(4), "demo"))
+>>> c.images.shape, c.images.dtype.name, int(c.images.max()), [ch.kind for ch in c.changes]
+((4, 28, 28), 'uint8', 255, ['float01'])
+>>> c.storage
+['rows flattened to 784 columns (reshaped to 28 x 28)']
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import FormatError
+from ..io.foreign import ForeignCopy, ForeignSplit, read_foreign
+from ..io.hashing import order_free_sha256
+from ..io.idx import idx_content_sha256
+from ..registry import DatasetInfo, get_dataset, get_file, list_datasets
+from .split import DatasetSplit
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Canonical", "Change", "Match", "canonicalise", "label_shift_cue", "load_foreign",
+           "registry_match", "shift_change", "to_upright", "transpose_change", "foreign_source"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """A departure of a copy from the official bytes: ``kind`` for scripts, ``description`` for people.
+
+    Kinds: ``float01``, ``float255``, ``inverted``, ``transposed``, ``labels+1``,
+    ``labels-1`` (what must be added to the copy's labels to get the official ones).
+    """
+
+    kind: str
+    description: str
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "description": self.description}
+
+
+@dataclass
+class Canonical:
+    """One split made canonical: images ``uint8 N x 28 x 28`` in the copy's own orientation
+    (see :func:`to_upright`), ``int64`` labels as the copy numbers them."""
+
+    split: str | None
+    images: np.ndarray
+    labels: np.ndarray
+    where: str
+    storage: list[str] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+    metadata: dict[str, np.ndarray] = field(default_factory=dict)
+    hint: str | None = None
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+
+def _images(x: np.ndarray, where: str, storage: list[str], changes: list[Change]) -> np.ndarray:
+    x = np.asarray(x)
+    if x.ndim == 4 and 1 in (x.shape[1], x.shape[3]):
+        axis = 1 if x.shape[1] == 1 else 3
+        storage.append(f"a channel axis ({'N x 1 x H x W' if axis == 1 else 'N x H x W x 1'}, dropped)")
+        x = x.reshape(x.shape[0], x.shape[2 if axis == 1 else 1], -1)
+    if x.ndim == 2:
+        side = int(round(np.sqrt(x.shape[1])))
+        if side * side != x.shape[1]:
+            raise FormatError("image rows are not square", path=where,
+                              expected="N x 784 (28 x 28) pixel columns", found=f"N x {x.shape[1]}")
+        storage.append(f"rows flattened to {x.shape[1]} columns (reshaped to {side} x {side})")
+        x = x.reshape(x.shape[0], side, side)
+    if x.ndim != 3:
+        raise FormatError("images of the wrong shape", path=where,
+                          expected="N x 784, N x H x W or N x H x W x 1", found=str(x.shape))
+    if x.dtype.kind == "f":
+        hi = float(np.nanmax(x)) if x.size else 0.0
+        if not np.isfinite(x).all() or float(np.min(x)) < 0 or hi > 255:
+            raise FormatError("float images out of range", path=where,
+                              expected="values in [0, 1] or [0, 255]",
+                              found=f"[{float(np.nanmin(x)):g}, {hi:g}]")
+        scale = 255.0 if hi <= 1.0 else 1.0
+        y = np.asarray(x, np.float64) * scale
+        r = np.rint(y)
+        exact = bool(np.all(np.abs(y - r) < 1e-3))
+        kind = "float01" if scale == 255.0 else "float255"
+        rng = "[0, 1]" if scale == 255.0 else "[0, 255]"
+        desc = f"images stored as {x.dtype.name} in {rng}" + (
+            " (x 255 and rounding give the bytes back)" if scale == 255.0 else " (rounded to bytes)")
+        if not exact:
+            desc += "; not every value is a whole byte: rounded (lossy)"
+        changes.append(Change(kind, desc))
+        x = r.astype(np.uint8)
+    elif x.dtype != np.uint8:
+        if x.dtype.kind not in "iub" or (x.size and (int(x.min()) < 0 or int(x.max()) > 255)):
+            raise FormatError("pixel values out of range", path=where, expected="0..255",
+                              found=f"{x.dtype.name} [{x.min()}, {x.max()}]")
+        storage.append(f"pixels stored as {x.dtype.name} (whole bytes, kept exact)")
+        x = x.astype(np.uint8)
+    x = np.ascontiguousarray(x)
+    if x.size and _looks_inverted(x):
+        changes.append(Change("inverted", "intensities inverted (background white, ink dark): "
+                                          "255 - x gives the official bytes"))
+        x = 255 - x
+    return x
+
+
+def _looks_inverted(x: np.ndarray) -> bool:
+    """The frame of MNIST-family images is background (0); a bright frame means inverted."""
+    sample = x[:: max(1, len(x) // 2000)]
+    frame = np.concatenate([sample[:, 0, :], sample[:, -1, :], sample[:, :, 0], sample[:, :, -1]],
+                           axis=1)
+    return float(np.median(frame)) > 127
+
+
+def _labels(y: np.ndarray, n: int, where: str, storage: list[str], meta: dict) -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    elif y.ndim == 2:
+        if set(np.unique(y).tolist()) <= {0, 1} and bool((y.sum(axis=1) == 1).all()):
+            storage.append(f"labels one-hot over {y.shape[1]} columns (argmax taken)")
+            y = y.argmax(axis=1)
+        else:
+            storage.append(f"a label table of {y.shape[1]} columns (column 0 is the label; "
+                           "the others kept as metadata)")
+            for i in range(1, y.shape[1]):
+                meta[f"col{i}"] = y[:, i]
+            y = y[:, 0]
+    if y.ndim != 1 or y.shape[0] != n:
+        raise FormatError("labels do not match the images", path=where,
+                          expected=f"{n} labels", found=str(y.shape))
+    if y.dtype.kind == "f":
+        if not np.array_equal(y, np.rint(y)):
+            raise FormatError("non-integer labels", path=where, expected="whole numbers",
+                              found=f"e.g. {y[np.flatnonzero(y != np.rint(y))[0]]}")
+        storage.append(f"labels stored as {y.dtype.name}")
+    elif y.dtype.kind not in "iub":
+        raise FormatError("labels are not numbers", path=where, expected="integer labels",
+                          found=y.dtype.name)
+    return y.astype(np.int64)
+
+
+def canonicalise(fs: ForeignSplit) -> Canonical:
+    """Canonical images and labels of one split as stored, with what was undone (see module doc)."""
+    storage: list[str] = []
+    changes: list[Change] = []
+    meta = {k: np.asarray(v) for k, v in fs.metadata.items()}
+    images = _images(fs.images, fs.where, storage, changes)
+    labels = _labels(fs.labels, images.shape[0], fs.where, storage, meta)
+    return Canonical(fs.split, images, labels, fs.where, storage, changes, meta, fs.hint)
+
+
+# --------------------------------------------------------------------------- the registry
+
+def transpose_change() -> Change:
+    return Change("transposed", "images stored transposed relative to the official files "
+                                "(rows and columns swapped)")
+
+
+def shift_change(shift: int, labels: np.ndarray) -> Change:
+    lo, hi = (int(labels.min()), int(labels.max())) if labels.size else (0, 0)
+    return Change(f"labels{shift:+d}", f"labels offset by {-shift:+d}: stored {lo}..{hi}, official "
+                                       f"{lo + shift}..{hi + shift}")
+
+
+@dataclass(frozen=True)
+class Match:
+    """What the registry's hashes say of a canonical split.
+
+    ``order`` is ``"same"`` (idx content hashes) or ``"other"`` (order-free hash);
+    ``images``/``labels`` say which parts matched (a partial match has one).
+    """
+
+    dataset: str
+    split: str
+    transposed: bool
+    shift: int
+    order: str
+    images: bool = True
+    labels: bool = True
+    how: str = "registry content hashes"
+
+
+def _file_splits():
+    for name in list_datasets():
+        info = get_dataset(name)
+        for sname, sp in info.splits.items():
+            if not sp.is_view:
+                yield info, sname, sp
+
+
+def _content(group: str, fname: str | None) -> str | None:
+    if not fname:
+        return None
+    try:
+        return get_file(f"{group}/{fname}").content_sha256
+    except KeyError:
+        return None
+
+
+def registry_match(c: Canonical, name: str | None = None) -> Match | None:
+    """The registry split ``c`` is, from content hashes (any orientation, label offset -1..+1).
+
+    Full matches (images and labels) win over the order-free hash, which wins
+    over a partial match (images or labels only).  ``name`` limits the search
+    to one dataset.
+    """
+    n = len(c)
+    cands = [(info, s, sp) for info, s, sp in _file_splits()
+             if sp.count == n and (name is None or info.name == name)]
+    if not cands:
+        return None
+    img_sha: dict[bool, str] = {}
+    lab_sha: dict[int, str] = {}
+
+    def images(t: bool) -> np.ndarray:
+        return c.images.transpose(0, 2, 1) if t else c.images
+
+    def ish(t: bool) -> str:
+        if t not in img_sha:
+            img_sha[t] = idx_content_sha256(images(t))
+        return img_sha[t]
+
+    def lsh(s: int) -> str | None:
+        lab = c.labels + s
+        if lab.size and (lab.min() < 0 or lab.max() > 255):
+            return None
+        if s not in lab_sha:
+            lab_sha[s] = idx_content_sha256(lab.astype(np.uint8))
+        return lab_sha[s]
+
+    partial = None
+    for info, s, sp in cands:
+        want_i = _content(info.group, sp.images)
+        want_l = None if sp.labels_column is not None else _content(info.group, sp.labels)
+        ts = [t for t in (False, True) if want_i and ish(t) == want_i]
+        ss = [k for k in (0, 1, -1) if want_l and lsh(k) == want_l]
+        if ts and ss:
+            return Match(info.name, s, ts[0], ss[0], "same")
+        if partial is None and (ts or ss):
+            partial = Match(info.name, s, bool(ts and ts[0]), ss[0] if ss else 0, "same",
+                            images=bool(ts), labels=bool(ss))
+    for info, s, sp in cands:
+        if not sp.order_free_sha256:
+            continue
+        for t in (False, True):
+            for k in (0, 1, -1):
+                if order_free_sha256(images(t), c.labels + k) == sp.order_free_sha256:
+                    return Match(info.name, s, t, k, "other", how="registry order-free hash")
+    return partial
+
+
+def label_shift_cue(labels: np.ndarray, info: DatasetInfo) -> int:
+    """The offset to add so the labels fall in ``info``'s range (0 when they already do or when
+    no single offset of one fits): letters 0..25 -> +1 for EMNIST letters (1..26)."""
+    if not labels.size or not info.classes:
+        return 0
+    lo, hi = int(labels.min()), int(labels.max())
+    first, last = int(info.label_offset), len(info.classes) - 1
+    if first <= lo and hi <= last:
+        return 0
+    if first - 1 <= lo and hi <= last - 1:
+        return 1
+    if first + 1 <= lo and hi <= last + 1:
+        return -1
+    return 0
+
+
+def to_upright(images_official: np.ndarray, info: DatasetInfo | None) -> np.ndarray:
+    """Images as the official files store them -> upright (EMNIST's files are transposed)."""
+    if info is not None and info.orientation == "transposed":
+        return images_official.transpose(0, 2, 1)
+    return images_official
+
+
+# --------------------------------------------------------------------------- load
+
+def _adhoc_info(name: str, labels: np.ndarray, path) -> DatasetInfo:
+    top = int(labels.max()) if labels.size else 0
+    return DatasetInfo(name=name, group=name, title=name, kind="dataset",
+                       description=f"third-party copy {path}", homepage="", licence="unknown",
+                       citation="", classes=tuple(str(i) for i in range(top + 1)))
+
+
+def _structured(meta: dict[str, np.ndarray], n: int) -> np.ndarray | None:
+    cols = {k: np.asarray(v).reshape(-1) for k, v in meta.items() if np.asarray(v).size == n}
+    if not cols:
+        return None
+    out = np.empty(n, dtype=[(k, np.int64 if v.dtype.kind in "iub" else v.dtype)
+                             for k, v in cols.items()])
+    for k, v in cols.items():
+        out[k] = v
+    return out
+
+
+def pick_split(copy: ForeignCopy, name: str | None, split: str | None) -> ForeignSplit:
+    """The split of ``copy`` asked for, also as ``<dataset hint>:<split>`` in a copy of several."""
+    if name and split and f"{name}:{split}" in copy.splits:
+        return copy.splits[f"{name}:{split}"]
+    if name:
+        mine = {k: s for k, s in copy.splits.items() if s.hint in (None, name)}
+        if mine and len(mine) < len(copy.splits):
+            copy = ForeignCopy(copy.format, copy.path, mine, copy.notes, copy.hint)
+    return copy.split(split)
+
+
+def load_foreign(path, name: str | None = None, split: str | None = "train", *,
+                 with_metadata: bool = False, copy: ForeignCopy | None = None) -> DatasetSplit:
+    """``load(name, split, root=COPY)`` / ``load(COPY, split)`` on a third-party copy.
+
+    The dataset is ``name``, else the registry split the hashes recognise, else
+    the copy's name hint when the registry knows it, else an unnamed dataset
+    (``foreign``).  Images come back upright; each change undone (float, inverted,
+    transposed, labels offset) is logged as a warning and listed in
+    ``ds.changes`` (:class:`Change`), storage facts in ``ds.storage``.
+    """
+    copy = copy if copy is not None else read_foreign(path)
+    fs = pick_split(copy, name, split)
+    c = canonicalise(fs)
+    match = registry_match(c, name)
+    if name is None and match is not None and (match.images and match.labels):
+        name = match.dataset
+    if name is None and fs.hint in list_datasets():
+        name = fs.hint
+    info = get_dataset(name) if name else None
+    changes = list(c.changes)
+    if match is not None and info is not None and match.dataset == info.name:
+        transposed, shift = match.transposed and match.images, match.shift if match.labels else 0
+    else:
+        transposed, shift = False, label_shift_cue(c.labels, info) if info else 0
+    if transposed:
+        changes.append(transpose_change())
+    if shift:
+        changes.append(shift_change(shift, c.labels))
+    images = c.images.transpose(0, 2, 1) if transposed else c.images
+    images = to_upright(images, info)
+    labels = c.labels + shift
+    for ch in changes:
+        logger.warning("%s: %s (undone)", fs.where, ch.description)
+    if info is None:
+        info = _adhoc_info(fs.hint or "foreign", labels, copy.path)
+    sname = fs.split or split or "data"
+    stored_transposed = transposed != (info.orientation == "transposed")
+    ds = DatasetSplit(info.name, sname, images, labels, info,
+                      _structured(c.metadata, len(labels)) if with_metadata else None,
+                      f"{copy.format} {fs.where}", {},
+                      "transposed" if stored_transposed else "upright")
+    ds.changes = changes
+    ds.storage = list(c.storage)
+    ds.format = copy.format
+    return ds
+
+
+def foreign_source(name, root=None) -> bool:
+    """Whether ``load(name, root=root)`` (or ``load(name)`` with ``name`` a path) is a third-party
+    copy: a file, or a folder that is neither idx files under official names nor our Hub export."""
+    from ..io.foreign import is_foreign
+    from ..io.hf.repo import is_hf_repo
+    from .targets import datasets_in_folder
+
+    if root is None:
+        if not isinstance(name, (str, PathLike)) or str(name) in list_datasets():
+            return False
+        root = name
+    p = Path(root)
+    if p.is_file():
+        return True
+    if not p.is_dir() or is_hf_repo(p) or datasets_in_folder(p):
+        return False
+    return is_foreign(p)
