@@ -8,6 +8,7 @@ variable                   meaning                                             d
 ``MNISTFORGE_WORKERS``     processes/threads for parallel work                 the usable cores
 ``MNISTFORGE_PROGRESS``    ``0`` silences progress bars, ``1`` forces them     on a terminal
 ``MNISTFORGE_KEEP_RAW``    ``0``: keep no decompressed copies in the cache     keep
+``MNISTFORGE_TRUST_FILES`` ``1``: load folders whose files fail the hash check  off (refuse)
 =========================  ==================================================  =================
 
 Each function takes the explicit value a caller was given (``None`` = not
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from .errors import ConfigError
 
-__all__ = ["cache_home", "offline", "workers", "progress", "keep_raw", "truthy"]
+__all__ = ["cache_home", "offline", "workers", "progress", "keep_raw", "trust_files", "truthy"]
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
@@ -118,3 +119,11 @@ def keep_raw(value: bool | None = None) -> bool:
     if value is not None:
         return bool(value)
     return truthy(os.environ.get("MNISTFORGE_KEEP_RAW") or None, True)
+
+
+def trust_files(value: bool | None = None) -> bool:
+    """``value`` if given, else ``MNISTFORGE_TRUST_FILES`` (default: a folder's files are checked
+    against the registry or their build manifest, and refused when they differ)."""
+    if value is not None:
+        return bool(value)
+    return truthy(os.environ.get("MNISTFORGE_TRUST_FILES") or None, False)

@@ -10,6 +10,7 @@ from PIL import Image
 
 from mnistforge.cli import main
 from mnistforge.io.idx import write_idx
+from mnistforge.io.manifest import Manifest
 from mnistforge.loaders import render_grid, save_grid
 from mnistforge.registry import list_datasets
 
@@ -38,6 +39,7 @@ def built(tmp_path):
         imgs = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
         write_idx(d / f"emnist-digits-{part}-images-idx3-ubyte.gz", imgs)
         write_idx(d / f"emnist-digits-{part}-labels-idx1-ubyte.gz", (np.arange(n) % 10).astype(np.uint8))
+    Manifest(kind="emnist").write(d)  # a build folder: loads check the files against it
     return d
 
 

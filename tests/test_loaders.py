@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import os
 import shutil
 import zipfile
@@ -14,6 +13,7 @@ import pytest
 import mnistforge
 from mnistforge import registry
 from mnistforge.errors import ConfigError, DatasetNotFoundError, MissingFileError, OfflineError
+from mnistforge.io.manifest import Manifest
 from mnistforge.io.idx import write_idx
 from mnistforge.loaders import DatasetSplit, hf_features, load, resolve_target
 from mnistforge.cache.verify import marker_path, verify_file
@@ -140,6 +140,7 @@ def qmnist_build(tmp_path_factory):
     write_idx(d / "qmnist-train-labels-idx2-int.gz", qmnist_table(40, 0, 1))
     write_idx(d / "qmnist-test-images-idx3-ubyte", imgs_te)  # raw: any compression is found
     write_idx(d / "qmnist-test-labels-idx2-int", qmnist_table(10005, 1000, 2))
+    Manifest(kind="qmnist").write(d)  # a build folder: loads check its files against this
     return root, imgs_tr, imgs_te
 
 
@@ -202,8 +203,8 @@ def emnist_build(root, split, n_train, n_test, *, transposed=True, manifest=None
                              np.arange(n), np.arange(n) * 2], axis=1).astype(np.int32)
             write_idx(root / f"emnist-{split}-{part}-metadata-idx2-int.gz", meta)
         data[part] = (imgs, labels)
-    if manifest is not None:
-        (root / "manifest.json").write_text(json.dumps(manifest))
+    # a build folder: loads check its files against the sha256 the manifest records
+    Manifest.from_dict(manifest or {"kind": "emnist"}).write(root)
     return data
 
 
@@ -215,7 +216,7 @@ def test_emnist_transposed_files_are_shown_upright(tmp_path):
     assert ds.labels.min() == 1 and ds.classes[ds.labels[0]] == "A"
     assert ds.classes[0] == "N/A (unused)" and len(ds.classes) == 27
     assert ds.metadata is None  # no side file in this folder
-    assert ds.orientation == "transposed"
+    assert ds.orientation == "upright" and ds.stored_orientation == "transposed"
 
 
 def test_emnist_upright_build_per_manifest(tmp_path):
@@ -327,5 +328,7 @@ def test_to_torch_or_clear_error(tmp_path):
             ds.to_torch()
         return
     t = ds.to_torch()
-    assert len(t) == 5 and tuple(t.tensors[0].shape) == (5, 28, 28)
-    np.testing.assert_array_equal(t.tensors[0].numpy(), ds.images)
+    assert isinstance(t, torch.utils.data.Dataset) and len(t) == 5
+    img, label = t[0]
+    assert tuple(img.shape) == (1, 28, 28) and img.dtype == torch.uint8 and label == ds.labels[0]
+    np.testing.assert_array_equal(t.data.numpy(), ds.images)

@@ -5,9 +5,11 @@ same definition the export writes, so loaded and exported datasets agree.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from ..errors import MissingDependencyError
+from ..errors import ConfigError, require
 from ..io.hf.schema import features_for, metadata_columns
 
 __all__ = ["hf_features", "hf_columns", "to_hf", "to_torch"]
@@ -45,17 +47,71 @@ def to_hf(split_obj):
     return Dataset.from_dict(hf_columns(split_obj), features=hf_features(split_obj))
 
 
-def to_torch(split_obj):
-    """``torch.utils.data.TensorDataset(images, labels)`` (uint8 N x 28 x 28, int64 N).
+_DTYPES = ("uint8", "float32")
 
-    torch is imported here only; a MissingDependencyError explains how to install it.
+
+@functools.lru_cache(maxsize=1)
+def _torch_dataset_class():
+    torch = require("torch", "torch", "DatasetSplit.to_torch()")
+    from torch.utils.data import Dataset
+
+    class SplitDataset(Dataset):
+        """A loaded split as a ``torch.utils.data.Dataset`` (see :meth:`DatasetSplit.to_torch`)."""
+
+        def __init__(self, split_obj, transform=None, target_transform=None, dtype="uint8"):
+            self.images = split_obj.images
+            self.labels = np.asarray(split_obj.labels, dtype=np.int64)
+            self.classes = list(split_obj.classes)
+            self.name, self.split = split_obj.name, split_obj.split
+            self.transform, self.target_transform, self.dtype = transform, target_transform, dtype
+
+        def __len__(self) -> int:
+            return int(self.labels.shape[0])
+
+        def __getitem__(self, i):
+            # np.array copies the (possibly read-only, memory-mapped) row: torch gets a writable array
+            img = torch.from_numpy(np.array(self.images[i], dtype=np.uint8)).unsqueeze(0)
+            if self.dtype == "float32":
+                img = img.to(torch.float32).div_(255.0)
+            label = int(self.labels[i])
+            if self.transform is not None:
+                img = self.transform(img)
+            if self.target_transform is not None:
+                label = self.target_transform(label)
+            return img, label
+
+        @property
+        def targets(self):
+            return torch.from_numpy(self.labels.copy())
+
+        @property
+        def data(self):
+            return torch.from_numpy(np.array(self.images, dtype=np.uint8))
+
+        def __repr__(self) -> str:
+            return f"SplitDataset({self.name!r}, {self.split!r}, n={len(self)}, dtype={self.dtype})"
+
+    # pickle (DataLoader workers started by spawn) finds the class as convert.SplitDataset
+    SplitDataset.__module__ = __name__
+    SplitDataset.__qualname__ = "SplitDataset"
+    return SplitDataset
+
+
+def __getattr__(name: str):
+    if name == "SplitDataset":
+        return _torch_dataset_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def to_torch(split_obj, transform=None, target_transform=None, *, dtype="uint8"):
+    """A ``torch.utils.data.Dataset`` of ``(1 x 28 x 28 image tensor, int label)`` pairs.
+
+    ``dtype`` is ``"uint8"`` (pixels 0..255) or ``"float32"`` (pixels in
+    [0, 1]); ``transform``/``target_transform`` are applied to each item, as in
+    torchvision.  torch is imported here only; without it a
+    MissingDependencyError explains how to install it.
     """
-    try:
-        import torch
-        from torch.utils.data import TensorDataset
-    except ModuleNotFoundError as e:
-        raise MissingDependencyError("PyTorch is not installed", expected="the torch package",
-                                     found=str(e), hint="pip install 'mnistforge[torch]'") from None
-    images = torch.from_numpy(np.ascontiguousarray(split_obj.images))
-    labels = torch.from_numpy(np.asarray(split_obj.labels, dtype=np.int64))
-    return TensorDataset(images, labels)
+    dtype = str(dtype).replace("torch.", "")
+    if dtype not in _DTYPES:
+        raise ConfigError("unsupported image dtype", expected=" or ".join(_DTYPES), found=dtype)
+    return _torch_dataset_class()(split_obj, transform, target_transform, dtype)

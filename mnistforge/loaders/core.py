@@ -7,19 +7,24 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DatasetNotFoundError, IntegrityError
+from .. import settings
+from ..errors import FormatError, IntegrityError, TargetNotFoundError
 from ..io.hf.repo import is_hf_repo
 from ..registry import DatasetInfo, get_dataset, list_datasets
-from .origins import CacheOrigin, FolderOrigin, Origin
-
 from .label_issues import add_label_votes, check_mode, clean_view
+from .names import dataset_name, parse_split, rows_of, split_name
+from .origins import CacheOrigin, FolderOrigin, Origin
 from .repo import load_split_from_repo
 from .split import DatasetSplit
 from .targets import detect_dataset
+from .trust import check_folder
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["load"]
+
+#: every dataset of the registry is 28 x 28
+IMAGE_SHAPE = (28, 28)
 
 
 def _view(arr, sl):
@@ -27,26 +32,32 @@ def _view(arr, sl):
 
 
 def load(name, split="train", *, root=None, download: bool | None = None, with_metadata=False,
-         cache=None, keep_raw=None, progress=None, label_issues: str | None = None) -> DatasetSplit:
+         cache=None, keep_raw=None, progress=None, trust_files: bool | None = None,
+         label_issues: str | None = None) -> DatasetSplit:
     """Load one split of a dataset: official files from the cache, or built files.
 
     Parameters
     ----------
     name : str
-        Registry name (``mnist``, ``qmnist``, ``emnist-letters``, ...).  A
+        Dataset name, as in the registry (``mnist``, ``qmnist``,
+        ``emnist-letters``...) or as typed elsewhere: case and ``-``/``_``/``/``
+        do not matter (``MNIST``, ``fashion_mnist``, ``emnist/letters``).  A
         folder path is accepted too (the dataset is recognised from the file
         names, see :func:`resolve_target`).
     split : str
         ``train``, ``test``; ``test10k``, ``test50k``, ``nist`` (qmnist);
         ``validation``, ``train-without-validation`` (EMNIST balanced sets).
+        A slice may follow, as in TFDS: ``test[:100]``, ``train[:90%]``,
+        ``train[-10%:]`` (percentages rounded to the nearest row).
     root : path, optional
         A third-party copy (Keras ``.npz``, ``.npy`` pairs, CSV, a torchvision
         root, a Hugging Face parquet snapshot, an EMNIST ``.mat``; see
         :mod:`mnistforge.loaders.foreign`; ``name`` itself may be such a path),
         or a folder of idx files with the official names (e.g. a build folder):
-        looked for in ``root`` and ``root/<name>`` (and ``root/<group>``).
-        Without it, official files come from the cache (fetched and verified
-        as needed).
+        looked for in ``root`` and ``root/<name>`` (and ``root/<group>``, and
+        ``root/xnist`` for qmnist's ``nist``).  A Hugging Face export folder
+        works too.  Without it, official files come from the cache (fetched and
+        verified as needed).
     download : bool, optional
         The one network switch: ``False`` never opens a connection (a missing
         official file raises :class:`~mnistforge.errors.OfflineError`),
@@ -69,6 +80,11 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
     keep_raw : bool, optional
         Keep a decompressed copy in the cache for millisecond memory-mapped
         loads (default true, or ``MNISTFORGE_KEEP_RAW``).
+    trust_files : bool, optional
+        Files in ``root`` are checked (their labels file hashed) against the
+        folder's build manifest, or, without one, against the registry; files
+        that differ raise :class:`~mnistforge.errors.DataMismatchError`.
+        ``True`` loads them anyway (default ``MNISTFORGE_TRUST_FILES``, off).
 
     Returns
     -------
@@ -80,6 +96,7 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
     >>> ds = mnistforge.load("emnist-letters", "test")          # doctest: +SKIP
     >>> ds.classes[ds.labels[0]]                                # doctest: +SKIP
     'W'
+    >>> first = mnistforge.load("MNIST", "test[:100]")         # doctest: +SKIP
     >>> built = mnistforge.load("qmnist", "test10k", root="build/", with_metadata=True)  # doctest: +SKIP
     """
     from .foreign import foreign_source, load_foreign
@@ -89,19 +106,39 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
     if root is None and isinstance(name, (str, os.PathLike)) and name not in list_datasets() \
             and Path(name).is_dir():
         name, root = detect_dataset(name), Path(name)
+    base, rows = parse_split(split)
     check_mode(label_issues)
     want_meta = with_metadata or label_issues is not None
     if root is not None:
+        if not Path(root).is_dir():
+            raise TargetNotFoundError("no such folder", path=root,
+                                      expected="a folder of idx files or a Hugging Face export",
+                                      found="nothing there")
         # An exported Hugging Face repository (README.md + data/<name>/).
         if is_hf_repo(root, name):
-            ds = load_split_from_repo(root, name, split, with_metadata=want_meta)
-            return clean_view(ds, label_issues, with_metadata)
-    info = get_dataset(name)
-    if info.kind != "dataset":
-        raise DatasetNotFoundError(
-            f"{name!r} cannot be loaded as images", expected="a dataset such as "
-            + ", ".join(list_datasets()), found=f"a {info.kind}",
-            hint=f"`mnistforge fetch {name}` downloads it")
+            ds = load_split_from_repo(root, name, base, with_metadata=want_meta)
+            return clean_view(_slice(ds, rows), label_issues, with_metadata)
+    info = get_dataset(dataset_name(name))
+    if root is not None and is_hf_repo(root, info.name):
+        ds = load_split_from_repo(root, info.name, split_name(info, base), with_metadata=want_meta)
+        return clean_view(_slice(ds, rows), label_issues, with_metadata)
+    ds = _load_files(info, split_name(info, base), root=root, download=download,
+                     with_metadata=want_meta, cache=cache, keep_raw=keep_raw, progress=progress,
+                     trust=settings.trust_files(trust_files))
+    if want_meta:  # the human label votes of the splits a study examined
+        add_label_votes(ds, root=root, cache=cache, download=download, progress=progress,
+                        required=label_issues is not None)
+    return clean_view(_slice(ds, rows), label_issues, with_metadata)
+
+
+def _slice(ds: DatasetSplit, rows: str | None) -> DatasetSplit:
+    if rows is None:
+        return ds
+    return ds.select(rows_of(rows, len(ds)), split=f"{ds.split}{rows.replace(' ', '')}")
+
+
+def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata, cache, keep_raw,
+                progress, trust: bool) -> DatasetSplit:
     sp = info.split(split)
     src: Origin
     if root is not None:
@@ -111,10 +148,12 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
                           progress=progress)
     fsp = info.file_split(split)
     assert fsp.images and fsp.labels, f"registry: file split {fsp.name} without files"
+    if isinstance(src, FolderOrigin) and not trust:
+        check_folder(info, fsp, src)
     images = src.open(fsp.images)
     lab = src.open(fsp.labels) if fsp.labels != fsp.images else images
     meta_raw = None
-    if want_meta and fsp.metadata:
+    if with_metadata and fsp.metadata:
         meta_raw = lab if fsp.metadata == fsp.labels else src.open_optional(fsp.metadata)
     if fsp.labels_column is not None:
         if lab.ndim != 2 or lab.shape[1] <= fsp.labels_column:
@@ -145,15 +184,26 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
     if src.kind == "cache" and len(labels) != sp.count:
         raise IntegrityError(f"{info.name} {split}: wrong number of rows", path=src.where,
                              expected=f"{sp.count} (registry)", found=str(len(labels)))
+    classes = list(src.classes) if src.classes else list(info.classes)
+    _check_labels(info, split, labels, classes, f"{src.where}/{fsp.labels}")
     logger.info("loaded %s %s: %d images from %s", info.name, split, len(labels), src)
     ds = DatasetSplit(info.name, split, images, labels, info, metadata, str(src), src.status,
                       src.orientation)
-    if src.classes:
-        ds.classes = list(src.classes)
-    if want_meta:  # the human label votes of the splits a study examined
-        add_label_votes(ds, root=root, cache=cache, download=download, progress=progress,
-                        required=label_issues is not None)
-    return clean_view(ds, label_issues, with_metadata)
+    ds.classes = classes
+    return ds
+
+
+def _check_labels(info: DatasetInfo, split: str, labels: np.ndarray, classes: list, where: str) -> None:
+    if labels.size == 0:
+        return
+    lo, hi = int(labels.min()), int(labels.max())
+    if lo < 0 or hi >= len(classes):
+        bad = int(np.count_nonzero((labels < 0) | (labels >= len(classes))))
+        raise IntegrityError(f"{info.name} {split}: labels outside the class range", path=where,
+                             expected=f"labels 0..{len(classes) - 1} ({len(classes)} classes)",
+                             found=f"{bad:,} labels outside it (min {lo}, max {hi})",
+                             hint="the file belongs to another dataset or is damaged; "
+                                  "`mnistforge verify` tells which")
 
 
 def _check_shapes(info, fsp, images, labels, meta, src) -> None:
@@ -161,6 +211,15 @@ def _check_shapes(info, fsp, images, labels, meta, src) -> None:
     if images.ndim != 3 or images.dtype != np.uint8:
         raise IntegrityError(f"{info.name}: images have the wrong shape or type", path=where,
                              expected="uint8 N x H x W", found=f"{images.dtype} {images.shape}")
+    if images.shape[1:] != IMAGE_SHAPE:
+        raise IntegrityError(f"{info.name}: images are not 28 x 28", path=where,
+                             expected=f"N x {IMAGE_SHAPE[0]} x {IMAGE_SHAPE[1]} images",
+                             found=f"N x {images.shape[1]} x {images.shape[2]}",
+                             hint="the file belongs to another dataset (or a build with other sizes)")
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise FormatError(f"{info.name}: the labels are not integers", path=f"{src.where}/{fsp.labels}",
+                          expected="an integer idx file (ubyte or int)", found=f"{labels.dtype} values",
+                          hint="labels are class numbers; this file holds something else")
     if labels.ndim != 1 or labels.shape[0] != images.shape[0]:
         raise IntegrityError(f"{info.name}: labels do not match the images", path=where,
                              expected=f"{images.shape[0]} labels", found=str(labels.shape))

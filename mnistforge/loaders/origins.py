@@ -191,6 +191,7 @@ class FolderOrigin(_Opening):
                 expected=f"idx files named like {want[0]} (raw, .gz, .xz or .bz2) in one of {looked}",
                 found="none", hint="build them with `mnistforge build` or give the right folder")
         self.folder = folder
+        self.root = root
         self.where = str(folder)
         self.status: dict[str, str] = {}
         self.manifest = Manifest.read(folder)
@@ -200,8 +201,23 @@ class FolderOrigin(_Opening):
     def __str__(self) -> str:
         return f"folder {self.folder}"
 
+    def path_of(self, fname: str) -> Path | None:
+        """Where ``fname`` is: in the dataset's folder, else in a sibling build folder
+        (``build all`` writes qmnist's ``nist`` files to ``<out>/xnist``)."""
+        p = locate(self.folder, fname)
+        if p is not None:
+            return p
+        others = candidate_folders(self.root, self.info)
+        if self.root.is_dir():
+            others += sorted(d for d in self.root.iterdir() if d.is_dir())
+        for folder in others:
+            p = locate(folder, fname) if folder.is_dir() and folder != self.folder else None
+            if p is not None:
+                return p
+        return None
+
     def length(self, sp: SplitInfo) -> int:
-        p = locate(self.folder, sp.images or "")
+        p = self.path_of(sp.images or "")
         if p is None:
             raise MissingFileError(f"{self.info.name} split {sp.name!r} is missing",
                                    path=self.folder / (sp.images or ""), expected="the images file",
@@ -209,7 +225,7 @@ class FolderOrigin(_Opening):
         return read_idx_header(p).shape[0]
 
     def _open(self, fname: str, required: bool):
-        p = locate(self.folder, fname)
+        p = self.path_of(fname)
         if p is None:
             if not required:
                 return None
@@ -217,5 +233,5 @@ class FolderOrigin(_Opening):
                 f"{self.info.name}: file missing", path=self.folder / fname,
                 expected=f"{strip_compression(fname)} (raw, .gz, .xz or .bz2)", found="no such file",
                 hint="build it with `mnistforge build` or copy it there")
-        self.status[fname] = "local"
+        self.status.setdefault(fname, "local")
         return read_idx(p)

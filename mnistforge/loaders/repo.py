@@ -3,11 +3,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import MnistforgeError
-from ..io.hf.repo import read_split
+from ..errors import IntegrityError, MnistforgeError
+from ..io.hf.repo import read_split, repo_configs, shard_paths
 from ..io.hf.schema import hf_split_name
 from ..registry import DatasetInfo, get_dataset
 from .split import DatasetSplit
+
+
+def _rows(repo_dir, name: str, split: str) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in shard_paths(repo_dir, name, split))
+
+
+def _view_of(repo_dir, name: str, split: str, with_metadata: bool):
+    """A registry view (``validation``, ``test10k``...) the export did not store, from its base split."""
+    try:
+        info = get_dataset(name)
+        sp = info.split(split)
+    except MnistforgeError:
+        return None
+    if not sp.is_view or hf_split_name(split) in repo_configs(repo_dir).get(name, {}):
+        return None
+    base = load_split_from_repo(repo_dir, name, sp.of or "", with_metadata=with_metadata)
+    n = len(base)
+    if sp.rows is not None:
+        rows = slice(sp.rows[0], sp.rows[1])
+    else:
+        k = _rows(repo_dir, name, sp.last or sp.drop_last or "")
+        if k > n:
+            raise IntegrityError(f"{name}: {split} larger than {sp.of}", path=repo_dir,
+                                 expected=f"at most {n} rows", found=str(k))
+        rows = slice(n - k, n) if sp.last else slice(0, n - k)
+    return base.select(rows, split=split)
 
 
 def load_split_from_repo(repo_dir, name: str, split: str, *, with_metadata: bool = False):
@@ -18,6 +46,9 @@ def load_split_from_repo(repo_dir, name: str, split: str, *, with_metadata: bool
     registry's metadata fields in registry order (QMNIST's ``label`` column,
     not stored twice in the export, is restored from the labels).
     """
+    view = _view_of(repo_dir, name, split, with_metadata)
+    if view is not None:
+        return view
     images, labels, classes, meta = read_split(repo_dir, name, split)
     try:
         info = get_dataset(name)
@@ -40,8 +71,6 @@ def load_split_from_repo(repo_dir, name: str, split: str, *, with_metadata: bool
         for f in order:
             metadata[f] = cols[f]
     ds = DatasetSplit(name, split_name, images, labels, info, metadata,
-                      source=f"hf repository {repo_dir}", status={}, orientation="upright")
+                      source=f"hf repository {repo_dir}", status={}, stored_orientation="upright")
     ds.classes = list(classes)
     return ds
-
-

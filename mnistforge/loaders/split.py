@@ -1,6 +1,11 @@
 """``DatasetSplit``: one loaded split (images, labels, classes, metadata) and its conversions."""
 from __future__ import annotations
 
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..errors import ConfigError
 from ..registry import DatasetInfo
 
 __all__ = ["DatasetSplit"]
@@ -8,6 +13,11 @@ __all__ = ["DatasetSplit"]
 
 class DatasetSplit:
     """One split of a dataset, loaded.
+
+    ``len(ds)``, ``ds[i]`` -> ``(image, label)``, iteration over such pairs;
+    ``ds[:n]``, ``ds[10:20]``, ``ds[index_array]`` or ``ds[bool_mask]`` -> a
+    smaller ``DatasetSplit`` with the same classes, metadata rows and origin
+    (``indices`` says which rows of the whole split it holds).
 
     Attributes
     ----------
@@ -31,16 +41,27 @@ class DatasetSplit:
         Where the files came from (``"cache ..."`` or ``"folder ..."``).
     status : dict
         Verification status of each file used (``exact``, ``content``, ...).
+    orientation : str
+        How the images you hold are oriented: always ``"upright"``.
+    stored_orientation : str
+        How the files store them: ``"transposed"`` for the official EMNIST
+        files (flipped once by the loader), else ``"upright"``.
+    indices : numpy.ndarray or None
+        Rows of the whole split this one holds (None: all of them).
 
     Examples
     --------
-    >>> ds = load("mnist", "test")          # doctest: +SKIP
-    >>> len(ds), ds.images.shape, ds.classes[ds.labels[0]]   # doctest: +SKIP
-    (10000, (10000, 28, 28), '7')
+    >>> import numpy as np
+    >>> from mnistforge.registry import get_dataset
+    >>> ds = DatasetSplit("mnist", "test", np.zeros((5, 28, 28), np.uint8), np.arange(5),
+    ...                   get_dataset("mnist"))
+    >>> image, label = ds[3]
+    >>> image.shape, label, len(ds[:2]), ds[[4, 0]].indices.tolist()
+    ((28, 28), 3, 2, [4, 0])
     """
 
     def __init__(self, name, split, images, labels, info: DatasetInfo, metadata=None,
-                 source="", status=None, orientation="upright"):
+                 source="", status=None, stored_orientation="upright", *, indices=None):
         self.name = name
         self.split = split
         self.images = images
@@ -50,13 +71,52 @@ class DatasetSplit:
         self.metadata = metadata
         self.source = source
         self.status = dict(status or {})
-        self.orientation = orientation
+        self.stored_orientation = stored_orientation
+        self.indices = indices
+
+    @property
+    def orientation(self) -> str:
+        """``"upright"``: the loader flips transposed files once (see :attr:`stored_orientation`)."""
+        return "upright"
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
 
-    def __getitem__(self, i):
-        return self.images[i], int(self.labels[i])
+    def __iter__(self) -> Iterator[tuple[np.ndarray, int]]:
+        for i in range(len(self)):
+            yield self.images[i], int(self.labels[i])
+
+    def __getitem__(self, key: Any):
+        if isinstance(key, (int, np.integer)):
+            return self.images[key], int(self.labels[key])
+        return self.select(key)
+
+    def select(self, rows, split: str | None = None) -> DatasetSplit:
+        """A smaller split of the rows ``rows`` (slice, integer array or boolean mask).
+
+        A slice keeps the images a view (of the memory map when there is one);
+        an index array copies the rows.  ``split`` names the result (default:
+        this split's name).
+        """
+        if isinstance(rows, slice):
+            sel: Any = rows
+        else:
+            arr = np.asarray(rows)
+            if arr.dtype == bool:
+                if arr.shape != (len(self),):
+                    raise ConfigError("boolean mask of the wrong length", expected=f"{len(self)} values",
+                                      found=str(arr.shape))
+                arr = np.flatnonzero(arr)
+            if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+                raise ConfigError("cannot select rows", expected="an int, a slice, integer indices or a "
+                                  "boolean mask", found=f"{arr.dtype} {arr.shape}")
+            sel = arr.astype(np.int64)
+        whole = np.arange(len(self)) if self.indices is None else self.indices
+        out = DatasetSplit(self.name, split or self.split, self.images[sel], self.labels[sel], self.info,
+                           None if self.metadata is None else self.metadata[sel], self.source,
+                           self.status, self.stored_orientation, indices=whole[sel])
+        out.classes = list(self.classes)
+        return out
 
     def __repr__(self) -> str:
         meta = f", metadata={list(self.metadata.dtype.names)}" if self.metadata is not None else ""
@@ -67,14 +127,19 @@ class DatasetSplit:
         """``(images, labels)`` as NumPy arrays (images may be a read-only memory map)."""
         return self.images, self.labels
 
-    def to_torch(self):
-        """A ``torch.utils.data.TensorDataset(images uint8 N x 28 x 28, labels int64)``.
+    def to_torch(self, transform=None, target_transform=None, *, dtype="uint8"):
+        """A ``torch.utils.data.Dataset`` of ``(image, label)`` pairs, like torchvision's MNIST.
 
-        torch is optional (``pip install mnistforge[torch]``); a clear
-        ConfigError says so when it is missing.
+        Images are ``1 x 28 x 28`` tensors (channel first), ``uint8`` by default or
+        ``float32`` in [0, 1] with ``dtype="float32"``; then ``transform(image)``
+        and ``target_transform(label)`` when given.  Labels are ints.  The
+        dataset also has ``classes``, ``targets`` (int64 tensor) and ``data``
+        (uint8 ``N x 28 x 28`` tensor, a copy).  torch is optional
+        (``pip install 'mnistforge[torch]'``); without it a
+        :class:`~mnistforge.errors.MissingDependencyError` says so.
         """
         from .convert import to_torch
-        return to_torch(self)
+        return to_torch(self, transform=transform, target_transform=target_transform, dtype=dtype)
 
     def to_hf(self):
         """A Hugging Face ``datasets.Dataset`` (see :func:`mnistforge.loaders.hf_features`)."""

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from pathlib import Path
 
-from ..errors import ConfigError, MissingFileError
+from ..errors import ConfigError, DatasetNotFoundError, MissingFileError, TargetNotFoundError
 from ..registry import get_dataset, get_file, list_datasets
+from .names import dataset_name, parse_split, split_name
 from .origins import find_dataset_folder, locate
 
 logger = logging.getLogger(__name__)
@@ -107,13 +109,27 @@ def datasets_in_folder(folder) -> list[str]:
     return names
 
 
+def _colon_parts(text: str) -> list[str]:
+    """``text`` split at the colons outside ``[...]`` (``mnist:test[:100]`` -> two parts)."""
+    return re.split(r":(?![^\[]*\])", text)
+
+
+def _split_of(name: str, split: str | None) -> str | None:
+    if split is None:
+        return None
+    base, rows = parse_split(split)
+    return split_name(get_dataset(name), base) + (rows or "")
+
+
 def resolve_target(text, default_split=None):
     """Parse a CLI target into ``(name, split, root)``.
 
     ``text`` may be ``NAME``, ``NAME:SPLIT``, ``FOLDER``, ``FOLDER:SPLIT``,
     ``FOLDER:NAME`` or ``FOLDER:NAME:SPLIT`` (for a folder holding several
-    datasets).  ``root`` is None for registry names (load from the cache), the
-    folder path otherwise.  ``split`` is ``default_split`` when not given.
+    datasets).  Names are matched as :func:`mnistforge.load` matches them
+    (case, ``-``/``_``/``/``), and a split may carry a slice (``test[:100]``).
+    ``root`` is None for registry names (load from the cache), the folder path
+    otherwise.  ``split`` is ``default_split`` when not given.
 
     Examples
     --------
@@ -121,9 +137,11 @@ def resolve_target(text, default_split=None):
     ('qmnist', 'test10k', None)
     >>> resolve_target("emnist-letters", default_split="train")
     ('emnist-letters', 'train', None)
+    >>> resolve_target("MNIST:test[:100]")
+    ('mnist', 'test[:100]', None)
     """
     text = os.fspath(text)
-    parts = text.split(":")
+    parts = _colon_parts(text)
     folder, rest = None, []
     if os.path.isdir(text):
         folder = text
@@ -133,11 +151,15 @@ def resolve_target(text, default_split=None):
             if head and os.path.isdir(head):
                 folder, rest = head, parts[k:]
                 break
-    known = list_datasets()
     if folder is not None:
-        if rest and rest[0] in known:
-            name = rest.pop(0)
-        else:
+        name = None
+        if rest:
+            try:
+                name = dataset_name(rest[0])
+                rest.pop(0)
+            except DatasetNotFoundError:
+                name = None
+        if name is None:
             name = detect_dataset(folder)
         if len(rest) > 1:
             raise ConfigError("cannot parse target", found=text,
@@ -149,15 +171,15 @@ def resolve_target(text, default_split=None):
             raise ConfigError("cannot parse target", found=text,
                               expected="NAME, NAME:SPLIT, FOLDER or FOLDER:SPLIT",
                               hint="a folder must exist to be used as a target")
-        name = parts[0]
-        if name not in known:
-            looks_like_path = os.sep in name or name.startswith(".") or "/" in name
-            if looks_like_path:
-                raise MissingFileError("no such folder", path=name, expected="a folder of idx files",
-                                       found="nothing there")
-            get_dataset(name)  # raises DatasetNotFoundError naming the choices
+        looks_like_path = os.sep in parts[0] or parts[0].startswith(".") or parts[0].startswith("~")
+        try:
+            name = dataset_name(parts[0], kinds=("dataset", "source", "archive"))
+        except DatasetNotFoundError:
+            if looks_like_path and not parts[0].startswith(("emnist/", "EMNIST/")):
+                raise TargetNotFoundError("no such folder", path=parts[0],
+                                          expected="a folder of idx files, or a dataset name",
+                                          found="nothing there") from None
+            raise
         split = parts[1] if len(parts) > 1 else default_split
         root = None
-    if split is not None:
-        get_dataset(name).split(split)
-    return name, split, root
+    return name, _split_of(name, split), root

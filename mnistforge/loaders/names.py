@@ -1,0 +1,154 @@
+"""Names as users type them: dataset aliases, split names and TFDS-style split slices.
+
+* Dataset names are case-insensitive and ``-``, ``_``, ``/``, ``.`` and spaces
+  are equivalent or optional (``MNIST``, ``fashion_mnist``, ``FashionMNIST``,
+  ``emnist/letters``, ``EMNIST-Letters``); a few Hub ids are known too
+  (``ylecun/mnist``).  A typo gets a "did you mean" suggestion, and the list of
+  choices in errors holds only the datasets :func:`mnistforge.load` can load.
+* Split names follow the same rule (``train_without_validation`` is
+  ``train-without-validation``).
+* A split may carry a slice, as in TensorFlow Datasets and Hugging Face
+  ``datasets``: ``test[:100]``, ``train[:90%]``, ``train[-10%:]``,
+  ``train[100:200]``.  Percentages are rounded to the nearest row.
+
+Examples
+--------
+>>> dataset_name("EMNIST-Letters"), dataset_name("fashion_mnist"), dataset_name("emnist/letters")
+('emnist-letters', 'fashion-mnist', 'emnist-letters')
+>>> parse_split("train[-10%:]")
+('train', '[-10%:]')
+>>> rows_of("[:90%]", 60000), rows_of("[-10%:]", 60000), rows_of("[:100]", 10000)
+(slice(0, 54000, None), slice(54000, 60000, None), slice(0, 100, None))
+"""
+from __future__ import annotations
+
+import difflib
+import re
+
+from ..errors import ConfigError, DatasetNotFoundError
+from ..registry import DatasetInfo, get_dataset, list_datasets
+
+__all__ = ["dataset_name", "split_name", "parse_split", "rows_of", "loadable_datasets"]
+
+#: names other libraries use for the same data (Hugging Face Hub ids, torchvision classes)
+ALIASES = {
+    "ylecun/mnist": "mnist",
+    "zalando-datasets/fashion_mnist": "fashion-mnist",
+    "tanganke/kmnist": "kmnist",
+}
+
+_SLICE = re.compile(r"^(?P<split>[^\[\]]+?)\s*(?P<rows>\[[^\[\]]*\])?$")
+_BOUND = re.compile(r"^\s*(?P<num>[+-]?\d+(?:\.\d+)?)\s*(?P<pct>%?)\s*$")
+
+
+def _key(text: str) -> str:
+    return re.sub(r"[\s_\-/.]+", "", text.lower())
+
+
+def loadable_datasets() -> list[str]:
+    """Registry datasets that :func:`mnistforge.load` loads as images (not sources or archives)."""
+    return list_datasets("dataset")
+
+
+def _suggest(text: str, choices: list[str]) -> str | None:
+    keys = {_key(c): c for c in choices}
+    hits = difflib.get_close_matches(_key(text), list(keys), n=1, cutoff=0.6)
+    return keys[hits[0]] if hits else None
+
+
+def dataset_name(text: str, *, kinds: tuple[str, ...] = ("dataset",)) -> str:
+    """The registry name ``text`` stands for (see the module doc), or DatasetNotFoundError.
+
+    ``kinds`` are the registry kinds accepted (``"dataset"``; ``"source"``,
+    ``"archive"`` for ``fetch``/``info``).  The error lists only those, with a
+    suggestion for a near miss.
+
+    >>> dataset_name("MNSIT")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ...
+    mnistforge.errors.DatasetNotFoundError: unknown dataset 'MNSIT': ... did you mean 'mnist'?
+    """
+    text = str(text)
+    choices = [n for k in kinds for n in list_datasets(k)]
+    if text in choices:
+        return text
+    alias = ALIASES.get(text.lower())
+    if alias in choices:
+        return str(alias)
+    by_key = {_key(n): n for n in choices}
+    hit = by_key.get(_key(text))
+    if hit is not None:
+        return hit
+    others = [n for n in list_datasets(None) if n not in choices]
+    other = {_key(n): n for n in others}.get(_key(text))
+    if other is not None:
+        kind = get_dataset(other).kind
+        raise DatasetNotFoundError(
+            f"{other!r} is a {kind}, not a dataset of images", expected="one of " + ", ".join(choices),
+            found=text, hint=f"`mnistforge fetch {other}` downloads it")
+    guess = _suggest(text, choices)
+    raise DatasetNotFoundError(
+        f"unknown dataset {text!r}", expected="one of " + ", ".join(choices), found=text,
+        hint=(f"did you mean {guess!r}?" if guess else "run `mnistforge info` for the list"))
+
+
+def split_name(info: DatasetInfo, text: str) -> str:
+    """The split of ``info`` that ``text`` names (``-``/``_`` and case ignored), or DatasetNotFoundError.
+
+    >>> split_name(get_dataset("emnist-balanced"), "Train_Without_Validation")
+    'train-without-validation'
+    """
+    if text in info.splits:
+        return text
+    by_key = {_key(s): s for s in info.splits}
+    hit = by_key.get(_key(text))
+    if hit is not None:
+        return hit
+    guess = _suggest(text, list(info.splits))
+    raise DatasetNotFoundError(
+        f"unknown split {text!r} of {info.name}", expected="one of " + ", ".join(info.splits),
+        found=text, hint=f"did you mean {guess!r}?" if guess else None)
+
+
+def parse_split(text: str) -> tuple[str, str | None]:
+    """``"train[:90%]"`` -> ``("train", "[:90%]")``; ``"test"`` -> ``("test", None)``.
+
+    >>> parse_split("test[:100]"), parse_split("test")
+    (('test', '[:100]'), ('test', None))
+    """
+    m = _SLICE.match(str(text).strip())
+    if not m:
+        raise ConfigError("cannot parse the split", found=repr(text),
+                          expected="SPLIT or SPLIT[START:STOP] (rows or percentages, "
+                                   "e.g. test[:100], train[:90%], train[-10%:])")
+    return m["split"].strip(), m["rows"]
+
+
+def _bound(text: str, n: int, spec: str) -> int | None:
+    if not text.strip():
+        return None
+    m = _BOUND.match(text)
+    if not m:
+        raise ConfigError("bad split slice", found=spec,
+                          expected="integers or percentages, e.g. [:100], [:90%], [-10%:]")
+    if m["pct"]:
+        pct = float(m["num"])
+        if not -100 <= pct <= 100:
+            raise ConfigError("bad split slice", found=spec, expected="percentages within -100%..100%")
+        # nearest row, halves up (TFDS's default "closest" rounding)
+        v = int(abs(pct) * n / 100 + 0.5)
+        return -v if pct < 0 else v
+    if "." in m["num"]:
+        raise ConfigError("bad split slice", found=spec, expected="whole rows or a percentage")
+    return int(m["num"])
+
+
+def rows_of(spec: str, n: int) -> slice:
+    """The rows ``[START:STOP]`` (rows or percentages) select among ``n``, as a normalised slice."""
+    inner = spec.strip()[1:-1]
+    parts = inner.split(":")
+    if len(parts) != 2:
+        raise ConfigError("bad split slice", found=spec,
+                          expected="[START:STOP] with a colon (a single row is ds[i] after loading)")
+    start, stop = (_bound(p, n, spec) for p in parts)
+    return slice(*slice(start, stop).indices(n)[:2])
