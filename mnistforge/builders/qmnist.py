@@ -55,6 +55,7 @@ from ..io.hashing import sha256_file
 from ..io.manifest import DatasetEntry, Manifest
 from ..progress import progress as progress_bar
 from . import qmnist_recipe as qr
+from .label_votes import write_label_votes
 from .mnist_prepro import MnistPreproConfig, duplicate_of, image_digests, preprocess
 
 logger = logging.getLogger(__name__)
@@ -532,6 +533,8 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
             _write_files(_split_jobs(tmp, files["train"], tr_imgs, tr_tab)
                          + _split_jobs(tmp, files["test"], te_imgs, te_tab))
             counts = {"train": int(sel.train.size), "test": int(test_rows.size)}
+            notes += write_label_votes(tmp, "mnist" if target == "mnist" else "qmnist",
+                                       {"test": te_tab[:, qr.CLASS]})
             if target == "qmnist":
                 counts.update(test10k=int(min(10000, test_rows.size)),
                               test50k=int(max(0, test_rows.size - 10000)))

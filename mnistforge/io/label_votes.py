@@ -45,7 +45,7 @@ import numpy as np
 from ..errors import FormatError
 
 __all__ = ["MISSING", "VOTE_KINDS", "FIELDS", "LabelVotes", "parse_mturk_json",
-           "read_mturk_json", "issue_mask", "suggested_labels", "dense_columns",
+           "read_mturk_json", "issue_mask", "suggested_labels", "dense_columns", "given_mismatches",
            "columns_to_table", "table_to_columns"]
 
 #: Votes and suggested label of a row the study did not examine.
@@ -170,6 +170,17 @@ def dense_columns(t: LabelVotes, n: int, offset: int = 0,
     issue[rows] = issue_mask(t, min_given)[inside]
     cols["label_issue"] = issue
     return cols
+
+
+def given_mismatches(t: LabelVotes, labels, offset: int = 0) -> int:
+    """How many study rows inside ``labels`` (id ``i`` at row ``i + offset``) disagree with it.
+
+    Zero means the labels are the ones the study saw (its ``given_original_label``).
+    """
+    rows = t.ids + offset
+    inside = (rows >= 0) & (rows < len(labels))
+    got = np.asarray(labels[rows[inside]], dtype=np.int64)
+    return int((got != t.given[inside]).sum())
 
 
 def columns_to_table(cols: dict[str, np.ndarray]) -> np.ndarray:

@@ -42,6 +42,7 @@ from ..errors import ConfigError, IntegrityError, OfflineError
 from ..io.idx import read_idx
 from ..io.label_votes import (FIELDS, MISSING, LabelVotes, dense_columns, read_mturk_json,
                               table_to_columns)
+from ..io.label_votes import given_mismatches as check_given_labels
 from ..registry import DatasetInfo, LabelAnnotation, get_dataset, get_file, label_annotations
 from .origins import find_dataset_folder, locate
 
@@ -90,14 +91,6 @@ def read_study(path, file_id: str = "label-errors/mnist_mturk.json") -> LabelVot
     remote = get_file(file_id)
     verify_file(path, remote, use_marker=False)
     return read_mturk_json(path)
-
-
-def check_given_labels(votes: LabelVotes, labels, offset: int = 0) -> int:
-    """How many study rows inside ``labels`` (id ``i`` at row ``i + offset``) disagree with it."""
-    rows = votes.ids + offset
-    inside = (rows >= 0) & (rows < len(labels))
-    got = np.asarray(labels[rows[inside]], dtype=np.int64)
-    return int((got != votes.given[inside]).sum())
 
 
 def split_offset(info: DatasetInfo, split: str) -> tuple[LabelAnnotation, int] | None:
