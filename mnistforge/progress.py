@@ -5,9 +5,19 @@ Set ``MNISTFORGE_PROGRESS=0`` to silence them everywhere, ``=1`` to force them
 """
 from __future__ import annotations
 
-from tqdm.auto import tqdm
+import sys
 
 from . import settings
+
+
+def _tqdm_class():
+    # tqdm.auto would import asyncio (and notebook widgets) on every load: pick the
+    # notebook bar only inside a Jupyter kernel, the plain one everywhere else.
+    if "ipykernel" in sys.modules:
+        from tqdm.autonotebook import tqdm
+    else:
+        from tqdm.std import tqdm
+    return tqdm
 
 
 def progress(iterable=None, *, total=None, desc=None, unit="it", disable=None, **kw):
@@ -18,5 +28,5 @@ def progress(iterable=None, *, total=None, desc=None, unit="it", disable=None, *
     >>> sum(progress(range(3), desc="demo", disable=True))
     3
     """
-    return tqdm(iterable, total=total, desc=desc, unit=unit,
-                disable=not settings.progress(disable), dynamic_ncols=True, **kw)
+    return _tqdm_class()(iterable, total=total, desc=desc, unit=unit,
+                         disable=not settings.progress(disable), dynamic_ncols=True, **kw)
