@@ -5,6 +5,7 @@ Set ``MNISTFORGE_PROGRESS=0`` to silence them everywhere, ``=1`` to force them
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 
 from . import settings
@@ -30,3 +31,27 @@ def progress(iterable=None, *, total=None, desc=None, unit="it", disable=None, *
     """
     return _tqdm_class()(iterable, total=total, desc=desc, unit=unit,
                          disable=not settings.progress(disable), dynamic_ncols=True, **kw)
+
+
+@contextlib.contextmanager
+def quiet_datasets(disable=None):
+    """Silence the ``datasets`` library's own bars ("Generating train split") while ours are off.
+
+    >>> with quiet_datasets(disable=True):
+    ...     pass
+    """
+    if settings.progress(disable):
+        yield
+        return
+    try:
+        import datasets
+    except ImportError:
+        yield
+        return
+    was = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if was:
+            datasets.enable_progress_bars()

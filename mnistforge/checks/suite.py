@@ -53,6 +53,7 @@ class _Ctx:
         self.folder = folder
         self.manifest = manifest
         self.loaded = loaded or {}
+        self.card_counts: dict = {}   # a Hugging Face export: rows per split from its card
 
     @property
     def is_build(self) -> bool:
@@ -74,6 +75,8 @@ def expected_count(ctx: _Ctx, split: str):
     entry = manifest_entry(ctx.manifest, ctx.name)
     if isinstance(entry.get(split), int):
         return int(entry[split]), "build manifest"
+    if split in ctx.card_counts:
+        return int(ctx.card_counts[split]), "dataset card"
     if ctx.is_build:
         # A build from a partial or synthetic SD19 has its own sizes; without
         # them in the manifest the registry size would be a false alarm.
@@ -210,6 +213,8 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
 
     if loaded_given:
         loaded = sp
+    elif root is not None and name and _hf_splits(root, name) is not None:
+        loaded = _load_hf(ctx, info, sp, add, report, download)
     else:
         if root is not None:
             ctx.folder = find_dataset_folder(root, info)
@@ -325,6 +330,53 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
         from .report import write_report
         write_report(report, report_dir)
     return report
+
+
+def _hf_splits(root, name):
+    """{split: rows declared by the card} when ``root`` is an export holding config ``name``."""
+    from ..io.hf.repo import is_hf_repo, read_card
+
+    if not is_hf_repo(root, name):
+        return None
+    for entry in read_card(root).get("dataset_info") or []:
+        if entry.get("config_name") == name:
+            return {str(s["name"]): int(s["num_examples"]) for s in entry.get("splits") or []}
+    return {}
+
+
+def _load_hf(ctx, info, split, add, report, download) -> dict:
+    """A Hugging Face export: shards re-hashed against the export's record, then each split
+    loaded for the same checks as idx files (counts against the card)."""
+    from ..io.hf.repo import recorded_shard_hashes, repo_configs, shard_problems
+    from ..io.hf.schema import hf_split_name
+    from ..loaders import load
+
+    root = Path(ctx.root)
+    declared = _hf_splits(root, ctx.name) or {}
+    report.info.update(folder=str(root), build=False, source="Hugging Face export")
+    problems = shard_problems(root, {ctx.name: repo_configs(root).get(ctx.name, {})})
+    if not recorded_shard_hashes(root):
+        add(CheckResult("hashes.shards", WARN, {"problems": []}, "the export recorded no shard "
+                        "hashes (exported by an older mnistforge): shards not verified"))
+    else:
+        add(CheckResult("hashes.shards", FAIL if problems else PASS, {"problems": problems},
+                        "; ".join(problems) if problems else
+                        "every shard has the sha256 the export recorded"))
+    names = {hf_split_name(s): s for s in (info.splits if info is not None else [])}
+    ctx.card_counts = {names.get(s, s): n for s, n in declared.items()}
+    wanted = [split] if split else list(ctx.card_counts)
+    loaded = {}
+    for s in wanted:
+        if s not in ctx.card_counts:
+            add(CheckResult(f"files[{s}]", FAIL, {"missing": [s]},
+                            f"split {s} is not in the export's card"))
+            continue
+        try:
+            loaded[s] = load(ctx.name, s, root=root, with_metadata=True, download=download)
+        except Exception as e:  # a split that does not load is a finding
+            add(CheckResult(f"load[{s}]", FAIL, {"error": type(e).__name__}, str(e)))
+    ctx.loaded = loaded
+    return loaded
 
 
 def _registry_name(info, path) -> str:

@@ -1,4 +1,5 @@
-"""Check an exported repository before it is shared (card, shards, counts, features, load_dataset)."""
+"""Check an exported repository before it is shared (card, shards, hashes, counts, features,
+load_dataset)."""
 from __future__ import annotations
 
 import shutil
@@ -6,20 +7,25 @@ import tempfile
 from pathlib import Path
 
 from ..errors import CheckFailed, MnistforgeError
-from ..io.hf.repo import features_of, read_card, read_split, repo_configs, shard_paths
+from ..io.hf.repo import features_of, read_card, read_split, repo_configs, shard_paths, shard_problems
+from ..progress import quiet_datasets
+
 
 def verify_repo(repo_dir, *, with_datasets: bool = True, decode: bool = True) -> dict:
     """Check an exported folder before it is shared; return ``{config: {split: rows}}``.
 
     Checks: the card's YAML parses; every config declared in ``configs`` has a
-    ``dataset_info`` entry and vice versa; every listed shard exists; row
-    counts match ``num_examples``; the parquet features match the card's;
-    labels are within the ClassLabel range; (``decode``) every image decodes
-    to the same size; (``with_datasets``) ``datasets.load_dataset`` loads each
-    split offline, in a throw-away cache, with the declared counts and features.
-    Raises :class:`~mnistforge.errors.CheckFailed` listing every problem.
+    ``dataset_info`` entry and vice versa; every shard exists and has the
+    sha256 the export recorded (re-hashed); row counts match
+    ``num_examples``; the parquet features match the card's; labels are within
+    the ClassLabel range; (``decode``) every image decodes to the same size;
+    (``with_datasets``) ``datasets.load_dataset`` loads each split offline, in
+    a throw-away cache, with the declared counts and features.  Raises
+    :class:`~mnistforge.errors.CheckFailed` listing every problem (a corrupt
+    shard or image is a problem, never a raw pyarrow or Pillow error).
     """
     import datasets
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     repo_dir = Path(repo_dir)
@@ -29,6 +35,7 @@ def verify_repo(repo_dir, *, with_datasets: bool = True, decode: bool = True) ->
     infos = {e.get("config_name"): e for e in header.get("dataset_info") or []}
     if set(infos) != set(configs):
         problems.append(f"configs {sorted(configs)} and dataset_info {sorted(infos)} differ")
+    problems += shard_problems(repo_dir, configs)
     counts: dict = {}
     for config, splits in configs.items():
         info = infos.get(config) or {}
@@ -49,9 +56,13 @@ def verify_repo(repo_dir, *, with_datasets: bool = True, decode: bool = True) ->
                 continue
             rows = 0
             for p in shards:
-                pf = pq.ParquetFile(p)
-                rows += pf.metadata.num_rows
-                feats = features_of(pf.schema_arrow.empty_table(), repo_dir, config)
+                try:
+                    pf = pq.ParquetFile(p)
+                    rows += pf.metadata.num_rows
+                    feats = features_of(pf.schema_arrow.empty_table(), repo_dir, config)
+                except (pa.ArrowException, OSError, ValueError, MnistforgeError) as e:
+                    problems.append(f"{p}: unreadable parquet shard ({type(e).__name__}: {e})")
+                    continue
                 if card_features is not None and feats != card_features:
                     problems.append(f"{p}: parquet features differ from the card's")
             counts.setdefault(config, {})[split] = rows
@@ -59,7 +70,11 @@ def verify_repo(repo_dir, *, with_datasets: bool = True, decode: bool = True) ->
                 problems.append(f"{config}/{split}: card says {declared[split]} rows, "
                                 f"shards hold {rows}")
             if decode and not problems:
-                images, labels, classes, _ = read_split(repo_dir, config, split)
+                try:
+                    images, labels, classes, _ = read_split(repo_dir, config, split)
+                except (MnistforgeError, pa.ArrowException, OSError) as e:
+                    problems.append(f"{config}/{split}: does not decode ({e})")
+                    continue
                 if len(labels) and (labels.min() < 0 or labels.max() >= len(classes)):
                     problems.append(f"{config}/{split}: labels outside 0..{len(classes) - 1}")
     if with_datasets and not problems:
@@ -80,7 +95,9 @@ def _check_with_datasets(repo_dir, configs, counts, infos) -> list[str]:
             want = datasets.Features._from_yaml_list(infos[config]["features"])
             for split in splits:
                 try:
-                    ds = datasets.load_dataset(str(repo_dir), config, split=split, cache_dir=cache)
+                    with quiet_datasets():
+                        ds = datasets.load_dataset(str(repo_dir), config, split=split,
+                                                   cache_dir=cache)
                 except Exception as e:  # noqa: BLE001 - any failure of the standard API is a finding
                     problems.append(f"datasets.load_dataset({config!r}, split={split!r}) failed: "
                                     f"{type(e).__name__}: {e}")
@@ -94,5 +111,3 @@ def _check_with_datasets(repo_dir, configs, counts, infos) -> list[str]:
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     return problems
-
-

@@ -153,6 +153,17 @@ def _unfilter(raw: np.ndarray) -> np.ndarray:
     return out
 
 
+def _pillow(Image, blob, i: int) -> np.ndarray:
+    """One image through Pillow; a corrupt one is a :class:`FormatError`, not Pillow's error."""
+    try:
+        img = Image.open(io.BytesIO(bytes(blob)))
+        return np.asarray(img if img.mode == "L" else img.convert("L"))
+    except (OSError, SyntaxError, ValueError, zlib.error) as e:
+        raise FormatError(f"PNG image {i} does not decode", expected="a valid PNG",
+                          found=f"{type(e).__name__}: {e}",
+                          hint="the shard is corrupt: re-export it (or verify the folder)") from None
+
+
 def decode_pngs(blobs, shape=None) -> np.ndarray:
     """Decode grayscale PNGs to an N x H x W uint8 array.
 
@@ -178,8 +189,8 @@ def decode_pngs(blobs, shape=None) -> np.ndarray:
     if len(sizes) == 1:
         hw = sizes.pop()
     elif not sizes:
-        first = Image.open(io.BytesIO(bytes(blobs[0])))
-        hw = (first.height, first.width)
+        first = _pillow(Image, blobs[0], 0)
+        hw = (first.shape[0], first.shape[1])
     else:
         raise FormatError("PNG images of different sizes", expected="one size",
                           found=", ".join(f"{h}x{w}" for h, w in sorted(sizes)))
@@ -190,8 +201,7 @@ def decode_pngs(blobs, shape=None) -> np.ndarray:
                             np.uint8)
         out[fast] = _unfilter(raw.reshape(-1, hw[0], hw[1] + 1))
     for i in np.flatnonzero(~fast):
-        img = Image.open(io.BytesIO(bytes(blobs[i])))
-        arr = np.asarray(img if img.mode == "L" else img.convert("L"))
+        arr = _pillow(Image, blobs[i], int(i))
         if arr.shape != hw:
             raise FormatError(f"PNG image {i} has another size", expected=f"{hw[0]}x{hw[1]}",
                               found=f"{arr.shape[0]}x{arr.shape[1]}")

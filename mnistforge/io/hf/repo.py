@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import DatasetNotFoundError, FormatError, MissingFileError
+from ..hashing import sha256_file
 from .parquet import DATA
 from .png import decode_pngs
 from .schema import hf_split_name
@@ -47,6 +48,68 @@ def read_card(repo_dir) -> dict:
     return header
 
 
+
+
+_SHARD_LINE = re.compile(r"^- `([^`]+\.parquet)`: `([0-9a-f]{64})`$", re.M)
+
+
+def recorded_shard_hashes(repo_dir) -> dict[str, str]:
+    """``{shard path relative to repo_dir: sha256}`` as the export recorded them.
+
+    The card lists every shard under "Shards (sha256)"; ``croissant.json``
+    (when written) holds the same digests.  Empty for a folder exported
+    before shard hashes were recorded.
+    """
+    repo_dir = Path(repo_dir)
+    out: dict[str, str] = {}
+    card = repo_dir / CARD
+    if card.is_file():
+        out.update(_SHARD_LINE.findall(card.read_text(encoding="utf-8", errors="replace")))
+    croissant = repo_dir / "croissant.json"
+    if croissant.is_file():
+        try:
+            doc = json.loads(croissant.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            doc = {}
+        for d in doc.get("distribution") or [] if isinstance(doc, dict) else []:
+            if isinstance(d, dict) and d.get("sha256") and d.get("contentUrl"):
+                out.setdefault(str(d["contentUrl"]), str(d["sha256"]))
+    return out
+
+
+def shard_problems(repo_dir, configs=None) -> list[str]:
+    """Every shard against the sha256 the export recorded (card / croissant): re-hashed, never
+    trusted.  A shard missing, changed, swapped with another, or present but not recorded is a
+    problem; a folder exported before hashes were recorded gives none (nothing to compare)."""
+    repo_dir = Path(repo_dir)
+    recorded = recorded_shard_hashes(repo_dir)
+    if not recorded:
+        return []
+    configs = repo_configs(repo_dir) if configs is None else configs
+    folders = tuple(f"{DATA}/{c}/" for c in configs)
+    recorded = {r: d for r, d in recorded.items() if r.startswith(folders)}
+    problems = []
+    listed = {p for splits in configs.values() for paths in splits.values() for p in paths}
+    for rel, digest in sorted(recorded.items()):
+        p = repo_dir / rel
+        if not p.is_file():
+            problems.append(f"{rel}: shard missing (recorded sha256 {digest[:16]}...)")
+            continue
+        got = sha256_file(p)
+        if got != digest:
+            other = next((r for r, d in recorded.items() if d == got and r != rel), None)
+            why = f"holds the content of {other}" if other else "content changed"
+            problems.append(f"{rel}: sha256 {got[:16]}... differs from the recorded "
+                            f"{digest[:16]}... ({why})")
+    data = repo_dir / DATA
+    on_disk = {r for r in (p.relative_to(repo_dir).as_posix() for p in data.rglob("*.parquet"))
+               if r.startswith(folders)} if data.is_dir() else set()
+    for rel in sorted(on_disk - set(recorded)):
+        problems.append(f"{rel}: a shard the export did not record")
+    for rel in sorted(set(listed) - set(recorded)):
+        if not any(ch in rel for ch in "*?["):
+            problems.append(f"{rel}: listed in the card without a recorded sha256")
+    return problems
 
 
 def is_hf_repo(root, config: str | None = None) -> bool:
