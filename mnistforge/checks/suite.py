@@ -163,7 +163,9 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
     Parameters
     ----------
     target : str, path, DatasetSplit or dict of DatasetSplit
-        ``NAME``, ``NAME:SPLIT``, ``FOLDER``, ``FOLDER:SPLIT`` or loaded splits.
+        ``NAME``, ``NAME:SPLIT``, ``FOLDER``, ``FOLDER:SPLIT`` or loaded splits;
+        or a third-party copy ``PATH[:SPLIT]`` (npz, npy, CSV, torchvision root,
+        parquet snapshot, .mat), which is identified first (:mod:`.foreign`).
     reference : str, path or DatasetSplit, optional
         Match every verified split against the same split of this dataset
         (QMNIST-style statistics).  ``NAME:SPLIT`` picks the reference split.
@@ -190,7 +192,16 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
     >>> rep = verify("mnist:test")                  # doctest: +SKIP
     >>> rep.status, rep["integrity.size[test]"].values["found"]   # doctest: +SKIP
     ('pass', 10000)
+    >>> verify("mnist.npz").info["identification"][0]["verdict"]  # doctest: +SKIP
+    'identical'
     """
+    from .foreign import foreign_target, verify_foreign
+
+    foreign = foreign_target(target, split)
+    if foreign is not None:  # a third-party copy: say what it is first (checks/foreign.py)
+        return verify_foreign(foreign[0], foreign[1], reference=reference, download=download,
+                              strict=strict, metadata=metadata, near_threshold=near_threshold,
+                              report_dir=report_dir, near=near)
     from ..loaders import load
     from ..loaders.origins import find_dataset_folder
     from ..registry import get_dataset, get_file

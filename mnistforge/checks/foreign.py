@@ -1,0 +1,110 @@
+"""``verify`` on a third-party copy: first say what it is, then run the usual checks on it.
+
+``verify("mnist.npz")``, ``verify("emnist-letters.mat:test")``,
+``verify("root/")`` (torchvision), ``verify("snapshot/")`` (parquet): every
+split of the copy is made canonical, identified (:mod:`.identify`), loaded as
+a :class:`~mnistforge.loaders.DatasetSplit` with the changes undone, and handed
+to :func:`mnistforge.checks.verify`.  The report starts with one
+``identify[<split>]`` result per split; ``report.info["identification"]``
+holds the same answers as fields (what ``verify --json`` writes).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..io.foreign import ForeignCopy, read_foreign
+from ..loaders.foreign import canonicalise, foreign_source, make_split
+from ..registry import get_dataset, list_datasets
+from .identify import Identification, _official_storage, identification_check, identify
+from .result import VerifyReport
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["foreign_target", "verify_foreign"]
+
+
+def foreign_target(target, split: str | None = None) -> tuple[Path, str | None] | None:
+    """``(path, split)`` when ``target`` (``PATH`` or ``PATH:SPLIT``) is a third-party copy, else None."""
+    if not isinstance(target, (str, os.PathLike)):
+        return None
+    text = os.fspath(target)
+    if os.path.exists(text):
+        return (Path(text), split) if foreign_source(text) else None
+    head, _, tail = text.rpartition(":")
+    if head and os.path.exists(head) and foreign_source(head):
+        return Path(head), tail or split
+    return None
+
+
+def _reference_arrays(reference, split: str | None, download):
+    """``(images as the official files store them, labels, dataset, split)`` of a reference, or None."""
+    if reference is None:
+        return None
+    from ..loaders import load, resolve_target
+
+    if hasattr(reference, "images"):
+        return (_official_storage(reference), np.asarray(reference.labels),
+                getattr(reference, "name", "reference"), getattr(reference, "split", split),
+                getattr(reference, "source", "given arrays"))
+    text = os.fspath(reference)
+    ft = foreign_target(text, split)
+    if ft is not None:
+        ds = load(ft[0], ft[1] or split)
+    else:
+        rname, rsplit, rroot = resolve_target(text)
+        ds = load(rname, rsplit or split or "test", root=rroot, download=download)
+    return _official_storage(ds), np.asarray(ds.labels), ds.name, ds.split, text
+
+
+def _pick(copy: ForeignCopy, split: str | None) -> list[str]:
+    keys = [k for k, s in copy.splits.items() if split is None or k == split or s.split == split]
+    if not keys:
+        copy.split(split)  # raises, naming the splits there are
+    return keys
+
+
+def verify_foreign(path, split: str | None = None, *, reference=None, download=None,
+                   search_cache: bool = True, **checks) -> VerifyReport:
+    """Identify every split of the copy at ``path``, then verify the canonical splits.
+
+    ``checks`` are passed to :func:`mnistforge.checks.verify` (``strict``,
+    ``near``, ``near_threshold``, ``report_dir``...).
+    """
+    from .suite import verify
+
+    copy = read_foreign(path)
+    idents: list[Identification] = []
+    loaded = {}
+    for key in _pick(copy, split):
+        fs = copy.splits[key]
+        c = canonicalise(fs)
+        try:
+            ref = _reference_arrays(reference, fs.split, download)
+        except Exception as e:  # a reference that does not load: said, then identify without it
+            logger.warning("reference %s not usable: %s", reference, e)
+            ref = None
+        ident = identify(c, reference=ref, key=key,
+                         name=fs.hint if fs.hint in list_datasets() else None,
+                         search_cache=search_cache)
+        ident.format = copy.format
+        idents.append(ident)
+        info = get_dataset(ident.dataset) if ident.dataset in list_datasets() else None
+        kinds = {ch.kind for ch in ident.changes}
+        shift = next((int(k[len("labels"):]) for k in kinds if k.startswith("labels")), 0)
+        ds = make_split(copy, c, info, "transposed" in kinds, shift, ident.changes,
+                        with_metadata=True, split=fs.split or key)
+        name = key if key in loaded or (fs.split or key) in loaded else (fs.split or key)
+        loaded[name] = ds
+    # the QMNIST-style reference checks read NAME/FOLDER references (a copy was compared above)
+    suite_ref = reference if reference is not None and (
+        hasattr(reference, "images") or foreign_target(reference) is None) else None
+    report = verify(loaded, reference=suite_ref, download=download, **checks)
+    report.target = os.fspath(path) + (f":{split}" if split else "")
+    report.results[:0] = [identification_check(i) for i in idents]
+    report.info.update(format=copy.format, path=os.fspath(path), notes=list(copy.notes),
+                       identification=[i.to_dict() for i in idents])
+    return report

@@ -1,0 +1,319 @@
+"""Say what a third-party copy is: which dataset and split, and how it departs from the official files.
+
+For each split of a copy (:mod:`mnistforge.io.foreign`, made canonical by
+:mod:`mnistforge.loaders.foreign`), :func:`identify` answers one of:
+
+``identical``
+    the official images and labels, in the official order;
+``reordered``
+    identical content in another order (the registry's order-free hash, or a
+    reference compared image by image);
+``transformed``
+    identical after the listed changes (float scaling, inversion,
+    transposition, labels offset by one);
+``differs``
+    N images or labels differ (first indices listed), when a reference is at
+    hand (``--reference``, or the official files already in the cache);
+``unknown``
+    what it resembles: count, classes, label range, orientation cue, and the
+    registry splits of that size.
+
+The verdict names the dataset and split.  Hashes compare the canonical arrays
+serialised as idx content with the registry's ``content_sha256`` of the
+official files, so no file is needed; image-by-image comparison needs the
+reference arrays.
+
+Examples
+--------
+>>> import numpy as np
+>>> from mnistforge.io.foreign import ForeignSplit
+>>> from mnistforge.loaders.foreign import canonicalise
+>>> rng = np.random.default_rng(0)
+>>> ref = rng.integers(0, 256, (6, 28, 28), dtype=np.uint8); ref[:, 0] = 0
+>>> labels = np.arange(6) % 3
+>>> copy = canonicalise(ForeignSplit("test", ref[::-1], labels[::-1], "demo"))
+>>> ident = identify(copy, reference=(ref, labels, "toy", "test"), search_cache=False)
+>>> ident.verdict, ident.dataset, ident.order
+('reordered', 'toy', 'other')
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..loaders.foreign import (Canonical, Change, Match, label_shift_cue, registry_match,
+                               shift_change, transpose_change)
+from ..registry import get_dataset, list_datasets
+from .result import FAIL, PASS, WARN, CheckResult
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Identification", "compare_with_reference", "identify", "identification_check"]
+
+#: how many differing indices an answer lists
+FIRST = 10
+
+
+@dataclass
+class Identification:
+    """The answer for one split of a copy (``to_dict()`` is what ``verify --json`` carries)."""
+
+    key: str
+    verdict: str
+    dataset: str | None = None
+    split: str | None = None
+    order: str | None = None
+    changes: list[Change] = field(default_factory=list)
+    storage: list[str] = field(default_factory=list)
+    matched_by: str | None = None
+    images_differ: int | None = None
+    labels_differ: int | None = None
+    first_images: list[int] = field(default_factory=list)
+    first_labels: list[int] = field(default_factory=list)
+    resembles: dict = field(default_factory=dict)
+    count: int = 0
+    where: str = ""
+    format: str = ""
+
+    @property
+    def target(self) -> str:
+        return f"{self.dataset} {self.split}" if self.dataset else "an unknown dataset"
+
+    def message(self) -> str:
+        """One line for people."""
+        after = "; ".join(c.description for c in self.changes)
+        if self.verdict == "identical":
+            text = f"identical to {self.target}"
+        elif self.verdict == "transformed":
+            text = f"identical to {self.target} after: {after}"
+        elif self.verdict == "reordered":
+            text = f"identical content to {self.target} in another order" + (
+                f", after: {after}" if after else "")
+        elif self.verdict == "differs":
+            parts = []
+            if self.images_differ is None:
+                parts.append("images differ (how many needs a reference: --reference)")
+            elif self.images_differ:
+                parts.append(f"{self.images_differ} images differ (first: "
+                             f"{', '.join(map(str, self.first_images))})")
+            if self.labels_differ is None:
+                parts.append("labels differ (how many needs a reference: --reference)")
+            elif self.labels_differ:
+                parts.append(f"{self.labels_differ} labels differ (first: "
+                             f"{', '.join(map(str, self.first_labels))})")
+            same = [w for w, n in (("images", self.images_differ), ("labels", self.labels_differ))
+                    if n == 0]
+            text = f"{self.target}: " + "; ".join(parts) + (
+                f"; {' and '.join(same)} identical" if same else "")
+            if self.order == "other":
+                text += "; in another order"
+            if after:
+                text += f"; after: {after}"
+        else:
+            r = self.resembles
+            text = (f"unknown: {r.get('count')} images, {r.get('classes')} classes, labels "
+                    f"{r.get('label_range')}, orientation cue {r.get('orientation')}")
+            if r.get("same_size"):
+                text += "; same size as " + ", ".join(r["same_size"])
+        return text + (f" [{self.matched_by}]" if self.matched_by else "")
+
+    def to_dict(self) -> dict:
+        return {"split_key": self.key, "verdict": self.verdict, "dataset": self.dataset,
+                "split": self.split, "order": self.order,
+                "changes": [c.to_dict() for c in self.changes], "storage": list(self.storage),
+                "matched_by": self.matched_by, "images_differ": self.images_differ,
+                "labels_differ": self.labels_differ, "first_images": self.first_images,
+                "first_labels": self.first_labels, "resembles": self.resembles,
+                "count": self.count, "where": self.where, "format": self.format,
+                "message": self.message()}
+
+
+# --------------------------------------------------------------------------- reference
+
+@dataclass(frozen=True)
+class RefResult:
+    transposed: bool
+    shift: int
+    order: str
+    bad_images: np.ndarray
+    bad_labels: np.ndarray
+
+
+def _digests(rows: np.ndarray) -> list[bytes]:
+    flat = np.ascontiguousarray(rows).reshape(len(rows), -1)
+    return [hashlib.sha256(r).digest() for r in flat]
+
+
+def compare_with_reference(images: np.ndarray, labels: np.ndarray, ref_images: np.ndarray,
+                           ref_labels: np.ndarray) -> RefResult | None:
+    """Image-by-image comparison with reference arrays (both as the official files store them).
+
+    Tries both orientations and label offsets -1, 0, +1; in the same order when
+    at least half the images sit where the reference has them, else through
+    per-image digests.  None when fewer than half the images are found at all.
+    """
+    n = len(labels)
+    best = None
+    if len(ref_labels) == n and n:
+        for t in (False, True):
+            x = images.transpose(0, 2, 1) if t else images
+            eq = (x.reshape(n, -1) == ref_images.reshape(n, -1)).all(axis=1)
+            if best is None or eq.sum() > best[1].sum():
+                best = (t, eq)
+    if best is not None and best[1].mean() >= 0.5:
+        t, eq = best
+        shift = max((0, 1, -1), key=lambda k: int(np.count_nonzero(labels + k == ref_labels)))
+        return RefResult(t, shift, "same", np.flatnonzero(~eq),
+                         np.flatnonzero(labels + shift != ref_labels))
+    index: dict[bytes, list[int]] = {}
+    for i, d in enumerate(_digests(ref_images)):
+        index.setdefault(d, []).append(i)
+    found = None
+    for t in (False, True):
+        ds = _digests(images.transpose(0, 2, 1) if t else images)
+        hits = [index.get(d) for d in ds]
+        k = sum(h is not None for h in hits)
+        if found is None or k > found[1]:
+            found = (t, k, hits)
+    if found is None or found[1] < max(1, n // 2):
+        return None
+    t, _, hits = found
+    ok = np.array([h is not None for h in hits])
+
+    def label_bad(k: int) -> np.ndarray:
+        return np.array([h is not None and all(labels[i] + k != ref_labels[j] for j in h)
+                         for i, h in enumerate(hits)], dtype=bool)
+    shift = min((0, 1, -1), key=lambda k: int(label_bad(k).sum()))
+    return RefResult(t, shift, "other", np.flatnonzero(~ok), np.flatnonzero(label_bad(shift)))
+
+
+def _cached_references(c: Canonical, name: str | None):
+    """Official splits of the same size already in the cache (never downloads)."""
+    from ..loaders import load
+
+    for dname in list_datasets():
+        if name and dname != name:
+            continue
+        info = get_dataset(dname)
+        for sname, sp in info.splits.items():
+            if sp.is_view or sp.count != len(c):
+                continue
+            try:
+                ds = load(dname, sname, download=False)
+            except Exception as e:  # not cached (offline), or a damaged cache: not a reference
+                logger.debug("no cached %s %s: %s", dname, sname, e)
+                continue
+            yield _official_storage(ds), np.asarray(ds.labels), dname, sname, "official files in the cache"
+
+
+def _official_storage(ds) -> np.ndarray:
+    """A loaded split's images as the official files store them (EMNIST: transposed)."""
+    info = getattr(ds, "info", None)
+    images = np.asarray(ds.images)
+    return images.transpose(0, 2, 1) if info is not None and info.orientation == "transposed" \
+        else images
+
+
+def _from_ref(c: Canonical, r: RefResult, dataset, split, how) -> Identification:
+    changes = list(c.changes)
+    if r.transposed:
+        changes.append(transpose_change())
+    if r.shift:
+        changes.append(shift_change(r.shift, c.labels))
+    nb_i, nb_l = len(r.bad_images), len(r.bad_labels)
+    if nb_i or nb_l:
+        verdict = "differs"
+    elif r.order == "other":
+        verdict = "reordered"
+    else:
+        verdict = "transformed" if changes else "identical"
+    return Identification("", verdict, dataset, split, r.order, changes, matched_by=how,
+                          images_differ=nb_i, labels_differ=nb_l,
+                          first_images=[int(i) for i in r.bad_images[:FIRST]],
+                          first_labels=[int(i) for i in r.bad_labels[:FIRST]])
+
+
+def _from_match(c: Canonical, m: Match) -> Identification:
+    changes = list(c.changes)
+    if m.transposed and m.images:
+        changes.append(transpose_change())
+    if m.shift and m.labels:
+        changes.append(shift_change(m.shift, c.labels))
+    if not (m.images and m.labels):
+        return Identification("", "differs", m.dataset, m.split, m.order, changes,
+                              matched_by=m.how + (" (labels only)" if m.labels else " (images only)"),
+                              images_differ=0 if m.images else None,
+                              labels_differ=0 if m.labels else None)
+    if m.order == "other":
+        verdict = "reordered"
+    else:
+        verdict = "transformed" if changes else "identical"
+    return Identification("", verdict, m.dataset, m.split, m.order, changes, matched_by=m.how)
+
+
+def resemblance(c: Canonical) -> dict:
+    """What an unrecognised split looks like: count, classes, label range, orientation cue."""
+    from .statistics import orientation_score
+
+    labels = c.labels
+    lo, hi = (int(labels.min()), int(labels.max())) if labels.size else (0, 0)
+    try:
+        score = float(orientation_score(c.images, labels, None))
+        cue = f"{score:+.3f} ({'upright' if score > 0.1 else 'transposed' if score < -0.1 else 'undecided'})"
+    except Exception as e:  # a cue, never a failure
+        cue = f"n/a ({type(e).__name__})"
+    same = [f"{n} {s}" for n in list_datasets() for s, sp in get_dataset(n).splits.items()
+            if sp.count == len(c)]
+    return {"count": len(c), "classes": int(np.unique(labels).size), "label_range": f"{lo}..{hi}",
+            "orientation": cue, "same_size": same}
+
+
+def identify(c: Canonical, *, name: str | None = None, reference=None,
+             search_cache: bool = True, key: str = "") -> Identification:
+    """Identify one canonical split (see the module doc).
+
+    ``reference``: ``(images, labels, dataset, split[, where])``, images as the
+    official files store them, compared image by image; else the registry's hashes; else
+    official splits of the same size already in the cache (``search_cache``).
+    """
+    ident = None
+    if reference is not None:
+        rimg, rlab, rname, rsplit, *where = reference
+        r = compare_with_reference(c.images, c.labels, np.asarray(rimg), np.asarray(rlab))
+        if r is not None:
+            ident = _from_ref(c, r, rname, rsplit, f"compared image by image with {rname} {rsplit}"
+                              + (f" ({where[0]})" if where else ""))
+    match = registry_match(c, name) if ident is None else None
+    if ident is None and match is not None and match.images and match.labels:
+        ident = _from_match(c, match)
+    if ident is None and search_cache:
+        for rimg, rlab, rname, rsplit, how in _cached_references(c, name or (match and match.dataset)):
+            r = compare_with_reference(c.images, c.labels, rimg, rlab)
+            if r is not None:
+                ident = _from_ref(c, r, rname, rsplit, f"compared image by image with the {how}")
+                break
+    if ident is None and match is not None:
+        ident = _from_match(c, match)
+    if ident is None:
+        ident = Identification("", "unknown", name or c.hint, c.split, changes=list(c.changes),
+                               resembles=resemblance(c))
+        if name and name in list_datasets():
+            shift = label_shift_cue(c.labels, get_dataset(name))
+            if shift:
+                ident.changes.append(shift_change(shift, c.labels))
+    ident.key = key
+    ident.storage = list(c.storage)
+    ident.count = len(c)
+    ident.where = c.where
+    return ident
+
+
+def identification_check(ident: Identification) -> CheckResult:
+    """The answer as a check result: identical/reordered pass, transformed/unknown warn, differs fails."""
+    status = {"identical": PASS, "reordered": PASS, "transformed": WARN, "unknown": WARN,
+              "differs": FAIL}[ident.verdict]
+    return CheckResult(f"identify[{ident.key or ident.split or 'data'}]", status, ident.to_dict(),
+                       ident.message())
