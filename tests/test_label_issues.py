@@ -294,3 +294,30 @@ def test_gzip_side_file_is_reproducible(qmnist_folder, tmp_path, cache):
     name = "qmnist-test-label-votes-idx2-int.gz"
     assert (again / name).read_bytes() == (qmnist_folder / name).read_bytes()
     assert gzip.decompress((again / name).read_bytes())[:4] == b"\x00\x00\x0c\x02"
+
+
+# --- Hugging Face export ----------------------------------------------------------------------
+
+def test_hf_export_round_trips_the_columns(mnist_cache, tmp_path):
+    pytest.importorskip("datasets")
+    from mnistforge.hub.export import export_hf
+    from mnistforge.hub.targets import configs_from_targets
+    from mnistforge.io.hf.repo import read_card
+
+    repo = tmp_path / "repo"
+    export_hf(repo, configs_from_targets(["mnist:test"]), workers=1)
+    src = mnistforge.load("mnist", "test", with_metadata=True)
+    back = mnistforge.load("mnist", "test", root=repo, with_metadata=True)
+    assert back.metadata.dtype == src.metadata.dtype
+    for f in FIELDS:
+        np.testing.assert_array_equal(back.metadata[f], src.metadata[f], err_msg=f)
+    np.testing.assert_array_equal(back.labels, src.labels)
+    feats = {f["name"]: f for f in read_card(repo)["dataset_info"][0]["features"]}
+    assert feats["label_issue"]["dtype"] == "bool" and feats["suggested_label"]["dtype"] == "int32"
+    text = (repo / "README.md").read_text()
+    assert "### Known label errors (human label votes)" in text
+    assert "@inproceedings{northcutt2021pervasive," in text
+    assert "448bd00fc9df262c68d50d48709d7fa3d5dc966bc66580e5df20e0dcba6e5612" in text
+    assert any("northcutt2021pervasive" in c for c in read_card(repo)["citations"])
+    ex = mnistforge.load("mnist", "test", root=repo, label_issues="exclude")
+    assert len(ex) == 9985 and ex.label_issues.dropped == PAPER_15 and ex.metadata is None

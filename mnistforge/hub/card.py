@@ -13,6 +13,8 @@ from ..io.hashing import sha256_file
 from ..io.hf.parquet import PARQUET_OPTIONS, ROW_GROUP_SIZE
 from ..io.hf.png import PNG_COMPRESS_LEVEL
 from ..registry import license_link, license_text
+from .label_votes import card_section as label_votes_section
+from .label_votes import has_label_votes, study_bibtex
 
 DEFAULT_LICENSE = "other"
 
@@ -78,6 +80,8 @@ def card_header(configs: list[dict]) -> dict:
         cite = (c["config"].citation or "").strip()
         if cite and cite not in cites:
             cites.append(cite)
+    if any(has_label_votes(c["features"]) for c in configs):  # the study behind those columns
+        cites += [b for b in study_bibtex() if b not in cites]
     if cites:
         header["citations"] = cites
     return header
@@ -202,6 +206,8 @@ def dataset_card(configs: list[dict], *, repo_id: str | None = None, title: str 
                     ", ".join(f"`{k}` ({c['features'][k].dtype})" for k in meta_cols)
                     + ": one value per image, as `mnistforge.load(..., with_metadata=True)` "
                       "exposes them.", ""]
+        if has_label_votes(c["features"]):
+            out += label_votes_section(cfg.name)
         out += ["### Provenance", ""]
         if cfg.source:
             out += [f"Source: {cfg.source}", ""]
