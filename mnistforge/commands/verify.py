@@ -12,9 +12,12 @@ HELP = "check a dataset (name, build folder or folder of idx files): integrity, 
 
 
 def add_arguments(p):
-    p.add_argument("target", help="NAME, NAME:SPLIT, FOLDER or FOLDER:SPLIT")
+    p.add_argument("target", help="NAME, NAME:SPLIT, FOLDER or FOLDER:SPLIT, or a third-party copy "
+                                  "PATH[:SPLIT] (Keras .npz, .npy pair, CSV, torchvision root, "
+                                  "parquet snapshot, EMNIST .mat): said what it is first")
     p.add_argument("--reference", default=None, metavar="NAME_OR_DIR",
-                   help="match every split against this dataset (QMNIST-style statistics)")
+                   help="match every split against this dataset (QMNIST-style statistics); "
+                        "a third-party copy is also compared with it image by image")
     p.add_argument("--json", default=None, metavar="FILE", help="write all results as JSON")
     p.add_argument("--strict", action="store_true", help="warnings fail too")
     p.add_argument("--report", default=None, metavar="DIR",
@@ -76,6 +79,10 @@ def verify_one(target: str, args, several: bool = False) -> int:
                     near=not args.no_near, download=False if args.no_download else None,
                     report_dir=report_dir)
     print(f"mnistforge verify {report.target}")
+    for ident in report.info.get("identification") or []:  # the answer first
+        print(f"{ident['split_key']}: {ident['message']}")
+        for fact in ident["storage"]:
+            print(f"  stored: {fact}")
     print(report.table())
     if args.json:
         path = Path(args.json)
