@@ -1,10 +1,11 @@
-"""``verify`` on a third-party copy: first say what it is, then run the usual checks on it.
+"""``verify`` on a third-party copy: first say what it is, then the usual checks run on it.
 
 ``verify("mnist.npz")``, ``verify("emnist-letters.mat:test")``,
 ``verify("root/")`` (torchvision), ``verify("snapshot/")`` (parquet): every
 split of the copy is made canonical, identified (:mod:`.identify`), loaded as
-a :class:`~mnistforge.loaders.DatasetSplit` with the changes undone, and handed
-to :func:`mnistforge.checks.verify`.  The report starts with one
+a :class:`~mnistforge.loaders.DatasetSplit` with the changes undone
+(:func:`identify_copy`); :func:`mnistforge.checks.verify` checks those and
+:func:`finish_report` puts the answers first.  The report starts with one
 ``identify[<split>]`` result per split; ``report.info["identification"]``
 holds the same answers as fields (what ``verify --json`` writes).
 """
@@ -24,7 +25,7 @@ from .result import VerifyReport
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["foreign_target", "verify_foreign"]
+__all__ = ["finish_report", "foreign_target", "identify_copy"]
 
 
 def foreign_target(target, split: str | None = None) -> tuple[Path, str | None] | None:
@@ -67,15 +68,16 @@ def _pick(copy: ForeignCopy, split: str | None) -> list[str]:
     return keys
 
 
-def verify_foreign(path, split: str | None = None, *, reference=None, download=None,
-                   search_cache: bool = True, **checks) -> VerifyReport:
-    """Identify every split of the copy at ``path``, then verify the canonical splits.
+def identify_copy(path, split: str | None = None, *, reference=None, download=None,
+                  search_cache: bool = True):
+    """Identify every split of the copy at ``path``.
 
-    ``checks`` are passed to :func:`mnistforge.checks.verify` (``strict``,
-    ``near``, ``near_threshold``, ``report_dir``...).
+    Returns ``(copy, loaded, answers, suite_reference)``: the splits made canonical
+    with the changes undone (by split name, ready for
+    :func:`mnistforge.checks.verify`), one :class:`Identification` each, and the
+    reference to pass on to the QMNIST-style checks (a NAME/FOLDER reference; a
+    copy given as reference was compared here).
     """
-    from .suite import verify
-
     copy = read_foreign(path)
     idents: list[Identification] = []
     loaded = {}
@@ -97,12 +99,16 @@ def verify_foreign(path, split: str | None = None, *, reference=None, download=N
         shift = next((int(k[len("labels"):]) for k in kinds if k.startswith("labels")), 0)
         ds = make_split(copy, c, info, "transposed" in kinds, shift, ident.changes,
                         with_metadata=True, split=fs.split or key)
-        name = key if key in loaded or (fs.split or key) in loaded else (fs.split or key)
+        name = key if (fs.split or key) in loaded else (fs.split or key)
         loaded[name] = ds
-    # the QMNIST-style reference checks read NAME/FOLDER references (a copy was compared above)
     suite_ref = reference if reference is not None and (
         hasattr(reference, "images") or foreign_target(reference) is None) else None
-    report = verify(loaded, reference=suite_ref, download=download, **checks)
+    return copy, loaded, idents, suite_ref
+
+
+def finish_report(report: VerifyReport, path, split, copy: ForeignCopy,
+                  idents: list[Identification]) -> VerifyReport:
+    """Put the answers first in ``report`` (``identify[<split>]``) and in ``info["identification"]``."""
     report.target = os.fspath(path) + (f":{split}" if split else "")
     report.results[:0] = [identification_check(i) for i in idents]
     report.info.update(format=copy.format, path=os.fspath(path), notes=list(copy.notes),
