@@ -160,17 +160,20 @@ def _missing_message(remote: RemoteFile, dest: Path) -> str:
 
 
 def fetch_file(remote, *, root=None, progress=None, offline=None, timeout=DEFAULT_TIMEOUT,
-               retries=DEFAULT_RETRIES, backoff=DEFAULT_BACKOFF) -> FetchResult:
-    """Fetch one file (see :func:`fetch`); archive members fetch their archive."""
+               retries=DEFAULT_RETRIES, backoff=DEFAULT_BACKOFF, rehash: bool = False) -> FetchResult:
+    """Fetch one file (see :func:`fetch`); archive members fetch their archive.
+
+    ``rehash`` hashes a cached file even when its sidecar still holds.
+    """
     remote = get_file(remote)
     if remote.archive:
         arch = fetch_file(remote.archive, root=root, progress=progress, offline=offline,
-                          timeout=timeout, retries=retries, backoff=backoff)
+                          timeout=timeout, retries=retries, backoff=backoff, rehash=rehash)
         return FetchResult(remote, arch.path, "archive" if arch.verified else "unpinned",
                            arch.sha256, arch.downloaded, arch.url, member=remote.member)
     dest = cache_path(remote, root)
     if dest.is_file():
-        v = verify_file(dest, remote)
+        v = verify_file(dest, remote, use_marker=not rehash)
         if not v.from_marker:
             write_marker(dest, v)
         return FetchResult(remote, dest, v.status, v.sha256)

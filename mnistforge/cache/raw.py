@@ -26,15 +26,16 @@ logger = logging.getLogger(__name__)
 CHUNK = 1 << 20
 
 
-def check_raw_copy(raw: Path, remote: RemoteFile) -> Verification | None:
+def check_raw_copy(raw: Path, remote: RemoteFile, *, rehash: bool = False) -> Verification | None:
     """The verification of an existing raw copy, or None when it must be (re)made.
 
     A stale copy this package made (it has a sidecar) is removed; a copy
     without a sidecar is left alone and ignored (nothing the package did not
-    write is deleted).
+    write is deleted).  ``rehash`` hashes the copy even when its sidecar
+    holds (``load(..., check=True)``: bit rot keeps size and mtime).
     """
     try:
-        v = verify_file(raw, remote, raw=True)
+        v = verify_file(raw, remote, raw=True, use_marker=not rehash)
     except HashMismatchError as e:
         if marker_path(raw).exists():  # our own copy went stale: rebuild it
             logger.warning("%s; rebuilding the raw copy", e)

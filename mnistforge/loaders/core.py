@@ -33,7 +33,7 @@ def _view(arr, sl):
 
 def load(name, split="train", *, root=None, download: bool | None = None, with_metadata=False,
          cache=None, keep_raw=None, progress=None, trust_files: bool | None = None,
-         label_issues: str | None = None) -> DatasetSplit:
+         label_issues: str | None = None, check: bool = False) -> DatasetSplit:
     """Load one split of a dataset: official files from the cache, or built files.
 
     Parameters
@@ -80,6 +80,12 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
     keep_raw : bool, optional
         Keep a decompressed copy in the cache for millisecond memory-mapped
         loads (default true, or ``MNISTFORGE_KEEP_RAW``).
+    check : bool
+        Re-hash every cached file this load reads (the compressed file and its
+        decompressed copy) instead of trusting its ``.sha256`` sidecar, which
+        a load otherwise trusts while size and modification time hold; a
+        mismatch raises :class:`~mnistforge.errors.HashMismatchError` (a stale
+        decompressed copy is rebuilt).  ``mnistforge verify`` always re-hashes.
     trust_files : bool, optional
         Files in ``root`` are checked (their labels file hashed) against the
         folder's build manifest, or, without one, against the registry; files
@@ -124,7 +130,7 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         return clean_view(_slice(ds, rows), label_issues, with_metadata)
     ds = _load_files(info, split_name(info, base), root=root, download=download,
                      with_metadata=want_meta, cache=cache, keep_raw=keep_raw, progress=progress,
-                     trust=settings.trust_files(trust_files))
+                     trust=settings.trust_files(trust_files), check=check)
     if want_meta:  # the human label votes of the splits a study examined
         add_label_votes(ds, root=root, cache=cache, download=download, progress=progress,
                         required=label_issues is not None)
@@ -138,14 +144,14 @@ def _slice(ds: DatasetSplit, rows: str | None) -> DatasetSplit:
 
 
 def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata, cache, keep_raw,
-                progress, trust: bool) -> DatasetSplit:
+                progress, trust: bool, check: bool = False) -> DatasetSplit:
     sp = info.split(split)
     src: Origin
     if root is not None:
         src = FolderOrigin(info, root)
     else:
         src = CacheOrigin(info, cache=cache, download=download, keep_raw=keep_raw,
-                          progress=progress)
+                          progress=progress, check=check)
     fsp = info.file_split(split)
     assert fsp.images and fsp.labels, f"registry: file split {fsp.name} without files"
     if isinstance(src, FolderOrigin) and not trust:

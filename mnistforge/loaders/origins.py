@@ -76,8 +76,9 @@ class CacheOrigin(_Opening):
     classes: list[str] | None = None
 
     def __init__(self, info: DatasetInfo, *, cache=None, download: bool | None = None,
-                 keep_raw: bool | None = None, progress=None):
+                 keep_raw: bool | None = None, progress=None, check: bool = False):
         self.info = info
+        self.check = check  # re-hash every file, trusting no sidecar
         self.cache = settings.cache_home(cache)
         self.offline = settings.offline(None if download is None else not download)
         self.keep_raw = settings.keep_raw(keep_raw)
@@ -105,7 +106,8 @@ class CacheOrigin(_Opening):
             arr = self._open_raw_copy(raw, remote)
             if arr is not None:
                 return arr
-        res = fetch_file(remote, root=self.cache, progress=self.progress, offline=self.offline)
+        res = fetch_file(remote, root=self.cache, progress=self.progress, offline=self.offline,
+                         rehash=self.check)
         self.status[fname] = res.status
         if self.keep_raw:
             make_raw_copy(res, remote, raw)
@@ -117,7 +119,7 @@ class CacheOrigin(_Opening):
         return read_idx(res.path)
 
     def _open_raw_copy(self, raw: Path, remote):
-        v = check_raw_copy(raw, remote)
+        v = check_raw_copy(raw, remote, rehash=self.check)
         if v is None:
             return None
         self.status[remote.name] = v.status if v.status != "derived" else self.status.get(
