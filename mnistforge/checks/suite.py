@@ -35,7 +35,6 @@ from ..io.manifest import Manifest
 from ..registry import balanced_datasets
 from . import duplicates as dup
 from . import hashes, integrity, reference as ref_mod, statistics, writers
-from .label_issues import check_label_issues, has_votes
 from .result import FAIL, PASS, WARN, CheckResult, VerifyReport, run_check
 
 logger = logging.getLogger(__name__)
@@ -289,10 +288,7 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
                         pass
                 add(run_check("hashes.registry", hashes.check_registry_files, files))
         elif loaded:
-            # verify re-hashes what it verifies: a sidecar is what bit rot fools
-            files = _cache_files(info, loaded)
-            add(run_check("hashes.cache", lambda f: hashes.check_registry_files(
-                f, name="hashes.cache"), files) if files else _cache_status(loaded))
+            add(_cache_status(loaded))
 
     # ---- per split
     for s, ds in loaded.items():
@@ -317,8 +313,6 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
             if ml is not None:
                 add(run_check(f"integrity.metadata[{s}]", integrity.check_metadata_labels,
                               ds.labels, ml))
-        if has_votes(md):  # MNIST/QMNIST test: what humans said about the labels
-            add(run_check(f"label_issues[{s}]", check_label_issues, ds.labels, md, s))
         add(run_check(f"statistics[{s}]", statistics.check_statistics, ds.images, s, name))
         add(run_check(f"orientation[{s}]", statistics.check_orientation, ds.images, ds.labels,
                       getattr(ds, "classes", None), s, name))
@@ -410,32 +404,6 @@ def _registry_name(info, path) -> str:
         if strip_compression(n) == stem:
             return n
     return Path(path).name
-
-
-def _cache_files(info, loaded) -> dict:
-    """{cached path: registry file} behind the loaded splits: each compressed file (or its
-    archive) and each decompressed copy the loads use."""
-    from ..cache.download import cache_path
-    from ..registry import get_file
-    from ..settings import cache_home
-
-    files: dict = {}
-    if info is None:
-        return files
-    for s in loaded:
-        fsp = info.file_split(s)
-        for fname in {fsp.images, fsp.labels, fsp.metadata} - {None}:
-            try:
-                remote = get_file(f"{info.group}/{fname}")
-            except KeyError:
-                continue
-            packed = get_file(remote.archive) if remote.archive else remote
-            if cache_path(remote).is_file():
-                files[cache_path(remote)] = packed
-            raw = cache_home() / remote.group / remote.raw_name
-            if remote.raw_name != remote.name and raw.is_file():
-                files[raw] = remote
-    return files
 
 
 def _cache_status(loaded) -> CheckResult:
