@@ -49,7 +49,8 @@ from .split import DatasetSplit
 logger = logging.getLogger(__name__)
 
 __all__ = ["Canonical", "Change", "Match", "canonicalise", "label_shift_cue", "load_foreign",
-           "registry_match", "shift_change", "to_upright", "transpose_change", "foreign_source"]
+           "registry_match", "shift_change", "to_upright", "transpose_change", "foreign_source",
+           "make_split", "pick_split"]
 
 
 @dataclass(frozen=True)
@@ -343,6 +344,11 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
     transposed, labels offset) is logged as a warning and listed in
     ``ds.changes`` (:class:`Change`), storage facts in ``ds.storage``.
     """
+    from .names import parse_split, rows_of
+
+    rows = None
+    if split is not None:
+        split, rows = parse_split(split)  # test[:100] as for the official files
     copy = copy if copy is not None else read_foreign(path)
     fs = pick_split(copy, name, split)
     c = canonicalise(fs)
@@ -352,29 +358,39 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
     if name is None and fs.hint in list_datasets():
         name = fs.hint
     info = get_dataset(name) if name else None
-    changes = list(c.changes)
     if match is not None and info is not None and match.dataset == info.name:
         transposed, shift = match.transposed and match.images, match.shift if match.labels else 0
     else:
         transposed, shift = False, label_shift_cue(c.labels, info) if info else 0
-    if transposed:
-        changes.append(transpose_change())
-    if shift:
-        changes.append(shift_change(shift, c.labels))
+    changes = list(c.changes) + ([transpose_change()] if transposed else []) + (
+        [shift_change(shift, c.labels)] if shift else [])
+    for ch in changes:
+        logger.warning("%s: %s (undone)", fs.where, ch.description)
+    ds = make_split(copy, c, info, transposed, shift, changes, with_metadata=with_metadata,
+                    split=fs.split or split)
+    if rows is not None:
+        part = ds.select(rows_of(rows, len(ds)), split=f"{ds.split}{rows.replace(' ', '')}")
+        part.changes, part.storage, part.format = ds.changes, ds.storage, ds.format
+        return part
+    return ds
+
+
+def make_split(copy: ForeignCopy, c: Canonical, info: DatasetInfo | None, transposed: bool,
+               shift: int, changes: list[Change], *, with_metadata: bool = False,
+               split: str | None = None) -> DatasetSplit:
+    """The :class:`DatasetSplit` of a canonical split once orientation and label offset are decided:
+    upright images, official labels; ``changes``/``storage``/``format`` attributes say what was done."""
     images = c.images.transpose(0, 2, 1) if transposed else c.images
     images = to_upright(images, info)
     labels = c.labels + shift
-    for ch in changes:
-        logger.warning("%s: %s (undone)", fs.where, ch.description)
     if info is None:
-        info = _adhoc_info(fs.hint or "foreign", labels, copy.path)
-    sname = fs.split or split or "data"
+        info = _adhoc_info(c.hint or "foreign", labels, copy.path)
     stored_transposed = transposed != (info.orientation == "transposed")
-    ds = DatasetSplit(info.name, sname, images, labels, info,
+    ds = DatasetSplit(info.name, split or c.split or "data", images, labels, info,
                       _structured(c.metadata, len(labels)) if with_metadata else None,
-                      f"{copy.format} {fs.where}", {},
+                      f"{copy.format} {c.where}", {},
                       "transposed" if stored_transposed else "upright")
-    ds.changes = changes
+    ds.changes = list(changes)
     ds.storage = list(c.storage)
     ds.format = copy.format
     return ds
