@@ -321,3 +321,28 @@ def test_hf_export_round_trips_the_columns(mnist_cache, tmp_path):
     assert any("northcutt2021pervasive" in c for c in read_card(repo)["citations"])
     ex = mnistforge.load("mnist", "test", root=repo, label_issues="exclude")
     assert len(ex) == 9985 and ex.label_issues.dropped == PAPER_15 and ex.metadata is None
+
+
+# --- verify: information, never a failure -----------------------------------------------------
+
+def test_verify_reports_the_known_label_issues(mnist_cache, tmp_path, capsys):
+    from mnistforge.checks import verify
+    from mnistforge.cli import main
+
+    rep = verify("mnist:test", near=False)
+    r = rep["label_issues[test]"]
+    assert r.status == "info" and rep.ok and rep.exit_code == 0
+    assert [d["index"] for d in r.values["label_issues"]] == PAPER_15
+    assert r.values["examined"] == 100
+    assert r.values["label_issues"][0] == {"index": 947, "given": 8, "suggested": 9,
+                                           "votes": {"given": 0, "guessed": 5, "neither": 0}}
+    assert rep.counts()["info"] == 1
+    from mnistforge.checks.result import VerifyReport
+    assert VerifyReport("x", [r], strict=True).exit_code == 0  # strict or not
+    out = tmp_path / "v.json"
+    assert main(["verify", "mnist:test", "--no-near", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "INFO  label_issues[test]" in text and "1 for information" in text
+    doc = json.loads(out.read_text())
+    listed = [x for x in doc["results"] if x["name"] == "label_issues[test]"][0]
+    assert [d["index"] for d in listed["values"]["label_issues"]] == PAPER_15

@@ -31,7 +31,7 @@ from .result import VerifyReport
 logger = logging.getLogger(__name__)
 
 SCALE = 3
-COLOURS = {"pass": "#1a7f37", "warn": "#9a6700", "fail": "#cf222e"}
+COLOURS = {"pass": "#1a7f37", "warn": "#9a6700", "fail": "#cf222e", "info": "#0969da"}
 
 
 def _safe(name: str) -> str:

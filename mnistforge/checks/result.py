@@ -1,8 +1,9 @@
 """Check results, the report that collects them, and the runner.
 
 A check is a plain function returning a :class:`CheckResult`: a name, a status
-(``pass``, ``warn`` or ``fail``), the values it measured and a one-line
-message.  :func:`run_check` calls one and turns an unexpected exception into a
+(``pass``, ``warn`` or ``fail``; ``info`` for facts worth knowing that are never a
+finding, such as the known label errors of MNIST's test set), the values it
+measured and a one-line message.  :func:`run_check` calls one and turns an unexpected exception into a
 ``fail`` result, so one broken file never hides the other findings.
 """
 from __future__ import annotations
@@ -17,9 +18,10 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-PASS, WARN, FAIL = "pass", "warn", "fail"
-STATUSES = (PASS, WARN, FAIL)
-_RANK = {PASS: 0, WARN: 1, FAIL: 2}
+PASS, WARN, FAIL, INFO = "pass", "warn", "fail", "info"
+STATUSES = (PASS, WARN, FAIL, INFO)
+#: ``info`` ranks with ``pass``: it never makes a report warn or fail, strict or not
+_RANK = {PASS: 0, INFO: 0, WARN: 1, FAIL: 2}
 
 
 def worst(statuses) -> str:
@@ -65,7 +67,7 @@ class CheckResult:
     ----------
     name : str
         Short identifier, e.g. ``"integrity.counts[test]"``.
-    status : {"pass", "warn", "fail"}
+    status : {"pass", "warn", "fail", "info"}
     values : dict
         Measured values (JSON-serialisable after :func:`jsonable`).
     message : str
@@ -182,12 +184,17 @@ class VerifyReport:
         c = self.counts()
         verdict = "OK" if self.ok else "FAILED"
         lines.append(f"{verdict}: {c[PASS]} passed, {c[WARN]} warnings, {c[FAIL]} failed"
+                     + (f", {c[INFO]} for information" if c[INFO] else "")
                      + (" (strict: warnings fail)" if self.strict and c[WARN] else ""))
         return "\n".join(lines)
 
 
 def pass_(name, values=None, message="") -> CheckResult:
     return CheckResult(name, PASS, values or {}, message)
+
+
+def info(name, values=None, message="") -> CheckResult:
+    return CheckResult(name, INFO, values or {}, message)
 
 
 def warn(name, values=None, message="") -> CheckResult:

@@ -35,6 +35,7 @@ from ..io.manifest import Manifest
 from ..registry import balanced_datasets
 from . import duplicates as dup
 from . import hashes, integrity, reference as ref_mod, statistics, writers
+from .label_issues import check_label_issues, has_votes
 from .result import FAIL, PASS, WARN, CheckResult, VerifyReport, run_check
 
 logger = logging.getLogger(__name__)
@@ -313,6 +314,8 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
             if ml is not None:
                 add(run_check(f"integrity.metadata[{s}]", integrity.check_metadata_labels,
                               ds.labels, ml))
+        if has_votes(md):  # MNIST/QMNIST test: what humans said about the labels
+            add(run_check(f"label_issues[{s}]", check_label_issues, ds.labels, md, s))
         add(run_check(f"statistics[{s}]", statistics.check_statistics, ds.images, s, name))
         add(run_check(f"orientation[{s}]", statistics.check_orientation, ds.images, ds.labels,
                       getattr(ds, "classes", None), s, name))
@@ -431,6 +434,8 @@ def _writer_checks(ctx, loaded, metadata, add):
             md = getattr(ds, "metadata", None)
         if md is None:
             continue
+        if s not in metadata and md.dtype.names and not {"writer", "writer_id"} & set(md.dtype.names):
+            continue  # loaded metadata without writers (MNIST test: only the label votes)
         if ds is not None and len(md) > len(ds.labels):
             md = md[: len(ds.labels)]
         try:
