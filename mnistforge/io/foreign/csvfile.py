@@ -62,17 +62,21 @@ def read_csv(path) -> ForeignCopy:
     if ncols < 2:
         raise FormatError("too few columns", path=path, expected="a label and pixel columns",
                           found=f"{ncols} column")
+    flat = body.replace("\n", ",")
+    nrows = body.count("\n") + 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # reported below as a FormatError
-        values = np.fromstring(body.replace("\n", ","), dtype=np.float64, sep=",")
-    nrows = body.count("\n") + 1
+        # integer text (the usual case) parses ten times faster than floats
+        values = np.fromstring(flat, dtype=np.int64, sep=",")
+        if values.size != nrows * ncols:
+            values = np.fromstring(flat, dtype=np.float64, sep=",")
     if values.size != nrows * ncols:
         raise FormatError("ragged or non-numeric CSV", path=path,
                           expected=f"{nrows} rows of {ncols} numbers",
                           found=f"{values.size} numbers in all")
     table = values.reshape(nrows, ncols)
-    if np.array_equal(table, np.round(table)):
-        table = table.astype(np.int64)  # the usual case: integer text, kept exact
+    if table.dtype.kind == "f" and np.array_equal(table, np.round(table)):
+        table = table.astype(np.int64)  # whole numbers written as 3.0: kept exact
     labels = table[:, label_col]
     images = np.delete(table, label_col, axis=1)
     hint, split = split_key(path.name)
