@@ -173,9 +173,10 @@ def run(args) -> int:
         print(f"  early stopping: best validation epoch {clf.best_epoch_} of "
               f"{len(clf.history_)} run")
     print(f"  {_fmt(e)}")
+    known = _known_label_problems(args.test, e)
     if args.save_model:
         print(f"wrote {clf.save(args.save_model)} (+ .json)")
-    return _write_outputs(args, e, args.classifier, trname, tename)
+    return _write_outputs(args, e, args.classifier, trname, tename, known)
 
 
 def _run_loaded(args, clf) -> int:
@@ -197,17 +198,32 @@ def _run_loaded(args, clf) -> int:
     print(f"{e.classifier}: loaded from {args.load_model} (trained on {e.n_train}), "
           f"test {tename}" + (" (deskewed)" if args.deskew else ""))
     print(f"  {_fmt(e)}")
-    return _write_outputs(args, e, e.classifier, trname, tename)
+    return _write_outputs(args, e, e.classifier, trname, tename, _known_label_problems(args.test, e))
 
 
-def _write_outputs(args, e, name, trname, tename) -> int:
+def _known_label_problems(test: str, e) -> dict | None:
+    """Print and return how many errors fall on MNIST test's known label problems (else None)."""
+    from ..evaluators.label_issues import evaluation_account
+
+    found = evaluation_account(test, e.wrong, e.labels, e.confidence, name=e.classifier)
+    if found is None:
+        return None
+    for line in found[1]:
+        print(f"  {line}")
+    return found[0]
+
+
+def _write_outputs(args, e, name, trname, tename, known: dict | None = None) -> int:
     if args.predictions:
         el.write_predictions(args.predictions, e.predictions, e.labels, name=name,
                              metadata={"classifier": e.classifier, "train": trname,
                                        "test": tename, "deskew": e.deskew})
         print(f"wrote {args.predictions}")
     if args.json:
-        _write_json(args.json, e.to_dict())
+        doc = e.to_dict()
+        if known is not None:
+            doc["known_label_problems"] = known
+        _write_json(args.json, doc)
     return 0
 
 

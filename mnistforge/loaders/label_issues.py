@@ -50,7 +50,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["MODES", "LabelIssueView", "study_path", "read_study", "label_columns",
            "add_label_votes", "clean_view", "check_mode", "join_columns", "apply_label_issues",
-           "check_given_labels", "split_offset", "side_table", "annotated_datasets"]
+           "check_given_labels", "split_offset", "side_table", "annotated_datasets",
+           "study_votes"]
 
 #: Values of ``load(..., label_issues=...)`` besides ``None`` (the data as published).
 MODES = ("exclude", "relabel")
@@ -283,3 +284,17 @@ def annotated_datasets() -> list[str]:
 def study_info(ann: LabelAnnotation) -> DatasetInfo:
     """The registry entry (kind ``annotations``) describing ``ann``'s study."""
     return get_dataset(ann.study)
+
+
+def study_votes(name: str, split: str, *, download: bool | None = None,
+                cache=None) -> tuple[LabelVotes, int] | None:
+    """``(votes, offset)`` of a split the study annotates (id ``i`` at row ``i + offset``), or None.
+
+    ``split`` is a registry split (a view such as ``test10k`` included); the study's
+    file comes from the cache, fetched as ``download`` allows.
+    """
+    hit = split_offset(get_dataset(name), split)
+    if hit is None:
+        return None
+    ann, start = hit
+    return read_study(study_path(ann, cache=cache, download=download), ann.file), ann.offset - start

@@ -1,0 +1,200 @@
+"""How much of a classifier's error sits on known label problems of MNIST's test set.
+
+Two lists of "hard or wrong" MNIST test images, both indexed by the 0-based
+position in the official 10,000-image test set (QMNIST's first 10,000 test rows
+are the same images in the same order):
+
+* the **known label issues** of Northcutt, Athalye & Mueller (2021): 15 images
+  where fewer than 3 of 5 human workers chose the given label
+  (:mod:`mnistforge.loaders.label_issues`);
+* **Keysers' common errors**: the 8 images that all four systems of Keysers
+  (2006) misclassify (SC, SVM, IDM, CNN; ``mnistforge/data/keysers2006.tsv``).
+
+:func:`known_problems` finds them for a test set (and checks, when the labels
+are at hand, that it is the one the study examined); :func:`account` says how
+many of each system's errors fall on them and what the error rates and paired
+comparisons become with them excluded.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import significance as sg
+from .errorlists import load_example
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["KnownProblems", "keysers_common_errors", "known_problems", "account",
+           "format_account", "evaluation_account"]
+
+
+@dataclass
+class KnownProblems:
+    """Flags over the rows of one test set (``n`` rows)."""
+
+    test: str
+    label_issue: np.ndarray
+    keysers_common: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.label_issue.size)
+
+    @property
+    def either(self) -> np.ndarray:
+        return self.label_issue | self.keysers_common
+
+
+def keysers_common_errors() -> np.ndarray:
+    """0-based MNIST test indices that SC, SVM, IDM and CNN of Keysers (2006) all miss.
+
+    >>> keysers_common_errors().tolist()
+    [947, 1901, 2130, 2182, 3422, 5937, 9729, 9850]
+    """
+    base = [s.wrong for s in load_example("keysers2006") if s.name != "CC"]
+    return np.flatnonzero(np.logical_and.reduce(base))
+
+
+def _flags(votes, offset: int, n: int, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(label issue, Keysers common) over ``n`` rows, from study/MNIST positions + ``offset``."""
+    from ..io.label_votes import issue_mask
+
+    total = n if rows is None else int(rows.max(initial=-1)) + 1
+    issue = np.zeros(max(total, 1), dtype=bool)
+    keys = np.zeros_like(issue)
+    for mask, ids in ((issue, votes.ids[issue_mask(votes)]), (keys, keysers_common_errors())):
+        at = ids + offset
+        at = at[(at >= 0) & (at < total)]
+        mask[at] = True
+    if rows is not None:
+        return issue[rows], keys[rows]
+    return issue[:n], keys[:n]
+
+
+def known_problems(test: str, n: int, labels=None, *, download: bool | None = None
+                   ) -> KnownProblems | None:
+    """The known problems of test target ``test`` (``mnist:test``, ``qmnist:test10k``...).
+
+    ``n`` is the number of rows used (the first ``n`` after any slice, e.g.
+    ``--limit-test``).  Returns None when the target is not (a part of) MNIST's
+    test set, when the study's file cannot be had (offline and not cached), or
+    when ``labels`` (if given) disagree with the study's given labels (a
+    rebuilt or other test set under the same name).
+    """
+    from ..errors import MnistforgeError, OfflineError
+    from ..loaders import resolve_target
+    from ..loaders.label_issues import study_votes
+    from ..loaders.names import parse_split, rows_of
+
+    try:
+        name, split, _root = resolve_target(test, default_split="test")
+        base, rows = parse_split(split)
+        hit = study_votes(name, base, download=download)
+    except OfflineError as e:
+        logger.warning("known label issues not counted: %s", e)
+        return None
+    except MnistforgeError:
+        return None
+    if hit is None:
+        return None
+    votes, offset = hit
+    sel = None
+    if rows is not None:
+        from ..registry import get_dataset
+        sl = rows_of(rows, get_dataset(name).split(base).count)
+        sel = np.arange(sl.start, sl.stop)[:n]
+    pos = np.arange(n) if sel is None else sel
+    if not np.isin(votes.ids + offset, pos).any():
+        return None  # no row the study examined (QMNIST's test50k)
+    issue, keys = _flags(votes, offset, n, sel)
+    if labels is not None and n:  # pos: ascending rows of the study's index space
+        lab = np.asarray(labels)[:n]
+        at = votes.ids + offset
+        where = np.minimum(np.searchsorted(pos, at), pos.size - 1)
+        seen = pos[where] == at
+        bad = int((lab[where[seen]] != votes.given[seen]).sum())
+        if bad:
+            logger.warning("%s: %d of the study's given labels differ from these labels; "
+                           "known label issues not counted", test, bad)
+            return None
+    return KnownProblems(test, issue, keys)
+
+
+def account(wrong: dict, problems: KnownProblems, confidence: float = 0.95) -> dict:
+    """Errors on the known problems, and rates and paired tests without them.
+
+    ``wrong`` maps system names to wrong-vectors over ``problems``' rows.
+
+    >>> p = KnownProblems("toy", np.array([1, 0, 0, 0], bool), np.array([0, 1, 0, 0], bool))
+    >>> a = account({"A": np.array([1, 1, 0, 0], bool), "B": np.array([1, 0, 0, 0], bool)}, p)
+    >>> a["systems"]["A"]["on_label_issues"], a["systems"]["A"]["without_label_issues"]["errors"]
+    (1, 1)
+    """
+    keep = {"label_issues": ~problems.label_issue, "both": ~problems.either}
+    out: dict = {"test": problems.test, "n": problems.n,
+                 "label_issues": int(problems.label_issue.sum()),
+                 "keysers_common": int(problems.keysers_common.sum()),
+                 "excluded": {"label_issues": int(problems.label_issue.sum()),
+                              "both": int(problems.either.sum())},
+                 "systems": {}, "pairs": []}
+    for name, w in wrong.items():
+        w = np.asarray(w, dtype=bool)
+        out["systems"][name] = {
+            "errors": int(w.sum()),
+            "on_label_issues": int((w & problems.label_issue).sum()),
+            "on_keysers_common": int((w & problems.keysers_common).sum()),
+            "rate": sg.error_rate(w, confidence=confidence).to_dict(),
+            "without_label_issues": sg.error_rate(w[keep["label_issues"]],
+                                                  confidence=confidence).to_dict(),
+            "without_both": sg.error_rate(w[keep["both"]], confidence=confidence).to_dict()}
+    for a, b in itertools.combinations(wrong, 2):
+        wa, wb = np.asarray(wrong[a], bool), np.asarray(wrong[b], bool)
+        row = {"a": a, "b": b}
+        for tag, k in (("all", slice(None)), ("without_label_issues", keep["label_issues"]),
+                       ("without_both", keep["both"])):
+            t = sg.paired_test(wa[k], wb[k], confidence)
+            row[tag] = {"n12": t.counts.n12, "n21": t.counts.n21, "a_worse": t.a_worse,
+                        "b_worse": t.b_worse, "mcnemar_p": t.mcnemar_p}
+        out["pairs"].append(row)
+    return out
+
+
+def _verdict(d: dict) -> str:
+    return "A worse" if d["a_worse"] else "B worse" if d["b_worse"] else "no significant difference"
+
+
+def format_account(acc: dict) -> list[str]:
+    """Printable lines for :func:`account`'s result (what ``evaluate``/``significance`` print)."""
+    lines = [f"known label problems of {acc['test']} ({acc['n']} rows): "
+             f"{acc['label_issues']} known label issues (Northcutt et al. 2021), "
+             f"{acc['keysers_common']} common errors of Keysers (2006)"]
+    width = max(6, *(len(s) for s in acc["systems"]))
+    lines.append(f"  {'system':<{width}}  errors  on issues  on Keysers'  "
+                 f"without issues ({acc['n'] - acc['excluded']['label_issues']})  "
+                 f"without both ({acc['n'] - acc['excluded']['both']})")
+    for name, s in acc["systems"].items():
+        wi, wb = s["without_label_issues"], s["without_both"]
+        lines.append(f"  {name:<{width}}  {s['errors']:6d}  {s['on_label_issues']:9d}  "
+                     f"{s['on_keysers_common']:11d}  {wi['errors']:5d} = {100 * wi['rate']:.2f} %"
+                     f"{'':9}{wb['errors']:5d} = {100 * wb['rate']:.2f} %")
+    for p in acc["pairs"]:
+        a, w, b = p["all"], p["without_label_issues"], p["without_both"]
+        lines.append(f"  {p['a']} vs {p['b']}: n12/n21 {a['n12']}/{a['n21']} ({_verdict(a)}); "
+                     f"without issues {w['n12']}/{w['n21']} ({_verdict(w)}); "
+                     f"without both {b['n12']}/{b['n21']} ({_verdict(b)})")
+    return lines
+
+
+def evaluation_account(test: str, wrong, labels, confidence: float = 0.95,
+                       name: str = "classifier") -> tuple[dict, list[str]] | None:
+    """``(account, lines)`` for one evaluated classifier on ``test``, or None where nothing is known."""
+    wrong = np.asarray(wrong, dtype=bool)
+    problems = known_problems(test, wrong.size, labels)
+    if problems is None:
+        return None
+    acc = account({name: wrong}, problems, confidence)
+    return acc, format_account(acc)
