@@ -5,23 +5,30 @@ Each command lives in its own module ``mnistforge/commands/<name>.py`` exposing
 * ``NAME`` (the sub-command as typed, e.g. ``"synth-sd19"``),
 * ``HELP`` (one line),
 * ``add_arguments(parser)`` and
-* ``run(args) -> int`` (exit code: 0 ok, 1 failed check, 2 usage error).
+* ``run(args) -> int`` (exit code, see :data:`mnistforge.commands.common.EXIT_CODES`:
+  0 ok, 1 the data failed a check, 2 usage error, 3 a needed resource is
+  unavailable, 130 interrupted).
 
 Commands are discovered from :data:`COMMAND_MODULES`; a module that is not
 present yet is skipped, so areas can land independently.
 
 Conventions shared by all commands: wherever a dataset ``NAME`` is taken, a
 folder of idx files is accepted too, and ``NAME:SPLIT`` picks a split (see
-:func:`mnistforge.loaders.resolve_target`).
+:func:`mnistforge.loaders.resolve_target`); ``--json PATH`` (``-``: standard
+output), ``--offline``/``--no-download``, ``--cache`` and ``--no-progress`` are
+spelled the same everywhere (:mod:`mnistforge.commands.common`).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import sys
 
 from ._version import __version__
+from .commands.common import (EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, exit_code,
+                              exit_codes_text)
 from .errors import MnistforgeError
 
 COMMAND_MODULES = [
@@ -29,7 +36,7 @@ COMMAND_MODULES = [
     "evaluate", "significance", "tarp", "manitest", "demo",
 ]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_USAGE", "EXIT_UNAVAILABLE", "EXIT_INTERRUPTED"]
 
 
 def load_commands():
@@ -45,14 +52,15 @@ def load_commands():
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="mnistforge",
+        prog="mnistforge", epilog=exit_codes_text(), formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Rebuild, load, verify and evaluate the MNIST family of datasets.")
     parser.add_argument("--version", action="version", version=f"mnistforge {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more logging (-vv for debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for mod in load_commands():
-        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP, epilog=exit_codes_text(),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
@@ -70,21 +78,28 @@ def main(argv=None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_USAGE
+    # `--json -`: the JSON owns standard output, the text report goes to standard error
+    json_stdout = getattr(args, "json", None) == "-"
+    if json_stdout:
+        args._json_stdout = sys.stdout
     try:
-        return int(args._run(args) or 0)
+        with contextlib.redirect_stdout(sys.stderr) if json_stdout else contextlib.nullcontext():
+            return int(args._run(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # `mnistforge info | head`: the reader left; exit quietly like other Unix tools.
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        return EXIT_OK
     except MnistforgeError as e:
-        from .errors import ConfigError, DatasetNotFoundError
         print(f"mnistforge {args.command}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(e, (ConfigError, DatasetNotFoundError)) else EXIT_FAILED
-
+        return exit_code(e)
+    except ModuleNotFoundError as e:  # an optional dependency imported without errors.require
+        print(f"mnistforge {args.command}: error: {e.name or e} is not installed: "
+              "see `pip install 'mnistforge[...]'` in docs/usage.md", file=sys.stderr)
+        return EXIT_UNAVAILABLE
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -36,5 +36,5 @@ def test_info_reports_unjoined_and_strict_fails(tmp_path, capsys):
 
 
 def test_info_missing_source_is_a_clean_error(tmp_path, capsys):
-    assert main(["sd19", "info", str(tmp_path / "nope")]) == 1
+    assert main(["sd19", "info", str(tmp_path / "nope")]) == 2  # usage error: no such path
     assert "not found" in capsys.readouterr().err

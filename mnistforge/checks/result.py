@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import textwrap
 import math
 from typing import Callable
 
@@ -171,16 +172,18 @@ class VerifyReport:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
 
     def table(self, width: int = 100) -> str:
-        """Plain-text table: status, check name, message."""
+        """Plain-text table: status, check name, message (wrapped to ``width`` columns)."""
         rows = [(r.status.upper(), r.name, r.message) for r in self.results]
         w0 = 4
         w1 = max([len("check")] + [len(r[1]) for r in rows])
         lines = [f"{'':{w0}}  {'check':{w1}}  result", f"{'-' * w0}  {'-' * w1}  {'-' * 6}"]
+        room = max(30, width - w0 - w1 - 4)
+        pad = " " * (w0 + w1 + 4)
         for st, name, msg in rows:
-            room = max(20, width - w0 - w1 - 4)
-            if len(msg) > room:
-                msg = msg[: room - 3] + "..."
-            lines.append(f"{st:{w0}}  {name:{w1}}  {msg}")
+            # wrapped to the width, never cut: the reason is the point of the line
+            parts = textwrap.wrap(msg, room, break_long_words=False, break_on_hyphens=False) or [""]
+            lines.append(f"{st:{w0}}  {name:{w1}}  {parts[0]}")
+            lines += [pad + p for p in parts[1:]]
         c = self.counts()
         verdict = "OK" if self.ok else "FAILED"
         lines.append(f"{verdict}: {c[PASS]} passed, {c[WARN]} warnings, {c[FAIL]} failed"

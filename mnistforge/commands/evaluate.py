@@ -8,12 +8,12 @@ train/test combinations of the QMNIST paper instead.  For the neural classifiers
 """
 from __future__ import annotations
 
-import json
 
 from ..errors import ConfigError
 from ..evaluators import errorlists as el
 from ..evaluators import protocol as pr
-from ..io.atomic import atomic_file
+
+from .common import add_json, write_json
 
 NAME = "evaluate"
 HELP = "fit a reference classifier (linear, elm, knn, lenet) on one split and test it on another"
@@ -35,7 +35,7 @@ def add_arguments(p):
                    help="use only the first N test samples")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="confidence of the printed intervals (JSON always has 95 %% too)")
-    p.add_argument("--json", default=None, metavar="OUT", help="write the results as JSON")
+    add_json(p)
     p.add_argument("--predictions", default=None, metavar="OUT",
                    help="write per-sample predictions (TSV, .gz compresses); with --protocol, "
                         "a folder receiving one file per combination")
@@ -97,7 +97,7 @@ def _run_protocol(args) -> int:
                                            "test": e.test})
         print(f"wrote predictions to {out}/")
     if args.json:
-        _write_json(args.json, res.to_dict())
+        _write_json(args, res.to_dict())
     return 0
 
 
@@ -223,12 +223,11 @@ def _write_outputs(args, e, name, trname, tename, known: dict | None = None) -> 
         doc = e.to_dict()
         if known is not None:
             doc["known_label_problems"] = known
-        _write_json(args.json, doc)
+        _write_json(args, doc)
     return 0
 
 
-def _write_json(path, doc) -> None:
-    with atomic_file(path, "w") as f:
-        json.dump(doc, f, indent=2)
-        f.write("\n")
-    print(f"wrote {path}")
+def _write_json(args, doc) -> None:
+    path = write_json(args, doc)
+    if path:
+        print(f"wrote {path}")

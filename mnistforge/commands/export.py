@@ -20,6 +20,8 @@ from pathlib import Path
 
 from ..errors import ConfigError
 
+from .common import add_json, add_offline, download_flag, write_json
+
 NAME = "export"
 HELP = "export datasets as a Hugging Face Hub dataset repository (parquet + dataset card)"
 
@@ -39,13 +41,15 @@ def add_arguments(p):
                    help="largest parquet shard in MiB of PNG data (default 128)")
     p.add_argument("--workers", type=int, default=None, help="PNG encoding processes (default: all cores)")
     p.add_argument("--no-croissant", action="store_true", help="do not write croissant.json")
-    p.add_argument("--no-download", action="store_true",
-                   help="use only cached/local files for official datasets")
+    add_offline(p, "official files")
+    add_json(p, "the configs, splits and row counts written (and the pushed URL)")
     p.add_argument("--no-check", action="store_true",
                    help="skip the reload check after writing (never skipped before --push)")
 
 
 def run(args) -> int:
+    if args.push:  # before any work (and before importing the exporter): fail fast without a token
+        push_preflight(args.push)
     from .. import hub as hf
 
     out = Path(args.out)
@@ -57,10 +61,11 @@ def run(args) -> int:
         _print_counts(out, counts)
         url = hf.push_to_hub(out, args.push, private=args.private, check=False)
         print(f"pushed {out} to {args.push}: {url}")
+        write_json(args, {"out": str(out), "configs": counts, "checked": True, "pushed": url})
         return 0
     if args.max_shard_mb is not None and args.max_shard_mb <= 0:
         raise ConfigError("--max-shard-mb must be positive", expected="> 0", found=args.max_shard_mb)
-    configs = hf.configs_from_targets(args.names, download=False if args.no_download else None)
+    configs = hf.configs_from_targets(args.names, download=download_flag(args))
     kw = {}
     if args.max_shard_mb:
         kw["max_shard_bytes"] = int(args.max_shard_mb * 2**20)
@@ -69,13 +74,46 @@ def run(args) -> int:
                  inputs=_input_folders(args.names), **kw)
     if args.no_check and not args.push:
         print(f"wrote {out} ({len(configs)} config(s); not checked)")
+        write_json(args, {"out": str(out), "configs": {c.name: list(c.splits) for c in configs},
+                          "checked": False, "pushed": None})
         return 0
     counts = hf.verify_repo(out)
     _print_counts(out, counts)
+    url = None
     if args.push:
         url = hf.push_to_hub(out, args.push, private=args.private, check=False)
         print(f"pushed {out} to {args.push}: {url}")
+    write_json(args, {"out": str(out), "configs": counts, "checked": True, "pushed": url})
     return 0
+
+
+def push_preflight(repo_id: str) -> None:
+    """Fail at once, before any export work, when a push cannot happen: a malformed repository
+    id (usage error), Hub offline mode or no token (UploadError, exit 3).  Imports only
+    huggingface_hub's token lookup, so it answers in a fraction of a second."""
+    import os
+    import re
+
+    from ..errors import UploadError
+
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo_id or ""):
+        raise ConfigError("invalid Hub repository id", expected="ORG/NAME", found=repr(repo_id))
+    if os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
+        raise UploadError("Hugging Face Hub offline mode is on (HF_HUB_OFFLINE): nothing exported "
+                          "or uploaded", hint="unset HF_HUB_OFFLINE to push, or drop --push")
+    token = os.environ.get("HF_TOKEN")
+    if not token:
+        try:
+            from huggingface_hub import get_token
+        except ImportError:
+            raise UploadError("huggingface_hub is not installed: nothing exported or uploaded",
+                              hint="pip install 'mnistforge[hub]'") from None
+        token = get_token()
+    if not token:
+        raise UploadError("no Hugging Face token: nothing exported or uploaded",
+                          expected="a token in HF_TOKEN or from `hf auth login`", found="none",
+                          hint="set HF_TOKEN=hf_... (write access to the target organisation), "
+                               "or drop --push")
 
 
 def _input_folders(names) -> list[Path]:

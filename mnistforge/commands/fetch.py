@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import sys
 
+from .common import EXIT_FAILED, EXIT_OK, add_cache, add_json, add_offline, add_progress, \
+    write_json
+
 NAME = "fetch"
 HELP = "download and verify official files into the cache (datasets, emnist, sd19, or file ids)"
 
@@ -11,22 +14,27 @@ def add_arguments(p):
     p.add_argument("names", nargs="+", metavar="NAME",
                    help="dataset (mnist, qmnist, emnist-letters...), source (sd19, "
                         "sd19-1st-edition, emnist) or file id (mnist/t10k-images-idx3-ubyte.gz)")
-    p.add_argument("--cache", default=None, help="cache folder (default $MNISTFORGE_HOME or the "
-                                                 "platform cache)")
-    p.add_argument("--offline", action="store_true", default=None,
-                   help="only check what is there (as MNISTFORGE_OFFLINE=1)")
+    add_cache(p)
+    add_offline(p, "and only check the files")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
     p.add_argument("--retries", type=int, default=3, help="retries per mirror (default 3)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_progress(p)
+    add_json(p, "one record per file (id, status, path, sha256, error)")
 
 
 def _targets(names):
     from ..errors import DatasetNotFoundError
     from ..registry import get_dataset, get_file, list_datasets
 
+    from ..loaders.names import dataset_name
+
     seen, out = set(), []
     for n in names:
         base = n.split(":")[0]
+        try:
+            base = dataset_name(base, kinds=("dataset", "source", "archive"))
+        except DatasetNotFoundError:
+            pass
         if base in list_datasets(None):
             files = get_dataset(base).remote_files()
         else:
@@ -49,17 +57,25 @@ def _targets(names):
 def run(args) -> int:
     from ..errors import MnistforgeError
     from ..cache.download import fetch_file
+    from .common import exit_code
 
     files = _targets(args.names)  # unknown names: usage error before any download
     failed = unpinned = 0
+    codes = [EXIT_OK]
+    records = []
     for f in files:
         try:
             r = fetch_file(f, root=args.cache, offline=args.offline, timeout=args.timeout,
                            retries=args.retries, progress=False if args.no_progress else None)
         except MnistforgeError as e:
             failed += 1
+            codes.append(exit_code(e))
+            records.append({"id": f.id, "status": "failed", "error": str(e),
+                            "error_type": type(e).__name__})
             print(f"FAILED      {f.id}: {e}", file=sys.stderr)
             continue
+        records.append({"id": f.id, "status": r.status, "verified": bool(r.verified),
+                        "downloaded": bool(r.downloaded), "path": str(r.path), "sha256": r.sha256})
         how = "downloaded" if r.downloaded else "present"
         if r.verified:
             print(f"ok          {f.id}: {how}, {r.text}")
@@ -71,4 +87,6 @@ def run(args) -> int:
     print(f"{len(files) - failed} of {len(files)} files in the cache"
           + (f", {unpinned} not verifiable (hash not pinned)" if unpinned else "")
           + (f", {failed} failed" if failed else ""))
-    return 1 if failed else 0
+    write_json(args, {"files": records, "failed": failed, "unverified": unpinned})
+    # a file that is there but wrong is a failed check (1); one that could not be had, 3
+    return EXIT_FAILED if EXIT_FAILED in codes else max(codes) if failed else EXIT_OK

@@ -1,139 +1,244 @@
-"""``mnistforge info [NAME]``: datasets, splits, counts, classes, files and cache status."""
+"""``mnistforge info [NAME|FOLDER]``: datasets, splits, counts, classes, files and cache status.
+
+Each view is built as a dict first (what ``--json`` writes), then printed.
+"""
 from __future__ import annotations
 
 import os
-import textwrap
+
+from .common import add_cache, add_json, terminal_width, wrap, write_json
 
 NAME = "info"
 HELP = "list the datasets, or describe one (splits, counts, classes, files, cache status)"
 
 
 def add_arguments(p):
-    p.add_argument("name", nargs="?", help="dataset, source (sd19, emnist) or folder of idx files")
-    p.add_argument("--cache", default=None, help="cache folder (default $MNISTFORGE_HOME or the "
-                                                 "platform cache)")
+    p.add_argument("name", nargs="?", help="dataset, source (sd19, emnist) or folder of idx files "
+                                           "(a build folder may hold several datasets)")
+    add_cache(p)
+    add_json(p, "the description")
 
 
 def _n(x) -> str:
-    return f"{x:,}" if isinstance(x, int) else "?"
+    return f"{x:,}" if isinstance(x, int) else "-"
 
 
 def run(args) -> int:
-    from ..registry import get_dataset, list_datasets
-    from ..settings import cache_home
+    from ..loaders.names import dataset_name
 
     if args.name is None:
-        return _overview(args.cache)
-    if args.name not in list_datasets(None) and (os.path.isdir(args.name.split(":")[0])
-                                                  or os.sep in args.name):
-        return _folder(args.name)
-    info = get_dataset(args.name.split(":")[0])
-    print(f"{info.name}: {info.title} ({info.kind})")
-    for line in textwrap.wrap(info.description, 88):
-        print(f"  {line}")
-    print(f"  homepage: {info.homepage}")
-    print(f"  licence:  {info.licence}")
-    print(f"  cite:     {info.citation}")
-    if info.kind == "dataset":
-        print(f"  images:   uint8 28x28, stored {info.orientation}"
-              + (" (shown upright by the loader)" if info.orientation == "transposed" else ""))
-        print(f"  classes ({len(info.classes) - info.label_offset}, labels from "
-              f"{info.label_offset}): " + " ".join(repr(c) if " " in c else c for c in info.classes))
-        if info.class_note:
-            print(f"  note:     {info.class_note}")
-        if info.metadata_fields:
-            print(f"  metadata: {', '.join(info.metadata_fields)}")
-            for line in textwrap.wrap(info.metadata_note, 78):
-                print(f"            {line}")
-        print("  splits:")
-        for sp in info.splits.values():
-            if sp.is_view:
-                if sp.rows:
-                    how = f"rows {sp.rows[0]}..{sp.rows[1] if sp.rows[1] is not None else 'end'} of {sp.of}"
-                elif sp.last:
-                    how = f"last {info.split(sp.last).count:,} rows of {sp.of}"
-                else:
-                    how = f"{sp.of} without its last {info.split(sp.drop_last).count:,} rows"
-            else:
-                how = f"{sp.images}, {sp.labels}" + (
-                    f" (column {sp.labels_column})" if sp.labels_column is not None else "")
-            print(f"    {sp.name:<25} {sp.count:>9,}  {how}")
-    _files(info, args.cache)
-    print(f"  cache: {cache_home(args.cache) / info.group}")
+        doc = overview(args.cache)
+        _print_overview(doc)
+    elif os.path.isdir(args.name.split(":")[0]) or (os.sep in args.name and not
+                                                     args.name.lower().startswith("emnist/")):
+        doc = folder(args.name)
+        _print_folder(doc)
+    else:
+        name = dataset_name(args.name.split(":")[0], kinds=("dataset", "source", "archive"))
+        doc = dataset(name, args.cache)
+        _print_dataset(doc)
+    write_json(args, doc)
     return 0
 
 
-def _files(info, cache) -> None:
-    from ..registry import get_file
+# --------------------------------------------------------------------------- facts
+
+def _split_how(info, sp) -> str:
+    if sp.is_view:
+        if sp.rows:
+            return f"rows {sp.rows[0]}..{sp.rows[1] if sp.rows[1] is not None else 'end'} of {sp.of}"
+        if sp.last:
+            return f"last {info.split(sp.last).count:,} rows of {sp.of}"
+        return f"{sp.of} without its last {info.split(sp.drop_last).count:,} rows"
+    return f"{sp.images}, {sp.labels}" + (
+        f" (column {sp.labels_column})" if sp.labels_column is not None else "")
+
+
+def dataset(name: str, cache=None) -> dict:
+    """What ``info NAME`` prints, as a dict."""
     from ..cache.download import cache_status
-
-    files = info.remote_files()
-    if not files:
-        return
-    print("  files:")
-    shown_archives = set()
-    for f in files:
-        if f.archive and f.archive not in shown_archives:
-            shown_archives.add(f.archive)
-            _file_line(get_file(f.archive), cache, cache_status)
-        _file_line(f, cache, cache_status, indent=6 if f.archive else 4)
-
-
-def _file_line(f, cache, cache_status, indent=4) -> None:
-    pad = " " * indent
-    size = f"{f.size:,} B" if f.size else "size ?"
-    where = f"member {f.member}" if f.member else size
-    status, _ = cache_status(f, cache)
-    print(f"{pad}{f.name}  [{where}; hashes: {f.pinned_how}]  cache: {status}")
-    if f.sha256:
-        print(f"{pad}  sha256 {f.sha256}")
-    for u in f.urls:
-        print(f"{pad}  {u}")
-
-
-def _overview(cache) -> int:
-    from ..registry import get_dataset, list_datasets
-    from ..cache.download import cache_status
+    from ..registry import get_dataset, get_file
     from ..settings import cache_home
 
-    print(f"{'dataset':<17} {'classes':>7}  splits")
+    info = get_dataset(name)
+    doc: dict = {"name": info.name, "title": info.title, "kind": info.kind,
+                 "description": info.description, "homepage": info.homepage,
+                 "licence": info.licence, "citation": info.citation}
+    if info.kind == "dataset":
+        doc.update(stored_orientation=info.orientation, classes=list(info.classes),
+                   label_offset=info.label_offset, class_note=info.class_note or None,
+                   metadata_fields=list(info.metadata_fields), metadata_note=info.metadata_note or None,
+                   splits=[{"name": sp.name, "count": sp.count, "how": _split_how(info, sp),
+                            "view": sp.is_view} for sp in info.splits.values()])
+    files, seen = [], set()
+    for f in info.remote_files():
+        if f.archive and f.archive not in seen:
+            seen.add(f.archive)
+            files.append(_file_doc(get_file(f.archive), cache, cache_status))
+        files.append(_file_doc(f, cache, cache_status))
+    doc["files"] = files
+    doc["cache"] = str(cache_home(cache) / info.group)
+    return doc
+
+
+def _file_doc(f, cache, cache_status) -> dict:
+    status, path = cache_status(f, cache)
+    return {"id": f.id, "name": f.name, "size": f.size, "member": f.member, "archive": f.archive,
+            "hashes": f.pinned_how, "sha256": f.sha256, "urls": list(f.urls), "cache": status,
+            "path": str(path)}
+
+
+def overview(cache=None) -> dict:
+    """What ``info`` prints, as a dict."""
+    from ..cache.download import cache_status
+    from ..registry import get_dataset, list_datasets
+    from ..settings import cache_home
+
+    datasets = []
     for name in list_datasets():
         info = get_dataset(name)
-        splits = ", ".join(f"{s.name} {s.count:,}" for s in info.splits.values())
-        n_cls = len(info.classes) - info.label_offset
         files = info.remote_files()
-        have = sum(cache_status(f, cache)[0] != "missing" for f in files)
-        print(f"{name:<17} {n_cls:>7}  {splits}")
-        print(f"{'':<27}cache: {have}/{len(files)} files present")
-    print("\nsources and archives (mnistforge fetch NAME):")
+        datasets.append({"name": name, "classes": len(info.classes) - info.label_offset,
+                         "splits": {s.name: s.count for s in info.splits.values()},
+                         "files": len(files),
+                         "files_in_cache": sum(cache_status(f, cache)[0] != "missing" for f in files)})
+    others = []
     for name in list_datasets("source") + list_datasets("archive"):
-        info = get_dataset(name)
-        files = info.remote_files()
-        pinned = "hashes pinned" if all(f.pinned for f in files) else "hashes NOT pinned"
-        print(f"  {name:<17} {', '.join(f.name for f in files)} ({pinned})")
-    print(f"\ncache: {cache_home(cache)}")
-    return 0
+        files = get_dataset(name).remote_files()
+        others.append({"name": name, "files": [f.name for f in files],
+                       "pinned": all(f.pinned for f in files)})
+    return {"datasets": datasets, "sources": others, "cache": str(cache_home(cache))}
 
 
-def _folder(text) -> int:
+def folder(text: str) -> dict:
+    """What ``info FOLDER`` prints: every dataset in the folder, its splits and counts."""
+    from pathlib import Path
+
+    from ..errors import TargetNotFoundError
+    from ..loaders import datasets_in_folder, resolve_target
+
+    path = Path(text)
+    if path.is_dir():
+        names = datasets_in_folder(path)
+        if not names:
+            resolve_target(text)  # raises the "no dataset files recognised" error
+        items = [(n, path) for n in names]
+    elif not Path(text.split(":")[0]).exists() and ":" not in text:
+        raise TargetNotFoundError("no such folder", path=text, expected="a folder of idx files",
+                                  found="nothing there")
+    else:
+        name, _, root = resolve_target(text)
+        items = [(name, root)]
+    return {"folder": str(path if path.is_dir() else text),
+            "datasets": [_folder_dataset(n, root) for n, root in items]}
+
+
+def _folder_dataset(name: str, root) -> dict:
     from ..io.idx import read_idx_header
-    from ..loaders import resolve_target
-    from ..loaders.origins import FolderOrigin, locate
+    from ..loaders.origins import FolderOrigin
     from ..registry import get_dataset
 
-    name, split, root = resolve_target(text)
     info = get_dataset(name)
     src = FolderOrigin(info, root)
-    print(f"{src.folder}: {info.name} ({info.title}), stored {src.orientation}")
+    rows: dict = {}
+    splits = []
     for sp in info.splits.values():
         fsp = info.file_split(sp.name)
-        p = locate(src.folder, fsp.images)
-        if p is None:
-            print(f"    {sp.name:<25} {'-':>9}  missing {fsp.images}")
-            continue
-        n = read_idx_header(p).shape[0] if not sp.is_view else "(view)"
-        extra = ""
-        if fsp.metadata and locate(src.folder, fsp.metadata):
-            extra = " + metadata"
-        print(f"    {sp.name:<25} {_n(n):>9}  {p.name}{extra}")
-    return 0
+        p = src.path_of(fsp.images or "")
+        entry: dict = {"name": sp.name, "count": None, "file": None, "metadata": False,
+                       "view": sp.is_view}
+        if p is not None:
+            if fsp.name not in rows:
+                rows[fsp.name] = read_idx_header(p).shape[0]
+            n = rows[fsp.name]
+            entry.update(file=p.name, metadata=bool(fsp.metadata and src.path_of(fsp.metadata)))
+            if sp.is_view:
+                entry["of"] = sp.of
+                if sp.rows is not None:
+                    a, b = sp.rows
+                    n = len(range(n)[a:b])
+                elif sp.last or sp.drop_last:
+                    try:
+                        k = src.length(info.split(sp.last or sp.drop_last or ""))
+                    except Exception:  # the split it is measured by is absent
+                        k = None
+                    n = None if k is None else (min(k, n) if sp.last else max(n - k, 0))
+            entry["count"] = n
+        splits.append(entry)
+    return {"name": info.name, "title": info.title, "folder": str(src.folder),
+            "stored_orientation": src.orientation, "built": src.manifest is not None,
+            "splits": splits}
+
+
+# --------------------------------------------------------------------------- printing
+
+def _print_dataset(doc: dict) -> None:
+    width = terminal_width()
+    print(f"{doc['name']}: {doc['title']} ({doc['kind']})")
+    for line in wrap(doc["description"], width - 2, "  "):
+        print(line)
+    print(f"  homepage: {doc['homepage']}")
+    print(f"  licence:  {doc['licence']}")
+    print(f"  cite:     {doc['citation']}")
+    if doc["kind"] == "dataset":
+        stored = doc["stored_orientation"]
+        print("  images:   uint8 28x28, upright as loaded"
+              + (f" (files store them {stored}; the loader flips them)" if stored != "upright" else ""))
+        classes = doc["classes"]
+        print(f"  classes ({len(classes) - doc['label_offset']}, labels from {doc['label_offset']}): "
+              + " ".join(repr(c) if " " in c else c for c in classes))
+        if doc["class_note"]:
+            print(f"  note:     {doc['class_note']}")
+        if doc["metadata_fields"]:
+            print(f"  metadata: {', '.join(doc['metadata_fields'])}")
+            for line in wrap(doc["metadata_note"] or "", width - 12, " " * 12):
+                print(line)
+        print("  splits:")
+        for sp in doc["splits"]:
+            print(f"    {sp['name']:<25} {sp['count']:>9,}  {sp['how']}")
+    if doc["files"]:
+        print("  files:")
+    for f in doc["files"]:
+        pad = " " * (6 if f["archive"] else 4)
+        size = f"{f['size']:,} B" if f["size"] else "size ?"
+        where = f"member {f['member']}" if f["member"] else size
+        print(f"{pad}{f['name']}  [{where}; hashes: {f['hashes']}]  cache: {f['cache']}")
+        if f["sha256"]:
+            print(f"{pad}  sha256 {f['sha256']}")
+        for u in f["urls"]:
+            print(f"{pad}  {u}")
+    print(f"  cache: {doc['cache']}")
+
+
+def _print_overview(doc: dict) -> None:
+    width = terminal_width()
+    print(f"{'dataset':<17} {'classes':>7}  splits")
+    for d in doc["datasets"]:
+        splits = ", ".join(f"{s} {n:,}" for s, n in d["splits"].items())
+        lines = wrap(splits, max(30, width - 27))
+        print(f"{d['name']:<17} {d['classes']:>7}  {lines[0]}")
+        for line in lines[1:]:
+            print(f"{'':<27}{line}")
+        print(f"{'':<27}cache: {d['files_in_cache']}/{d['files']} files present")
+    print("\nsources and archives (mnistforge fetch NAME):")
+    for s in doc["sources"]:
+        pinned = "hashes pinned" if s["pinned"] else "hashes NOT pinned"
+        for i, line in enumerate(wrap(f"{', '.join(s['files'])} ({pinned})", max(30, width - 20))):
+            print(f"  {s['name'] if i == 0 else '':<17} {line}")
+    print(f"\ncache: {doc['cache']}")
+
+
+def _print_folder(doc: dict) -> None:
+    several = len(doc["datasets"]) > 1
+    if several:
+        print(f"{doc['folder']}: {len(doc['datasets'])} datasets")
+    for d in doc["datasets"]:
+        built = "built (manifest.json)" if d["built"] else "no manifest"
+        print(f"{d['folder']}: {d['name']} ({d['title']}), stored {d['stored_orientation']}, {built}")
+        for sp in d["splits"]:
+            if sp["file"] is None:
+                print(f"    {sp['name']:<25} {'-':>9}  missing")
+                continue
+            what = f"view of {sp['of']}" if sp["view"] else sp["file"] + (
+                " + metadata" if sp["metadata"] else "")
+            print(f"    {sp['name']:<25} {_n(sp['count']):>9}  {what}")

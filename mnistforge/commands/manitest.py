@@ -1,10 +1,11 @@
 """``mnistforge manitest NAME:SPLIT --classifier SPEC --train NAME:SPLIT --group G``."""
 from __future__ import annotations
 
-import json
 import logging
 
 from ..errors import ConfigError
+
+from .common import add_json, write_json
 
 NAME = "manitest"
 HELP = "Manitest invariance scores of a classifier to geometric transformations"
@@ -40,7 +41,7 @@ def add_arguments(p):
                    help="interpolation: 1 bilinear, 3 cubic B-spline")
     p.add_argument("--jacobian", choices=("analytic", "fd"), default="analytic")
     p.add_argument("--workers", type=int, default=None, help="processes (default 2)")
-    p.add_argument("--json", default=None, metavar="OUT")
+    add_json(p)
     p.add_argument("--plot", default=None, metavar="DIR", help="pictures (needs the [plot] extra)")
 
 
@@ -101,7 +102,6 @@ def run(args) -> int:
     import numpy as np
 
     from ..evaluators.manitest import GROUPS, get_group, manitest
-    from ..io.atomic import atomic_file
 
     groups = list(GROUPS) if args.group.strip() == "all" else \
         [get_group(g).name for g in args.group.split(",") if g.strip()]
@@ -134,10 +134,8 @@ def run(args) -> int:
             _plots(res, images, args.plot, get_group(g), offset)
     if args.json:
         out = docs[0] if len(docs) == 1 else {"groups": docs}
-        with atomic_file(args.json, "w") as f:
-            json.dump(out, f, indent=1, default=_jsonable)
-            f.write("\n")
-        print(f"JSON written to {args.json}")
+        if write_json(args, out, default=_jsonable):
+            print(f"JSON written to {args.json}")
     return 0
 
 

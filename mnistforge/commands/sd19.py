@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .common import add_json, write_json
+
 NAME = "sd19"
 HELP = "inspect an SD19 source (real or synthetic): edition, hierarchies, counts, anomalies"
 
@@ -15,7 +17,7 @@ def add_arguments(p):
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when there is any anomaly (unjoined characters, counts off the table)")
     p.add_argument("--workers", type=int, default=None, help="decoding processes (default: all cores)")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_json(p, "the summary")
 
 
 def summarise(src) -> dict:
@@ -153,12 +155,14 @@ def _print(s: dict) -> None:
 
 
 def run(args) -> int:
+    from ..errors import TargetNotFoundError
     from ..sd19.reader import open_sd19
 
+    if not Path(args.path).exists():  # a path that is not there is a usage error
+        raise TargetNotFoundError("SD19 source not found", path=args.path,
+                                  expected="a folder of SD19 zips or unpacked trees", found="nothing there")
     src = open_sd19(args.path, reindex=args.reindex, workers=args.workers)
     s = summarise(src)
-    if args.json:
-        print(json.dumps(s, indent=1, sort_keys=True))
-    else:
-        _print(s)
+    _print(s)
+    write_json(args, s)
     return 1 if (args.strict and s["anomalies"]) else 0

@@ -1,13 +1,18 @@
 """``mnistforge show NAME [SPLIT] --out grid.png``: a labelled sample grid as a PNG."""
 from __future__ import annotations
 
+from .common import add_cache, add_offline, download_flag
+
 NAME = "show"
 HELP = "draw a labelled grid of sample images of a dataset split (or folder) as a PNG"
 
 
 def add_arguments(p):
-    p.add_argument("target", metavar="NAME", help="dataset name, NAME:SPLIT, or folder of idx files")
-    p.add_argument("split", nargs="?", default=None, help="split (default test)")
+    p.add_argument("target", metavar="NAME[:SPLIT]",
+                   help="dataset name, NAME:SPLIT (e.g. mnist:test, emnist-letters:train[:1000]), "
+                        "or folder of idx files (FOLDER[:NAME][:SPLIT])")
+    p.add_argument("split", nargs="?", default=None,
+                   help="split, the same as NAME:SPLIT (default test)")
     p.add_argument("--out", required=True, help="PNG file to write")
     p.add_argument("-n", "--count", type=int, default=64, help="number of images (default 64)")
     p.add_argument("--start", type=int, default=0, help="first index (default 0)")
@@ -16,27 +21,29 @@ def add_arguments(p):
     p.add_argument("--cols", type=int, default=None, help="columns (default: about square)")
     p.add_argument("--scale", type=int, default=3, help="pixel magnification (default 3)")
     p.add_argument("--root", default=None, help="folder of built files to load NAME from")
-    p.add_argument("--no-download", action="store_true", help="never download (use the cache)")
+    add_offline(p)
+    add_cache(p)
 
 
 def run(args) -> int:
     import numpy as np
 
     from ..errors import ConfigError
-    from ..loaders import load, resolve_target, save_grid
+    from ..loaders import grid_title, load, resolve_target, save_grid
 
     name, split, root = resolve_target(args.target)
     if split is not None and args.split is not None and split != args.split:
         raise ConfigError("two splits given", expected="NAME:SPLIT or NAME SPLIT",
                           found=f"{split} and {args.split}")
     split = split or args.split or "test"
-    if args.split is not None and split == args.split:
+    if args.split is not None and split == args.split:  # a usage error before any download
+        from ..loaders.names import parse_split, split_name
         from ..registry import get_dataset
-        get_dataset(name).split(split)
+        split_name(get_dataset(name), parse_split(split)[0])
     if args.count < 1 or args.scale < 1 or args.start < 0:
         raise ConfigError("bad sample size", expected="--count >= 1, --scale >= 1, --start >= 0",
                           found=f"{args.count}, {args.scale}, {args.start}")
-    ds = load(name, split, root=root or args.root, download=False if args.no_download else None)
+    ds = load(name, split, root=root or args.root, download=download_flag(args), cache=args.cache)
     n = len(ds)
     k = min(args.count, n)
     if args.seed is not None:
@@ -47,7 +54,7 @@ def run(args) -> int:
             raise ConfigError("--start beyond the split", expected=f"< {n}", found=args.start)
         idx = np.arange(args.start, min(args.start + k, n))
         what = f"images {idx[0]}..{idx[-1]}"
-    title = f"{ds.name} {ds.split}: {what} of {n:,}"
+    title = grid_title(ds, f"{what} of {n:,}")
     path = save_grid(ds.images[idx], ds.labels[idx], ds.classes, args.out, cols=args.cols,
                      scale=args.scale, title=title)
     print(f"wrote {path} ({title})")

@@ -7,14 +7,14 @@ the error overlap and, with ``--combine``, the majority-vote combination.
 """
 from __future__ import annotations
 
-import json
 
 import numpy as np
 
 from ..errors import ConfigError, require
 from ..evaluators import errorlists as el
 from ..evaluators import significance as sg
-from ..io.atomic import atomic_file
+
+from .common import add_json, write_json
 
 NAME = "significance"
 HELP = ("how significant differences between classifiers on one test set are "
@@ -34,9 +34,13 @@ def add_arguments(p):
                    help="add the majority-vote combination of the systems as a system")
     p.add_argument("--tie-breaker", default=None,
                    help="system that breaks ties in --combine (default: fewest errors)")
-    p.add_argument("--json", default=None, metavar="OUT", help="write the results as JSON")
+    add_json(p)
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="draw the POI matrix as a heat map (needs matplotlib: the [plot] extra)")
+    p.add_argument("--test-set", default=None, metavar="NAME[:SPLIT]",
+                   help="the test set the systems were run on (default: the prediction files' "
+                        "'# test:' line; mnist:test for --example keysers2006); on MNIST/QMNIST "
+                        "test the known label problems are counted")
     p.add_argument("--example", choices=sorted(el.EXAMPLES), default=None,
                    help="run on a bundled example instead of FILES (keysers2006)")
 
@@ -101,6 +105,40 @@ def _overlap_dict(ov, one_based=True):
     return {"common": (ov["common"] + off).tolist(), "union_size": int(ov["union"].size),
             "unique": {k: (v + off).tolist() for k, v in ov["unique"].items()},
             "histogram": ov["histogram"].tolist(), "indices": "1-based"}
+
+
+def _test_set(args, systems) -> str | None:
+    if args.test_set:
+        return args.test_set
+    if args.example == "keysers2006":
+        return "mnist:test"
+    tests = {s.metadata.get("test") for s in systems}
+    return tests.pop() if len(tests) == 1 and None not in tests else None
+
+
+def _known_label_problems(args, systems, table_systems, published) -> dict | None:
+    """Print how many errors fall on MNIST test's known label problems; the JSON section."""
+    from ..evaluators import label_issues as kli
+
+    test = _test_set(args, systems)
+    if test is None:
+        return None
+    labels = next((s.labels for s in systems if s.labels is not None), None)
+    problems = kli.known_problems(test, systems[0].n, labels)
+    if problems is None:
+        return None
+    acc = kli.account({s.name: s.wrong for s in table_systems}, problems, args.confidence)
+    print()
+    for line in kli.format_account(acc):
+        print(line)
+    if published is not None:
+        on = np.flatnonzero(published.wrong & problems.label_issue)
+        print(f"published combination {published.name}: {on.size} of its {published.errors} errors "
+              "are known label errors (1-based: " + ", ".join(str(i + 1) for i in on) + ")")
+        acc["published_combination"] = {"name": published.name, "errors": published.errors,
+                                        "on_label_issues": int(on.size),
+                                        "indices": (on + 1).tolist(), "index_base": 1}
+    return acc
 
 
 def run(args) -> int:
@@ -174,10 +212,10 @@ def run(args) -> int:
                   + ("identical to the recomputed vote" if same else
                      f"differs at {diff.size} samples: {diff.tolist()}"))
             result["combination"]["matches_published"] = same
-    if args.json:
-        with atomic_file(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-            f.write("\n")
+    known = _known_label_problems(args, systems, table_systems, published)
+    if known is not None:
+        result["known_label_problems"] = known
+    if write_json(args, result):
         print(f"\nwrote {args.json}")
     if args.plot:
         sg.plot_poi(comp, args.plot)

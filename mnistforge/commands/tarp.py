@@ -1,9 +1,10 @@
 """``mnistforge tarp NAME[:SPLIT] --task 0v1 --n 1,10,100 --k 0..6 --runs 100``."""
 from __future__ import annotations
 
-import json
 
 from ..errors import ConfigError
+
+from .common import add_json, write_json
 
 NAME = "tarp"
 HELP = "TARP benchmark bounds B_k^n of a binary problem (random-projection difficulty)"
@@ -46,7 +47,7 @@ def add_arguments(p):
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--classifier-point", action="append", default=[], metavar="NAME=ERROR@COST",
                    help="place a classifier on the benchmark plane (cost in projections)")
-    p.add_argument("--json", default=None, metavar="OUT")
+    add_json(p)
     p.add_argument("--plot", default=None, metavar="OUT.png", help="needs the [plot] extra")
 
 
@@ -75,12 +76,10 @@ def run(args) -> int:
     for pname, err, cost in points:
         print(f"{pname}: error {err:.4f} at cost {cost:g} -> {region_of(err, cost, res)}")
     if args.json:
-        from ..io.atomic import atomic_file
         doc = res.to_json()
         doc["points"] = [{"name": n, "error": e, "cost": c, "region": region_of(e, c, res)}
                          for n, e, c in points]
-        with atomic_file(args.json, "w") as f:
-            json.dump(doc, f, indent=2)
+        write_json(args, doc)
     if args.plot:
         plot_benchmark(res, args.plot, points)
         print(f"plot written to {args.plot}")

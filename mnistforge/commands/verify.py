@@ -1,10 +1,12 @@
 """``mnistforge verify TARGET``: prove a dataset is intact, correctly split and faithful."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 from ..errors import ConfigError
+from .common import add_cache, add_json, add_offline, cache_home, download_flag, terminal_width, write_json
 
 NAME = "verify"
 HELP = "check a dataset (name, build folder or folder of idx files): integrity, hashes, " \
@@ -18,7 +20,8 @@ def add_arguments(p):
     p.add_argument("--reference", default=None, metavar="NAME_OR_DIR",
                    help="match every split against this dataset (QMNIST-style statistics); "
                         "a third-party copy is also compared with it image by image")
-    p.add_argument("--json", default=None, metavar="FILE", help="write all results as JSON")
+    add_json(p, "all results (one file per dataset of a folder holding several; one document with "
+                "a list for '-')")
     p.add_argument("--strict", action="store_true", help="warnings fail too")
     p.add_argument("--report", default=None, metavar="DIR",
                    help="write an HTML report with pictures into DIR")
@@ -29,8 +32,8 @@ def add_arguments(p):
                    help="near-duplicate radius, L2 over pixels 0..255 (default 128)")
     p.add_argument("--no-near", action="store_true",
                    help="skip the near-duplicate search (the slowest check)")
-    p.add_argument("--no-download", action="store_true",
-                   help="never fetch official files; use the cache only")
+    add_offline(p)
+    add_cache(p)
 
 
 def _parse_metadata(items):
@@ -48,10 +51,15 @@ def _parse_metadata(items):
 
 def run(args) -> int:
     targets = expand_targets(args.target)
-    codes = [verify_one(t, args, several=len(targets) > 1) for t in targets]
+    with cache_home(args):
+        results = [verify_one(t, args, several=len(targets) > 1) for t in targets]
+    codes = [code for code, _ in results]
     if len(targets) > 1:
         print(f"verified {len(targets)} datasets in {args.target}: "
               + ("all passed" if max(codes) == 0 else "FAILED"))
+    if args.json == "-":
+        docs = [doc for _, doc in results]
+        write_json(args, docs[0] if len(docs) == 1 else {"target": args.target, "reports": docs})
     return max(codes)
 
 
@@ -66,7 +74,7 @@ def expand_targets(target: str) -> list[str]:
     return [f"{p}:{n}" for n in names] if len(names) > 1 else [target]
 
 
-def verify_one(target: str, args, several: bool = False) -> int:
+def verify_one(target: str, args, several: bool = False) -> tuple[int, dict]:
     from ..checks import verify
     from ..checks.duplicates import DEFAULT_NEAR_L2
     from ..io.atomic import atomic_file
@@ -76,15 +84,15 @@ def verify_one(target: str, args, several: bool = False) -> int:
     report = verify(target, reference=args.reference, strict=args.strict,
                     metadata=_parse_metadata(args.metadata),
                     near_threshold=args.near_threshold or DEFAULT_NEAR_L2,
-                    near=not args.no_near, download=False if args.no_download else None,
+                    near=not args.no_near, download=download_flag(args),
                     report_dir=report_dir)
     print(f"mnistforge verify {report.target}")
     for ident in report.info.get("identification") or []:  # the answer first
         print(f"{ident['split_key']}: {ident['message']}")
         for fact in ident["storage"]:
             print(f"  stored: {fact}")
-    print(report.table())
-    if args.json:
+    print(report.table(width=terminal_width()))
+    if args.json and args.json != "-":
         path = Path(args.json)
         if tag:
             path = path.with_name(f"{path.stem}-{tag}{path.suffix or '.json'}")
@@ -94,4 +102,4 @@ def verify_one(target: str, args, several: bool = False) -> int:
     if report_dir:
         print(f"report written to {Path(report_dir) / 'index.html'}")
     sys.stdout.flush()
-    return report.exit_code
+    return report.exit_code, json.loads(report.to_json())

@@ -18,7 +18,7 @@ from .convert import hf_columns, hf_features, to_hf, to_torch
 from .core import load
 from .split import DatasetSplit
 from .targets import datasets_in_folder, detect_dataset, resolve_target
-from .grid import render_grid, save_grid
+from .grid import grid_title, render_grid, save_grid
 
 __all__ = ["load", "resolve_target", "detect_dataset", "datasets_in_folder", "DatasetSplit", "hf_features",
-           "hf_columns", "to_hf", "to_torch", "save_grid", "render_grid"]
+           "hf_columns", "to_hf", "to_torch", "save_grid", "render_grid", "grid_title"]

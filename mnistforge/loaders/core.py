@@ -196,6 +196,8 @@ def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata,
     ds = DatasetSplit(info.name, split, images, labels, info, metadata, str(src), src.status,
                       src.orientation)
     ds.classes = classes
+    manifest = getattr(src, "manifest", None)
+    ds.synthetic = bool(manifest is not None and manifest.from_synthetic_sd19)
     return ds
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..io.atomic import atomic_file
 
-__all__ = ["save_grid", "render_grid", "caption_for"]
+__all__ = ["save_grid", "render_grid", "caption_for", "grid_title"]
 
 
 def _font(size: int):
@@ -45,6 +45,18 @@ def caption_for(label, classes=None) -> str:
         except UnicodeEncodeError:
             return f"#{label}"
     return str(label)
+
+
+def grid_title(ds, what: str = "") -> str:
+    """The title of a sample grid of loaded split ``ds``: dataset, split, "synthetic" when the
+    files were built from a synthetic SD19, then ``what`` (which images).
+
+    >>> from types import SimpleNamespace
+    >>> grid_title(SimpleNamespace(name="qmnist", split="test50k", synthetic=True), "64 of 1,000")
+    'qmnist test50k (synthetic SD19): 64 of 1,000'
+    """
+    synthetic = " (synthetic SD19)" if getattr(ds, "synthetic", False) else ""
+    return f"{ds.name} {ds.split}{synthetic}" + (f": {what}" if what else "")
 
 
 def render_grid(images, labels=None, classes=None, *, cols: int | None = None, scale: int = 3,
@@ -87,7 +99,9 @@ def render_grid(images, labels=None, classes=None, *, cols: int | None = None, s
     cell_w = max(cw, max((int(font.getlength(c)) for c in captions), default=0)) + pad
     cell_h = ch + cap_h + pad
     title_h = fsize + 8 if title else 0
-    canvas = Image.new("L", (cols * cell_w + pad, rows * cell_h + pad + title_h), 235)
+    # the title is never cut: the canvas widens for it
+    width = max(cols * cell_w + pad, int(font.getlength(title)) + 2 * pad if title else 0)
+    canvas = Image.new("L", (width, rows * cell_h + pad + title_h), 235)
     draw = ImageDraw.Draw(canvas)
     if title:
         draw.text((pad, 4), title, fill=0, font=font)

@@ -48,6 +48,8 @@ class DatasetSplit:
         files (flipped once by the loader), else ``"upright"``.
     indices : numpy.ndarray or None
         Rows of the whole split this one holds (None: all of them).
+    synthetic : bool
+        The files were built from a synthetic SD19 (their build manifest says so).
 
     Examples
     --------
@@ -73,6 +75,7 @@ class DatasetSplit:
         self.status = dict(status or {})
         self.stored_orientation = stored_orientation
         self.indices = indices
+        self.synthetic = False
 
     @property
     def orientation(self) -> str:
@@ -116,6 +119,7 @@ class DatasetSplit:
                            None if self.metadata is None else self.metadata[sel], self.source,
                            self.status, self.stored_orientation, indices=whole[sel])
         out.classes = list(self.classes)
+        out.synthetic = self.synthetic
         return out
 
     def __repr__(self) -> str:

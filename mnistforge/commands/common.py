@@ -1,0 +1,148 @@
+"""What every command shares: one spelling per option, JSON output, exit codes, terminal width.
+
+* ``--json PATH`` writes what a command reports as JSON; ``--json -`` (or a
+  bare ``--json``) writes it to standard output, and the text report then goes
+  to standard error so the JSON can be piped.
+* ``--offline`` and ``--no-download`` are one option (never open a
+  connection); ``--cache DIR``; ``--no-progress``.
+* Exit codes (:data:`EXIT_CODES`), documented in ``mnistforge --help``.
+* Tables fit the terminal (``COLUMNS`` when set, as for every Unix tool).
+
+Not a command: :data:`mnistforge.cli.COMMAND_MODULES` does not list it.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+import textwrap
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+#: exit code -> meaning, as ``--help`` and docs/usage.md show them
+EXIT_CODES = {
+    EXIT_OK: "success",
+    EXIT_FAILED: "the data failed a check (verify, hashes, wrong or damaged files)",
+    EXIT_USAGE: "usage error (bad flags or values, unknown dataset or split names, no such path)",
+    EXIT_UNAVAILABLE: "a needed resource is unavailable (offline, download or upload failed, "
+                      "missing file, missing optional dependency)",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+
+def exit_codes_text() -> str:
+    """The ``--help`` epilog listing :data:`EXIT_CODES`.
+
+    >>> print(exit_codes_text().splitlines()[1])
+      0    success
+    """
+    return "exit codes:\n" + "\n".join(f"  {k:<4} {v}" for k, v in EXIT_CODES.items())
+
+
+def exit_code(error: BaseException) -> int:
+    """The exit code of an error that ended a command (see :data:`EXIT_CODES`).
+
+    >>> from mnistforge.errors import ConfigError, OfflineError, HashMismatchError
+    >>> exit_code(ConfigError("x")), exit_code(OfflineError("y")), exit_code(HashMismatchError("z"))
+    (2, 3, 1)
+    """
+    from ..errors import (ConfigError, DatasetNotFoundError, DownloadError, MissingDependencyError,
+                          MissingFileError, UploadError)
+
+    if isinstance(error, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(error, (ConfigError, DatasetNotFoundError)):
+        return EXIT_USAGE
+    if isinstance(error, (DownloadError, UploadError, MissingDependencyError, MissingFileError,
+                          ModuleNotFoundError)):
+        return EXIT_UNAVAILABLE
+    return EXIT_FAILED
+
+
+# --------------------------------------------------------------------------- options
+
+def add_json(p, what: str = "the results") -> None:
+    """``--json PATH`` (``-`` or no value: standard output)."""
+    p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
+                   help=f"write {what} as JSON to PATH; '-' (or no PATH): to standard output, "
+                        "the text report then goes to standard error")
+
+
+def add_offline(p, what: str = "official files") -> None:
+    """``--offline`` / ``--no-download``: one option, ``args.offline`` (True or None)."""
+    p.add_argument("--offline", "--no-download", dest="offline", action="store_true", default=None,
+                   help=f"never open a connection: use {what} already in the cache "
+                        "(as MNISTFORGE_OFFLINE=1)")
+
+
+def download_flag(args) -> bool | None:
+    """The ``download=`` argument of :func:`mnistforge.load` for ``--offline``: False, or None
+    (the environment decides)."""
+    return False if getattr(args, "offline", None) else None
+
+
+def add_cache(p) -> None:
+    p.add_argument("--cache", default=None, metavar="DIR",
+                   help="cache folder (default $MNISTFORGE_HOME or the platform cache)")
+
+
+@contextlib.contextmanager
+def cache_home(args):
+    """While a command runs, ``--cache DIR`` is the cache of every library call below it (the
+    library reads ``MNISTFORGE_HOME`` through :mod:`mnistforge.settings`); restored after."""
+    cache = getattr(args, "cache", None)
+    if cache is None:
+        yield
+        return
+    old = os.environ.get("MNISTFORGE_HOME")
+    os.environ["MNISTFORGE_HOME"] = str(cache)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("MNISTFORGE_HOME", None)
+        else:
+            os.environ["MNISTFORGE_HOME"] = old
+
+
+def add_progress(p) -> None:
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bars (as MNISTFORGE_PROGRESS=0)")
+
+
+def progress_flag(args) -> bool | None:
+    """``progress=`` for the library: False with ``--no-progress``, else None (the default)."""
+    return False if getattr(args, "no_progress", False) else None
+
+
+# --------------------------------------------------------------------------- output
+
+def write_json(args, doc, *, default=None) -> str | None:
+    """Write ``doc`` where ``--json`` says; returns the path written (None for stdout)."""
+    path = getattr(args, "json", None)
+    if path is None:
+        return None
+    text = json.dumps(doc, indent=2, default=default) + "\n"
+    if path == "-":
+        out = getattr(args, "_json_stdout", None) or sys.stdout
+        out.write(text)
+        out.flush()
+        return None
+    from ..io.atomic import atomic_file
+
+    with atomic_file(path, "w") as f:
+        f.write(text)
+    return str(path)
+
+
+def terminal_width(default: int = 100) -> int:
+    """Columns of the terminal (``COLUMNS`` wins; ``default`` when not a terminal)."""
+    return max(40, shutil.get_terminal_size((default, 24)).columns)
+
+
+def wrap(text: str, width: int, indent: str = "") -> list[str]:
+    """``text`` wrapped to ``width`` columns, never cut (long words stay whole)."""
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent,
+                         break_long_words=False, break_on_hyphens=False) or [indent]
