@@ -63,7 +63,8 @@ def _zip(path_or_zip):
         return zipfile.ZipFile(path_or_zip)
     except FileNotFoundError:
         raise MissingFileError("zip file not found", path=path_or_zip) from None
-    except zipfile.BadZipFile as e:
+    except (zipfile.BadZipFile, UnicodeDecodeError, ValueError, EOFError) as e:
+        # a member name that is not valid UTF-8 (flag 0x800) raised a raw UnicodeDecodeError
         raise UnsafeArchiveError("not a readable zip file", path=path_or_zip,
                                  expected="a zip archive", found=str(e),
                                  hint="the file is damaged or incomplete: fetch it again") from None

@@ -71,19 +71,28 @@ def read_member(res: FetchResult, remote: RemoteFile) -> bytes:
 
 
 def make_raw_copy(res: FetchResult, remote: RemoteFile, raw: Path) -> Verification:
-    """Decompress a verified file (or archive member) to ``raw`` in one pass, hashing the content."""
+    """Decompress a verified file (or archive member) to ``raw`` in one pass.
+
+    When the compressed file was verified as the published one (``exact``) or by
+    its content (``content``) and the registry pins the content hash, the raw
+    bytes are that content and are not hashed again (that was a third of a first
+    load).  Otherwise the content is hashed on the way and checked.
+    ``mnistforge verify`` re-hashes raw copies whatever their sidecar says.
+    """
     logger.info("keeping a decompressed copy of %s at %s", remote.id, raw)
+    known = res.status in ("exact", "content") and bool(remote.content_sha256) and not res.member
     try:
         with atomic_file(raw) as out:
             cm = open_member(res.path, res.member) if res.member else open(res.path, "rb")
             with cm as f:
-                packed = HashingReader(f)
-                content = HashingReader(open_reader(packed, remote.name))
+                packed = HashingReader(f) if res.member else f
+                source = open_reader(packed, remote.name)
+                content = source if known else HashingReader(source)
                 while chunk := content.read(CHUNK):
                     out.write(chunk)
-                if res.member:
+                if isinstance(packed, HashingReader):
                     _check_member(remote, packed, res.path)
-            if (remote.content_sha256 or remote.content_md5) and \
+            if not known and (remote.content_sha256 or remote.content_md5) and \
                     decide(remote, content.sha256, content.md5, raw=True) is None:
                 raise HashMismatchError(
                     f"{remote.id}: decompressed content does not match the registry",
@@ -95,7 +104,11 @@ def make_raw_copy(res: FetchResult, remote: RemoteFile, raw: Path) -> Verificati
         raise IdxFormatError("cannot decompress", path=res.path,
                              expected=f"a valid {remote.compression} file", found=str(e),
                              hint="delete it and fetch it again") from None
-    status = "raw" if (remote.content_sha256 or remote.content_md5) else "derived"
-    v = Verification(str(raw), status, content.sha256, content.md5, size=raw.stat().st_size)
+    size = raw.stat().st_size
+    if known:
+        v = Verification(str(raw), "raw", remote.content_sha256 or "", None, size=size)
+    else:
+        status = "raw" if (remote.content_sha256 or remote.content_md5) else "derived"
+        v = Verification(str(raw), status, content.sha256, content.md5, size=size)
     write_marker(raw, v)
     return v

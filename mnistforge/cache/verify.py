@@ -160,6 +160,13 @@ def _mismatch(path, remote: RemoteFile, sha, content_sha, *, raw=False) -> HashM
         hint="the file is damaged, incomplete or a different file: delete it and fetch again")
 
 
+def needs_md5(remote: RemoteFile, content: bool = False) -> bool:
+    """Whether judging a file (``content``: its decompressed content) needs its md5."""
+    if content:
+        return bool(remote.content_md5 and not remote.content_sha256)
+    return bool(remote.md5 and not remote.sha256)
+
+
 def is_raw_copy(path, remote: RemoteFile) -> bool:
     """Whether ``path`` is a decompressed copy of ``remote`` (its name lacks the compression suffix)."""
     return compression_of(Path(path).name) != compression_of(remote.name) and \
@@ -218,12 +225,13 @@ def verify_file(path, remote: RemoteFile, *, use_marker: bool = True,
                                     rec.get("content_sha256"), rec.get("content_md5"),
                                     rec.get("size", 0), from_marker=True)
     logger.info("verifying %s", path)
-    sha, md5 = hash_file(path)
+    # md5 costs as much as sha256: computed only where md5 is all that is pinned
+    sha, md5 = hash_file(path, md5=needs_md5(remote, raw))
     size = path.stat().st_size
     status = decide(remote, sha, md5, raw=raw)
     csha = cmd5 = None
     if status is None and not raw and (remote.content_sha256 or remote.content_md5):
-        got = hash_content(path, remote.name)
+        got = hash_content(path, remote.name, md5=needs_md5(remote, True))
         if got is not None:
             csha, cmd5, _ = got
             status = decide(remote, sha, md5, csha, cmd5)

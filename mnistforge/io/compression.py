@@ -28,18 +28,21 @@ import zlib
 from pathlib import Path
 
 gz_zlib: types.ModuleType
+_GzipReader: type
 try:  # ISA-L inflates gzip about 1.8x faster than zlib, with identical output
     from isal import isal_zlib as gz_zlib
+    from isal.igzip import IGzipFile as _GzipReader
 except ImportError:  # pragma: no cover - isal is a dependency, zlib the fallback
     gz_zlib = zlib
+    _GzipReader = gzip.GzipFile
 
 #: suffix -> compression name, in lookup order ("" = raw first).
 COMPRESSIONS = ("", ".gz", ".xz", ".bz2")
 #: compression name -> (reader of a path or binary file object, writer over a file object
 #: given a level).  Readers given a path own (and close) the file.
 CODECS = {
-    "gz": (lambda f: gzip.GzipFile(f, "rb") if isinstance(f, (str, os.PathLike))
-           else gzip.GzipFile(fileobj=f, mode="rb"),
+    "gz": (lambda f: _GzipReader(f, "rb") if isinstance(f, (str, os.PathLike))
+           else _GzipReader(fileobj=f, mode="rb"),
            lambda f, level: gzip.GzipFile(filename="", mode="wb", fileobj=f,
                                           compresslevel=level, mtime=0)),
     "xz": (lambda f: lzma.LZMAFile(f, "rb"), lambda f, level: lzma.LZMAFile(f, "wb", preset=level)),

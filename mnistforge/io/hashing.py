@@ -54,15 +54,14 @@ def hash_stream(f, *, md5: bool = True, chunk: int = CHUNK) -> tuple[str, str | 
     return h.hexdigest(), (m.hexdigest() if m else None), n
 
 
-def hash_file(path) -> tuple[str, str]:
-    """(sha256, md5) of a file's bytes, in one pass."""
+def hash_file(path, *, md5: bool = True) -> tuple[str, str | None]:
+    """(sha256, md5) of a file's bytes, in one pass (md5 None unless asked for)."""
     with open(path, "rb") as f:
-        sha, md5, _ = hash_stream(f)
-    assert md5 is not None  # asked for
-    return sha, md5
+        sha, digest, _ = hash_stream(f, md5=md5)
+    return sha, digest
 
 
-def hash_content(path, name: str | None = None) -> tuple[str, str | None, int] | None:
+def hash_content(path, name: str | None = None, *, md5: bool = True) -> tuple[str, str | None, int] | None:
     """(sha256, md5, size) of a compressed file's decompressed content.
 
     The compression follows the suffix of ``name`` (default: the path's).
@@ -75,7 +74,7 @@ def hash_content(path, name: str | None = None) -> tuple[str, str | None, int] |
         return None
     try:
         with open_reader(path, name or path.name) as f:
-            return hash_stream(f)
+            return hash_stream(f, md5=md5)
     except DECOMPRESS_ERRORS as e:
         if isinstance(e, FileNotFoundError):
             raise
@@ -145,6 +144,11 @@ class HashingReader:
         self._md5.update(b)
         self.size += len(b)
         return b
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
 
     def readable(self):
         return True
