@@ -346,3 +346,73 @@ def test_verify_reports_the_known_label_issues(mnist_cache, tmp_path, capsys):
     doc = json.loads(out.read_text())
     listed = [x for x in doc["results"] if x["name"] == "label_issues[test]"][0]
     assert [d["index"] for d in listed["values"]["label_issues"]] == PAPER_15
+
+
+# --- evaluate and significance ----------------------------------------------------------------
+
+KEYSERS_COMMON = [947, 1901, 2130, 2182, 3422, 5937, 9729, 9850]
+
+
+def test_significance_keysers_example_counts_label_errors(cache, study_file, tmp_path, capsys):
+    from mnistforge.cli import main
+    from mnistforge.evaluators.errorlists import load_example
+    from mnistforge.evaluators.label_issues import keysers_common_errors
+
+    assert keysers_common_errors().tolist() == KEYSERS_COMMON
+    out = tmp_path / "k.json"
+    # without the study's file: said so, nothing downloaded, nothing counted
+    assert main(["significance", "--example", "keysers2006", "--bootstrap", "200", "--json", str(out)]) == 0
+    assert "known label problems not counted: the study's file" in capsys.readouterr().out
+    assert "known_label_problems" not in json.loads(out.read_text())
+    assert not (cache / "label-errors").exists()
+
+    put(cache, "label-errors", study_file, "mnist_mturk.json")
+    assert main(["significance", "--example", "keysers2006", "--bootstrap", "200", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    cc = [s for s in load_example("keysers2006") if s.name == "CC"][0]
+    on = sorted(set(np.flatnonzero(cc.wrong).tolist()) & set(PAPER_15))
+    assert len(on) == 11
+    assert (f"published combination CC: 11 of its 35 errors are known label errors (1-based: "
+            + ", ".join(str(i + 1) for i in on) + ")") in text
+    doc = json.loads(out.read_text())["known_label_problems"]
+    assert doc["label_issues"] == 15 and doc["keysers_common"] == 8
+    assert doc["systems"]["CC"]["on_label_issues"] == 11
+    assert doc["systems"]["CC"]["without_label_issues"]["errors"] == 24
+    assert doc["systems"]["CC"]["without_label_issues"]["n"] == 9985
+    assert doc["systems"]["SC"]["on_keysers_common"] == 8  # all four miss those, by definition
+    pair = [p for p in doc["pairs"] if (p["a"], p["b"]) == ("CNN", "CC")][0]
+    assert (pair["all"]["n12"], pair["all"]["n21"], pair["all"]["a_worse"]) == (13, 6, False)
+    assert (pair["without_label_issues"]["n12"], pair["without_label_issues"]["n21"]) == (13, 5)
+    assert pair["without_label_issues"]["a_worse"]  # significant once the disputed labels go
+    assert doc["published_combination"]["indices"] == [i + 1 for i in on]
+
+
+def test_evaluate_reports_errors_on_known_problems(mnist_cache, tmp_path, capsys):
+    from mnistforge.cli import main
+    from mnistforge.evaluators.errorlists import read_predictions
+
+    js, pred = tmp_path / "e.json", tmp_path / "p.tsv"
+    assert main(["evaluate", "knn:k=1", "--train", "mnist:test", "--limit-train", "3000",
+                 "--test", "mnist:test", "--json", str(js), "--predictions", str(pred)]) == 0
+    text = capsys.readouterr().out
+    assert "15 known label issues (Northcutt et al. 2021), 8 common errors of Keysers (2006)" in text
+    wrong = read_predictions(pred).wrong
+    k = json.loads(js.read_text())["known_label_problems"]["systems"]["knn:k=1"]
+    assert k["errors"] == wrong.sum()
+    assert k["on_label_issues"] == wrong[PAPER_15].sum()
+    assert k["on_keysers_common"] == wrong[KEYSERS_COMMON].sum()
+    keep = np.setdiff1d(np.arange(10000), PAPER_15)
+    assert k["without_label_issues"]["errors"] == wrong[keep].sum()
+    assert k["without_label_issues"]["n"] == 9985
+    # the prediction file names its test set: significance counts the same
+    out = tmp_path / "s.json"
+    assert main(["significance", str(pred), str(pred).replace("p.tsv", "p.tsv"), "--names", "a", "b",
+                 "--bootstrap", "100", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())["known_label_problems"]
+    assert doc["systems"]["a"]["on_label_issues"] == k["on_label_issues"]
+    # labels that are not MNIST's: not counted
+    from mnistforge.evaluators.label_issues import known_problems
+    assert known_problems("mnist:test", 10000, np.zeros(10000, np.int64)) is None
+    assert known_problems("qmnist:test50k", 50000) is None
+    part = known_problems("qmnist:test10k[9000:]", 1000)
+    assert np.flatnonzero(part.label_issue).tolist() == [i - 9000 for i in PAPER_15 if i >= 9000]

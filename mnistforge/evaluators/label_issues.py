@@ -75,15 +75,16 @@ def _flags(votes, offset: int, n: int, rows: np.ndarray | None) -> tuple[np.ndar
     return issue[:n], keys[:n]
 
 
-def known_problems(test: str, n: int, labels=None, *, download: bool | None = None
-                   ) -> KnownProblems | None:
+def known_problems(test: str, n: int, labels=None, *, download: bool | None = None,
+                   why: list | None = None) -> KnownProblems | None:
     """The known problems of test target ``test`` (``mnist:test``, ``qmnist:test10k``...).
 
     ``n`` is the number of rows used (the first ``n`` after any slice, e.g.
     ``--limit-test``).  Returns None when the target is not (a part of) MNIST's
     test set, when the study's file cannot be had (offline and not cached), or
     when ``labels`` (if given) disagree with the study's given labels (a
-    rebuilt or other test set under the same name).
+    rebuilt or other test set under the same name); ``why`` (a list) then
+    receives the reason.  A folder target never downloads the study's file.
     """
     from ..errors import MnistforgeError, OfflineError
     from ..loaders import resolve_target
@@ -91,11 +92,15 @@ def known_problems(test: str, n: int, labels=None, *, download: bool | None = No
     from ..loaders.names import parse_split, rows_of
 
     try:
-        name, split, _root = resolve_target(test, default_split="test")
+        name, split, root = resolve_target(test, default_split="test")
         base, rows = parse_split(split)
-        hit = study_votes(name, base, download=download)
-    except OfflineError as e:
-        logger.warning("known label issues not counted: %s", e)
+        hit = study_votes(name, base, download=False if root is not None else download)
+    except OfflineError:
+        msg = ("the study's file label-errors/mnist_mturk.json is not in the cache "
+               "(`mnistforge fetch label-errors` gets it)")
+        logger.info("known label problems not counted: %s", msg)
+        if why is not None:
+            why.append(msg)
         return None
     except MnistforgeError:
         return None
@@ -118,8 +123,10 @@ def known_problems(test: str, n: int, labels=None, *, download: bool | None = No
         seen = pos[where] == at
         bad = int((lab[where[seen]] != votes.given[seen]).sum())
         if bad:
-            logger.warning("%s: %d of the study's given labels differ from these labels; "
-                           "known label issues not counted", test, bad)
+            msg = f"{bad} of the study's given labels differ from the labels of {test}"
+            logger.warning("known label problems not counted: %s", msg)
+            if why is not None:
+                why.append(msg)
             return None
     return KnownProblems(test, issue, keys)
 
@@ -190,11 +197,16 @@ def format_account(acc: dict) -> list[str]:
 
 
 def evaluation_account(test: str, wrong, labels, confidence: float = 0.95,
-                       name: str = "classifier") -> tuple[dict, list[str]] | None:
-    """``(account, lines)`` for one evaluated classifier on ``test``, or None where nothing is known."""
+                       name: str = "classifier") -> tuple[dict | None, list[str]] | None:
+    """``(account, lines)`` for one evaluated classifier on ``test``, or None where nothing applies.
+
+    ``account`` is None (and ``lines`` says why) when the test set is MNIST's
+    but the study's file is not at hand.
+    """
     wrong = np.asarray(wrong, dtype=bool)
-    problems = known_problems(test, wrong.size, labels)
+    why: list = []
+    problems = known_problems(test, wrong.size, labels, why=why)
     if problems is None:
-        return None
+        return (None, [f"known label problems not counted: {why[0]}"]) if why else None
     acc = account({name: wrong}, problems, confidence)
     return acc, format_account(acc)
