@@ -7,14 +7,14 @@ the error overlap and, with ``--combine``, the majority-vote combination.
 """
 from __future__ import annotations
 
-import json
 
 import numpy as np
 
 from ..errors import ConfigError, require
 from ..evaluators import errorlists as el
 from ..evaluators import significance as sg
-from ..io.atomic import atomic_file
+
+from .common import add_json, write_json
 
 NAME = "significance"
 HELP = ("how significant differences between classifiers on one test set are "
@@ -34,7 +34,7 @@ def add_arguments(p):
                    help="add the majority-vote combination of the systems as a system")
     p.add_argument("--tie-breaker", default=None,
                    help="system that breaks ties in --combine (default: fewest errors)")
-    p.add_argument("--json", default=None, metavar="OUT", help="write the results as JSON")
+    add_json(p)
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="draw the POI matrix as a heat map (needs matplotlib: the [plot] extra)")
     p.add_argument("--test-set", default=None, metavar="NAME[:SPLIT]",
@@ -219,10 +219,7 @@ def run(args) -> int:
     known = _known_label_problems(args, systems, table_systems, published)
     if known is not None:
         result["known_label_problems"] = known
-    if args.json:
-        with atomic_file(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-            f.write("\n")
+    if write_json(args, result):
         print(f"\nwrote {args.json}")
     if args.plot:
         sg.plot_poi(comp, args.plot)
