@@ -250,6 +250,8 @@ def test_evaluate_cli_save_and_load_model(fashion_dir, tmp_path, capsys):
     assert main(["evaluate", "--load-model", str(model), "--train", "x", *common]) == 2
     assert main(["evaluate", "knn", "--save-model", str(model), "--train", "x", *common]) == 2
     assert main(["evaluate", "knn:k=1", "--load-model", str(model), *common]) == 2
+    assert main(["evaluate", "lenet", "--save-model", str(model), "--json",
+                 str(tmp_path / "lenet.json"), "--train", "x", *common]) == 2
     if not torch.cuda.is_available():
         assert main(["evaluate", "cnn", "--device", "cuda", "--train", "x", *common]) == 2
         assert "CUDA device requested" in capsys.readouterr().err

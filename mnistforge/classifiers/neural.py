@@ -320,7 +320,8 @@ class NeuralClassifier(Classifier):
         return save_model(self, path)
 
 
-def _model_paths(path) -> tuple[Path, Path]:
+def model_paths(path) -> tuple[Path, Path]:
+    """``(PATH.npz, PATH.json)`` for ``PATH``, ``PATH.npz`` or ``PATH.json``."""
     p = Path(path)
     if p.suffix in (".npz", ".json"):
         p = p.with_suffix("")
@@ -345,7 +346,7 @@ def save_model(clf: NeuralClassifier, path) -> Path:
 
     clf._check_fitted()
     torch = require_torch()
-    weights, meta = _model_paths(path)
+    weights, meta = model_paths(path)
     state = {k: v.detach().cpu().numpy() for k, v in clf.model_.state_dict().items()}
     with atomic_file(weights, "wb") as f:
         np.savez(f, **state)
@@ -379,7 +380,7 @@ def load_model(path, device: str = "auto") -> NeuralClassifier:
     from .base import make_classifier
 
     torch = require_torch()
-    weights, meta = _model_paths(path)
+    weights, meta = model_paths(path)
     for p in (meta, weights):
         if not p.is_file():
             raise MissingFileError("model file missing", path=p, expected="the .npz weights "

@@ -128,6 +128,14 @@ def _neural_options(args):
     if neural:
         clf = make_classifier(args.classifier, **overrides)
         clf.resolve_device()  # a missing GPU or torch is reported before loading data
+    if args.save_model and args.json:
+        from pathlib import Path
+
+        from ..classifiers.neural import model_paths
+        if Path(args.json).resolve() in [p.resolve() for p in model_paths(args.save_model)]:
+            raise ConfigError("--json would overwrite the saved model's description",
+                              expected="another --json path than --save-model's .json",
+                              found=args.json)
     if args.protocol and (args.save_model or args.validation):
         raise ConfigError("--protocol trains two models", expected="no --save-model or "
                           "--validation", found="one of them")
