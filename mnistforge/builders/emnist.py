@@ -209,6 +209,9 @@ class EmnistBuildConfig:
         Replace an existing output folder.
     progress : bool or None
         Progress bars: None = on a terminal only, True/False force.
+    allow_incomplete : bool
+        Build from a source with fewer characters than it should hold; the manifest
+        lists what was missing (otherwise :class:`MissingSourceError`).
 
     Examples
     --------
@@ -230,6 +233,7 @@ class EmnistBuildConfig:
     workers: int | None = None
     overwrite: bool = False
     progress: bool | None = None
+    allow_incomplete: bool = False
 
     def __post_init__(self):
         if isinstance(self.splits, str):
@@ -324,6 +328,10 @@ def _build(sd19, out, cfg: EmnistBuildConfig) -> dict:
     out = Path(out)
 
     src = _open_source(sd19, show_progress)
+    from .qmnist import check_complete
+    from ..sd19.nist_table import FIELDS
+    missing = check_complete(src, ("d",) if set(names) <= {"digits", "mnist"} else FIELDS,
+                             cfg.allow_incomplete)
     index = src.index
     if len(index) == 0:
         raise BuildError("SD19 index is empty", path=getattr(src, "path", None),
@@ -389,6 +397,9 @@ def _build(sd19, out, cfg: EmnistBuildConfig) -> dict:
         ]
         if split_config.split_by == "writer":
             notes.append("writer-disjoint: no writer has characters on both sides")
+        if missing:
+            notes.append(f"built from an INCOMPLETE SD19 (allow_incomplete): {len(missing)} "
+                         "partition/field counts short (inputs.sd19_missing lists them)")
         if split_config.letters_variant == "paper37" and "letters" in dsets:
             notes.append("emnist-letters is the paper's 37-class variant (labels 0..36), "
                          "not the official 26-class release")
@@ -398,7 +409,8 @@ def _build(sd19, out, cfg: EmnistBuildConfig) -> dict:
             inputs={"sd19": str(getattr(src, "path", sd19)),
                     "sd19_fingerprint": getattr(src, "fingerprint", None),
                     "sd19_edition": getattr(src, "edition", None),
-                    "sd19_characters": int(len(index))},
+                    "sd19_characters": int(len(index)),
+                    **({"sd19_missing": missing} if missing else {})},
             parameters={"datasets": names, "orientation": orientation,
                         "split": split_config.as_dict(), "prepro": config.as_dict()},
             notes=notes, orientation=orientation,

@@ -110,6 +110,10 @@ class QmnistBuildConfig:
         Replace an existing output folder.
     progress : bool or None
         Progress bars (None: only on a terminal).
+    allow_incomplete : bool
+        Build from a source with fewer digits than it should hold (NIST's published
+        counts, or a synthetic source's description); the manifest lists what was missing.
+        Without it such a source fails the build (:class:`MissingSourceError`).
     """
 
     prepro: MnistPreproConfig = field(default_factory=MnistPreproConfig)
@@ -119,6 +123,7 @@ class QmnistBuildConfig:
     batch_size: int = 4096
     overwrite: bool = False
     progress: bool | None = None
+    allow_incomplete: bool = False
 
     def __post_init__(self):
         if self.duplicates not in DUPLICATE_MODES:
@@ -443,6 +448,7 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
         raise BuildError("output folder already exists", path=out, expected="a new folder",
                          found="an existing one", hint="choose another --out or pass --overwrite")
     src = open_sd19(sd19_path, progress=config.progress, workers=config.workers)
+    missing = check_complete(src, ("d",), config.allow_incomplete)
     index = src.index
     drows = qr.digit_rows(index)
     table = qr.digit_table(index)                 # column 6 from the exact source images
@@ -489,6 +495,11 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
                   "duplicates": config.duplicates, "duplicates_found": int(dup_mask.sum())}
     inputs: dict = {"sd19": {"path": str(sd19_path.resolve()), "fingerprint": src.fingerprint,
                              "edition": src.edition, "digits": int(drows.size)}}
+    if missing:
+        inputs["sd19"]["missing"] = missing
+        notes.append(f"built from an INCOMPLETE SD19 (allow_incomplete): {len(missing)} "
+                     "partition/field counts short of what the source should hold (inputs.sd19."
+                     "missing lists them)")
     syn = _synthetic_description(sd19_path)
     if syn:
         inputs["sd19"]["synthetic_description_sha256"] = sha256_file(syn)
@@ -545,6 +556,25 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
     logger.info("built %s into %s in %.1f s (%s)", target, out, time.perf_counter() - t0,
                 ", ".join(f"{k} {v}" for k, v in counts.items()))
     return out
+
+
+def check_complete(src, fields, allow: bool) -> list[str]:
+    """Shortfalls of ``src`` in ``fields`` (see :mod:`mnistforge.sd19.completeness`): an error
+    unless ``allow``; then returned for the manifest."""
+    from ..errors import MissingSourceError
+    from ..sd19.completeness import source_shortfalls
+
+    missing, what = source_shortfalls(src, fields)
+    if missing and not allow:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise MissingSourceError(
+            "the SD19 source is incomplete", path=getattr(src, "path", None),
+            expected=f"the characters of {what}", found=missing[0] + more,
+            hint="restore the missing files, or build anyway with --allow-incomplete "
+                 "(the manifest then lists what was missing)")
+    if missing:
+        logger.warning("SD19 source incomplete (allowed): %s", "; ".join(missing[:5]))
+    return missing
 
 
 def _input_paths(sd19, config) -> list:

@@ -39,6 +39,10 @@ def add_arguments(p):
                    help="EMNIST idx storage: transposed like the official files, or upright")
     p.add_argument("--split-by", choices=["random", "writer"], default="random",
                    help="EMNIST train/test split: stratified random (official) or writer-disjoint")
+    p.add_argument("--allow-incomplete", action="store_true",
+                   help="build even when the SD19 source holds fewer characters than NIST "
+                        "published (or its synthetic description says); the manifest lists "
+                        "what was missing")
     p.add_argument("--letters-variant", choices=["official", "paper37"], default="official",
                    help="EMNIST letters: the official 26-class release or the paper's 37 classes")
 
@@ -59,7 +63,7 @@ def qmnist_config(args):
     return QmnistBuildConfig(
         prepro=MnistPreproConfig(fudge=args.fudge, centring=args.centring),
         qmnist_labels=args.qmnist_labels, duplicates=args.duplicates, workers=args.workers,
-        overwrite=bool(args.overwrite))
+        overwrite=bool(args.overwrite), allow_incomplete=bool(args.allow_incomplete))
 
 
 def emnist_config(args, splits=None):
@@ -77,7 +81,8 @@ def emnist_config(args, splits=None):
     return EmnistBuildConfig(
         splits=tuple(splits) if splits is not None else emnist_splits(), seed=args.seed,
         split_by=args.split_by, letters_variant=args.letters_variant,
-        orientation=args.orientation, workers=args.workers, overwrite=bool(args.overwrite))
+        orientation=args.orientation, workers=args.workers, overwrite=bool(args.overwrite),
+        allow_incomplete=bool(args.allow_incomplete))
 
 
 def config_for(target: str, args):
@@ -115,7 +120,9 @@ def _unknown(target: str) -> ConfigError:
 def run(args) -> int:
     from ..io.atomic import check_output_path
 
-    # before any work: an --out that is a file or overlaps the inputs is a usage error
+    # before any work: bad flag values, then an --out that is a file or overlaps the inputs
+    for target in (ALL_TARGETS if args.target == "all" else (args.target,)):
+        config_for(target, args)
     check_output_path(args.out, _inputs(args))
     if args.target == "all":
         return build_all(args)

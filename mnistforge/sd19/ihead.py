@@ -27,7 +27,10 @@ import dataclasses
 import io
 import logging
 import os
+import re
 import struct
+import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -209,6 +212,42 @@ def _large_images_allowed():
             Image.MAX_IMAGE_PIXELS = old
 
 
+# libtiff reports a bad G4 code word on stderr and goes on decoding garbage (Pillow does not
+# raise): its messages are captured at the file-descriptor level around each decode (which
+# _BOMB_LOCK already serialises) and turned into errors.
+_LIBTIFF_LINE = re.compile(rb"^(Fax[34]\w*|TIFF\w*|\w*Decode\w*|\w*Strip\w*): ", re.M)
+
+
+@contextlib.contextmanager
+def _libtiff_messages():
+    """Collect what libtiff writes to stderr meanwhile; anything else is passed on."""
+    found: list[str] = []
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no usable fd 2 (embedded interpreter): nothing to capture
+        yield found
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield found
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read()
+            if text:
+                other = []
+                for line in text.splitlines(keepends=True):
+                    if _LIBTIFF_LINE.match(line):
+                        found.append(line.decode("utf-8", "replace").strip())
+                    else:
+                        other.append(line)
+                if other:
+                    os.write(2, b"".join(other))
+
+
 def _tiff_wrap(strip: bytes, width: int, height: int, compression: int) -> bytes:
     entries = [  # (tag, type, count, value); type 3 SHORT, 4 LONG
         (256, 4, 1, width), (257, 4, 1, height), (258, 3, 1, 1), (259, 3, 1, compression),
@@ -242,7 +281,7 @@ def g4_decode(strip: bytes, width: int, height: int, path=None) -> np.ndarray:
     from PIL import Image
     tif = _tiff_wrap(bytes(strip), width, height, 4)
     try:
-        with _large_images_allowed():
+        with _large_images_allowed(), _libtiff_messages() as messages:
             im = Image.open(io.BytesIO(tif))
             im.load()
         arr = np.asarray(im, dtype=bool)
@@ -252,6 +291,13 @@ def g4_decode(strip: bytes, width: int, height: int, path=None) -> np.ndarray:
                               expected=f"a valid G4 stream of {width}x{height} pixels",
                               found=f"libtiff error: {e}",
                               hint="the raster is corrupt or truncated; re-copy the file") from None
+    if messages:  # decoded, but not what was encoded: a corrupt file is never built from
+        more = f" (and {len(messages) - 1} more)" if len(messages) > 1 else ""
+        raise SD19FormatError("CCITT Group 4 raster is corrupt",
+                              path=path if path is not None else "<G4 strip>",
+                              expected=f"a valid G4 stream of {width}x{height} pixels",
+                              found=f"libtiff: {messages[0]}{more}",
+                              hint="the file is damaged; re-copy it from the SD19 distribution")
     if arr.shape != (height, width):
         raise SD19FormatError("CCITT Group 4 raster has the wrong size",
                               path=path if path is not None else "<G4 strip>",

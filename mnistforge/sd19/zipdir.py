@@ -10,9 +10,13 @@ NumPy arrays once, and :func:`read_members` fetches many members with one
 Safety (members are never extracted, but a hostile archive is refused all the
 same): a name that is absolute, holds ``..`` or a drive letter, or would escape
 the archive's folder raises :class:`~mnistforge.errors.UnsafeArchiveError`; so
-does a member claiming more than ``max_member_size`` bytes (or an absurd
-compression ratio), or whose data would lie outside the file.  Each read checks
-the inflated size and CRC-32.
+does a member claiming more than ``max_member_size`` bytes (256 MiB; a PNG
+member more than 1 MiB, while SD19's are about 1 kB), or an absurd
+compression ratio (over 100:1 beyond 1 MiB: SD19's members are PNG or G4 data,
+already compressed, about 1:1), or whose data would lie outside the file.  A
+member name that is not valid UTF-8 is a :class:`~mnistforge.errors.SD19FormatError`.
+Each read inflates at most the declared size (plus one byte to detect a lie)
+and checks the inflated size and CRC-32, so memory is bounded by these limits.
 
 Examples
 --------
@@ -42,9 +46,12 @@ from ..errors import SD19FormatError, UnsafeArchiveError
 __all__ = ["ZipListing", "list_zip", "read_members", "check_member_name", "DEFAULT_MAX_MEMBER"]
 
 #: Largest member size accepted by default (a 1st-edition by_class .mis can reach tens of MB).
-DEFAULT_MAX_MEMBER = 1 << 31
-#: Ratio uncompressed / compressed beyond which a large member is considered a zip bomb.
-MAX_RATIO = 1000
+DEFAULT_MAX_MEMBER = 256 << 20
+#: Largest PNG member (a 128x128 1-bit SD19 PNG is about 1 kB).
+MAX_PNG_MEMBER = 1 << 20
+#: Ratio uncompressed / compressed beyond which a member over 1 MiB is considered a zip bomb
+#: (SD19 members are PNG or G4 data, already compressed: about 1:1 in the zip).
+MAX_RATIO = 100
 _EOCD = b"PK\x05\x06"
 _EOCD64_LOC = b"PK\x06\x07"
 _EOCD64 = b"PK\x06\x06"
@@ -146,7 +153,13 @@ def list_zip(path, *, max_member_size: int = DEFAULT_MAX_MEMBER, name_filter=Non
         (_s, _vm, _vn, flags, method, _t, _d, crc, csize, usize, nlen, elen, clen,
          _disk, _ia, _ea, off) = unpack(cd, pos)
         raw = cd[pos + 46:pos + 46 + nlen]
-        name = raw.decode("utf-8" if flags & 0x800 else "cp437")
+        try:
+            name = raw.decode("utf-8" if flags & 0x800 else "cp437")
+        except UnicodeDecodeError:
+            raise SD19FormatError("zip member name is not valid UTF-8", path=path,
+                                  expected="UTF-8 member names (flag 0x800)",
+                                  found=repr(raw[:80]),
+                                  hint="the archive is damaged or not SD19; get a clean copy") from None
         if 0xFFFFFFFF in (csize, usize, off):
             csize, usize, off = _zip64_extra(cd[pos + 46 + nlen:pos + 46 + nlen + elen], csize, usize, off)
         pos += 46 + nlen + elen + clen
@@ -155,9 +168,10 @@ def list_zip(path, *, max_member_size: int = DEFAULT_MAX_MEMBER, name_filter=Non
             continue
         if name_filter is not None and not name_filter(name):
             continue
-        if usize > max_member_size or (usize > (10 << 20) and usize > MAX_RATIO * max(csize, 1)):
+        cap = min(max_member_size, MAX_PNG_MEMBER) if name.endswith(".png") else max_member_size
+        if usize > cap or (usize > (1 << 20) and usize > MAX_RATIO * max(csize, 1)):
             raise UnsafeArchiveError("zip member claims an absurd size", path=path,
-                                     expected=f"at most {max_member_size} bytes (ratio <= {MAX_RATIO})",
+                                     expected=f"at most {cap} bytes (ratio <= {MAX_RATIO})",
                                      found=f"{name!r}: {usize} bytes from {csize} compressed",
                                      hint="refusing this archive; get a clean copy")
         if off + 30 + csize > size:
