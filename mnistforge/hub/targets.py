@@ -85,6 +85,42 @@ def default_splits(name: str, root=None) -> list[str]:
     return present
 
 
+def _looks_local(value: str) -> bool:
+    return os.path.isabs(value) or value.startswith(("~", "./", "../")) or "\\" in value
+
+
+def by_identity(value, key: str = ""):
+    """``value`` (a manifest's inputs or parameters) with every local path replaced by its
+    identity: the file or folder name; fingerprints, editions, counts and hashes kept.
+
+    A card is published: the folder layout of the machine that built the data is
+    none of the reader's business, and it would not help them find the source.
+
+    >>> by_identity({"sd19": {"path": "/home/me/data/sd19", "edition": 2, "fingerprint": "ab"}})
+    {'sd19': {'name': 'sd19', 'edition': 2, 'fingerprint': 'ab'}}
+    >>> by_identity({"sd19": "/home/me/by_class.zip", "sd19_characters": 10})
+    {'sd19': 'by_class.zip', 'sd19_characters': 10}
+    """
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k == "path" and isinstance(v, str) and "name" not in value:
+                out["name"] = Path(v).name
+            else:
+                out[k] = by_identity(v, k)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [by_identity(v, key) for v in value]
+    if isinstance(value, str) and _looks_local(value):
+        return Path(value.replace("\\", "/")).name
+    return value
+
+
+def _strip_paths(text: str) -> str:
+    """A sentence with its absolute paths shortened to their last part."""
+    return re.sub(r"(?<![\w.:/])(/[^\s,;:'\"`()]+)", lambda m: Path(m.group(1)).name, text)
+
+
 def _official_provenance(info, splits) -> dict:
 
     files = {}
@@ -178,16 +214,16 @@ def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_n
         prov["build"] = {"mnistforge_version": m.version or None, "python": m.python or None,
                          "kind": m.kind or None}
         if params:
-            prov["parameters"] = params
-        if m.inputs:
-            prov["inputs"] = m.inputs
+            prov["parameters"] = by_identity(params)
+        if m.inputs:  # the sources by identity (names, fingerprint, edition), never local paths
+            prov["inputs"] = by_identity(m.inputs)
         # The build folder's files (the idx files this config was read from, among others).
         used = {rel: (out.get("sha256") if isinstance(out, dict) else out)
                 for rel, out in sorted(m.outputs.items())}
         if used:
             prov["build_outputs_sha256"] = used
         if m.notes:
-            prov["notes"] = m.notes
+            prov["notes"] = [_strip_paths(n) for n in m.notes]
         license_id, license_name = built_license()
         cites = [bibtex(info.group), bibtex("sd19")]
     elif root is not None and is_hf_repo(root, name):

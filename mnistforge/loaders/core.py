@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import settings
-from ..errors import FormatError, IntegrityError, TargetNotFoundError
+from ..errors import DatasetNotFoundError, FormatError, IntegrityError, TargetNotFoundError
 from ..io.hf.repo import is_hf_repo
 from ..registry import DatasetInfo, get_dataset, list_datasets
 from .label_issues import add_label_votes, check_mode, clean_view
@@ -122,7 +122,7 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
                                       found="nothing there")
         # An exported Hugging Face repository (README.md + data/<name>/).
         if is_hf_repo(root, name):
-            ds = load_split_from_repo(root, name, base, with_metadata=want_meta)
+            ds = load_split_from_repo(root, name, _repo_split(name, base), with_metadata=want_meta)
             return clean_view(_slice(ds, rows), label_issues, with_metadata)
     info = get_dataset(dataset_name(name))
     if root is not None and is_hf_repo(root, info.name):
@@ -135,6 +135,15 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         add_label_votes(ds, root=root, cache=cache, download=download, progress=progress,
                         required=label_issues is not None)
     return clean_view(_slice(ds, rows), label_issues, with_metadata)
+
+
+def _repo_split(name: str, split: str) -> str:
+    """The registry's name of ``split`` when ``name`` is a registry dataset (a renamed config
+    keeps the split as typed)."""
+    try:
+        return split_name(get_dataset(dataset_name(name)), split)
+    except DatasetNotFoundError:
+        return split
 
 
 def _slice(ds: DatasetSplit, rows: str | None) -> DatasetSplit:
