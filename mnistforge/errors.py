@@ -112,6 +112,10 @@ class OutputInUseError(BuildError):
     """Another run is writing the same output folder right now (its lock is held)."""
 
 
+class NotWritableError(MnistforgeError, PermissionError):
+    """A folder the package must write to (the cache, an output) is read-only."""
+
+
 class DiskFullError(MnistforgeError, OSError):
     """A write failed because the file system is full (or over quota); nothing half-written is kept."""
 

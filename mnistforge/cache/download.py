@@ -15,6 +15,20 @@ How a file gets into the cache
    is never taken for the final file; only a cut connection or Ctrl-C leaves
    one behind, to be resumed.
 
+Limits, so that no server can hang or fill the machine: a body longer than
+the registry's size (or than :data:`MAX_UNKNOWN_BYTES` when no size is known)
+is cut off; each attempt has a total deadline (``deadline``, default
+:func:`default_deadline`: generous for the size, however slowly the bytes
+trickle in), not only a per-read timeout; redirect loops, redirects to another
+scheme, a bad ``Location`` or ``Content-Encoding`` fail that mirror with a
+named reason and the next mirror is tried.  A name that does not resolve or a
+refused connection is not retried (it will not heal in seconds): the next
+mirror is tried at once and the error says, in one line, which hosts could
+not be reached and where to put the file by hand.
+
+Two processes fetching the same file take turns through ``<name>.lock`` (an
+OS lock): the second waits, then finds the first one's verified file.
+
 Offline mode (``offline=True`` or ``MNISTFORGE_OFFLINE=1``) never touches the
 network: a missing file raises :class:`~mnistforge.errors.OfflineError` saying
 which file, from where, and exactly where to put it.
@@ -41,7 +55,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DownloadError, HashMismatchError, OfflineError
+from ..errors import ConfigError, DownloadError, HashMismatchError, NotWritableError, OfflineError
 from ..progress import progress as _progress
 from .. import settings
 from ..registry import RemoteFile, get_dataset, get_file
@@ -56,6 +70,10 @@ __all__ = ["fetch", "fetch_file", "cache_path", "cache_status",
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_RETRIES = 3
 DEFAULT_BACKOFF = 1.0
+#: Most bytes accepted from a server for a file whose size the registry does not know.
+MAX_UNKNOWN_BYTES = 8 << 30
+#: Slowest transfer rate the default deadline allows for (bytes per second).
+MIN_RATE = 16 << 10
 CHUNK = 1 << 16
 PART_SUFFIX = ".part"
 USER_AGENT = "mnistforge (+https://github.com/mnistforge)"
@@ -99,8 +117,32 @@ class FetchResult:
         return STATUS_TEXT.get(self.status, self.status)
 
 
+def default_deadline(size: int | None, timeout: float) -> float:
+    """Seconds one download attempt may take in total: ten timeouts plus the size at 16 kB/s.
+
+    >>> default_deadline(4542, 30.0)
+    300.27...
+    """
+    return 10 * timeout + (size or 64 << 20) / MIN_RATE
+
+
+def check_network_args(timeout, retries, backoff, deadline=None) -> None:
+    """Refuse a zero, negative or non-finite ``timeout`` (and the like) as a usage error."""
+    import math
+
+    for name, value, low in (("timeout", timeout, 0.0), ("deadline", deadline, 0.0)):
+        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value)
+                                      and value > low):
+            raise ConfigError(f"invalid {name}", expected="a number of seconds > 0",
+                              found=repr(value))
+    if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 100:
+        raise ConfigError("invalid retries", expected="an integer in 0..100", found=repr(retries))
+    if not (isinstance(backoff, (int, float)) and 0 <= backoff <= 3600):
+        raise ConfigError("invalid backoff", expected="seconds in 0..3600", found=repr(backoff))
+
+
 def fetch(name_or_file, *, root=None, progress=None, offline=None, timeout=DEFAULT_TIMEOUT,
-          retries=DEFAULT_RETRIES, backoff=DEFAULT_BACKOFF):
+          retries=DEFAULT_RETRIES, backoff=DEFAULT_BACKOFF, deadline=None):
     """Make a registry file (or every file of a dataset) present and verified in the cache.
 
     Parameters
@@ -116,11 +158,13 @@ def fetch(name_or_file, *, root=None, progress=None, offline=None, timeout=DEFAU
     offline : bool, optional
         Never use the network (default: ``$MNISTFORGE_OFFLINE``).
     timeout : float
-        Seconds to wait for a connection or for data.
+        Seconds to wait for a connection or for data (> 0).
     retries : int
         Further attempts per mirror after a cut connection or a timeout.
     backoff : float
         First wait between attempts, doubled each time.
+    deadline : float, optional
+        Total seconds one attempt may take (default :func:`default_deadline`).
 
     Returns
     -------
@@ -132,7 +176,7 @@ def fetch(name_or_file, *, root=None, progress=None, offline=None, timeout=DEFAU
     OfflineError, DownloadError, HashMismatchError
     """
     kw = dict(root=root, progress=progress, offline=offline, timeout=timeout, retries=retries,
-              backoff=backoff)
+              backoff=backoff, deadline=deadline)
     if isinstance(name_or_file, str) and "/" not in name_or_file:
         from ..registry import list_datasets
         if name_or_file in list_datasets(None):
@@ -147,55 +191,83 @@ def fetch(name_or_file, *, root=None, progress=None, offline=None, timeout=DEFAU
     return fetch_file(name_or_file, **kw)
 
 
-def _missing_message(remote: RemoteFile, dest: Path) -> str:
+def _pinned(remote: RemoteFile) -> str:
+    return (f"sha256 {remote.sha256}" if remote.sha256 else
+            f"md5 {remote.md5}" if remote.md5 else "no pinned hash")
+
+
+def _missing_message(remote: RemoteFile, dest: Path, explicit: bool) -> str:
     where = ", ".join(remote.urls) if remote.urls else "(no known URL)"
-    pinned = (f"sha256 {remote.sha256}" if remote.sha256 else
-              f"md5 {remote.md5}" if remote.md5 else "no pinned hash")
     raw = ""
     if remote.compression in ("gz", "xz", "bz2"):
         raw = f" (or its decompressed content as {dest.parent / remote.raw_name})"
-    return (f"{remote.id} is not in the cache and offline mode (MNISTFORGE_OFFLINE=1) forbids "
-            f"downloading it. Download it from {where} ({pinned}) and put it at {dest}{raw}, "
-            f"or unset MNISTFORGE_OFFLINE")
+    # blame the switch the caller really used: the argument, or the environment variable
+    why, undo = (("downloads are switched off (download=False / --no-download)",
+                  "or allow downloads") if explicit else
+                 ("offline mode (MNISTFORGE_OFFLINE=1) forbids downloading it",
+                  "or unset MNISTFORGE_OFFLINE"))
+    return (f"{remote.id} is not in the cache and {why}. Download it from {where} "
+            f"({_pinned(remote)}) and put it at {dest}{raw}, {undo}")
 
 
 def fetch_file(remote, *, root=None, progress=None, offline=None, timeout=DEFAULT_TIMEOUT,
-               retries=DEFAULT_RETRIES, backoff=DEFAULT_BACKOFF, rehash: bool = False) -> FetchResult:
+               retries=DEFAULT_RETRIES, backoff=DEFAULT_BACKOFF, rehash: bool = False,
+               deadline=None) -> FetchResult:
     """Fetch one file (see :func:`fetch`); archive members fetch their archive.
 
     ``rehash`` hashes a cached file even when its sidecar still holds.
     """
+    check_network_args(timeout, retries, backoff, deadline)
     remote = get_file(remote)
     if remote.archive:
         arch = fetch_file(remote.archive, root=root, progress=progress, offline=offline,
-                          timeout=timeout, retries=retries, backoff=backoff, rehash=rehash)
+                          timeout=timeout, retries=retries, backoff=backoff, rehash=rehash,
+                          deadline=deadline)
         return FetchResult(remote, arch.path, "archive" if arch.verified else "unpinned",
                            arch.sha256, arch.downloaded, arch.url, member=remote.member)
     dest = cache_path(remote, root)
     if dest.is_file():
-        v = verify_file(dest, remote, use_marker=not rehash)
-        if not v.from_marker:
-            write_marker(dest, v)
-        return FetchResult(remote, dest, v.status, v.sha256)
+        return _cached(remote, dest, rehash)
     if settings.offline(offline):
-        raise OfflineError(_missing_message(remote, dest))
+        raise OfflineError(_missing_message(remote, dest, explicit=offline is not None))
     if not remote.urls:
         raise DownloadError(f"{remote.id}: no URL is known for this file",
                             hint=f"put it at {dest} by hand")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    return _download(remote, dest, progress=progress, timeout=timeout, retries=retries,
-                     backoff=backoff)
+    from ..io.atomic import output_lock
+
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with output_lock(dest, wait=True):
+            if dest.is_file():  # another process fetched it while this one waited
+                return _cached(remote, dest, rehash)
+            return _download(remote, dest, progress=progress, timeout=timeout, retries=retries,
+                             backoff=backoff, deadline=deadline)
+    except PermissionError as e:
+        raise NotWritableError(
+            "the cache folder is not writable", path=e.filename or dest.parent,
+            expected="a writable cache", found=os.strerror(e.errno or 13),
+            hint="set MNISTFORGE_HOME to a writable folder, or place the file there by hand "
+                 f"({_pinned(remote)})") from None
+
+
+def _cached(remote: RemoteFile, dest: Path, rehash: bool) -> FetchResult:
+    v = verify_file(dest, remote, use_marker=not rehash)
+    if not v.from_marker:
+        write_marker(dest, v)
+    return FetchResult(remote, dest, v.status, v.sha256)
 
 
 class _MirrorFailed(Exception):
     pass
 
 
-def _download(remote: RemoteFile, dest: Path, *, progress, timeout, retries, backoff) -> FetchResult:
+def _download(remote: RemoteFile, dest: Path, *, progress, timeout, retries, backoff,
+              deadline=None) -> FetchResult:
     import requests
 
     part = dest.with_name(dest.name + PART_SUFFIX)
     failures: list[str] = []
+    unreachable: list[str] = []
     bad_hash = False
     with requests.Session() as session:
         session.headers["User-Agent"] = USER_AGENT
@@ -206,7 +278,12 @@ def _download(remote: RemoteFile, dest: Path, *, progress, timeout, retries, bac
                 resumed = part.is_file() and part.stat().st_size > 0
                 try:
                     _download_url(session, url, part, remote, progress=progress, timeout=timeout,
-                                  retries=retries, backoff=backoff)
+                                  retries=retries, backoff=backoff, deadline=deadline)
+                except _Unreachable as e:
+                    unreachable.append(str(e))
+                    failures.append(f"{url}: {e}")
+                    logger.warning("%s: %s", url, e)
+                    break
                 except _MirrorFailed as e:
                     failures.append(f"{url}: {e}")
                     logger.warning("%s: %s", url, e)
@@ -230,11 +307,15 @@ def _download(remote: RemoteFile, dest: Path, *, progress, timeout, retries, bac
     if part.is_file() and part.stat().st_size == 0:
         _unlink(part)
     kept = f" (partial download kept as {part} to resume)" if part.is_file() else ""
+    by_hand = f"or put the file at {dest} ({_pinned(remote)})"
+    if unreachable and len(unreachable) == len(failures):
+        # one short line: the hosts, then what to do
+        raise DownloadError(f"{remote.id}: " + "; ".join(unreachable) + f" (mirrors tried: "
+                            f"{len(failures)}). Check the network, {by_hand}")
     msg = f"could not fetch {remote.id} from any mirror{kept}: " + "; ".join(failures)
     if bad_hash:
         raise HashMismatchError(msg, path=dest, hint="nothing was written to the cache")
-    raise DownloadError(msg, hint="check the network (or set MNISTFORGE_OFFLINE=1 and place the "
-                                  f"file at {dest} by hand)")
+    raise DownloadError(msg, hint=f"check the network, {by_hand}")
 
 
 def _renamed(v: Verification, dest: Path) -> Verification:
@@ -248,7 +329,7 @@ def _unlink(p: Path) -> None:
 
 
 def _download_url(session, url, part: Path, remote: RemoteFile, *, progress, timeout, retries,
-                  backoff) -> None:
+                  backoff, deadline=None) -> None:
     import requests
 
     last = None
@@ -259,18 +340,38 @@ def _download_url(session, url, part: Path, remote: RemoteFile, *, progress, tim
                         retries + 1)
             time.sleep(wait)
         try:
-            _stream_once(session, url, part, remote, progress=progress, timeout=timeout)
+            _stream_once(session, url, part, remote, progress=progress, timeout=timeout,
+                         deadline=deadline)
             return
         except requests.HTTPError as e:
             code = e.response.status_code if e.response is not None else None
             if code is not None and 400 <= code < 500 and code not in (408, 429):
                 raise _MirrorFailed(f"HTTP {code}") from None
             last = f"HTTP {code}"
+        except requests.TooManyRedirects:
+            raise _MirrorFailed("redirect loop (too many redirects)") from None
+        except (requests.exceptions.InvalidSchema, requests.exceptions.MissingSchema,
+                requests.exceptions.InvalidURL, requests.exceptions.InvalidHeader) as e:
+            raise _MirrorFailed(f"bad redirect or URL ({type(e).__name__}: {e})") from None
+        except requests.exceptions.ContentDecodingError as e:
+            raise _MirrorFailed(f"bad Content-Encoding ({e})") from None
+        except _TooLong as e:
+            raise _MirrorFailed(str(e)) from None
         except requests.Timeout as e:
             last = f"timed out after {timeout} s ({type(e).__name__})"
-        except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
-                _Incomplete) as e:
+        except requests.ConnectionError as e:
+            reason = _unreachable_reason(e)
+            if reason:  # will not heal within a retry: next mirror at once
+                raise _Unreachable(f"cannot reach {_host(url)}: {reason}") from None
             last = f"connection cut ({type(e).__name__}: {e})"
+        except (requests.exceptions.ChunkedEncodingError, _Incomplete) as e:
+            last = f"connection cut ({type(e).__name__}: {e})"
+        except _Slow as e:
+            last = str(e)
+        except requests.RequestException as e:  # anything else requests raises: this mirror failed
+            raise _MirrorFailed(f"{type(e).__name__}: {e}") from None
+        except (ValueError, UnicodeError) as e:  # urllib's parse of a bad Location header
+            raise _MirrorFailed(f"bad redirect or URL ({type(e).__name__}: {e})") from None
         logger.warning("%s: %s", url, last)
     raise _MirrorFailed(f"{last} (after {retries + 1} attempts)")
 
@@ -279,10 +380,57 @@ class _Incomplete(Exception):
     pass
 
 
+class _TooLong(Exception):
+    pass
+
+
+class _Slow(Exception):
+    pass
+
+
+class _Unreachable(_MirrorFailed):
+    pass
+
+
+def _host(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    return urlsplit(url).hostname or url
+
+
+def _unreachable_reason(e: Exception) -> str | None:
+    """"name resolution failed" / "connection refused" when that is what happened, else None."""
+    import errno
+    import socket
+
+    seen, cur = set(), e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, socket.gaierror) or type(cur).__name__ == "NameResolutionError":
+            return "name resolution failed"
+        if isinstance(cur, ConnectionRefusedError) or getattr(cur, "errno", None) == errno.ECONNREFUSED:
+            return "connection refused"
+        nxt = getattr(cur, "reason", None) or cur.__cause__ or cur.__context__
+        if nxt is None and cur.args and isinstance(cur.args[0], BaseException):
+            nxt = cur.args[0]
+        cur = nxt if isinstance(nxt, BaseException) else None
+    text = str(e)
+    if "Name or service not known" in text or "getaddrinfo failed" in text or \
+            "nodename nor servname" in text or "Temporary failure in name resolution" in text:
+        return "name resolution failed"
+    if "Connection refused" in text:
+        return "connection refused"
+    return None
+
+
 _RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)")
 
 
-def _stream_once(session, url, part: Path, remote: RemoteFile, *, progress, timeout) -> None:
+def _stream_once(session, url, part: Path, remote: RemoteFile, *, progress, timeout,
+                 deadline=None) -> None:
+    limit = deadline or default_deadline(remote.size, timeout)
+    t_end = time.monotonic() + limit
+    cap = remote.size if remote.size else MAX_UNKNOWN_BYTES
     have = part.stat().st_size if part.is_file() else 0
     headers = {"Accept-Encoding": "identity"}
     if have:
@@ -310,20 +458,57 @@ def _stream_once(session, url, part: Path, remote: RemoteFile, *, progress, time
             have = 0
         length = r.headers.get("Content-Length")
         expected = have + int(length) if length and length.isdigit() else None
+        if expected is not None and expected > cap:
+            raise _TooLong(f"the server announces {expected} bytes; at most {cap} expected")
         total = expected or remote.size
         disable = None if progress is None else not progress
         bar = _progress(total=total, desc=remote.name, unit="B", disable=disable,
                         unit_scale=True, unit_divisor=1024, initial=have, leave=False)
         try:
             with open(part, mode) as f:
-                for chunk in r.iter_content(CHUNK):
+                got = have
+                for chunk in _chunks(r):
+                    got += len(chunk)
+                    if got > cap:
+                        raise _TooLong(f"the server sent more than {cap} bytes "
+                                       f"({'the registry size' if remote.size else 'the cap'})")
                     f.write(chunk)
                     bar.update(len(chunk))
+                    if time.monotonic() > t_end:
+                        raise _Slow(f"too slow: {got} bytes after the total deadline of "
+                                    f"{limit:.0f} s")
+        except _TooLong:
+            _unlink(part)   # nothing of an endless body is worth resuming
+            raise
         finally:
             bar.close()
     got = part.stat().st_size
     if expected is not None and got < expected:
         raise _Incomplete(f"got {got} of {expected} bytes")
+
+
+def _chunks(r):
+    """The body in pieces as they arrive (``read1``: a trickling server cannot keep one read
+    blocked past the deadline the way ``iter_content``'s fill-the-buffer reads do)."""
+    raw = r.raw
+    if not hasattr(raw, "read1"):  # pragma: no cover - urllib3 < 2.3
+        yield from r.iter_content(CHUNK)
+        return
+    import requests
+    import urllib3
+
+    while True:
+        try:
+            chunk = raw.read1(CHUNK, decode_content=True)
+        except urllib3.exceptions.DecodeError as e:
+            raise requests.exceptions.ContentDecodingError(e) from None
+        except urllib3.exceptions.ProtocolError as e:
+            raise requests.exceptions.ChunkedEncodingError(e) from None
+        except urllib3.exceptions.ReadTimeoutError as e:
+            raise requests.exceptions.ReadTimeout(e) from None
+        if not chunk:
+            return
+        yield chunk
 
 
 def cache_status(remote, root=None) -> tuple[str, Path]:

@@ -9,7 +9,9 @@ re-hashes.
 """
 from __future__ import annotations
 
+import errno
 import logging
+import os
 from pathlib import Path
 
 from ..errors import HashMismatchError, IdxFormatError, MnistforgeError
@@ -24,6 +26,7 @@ from .verify import Verification, decide, marker_path, remove_with_marker, verif
 logger = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def check_raw_copy(raw: Path, remote: RemoteFile, *, rehash: bool = False) -> Verification | None:
@@ -100,6 +103,17 @@ def make_raw_copy(res: FetchResult, remote: RemoteFile, raw: Path) -> Verificati
                     found=f"content sha256 {content.sha256}", hint="delete the file and fetch it again")
     except MnistforgeError:
         raise
+    except OSError as e:
+        if e.errno in _NOT_WRITABLE:
+            from ..errors import NotWritableError
+            raise NotWritableError(
+                "cannot write the decompressed copy into the cache", path=raw,
+                expected="a writable cache folder", found=os.strerror(e.errno),
+                hint="set MNISTFORGE_KEEP_RAW=0 (load from the compressed file, no copy) or "
+                     "MNISTFORGE_HOME to a writable folder") from None
+        raise IdxFormatError("cannot decompress", path=res.path,
+                             expected=f"a valid {remote.compression} file", found=str(e),
+                             hint="delete it and fetch it again") from None
     except DECOMPRESS_ERRORS as e:
         raise IdxFormatError("cannot decompress", path=res.path,
                              expected=f"a valid {remote.compression} file", found=str(e),

@@ -224,12 +224,14 @@ def _disk_full(e: OSError, where: Path):
 
 
 @contextlib.contextmanager
-def output_lock(out):
+def output_lock(out, *, wait: bool = False):
     """Hold ``<out>.lock`` (an exclusive OS lock) while ``out`` is written.
 
     Raises :class:`~mnistforge.errors.OutputInUseError` at once when another
-    process holds it.  The lock dies with its process, so a killed run never
-    blocks the next one; the lock file is removed on exit.
+    process holds it, or with ``wait`` waits for it (two fetches of one file:
+    the second then finds the first one's result).  The lock dies with its
+    process, so a killed run never blocks the next one; the lock file is
+    removed on exit.
     """
     from ..errors import OutputInUseError
 
@@ -237,7 +239,7 @@ def output_lock(out):
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows: exclusive creation instead
-        fcntl = None
+        fcntl = None  # type: ignore[assignment]
     if fcntl is None:  # pragma: no cover
         try:
             fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -255,7 +257,7 @@ def output_lock(out):
     while True:
         fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             holder = os.read(fd, 64).decode("ascii", "replace").strip()
             os.close(fd)

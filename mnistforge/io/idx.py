@@ -365,7 +365,7 @@ def idx_content_sha256(array) -> str:
     """
     arr = np.asarray(array)
     data = np.ascontiguousarray(arr.astype(arr.dtype.newbyteorder(">"), copy=False))
-    return sha256_parts(idx_header_bytes(arr.shape, arr.dtype), memoryview(data).cast("B"))
+    return sha256_parts(idx_header_bytes(arr.shape, arr.dtype), data.reshape(-1).view(np.uint8).data)
 
 
 def write_idx(path, array, *, compresslevel: int | None = None,

@@ -28,7 +28,7 @@ import numpy as np
 from .. import settings
 from ..cache.download import fetch_file
 from ..cache.raw import check_raw_copy, discard_raw_copy, make_raw_copy, read_member
-from ..errors import IdxFormatError, MissingFileError
+from ..errors import DiskFullError, IdxFormatError, MissingFileError, NotWritableError
 from ..io.compression import COMPRESSIONS, strip_compression
 from ..io.idx import parse_idx_bytes, read_idx, read_idx_header
 from ..io.manifest import Manifest
@@ -81,6 +81,8 @@ class CacheOrigin(_Opening):
         self.check = check  # re-hash every file, trusting no sidecar
         self.cache = settings.cache_home(cache)
         self.offline = settings.offline(None if download is None else not download)
+        # what fetch is told: None when the environment decides (its errors name the switch used)
+        self.offline_arg = None if download is None else not download
         self.keep_raw = settings.keep_raw(keep_raw)
         self.progress = progress
         self.status: dict[str, str] = {}
@@ -106,13 +108,18 @@ class CacheOrigin(_Opening):
             arr = self._open_raw_copy(raw, remote)
             if arr is not None:
                 return arr
-        res = fetch_file(remote, root=self.cache, progress=self.progress, offline=self.offline,
-                         rehash=self.check)
+        res = fetch_file(remote, root=self.cache, progress=self.progress,
+                         offline=self.offline_arg, rehash=self.check)
         self.status[fname] = res.status
         if self.keep_raw:
-            make_raw_copy(res, remote, raw)
-            self.status.setdefault(remote.name, res.status)
-            return read_idx(raw)
+            try:
+                make_raw_copy(res, remote, raw)
+            except (NotWritableError, DiskFullError) as e:
+                # a read-only or full cache still serves its verified files, just slower
+                logger.warning("%s; reading the compressed file instead", e)
+            else:
+                self.status.setdefault(remote.name, res.status)
+                return read_idx(raw)
         if res.member:
             return parse_idx_bytes(read_member(res, remote), f"{res.path}:{res.member}",
                                    compression=remote.compression)

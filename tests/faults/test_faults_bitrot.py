@@ -63,3 +63,27 @@ def test_load_check_rehashes_and_rebuilds_a_rotted_raw_copy(cached_mnist_test):
     assert (again.labels == labels).all()
     assert (mnistforge.load("mnist", "test", download=False).labels == labels).all()
     assert cache_home() == home
+
+
+def test_a_read_only_cache_still_loads_and_says_why(mnist_reference, tmp_path, monkeypatch,
+                                                     caplog):
+    # issue 17: a read-only or full cache advised "delete it and fetch it again"
+    import errno
+
+    from mnistforge.cache import raw as raw_mod
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("MNISTFORGE_HOME", str(home))
+    (home / "mnist").mkdir(parents=True)
+    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        shutil.copy(mnist_reference / name, home / "mnist" / name)
+
+    def refuse(path, mode="wb"):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+
+    monkeypatch.setattr(raw_mod, "atomic_file", refuse)
+    ds = mnistforge.load("mnist", "test", download=False)
+    assert len(ds) == 10000
+    assert not (home / "mnist" / "t10k-labels-idx1-ubyte").exists()
+    text = caplog.text
+    assert "MNISTFORGE_KEEP_RAW=0" in text and "delete it" not in text
