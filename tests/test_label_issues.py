@@ -401,6 +401,8 @@ def test_evaluate_reports_errors_on_known_problems(mnist_cache, tmp_path, capsys
     assert k["errors"] == wrong.sum()
     assert k["on_label_issues"] == wrong[PAPER_15].sum()
     assert k["on_keysers_common"] == wrong[KEYSERS_COMMON].sum()
+    preds = read_predictions(pred).predictions
+    assert k["on_label_issues_majority"] == sum(int(preds[i] == y) for i, y in MAJORITY_GUESSED.items())
     keep = np.setdiff1d(np.arange(10000), PAPER_15)
     assert k["without_label_issues"]["errors"] == wrong[keep].sum()
     assert k["without_label_issues"]["n"] == 9985

@@ -213,7 +213,8 @@ def _known_label_problems(test: str, e) -> dict | None:
     """Print and return how many errors fall on MNIST test's known label problems (else None)."""
     from ..evaluators.label_issues import evaluation_account
 
-    found = evaluation_account(test, e.wrong, e.labels, e.confidence, name=e.classifier)
+    found = evaluation_account(test, e.wrong, e.labels, e.confidence, name=e.classifier,
+                               predictions=e.predictions)
     if found is None:
         return None
     for line in found[1]:

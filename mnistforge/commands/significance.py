@@ -131,7 +131,8 @@ def _known_label_problems(args, systems, table_systems, published) -> dict | Non
         if why:
             print(f"\nknown label problems not counted: {why[0]}")
         return None
-    acc = kli.account({s.name: s.wrong for s in table_systems}, problems, args.confidence)
+    acc = kli.account({s.name: s.wrong for s in table_systems}, problems, args.confidence,
+                      {s.name: s.predictions for s in table_systems if s.predictions is not None})
     print()
     for line in kli.format_account(acc):
         print(line)

@@ -39,6 +39,8 @@ class KnownProblems:
     test: str
     label_issue: np.ndarray
     keysers_common: np.ndarray
+    #: the label most workers chose (-1: not examined, or no majority)
+    suggested: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -59,9 +61,9 @@ def keysers_common_errors() -> np.ndarray:
     return np.flatnonzero(np.logical_and.reduce(base))
 
 
-def _flags(votes, offset: int, n: int, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """(label issue, Keysers common) over ``n`` rows, from study/MNIST positions + ``offset``."""
-    from ..io.label_votes import issue_mask
+def _flags(votes, offset: int, n: int, rows: np.ndarray | None):
+    """(label issue, Keysers common, suggested) over ``n`` rows, from study/MNIST positions + ``offset``."""
+    from ..io.label_votes import dense_columns, issue_mask
 
     total = n if rows is None else int(rows.max(initial=-1)) + 1
     issue = np.zeros(max(total, 1), dtype=bool)
@@ -70,9 +72,9 @@ def _flags(votes, offset: int, n: int, rows: np.ndarray | None) -> tuple[np.ndar
         at = ids + offset
         at = at[(at >= 0) & (at < total)]
         mask[at] = True
-    if rows is not None:
-        return issue[rows], keys[rows]
-    return issue[:n], keys[:n]
+    sug = dense_columns(votes, max(total, 1), offset)["suggested_label"].astype(np.int64)
+    pick = rows if rows is not None else slice(0, n)
+    return issue[pick], keys[pick], sug[pick]
 
 
 def known_problems(test: str, n: int, labels=None, *, download: bool | None = None,
@@ -115,7 +117,7 @@ def known_problems(test: str, n: int, labels=None, *, download: bool | None = No
     pos = np.arange(n) if sel is None else sel
     if not np.isin(votes.ids + offset, pos).any():
         return None  # no row the study examined (QMNIST's test50k)
-    issue, keys = _flags(votes, offset, n, sel)
+    issue, keys, sug = _flags(votes, offset, n, sel)
     if labels is not None and n:  # pos: ascending rows of the study's index space
         lab = np.asarray(labels)[:n]
         at = votes.ids + offset
@@ -128,13 +130,16 @@ def known_problems(test: str, n: int, labels=None, *, download: bool | None = No
             if why is not None:
                 why.append(msg)
             return None
-    return KnownProblems(test, issue, keys)
+    return KnownProblems(test, issue, keys, sug)
 
 
-def account(wrong: dict, problems: KnownProblems, confidence: float = 0.95) -> dict:
+def account(wrong: dict, problems: KnownProblems, confidence: float = 0.95,
+            predictions: dict | None = None) -> dict:
     """Errors on the known problems, and rates and paired tests without them.
 
-    ``wrong`` maps system names to wrong-vectors over ``problems``' rows.
+    ``wrong`` maps system names to wrong-vectors over ``problems``' rows;
+    ``predictions`` (same keys, where known) adds how many errors on a label
+    issue predicted the label most workers chose (``on_label_issues_majority``).
 
     >>> p = KnownProblems("toy", np.array([1, 0, 0, 0], bool), np.array([0, 1, 0, 0], bool))
     >>> a = account({"A": np.array([1, 1, 0, 0], bool), "B": np.array([1, 0, 0, 0], bool)}, p)
@@ -154,6 +159,7 @@ def account(wrong: dict, problems: KnownProblems, confidence: float = 0.95) -> d
             "errors": int(w.sum()),
             "on_label_issues": int((w & problems.label_issue).sum()),
             "on_keysers_common": int((w & problems.keysers_common).sum()),
+            **_majority(w, problems, (predictions or {}).get(name)),
             "rate": sg.error_rate(w, confidence=confidence).to_dict(),
             "without_label_issues": sg.error_rate(w[keep["label_issues"]],
                                                   confidence=confidence).to_dict(),
@@ -170,6 +176,13 @@ def account(wrong: dict, problems: KnownProblems, confidence: float = 0.95) -> d
     return out
 
 
+def _majority(w, problems: KnownProblems, pred) -> dict:
+    if pred is None or problems.suggested is None:
+        return {}
+    agree = w & problems.label_issue & (np.asarray(pred) == problems.suggested)
+    return {"on_label_issues_majority": int(agree.sum())}
+
+
 def _verdict(d: dict) -> str:
     return "A worse" if d["a_worse"] else "B worse" if d["b_worse"] else "no significant difference"
 
@@ -180,12 +193,16 @@ def format_account(acc: dict) -> list[str]:
              f"{acc['label_issues']} known label issues (Northcutt et al. 2021), "
              f"{acc['keysers_common']} common errors of Keysers (2006)"]
     width = max(6, *(len(s) for s in acc["systems"]))
+    if any("on_label_issues_majority" in s for s in acc["systems"].values()):
+        lines.append("  (on issues: errors on the 15 images; in brackets those where the system "
+                     "predicted the label most workers chose)")
     lines.append(f"  {'system':<{width}}  errors  on issues  on Keysers'  "
                  f"without issues ({acc['n'] - acc['excluded']['label_issues']})  "
                  f"without both ({acc['n'] - acc['excluded']['both']})")
     for name, s in acc["systems"].items():
         wi, wb = s["without_label_issues"], s["without_both"]
-        lines.append(f"  {name:<{width}}  {s['errors']:6d}  {s['on_label_issues']:9d}  "
+        maj = f" ({s['on_label_issues_majority']})" if "on_label_issues_majority" in s else ""
+        lines.append(f"  {name:<{width}}  {s['errors']:6d}  {s['on_label_issues']:9d}{maj:<4}  "
                      f"{s['on_keysers_common']:11d}  {wi['errors']:5d} = {100 * wi['rate']:.2f} %"
                      f"{'':9}{wb['errors']:5d} = {100 * wb['rate']:.2f} %")
     for p in acc["pairs"]:
@@ -197,7 +214,8 @@ def format_account(acc: dict) -> list[str]:
 
 
 def evaluation_account(test: str, wrong, labels, confidence: float = 0.95,
-                       name: str = "classifier") -> tuple[dict | None, list[str]] | None:
+                       name: str = "classifier", predictions=None
+                       ) -> tuple[dict | None, list[str]] | None:
     """``(account, lines)`` for one evaluated classifier on ``test``, or None where nothing applies.
 
     ``account`` is None (and ``lines`` says why) when the test set is MNIST's
@@ -208,5 +226,6 @@ def evaluation_account(test: str, wrong, labels, confidence: float = 0.95,
     problems = known_problems(test, wrong.size, labels, why=why)
     if problems is None:
         return (None, [f"known label problems not counted: {why[0]}"]) if why else None
-    acc = account({name: wrong}, problems, confidence)
+    acc = account({name: wrong}, problems, confidence,
+                  None if predictions is None else {name: predictions})
     return acc, format_account(acc)
