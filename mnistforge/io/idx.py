@@ -55,10 +55,13 @@ TYPE_NAMES = {0x08: "ubyte", 0x09: "sbyte", 0x0B: "int16", 0x0C: "int32",
               0x0D: "float32", 0x0E: "float64"}
 CODES = {dt.newbyteorder("=").str[1:]: code for code, dt in TYPES.items()}  # 'u1' -> 0x08 ...
 
-#: Largest payload accepted unless the caller raises it: 64 GiB is far beyond any
-#: dataset of this family (EMNIST byclass images are 0.55 GB), and stops a
-#: corrupt header from making us allocate terabytes.
-MAX_BYTES = 1 << 36
+#: Largest payload accepted unless the caller raises it (``max_bytes=``): 2 GiB is
+#: far beyond any dataset of this family (EMNIST byclass train images are 0.55 GB),
+#: and stops a corrupt header, or a small compressed file that really inflates to
+#: gigabytes, from making a load allocate them.
+MAX_BYTES = 2 << 30
+#: Most dims accepted (the family uses 1 to 3; NumPy itself stops at 32 or 64).
+MAX_DIMS = 16
 
 
 
@@ -137,6 +140,9 @@ def parse_idx_header(data: bytes, path="<bytes>", *, max_bytes: int = MAX_BYTES)
             hint="check that the file is an uncompressed idx file or carries the right "
                  ".gz/.xz/.bz2 suffix")
     code, ndim = data[2], data[3]
+    if ndim > MAX_DIMS:
+        raise IdxFormatError("too many idx dims", path=path, expected=f"at most {MAX_DIMS} dims",
+                             found=f"{ndim}", hint="the header is corrupt or not an idx file")
     if code not in TYPES:
         raise IdxFormatError(
             "unknown idx type code", path=path,
@@ -170,6 +176,7 @@ def read_idx_header(path, *, max_bytes: int = MAX_BYTES) -> IdxHeader:
     (7,)
     """
     comp = compression_of(path)
+    _regular_file_size(Path(path))
     try:
         with open_reader(path) as f:
             head = f.read(4)
@@ -321,8 +328,8 @@ def read_idx(path, *, mmap: bool = True, max_bytes: int = MAX_BYTES) -> np.ndarr
     """
     path = Path(path)
     comp = compression_of(path)
+    size = _regular_file_size(path)
     if comp is None:
-        size = path.stat().st_size
         with open(path, "rb") as f:
             head = f.read(4 + 4 * 255)
         header = parse_idx_header(head, path, max_bytes=max_bytes)
@@ -332,9 +339,37 @@ def read_idx(path, *, mmap: bool = True, max_bytes: int = MAX_BYTES) -> np.ndarr
                              shape=header.shape)
         with open(path, "rb") as f:
             return parse_idx_bytes(f.read(), path, max_bytes=max_bytes)
+    if size > max_bytes + (1 << 20):  # compressed data is never much larger than its content
+        raise IdxFormatError("absurd idx size", path=path,
+                             expected=f"a compressed file of at most {max_bytes:,} bytes",
+                             found=f"{size:,} bytes",
+                             hint="pass max_bytes= if the file really is that large")
     with open(path, "rb") as f:
         data = f.read()
     return parse_idx_bytes(data, path, compression=comp, max_bytes=max_bytes)
+
+
+def _regular_file_size(path: Path) -> int:
+    """The size of ``path`` if it is a regular file; a directory, a FIFO, a device or a symlink
+    loop is an :class:`IdxFormatError` (a FIFO would block the read for ever)."""
+    import errno
+    import os
+    import stat
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        why = "a symlink loop" if e.errno == errno.ELOOP else os.strerror(e.errno or 0)
+        raise IdxFormatError("cannot open the idx file", path=path, expected="a regular file",
+                             found=why, hint="point at the file itself") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a directory" if stat.S_ISDIR(st.st_mode) else
+                "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "not a regular file")
+        raise IdxFormatError("not an idx file", path=path, expected="a regular file",
+                             found=kind, hint="point at the idx file itself")
+    return st.st_size
 
 
 def idx_header_bytes(shape, dtype) -> bytes:
