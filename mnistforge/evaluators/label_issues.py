@@ -193,16 +193,18 @@ def format_account(acc: dict) -> list[str]:
              f"{acc['label_issues']} known label issues (Northcutt et al. 2021), "
              f"{acc['keysers_common']} common errors of Keysers (2006)"]
     width = max(6, *(len(s) for s in acc["systems"]))
-    if any("on_label_issues_majority" in s for s in acc["systems"].values()):
+    majority = any("on_label_issues_majority" in s for s in acc["systems"].values())
+    if majority:
         lines.append("  (on issues: errors on the 15 images; in brackets those where the system "
                      "predicted the label most workers chose)")
-    lines.append(f"  {'system':<{width}}  errors  on issues  on Keysers'  "
+    lines.append(f"  {'system':<{width}}  errors  on issues{' ' * 5 if majority else ''}  on Keysers'  "
                  f"without issues ({acc['n'] - acc['excluded']['label_issues']})  "
                  f"without both ({acc['n'] - acc['excluded']['both']})")
     for name, s in acc["systems"].items():
         wi, wb = s["without_label_issues"], s["without_both"]
         maj = f" ({s['on_label_issues_majority']})" if "on_label_issues_majority" in s else ""
-        lines.append(f"  {name:<{width}}  {s['errors']:6d}  {s['on_label_issues']:9d}{maj:<4}  "
+        maj = f"{maj:<5}" if majority else ""
+        lines.append(f"  {name:<{width}}  {s['errors']:6d}  {s['on_label_issues']:9d}{maj}  "
                      f"{s['on_keysers_common']:11d}  {wi['errors']:5d} = {100 * wi['rate']:.2f} %"
                      f"{'':9}{wb['errors']:5d} = {100 * wb['rate']:.2f} %")
     for p in acc["pairs"]:
