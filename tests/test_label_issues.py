@@ -418,3 +418,17 @@ def test_evaluate_reports_errors_on_known_problems(mnist_cache, tmp_path, capsys
     assert known_problems("qmnist:test50k", 50000) is None
     part = known_problems("qmnist:test10k[9000:]", 1000)
     assert np.flatnonzero(part.label_issue).tolist() == [i - 9000 for i in PAPER_15 if i >= 9000]
+
+
+def test_docs_keysers_block_is_a_fresh_run(cache, study_file, capsys):
+    from pathlib import Path
+
+    from mnistforge.cli import main
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "label-errors.md").read_text()
+    head = "$ mnistforge significance --example keysers2006        # the tail of its output\n"
+    block = doc.split(head, 1)[1].split("```", 1)[0]
+    put(cache, "label-errors", study_file, "mnist_mturk.json")
+    assert main(["significance", "--example", "keysers2006", "--bootstrap", "100"]) == 0
+    out = capsys.readouterr().out
+    assert out.endswith(block) and len(block.splitlines()) == 18
