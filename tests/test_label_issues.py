@@ -372,7 +372,7 @@ def test_significance_keysers_example_counts_label_errors(cache, study_file, tmp
     cc = [s for s in load_example("keysers2006") if s.name == "CC"][0]
     on = sorted(set(np.flatnonzero(cc.wrong).tolist()) & set(PAPER_15))
     assert len(on) == 11
-    assert (f"published combination CC: 11 of its 35 errors are known label errors (1-based: "
+    assert ("published combination CC: 11 of its 35 errors are known label errors (1-based: "
             + ", ".join(str(i + 1) for i in on) + ")") in text
     doc = json.loads(out.read_text())["known_label_problems"]
     assert doc["label_issues"] == 15 and doc["keysers_common"] == 8
