@@ -48,6 +48,9 @@ class DatasetSplit:
         files (flipped once by the loader), else ``"upright"``.
     indices : numpy.ndarray or None
         Rows of the whole split this one holds (None: all of them).
+    label_issues : LabelIssueView or None
+        What ``load(..., label_issues="exclude"|"relabel")`` changed (mode, rows
+        dropped, rows relabelled; see :mod:`mnistforge.loaders.label_issues`).
     synthetic : bool
         The files were built from a synthetic SD19 (their build manifest says so).
 
@@ -75,6 +78,7 @@ class DatasetSplit:
         self.status = dict(status or {})
         self.stored_orientation = stored_orientation
         self.indices = indices
+        self.label_issues: Any = None
         self.synthetic = False
 
     @property
@@ -119,6 +123,7 @@ class DatasetSplit:
                            None if self.metadata is None else self.metadata[sel], self.source,
                            self.status, self.stored_orientation, indices=whole[sel])
         out.classes = list(self.classes)
+        out.label_issues = self.label_issues
         out.synthetic = self.synthetic
         return out
 
