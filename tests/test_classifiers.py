@@ -375,19 +375,32 @@ def _fashion(fashion_dir, split):
     return np.asarray(ds.images), np.asarray(ds.labels)
 
 
+def _fashion_section() -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "classifiers.md").read_text()
+    return text.split("### Fashion-MNIST", 1)[1].split("\n## ", 1)[0]
+
+
 def test_fashion_linear_full_test_error(fashion_dir):
     Xtr, ytr = _fashion(fashion_dir, "train")
     Xte, yte = _fashion(fashion_dir, "test")
     err = (LinearClassifier().fit(Xtr, ytr).predict(Xte) != yte).mean()
     assert 0.14 < err < 0.22  # least squares on one-hot pixels: ~18 % on Fashion-MNIST
+    errors = int(round(err * len(yte)))
+    assert f"| linear (ridge LS) | {errors:,} | {100 * err:.2f} % |" in _fashion_section()
 
 
 @pytest.mark.slow
 def test_fashion_knn1_full_test_error(fashion_dir):
     Xtr, ytr = _fashion(fashion_dir, "train")
     Xte, yte = _fashion(fashion_dir, "test")
-    err = (KNNClassifier(k=1).fit(Xtr, ytr).predict(Xte) != yte).mean()
+    sweep = KNNClassifier(k=1).fit(Xtr, ytr).predict_sweep(Xte, [1, 3, 5])
+    err = (sweep[1] != yte).mean()
     assert 0.12 < err < 0.18  # Fashion-MNIST benchmark lists ~15 % for 1-NN
+    for k, pred in sweep.items():          # the docs table's error counts
+        e = int((pred != yte).sum())
+        assert f"| k-NN, k = {k} | {e:,} | {e / 100:.2f} % |" in _fashion_section(), k
 
 
 # ------------------------------------------------------------------ evaluate CLI + protocol
