@@ -144,7 +144,7 @@ class RefResult:
 
 def _digests(rows: np.ndarray) -> list[bytes]:
     flat = np.ascontiguousarray(rows).reshape(len(rows), -1)
-    return [hashlib.sha256(r).digest() for r in flat]
+    return [hashlib.sha256(r.tobytes()).digest() for r in flat]
 
 
 def compare_with_reference(images: np.ndarray, labels: np.ndarray, ref_images: np.ndarray,
@@ -290,7 +290,8 @@ def identify(c: Canonical, *, name: str | None = None, reference=None,
     if ident is None and match is not None and match.images and match.labels:
         ident = _from_match(c, match)
     if ident is None and search_cache:
-        for rimg, rlab, rname, rsplit, how in _cached_references(c, name or (match and match.dataset)):
+        for rimg, rlab, rname, rsplit, how in _cached_references(
+                c, name or (match.dataset if match is not None else None)):
             r = compare_with_reference(c.images, c.labels, rimg, rlab)
             if r is not None:
                 ident = _from_ref(c, r, rname, rsplit, f"compared image by image with the {how}")

@@ -369,9 +369,7 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
     ds = make_split(copy, c, info, transposed, shift, changes, with_metadata=with_metadata,
                     split=fs.split or split)
     if rows is not None:
-        part = ds.select(rows_of(rows, len(ds)), split=f"{ds.split}{rows.replace(' ', '')}")
-        part.changes, part.storage, part.format = ds.changes, ds.storage, ds.format
-        return part
+        return ds.select(rows_of(rows, len(ds)), split=f"{ds.split}{rows.replace(' ', '')}")
     return ds
 
 
@@ -379,7 +377,7 @@ def make_split(copy: ForeignCopy, c: Canonical, info: DatasetInfo | None, transp
                shift: int, changes: list[Change], *, with_metadata: bool = False,
                split: str | None = None) -> DatasetSplit:
     """The :class:`DatasetSplit` of a canonical split once orientation and label offset are decided:
-    upright images, official labels; ``changes``/``storage``/``format`` attributes say what was done."""
+    upright images, official labels; its ``changes``/``storage`` say what was done."""
     images = c.images.transpose(0, 2, 1) if transposed else c.images
     images = to_upright(images, info)
     labels = c.labels + shift
@@ -392,7 +390,6 @@ def make_split(copy: ForeignCopy, c: Canonical, info: DatasetInfo | None, transp
                       "transposed" if stored_transposed else "upright")
     ds.changes = list(changes)
     ds.storage = list(c.storage)
-    ds.format = copy.format
     return ds
 
 

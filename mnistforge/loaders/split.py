@@ -53,6 +53,12 @@ class DatasetSplit:
         dropped, rows relabelled; see :mod:`mnistforge.loaders.label_issues`).
     synthetic : bool
         The files were built from a synthetic SD19 (their build manifest says so).
+    changes : list
+        For a third-party copy (:mod:`mnistforge.loaders.foreign`): what was undone to
+        get the official arrays (``Change(kind, description)``: float scaling,
+        inversion, transposition, labels offset by one); empty otherwise.
+    storage : list of str
+        For a third-party copy: lossless storage facts (rows flattened, one-hot labels...).
 
     Examples
     --------
@@ -80,6 +86,8 @@ class DatasetSplit:
         self.indices = indices
         self.label_issues: Any = None
         self.synthetic = False
+        self.changes: list = []
+        self.storage: list[str] = []
 
     @property
     def orientation(self) -> str:
@@ -125,6 +133,7 @@ class DatasetSplit:
         out.classes = list(self.classes)
         out.label_issues = self.label_issues
         out.synthetic = self.synthetic
+        out.changes, out.storage = list(self.changes), list(self.storage)
         return out
 
     def __repr__(self) -> str:
