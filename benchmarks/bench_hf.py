@@ -10,7 +10,13 @@ digits otherwise):
 2. reload with ``datasets.load_dataset`` (+ decoding every image), against
    ``mnistforge.load(..., root=REPO_DIR)`` (vectorised PNG decoding);
 3. ``mnistforge.load`` of the same split from the idx files vs from the
-   parquet export.
+   parquet export;
+4. a plain ``datasets`` user (issue 21): ``load_dataset`` of the train split then the
+   images as one ``(N, 28, 28)`` uint8 array, from the export's ``pixels`` column
+   (``with_format("numpy", columns=["pixels"], dtype="uint8")``) vs from a Hub-style
+   PNG-only parquet (the ``ylecun/mnist`` layout: ``image`` + ``label``), decoded with
+   Pillow and with ``with_format("numpy")``; sizes on disk of both;
+5. the batch PNG encoder vs Pillow one image at a time (same bytes).
 
 Prints the times and the ratios.  Run: ``.venv/bin/python benchmarks/bench_hf.py [--n 70000]``.
 """
@@ -31,6 +37,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("MNISTFORGE_PROGRESS", "0")
+# the idx folder holds tiled MNIST test images under MNIST's file names: not the published files
+os.environ.setdefault("MNISTFORGE_TRUST_FILES", "1")
 
 from mnistforge import hub as hf  # noqa: E402
 from mnistforge.io.idx import read_idx, write_idx  # noqa: E402
@@ -63,6 +71,10 @@ def make_images(n: int):
     return np.tile(base, (reps, 1, 1))[:n], np.tile(lab, reps)[:n], src
 
 
+def size_train(repo: Path) -> int:
+    return sum(p.stat().st_size for p in (repo / "data").rglob("train-*.parquet"))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=70000, help="images in all (train + 10,000 test)")
@@ -89,7 +101,7 @@ def main(argv=None) -> int:
         _, t_pngn = timed(hf.encode_pngs, sub, workers=cores)
 
         configs, t_read = timed(hf.configs_from_targets, [str(folder)])
-        _, t_export = timed(hf.export_hf, work / "repo", configs)
+        _, t_export = timed(hf.export_hf, work / "repo", configs, pixels=True)
         size = sum(p.stat().st_size for p in (work / "repo" / "data").rglob("*.parquet"))
 
         def datasets_route():
@@ -128,6 +140,39 @@ def main(argv=None) -> int:
             return np.stack([np.asarray(Image.open(io.BytesIO(b))) for b in blobs])
         _, t_pil = timed(pillow_decode)
 
+        # 4. a plain datasets user: the export (pixels column) vs a Hub-style PNG-only parquet
+        configs, _ = timed(hf.configs_from_targets, [f"{folder}:train"])
+        hf.export_hf(work / "anchor", configs, pixels=False, croissant=False)
+        anchor_size = sum(p.stat().st_size for p in (work / "anchor" / "data").rglob("*.parquet"))
+
+        def plain_user(repo, how):
+            ds = datasets.load_dataset(str(repo), "mnist", split="train", cache_dir=str(work / f"c-{how}"))
+            if how == "pixels":
+                return ds.with_format("numpy", columns=["pixels"], dtype="uint8")[:]["pixels"]
+            if how == "numpy":
+                return ds.with_format("numpy", columns=["image"])[:]["image"].astype(np.uint8)
+            return np.stack([np.asarray(im) for im in ds["image"]])
+        fast, t_user_px = timed(plain_user, work / "repo", "pixels")
+        slow, t_user_pil = timed(plain_user, work / "anchor", "pillow")
+        slow2, t_user_np = timed(plain_user, work / "anchor", "numpy")
+        assert fast.dtype == np.uint8 and np.array_equal(fast, slow) and np.array_equal(fast, slow2)
+
+        # 5. batch PNG encoder vs Pillow per image (the same bytes)
+        import io as _io
+
+        from PIL import Image
+
+        def pillow_encode():
+            out = []
+            for a in sub:
+                buf = _io.BytesIO()
+                Image.fromarray(a, mode="L").save(buf, format="PNG", compress_level=6, optimize=False)
+                out.append(buf.getvalue())
+            return b"".join(out)
+        (batch, _), t_enc_batch = timed(hf.encode_batch, sub)
+        pil_bytes, t_enc_pil = timed(pillow_encode)
+        assert batch == pil_bytes
+
         rows = [
             (f"PNG encode {len(sub):,}, 1 process", t_png1),
             (f"PNG encode {len(sub):,}, {cores} processes", t_pngn),
@@ -138,6 +183,11 @@ def main(argv=None) -> int:
             ("mnistforge.load from the parquet export", t_pq),
             (f"decode {len(blobs):,} PNGs: mnistforge vectorised", t_fast),
             (f"decode {len(blobs):,} PNGs: Pillow one by one", t_pil),
+            ("plain datasets user, train -> uint8 array: export's pixels column", t_user_px),
+            ("plain datasets user, train -> uint8 array: Hub-style PNGs, Pillow", t_user_pil),
+            ("plain datasets user, train -> uint8 array: Hub-style PNGs, with_format(numpy)", t_user_np),
+            (f"encode {len(sub):,} PNGs: batch encoder", t_enc_batch),
+            (f"encode {len(sub):,} PNGs: Pillow one by one", t_enc_pil),
         ]
         w = max(len(r[0]) for r in rows)
         for name, t in rows:
@@ -145,7 +195,13 @@ def main(argv=None) -> int:
         print(f"  parquet size: {size / 2**20:.1f} MiB "
               f"({size / args.n:.0f} bytes/image; idx .gz: "
               f"{sum(p.stat().st_size for p in folder.iterdir()) / 2**20:.1f} MiB)")
+        print(f"  train split on disk: with pixels {size_train(work / 'repo') / 2**20:.1f} MiB, "
+              f"Hub-style PNG only {anchor_size / 2**20:.1f} MiB")
+        print(f"  load average: {os.getloadavg()}")
         print("ratios:")
+        print(f"  plain datasets user: Hub-style PNGs (Pillow) / pixels column: {t_user_pil / t_user_px:.1f}x; "
+              f"(with_format numpy) / pixels: {t_user_np / t_user_px:.1f}x  (target >= 10x)")
+        print(f"  PNG encoding: Pillow / batch encoder: {t_enc_pil / t_enc_batch:.2f}x (identical bytes)")
         print(f"  PNG encoding speed-up with {cores} processes: {t_png1 / t_pngn:.2f}x")
         print(f"  datasets route / export hf: {t_alt / (t_read + t_export):.2f}x")
         print(f"  datasets.load_dataset reload / mnistforge.load from parquet: {t_reload / t_pq:.2f}x")

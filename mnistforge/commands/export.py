@@ -21,6 +21,7 @@ from pathlib import Path
 from ..errors import ConfigError
 
 from .common import add_json, add_offline, download_flag, write_json
+from . import argtypes
 
 NAME = "export"
 HELP = "export datasets as a Hugging Face Hub dataset repository (parquet + dataset card)"
@@ -37,10 +38,13 @@ def add_arguments(p):
                    help="upload REPO_DIR to this Hub dataset repository after its checks pass "
                         "(token from HF_TOKEN or `hf auth login`)")
     p.add_argument("--private", action="store_true", help="create the Hub repository as private")
-    p.add_argument("--max-shard-mb", type=float, default=None,
+    p.add_argument("--max-shard-mb", type=argtypes.float_in(0, 2**20, low_open=True), default=None,
                    help="largest parquet shard in MiB of PNG data (default 128)")
-    p.add_argument("--workers", type=int, default=None, help="PNG encoding processes (default: all cores)")
+    p.add_argument("--workers", type=argtypes.workers, default=None, help="PNG encoding processes (default: all cores)")
     p.add_argument("--no-croissant", action="store_true", help="do not write croissant.json")
+    p.add_argument("--pixels", action="store_true",
+                   help="also store the images undecoded (a 'pixels' Array2D uint8 column): plain "
+                        "`datasets` users get NumPy arrays without decoding PNGs, for more disk space")
     add_offline(p, "official files")
     add_json(p, "the configs, splits and row counts written (and the pushed URL)")
     p.add_argument("--no-check", action="store_true",
@@ -69,7 +73,7 @@ def run(args) -> int:
     kw = {}
     if args.max_shard_mb:
         kw["max_shard_bytes"] = int(args.max_shard_mb * 2**20)
-    hf.export_hf(out, configs, overwrite=args.overwrite, workers=args.workers,
+    hf.export_hf(out, configs, overwrite=args.overwrite, workers=args.workers, pixels=args.pixels,
                  croissant=not args.no_croissant, repo_id=args.push,
                  inputs=_input_folders(args.names), **kw)
     if args.no_check and not args.push:

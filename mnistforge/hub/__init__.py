@@ -17,7 +17,7 @@ Examples
 ((3, 28, 28), [0, 1, 1], ['a', 'b'])
 """
 from ..io.hf.parquet import MAX_SHARD_BYTES, PARQUET_OPTIONS, ROW_GROUP_SIZE, shard_bounds, write_split
-from ..io.hf.png import PNG_COMPRESS_LEVEL, decode_pngs, encode_png, encode_pngs
+from ..io.hf.png import PNG_COMPRESS_LEVEL, decode_pngs, encode_batch, encode_png, encode_pngs
 from ..io.hf.repo import CARD, is_hf_repo, read_card, read_split, read_split_table, repo_configs
 from ..io.hf.schema import SplitData, features_for, hf_split_name
 from .card import card_header, dataset_card
@@ -34,7 +34,7 @@ __all__ = [
     "ExportConfig", "SplitData", "export_hf", "configs_from_targets", "config_from_dataset",
     "default_splits", "parse_target", "verify_repo", "push_to_hub", "read_card", "repo_configs",
     "is_hf_repo", "load_hf_split", "read_split", "read_split_table", "features_for", "hf_split_name",
-    "encode_png", "encode_pngs", "decode_pngs", "shard_bounds", "write_split", "dataset_card",
+    "encode_png", "encode_pngs", "encode_batch", "decode_pngs", "shard_bounds", "write_split", "dataset_card",
     "card_header", "croissant_metadata", "CARD", "CROISSANT", "PNG_COMPRESS_LEVEL",
     "ROW_GROUP_SIZE", "MAX_SHARD_BYTES", "PARQUET_OPTIONS",
 ]

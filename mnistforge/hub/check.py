@@ -6,8 +6,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import CheckFailed, MnistforgeError
-from ..io.hf.repo import features_of, read_card, read_split, repo_configs, shard_paths, shard_problems
+from ..io.hf.png import decode_pngs
+from ..io.hf.repo import (features_of, png_bytes, read_card, read_split, read_split_table, repo_configs,
+                          shard_paths, shard_problems)
+from ..io.hf.schema import PIXELS
 from ..progress import quiet_datasets
 
 
@@ -77,12 +82,27 @@ def verify_repo(repo_dir, *, with_datasets: bool = True, decode: bool = True) ->
                     continue
                 if len(labels) and (labels.min() < 0 or labels.max() >= len(classes)):
                     problems.append(f"{config}/{split}: labels outside 0..{len(classes) - 1}")
+                problems += _pixels_agree(repo_dir, config, split, images)
     if with_datasets and not problems:
         problems += _check_with_datasets(repo_dir, configs, counts, infos)
     if problems:
         raise CheckFailed(f"{repo_dir}: the exported repository failed its checks:\n  - "
                           + "\n  - ".join(problems))
     return counts
+
+
+def _pixels_agree(repo_dir, config: str, split: str, images) -> list[str]:
+    """With a ``pixels`` column, the PNGs must decode to exactly those pixels."""
+    table = read_split_table(repo_dir, config, split)
+    if PIXELS not in table.column_names:
+        return []
+    decoded = decode_pngs(png_bytes(table))
+    if decoded.shape != images.shape or not (decoded == images).all():
+        bad = np.flatnonzero((decoded != images).reshape(len(images), -1).any(axis=1)) \
+            if decoded.shape == images.shape else []
+        return [f"{config}/{split}: the image and pixels columns disagree"
+                + (f" at {len(bad)} rows (first {bad[0]})" if len(bad) else "")]
+    return []
 
 
 def _check_with_datasets(repo_dir, configs, counts, infos) -> list[str]:

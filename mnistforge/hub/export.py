@@ -121,7 +121,7 @@ def is_export(folder) -> bool:
 def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
               max_shard_bytes: int = MAX_SHARD_BYTES, workers: int | None = None,
               croissant: bool = True, repo_id: str | None = None, title: str | None = None,
-              inputs=()) -> dict:
+              inputs=(), pixels: bool = False) -> dict:
     """Write a Hub dataset repository folder holding ``configs``; return its summary.
 
     The folder is built under ``<repo_dir>.incomplete`` and renamed when
@@ -142,6 +142,13 @@ def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
         Processes for PNG encoding (default: every core).
     croissant : bool
         Also write ``croissant.json``.
+    pixels : bool
+        Also store every image undecoded in a ``pixels`` column
+        (``Array2D((H, W), "uint8")``, ``mnistforge export hf --pixels``): plain
+        ``datasets`` users then get NumPy arrays without decoding PNGs
+        (``ds.with_format("numpy", columns=["pixels"], dtype="uint8")[:]["pixels"]``)
+        for more space on disk; the ``image`` column stays what the Hub's viewer
+        shows.  Off by default: the export stays the Hub's usual layout.
     repo_id : str, optional
         ``ORG/NAME`` the folder is meant for (used in the card's examples and URLs).
 
@@ -175,7 +182,9 @@ def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
                 d = cfg.split_data(s)
                 dt = d.metadata.dtype if d.metadata is not None else None
                 if features is None:
-                    features, first_dt = features_for(cfg.classes, dt), dt
+                    features = features_for(cfg.classes, dt,
+                                            pixels_shape=d.images.shape[1:] if pixels else None)
+                    first_dt = dt
                 elif dt != first_dt:
                     raise ConfigError(f"config {cfg.name!r}: every split needs the same metadata "
                                       "fields", expected=str(first_dt), found=f"{dt} in {s}")

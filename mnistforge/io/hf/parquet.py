@@ -10,7 +10,7 @@ import numpy as np
 from ...errors import ConfigError
 from ..atomic import atomic_file
 from .png import encode_pngs
-from .schema import SplitData
+from .schema import PIXELS, SplitData
 
 #: Rows per parquet row group: ~250 KB of MNIST-sized PNGs, small enough for the
 #: Hub's dataset viewer and for streaming, large enough to read fast.
@@ -40,7 +40,19 @@ def _schema(features):
     return schema
 
 
-def _table(schema, data: bytes, offsets: np.ndarray, labels, metadata, lo: int, hi: int):
+def _pixels(field, images: np.ndarray):
+    """``Array2D`` column of uint8 images: nested lists over one flat buffer, no copies per row."""
+    import pyarrow as pa
+
+    n, h, w = images.shape
+    flat = pa.array(np.ascontiguousarray(images, dtype=np.uint8).reshape(-1))
+    rows = pa.ListArray.from_arrays(pa.array(np.arange(0, n * h * w + 1, w, dtype=np.int32)), flat)
+    lists = pa.ListArray.from_arrays(pa.array(np.arange(0, n * h + 1, h, dtype=np.int32)), rows)
+    return pa.ExtensionArray.from_storage(field.type, lists)
+
+
+def _table(schema, data: bytes, offsets: np.ndarray, labels, metadata, lo: int, hi: int,
+           images=None):
     import pyarrow as pa
 
     n = hi - lo
@@ -50,6 +62,9 @@ def _table(schema, data: bytes, offsets: np.ndarray, labels, metadata, lo: int, 
     image = pa.StructArray.from_arrays([png, pa.nulls(n, pa.string())], fields=list(schema.field("image").type))
     cols = [image, pa.array(np.asarray(labels[lo:hi], dtype=np.int64))]
     for f in list(schema)[2:]:
+        if f.name == PIXELS:
+            cols.append(_pixels(f, np.asarray(images[lo:hi])))
+            continue
         col = metadata[f.name][lo:hi]
         if pa.types.is_string(f.type):
             cols.append(pa.array([str(v.decode() if isinstance(v, bytes) else v) for v in col], pa.string()))
@@ -95,8 +110,8 @@ def write_split(folder, config: str, split: str, data: SplitData, features, *,
 
     folder = Path(folder)
     schema = _schema(features)
-    missing = [f.name for f in list(schema)[2:]
-               if data.metadata is None or f.name not in (data.metadata.dtype.names or ())]
+    missing = [f.name for f in list(schema)[2:] if f.name != PIXELS and
+               (data.metadata is None or f.name not in (data.metadata.dtype.names or ()))]
     if missing:
         raise ConfigError(f"{config}/{split}: metadata lacks columns of the features",
                           expected=", ".join(missing), found="nothing")
@@ -105,7 +120,7 @@ def write_split(folder, config: str, split: str, data: SplitData, features, *,
     files, num_bytes = [], 0
     for i, (lo, hi) in enumerate(bounds):
         rel = f"{DATA}/{config}/{shard_name(split, i, len(bounds))}"
-        table = _table(schema, png, offsets, data.labels, data.metadata, lo, hi)
+        table = _table(schema, png, offsets, data.labels, data.metadata, lo, hi, data.images)
         num_bytes += table.nbytes
         with atomic_file(folder / rel) as f:
             pq.write_table(table, f, row_group_size=ROW_GROUP_SIZE, **PARQUET_OPTIONS)

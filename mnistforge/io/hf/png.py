@@ -9,6 +9,7 @@ import numpy as np
 
 from ... import settings
 from ...errors import FormatError
+from ..workers import named_worker_errors, process_pool
 
 #: zlib level of the PNG encoder (6: within 3% of level 9's size at a third of the time).
 PNG_COMPRESS_LEVEL = 6
@@ -140,7 +141,8 @@ def encode_pngs(images: np.ndarray, *, workers: int | None = None,
             import multiprocessing as mp
 
             ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-            with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            with named_worker_errors("encoding PNG images"), \
+                    process_pool(workers, mp_context=ctx) as pool:
                 futs = {pool.submit(_encode_chunk, np.asarray(images[s:s + CHUNK]), compress_level): i
                         for i, s in enumerate(starts)}
                 for fut in concurrent.futures.as_completed(futs):

@@ -15,7 +15,7 @@ from ...errors import DatasetNotFoundError, FormatError, MissingFileError
 from ..hashing import sha256_file
 from .parquet import DATA
 from .png import decode_pngs
-from .schema import hf_split_name
+from .schema import PIXELS, hf_split_name
 
 CARD = "README.md"
 
@@ -205,6 +205,29 @@ def features_of(table, repo_dir, config):
                       expected="huggingface schema metadata or dataset_info", found="neither")
 
 
+def png_bytes(table) -> list:
+    """The PNG bytes of a table's ``image`` column (struct of bytes and path, or plain binary)."""
+    import pyarrow as pa
+
+    image = table.column("image").combine_chunks()
+    return (image.field("bytes") if pa.types.is_struct(image.type) else image).to_pylist()
+
+
+def pixels_of(table) -> np.ndarray:
+    """The ``pixels`` column (``Array2D`` of uint8) as an N x H x W array, without decoding."""
+    col = table.column(PIXELS).combine_chunks()
+    lists = getattr(col, "storage", col)
+    n = len(lists)
+    rows = lists.flatten()
+    h = len(rows) // n if n else 0
+    flat = rows.flatten().to_numpy(zero_copy_only=False)
+    w = len(flat) // (n * h) if n and h else 0
+    if n * h * w != len(flat):
+        raise FormatError("pixels column is not a stack of equal-size images", path=PIXELS,
+                          expected="N x H x W uint8", found=f"{len(flat)} values for {n} rows")
+    return flat.astype(np.uint8, copy=False).reshape(n, h, w)
+
+
 def read_split(repo_dir, config: str, split: str):
     """Load one split of an exported repository as NumPy arrays.
 
@@ -218,7 +241,6 @@ def read_split(repo_dir, config: str, split: str):
     --------
     >>> images, labels, classes, meta = read_split("hf-repo", "qmnist", "test")  # doctest: +SKIP
     """
-    import pyarrow as pa
 
     table = read_split_table(repo_dir, config, split)
     features = features_of(table, repo_dir, config)
@@ -226,14 +248,15 @@ def read_split(repo_dir, config: str, split: str):
         if col not in table.column_names:
             raise FormatError(f"column {col!r} missing", path=Path(repo_dir) / DATA / config,
                               expected="image and label columns", found=", ".join(table.column_names))
-    image = table.column("image").combine_chunks()
-    png = image.field("bytes") if pa.types.is_struct(image.type) else image
-    images = decode_pngs(png.to_pylist())
+    if PIXELS in table.column_names:      # the same images, stored undecoded
+        images = pixels_of(table)
+    else:
+        images = decode_pngs(png_bytes(table))
     labels = table.column("label").to_numpy().astype(np.int64)
     label_feat = features["label"]
     classes = list(getattr(label_feat, "names", None) or [])
     metadata = None
-    extra = [c for c in table.column_names if c not in ("image", "label")]
+    extra = [c for c in table.column_names if c not in ("image", "label", PIXELS)]
     if extra:
         cols = {c: table.column(c).to_numpy(zero_copy_only=False) for c in extra}
         dtype = []
