@@ -49,6 +49,7 @@ import numpy as np
 
 from .. import settings
 from ..errors import BuildError, ConfigError
+from ..io.workers import named_worker_errors, process_pool
 from ..io.atomic import atomic_dir, atomic_file
 from ..io.compression import gzip_bytes
 from ..io.hashing import sha256_file
@@ -218,7 +219,6 @@ def preprocess_rows(src, rows, prepro: MnistPreproConfig, *, batch_size: int = 4
     (all cores) while this process preprocesses; slower because preprocessing
     costs about as much as decoding (see ``benchmarks/bench_mnist_prepro.py``).
     """
-    import concurrent.futures as cf
     from collections import deque
 
 
@@ -230,8 +230,8 @@ def preprocess_rows(src, rows, prepro: MnistPreproConfig, *, batch_size: int = 4
     with progress_bar(total=rows.size, desc=desc, unit="img", disable=disable) as bar:
         if strategy == "workers" and workers > 1 and rows.size > chunk:
             starts = range(0, rows.size, chunk)
-            with cf.ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,
-                                        initargs=(src, prepro)) as ex:
+            with named_worker_errors("preprocessing SD19 digits"), \
+                    process_pool(workers, initializer=_init_worker, initargs=(src, prepro)) as ex:
                 pending: deque = deque()
                 for s in starts:
                     pending.append((s, ex.submit(_decode_and_preprocess, rows[s:s + chunk])))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..registry import emnist_splits
+from . import argtypes
 
 NAME = "build"
 HELP = "build MNIST/QMNIST/xnist and EMNIST datasets from NIST SD19 (real or synthetic)"
@@ -24,15 +25,15 @@ def add_arguments(p):
     p.add_argument("--sd19", required=True, help="SD19 folder or folder of zips (either edition)")
     p.add_argument("--out", required=True, help="output folder (built atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
-    p.add_argument("--seed", type=int, default=0, help="seed for random splits (EMNIST)")
-    p.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    p.add_argument("--seed", type=argtypes.seed, default=0, help="seed for random splits (EMNIST)")
+    p.add_argument("--workers", type=argtypes.workers, default=None, help="processes (default: all cores)")
     p.add_argument("--qmnist-labels", default=None,
                    help="folder with the published qmnist-*-labels.tsv.gz fixing the order, "
                         "or 'download' to fetch and verify them through the registry")
     p.add_argument("--duplicates", choices=["final", "source"], default="final",
                    help="QMNIST column 6: identical final 28x28 images (published rule; "
                         "preprocesses every digit) or identical source images (faster)")
-    p.add_argument("--fudge", type=float, default=0.99, help="MNIST area-overlap fudge factor")
+    p.add_argument("--fudge", type=argtypes.fraction, default=0.99, help="MNIST area-overlap fudge factor")
     p.add_argument("--centring", choices=["mnist", "true"], default="mnist",
                    help="MNIST truncating placement or true centring")
     p.add_argument("--orientation", choices=["official", "upright"], default="official",

@@ -1,6 +1,8 @@
 """``mnistforge demo [--out DIR] [--scale S]``: the whole pipeline on a synthetic SD19."""
 from __future__ import annotations
 
+from . import argtypes
+
 NAME = "demo"
 HELP = ("synthesise a small SD19, build QMNIST/MNIST/EMNIST, verify, export to Hugging Face, "
         "evaluate (no network)")
@@ -8,11 +10,11 @@ HELP = ("synthesise a small SD19, build QMNIST/MNIST/EMNIST, verify, export to H
 
 def add_arguments(p):
     p.add_argument("--out", default="demo-out", help="output folder (default: demo-out)")
-    p.add_argument("--scale", type=float, default=0.05,
+    p.add_argument("--scale", type=argtypes.fraction, default=0.05,
                    help="fraction of SD19 to synthesise (default 0.05, about 40,700 characters; "
                         "45 s on an idle 2-core machine)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--seed", type=argtypes.seed, default=0)
+    p.add_argument("--workers", type=argtypes.workers, default=None)
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
 
 

@@ -14,6 +14,7 @@ from ..evaluators import errorlists as el
 from ..evaluators import protocol as pr
 
 from .common import add_json, write_json
+from . import argtypes
 
 NAME = "evaluate"
 HELP = "fit a reference classifier (linear, elm, knn, lenet) on one split and test it on another"
@@ -29,11 +30,11 @@ def add_arguments(p):
     p.add_argument("--test", default=None, metavar="NAME[:SPLIT]",
                    help="test set: dataset name or folder (default split test)")
     p.add_argument("--deskew", action="store_true", help="deskew train and test images first")
-    p.add_argument("--limit-train", type=int, default=None, metavar="N",
+    p.add_argument("--limit-train", type=argtypes.int_in(1, 10**9), default=None, metavar="N",
                    help="use only the first N training samples")
-    p.add_argument("--limit-test", type=int, default=None, metavar="N",
+    p.add_argument("--limit-test", type=argtypes.int_in(1, 10**9), default=None, metavar="N",
                    help="use only the first N test samples")
-    p.add_argument("--confidence", type=float, default=0.95,
+    p.add_argument("--confidence", type=argtypes.confidence, default=0.95,
                    help="confidence of the printed intervals (JSON always has 95 %% too)")
     add_json(p)
     p.add_argument("--predictions", default=None, metavar="OUT",
@@ -45,7 +46,7 @@ def add_arguments(p):
                    help="MNIST source for --protocol qmnist (default: the official files)")
     p.add_argument("--qmnist", default="qmnist", metavar="NAME|FOLDER",
                    help="QMNIST source for --protocol qmnist (default: the official files)")
-    p.add_argument("--bootstrap", type=int, default=100_000, metavar="B",
+    p.add_argument("--bootstrap", type=argtypes.int_in(0, 10**7), default=100_000, metavar="B",
                    help="bootstrap resamples for the protocol's POI (default 100000)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None,
                    help="lenet/cnn: where to train and predict (default: the spec's, auto = "

@@ -5,6 +5,7 @@ import sys
 
 from .common import EXIT_FAILED, EXIT_OK, add_cache, add_json, add_offline, add_progress, \
     write_json
+from . import argtypes
 
 NAME = "fetch"
 HELP = "download and verify official files into the cache (datasets, emnist, sd19, or file ids)"
@@ -16,8 +17,8 @@ def add_arguments(p):
                         "sd19-1st-edition, emnist) or file id (mnist/t10k-images-idx3-ubyte.gz)")
     add_cache(p)
     add_offline(p, "and only check the files")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
-    p.add_argument("--retries", type=int, default=3, help="retries per mirror (default 3)")
+    p.add_argument("--timeout", type=argtypes.positive_seconds, default=30.0, help="seconds (default 30)")
+    p.add_argument("--retries", type=argtypes.int_in(0, 100), default=3, help="retries per mirror (default 3)")
     add_progress(p)
     add_json(p, "one record per file (id, status, path, sha256, error)")
 

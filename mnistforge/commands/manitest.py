@@ -6,6 +6,7 @@ import logging
 from ..errors import ConfigError
 
 from .common import add_json, write_json
+from . import argtypes
 
 NAME = "manitest"
 HELP = "Manitest invariance scores of a classifier to geometric transformations"
@@ -26,8 +27,8 @@ def add_arguments(p):
     p.add_argument("--group", default="dilation-rotation",
                    help="rotation, translation, dilation-rotation, similarity, affine; a comma "
                         "list or 'all'")
-    p.add_argument("--samples", type=int, default=200, help="images drawn at random (0: all)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--samples", type=argtypes.int_in(0, 10**6), default=200, help="images drawn at random (0: all)")
+    p.add_argument("--seed", type=argtypes.seed, default=0)
     p.add_argument("--slice", default=None, metavar="A:B",
                    help="draw the sample from images A..B-1 of the target only")
     p.add_argument("--train-slice", default=None, metavar="A:B",
@@ -35,12 +36,12 @@ def add_arguments(p):
     p.add_argument("--augment", action="store_true",
                    help="train on the data plus random similarity copies (shift <= 3 px, scale "
                         "0.7-1.3, rotation <= 0.2 rad)")
-    p.add_argument("--augment-copies", type=int, default=4, help="copies per training image")
-    p.add_argument("--cap", type=int, default=50_000, help="node cap per image")
+    p.add_argument("--augment-copies", type=argtypes.int_in(0, 100), default=4, help="copies per training image")
+    p.add_argument("--cap", type=argtypes.int_in(1, 10**7), default=50_000, help="node cap per image")
     p.add_argument("--order", type=int, choices=(1, 3), default=3,
                    help="interpolation: 1 bilinear, 3 cubic B-spline")
     p.add_argument("--jacobian", choices=("analytic", "fd"), default="analytic")
-    p.add_argument("--workers", type=int, default=None, help="processes (default 2)")
+    p.add_argument("--workers", type=argtypes.workers, default=None, help="processes (default 2)")
     add_json(p)
     p.add_argument("--plot", default=None, metavar="DIR", help="pictures (needs the [plot] extra)")
 
@@ -51,9 +52,15 @@ def parse_slice(text):
         return slice(None)
     try:
         a, b = text.split(":")
-        return slice(int(a) if a else None, int(b) if b else None)
+        sl = slice(int(a) if a else None, int(b) if b else None)
     except ValueError as e:
         raise ConfigError("bad slice", expected="A:B, e.g. 5000:10000", found=text) from e
+    # an empty or backwards slice would score nothing and still exit 0
+    if (sl.start is not None and sl.start < 0) or (sl.stop is not None and sl.stop < 0) or \
+            (sl.start is not None and sl.stop is not None and sl.stop <= sl.start):
+        raise ConfigError("empty or backwards slice", expected="A:B with 0 <= A < B",
+                          found=text)
+    return sl
 
 
 def _load(target, default_split):
@@ -110,8 +117,9 @@ def run(args) -> int:
     if args.plot:
         from ..evaluators.manitest.plots import require_matplotlib
         require_matplotlib()
+    sl = parse_slice(args.slice)           # a usage error before any load
+    parse_slice(args.train_slice)
     ds, target, root = _load(args.target, "test")
-    sl = parse_slice(args.slice)
     offset = range(len(ds))[sl].start if len(ds) else 0
     images = np.asarray(ds.images[sl])
     predict, desc = build_classifier(args, target, root)

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from .common import add_json, write_json
+from . import argtypes
 
 NAME = "sd19"
 HELP = "inspect an SD19 source (real or synthetic): edition, hierarchies, counts, anomalies"
@@ -16,7 +17,7 @@ def add_arguments(p):
     p.add_argument("--reindex", action="store_true", help="ignore the cached index and walk the source again")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when there is any anomaly (unjoined characters, counts off the table)")
-    p.add_argument("--workers", type=int, default=None, help="decoding processes (default: all cores)")
+    p.add_argument("--workers", type=argtypes.workers, default=None, help="decoding processes (default: all cores)")
     add_json(p, "the summary")
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .common import add_cache, add_offline, download_flag
+from . import argtypes
 
 NAME = "show"
 HELP = "draw a labelled grid of sample images of a dataset split (or folder) as a PNG"
@@ -14,12 +15,12 @@ def add_arguments(p):
     p.add_argument("split", nargs="?", default=None,
                    help="split, the same as NAME:SPLIT (default test)")
     p.add_argument("--out", required=True, help="PNG file to write")
-    p.add_argument("-n", "--count", type=int, default=64, help="number of images (default 64)")
-    p.add_argument("--start", type=int, default=0, help="first index (default 0)")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("-n", "--count", type=argtypes.int_in(1, 10_000), default=64, help="number of images (default 64)")
+    p.add_argument("--start", type=argtypes.int_in(0, 10**9), default=0, help="first index (default 0)")
+    p.add_argument("--seed", type=argtypes.seed, default=None,
                    help="draw a random sample with this seed instead of consecutive images")
-    p.add_argument("--cols", type=int, default=None, help="columns (default: about square)")
-    p.add_argument("--scale", type=int, default=3, help="pixel magnification (default 3)")
+    p.add_argument("--cols", type=argtypes.int_in(1, 256), default=None, help="columns (default: about square)")
+    p.add_argument("--scale", type=argtypes.int_in(1, 32), default=3, help="pixel magnification (default 3)")
     p.add_argument("--root", default=None, help="folder of built files to load NAME from")
     add_offline(p)
     add_cache(p)

@@ -15,6 +15,7 @@ from ..evaluators import errorlists as el
 from ..evaluators import significance as sg
 
 from .common import add_json, write_json
+from . import argtypes
 
 NAME = "significance"
 HELP = ("how significant differences between classifiers on one test set are "
@@ -25,11 +26,11 @@ def add_arguments(p):
     p.add_argument("files", nargs="*", metavar="FILE",
                    help="prediction files or error-list files (name, description, 1-based indices)")
     p.add_argument("--names", nargs="+", default=None, help="rename the systems, in order")
-    p.add_argument("--n", type=int, default=None, help="test-set size for error-list files")
-    p.add_argument("--bootstrap", type=int, default=100_000, metavar="B",
+    p.add_argument("--n", type=argtypes.int_in(1, 10**8), default=None, help="test-set size for error-list files")
+    p.add_argument("--bootstrap", type=argtypes.int_in(0, 10**7), default=100_000, metavar="B",
                    help="bootstrap resamples for the probability of improvement (default 100000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--seed", type=argtypes.seed, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--confidence", type=argtypes.confidence, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--combine", action="store_true",
                    help="add the majority-vote combination of the systems as a system")
     p.add_argument("--tie-breaker", default=None,

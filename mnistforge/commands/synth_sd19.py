@@ -1,6 +1,8 @@
 """``mnistforge synth-sd19 OUT``: write a synthetic NIST SD19 that the readers accept unchanged."""
 from __future__ import annotations
 
+from . import argtypes
+
 import time
 
 NAME = "synth-sd19"
@@ -9,7 +11,7 @@ HELP = "write a synthetic NIST SD19 (either edition, zips or folders) for tests 
 
 def add_arguments(p):
     p.add_argument("out", help="output folder (created atomically; must not exist)")
-    p.add_argument("--scale", type=float, default=0.01,
+    p.add_argument("--scale", type=argtypes.fraction, default=0.01,
                    help="fraction of NIST's published counts, 0 < S <= 1 (1 = 814,255 characters; "
                         "default 0.01)")
     p.add_argument("--edition", type=int, choices=(1, 2), default=2,
@@ -20,7 +22,7 @@ def add_arguments(p):
     pack.add_argument("--dir", dest="packaging", action="store_const", const="dir",
                       help="unpacked trees by_write/, by_class/, ...")
     p.set_defaults(packaging="zip")
-    p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same bytes)")
+    p.add_argument("--seed", type=argtypes.seed, default=0, help="random seed (same seed, same bytes)")
     p.add_argument("--layout", default=None, metavar="FILE",
                    help="QMNIST/xnist extended-label table (xnist-labels.tsv.xz) whose digit layout "
                         "to reproduce exactly")
@@ -31,7 +33,7 @@ def add_arguments(p):
     p.add_argument("--by-write-cls", action="store_true",
                    help="2nd edition: also write .cls class files in by_write (default: none, "
                         "so readers must join with by_class)")
-    p.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    p.add_argument("--workers", type=argtypes.workers, default=None, help="processes (default: all cores)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 

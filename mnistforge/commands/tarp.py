@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..errors import ConfigError
 
 from .common import add_json, write_json
+from . import argtypes
 
 NAME = "tarp"
 HELP = "TARP benchmark bounds B_k^n of a binary problem (random-projection difficulty)"
@@ -12,14 +13,24 @@ HELP = "TARP benchmark bounds B_k^n of a binary problem (random-projection diffi
 
 def parse_int_list(text: str) -> list[int]:
     """``"1,10,100"`` -> [1, 10, 100]; ``"0..6"`` -> [0, ..., 6]."""
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        if ".." in part:
-            a, b = part.split("..", 1)
-            out.extend(range(int(a), int(b) + 1))
-        elif part:
-            out.append(int(part))
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if ".." in part:
+                a, b = part.split("..", 1)
+                lo, hi = int(a), int(b)
+                if hi < lo or hi - lo > 10_000:
+                    raise ValueError(part)
+                out.extend(range(lo, hi + 1))
+            elif part:
+                out.append(int(part))
+    except ValueError:
+        raise ConfigError("bad list of integers", expected="e.g. 1,10,100 or 0..6 (a <= b)",
+                          found=repr(text)) from None
+    if any(v < 0 or v > 10**9 for v in out):
+        raise ConfigError("value out of range", expected="integers in 0..1000000000",
+                          found=repr(text))
     if not out:
         raise ConfigError("empty list", expected="e.g. 1,10,100 or 0..6", found=repr(text))
     return out
@@ -41,10 +52,10 @@ def add_arguments(p):
     p.add_argument("--task", required=True, help="0v1, A,B, 0,2v1,3, Avrest or even-odd")
     p.add_argument("--n", default="1,10,100", help="directions per node (list)")
     p.add_argument("--k", default="0..6", help="tree depths (list or range a..b)")
-    p.add_argument("--runs", type=int, default=100, help="independent runs R")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--limit", type=int, default=None, help="use only the first N samples")
-    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--runs", type=argtypes.int_in(1, 10**6), default=100, help="independent runs R")
+    p.add_argument("--seed", type=argtypes.seed, default=0)
+    p.add_argument("--limit", type=argtypes.int_in(1, 10**9), default=None, help="use only the first N samples")
+    p.add_argument("--workers", type=argtypes.workers, default=None)
     p.add_argument("--classifier-point", action="append", default=[], metavar="NAME=ERROR@COST",
                    help="place a classifier on the benchmark plane (cost in projections)")
     add_json(p)
@@ -57,6 +68,7 @@ def run(args) -> int:
     from ..evaluators.tarp import binary_task, plot_benchmark, region_of, tarp_bounds
     from ..loaders import load, resolve_target
 
+    ns, ks = parse_int_list(args.n), parse_int_list(args.k)   # usage errors before any load
     name, split, root = resolve_target(args.target, default_split="test")
     ds = load(name, split, root=root)
     images, labels = ds.images, np.asarray(ds.labels)
@@ -64,7 +76,7 @@ def run(args) -> int:
         images, labels = images[: args.limit], labels[: args.limit]
     X, y = binary_task(images, labels, args.task, ds.classes)
     points = [parse_point(t) for t in args.classifier_point]
-    res = tarp_bounds(X, y, ns=parse_int_list(args.n), ks=parse_int_list(args.k),
+    res = tarp_bounds(X, y, ns=ns, ks=ks,
                       runs=args.runs, seed=args.seed, workers=args.workers,
                       task=f"{args.target} {args.task}")
     print(f"TARP on {args.target}, task {args.task}: {res.n_samples} samples, "

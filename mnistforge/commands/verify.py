@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from .common import add_cache, add_json, add_offline, cache_home, download_flag, terminal_width, write_json
+from . import argtypes
 
 NAME = "verify"
 HELP = "check a dataset (name, build folder or folder of idx files): integrity, hashes, " \
@@ -28,7 +29,7 @@ def add_arguments(p):
     p.add_argument("--metadata", action="append", default=[], metavar="SPLIT=FILE",
                    help="metadata idx file for a split (e.g. QMNIST extended labels for MNIST); "
                         "repeatable")
-    p.add_argument("--near-threshold", type=float, default=None, metavar="L2",
+    p.add_argument("--near-threshold", type=argtypes.float_in(0, 255 * 28), default=None, metavar="L2",
                    help="near-duplicate radius, L2 over pixels 0..255 (default 128)")
     p.add_argument("--no-near", action="store_true",
                    help="skip the near-duplicate search (the slowest check)")
@@ -50,6 +51,10 @@ def _parse_metadata(items):
 
 
 def run(args) -> int:
+    if args.report and Path(args.report).exists() and not Path(args.report).is_dir():
+        raise ConfigError("--report names an existing file", path=args.report,
+                          expected="a folder for the HTML report", found="a file",
+                          hint="give a folder name")
     targets = expand_targets(args.target)
     with cache_home(args):
         results = [verify_one(t, args, several=len(targets) > 1) for t in targets]

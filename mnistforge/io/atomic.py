@@ -33,8 +33,18 @@ def atomic_file(path, mode: str = "wb"):
     >>> open(p, "rb").read()
     b'data'
     """
+    from ..errors import ConfigError
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise ConfigError("the output path is an existing folder", path=path,
+                          expected="a file name", found="a folder", hint="name a file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ConfigError("the output path lies under a file", path=path,
+                          expected="a path whose folders are folders",
+                          found="a file among them", hint="choose another path") from None
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     # mkstemp creates 0600 files; outputs get the usual permissions (0666 minus the umask).
     os.chmod(tmp, 0o666 & ~_UMASK)

@@ -9,6 +9,7 @@ from collections import deque
 import numpy as np
 
 from ..errors import SD19FormatError
+from ..io.workers import named_worker_errors, process_pool
 from . import index as _index
 from .ihead import read_mis
 from .png1 import decode_png1_many
@@ -71,7 +72,7 @@ class _Pool:
 
     def __init__(self, workers: int):
         self.workers = workers
-        self.ex = cf.ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
+        self.ex: cf.ProcessPoolExecutor | None = process_pool(workers) if workers > 1 else None
 
     def map(self, fn, jobs, window: int | None = None):
         if self.ex is None:
@@ -79,14 +80,15 @@ class _Pool:
                 yield fn(*j)
             return
         window = window or 4 * self.workers
-        pending = deque()
+        pending: deque = deque()
         it = iter(jobs)
-        for j in it:
-            pending.append(self.ex.submit(fn, *j))
-            if len(pending) >= window:
+        with named_worker_errors("decoding SD19 images"):
+            for j in it:
+                pending.append(self.ex.submit(fn, *j))
+                if len(pending) >= window:
+                    yield pending.popleft().result()
+            while pending:
                 yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
 
     def close(self):
         if self.ex is not None:

@@ -1,7 +1,6 @@
 """Rendering the planned characters in worker processes, spilled to disk in walk order."""
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import logging
 import mmap
@@ -12,6 +11,7 @@ import numpy as np
 
 from ... import settings
 from ...errors import BuildError
+from ...io.workers import named_worker_errors, process_pool
 from ..glyphs import draw_writer_style, render_characters
 from .config import PARALLEL_MIN, SynthConfig
 from .plan import Plan
@@ -108,13 +108,13 @@ def _render_all(config: SynthConfig, plan: Plan, spill: _Spill, bar) -> None:
         results = map(_render_job, jobs)
         pool = None
     else:
-        pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers)
+        pool = process_pool(workers)
         # Bounded look-ahead keeps memory flat while both cores stay busy.
         results = _bounded_map(pool, _render_job, jobs, 4 * workers)
     try:
         done = 0
         digests = []
-        for blob, lengths, dig in results:
+        for blob, lengths, dig in _named(results, "rendering the synthetic SD19"):
             spill.append(blob, lengths)
             digests.append(dig)
             done += len(lengths)
@@ -141,6 +141,12 @@ def _check_distinct(digests: np.ndarray, plan: Plan) -> None:
                          expected="distinct images (the three planned duplicates are copied later)",
                          found=f"{int((counts - 1).sum())} repeats, e.g. {desc}",
                          hint="this is a bug in mnistforge.sd19.glyphs; try another --seed")
+
+
+def _named(results, what):
+    """Iterate ``results``; a dead worker is a :class:`WorkerError`, not a BrokenProcessPool."""
+    with named_worker_errors(what):
+        yield from results
 
 
 def _bounded_map(pool, fn, items, ahead: int):

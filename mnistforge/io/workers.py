@@ -1,0 +1,62 @@
+"""Process pools whose failures are named and whose workers never outlive their parent.
+
+* A worker that dies (killed, out of memory) makes :class:`concurrent.futures.ProcessPoolExecutor`
+  raise a raw ``BrokenProcessPool``; :func:`named_worker_errors` turns it into
+  :class:`~mnistforge.errors.WorkerError` saying what was running and what to do.
+* A worker whose parent is killed could stay blocked on its task queue for ever (the siblings
+  hold the queue's other end open).  Every worker of :func:`process_pool` runs a small watchdog
+  thread that ends the worker once its parent is gone (checked every :data:`WATCH_SECONDS`).
+
+Examples
+--------
+>>> with named_worker_errors("squaring"), process_pool(2) as ex:
+...     sorted(ex.map(abs, [-2, 1]))
+[1, 2]
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import os
+import threading
+import time
+
+#: How often a worker checks that its parent still lives.
+WATCH_SECONDS = 1.0
+
+
+def _watch(parent: int) -> None:
+    while True:
+        time.sleep(WATCH_SECONDS)
+        if os.getppid() != parent:
+            os._exit(3)  # the parent is gone: nobody will read our results
+
+
+def watch_parent(parent: int, initializer=None, initargs=()) -> None:
+    """Worker initializer: start the watchdog, then run ``initializer(*initargs)``."""
+    threading.Thread(target=_watch, args=(parent,), name="mnistforge-parent-watch",
+                     daemon=True).start()
+    if initializer is not None:
+        initializer(*initargs)
+
+
+def process_pool(workers: int, *, initializer=None, initargs=(), mp_context=None):
+    """A :class:`~concurrent.futures.ProcessPoolExecutor` whose workers end with their parent."""
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp_context,
+                                  initializer=watch_parent,
+                                  initargs=(os.getpid(), initializer, initargs))
+
+
+@contextlib.contextmanager
+def named_worker_errors(what: str):
+    """Turn a dead worker's ``BrokenProcessPool`` into :class:`~mnistforge.errors.WorkerError`."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from ..errors import WorkerError
+
+    try:
+        yield
+    except BrokenProcessPool as e:
+        raise WorkerError(f"a worker process died while {what}", found=str(e) or "a dead worker",
+                          hint="it was killed or ran out of memory: nothing half-written was "
+                               "kept; run again, with fewer --workers if memory is short") from None
