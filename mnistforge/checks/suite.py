@@ -289,7 +289,10 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
                         pass
                 add(run_check("hashes.registry", hashes.check_registry_files, files))
         elif loaded:
-            add(_cache_status(loaded))
+            # verify re-hashes what it verifies: a sidecar is what bit rot fools
+            files = _cache_files(info, loaded)
+            add(run_check("hashes.cache", lambda f: hashes.check_registry_files(
+                f, name="hashes.cache"), files) if files else _cache_status(loaded))
 
     # ---- per split
     for s, ds in loaded.items():
@@ -407,6 +410,32 @@ def _registry_name(info, path) -> str:
         if strip_compression(n) == stem:
             return n
     return Path(path).name
+
+
+def _cache_files(info, loaded) -> dict:
+    """{cached path: registry file} behind the loaded splits: each compressed file (or its
+    archive) and each decompressed copy the loads use."""
+    from ..cache.download import cache_path
+    from ..registry import get_file
+    from ..settings import cache_home
+
+    files: dict = {}
+    if info is None:
+        return files
+    for s in loaded:
+        fsp = info.file_split(s)
+        for fname in {fsp.images, fsp.labels, fsp.metadata} - {None}:
+            try:
+                remote = get_file(f"{info.group}/{fname}")
+            except KeyError:
+                continue
+            packed = get_file(remote.archive) if remote.archive else remote
+            if cache_path(remote).is_file():
+                files[cache_path(remote)] = packed
+            raw = cache_home() / remote.group / remote.raw_name
+            if remote.raw_name != remote.name and raw.is_file():
+                files[raw] = remote
+    return files
 
 
 def _cache_status(loaded) -> CheckResult:
