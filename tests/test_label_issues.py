@@ -432,3 +432,16 @@ def test_docs_keysers_block_is_a_fresh_run(cache, study_file, capsys):
     assert main(["significance", "--example", "keysers2006", "--bootstrap", "100"]) == 0
     out = capsys.readouterr().out
     assert out.endswith(block) and len(block.splitlines()) == 18
+
+
+def test_unreachable_study_file_leaves_the_columns_out(mnist_cache, monkeypatch):
+    from mnistforge import registry
+    from mnistforge.errors import DownloadError
+
+    (mnist_cache / "label-errors" / "mnist_mturk.json").unlink()
+    closed = dataclasses.replace(get_file(STUDY_ID), urls=("http://127.0.0.1:9/mnist_mturk.json",))
+    monkeypatch.setitem(registry._files(), STUDY_ID, closed)  # a refused connection, no internet
+    ds = mnistforge.load("mnist", "test", with_metadata=True, download=True)
+    assert ds.metadata is None and len(ds) == 10000  # the images load; the votes are left out
+    with pytest.raises(DownloadError):
+        mnistforge.load("mnist", "test", label_issues="exclude", download=True)

@@ -38,7 +38,7 @@ import numpy as np
 from .. import settings
 from ..cache.download import fetch_file
 from ..cache.verify import verify_file
-from ..errors import ConfigError, IntegrityError, OfflineError
+from ..errors import ConfigError, DownloadError, IntegrityError
 from ..io.idx import read_idx
 from ..io.label_votes import (FIELDS, MISSING, LabelVotes, dense_columns, read_mturk_json,
                               table_to_columns)
@@ -163,7 +163,7 @@ def label_columns(ds, *, root=None, cache=None, download: bool | None = None, pr
     try:
         votes = {a.file: read_study(study_path(a, cache=cache, download=download,
                                                progress=progress), a.file) for a in anns}
-    except OfflineError as e:
+    except DownloadError as e:  # offline and not cached, or no mirror answered
         if required:
             raise
         logger.warning("label votes left out: %s", e)
