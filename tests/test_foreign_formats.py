@@ -321,6 +321,14 @@ def test_format_is_detected_from_content_not_name(mnist_test, tmp_path):
     assert ident.verdict == "identical" and ident.dataset == "mnist"
 
 
+def test_a_misleading_file_name_does_not_decide(fashion_test, tmp_path):
+    x, y = fashion_test
+    path = write_copy("csv", tmp_path, x, y, name="mnist")  # mnist_test.csv holding Fashion-MNIST
+    ident, ds = answer(path)
+    assert (ident.verdict, ident.dataset, ident.split) == ("identical", "fashion-mnist", "test")
+    assert ds.name == "fashion-mnist"
+
+
 def test_keras_layout_with_both_splits_and_a_single_pair(mnist_test, tmp_path):
     x, y = mnist_test
     both = tmp_path / "mnist.npz"

@@ -191,12 +191,10 @@ def compare_with_reference(images: np.ndarray, labels: np.ndarray, ref_images: n
 
 
 def _cached_references(c: Canonical, name: str | None):
-    """Official splits of the same size already in the cache (never downloads)."""
+    """Official splits of the same size already in the cache (never downloads), ``name`` first."""
     from ..loaders import load
 
-    for dname in list_datasets():
-        if name and dname != name:
-            continue
+    for dname in sorted(list_datasets(), key=lambda d: d != name):
         info = get_dataset(dname)
         for sname, sp in info.splits.items():
             if sp.is_view or sp.count != len(c):
@@ -299,8 +297,10 @@ def identify(c: Canonical, *, name: str | None = None, reference=None,
     if ident is None and match is not None:
         ident = _from_match(c, match)
     if ident is None:
-        ident = Identification("", "unknown", name or c.hint, c.split, changes=list(c.changes),
+        ident = Identification("", "unknown", None, c.split, changes=list(c.changes),
                                resembles=resemblance(c))
+        if name or c.hint:
+            ident.resembles["name_says"] = name or c.hint
         if name and name in list_datasets():
             shift = label_shift_cue(c.labels, get_dataset(name))
             if shift:

@@ -232,12 +232,13 @@ def registry_match(c: Canonical, name: str | None = None) -> Match | None:
     """The registry split ``c`` is, from content hashes (any orientation, label offset -1..+1).
 
     Full matches (images and labels) win over the order-free hash, which wins
-    over a partial match (images or labels only).  ``name`` limits the search
-    to one dataset.
+    over a partial match (images or labels only).  ``name`` (what the user or
+    the file names say) is tried first, never trusted alone: a file named
+    ``mnist_test.csv`` holding Fashion-MNIST is named by its content.
     """
     n = len(c)
-    cands = [(info, s, sp) for info, s, sp in _file_splits()
-             if sp.count == n and (name is None or info.name == name)]
+    cands = sorted(((info, s, sp) for info, s, sp in _file_splits() if sp.count == n),
+                   key=lambda cand: cand[0].name != name)
     if not cands:
         return None
     img_sha: dict[bool, str] = {}
