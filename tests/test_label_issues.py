@@ -445,3 +445,28 @@ def test_unreachable_study_file_leaves_the_columns_out(mnist_cache, monkeypatch)
     assert ds.metadata is None and len(ds) == 10000  # the images load; the votes are left out
     with pytest.raises(DownloadError):
         mnistforge.load("mnist", "test", label_issues="exclude", download=True)
+
+
+def test_official_qmnist_views_get_the_rows_of_their_part(cache, study_file, qmnist_reference):
+    # the cache path of load() for QMNIST (its official images are not on these machines):
+    # label_columns on the real label table, for the whole test split and its two views
+    from types import SimpleNamespace
+
+    put(cache, "label-errors", study_file, "mnist_mturk.json")
+    table = np.asarray(read_idx(qmnist_reference / "qmnist-test-labels-idx2-int.gz"))
+    info = get_dataset("qmnist")
+    cols = {}
+    for split, rows in (("test", slice(None)), ("test10k", slice(0, 10000)),
+                        ("test50k", slice(10000, None)), ("train", None)):
+        labels = table[rows, 0] if rows is not None else np.zeros(60000, np.int64)
+        ds = SimpleNamespace(info=info, split=split, labels=labels, status={})
+        cols[split] = li.label_columns(ds, download=False)
+    assert np.flatnonzero(cols["test"]["label_issue"]).tolist() == PAPER_15
+    for f in FIELDS:
+        np.testing.assert_array_equal(cols["test10k"][f], cols["test"][f][:10000])
+        np.testing.assert_array_equal(cols["test50k"][f], cols["test"][f][10000:])
+    assert not cols["test50k"]["label_issue"].any() and not cols["train"]["label_issue"].any()
+    assert (cols["train"]["label_votes_given"] == MISSING).all()
+    bad = SimpleNamespace(info=info, split="test", labels=np.zeros(60000, np.int64), status={})
+    with pytest.raises(IntegrityError, match="given labels disagree"):
+        li.label_columns(bad, download=False)
