@@ -131,6 +131,26 @@ def _convert(value: str, default):
     return value
 
 
+#: Ranges of spec values (checked when a spec string is parsed): any other number must be
+#: finite and, when an integer, within 0..INT_MAX; ``hidden=1e7`` would need 31 GB of weights.
+RANGES = {"seed": (0, 2**32 - 1), "hidden": (1, 65_536)}
+INT_MAX = 10**6
+
+
+def _check_range(name: str, key: str, value) -> None:
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    lo, hi = RANGES.get(key, (0, INT_MAX) if isinstance(value, int) else (None, None))
+    bad = isinstance(value, float) and not math.isfinite(value)
+    bad |= (lo is not None and value < lo) or (hi is not None and value > hi)
+    if bad:
+        rng = f"in {lo}..{hi}" if lo is not None else "a finite number"
+        raise ConfigError(f"bad value for {name} parameter {key}", expected=rng,
+                          found=repr(value))
+
+
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     """Split ``"name:key=value,key=value"`` into the name and a dict of strings.
 
@@ -186,5 +206,6 @@ def make_classifier(spec: str, **overrides) -> Classifier:
         except ValueError as e:
             raise ConfigError(f"bad value for {name} parameter {key}",
                               expected=f"a value like {default!r}", found=value) from e
+        _check_range(name, key, kwargs[key])
     kwargs.update(overrides)
     return cls(**kwargs)

@@ -172,6 +172,7 @@ def run(args) -> int:
         validation = (Xv, yv)
     from ..classifiers.base import make_classifier
 
+    check_label_space(ytr, yte, trname, tename)
     clf = make_classifier(args.classifier)
     e = pr.evaluate_classifier(clf, Xtr, ytr, Xte, yte, train_name=trname, spec=args.classifier,
                                test_name=tename, deskew=args.deskew, confidence=args.confidence,
@@ -202,12 +203,37 @@ def _run_loaded(args, clf) -> int:
                               found=args.limit_test)
         Xte, yte = Xte[:args.limit_test], yte[:args.limit_test]
     trname = f"model {args.load_model}"
+    check_label_space(getattr(clf, "classes_", None), yte, trname, tename)
     e = pr.evaluate_classifier(clf, None, None, Xte, yte, train_name=trname, test_name=tename,
                                deskew=args.deskew, confidence=args.confidence, fitted=True)
     print(f"{e.classifier}: loaded from {args.load_model} (trained on {e.n_train}), "
           f"test {tename}" + (" (deskewed)" if args.deskew else ""))
     print(f"  {_fmt(e)}")
     return _write_outputs(args, e, e.classifier, trname, tename, _known_label_problems(args.test, e))
+
+
+def check_label_space(train_labels, test_labels, trname, tename) -> None:
+    """Refuse a test set with labels the classifier never saw (a letters model on digits).
+
+    >>> import numpy as np
+    >>> check_label_space(np.arange(10), np.array([3, 4]), "a", "b")
+    >>> check_label_space(np.arange(1, 27), np.arange(10), "letters", "digits")
+    Traceback (most recent call last):
+    ...
+    mnistforge.errors.ConfigError: the test labels are not in the classifier's label space: ...
+    """
+    import numpy as np
+
+    if train_labels is None:
+        return
+    known = np.unique(np.asarray(train_labels))
+    unseen = np.setdiff1d(np.unique(np.asarray(test_labels)), known)
+    if unseen.size:
+        shown = ", ".join(str(int(v)) for v in unseen[:5]) + (", ..." if unseen.size > 5 else "")
+        raise ConfigError("the test labels are not in the classifier's label space",
+                          expected=f"labels among {int(known.min())}..{int(known.max())} "
+                                   f"({trname})", found=f"{shown} in {tename}",
+                          hint="train and test on the same kind of dataset")
 
 
 def _known_label_problems(test: str, e) -> dict | None:

@@ -199,6 +199,9 @@ def read_error_lists(path, n: int | None = None, *, text: str | None = None) -> 
                               found="neither", hint="e.g. --n 10000 for the MNIST test set")
         n = int(meta["n"])
     n = int(n)
+    if not 1 <= n <= MAX_TEST_SIZE:   # "# n: 1e11" would allocate 100 GB of flags
+        raise ConfigError("test-set size out of range", path=where,
+                          expected=f"1..{MAX_TEST_SIZE:,} samples", found=f"{n:,}")
     out = []
     for lineno, line in enumerate(lines, 1):
         if not line.strip() or line.startswith("#"):
@@ -247,6 +250,10 @@ def _is_prediction_file(path) -> bool:
     return False
 
 
+#: Largest test set an error-list file may describe (MNIST's has 10,000; QMNIST's 60,000).
+MAX_TEST_SIZE = 10**8
+
+
 def read_systems(paths, n: int | None = None, names=None) -> list[SystemOutput]:
     """Read prediction files and/or error-list files into systems on one test set.
 
@@ -282,7 +289,24 @@ def read_systems(paths, n: int | None = None, names=None) -> list[SystemOutput]:
     if n is not None and systems and systems[0].n != int(n):
         raise ConfigError("test-set size differs from --n", expected=f"{n} samples",
                           found=f"{systems[0].n}")
+    check_same_truth(systems)
     return systems
+
+
+def check_same_truth(systems) -> None:
+    """Refuse prediction files whose ground-truth labels differ: not the same test set (or not
+    in the same order), so comparing their errors would be meaningless."""
+    with_labels = [s for s in systems if s.labels is not None]
+    for s in with_labels[1:]:
+        ref = with_labels[0]
+        if not np.array_equal(s.labels, ref.labels):
+            k = int(np.flatnonzero(s.labels != ref.labels)[0])
+            raise ConfigError(
+                "the systems were scored against different ground truths",
+                expected=f"the same labels in {ref.name} and {s.name}",
+                found=f"{int((s.labels != ref.labels).sum())} differ (first at index {k}: "
+                      f"{int(ref.labels[k])} vs {int(s.labels[k])})",
+                hint="compare predictions on the same test set, in the same order")
 
 
 def load_example(name: str = "keysers2006") -> list[SystemOutput]:
