@@ -157,7 +157,7 @@ def label_columns(ds, *, root=None, cache=None, download: bool | None = None, pr
     anns = label_annotations(info.name)
     if not anns:
         return None
-    n = len(ds)
+    n = len(ds.labels)
     if root is not None:
         return _folder_columns(info, ds.split, n, root)
     try:
