@@ -242,7 +242,14 @@ def fetch_file(remote, *, root=None, progress=None, offline=None, timeout=DEFAUL
                 return _cached(remote, dest, rehash)
             return _download(remote, dest, progress=progress, timeout=timeout, retries=retries,
                              backoff=backoff, deadline=deadline)
-    except PermissionError as e:
+    except OSError as e:
+        from ..io.atomic import disk_full_error
+
+        full = disk_full_error(e, dest)
+        if full is not e:   # a full disk: the .part is kept to resume once there is room
+            raise full from None
+        if not isinstance(e, PermissionError):
+            raise
         raise NotWritableError(
             "the cache folder is not writable", path=e.filename or dest.parent,
             expected="a writable cache", found=os.strerror(e.errno or 13),

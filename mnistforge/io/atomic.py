@@ -56,7 +56,7 @@ def atomic_file(path, mode: str = "wb"):
     except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        full = _disk_full(e, path) if isinstance(e, OSError) else e
+        full = disk_full_error(e, path) if isinstance(e, OSError) else e
         if full is e:
             raise
         raise full from e
@@ -187,7 +187,7 @@ def atomic_dir(out, *, overwrite: bool = False, inputs=(), owned=is_build_output
             try:
                 yield tmp
             except OSError as e:
-                full = _disk_full(e, out)
+                full = disk_full_error(e, out)
                 if full is e:
                     raise
                 raise full from e
@@ -219,7 +219,7 @@ def _remove_stale(tmp: Path, mark: str | None = INCOMPLETE_MARK) -> None:
                      found="something else", hint="move it away and run again")
 
 
-def _disk_full(e: OSError, where: Path):
+def disk_full_error(e: OSError, where: Path):
     """A full disk as :class:`DiskFullError` naming the path; any other OSError unchanged."""
     import errno
 

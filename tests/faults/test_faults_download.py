@@ -214,3 +214,16 @@ def test_two_processes_fetching_one_file_into_an_empty_cache(server, tmp_path, a
     assert (tmp_path / "test" / "file.bin").read_bytes() == BODY
     assert sorted(p.name for p in (tmp_path / "test").iterdir()) == ["file.bin",
                                                                     "file.bin.sha256"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_a_full_disk_during_a_download_is_one_named_error(server, tmp_path):
+    from mnistforge.errors import DiskFullError
+
+    (tmp_path / "test").mkdir()
+    # the .part lands on /dev/full: every write fails with ENOSPC, as on a full disk
+    os.symlink("/dev/full", tmp_path / "test" / "file.bin.part")
+    with pytest.raises(DiskFullError) as e:
+        fetch(remote(f"{server.base}/ok/file.bin"), root=tmp_path, retries=0)
+    assert str(tmp_path / "test" / "file.bin") in str(e.value)
+    assert not (tmp_path / "test" / "file.bin").exists()
