@@ -286,6 +286,19 @@ def test_emnist_mat_keeps_the_writer_ids(letters, tmp_path):
     assert np.array_equal(ds.images, x.transpose(0, 2, 1))  # upright, as load gives EMNIST
 
 
+def test_our_hub_export_shards_are_identified(letters, tmp_path):
+    folder, x, y = letters
+    assert main(["export", "hf", str(folder), "--out", str(tmp_path / "hf")]) == 0
+    data = tmp_path / "hf" / "data" / "emnist-letters"
+    assert read_foreign(data).hint == "emnist-letters"
+    ident, ds = answer(data, split="test", reference=f"{folder}:emnist-letters:test")
+    # the Hub export stores EMNIST upright: transposed relative to the release's files
+    assert (ident.verdict, ident.dataset, ident.split) == ("transformed", "emnist-letters", "test")
+    assert [c.kind for c in ident.changes] == ["transposed"]
+    assert np.array_equal(ds.images, x.transpose(0, 2, 1)) and np.array_equal(ds.labels, y)
+    assert ds.metadata is not None and "writer" in ds.metadata.dtype.names
+
+
 def test_letters_labelled_from_zero_are_offset_by_load(letters, tmp_path):
     _, x, y = letters
     path = write_copy("csv", tmp_path, x, y - 1, name="emnist-letters", header=False)

@@ -39,8 +39,7 @@ def _shards(path: Path) -> dict[tuple[str | None, str], list[Path]]:
     for p in files:
         m = SHARD.match(p.stem)
         split = m.group("split") if m else p.stem
-        parent = p.parent if p.parent != path else None
-        hint = parent.name if parent is not None and parent.name != "data" else None
+        hint = p.parent.name if p.parent.name != "data" else None  # ylecun/mnist: mnist/
         groups.setdefault((hint, split), []).append(p)
     return groups
 
