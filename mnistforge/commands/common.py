@@ -146,3 +146,25 @@ def wrap(text: str, width: int, indent: str = "") -> list[str]:
     """``text`` wrapped to ``width`` columns, never cut (long words stay whole)."""
     return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent,
                          break_long_words=False, break_on_hyphens=False) or [indent]
+
+
+def lazy_import(name: str):
+    """Module ``name``, executed on its first attribute access.
+
+    Command modules are all imported to build ``mnistforge --help``; the heavy
+    ones (NumPy, the evaluators) load only when their command runs.
+    """
+    import importlib.util
+    import sys
+
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no module named {name!r}")
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module

@@ -8,13 +8,14 @@ train/test combinations of the QMNIST paper instead.  For the neural classifiers
 """
 from __future__ import annotations
 
-
 from ..errors import ConfigError
-from ..evaluators import errorlists as el
-from ..evaluators import protocol as pr
 
-from .common import add_json, write_json
+from .common import add_json, lazy_import, write_json
 from . import argtypes
+
+# loaded when the command runs: `mnistforge --help` stays free of NumPy
+el = lazy_import("mnistforge.evaluators.errorlists")
+pr = lazy_import("mnistforge.evaluators.protocol")
 
 NAME = "evaluate"
 HELP = "fit a reference classifier (linear, elm, knn, lenet) on one split and test it on another"

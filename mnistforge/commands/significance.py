@@ -7,15 +7,14 @@ the error overlap and, with ``--combine``, the majority-vote combination.
 """
 from __future__ import annotations
 
-
-import numpy as np
-
 from ..errors import ConfigError, require
-from ..evaluators import errorlists as el
-from ..evaluators import significance as sg
-
-from .common import add_json, write_json
+from .common import add_json, lazy_import, write_json
 from . import argtypes
+
+# loaded when the command runs: `mnistforge --help` stays free of NumPy
+np = lazy_import("numpy")
+el = lazy_import("mnistforge.evaluators.errorlists")
+sg = lazy_import("mnistforge.evaluators.significance")
 
 NAME = "significance"
 HELP = ("how significant differences between classifiers on one test set are "
