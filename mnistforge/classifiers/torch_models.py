@@ -5,7 +5,9 @@
 classes (full connection table in C3, a linear output layer instead of the RBF units).
 
 ``cnn``: a small modern CNN: three blocks of conv 3x3 - batch norm - ReLU - max pool
-(32, 64, 128 channels; 28 -> 14 -> 7 -> 3), then dropout - 128 - ReLU - dropout - classes.
+(``width``, 2 ``width``, 4 ``width`` channels, 16-32-64 by default; 28 -> 14 -> 7 -> 3), then
+dropout - 128 - ReLU - dropout - classes.  The default width keeps an epoch of 60,000 images
+near a minute on two CPU cores; ``width=32`` is about 3.5x the work.
 
 torch is imported inside :func:`build_network` only.
 """
@@ -16,7 +18,7 @@ from ..errors import ConfigError
 ARCHITECTURES = ("lenet5", "cnn")
 
 
-def build_network(arch: str, n_classes: int, in_hw, dropout: float = 0.25):
+def build_network(arch: str, n_classes: int, in_hw, dropout: float = 0.25, width: int = 16):
     """A freshly initialised ``torch.nn.Module`` for ``N x 1 x H x W`` float inputs."""
     from .neural import require_torch
 
@@ -39,12 +41,12 @@ def build_network(arch: str, n_classes: int, in_hw, dropout: float = 0.25):
             raise ConfigError("images too small for the cnn", expected="at least 8 x 8",
                               found=f"{h} x {w}")
         layers, c_in = [], 1
-        for c_out in (32, 64, 128):
+        for c_out in (width, 2 * width, 4 * width):
             # the conv bias is redundant before batch norm
             layers += [nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out),
                        nn.ReLU(inplace=True), nn.MaxPool2d(2)]
             c_in = c_out
-        flat = 128 * (h // 8) * (w // 8)
+        flat = 4 * width * (h // 8) * (w // 8)
         return nn.Sequential(*layers, nn.Flatten(), nn.Dropout(dropout), nn.Linear(flat, 128),
                              nn.ReLU(inplace=True), nn.Dropout(dropout),
                              nn.Linear(128, n_classes))
