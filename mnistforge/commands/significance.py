@@ -41,8 +41,10 @@ def add_arguments(p):
                    help="the test set the systems were run on (default: the prediction files' "
                         "'# test:' line; mnist:test for --example keysers2006); on MNIST/QMNIST "
                         "test the known label problems are counted")
-    p.add_argument("--example", choices=sorted(el.EXAMPLES), default=None,
-                   help="run on a bundled example instead of FILES (keysers2006)")
+    # no choices= here: listing them would load the evaluators (and NumPy) for --help;
+    # an unknown name is refused by errorlists.load_example with the list of examples
+    p.add_argument("--example", default=None, metavar="NAME",
+                   help="run on a bundled example instead of FILES: keysers2006")
 
 
 def _combine(systems, tie_breaker):
