@@ -244,6 +244,26 @@ def test_reordered_and_altered_with_reference_lists_the_copys_indices(mnist_test
     assert ident.first_images == sorted(int(inv[i % len(y)]) for i in ALTERED)
 
 
+def test_a_subset_is_not_called_reordered(mnist_test, mnist_reference, tmp_path):
+    x, y = mnist_test
+    path = write_copy("npz", tmp_path, x[:100], y[:100])
+    ident, _ = answer(path, reference=f"{mnist_reference}:mnist:test")
+    assert (ident.verdict, ident.images_differ, ident.labels_differ) == ("differs", 0, 0)
+    assert ident.missing == len(set(map(bytes, x.reshape(len(x), -1)))) - 100
+    assert "of the reference's images are not in the copy" in ident.message()
+
+
+def test_real_train_labels_with_images_the_registry_cannot_check(mnist_test, mnist_reference,
+                                                                 tmp_path):
+    x, _ = mnist_test
+    train_labels = np.asarray(read_idx(mnist_reference / "train-labels-idx1-ubyte.gz"))
+    path = tmp_path / "mnist.npz"  # the registry pins MNIST's train labels by content, not its images
+    np.savez(path, x_train=np.tile(x, (6, 1, 1)), y_train=train_labels)
+    ident, _ = answer(path)
+    assert (ident.verdict, ident.dataset, ident.split) == ("unknown", "mnist", "train")
+    assert ident.note.startswith("labels identical to mnist train; its images cannot be checked")
+
+
 # --------------------------------------------------------------------------- Debian's Fashion-MNIST
 
 @pytest.mark.parametrize("fmt", ("npz", "csv", "parquet"))

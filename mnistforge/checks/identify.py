@@ -77,6 +77,8 @@ class Identification:
     count: int = 0
     where: str = ""
     format: str = ""
+    missing: int | None = None
+    note: str = ""
 
     @property
     def target(self) -> str:
@@ -108,6 +110,8 @@ class Identification:
                     if n == 0]
             text = f"{self.target}: " + "; ".join(parts) + (
                 f"; {' and '.join(same)} identical" if same else "")
+            if self.missing and self.missing != self.images_differ:  # a subset, or a superset
+                text += f"; {self.missing} of the reference's images are not in the copy"
             if self.order == "other":
                 text += "; in another order"
             if after:
@@ -118,6 +122,8 @@ class Identification:
                     f"{r.get('label_range')}, orientation cue {r.get('orientation')}")
             if r.get("same_size"):
                 text += "; same size as " + ", ".join(r["same_size"])
+        if self.note:
+            text += f"; {self.note}"
         return text + (f" [{self.matched_by}]" if self.matched_by else "")
 
     def to_dict(self) -> dict:
@@ -127,8 +133,8 @@ class Identification:
                 "matched_by": self.matched_by, "images_differ": self.images_differ,
                 "labels_differ": self.labels_differ, "first_images": self.first_images,
                 "first_labels": self.first_labels, "resembles": self.resembles,
-                "count": self.count, "where": self.where, "format": self.format,
-                "message": self.message()}
+                "count": self.count, "missing": self.missing, "where": self.where,
+                "format": self.format, "note": self.note, "message": self.message()}
 
 
 # --------------------------------------------------------------------------- reference
@@ -140,6 +146,7 @@ class RefResult:
     order: str
     bad_images: np.ndarray
     bad_labels: np.ndarray
+    missing: int = 0
 
 
 def _digests(rows: np.ndarray) -> list[bytes]:
@@ -182,12 +189,15 @@ def compare_with_reference(images: np.ndarray, labels: np.ndarray, ref_images: n
         return None
     t, _, hits = found
     ok = np.array([h is not None for h in hits])
+    matched = {h[0] for h in hits if h is not None}
+    missing = len(set(index)) - len(matched)  # reference images (distinct) the copy lacks
 
     def label_bad(k: int) -> np.ndarray:
         return np.array([h is not None and all(labels[i] + k != ref_labels[j] for j in h)
                          for i, h in enumerate(hits)], dtype=bool)
     shift = min((0, 1, -1), key=lambda k: int(label_bad(k).sum()))
-    return RefResult(t, shift, "other", np.flatnonzero(~ok), np.flatnonzero(label_bad(shift)))
+    return RefResult(t, shift, "other", np.flatnonzero(~ok), np.flatnonzero(label_bad(shift)),
+                     missing)
 
 
 def _cached_references(c: Canonical, name: str | None):
@@ -222,7 +232,7 @@ def _from_ref(c: Canonical, r: RefResult, dataset, split, how) -> Identification
     if r.shift:
         changes.append(shift_change(r.shift, c.labels))
     nb_i, nb_l = len(r.bad_images), len(r.bad_labels)
-    if nb_i or nb_l:
+    if nb_i or nb_l or r.missing:
         verdict = "differs"
     elif r.order == "other":
         verdict = "reordered"
@@ -231,7 +241,8 @@ def _from_ref(c: Canonical, r: RefResult, dataset, split, how) -> Identification
     return Identification("", verdict, dataset, split, r.order, changes, matched_by=how,
                           images_differ=nb_i, labels_differ=nb_l,
                           first_images=[int(i) for i in r.bad_images[:FIRST]],
-                          first_labels=[int(i) for i in r.bad_labels[:FIRST]])
+                          first_labels=[int(i) for i in r.bad_labels[:FIRST]],
+                          missing=r.missing)
 
 
 def _from_match(c: Canonical, m: Match) -> Identification:
@@ -240,6 +251,15 @@ def _from_match(c: Canonical, m: Match) -> Identification:
         changes.append(transpose_change())
     if m.shift and m.labels:
         changes.append(shift_change(m.shift, c.labels))
+    if not (m.images and m.labels) and not m.checkable:
+        part, other = ("labels", "images") if m.labels else ("images", "labels")
+        ident = Identification("", "unknown", m.dataset, m.split, m.order, changes,
+                               matched_by=m.how + f" ({part} only)",
+                               resembles=resemblance(c))
+        ident.note = (f"{part} identical to {m.dataset} {m.split}; its {other} cannot be checked "
+                      "here (the registry has no hash of them): give --reference, or put the "
+                      "official files in the cache")
+        return ident
     if not (m.images and m.labels):
         return Identification("", "differs", m.dataset, m.split, m.order, changes,
                               matched_by=m.how + (" (labels only)" if m.labels else " (images only)"),

@@ -198,7 +198,9 @@ class Match:
     """What the registry's hashes say of a canonical split.
 
     ``order`` is ``"same"`` (idx content hashes) or ``"other"`` (order-free hash);
-    ``images``/``labels`` say which parts matched (a partial match has one).
+    ``images``/``labels`` say which parts matched (a partial match has one);
+    ``checkable`` is False when the part that did not match has no hash to
+    compare with (MNIST's train images: only their labels are pinned by content).
     """
 
     dataset: str
@@ -209,6 +211,7 @@ class Match:
     images: bool = True
     labels: bool = True
     how: str = "registry content hashes"
+    checkable: bool = True
 
 
 def _file_splits():
@@ -270,7 +273,8 @@ def registry_match(c: Canonical, name: str | None = None) -> Match | None:
             return Match(info.name, s, ts[0], ss[0], "same")
         if partial is None and (ts or ss):
             partial = Match(info.name, s, bool(ts and ts[0]), ss[0] if ss else 0, "same",
-                            images=bool(ts), labels=bool(ss))
+                            images=bool(ts), labels=bool(ss),
+                            checkable=bool(want_i if not ts else want_l))
     for info, s, sp in cands:
         if not sp.order_free_sha256:
             continue
