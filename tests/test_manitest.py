@@ -372,7 +372,14 @@ def write_folder(folder, rng):
     return folder
 
 
-def test_cli_reference_classifier_on_a_folder(tmp_path, capsys):
+@pytest.fixture
+def trusted(monkeypatch):
+    # the synthetic folders use MNIST's file names but not its bytes, and have no build
+    # manifest: the loader refuses them unless told to trust the files
+    monkeypatch.setenv("MNISTFORGE_TRUST_FILES", "1")
+
+
+def test_cli_reference_classifier_on_a_folder(tmp_path, capsys, trusted):
     from mnistforge.cli import main
 
     d = write_folder(tmp_path / "bars", np.random.default_rng(7))
@@ -390,7 +397,7 @@ def test_cli_reference_classifier_on_a_folder(tmp_path, capsys):
     assert first["reached_cap"] == sum(s is None for s in first["scores"])
 
 
-def test_cli_user_callable_and_augment(tmp_path, capsys, monkeypatch):
+def test_cli_user_callable_and_augment(tmp_path, capsys, monkeypatch, trusted):
     from mnistforge.cli import main
 
     d = write_folder(tmp_path / "bars", np.random.default_rng(8))
@@ -410,7 +417,7 @@ def test_cli_user_callable_and_augment(tmp_path, capsys, monkeypatch):
     assert "augmented copies" in capsys.readouterr().out
 
 
-def test_cli_plots(tmp_path):
+def test_cli_plots(tmp_path, trusted):
     pytest.importorskip("matplotlib")
     from mnistforge.cli import main
 
