@@ -6,7 +6,7 @@ import os
 import shutil
 
 import pytest
-from conftest import cli
+from faults_helpers import cli
 
 import mnistforge
 from mnistforge.checks import verify

@@ -14,7 +14,7 @@ import threading
 import time
 
 import pytest
-from conftest import ROOT, cli
+from faults_helpers import ROOT, cli
 
 from mnistforge.cache.download import _unreachable_reason, fetch
 from mnistforge.errors import ConfigError, DownloadError, NotWritableError, OfflineError

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import cli
+from faults_helpers import cli, start_cli
 
 from mnistforge.errors import CheckFailed, FormatError, MnistforgeError
 
@@ -122,3 +122,20 @@ def test_datasets_progress_bars_are_silenced_with_ours(export, tmp_path):
             env={"MNISTFORGE_PROGRESS": "0"})
     assert r.returncode == 0, r.stderr
     assert "Generating" not in r.stderr and "examples/s" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("attempt", range(2))
+def test_two_concurrent_exports_leave_one_whole_export(export, tmp_path, attempt):
+    # issue 17, item 1: one of two "successful" exports was lost
+    from mnistforge.hub import verify_repo
+
+    out = tmp_path / "hf"
+    args = ("export", "hf", export.parent / "b", "--out", out, "--workers", "1", "--no-check")
+    procs = [start_cli(*args), start_cli(*args)]
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    assert sorted(rc for rc, _ in results)[0] == 0 and sorted(rc for rc, _ in results)[1] != 0, \
+        results
+    loser = next(err for rc, err in results if rc != 0)
+    assert "another mnistforge run is writing" in loser or "already exists" in loser, loser
+    assert verify_repo(out, with_datasets=False) == verify_repo(export, with_datasets=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]

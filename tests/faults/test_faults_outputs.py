@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import ROOT, cli, start_cli
+from faults_helpers import ROOT, cli, start_cli
 
 from mnistforge.errors import BuildError, ConfigError, DiskFullError, OutputInUseError
 from mnistforge.io.atomic import atomic_dir, atomic_file, check_output_path, output_lock

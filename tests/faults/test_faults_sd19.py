@@ -9,7 +9,7 @@ import zipfile
 
 import numpy as np
 import pytest
-from conftest import cli
+from faults_helpers import cli
 
 from mnistforge.errors import SD19FormatError, UnsafeArchiveError
 from mnistforge.sd19.ihead import g4_decode, g4_encode

@@ -10,7 +10,7 @@ import textwrap
 import time
 
 import pytest
-from conftest import ROOT
+from faults_helpers import ROOT
 
 from mnistforge.errors import WorkerError
 from mnistforge.io.workers import named_worker_errors, process_pool
