@@ -523,7 +523,7 @@ class Comparison:
     max_k: np.ndarray
     mcnemar: np.ndarray
     ties: np.ndarray = field(repr=False)
-    poi_strict: np.ndarray | None = field(default=None, repr=False)
+    poi_strict: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
 
     @property
     def errors(self) -> np.ndarray:

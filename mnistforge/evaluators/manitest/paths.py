@@ -12,12 +12,13 @@ of a few candidates in parameter space:
 * two-segment paths ``0 -> m -> t*`` with the corner ``m`` refined by a few rounds of a
   pattern search started from the middle of the straight segment.
 
-Each candidate's length is computed twice from the same samples (:data:`PER_UNIT`): Simpson's rule on the speed ``||J(t(s)) t'(s)||`` with the exact
-warp Jacobian, and the inscribed polyline ``sum ||I_{t_{j+1}} - I_{t_j}||`` starting at the
-image itself.  The polyline never exceeds the true length and, by the triangle inequality,
-is never below the chord; the larger of the two is kept, so a reported distance is always
-at least the chord and (to the quadrature accuracy) the length of a real path: an upper
-bound of the geodesic distance ``d(e, t*)``.
+Each candidate's length is computed twice from the same samples (:data:`PER_UNIT`):
+Simpson's rule on the speed ``||J(t(s)) t'(s)||`` with the exact warp Jacobian, and the
+inscribed polyline ``sum ||I_{t_{j+1}} - I_{t_j}||`` starting at the image itself.  The
+polyline never exceeds the true length and, by the triangle inequality, is never below the
+chord; the larger of the two is kept, so a reported distance is always at least the chord
+and (to the quadrature accuracy) the length of a real path: an upper bound of the geodesic
+distance ``d(e, t*)``.
 """
 from __future__ import annotations
 
@@ -58,10 +59,12 @@ def path_lengths(image, spl, group, paths, resolution: float = 1.0) -> np.ndarra
     """
     density = resolution * np.array([PER_UNIT[p] for p in group.params])
     flat = np.asarray(image, np.float64).ravel()
-    allpts, per = [], []
+    allpts: list[np.ndarray] = []
+    per: list[tuple] = []
     for path in paths:
         pts, slices = _samples(np.asarray(path, np.float64), density)
-        per.append((sum(len(p) for p in allpts), len(pts), slices, np.asarray(path, np.float64)))
+        per.append((int(sum(len(p) for p in allpts)), len(pts), slices,
+                    np.asarray(path, np.float64)))
         allpts.append(pts)
     T = np.concatenate(allpts)
     imgs, J = warp_nodes(spl, group, T)

@@ -361,7 +361,7 @@ def mean_ci(values, level: float = 0.95):
     return m, (m - half, m + half), s
 
 
-_WORKER = {}
+_WORKER: dict = {}
 
 
 def _work(args):
