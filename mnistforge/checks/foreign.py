@@ -35,9 +35,11 @@ def foreign_target(target, split: str | None = None) -> tuple[Path, str | None] 
     text = os.fspath(target)
     if os.path.exists(text):
         return (Path(text), split) if foreign_source(text) else None
-    head, _, tail = text.rpartition(":")
-    if head and os.path.exists(head) and foreign_source(head):
-        return Path(head), tail or split
+    parts = text.split(":")  # PATH:SPLIT, or PATH:NAME:SPLIT for a copy of several datasets
+    for k in range(len(parts) - 1, 0, -1):
+        head = ":".join(parts[:k])
+        if os.path.exists(head):
+            return (Path(head), ":".join(parts[k:]) or split) if foreign_source(head) else None
     return None
 
 
