@@ -64,7 +64,9 @@ def _reference_arrays(reference, split: str | None, download):
 
 
 def _pick(copy: ForeignCopy, split: str | None) -> list[str]:
-    keys = [k for k, s in copy.splits.items() if split is None or k == split or s.split == split]
+    name, _, only = (split or "").rpartition(":")
+    keys = [k for k, s in copy.splits.items() if split is None or k == split or s.split == split
+            or (name and s.hint == name and s.split == only)]
     if not keys:
         copy.split(split)  # raises, naming the splits there are
     return keys
