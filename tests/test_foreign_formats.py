@@ -319,6 +319,22 @@ def test_our_hub_export_shards_are_identified(letters, tmp_path):
     assert ds.metadata is not None and "writer" in ds.metadata.dtype.names
 
 
+def test_torchvision_emnist_raw_holding_several_datasets(letters, tmp_path):
+    folder, x, y = letters
+    raw = tmp_path / "root" / "EMNIST" / "raw"
+    raw.mkdir(parents=True)
+    for name in ("emnist-letters", "emnist-balanced"):
+        write_idx(raw / f"{name}-test-images-idx3-ubyte", x)
+        write_idx(raw / f"{name}-test-labels-idx1-ubyte", y)
+    copy = read_foreign(tmp_path / "root")
+    assert sorted(copy.splits) == ["emnist-balanced:test", "emnist-letters:test"]
+    _, _, idents, _ = identify_copy(tmp_path / "root", "emnist-letters:test",
+                                    reference=f"{folder}:emnist-letters:test")
+    assert [(i.key, i.verdict, i.dataset) for i in idents] == [
+        ("emnist-letters:test", "identical", "emnist-letters")]
+    assert mnistforge.load("emnist-letters", "test", root=tmp_path / "root").name == "emnist-letters"
+
+
 def test_letters_labelled_from_zero_are_offset_by_load(letters, tmp_path):
     _, x, y = letters
     path = write_copy("csv", tmp_path, x, y - 1, name="emnist-letters", header=False)
