@@ -115,20 +115,21 @@ class KNNClassifier(Classifier):
         y = check_xy(X, y)
         self.codes_ = self._encode_labels(y)
         X = np.asarray(X)
-        self.train_ = as_features(X)
+        feats = as_features(X)
         # uint8 pixels are kept: their squared distances are exact integers
         self.train_u8_ = X.reshape(len(X), -1) if X.dtype == np.uint8 else None
-        n, dim = self.train_.shape
-        sq = np.einsum("ij,ij->i", self.train_, self.train_, dtype=np.float64)
+        n, dim = feats.shape
+        sq = np.einsum("ij,ij->i", feats, feats, dtype=np.float64)
         self.train_sqnorm_ = sq
         self.max_norm_ = float(np.sqrt(sq.max()))
         # [t, -|t|^2/2] padded to whole chunks: x'.t' is the ranking score, one product
         cols = -(-n // CHUNK) * CHUNK
         aug = np.zeros((cols, dim + 1), np.float32)
-        aug[:n, :dim] = self.train_
+        aug[:n, :dim] = feats
         aug[:n, dim] = -0.5 * sq
         aug[n:, dim] = _PAD_SCORE
         self.train_aug_ = aug
+        self.train_ = aug[:n, :dim]          # the features, a view: no second copy
         return self
 
     def _exact(self, q, q8, rows, cand):
