@@ -378,6 +378,20 @@ def test_a_misleading_file_name_does_not_decide(fashion_test, tmp_path):
     assert ds.name == "fashion-mnist"
 
 
+def test_idx_files_under_other_names(mnist_reference, tmp_path):
+    import gzip
+    import shutil
+
+    for f in ("t10k-images", "t10k-labels"):  # Kaggle's names: t10k-images.idx3-ubyte
+        kind = "idx3" if "images" in f else "idx1"
+        with gzip.open(mnist_reference / f"{f}-{kind}-ubyte.gz") as src, \
+                open(tmp_path / f"{f}.{kind}-ubyte", "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    rep = verify(tmp_path, near=False)
+    assert rep.info["format"] == "idx" and rep.info["identification"][0]["verdict"] == "identical"
+    assert mnistforge.load(tmp_path, "test").name == "mnist"
+
+
 def test_keras_layout_with_both_splits_and_a_single_pair(mnist_test, tmp_path):
     x, y = mnist_test
     both = tmp_path / "mnist.npz"

@@ -401,7 +401,8 @@ def make_split(copy: ForeignCopy, c: Canonical, info: DatasetInfo | None, transp
 def foreign_source(name, root=None) -> bool:
     """Whether ``load(name, root=root)`` (or ``load(name)`` with ``name`` a path) is a third-party
     copy: a file, or a folder that is neither idx files under official names nor our Hub export."""
-    from ..io.foreign import is_foreign
+    from ..errors import FormatError
+    from ..io.foreign import sniff
     from ..io.hf.repo import is_hf_repo
     from .targets import datasets_in_folder
 
@@ -413,5 +414,9 @@ def foreign_source(name, root=None) -> bool:
     if p.is_file():
         return True
     if not p.is_dir() or is_hf_repo(p) or datasets_in_folder(p):
+        return False  # official names (or our export): the loaders' own path
+    try:
+        sniff(p)  # idx files under other names (Kaggle's t10k-images.idx3-ubyte) count too
+    except FormatError:
         return False
-    return is_foreign(p)
+    return True

@@ -16,6 +16,8 @@ Examples
 ['test', 'train']
 >>> split_of("emnist-letters-train-images"), split_of("t10k-labels"), split_of("mnist_data")
 ('train', 'test', None)
+>>> split_key("t10k-images.idx3-ubyte"), split_key("emnist-letters-test-labels-idx1-ubyte.gz")
+((None, 'test'), ('emnist-letters', 'test'))
 """
 from __future__ import annotations
 
@@ -89,7 +91,7 @@ def _tokens(name: str) -> list[str]:
     for suf in (".gz", ".xz", ".bz2", ".npy", ".npz", ".csv", ".parquet", ".mat"):
         if stem.endswith(suf):
             stem = stem[: -len(suf)]
-    stem = re.sub(r"-?idx\d-(ubyte|int|float|double|short|byte)$", "", stem)
+    stem = re.sub(r"[-.]?idx\d[-.](ubyte|int|float|double|short|byte)$", "", stem)
     return [t for t in re.split(r"[-_.\s/]+", stem) if t]
 
 

@@ -20,6 +20,7 @@ Examples
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ...errors import FormatError, UnsafeFormatError
@@ -46,7 +47,8 @@ def refuse_pickle(path, what: str = "a pickle") -> UnsafeFormatError:
 
 
 def _is_idx_name(name: str) -> bool:
-    return "-idx" in name and not name.endswith((".pt", ".pkl", ".zip"))
+    """``train-images-idx3-ubyte[.gz]``, also Kaggle's ``train-images.idx3-ubyte``."""
+    return re.search(r"[-.]idx\d", name) is not None and not name.endswith((".pt", ".pkl", ".zip"))
 
 
 def read_idx_folder(folder, hint: str | None = None, fmt: str = "idx") -> ForeignCopy:
