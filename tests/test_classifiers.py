@@ -186,11 +186,11 @@ def _near_tie_set(n=150, seed=11):
     return train, y, Q.astype(np.uint8)
 
 
-def test_knn_neighbour_order_is_exact_where_float32_swaps_it():
-    train, y, Q = _near_tie_set()
+@pytest.mark.parametrize("n", [150, 2700])     # whole-block partition; chunked top-m search
+def test_knn_neighbour_order_is_exact_where_float32_swaps_it(n):
+    train, y, Q = _near_tie_set(n)
     clf = KNNClassifier(k=2).fit(train, y)
     idx, dist = clf.kneighbors(Q, 2)
-    n = len(Q)
     assert np.array_equal(idx, np.stack([2 * np.arange(n) + 1, 2 * np.arange(n)], 1))
     assert np.allclose(dist * 65025, [[1190943, 1190944]] * n, rtol=0, atol=1e-6)
     assert np.all(clf.predict_sweep(Q, [1])[1] == 0)
@@ -202,14 +202,15 @@ def test_knn_neighbour_order_is_exact_where_float32_swaps_it():
 
 
 def test_knn_exact_order_for_float_inputs_matches_float64_argsort():
-    X, y = _blobs(n=900, spread=3.0, seed=12)
-    Xtr, ytr, Xte = X[:700], y[:700], X[700:]
-    idx, dist = KNNClassifier(memory_mb=1).fit(Xtr, ytr).kneighbors(Xte, 10)
+    X, y = _blobs(n=5300, spread=3.0, seed=12)      # 5,000 rows: 20 chunks of 256
+    Xtr, ytr, Xte = X[:5000], y[:5000], X[5000:]
     f32 = lambda a: a.astype(np.float32).astype(np.float64)   # noqa: E731 (features are float32)
     d = ((f32(Xte)[:, None] - f32(Xtr)[None]) ** 2).sum(-1)
-    want = np.lexsort((np.broadcast_to(np.arange(700), d.shape), d), axis=1)[:, :10]
-    assert np.array_equal(idx, want)
-    assert np.allclose(dist, np.take_along_axis(d, want, 1), rtol=1e-12)
+    for k in (1, 2, 200):        # chunked top-m search (small k) and whole-block partition
+        idx, dist = KNNClassifier(memory_mb=1).fit(Xtr, ytr).kneighbors(Xte, k)
+        want = np.lexsort((np.broadcast_to(np.arange(5000), d.shape), d), axis=1)[:, :k]
+        assert np.array_equal(idx, want), k
+        assert np.allclose(dist, np.take_along_axis(d, want, 1), rtol=1e-12), k
 
 
 def _lowest_tie_vote(Xtr, ytr, Xte, k):

@@ -182,14 +182,15 @@ class KNNClassifier(Classifier):
             qa[:, :dim] = Q[s:e]
             qa[:, dim] = 1.0
             score = qa @ aug_t                 # the one big product; BLAS threads it
-            cmax = score.reshape(r, nchunks, CHUNK).max(axis=2)
-            mc = min(m, nchunks)
-            if mc < nchunks:
-                top = np.argpartition(-cmax, mc - 1, axis=1)[:, :mc]
+            if 4 * m < nchunks:
+                cmax = score.reshape(r, nchunks, CHUNK).max(axis=2)
+                top = np.argpartition(-cmax, m - 1, axis=1)[:, :m]
+                cidx = (top[:, :, None] * CHUNK + np.arange(CHUNK)).reshape(r, -1)
+                cs = np.take_along_axis(score, cidx, axis=1)
             else:
-                top = np.broadcast_to(np.arange(nchunks), (r, nchunks))
-            cidx = (top[:, :, None] * CHUNK + np.arange(CHUNK)).reshape(r, -1)
-            cs = np.take_along_axis(score, cidx, axis=1)
+                # large k: the m best chunks would be much of the block; partition it whole
+                cidx = np.broadcast_to(np.arange(cols), (r, cols))
+                cs = score
             sel = np.argpartition(-cs, m - 1, axis=1)[:, :m] if m < cs.shape[1] else \
                 np.broadcast_to(np.arange(cs.shape[1]), cs.shape)
             cand = np.take_along_axis(cidx, sel, axis=1)            # m candidates per row
