@@ -26,7 +26,7 @@ from mnistforge.io.foreign import read_foreign, sniff
 from mnistforge.io.idx import read_idx, write_idx
 from mnistforge.registry import get_dataset
 
-from conftest import FASHION
+FASHION = Path("/usr/share/datasets/fashion-mnist")  # Debian's dataset-fashion-mnist
 
 VARIANTS = ("exact", "reordered", "transposed", "shifted", "float", "inverted", "altered")
 FORMATS = ("npz", "npy", "csv", "torchvision", "parquet", "mat")
