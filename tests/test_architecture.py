@@ -17,7 +17,7 @@ LAYERS = {
     "loaders": 4,
     "builders": 5, "checks": 5, "hub": 5, "evaluators": 5,
     "demo": 6,
-    "cli": 7, "commands": 7,
+    "commands": 7, "cli": 8,
 }
 #: imports allowed within layer 0 (it has an order of its own)
 BASE_ORDER = {"_version": 0, "errors": 0, "settings": 1, "progress": 2, "plotting": 1}
