@@ -45,7 +45,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -356,7 +355,8 @@ def tarp_bounds(X, y, *, ns=(1, 10, 100), ks=range(0, 7), runs: int = 100, seed:
         # fork: the workers inherit X and y; only (n, run) tuples and small
         # result arrays cross the process boundary.
         _init(X, y)
-        with ProcessPoolExecutor(workers, mp_context=ctx) as ex:
+        from ..io.workers import named_worker_errors, process_pool
+        with named_worker_errors("running TARP"), process_pool(workers, mp_context=ctx) as ex:
             for res in ex.map(_job, jobs, chunksize=max(1, len(jobs) // (8 * workers))):
                 out[res[0], res[1]] = res[2:]
                 pbar.update()
