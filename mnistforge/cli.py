@@ -5,7 +5,7 @@ Each command lives in its own module ``mnistforge/commands/<name>.py`` exposing
 * ``NAME`` (the sub-command as typed, e.g. ``"synth-sd19"``),
 * ``HELP`` (one line),
 * ``add_arguments(parser)`` and
-* ``run(args) -> int`` (exit code, see :data:`mnistforge.commands.common.EXIT_CODES`:
+* ``run(args) -> int`` (exit code, see :data:`mnistforge.errors.EXIT_CODES`:
   0 ok, 1 the data failed a check, 2 usage error, 3 a needed resource is
   unavailable, 130 interrupted).
 
@@ -27,9 +27,8 @@ import logging
 import sys
 
 from ._version import __version__
-from .commands.common import (EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, exit_code,
-                              exit_codes_text)
-from .errors import MnistforgeError
+from .errors import (EXIT_CODES, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, MnistforgeError,
+                     exit_code)
 
 COMMAND_MODULES = [
     "info", "fetch", "show", "synth_sd19", "sd19", "build", "verify", "export",
@@ -37,6 +36,15 @@ COMMAND_MODULES = [
 ]
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_USAGE", "EXIT_UNAVAILABLE", "EXIT_INTERRUPTED"]
+
+
+def exit_codes_text() -> str:
+    """The ``--help`` epilog listing :data:`~mnistforge.errors.EXIT_CODES`.
+
+    >>> print(exit_codes_text().splitlines()[1])
+      0    success
+    """
+    return "exit codes:\n" + "\n".join(f"  {k:<4} {v}" for k, v in EXIT_CODES.items())
 
 
 def load_commands():

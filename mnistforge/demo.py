@@ -119,6 +119,10 @@ def _verify_status(report, family: str) -> tuple[str, list]:
     return ("warn" if unexpected else "pass"), notes
 
 
+#: the split each dataset's sample grid shows (default train)
+GRID_SPLITS = {"qmnist": "test50k"}
+
+
 def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) -> DemoResult:
     """Run the whole pipeline into ``out`` and return its summary.
 
@@ -196,13 +200,18 @@ def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) 
         st.detail = ", ".join(f"{d['dataset']}={d['verify']}" for d in res.datasets)
 
     with _Timer(res, "sample grids"):
-        from .loaders.grid import save_grid
+        from .loaders.grid import grid_title, save_grid
         for d in res.datasets:
-            ds = load(d["dataset"], "train", root=d["folder"])
+            # MNIST's train set is QMNIST's: QMNIST shows the test digits MNIST never published
+            split = GRID_SPLITS.get(d["dataset"], "train")
+            ds = load(d["dataset"], split, root=d["folder"])
+            if len(ds) == 0:
+                ds = load(d["dataset"], "train", root=d["folder"])
             n = min(64, len(ds))
             idx = np.linspace(0, len(ds) - 1, n).astype(int)
             p = save_grid(np.asarray(ds.images)[idx], np.asarray(ds.labels)[idx], ds.classes,
-                          pictures / f"{d['dataset']}.png")
+                          pictures / f"{d['dataset']}.png", cols=8,
+                          title=grid_title(ds, f"{n} of {len(ds):,}"))
             d["picture"] = str(p.relative_to(out))
 
     hf = out / "hf"

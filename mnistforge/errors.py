@@ -168,3 +168,34 @@ class CheckFailed(MnistforgeError, AssertionError):
 
 class UploadError(MnistforgeError, ConnectionError):
     """An upload (Hugging Face Hub push) failed or could not start: no token, offline, HTTP error."""
+
+
+# --- exit codes of the command line -------------------------------------------
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+#: exit code -> meaning, as ``mnistforge --help`` and docs/usage.md show them
+EXIT_CODES = {
+    EXIT_OK: "success",
+    EXIT_FAILED: "the data failed a check (verify, hashes, wrong or damaged files)",
+    EXIT_USAGE: "usage error (bad flags or values, unknown dataset or split names, no such path)",
+    EXIT_UNAVAILABLE: "a needed resource is unavailable (offline, download or upload failed, "
+                      "missing file, missing optional dependency)",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+
+def exit_code(error: BaseException) -> int:
+    """The exit code of an error that ended a command (see :data:`EXIT_CODES`).
+
+    >>> exit_code(ConfigError("x")), exit_code(OfflineError("y")), exit_code(HashMismatchError("z"))
+    (2, 3, 1)
+    """
+    if isinstance(error, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(error, (ConfigError, DatasetNotFoundError)):
+        return EXIT_USAGE
+    if isinstance(error, (DownloadError, UploadError, MissingDependencyError, MissingFileError,
+                          ModuleNotFoundError)):
+        return EXIT_UNAVAILABLE
+    return EXIT_FAILED

@@ -70,6 +70,8 @@ def test_demo_report_and_pictures(demo_run):
             im.verify()
         with Image.open(pic) as im:
             assert im.size[0] > 100 and im.size[1] > 100
+    pics = {d["dataset"]: (out / d["picture"]).read_bytes() for d in summary["datasets"]}
+    assert pics["qmnist"] != pics["mnist"]  # QMNIST's grid shows test50k, digits MNIST never had
     ev = summary["evaluation"]
     assert [s["name"] for s in ev["systems"]] == ["linear", "knn:k=1"]
     for s in ev["systems"]:

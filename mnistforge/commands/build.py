@@ -13,6 +13,8 @@ from ..errors import ConfigError
 from ..registry import emnist_splits
 from . import argtypes
 
+from .common import add_json, write_json
+
 NAME = "build"
 HELP = "build MNIST/QMNIST/xnist and EMNIST datasets from NIST SD19 (real or synthetic)"
 
@@ -46,6 +48,7 @@ def add_arguments(p):
                         "what was missing")
     p.add_argument("--letters-variant", choices=["official", "paper37"], default="official",
                    help="EMNIST letters: the official 26-class release or the paper's 37 classes")
+    add_json(p, "the manifest of each folder built")
 
 
 # --------------------------------------------------------------------------- flags -> configs
@@ -132,6 +135,7 @@ def run(args) -> int:
         raise _unknown(args.target)
     build(args.sd19, args.out, config_for(args.target, args))
     print(describe_build(args.target, args.out))
+    _write_manifests(args, {args.target: Path(args.out)})
     return 0
 
 
@@ -150,7 +154,19 @@ def build_all(args) -> int:
     for target in ALL_TARGETS:
         print(describe_build(target, out / target))
     print(f"built all datasets into {out}")
+    _write_manifests(args, {t: out / t for t in ALL_TARGETS})
     return 0
+
+
+def _write_manifests(args, folders: dict) -> None:
+    """``--json``: ``{target: {"folder": path, "manifest": manifest.json's content}}``."""
+    from ..io.manifest import Manifest
+
+    doc = {}
+    for target, folder in folders.items():
+        m = Manifest.read(folder)
+        doc[target] = {"folder": str(folder), "manifest": m.to_dict() if m is not None else None}
+    write_json(args, doc)
 
 
 def _inputs(args) -> list:

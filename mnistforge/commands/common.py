@@ -5,7 +5,8 @@
   to standard error so the JSON can be piped.
 * ``--offline`` and ``--no-download`` are one option (never open a
   connection); ``--cache DIR``; ``--no-progress``.
-* Exit codes (:data:`EXIT_CODES`), documented in ``mnistforge --help``.
+* Exit codes (:data:`mnistforge.errors.EXIT_CODES`, with the error classes they
+  belong to), documented in ``mnistforge --help``.
 * Tables fit the terminal (``COLUMNS`` when set, as for every Unix tool).
 
 Not a command: :data:`mnistforge.cli.COMMAND_MODULES` does not list it.
@@ -19,46 +20,8 @@ import shutil
 import sys
 import textwrap
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-
-#: exit code -> meaning, as ``--help`` and docs/usage.md show them
-EXIT_CODES = {
-    EXIT_OK: "success",
-    EXIT_FAILED: "the data failed a check (verify, hashes, wrong or damaged files)",
-    EXIT_USAGE: "usage error (bad flags or values, unknown dataset or split names, no such path)",
-    EXIT_UNAVAILABLE: "a needed resource is unavailable (offline, download or upload failed, "
-                      "missing file, missing optional dependency)",
-    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
-}
-
-
-def exit_codes_text() -> str:
-    """The ``--help`` epilog listing :data:`EXIT_CODES`.
-
-    >>> print(exit_codes_text().splitlines()[1])
-      0    success
-    """
-    return "exit codes:\n" + "\n".join(f"  {k:<4} {v}" for k, v in EXIT_CODES.items())
-
-
-def exit_code(error: BaseException) -> int:
-    """The exit code of an error that ended a command (see :data:`EXIT_CODES`).
-
-    >>> from mnistforge.errors import ConfigError, OfflineError, HashMismatchError
-    >>> exit_code(ConfigError("x")), exit_code(OfflineError("y")), exit_code(HashMismatchError("z"))
-    (2, 3, 1)
-    """
-    from ..errors import (ConfigError, DatasetNotFoundError, DownloadError, MissingDependencyError,
-                          MissingFileError, UploadError)
-
-    if isinstance(error, KeyboardInterrupt):
-        return EXIT_INTERRUPTED
-    if isinstance(error, (ConfigError, DatasetNotFoundError)):
-        return EXIT_USAGE
-    if isinstance(error, (DownloadError, UploadError, MissingDependencyError, MissingFileError,
-                          ModuleNotFoundError)):
-        return EXIT_UNAVAILABLE
-    return EXIT_FAILED
+from ..errors import (EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE,  # noqa: F401
+                      EXIT_USAGE, exit_code)
 
 
 # --------------------------------------------------------------------------- options

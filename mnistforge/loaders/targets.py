@@ -173,7 +173,7 @@ def resolve_target(text, default_split=None):
                               hint="a folder must exist to be used as a target")
         looks_like_path = os.sep in parts[0] or parts[0].startswith(".") or parts[0].startswith("~")
         try:
-            name = dataset_name(parts[0], kinds=("dataset", "source", "archive"))
+            name = dataset_name(parts[0])
         except DatasetNotFoundError:
             if looks_like_path and not parts[0].startswith(("emnist/", "EMNIST/")):
                 raise TargetNotFoundError("no such folder", path=parts[0],
