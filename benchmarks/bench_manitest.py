@@ -10,7 +10,8 @@ nodes.  The march distances found must agree; the ratio of speeds is printed.
 Before/after the path refinement (issue 19): the march alone (what was reported as the
 distance before) against ``score_image`` with ``refine=False`` (the straight path to the
 march's ``t*``) and the default (shortest of straight, grid and refined two-segment paths,
-near-tied changed nodes included).
+near-tied changed nodes included), and ``flip=True`` (``t*`` moved off the grid to where the
+label changes along that path).
 
 ``--accuracy N``: on N MNIST test digits (5000, 5001, ... plus 6384 and 9666), both 2-D
 groups, the reported distance and the march value against the independent reference
@@ -153,6 +154,9 @@ def main(argv=None):
     full = [score_image(Xte[i], clf, group, cap=args.cap) for i in idx]
     t_full = time.perf_counter() - t0
     t0 = time.perf_counter()
+    flip = [score_image(Xte[i], clf, group, cap=args.cap, flip=True) for i in idx]
+    t_flip = time.perf_counter() - t0
+    t0 = time.perf_counter()
     base = [score_per_node(Xte[i], clf, group, args.cap) for i in idx]
     t_base = time.perf_counter() - t0
 
@@ -172,6 +176,10 @@ def main(argv=None):
           f"+ straight path (refine=False): {args.images / t_ours:8.2f} images/s "
           f"({t_ours / t_march:.2f}x the time); default refinement: "
           f"{args.images / t_full:8.2f} images/s ({t_full / t_march:.2f}x the time)")
+    shrink = [f.distance / g.distance for f, g in zip(flip, full) if g.distance]
+    print(f"flip=True (t* off the grid): {args.images / t_flip:8.2f} images/s "
+          f"({t_flip / t_march:.2f}x the march's time); distance / grid distance: median "
+          f"{np.median(shrink):.3f}, min {min(shrink):.3f}")
     moved = [f.params != o.params for f, o in zip(full, ours) if f.params is not None]
     print(f"refinement moved t* to a near-tied changed node on {sum(moved)} of {len(moved)} "
           f"images; load %.2f %.2f %.2f" % os.getloadavg())

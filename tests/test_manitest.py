@@ -534,3 +534,27 @@ def test_docs_experiment_linear_row_is_a_fresh_run(mnist_reference):
     doc = (Path(__file__).resolve().parents[1] / "docs" / "manitest.md").read_text()
     assert row in doc.splitlines()
     assert all(r.distance >= r.chord for r in res.images)
+
+
+@pytest.mark.parametrize("threshold", [1.2, 0.7])
+def test_flip_moves_t_star_to_the_label_change_between_grid_nodes(threshold):
+    img = bump()
+
+    def right(x):
+        return (centre_of_mass_x(x) > C + threshold).astype(int)
+
+    grid = score_image(img, right, "translation", cap=3000)
+    r = score_image(img, right, "translation", cap=3000, flip=True)
+    assert r.grid_params == grid.params and r.status == "changed"
+    tx = r.params[0]
+    assert threshold - 0.02 < tx <= threshold + 0.02 and abs(r.params[1]) < 1e-9
+    # independently: SciPy warps on either side of the reported point
+    from manitest_reference import Warper, reference_geodesic
+
+    w = Warper(img, "translation")
+    before, after = w(np.array([[tx - 0.02, 0.0], [tx, 0.0]])).reshape(2, H, W)
+    assert right(before[None])[0] == r.label and right(after[None])[0] == r.new_label != r.label
+    ref, _, chord = reference_geodesic(img, "translation", r.params)
+    assert chord <= r.distance <= grid.distance
+    assert abs(r.distance / ref - 1) <= 0.02
+    assert r.score == pytest.approx(r.distance / np.linalg.norm(img))

@@ -5,7 +5,7 @@ import logging
 
 from ..errors import ConfigError
 
-from .common import add_json, write_json
+from .common import add_cache, add_json, add_offline, write_json
 from . import argtypes
 
 NAME = "manitest"
@@ -41,9 +41,13 @@ def add_arguments(p):
     p.add_argument("--order", type=int, choices=(1, 3), default=3,
                    help="interpolation: 1 bilinear, 3 cubic B-spline")
     p.add_argument("--jacobian", choices=("analytic", "fd"), default="analytic")
+    p.add_argument("--flip", action="store_true",
+                   help="move t* off the grid, to where the label changes along the measured path")
     p.add_argument("--workers", type=argtypes.workers, default=None, help="processes (default 2)")
     add_json(p)
     p.add_argument("--plot", default=None, metavar="DIR", help="pictures (needs the [plot] extra)")
+    add_offline(p)
+    add_cache(p)
 
 
 def parse_slice(text):
@@ -129,7 +133,8 @@ def run(args) -> int:
     for g in groups:
         res = manitest(images, predict, g, samples=args.samples or None, seed=args.seed,
                        classifier_name=desc, workers=args.workers, order=args.order,
-                       cap=args.cap, jacobian=args.jacobian, keep_map=bool(args.plot))
+                       cap=args.cap, jacobian=args.jacobian, keep_map=bool(args.plot),
+                       flip=args.flip)
         print(res.summary())
         doc = res.to_json()
         # indices in the JSON refer to the whole split, not to the --slice

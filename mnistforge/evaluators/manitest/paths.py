@@ -125,3 +125,31 @@ def shortest_path(image, spl, group, target, grid_path=None, *, resolution: floa
         else:
             delta = delta / 2
     return length, verts, kind
+
+
+def first_change(image, spl, group, vertices, predict, label, *, resolution: float = 1.0,
+                 subdivisions: int = 32):
+    """The first point of the polyline ``vertices`` whose image the classifier labels
+    differently from ``label``: ``(t, vertices up to t, new label)``, or ``None``.
+
+    The path's samples (:data:`PER_UNIT`) are classified in one batch; between the last
+    unchanged sample and the first changed one, ``subdivisions`` more points are (one more
+    batch), so ``t`` is within ``1 / subdivisions`` of a sample spacing of the crossing.
+    """
+    verts = np.asarray(vertices, np.float64)
+    density = resolution * np.array([PER_UNIT[p] for p in group.params])
+    pts, slices = _samples(verts, density)
+    labels = np.asarray(predict(warp_nodes(spl, group, pts, jacobian=False)))
+    changed = np.flatnonzero(labels != label)
+    if changed.size == 0:
+        return None
+    j = int(changed[0])
+    if j == 0:                                   # the start itself: nothing to refine
+        return pts[0], verts[:1], labels[0]
+    a, b = pts[j - 1], pts[j]
+    fine = a + (np.arange(1, subdivisions + 1)[:, None] / subdivisions) * (b - a)
+    fl = np.asarray(predict(warp_nodes(spl, group, fine, jacobian=False)))
+    i = int(np.flatnonzero(fl != label)[0])      # the last one, b, is known to differ
+    t = fine[i]
+    seg = next(s for s, (lo, hi) in enumerate(slices) if lo < j < hi)
+    return t, np.concatenate([verts[:seg + 1], t[None]]), fl[i]

@@ -26,7 +26,7 @@ import numpy as np
 from ...errors import ConfigError
 from .groups import get_group
 from .marching import DEFAULT_CAP, fast_march
-from .paths import path_lengths, shortest_path
+from .paths import first_change, path_lengths, shortest_path
 from .warp import as_float_images, jacobian_fd, metric_tensors, spline_image, warp_nodes
 
 logger = logging.getLogger(__name__)
@@ -138,6 +138,7 @@ class ImageScore:
     march_distance: float | None = None   # the fast-marching value at t* (approximate)
     path_kind: str | None = None   # "straight", "grid" or "two-segment": the path measured
     refined_path: list | None = None      # vertices of that path, identity to t*
+    grid_params: list | None = None       # the grid node found by the march (= params unless flip)
     transformed: np.ndarray | None = field(default=None, repr=False)   # I_t* (H x W)
     distance_map: dict | None = field(default=None, repr=False)        # see keep_map
 
@@ -171,7 +172,7 @@ def _check_jacobian(spl, group, tol: float = 1e-3) -> bool:
 def score_image(image, predict, group="dilation-rotation", *, order: int = 3,
                 cap: int = DEFAULT_CAP, jacobian: str = "analytic", keep_map: bool = False,
                 index=None, factored: bool = True, init_radius: int = 1,
-                label=None, refine: bool = True) -> ImageScore:
+                label=None, refine: bool = True, flip: bool = False) -> ImageScore:
     """Manitest on one image: the nearest label-changing transformation and its distance.
 
     Parameters
@@ -200,6 +201,10 @@ def score_image(image, predict, group="dilation-rotation", *, order: int = 3,
         (:func:`.paths.shortest_path`: straight, grid path, refined two-segment), also for
         label-changed nodes the march ranked close behind ``t*`` (default).  False: the
         straight path to the march's ``t*`` only (no search; still at least the chord).
+    flip : bool
+        Move ``t*`` off the grid: to the first point of the measured path where the label
+        changes (a batch along the path, then one of 32 points between the last two
+        samples), and measure the path up to it.  ``grid_params`` keeps the grid node.
 
     Examples
     --------
@@ -259,6 +264,15 @@ def score_image(image, predict, group="dilation-rotation", *, order: int = 3,
         out.march_distance = float(res.values.get(node, res.trial.get(node, math.nan)))
         out.path_kind = kind
         out.refined_path = np.asarray(verts).tolist()
+        out.grid_params = out.params
+        if flip:
+            hit = first_change(img, spl, group, verts, predict, label)
+            if hit is not None and len(hit[1]) > 1:
+                t, verts, out.new_label = hit
+                out.params = t.tolist()
+                out.refined_path = verts.tolist()
+                out.distance = float(path_lengths(img, spl, group, [verts])[0])
+                out.score = out.distance / safe
         out.transformed = warp_nodes(spl, group, t[None], jacobian=False)[0]
         out.chord = float(np.linalg.norm(out.transformed - img))
     if keep_map:
