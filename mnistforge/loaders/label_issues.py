@@ -35,7 +35,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import settings
 from ..cache.download import fetch_file
 from ..cache.verify import verify_file
 from ..errors import ConfigError, DownloadError, IntegrityError
@@ -75,7 +74,8 @@ def study_path(ann: LabelAnnotation | str, *, cache=None, download: bool | None 
                progress=None):
     """The study's file in the cache, fetched and verified like any dataset file."""
     fid = ann.file if isinstance(ann, LabelAnnotation) else ann
-    offline = settings.offline(None if download is None else not download)
+    # None lets fetch read MNISTFORGE_OFFLINE itself, so its error names the switch really used
+    offline = None if download is None else not download
     return fetch_file(fid, root=cache, offline=offline, progress=progress).path
 
 
