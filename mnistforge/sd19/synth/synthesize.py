@@ -82,7 +82,7 @@ def synthesize_sd19(out, config: SynthConfig = SynthConfig(), progress=None) -> 
     out = Path(out)
     logger.info("synthesising SD19: %d characters, %d writer folders, edition %d, %s",
                 len(plan), len(plan.folders), config.edition, config.packaging)
-    with atomic_dir(out, overwrite=config.overwrite,
+    with atomic_dir(out, overwrite=config.overwrite, inputs=[config.layout],
                     owned=lambda p: (Path(p) / DESCRIPTION).is_file()) as tmp:
         spill = _Spill(tmp / ".render.spill", len(plan))
         try:
