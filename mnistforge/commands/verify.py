@@ -75,6 +75,9 @@ def expand_targets(target: str) -> list[str]:
     p = Path(target)
     if not p.is_dir():
         return [target]
+    from ..io.hf.repo import is_hf_repo, repo_configs
+    if is_hf_repo(p):  # a Hugging Face export: every config, checked like idx files
+        return [f"{p}:{n}" for n in repo_configs(p)]
     names = datasets_in_folder(p)
     return [f"{p}:{n}" for n in names] if len(names) > 1 else [target]
 

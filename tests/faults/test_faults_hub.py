@@ -139,3 +139,11 @@ def test_two_concurrent_exports_leave_one_whole_export(export, tmp_path, attempt
     assert "another mnistforge run is writing" in loser or "already exists" in loser, loser
     assert verify_repo(out, with_datasets=False) == verify_repo(export, with_datasets=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]
+
+
+def test_verify_of_the_export_folder_checks_every_config(repo):
+    r = cli("verify", repo, "--no-near")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "hashes.shards" in r.stdout and "0 passed" not in r.stdout
+    _shards(repo, "test")[0].unlink()
+    assert cli("verify", repo, "--no-near").returncode == 1
