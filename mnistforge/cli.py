@@ -27,6 +27,7 @@ import logging
 import sys
 
 from ._version import __version__
+from .commands.common import command_environment
 from .errors import (EXIT_CODES, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, MnistforgeError,
                      exit_code)
 
@@ -91,7 +92,8 @@ def main(argv=None) -> int:
     if json_stdout:
         args._json_stdout = sys.stdout
     try:
-        with contextlib.redirect_stdout(sys.stderr) if json_stdout else contextlib.nullcontext():
+        with contextlib.redirect_stdout(sys.stderr) if json_stdout else contextlib.nullcontext(), \
+                command_environment(args):
             return int(args._run(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

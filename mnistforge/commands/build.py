@@ -13,7 +13,7 @@ from ..errors import ConfigError
 from ..registry import emnist_splits
 from . import argtypes
 
-from .common import add_json, write_json
+from .common import add_cache, add_json, add_progress, write_json
 
 NAME = "build"
 HELP = "build MNIST/QMNIST/xnist and EMNIST datasets from NIST SD19 (real or synthetic)"
@@ -49,6 +49,8 @@ def add_arguments(p):
     p.add_argument("--letters-variant", choices=["official", "paper37"], default="official",
                    help="EMNIST letters: the official 26-class release or the paper's 37 classes")
     add_json(p, "the manifest of each folder built")
+    add_cache(p)
+    add_progress(p)
 
 
 # --------------------------------------------------------------------------- flags -> configs

@@ -52,6 +52,39 @@ def add_cache(p) -> None:
 
 
 @contextlib.contextmanager
+def command_environment(args):
+    """While a command runs, its ``--cache DIR``, ``--offline`` and ``--no-progress`` hold for
+    every library call below it (the library reads ``MNISTFORGE_HOME``, ``MNISTFORGE_OFFLINE``
+    and ``MNISTFORGE_PROGRESS`` through :mod:`mnistforge.settings`); restored afterwards.
+
+    >>> import argparse, os
+    >>> before = os.environ.get("MNISTFORGE_PROGRESS")
+    >>> with command_environment(argparse.Namespace(no_progress=True)):
+    ...     os.environ["MNISTFORGE_PROGRESS"]
+    '0'
+    >>> os.environ.get("MNISTFORGE_PROGRESS") == before
+    True
+    """
+    wanted = {}
+    if getattr(args, "cache", None):
+        wanted["MNISTFORGE_HOME"] = str(args.cache)
+    if getattr(args, "offline", None):
+        wanted["MNISTFORGE_OFFLINE"] = "1"
+    if getattr(args, "no_progress", False):
+        wanted["MNISTFORGE_PROGRESS"] = "0"
+    old = {k: os.environ.get(k) for k in wanted}
+    os.environ.update(wanted)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
 def cache_home(args):
     """While a command runs, ``--cache DIR`` is the cache of every library call below it (the
     library reads ``MNISTFORGE_HOME`` through :mod:`mnistforge.settings`); restored after."""

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from . import argtypes
 
+from .common import add_progress
+
 NAME = "demo"
 HELP = ("synthesise a small SD19, build QMNIST/MNIST/EMNIST, verify, export to Hugging Face, "
         "evaluate (no network)")
@@ -16,6 +18,7 @@ def add_arguments(p):
     p.add_argument("--seed", type=argtypes.seed, default=0)
     p.add_argument("--workers", type=argtypes.workers, default=None)
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
+    add_progress(p)
 
 
 def run(args) -> int:

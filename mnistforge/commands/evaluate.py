@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 
-from .common import add_json, lazy_import, write_json
+from .common import add_cache, add_json, add_offline, add_progress, lazy_import, write_json
 from . import argtypes
 
 # loaded when the command runs: `mnistforge --help` stays free of NumPy
@@ -59,6 +59,9 @@ def add_arguments(p):
                    help="lenet/cnn: save the trained model as PATH.npz + PATH.json (no pickle)")
     p.add_argument("--load-model", default=None, metavar="PATH",
                    help="lenet/cnn: test a saved model instead of training (no --train)")
+    add_offline(p)
+    add_cache(p)
+    add_progress(p)
 
 
 def _fmt(e) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 
-from .common import add_json, add_offline, download_flag, write_json
+from .common import add_cache, add_json, add_offline, add_progress, download_flag, write_json
 from . import argtypes
 
 NAME = "export"
@@ -49,6 +49,8 @@ def add_arguments(p):
     add_json(p, "the configs, splits and row counts written (and the pushed URL)")
     p.add_argument("--no-check", action="store_true",
                    help="skip the reload check after writing (never skipped before --push)")
+    add_cache(p)
+    add_progress(p)
 
 
 def run(args) -> int:

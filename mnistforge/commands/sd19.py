@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .common import add_json, write_json
+from .common import add_json, add_progress, write_json
 from . import argtypes
 
 NAME = "sd19"
@@ -19,6 +19,7 @@ def add_arguments(p):
                    help="exit 1 when there is any anomaly (unjoined characters, counts off the table)")
     p.add_argument("--workers", type=argtypes.workers, default=None, help="decoding processes (default: all cores)")
     add_json(p, "the summary")
+    add_progress(p)
 
 
 def summarise(src) -> dict:

@@ -1,7 +1,7 @@
 """``mnistforge show NAME [SPLIT] --out grid.png``: a labelled sample grid as a PNG."""
 from __future__ import annotations
 
-from .common import add_cache, add_offline, download_flag
+from .common import add_cache, add_offline, add_progress, download_flag
 from . import argtypes
 
 NAME = "show"
@@ -24,6 +24,7 @@ def add_arguments(p):
     p.add_argument("--root", default=None, help="folder of built files to load NAME from")
     add_offline(p)
     add_cache(p)
+    add_progress(p)
 
 
 def run(args) -> int:

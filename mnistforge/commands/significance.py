@@ -8,7 +8,7 @@ the error overlap and, with ``--combine``, the majority-vote combination.
 from __future__ import annotations
 
 from ..errors import ConfigError, require
-from .common import add_json, lazy_import, write_json
+from .common import add_cache, add_json, add_offline, lazy_import, write_json
 from . import argtypes
 
 # loaded when the command runs: `mnistforge --help` stays free of NumPy
@@ -45,6 +45,8 @@ def add_arguments(p):
     # an unknown name is refused by errorlists.load_example with the list of examples
     p.add_argument("--example", default=None, metavar="NAME",
                    help="run on a bundled example instead of FILES: keysers2006")
+    add_offline(p)
+    add_cache(p)
 
 
 def _combine(systems, tie_breaker):

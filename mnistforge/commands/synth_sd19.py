@@ -35,7 +35,7 @@ def add_arguments(p):
                         "so readers must join with by_class)")
     p.add_argument("--workers", type=argtypes.workers, default=None, help="processes (default: all cores)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", "--no-progress", dest="quiet", action="store_true", help="no progress bars")
 
 
 def run(args) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 
-from .common import add_json, write_json
+from .common import add_cache, add_json, add_offline, write_json
 from . import argtypes
 
 NAME = "tarp"
@@ -60,6 +60,8 @@ def add_arguments(p):
                    help="place a classifier on the benchmark plane (cost in projections)")
     add_json(p)
     p.add_argument("--plot", default=None, metavar="OUT.png", help="needs the [plot] extra")
+    add_offline(p)
+    add_cache(p)
 
 
 def run(args) -> int:

@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from .common import add_cache, add_json, add_offline, cache_home, download_flag, terminal_width, write_json
+from .common import (add_cache, add_json, add_offline, add_progress, cache_home, download_flag, terminal_width,
+                     write_json)
 from . import argtypes
 
 NAME = "verify"
@@ -35,6 +36,7 @@ def add_arguments(p):
                    help="skip the near-duplicate search (the slowest check)")
     add_offline(p)
     add_cache(p)
+    add_progress(p)
 
 
 def _parse_metadata(items):
