@@ -20,6 +20,12 @@ Conventions: ``eta = 1 - confidence``; the two-sided normal quantile is
 ``z = sqrt(2) * erfcinv(eta)`` (1.96 at 95 %), the one-sided one
 ``z = sqrt(2) * erfcinv(2 * eta)`` (1.645 at 95 %).  ``n12`` counts samples only the
 first system gets wrong, ``n21`` samples only the second gets wrong.
+
+Why this module is long: it is one chain of definitions from the spec (quantiles ->
+intervals -> joint counts -> paired tests -> bootstrap -> tables of many systems), each
+step a few functions that the next one calls with the same conventions; about half of
+its lines are docstrings with worked examples that run as tests.  Split apart, every
+piece would import every other.
 """
 from __future__ import annotations
 
