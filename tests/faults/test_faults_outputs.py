@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import textwrap
+import time
 
 import pytest
 from faults_helpers import ROOT, cli, start_cli
@@ -39,6 +40,7 @@ def _hold(tmp_path, out):
                              str(ready), str(go)])
     while not ready.exists():
         assert proc.poll() is None, "the holder died"
+        time.sleep(0.02)
     return proc, go
 
 
