@@ -346,3 +346,16 @@ def test_card_and_croissant_hold_no_local_paths(tmp_path):
     assert sd["fingerprint"] in card and f"`edition`: {sd['edition']}" in card  # identity kept
     shutil.rmtree(base)  # nothing in the repository points back to it
     assert load("qmnist", "train", root=repo).name == "qmnist"
+
+
+def test_a_name_wins_over_a_folder_of_that_name(mnist_reference, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    (cache / "mnist").mkdir(parents=True)
+    for f in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        shutil.copy(mnist_reference / f, cache / "mnist" / f)
+    monkeypatch.setenv("MNISTFORGE_HOME", str(cache))
+    monkeypatch.setenv("MNISTFORGE_OFFLINE", "1")
+    (tmp_path / "MNIST" / "raw").mkdir(parents=True)  # torchvision's layout in the working folder
+    monkeypatch.chdir(tmp_path)
+    ds = load("MNIST", "test[:3]")
+    assert ds.name == "mnist" and ds.source.startswith("cache") and ds.labels.tolist() == [7, 2, 1]

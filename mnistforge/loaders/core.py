@@ -105,6 +105,13 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
     >>> first = mnistforge.load("MNIST", "test[:100]")         # doctest: +SKIP
     >>> built = mnistforge.load("qmnist", "test10k", root="build/", with_metadata=True)  # doctest: +SKIP
     """
+    if root is None and isinstance(name, str) and "/" not in name and os.sep not in name:
+        # a dataset's name wins over a folder of that name in the working directory
+        # (torchvision's root holds MNIST/, FashionMNIST/...)
+        try:
+            name = dataset_name(name)
+        except DatasetNotFoundError:
+            pass
     from .foreign import foreign_source, load_foreign
     if foreign_source(name, root):  # a third-party copy: npz/npy, CSV, parquet, .mat, torchvision
         return load_foreign(name if root is None else root, None if root is None else name, split,
