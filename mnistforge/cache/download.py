@@ -129,15 +129,17 @@ def default_deadline(size: int | None, timeout: float) -> float:
 def check_network_args(timeout, retries, backoff, deadline=None) -> None:
     """Refuse a zero, negative or non-finite ``timeout`` (and the like) as a usage error."""
     import math
+    import numbers
 
     for name, value, low in (("timeout", timeout, 0.0), ("deadline", deadline, 0.0)):
-        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value)
+        if value is not None and not (isinstance(value, numbers.Real) and math.isfinite(value)
                                       and value > low):
             raise ConfigError(f"invalid {name}", expected="a number of seconds > 0",
                               found=repr(value))
-    if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 100:
+    if not isinstance(retries, numbers.Integral) or isinstance(retries, bool) \
+            or not 0 <= retries <= 100:
         raise ConfigError("invalid retries", expected="an integer in 0..100", found=repr(retries))
-    if not (isinstance(backoff, (int, float)) and 0 <= backoff <= 3600):
+    if not (isinstance(backoff, numbers.Real) and 0 <= backoff <= 3600):
         raise ConfigError("invalid backoff", expected="seconds in 0..3600", found=repr(backoff))
 
 
