@@ -177,25 +177,30 @@ def _print_dataset(doc: dict) -> None:
     print(f"{doc['name']}: {doc['title']} ({doc['kind']})")
     for line in wrap(doc["description"], width - 2, "  "):
         print(line)
-    print(f"  homepage: {doc['homepage']}")
-    print(f"  licence:  {doc['licence']}")
-    print(f"  cite:     {doc['citation']}")
+    _field("homepage", doc["homepage"], width)
+    _field("licence", doc["licence"], width)
+    _field("cite", doc["citation"], width)
     if doc["kind"] == "dataset":
         stored = doc["stored_orientation"]
-        print("  images:   uint8 28x28, upright as loaded"
-              + (f" (files store them {stored}; the loader flips them)" if stored != "upright" else ""))
+        _field("images", "uint8 28x28, upright as loaded"
+               + (f" (files store them {stored}; the loader flips them)" if stored != "upright" else ""),
+               width)
         classes = doc["classes"]
-        print(f"  classes ({len(classes) - doc['label_offset']}, labels from {doc['label_offset']}): "
-              + " ".join(repr(c) if " " in c else c for c in classes))
+        _field("classes", f"{len(classes) - doc['label_offset']}, labels from {doc['label_offset']}: "
+               + " ".join(repr(c) if " " in c else c for c in classes), width)
         if doc["class_note"]:
-            print(f"  note:     {doc['class_note']}")
+            _field("note", doc["class_note"], width)
         if doc["metadata_fields"]:
-            print(f"  metadata: {', '.join(doc['metadata_fields'])}")
-            for line in wrap(doc["metadata_note"] or "", width - 12, " " * 12):
+            _field("metadata", ", ".join(doc["metadata_fields"]), width)
+            for line in wrap(doc["metadata_note"] or "", width, " " * 12):
                 print(line)
         print("  splits:")
         for sp in doc["splits"]:
-            print(f"    {sp['name']:<25} {sp['count']:>9,}  {sp['how']}")
+            head = f"    {sp['name']:<25} {sp['count']:>9,}  "
+            lines = wrap(sp["how"], max(20, width - len(head)))
+            print(head + lines[0])
+            for line in lines[1:]:
+                print(" " * len(head) + line)
     if doc["files"]:
         print("  files:")
     for f in doc["files"]:
@@ -208,6 +213,14 @@ def _print_dataset(doc: dict) -> None:
         for u in f["urls"]:
             print(f"{pad}  {u}")
     print(f"  cache: {doc['cache']}")
+
+
+def _field(label: str, text: str, width: int) -> None:
+    """``  label:    text`` wrapped to ``width`` with a hanging indent."""
+    lines = wrap(text, max(20, width - 12))
+    print(f"  {label + ':':<10}{lines[0]}")
+    for line in lines[1:]:
+        print(" " * 12 + line)
 
 
 def _print_overview(doc: dict) -> None:
