@@ -35,7 +35,9 @@ def _view_of(repo_dir, name: str, split: str, with_metadata: bool):
             raise IntegrityError(f"{name}: {split} larger than {sp.of}", path=repo_dir,
                                  expected=f"at most {n} rows", found=str(k))
         rows = slice(n - k, n) if sp.last else slice(0, n - k)
-    return base.select(rows, split=split)
+    view = base.select(rows, split=split)
+    view.indices = None  # the whole of this split, as when loaded from idx files
+    return view
 
 
 def load_split_from_repo(repo_dir, name: str, split: str, *, with_metadata: bool = False):
