@@ -359,3 +359,10 @@ def test_a_name_wins_over_a_folder_of_that_name(mnist_reference, tmp_path, monke
     monkeypatch.chdir(tmp_path)
     ds = load("MNIST", "test[:3]")
     assert ds.name == "mnist" and ds.source.startswith("cache") and ds.labels.tolist() == [7, 2, 1]
+
+
+def test_old_manifest_without_output_hashes_still_loads(tmp_path):
+    d = tmp_path / "old"
+    mnist_build(d, manifest=False)
+    (d / "manifest.json").write_text(json.dumps({"dataset": "mnist", "counts": {"train": 50}}))
+    assert len(load("mnist", "train", root=d)) == 50  # schema-0 build folders keep loading
