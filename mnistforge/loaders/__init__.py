@@ -14,11 +14,25 @@ Examples
 >>> resolve_target("mnist:test")
 ('mnist', 'test', None)
 """
-from .convert import hf_columns, hf_features, to_hf, to_torch
-from .core import load
-from .split import DatasetSplit
-from .targets import datasets_in_folder, detect_dataset, resolve_target
-from .grid import grid_title, render_grid, save_grid
+# Lazy: a one-shot `mnistforge.load(...)` imports only what a load needs, not the
+# converters, grids and target parsing.
+_WHERE = {
+    "load": "core", "DatasetSplit": "split", "resolve_target": "targets", "detect_dataset": "targets",
+    "datasets_in_folder": "targets", "hf_features": "convert", "hf_columns": "convert", "to_hf": "convert",
+    "to_torch": "convert", "save_grid": "grid", "render_grid": "grid", "grid_title": "grid",
+}
 
 __all__ = ["load", "resolve_target", "detect_dataset", "datasets_in_folder", "DatasetSplit", "hf_features",
            "hf_columns", "to_hf", "to_torch", "save_grid", "render_grid", "grid_title"]
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -9,12 +9,10 @@ import numpy as np
 
 from .. import settings
 from ..errors import DatasetNotFoundError, FormatError, IntegrityError, TargetNotFoundError
-from ..io.hf.repo import is_hf_repo
 from ..registry import DatasetInfo, get_dataset, list_datasets
 from .label_issues import add_label_votes, check_mode, clean_view
 from .names import dataset_name, parse_split, rows_of, split_name
 from .origins import CacheOrigin, FolderOrigin, Origin
-from .repo import load_split_from_repo
 from .split import DatasetSplit
 from .targets import detect_dataset
 from .trust import check_folder
@@ -112,10 +110,11 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
             name = dataset_name(name)
         except DatasetNotFoundError:
             pass
-    from .foreign import foreign_source, load_foreign
-    if foreign_source(name, root):  # a third-party copy: npz/npy, CSV, parquet, .mat, torchvision
-        return load_foreign(name if root is None else root, None if root is None else name, split,
-                            with_metadata=with_metadata)
+    if root is not None or not (isinstance(name, str) and name in list_datasets()):
+        from .foreign import foreign_source, load_foreign   # only where a path is involved
+        if foreign_source(name, root):  # a third-party copy: npz/npy, CSV, parquet, .mat, torchvision
+            return load_foreign(name if root is None else root, None if root is None else name, split,
+                                with_metadata=with_metadata)
     if root is None and isinstance(name, (str, os.PathLike)) and name not in list_datasets() \
             and Path(name).is_dir():
         name, root = detect_dataset(name), Path(name)
@@ -128,11 +127,15 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
                                       expected="a folder of idx files or a Hugging Face export",
                                       found="nothing there")
         # An exported Hugging Face repository (README.md + data/<name>/).
-        if is_hf_repo(root, name):
+        if _is_repo(root, name):
+            from .repo import load_split_from_repo
+
             ds = load_split_from_repo(root, name, _repo_split(name, base), with_metadata=want_meta)
             return clean_view(_slice(ds, rows), label_issues, with_metadata)
     info = get_dataset(dataset_name(name))
-    if root is not None and is_hf_repo(root, info.name):
+    if root is not None and _is_repo(root, info.name):
+        from .repo import load_split_from_repo
+
         ds = load_split_from_repo(root, info.name, split_name(info, base), with_metadata=want_meta)
         return clean_view(_slice(ds, rows), label_issues, with_metadata)
     ds = _load_files(info, split_name(info, base), root=root, download=download,
@@ -151,6 +154,12 @@ def _repo_split(name: str, split: str) -> str:
         return split_name(get_dataset(dataset_name(name)), split)
     except DatasetNotFoundError:
         return split
+
+
+def _is_repo(root, name) -> bool:
+    from ..io.hf.repo import is_hf_repo
+
+    return is_hf_repo(root, name)
 
 
 def _slice(ds: DatasetSplit, rows: str | None) -> DatasetSplit:
