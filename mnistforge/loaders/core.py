@@ -10,7 +10,6 @@ import numpy as np
 from .. import settings
 from ..errors import DatasetNotFoundError, FormatError, IntegrityError, TargetNotFoundError
 from ..registry import DatasetInfo, get_dataset, list_datasets
-from .label_issues import add_label_votes, check_mode, clean_view
 from .names import dataset_name, parse_split, rows_of, split_name
 from .origins import CacheOrigin, FolderOrigin, Origin
 from .split import DatasetSplit
@@ -119,7 +118,10 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
             and Path(name).is_dir():
         name, root = detect_dataset(name), Path(name)
     base, rows = parse_split(split)
-    check_mode(label_issues)
+    if label_issues is not None:
+        from .label_issues import check_mode
+
+        check_mode(label_issues)
     want_meta = with_metadata or label_issues is not None
     if root is not None:
         if not Path(root).is_dir():
@@ -131,20 +133,22 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
             from .repo import load_split_from_repo
 
             ds = load_split_from_repo(root, name, _repo_split(name, base), with_metadata=want_meta)
-            return clean_view(_slice(ds, rows), label_issues, with_metadata)
+            return _finish(ds, rows, label_issues, with_metadata)
     info = get_dataset(dataset_name(name))
     if root is not None and _is_repo(root, info.name):
         from .repo import load_split_from_repo
 
         ds = load_split_from_repo(root, info.name, split_name(info, base), with_metadata=want_meta)
-        return clean_view(_slice(ds, rows), label_issues, with_metadata)
+        return _finish(ds, rows, label_issues, with_metadata)
     ds = _load_files(info, split_name(info, base), root=root, download=download,
                      with_metadata=want_meta, cache=cache, keep_raw=keep_raw, progress=progress,
                      trust=settings.trust_files(trust_files), check=check)
     if want_meta:  # the human label votes of the splits a study examined
+        from .label_issues import add_label_votes
+
         add_label_votes(ds, root=root, cache=cache, download=download, progress=progress,
                         required=label_issues is not None)
-    return clean_view(_slice(ds, rows), label_issues, with_metadata)
+    return _finish(ds, rows, label_issues, with_metadata)
 
 
 def _repo_split(name: str, split: str) -> str:
@@ -154,6 +158,20 @@ def _repo_split(name: str, split: str) -> str:
         return split_name(get_dataset(dataset_name(name)), split)
     except DatasetNotFoundError:
         return split
+
+
+def _finish(ds: DatasetSplit, rows: str | None, label_issues: str | None,
+            with_metadata: bool) -> DatasetSplit:
+    """The requested rows, the label-issue view, and metadata only when asked for."""
+    ds = _slice(ds, rows)
+    if label_issues is None and with_metadata:
+        return ds
+    if label_issues is None:
+        ds.metadata = None
+        return ds
+    from .label_issues import clean_view   # the study's machinery only when a view is asked for
+
+    return clean_view(ds, label_issues, with_metadata)
 
 
 def _is_repo(root, name) -> bool:
