@@ -265,3 +265,20 @@ def test_missing_torch_names_the_extra(monkeypatch):
     with pytest.raises(MissingDependencyError, match=r"mnistforge\[torch\]") as e:
         make_classifier("cnn:epochs=1").fit(np.zeros((4, 28, 28), np.uint8), [0, 1, 0, 1])
     assert isinstance(e.value, ImportError)
+
+
+def test_light_augmentation_matches_the_evaluators_warp():
+    # classifiers cannot import evaluators (layering); their warp is the independent oracle
+    from mnistforge.classifiers.neural import random_similarity, similarity
+    from mnistforge.evaluators.augment import apply_similarity
+
+    x = np.zeros((1, 28, 28), np.float32)
+    x[0, 8:20, 10:14] = 1
+    x[0, 8:11, 10:20] = 1
+    for dr, dc, rot, sc in [(1, -2, 0, 1), (0, 0, 0.2, 1), (0, 0, 0, 1.2), (1.5, 0.5, 0.1, 0.9)]:
+        ours = similarity(x, np.array([[dr, dc]]), np.array([rot]), np.array([sc]))
+        ref = apply_similarity(x.astype(np.float64), [[dc, dr, rot, sc]], order=1)
+        assert np.abs(ours - ref).max() < 1e-5
+    a = random_similarity(np.repeat(x, 3, 0), np.random.default_rng(1))
+    b = random_similarity(np.repeat(x, 3, 0), np.random.default_rng(1))
+    assert np.array_equal(a, b) and not np.array_equal(a[0], a[1])

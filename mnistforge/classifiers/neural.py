@@ -2,11 +2,10 @@
 
 :class:`NeuralClassifier` is the base of ``lenet`` and ``cnn`` (:mod:`.lenet`): a seeded
 mini-batch training loop (SGD with momentum or Adam; one-cycle, cosine or constant learning
-rate per step; optional light random similarity augmentation from
-:mod:`mnistforge.evaluators.augment`, drawn afresh each epoch), early stopping on a
-validation set when one is given (the best epoch's weights are kept), and a progress bar
-per epoch.  torch is imported inside functions only, so listing the classifiers works
-without it.
+rate per step; optional light random similarity augmentation drawn afresh each epoch),
+early stopping on a validation set when one is given (the best epoch's weights are kept),
+and a progress bar per epoch.  torch is imported inside functions only, so listing the
+classifiers works without it.
 
 Models are saved by :func:`save_model` as two files: ``NAME.npz`` (the tensors, plain
 NumPy arrays, read back with ``np.load(allow_pickle=False)``) and ``NAME.json`` (the
@@ -33,8 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, FormatError, IntegrityError, MissingFileError, require
+from ..errors import ConfigError, FormatError, IntegrityError, MissingFileError
 from .base import Classifier, check_xy
+from .torch_models import require_torch
 
 logger = logging.getLogger(__name__)
 
@@ -45,9 +45,6 @@ SCHEDULES = ("onecycle", "cosine", "none")
 PREDICT_BATCH = 1024
 
 
-def require_torch():
-    """Import torch or raise a MissingDependencyError naming the ``[torch]`` extra."""
-    return require("torch", "torch", "the lenet and cnn classifiers (or use linear, elm, knn)")
 
 
 def resolve_device(device: str = "auto"):
@@ -79,7 +76,7 @@ def check_device_name(device: str) -> None:
 
 
 def as_images(X) -> np.ndarray:
-    """``N x H x W`` float32 images; uint8 pixels scaled to [0, 1]; square ``N x D`` rows reshaped."""
+    """``N x H x W`` float32 images (uint8 scaled to [0, 1]; square ``N x D`` rows reshaped)."""
     X = np.asarray(X)
     if X.ndim == 2:
         side = math.isqrt(X.shape[1])
@@ -94,6 +91,37 @@ def as_images(X) -> np.ndarray:
     if X.dtype == np.uint8:
         x /= 255.0
     return x
+
+
+def random_similarity(x: np.ndarray, rng, max_shift: float = 2.0, scale=(0.9, 1.1),
+                      max_rotation: float = 0.1) -> np.ndarray:
+    """Light augmentation: each image shifted, scaled and rotated about its centre at random.
+
+    The same uniform draws as ``evaluators.augment`` (lighter bounds, bilinear, zero
+    padding); done here with ``scipy.ndimage`` because classifiers sit below evaluators.
+    """
+    n = len(x)
+    shift = rng.uniform(-max_shift, max_shift, (n, 2))
+    rot = rng.uniform(-max_rotation, max_rotation, n)
+    sc = rng.uniform(scale[0], scale[1], n)
+    return similarity(x, shift, rot, sc)
+
+
+def similarity(x: np.ndarray, shift, rot, sc) -> np.ndarray:
+    """Image ``k`` shifted by ``shift[k]`` (rows, columns), rotated by ``rot[k]`` and scaled by
+    ``sc[k]`` about its centre; bilinear, zero outside (``evaluators.augment``'s convention)."""
+    from scipy import ndimage
+
+    n, h, w = x.shape
+    centre = np.array([(h - 1) / 2.0, (w - 1) / 2.0])
+    out = np.empty_like(x)
+    for k in range(n):
+        c, s = np.cos(rot[k]), np.sin(rot[k])
+        # affine_transform maps output to input coordinates: the inverse similarity
+        inv = np.array([[c, -s], [s, c]]) / sc[k]
+        offset = centre - inv @ (centre + shift[k])
+        out[k] = ndimage.affine_transform(x[k], inv, offset=offset, order=1, mode="constant")
+    return out
 
 
 @contextlib.contextmanager
@@ -175,14 +203,11 @@ class NeuralClassifier(Classifier):
             sched = None
         return opt, sched
 
-    def _epoch_images(self, images: np.ndarray, epoch: int) -> np.ndarray:
+    def _epoch_images(self, x: np.ndarray, epoch: int) -> np.ndarray:
         if not self.augment:
-            return images
-        from ..evaluators.augment import AugmentConfig, augment_similarity
-
-        # lighter than Manitest's training recipe: Fashion-MNIST items are not rotated
-        cfg = AugmentConfig(max_shift=2.0, scale=(0.9, 1.1), max_rotation=0.1)
-        return augment_similarity(images, seed=self.seed * 100_003 + epoch, config=cfg)
+            return x
+        rng = np.random.default_rng(self.seed * 100_003 + epoch)
+        return random_similarity(x, rng)
 
     # ------------------------------------------------------------------ training
     def fit(self, X, y, validation=None):
@@ -193,10 +218,7 @@ class NeuralClassifier(Classifier):
 
         y = check_xy(X, y)
         codes = self._encode_labels(y)
-        images = np.asarray(X)
-        if images.ndim == 2:
-            images = as_images(images)
-        x0 = as_images(images)
+        x0 = as_images(X)
         self.in_hw_ = tuple(int(v) for v in x0.shape[1:])
         val = None
         if validation is not None:
@@ -218,7 +240,7 @@ class NeuralClassifier(Classifier):
             bar = progress(range(self.epochs), desc=f"{self.name} epochs", unit="epoch")
             for epoch in bar:
                 t0 = time.perf_counter()
-                x = x0 if not self.augment else as_images(self._epoch_images(images, epoch))
+                x = self._epoch_images(x0, epoch)
                 xt = torch.from_numpy(x).unsqueeze(1).to(dev)
                 loss = self._train_epoch(torch, xt, yt, gen, opt, sched, loss_fn, epoch)
                 rec = {"epoch": epoch + 1, "loss": round(loss, 6),

@@ -13,15 +13,18 @@ torch is imported inside :func:`build_network` only.
 """
 from __future__ import annotations
 
-from ..errors import ConfigError
+from ..errors import ConfigError, require
 
 ARCHITECTURES = ("lenet5", "cnn")
 
 
+def require_torch():
+    """Import torch or raise a MissingDependencyError naming the ``[torch]`` extra."""
+    return require("torch", "torch", "the lenet and cnn classifiers (or use linear, elm, knn)")
+
+
 def build_network(arch: str, n_classes: int, in_hw, dropout: float = 0.25, width: int = 16):
     """A freshly initialised ``torch.nn.Module`` for ``N x 1 x H x W`` float inputs."""
-    from .neural import require_torch
-
     torch = require_torch()
     nn = torch.nn
     h, w = (int(v) for v in in_hw)
