@@ -58,3 +58,12 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     # Never touch the user's cache or the network from tests by accident.
     monkeypatch.setenv("MNISTFORGE_HOME", str(tmp_path_factory.getbasetemp() / "mnistforge-home"))
     monkeypatch.setenv("MNISTFORGE_PROGRESS", "0")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty cache of this test's own, offline: files are put there by the test."""
+    c = tmp_path / "cache"
+    monkeypatch.setenv("MNISTFORGE_HOME", str(c))
+    monkeypatch.setenv("MNISTFORGE_OFFLINE", "1")  # tests never download
+    return c

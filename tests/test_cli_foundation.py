@@ -15,13 +15,6 @@ from mnistforge.loaders import render_grid, save_grid
 from mnistforge.registry import list_datasets
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    c = tmp_path / "cache"
-    monkeypatch.setenv("MNISTFORGE_HOME", str(c))
-    monkeypatch.setenv("MNISTFORGE_OFFLINE", "1")
-    return c
-
 
 @pytest.fixture
 def mnist_cache(cache, mnist_reference):

@@ -21,6 +21,7 @@ from mnistforge.io.idx import read_idx, write_idx
 from mnistforge.io.label_votes import FIELDS, MISSING, parse_mturk_json
 from mnistforge.loaders import label_issues as li
 from mnistforge.registry import get_dataset, get_file, label_annotations
+from cache_helpers import put
 
 STUDY_ID = "label-errors/mnist_mturk.json"
 #: The paper's 15 MNIST test label errors (0-based), typed in from labelerrors.com's MNIST page.
@@ -39,18 +40,6 @@ def study_file(reference_dir):
     return p
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    c = tmp_path / "cache"
-    monkeypatch.setenv("MNISTFORGE_HOME", str(c))
-    monkeypatch.setenv("MNISTFORGE_OFFLINE", "1")  # tests never download
-    return c
-
-
-def put(cache, group, src, name=None):
-    d = cache / group
-    d.mkdir(parents=True, exist_ok=True)
-    return shutil.copy(src, d / (name or src.name))
 
 
 @pytest.fixture

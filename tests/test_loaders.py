@@ -17,20 +17,9 @@ from mnistforge.io.manifest import Manifest
 from mnistforge.io.idx import write_idx
 from mnistforge.loaders import DatasetSplit, hf_features, load, resolve_target
 from mnistforge.cache.verify import marker_path, verify_file
+from cache_helpers import put
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    c = tmp_path / "cache"
-    monkeypatch.setenv("MNISTFORGE_HOME", str(c))
-    monkeypatch.setenv("MNISTFORGE_OFFLINE", "1")  # tests never download
-    return c
-
-
-def put(cache, group, src, name=None):
-    d = cache / group
-    d.mkdir(parents=True, exist_ok=True)
-    return shutil.copy(src, d / (name or os.path.basename(src)))
 
 
 def qmnist_test_labels(qmnist_reference, n=10000):
