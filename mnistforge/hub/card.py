@@ -16,6 +16,7 @@ from ..registry import license_link, license_text
 from .label_votes import card_section as label_votes_section
 from .label_votes import has_label_votes, study_bibtex
 
+#: Used when the registry has no entry for a config (arrays exported directly).
 DEFAULT_LICENSE = "other"
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from .._version import __version__
 from ..io.hashing import sha256_file
 from ..io.hf.parquet import DATA
+from .card import DEFAULT_LICENSE
 
 CROISSANT = "croissant.json"
-DEFAULT_LICENSE = "other"
 CROISSANT_CONTEXT = {
     "@language": "en", "@vocab": "https://schema.org/", "sc": "https://schema.org/",
     "cr": "http://mlcommons.org/croissant/", "rai": "http://mlcommons.org/croissant/RAI/",

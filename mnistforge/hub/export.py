@@ -17,8 +17,6 @@ from .croissant import CROISSANT, croissant_metadata
 
 logger = logging.getLogger(__name__)
 
-#: Used when the registry has no entry for a config (arrays exported directly).
-DEFAULT_LICENSE = "other"
 
 
 @dataclass

@@ -30,7 +30,7 @@ def encode_png(image: np.ndarray, compress_level: int = PNG_COMPRESS_LEVEL) -> b
     >>> encode_png(np.zeros((28, 28), np.uint8))[:8]
     b'\\x89PNG\\r\\n\\x1a\\n'
     """
-    data, offsets = encode_batch(np.asarray(image)[None], compress_level)
+    data, _ = encode_batch(np.asarray(image)[None], compress_level)
     return data
 
 
@@ -118,10 +118,6 @@ def _pillow_png(image: np.ndarray, compress_level: int) -> bytes:
 _PILLOW_BLOCK = 65536
 
 
-def _encode_chunk(images: np.ndarray, compress_level: int) -> tuple[bytes, np.ndarray]:
-    return encode_batch(images, compress_level)
-
-
 def encode_pngs(images: np.ndarray, *, workers: int | None = None,
                 compress_level: int = PNG_COMPRESS_LEVEL, desc: str | None = None):
     """Encode N images to PNG; return ``(data, offsets)`` (all bytes, N+1 int64 offsets).
@@ -143,14 +139,14 @@ def encode_pngs(images: np.ndarray, *, workers: int | None = None,
             ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
             with named_worker_errors("encoding PNG images"), \
                     process_pool(workers, mp_context=ctx) as pool:
-                futs = {pool.submit(_encode_chunk, np.asarray(images[s:s + CHUNK]), compress_level): i
+                futs = {pool.submit(encode_batch, np.asarray(images[s:s + CHUNK]), compress_level): i
                         for i, s in enumerate(starts)}
                 for fut in concurrent.futures.as_completed(futs):
                     parts[futs[fut]] = fut.result()
                     bar.update(len(parts[futs[fut]][1]))
         else:
             for i, s in enumerate(starts):
-                parts[i] = _encode_chunk(np.asarray(images[s:s + CHUNK]), compress_level)
+                parts[i] = encode_batch(np.asarray(images[s:s + CHUNK]), compress_level)
                 bar.update(len(parts[i][1]))
     finally:
         bar.close()
