@@ -6,6 +6,13 @@ keep ``<cache>/<group>/<name without .gz>`` with its own ``.sha256`` sidecar
 Opt out with ``keep_raw=False`` or ``MNISTFORGE_KEEP_RAW=0``.  A load trusts
 the sidecar while the copy keeps its size and mtime; ``mnistforge verify``
 re-hashes.
+
+A first load (a compressed file without a valid sidecar) is one read of it:
+:func:`first_raw_copy` hashes it, decompresses it into the raw copy and hashes
+the content only where the verdict needs it, the hashing and writing on a
+second thread.  Anything it cannot settle on that read is left to the two-step
+route (:func:`~mnistforge.cache.download.fetch_file`, then
+:func:`make_raw_copy`), which gives the same statuses and the same errors.
 """
 from __future__ import annotations
 
@@ -14,14 +21,15 @@ import logging
 import os
 from pathlib import Path
 
-from ..errors import HashMismatchError, IdxFormatError, MnistforgeError
+from ..errors import FormatError, HashMismatchError, IdxFormatError, MnistforgeError
 from ..io.atomic import atomic_file
 from ..io.compression import DECOMPRESS_ERRORS, open_reader
 from ..io.hashing import HashingReader
 from ..registry import RemoteFile
 from .archive import open_member
 from .download import FetchResult
-from .verify import Verification, decide, marker_path, remove_with_marker, verify_file, write_marker
+from .verify import (Verification, decide, marker_path, needs_md5, read_marker, remove_with_marker,
+                     verify_file, write_marker)
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +56,75 @@ def check_raw_copy(raw: Path, remote: RemoteFile, *, rehash: bool = False) -> Ve
         return None
     if not v.from_marker:  # a load never rewrites a sidecar that still holds
         write_marker(raw, v)
+    return v
+
+
+class _NotSettled(Exception):
+    """The one-read route cannot give the verdict: the two-step route will."""
+
+
+def first_raw_copy(remote: RemoteFile, packed: Path, raw: Path, *,
+                   rehash: bool = False) -> Verification | None:
+    """Verify the cached compressed file ``packed`` and write its raw copy ``raw``, in one read.
+
+    Returns the verification of ``packed`` (both sidecars written, statuses as
+    :func:`~mnistforge.cache.verify.verify_file` and :func:`make_raw_copy` give
+    them), or None when there is nothing to do here (no such file, its sidecar
+    holds and not ``rehash``, an archive member, no content size pinned) or the
+    read cannot settle it (a damaged stream, a hash that differs, a cache that
+    cannot be written): the caller then takes the two-step route, which says
+    precisely what is wrong.  Nothing is renamed into place before the verdict.
+    """
+    if remote.archive or remote.compression not in ("gz", "xz", "bz2") or not remote.content_size:
+        return None
+    try:
+        size = packed.stat().st_size
+    except OSError:
+        return None
+    if not rehash and read_marker(packed) is not None:
+        return None  # verified before: make_raw_copy decompresses without hashing
+    pinned = bool(remote.content_sha256 or remote.content_md5)
+    # The published wrapper can match only at its published size; any other size (a mirror
+    # that re-compressed) is judged by its content.  The content is hashed too when the raw
+    # copy's sidecar cannot take the pinned content hash as it is.
+    from ..io.hashing import inflate_to
+
+    exact_possible = bool(remote.sha256 or remote.md5) and remote.size in (None, size)
+    content = not exact_possible or not remote.content_sha256
+    logger.info("verifying %s and keeping a decompressed copy at %s", packed, raw)
+    try:
+        with atomic_file(raw) as out:
+            got = inflate_to(packed, out, remote.compression, md5=needs_md5(remote), content=content,
+                             content_md5=content and needs_md5(remote, True),
+                             limit=remote.content_size)
+            csha, cmd5 = (got.content_sha256, got.content_md5) if pinned else (None, None)
+            status = decide(remote, got.sha256, got.md5, csha, cmd5)
+            if status is None or got.content_size != remote.content_size:
+                raise _NotSettled
+            if got.content_sha256 is None:  # the published file: its content is the pinned one
+                raw_v = Verification(str(raw), "raw", remote.content_sha256 or "", None,
+                                     size=got.content_size)
+            else:
+                raw_status = decide(remote, got.content_sha256, got.content_md5, raw=True) \
+                    if pinned else "derived"
+                if raw_status is None:
+                    raise _NotSettled
+                raw_v = Verification(str(raw), raw_status, got.content_sha256, got.content_md5,
+                                     size=got.content_size)
+    except (_NotSettled, FormatError, OSError) as e:
+        logger.debug("%s: one-read verification not settled (%s); checking step by step",
+                     packed, type(e).__name__)
+        return None
+    if status == "exact":
+        csha = cmd5 = None  # what verify_file records: content hashes only where they decided
+    v = Verification(str(packed), status, got.sha256, got.md5, csha, cmd5, got.size)
+    if status == "content":
+        logger.info("%s: compressed bytes differ from the published file, content matches", packed)
+    elif status == "unpinned":
+        logger.warning("%s: no hash is pinned for %s; observed sha256 %s (not verified)",
+                       packed, remote.id, got.sha256)
+    write_marker(packed, v)
+    write_marker(raw, raw_v)
     return v
 
 

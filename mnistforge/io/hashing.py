@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import HashMismatchError
+from ..errors import FormatError, HashMismatchError
+from . import compression as _compression
 from .compression import DECOMPRESS_ERRORS, compression_of, open_reader
 
 CHUNK = 1 << 20
+#: compressed bytes read per step of :func:`inflate_to` (small enough that the hashing and
+#: writing thread starts early, large enough that handing buffers over costs little)
+INFLATE_CHUNK = 1 << 19
 
 
 def sha256_file(path, chunk: int = CHUNK) -> str:
@@ -163,3 +168,124 @@ class HashingReader:
     @property
     def md5(self) -> str:
         return self._md5.hexdigest()
+
+
+class _Tee:
+    """One worker thread that runs ``fn(buf)`` for each queued (fns, buf), in order.
+
+    hashlib (buffers over 2 kB), file writes and ISA-L's inflate release the GIL,
+    so hashing and writing here overlap the decompression on the caller's thread.
+    The queue is bounded: a slow worker holds back the reader instead of memory filling.
+    """
+
+    def __init__(self, depth: int = 8):
+        import queue
+        import threading
+
+        self._q: queue.Queue = queue.Queue(depth)
+        self.error: BaseException | None = None
+        self._t = threading.Thread(target=self._run, name="mnistforge-tee", daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while (item := self._q.get()) is not None:
+            if self.error is None:
+                try:
+                    for fn in item[0]:
+                        fn(item[1])
+                except BaseException as e:  # handed to the caller's thread
+                    self.error = e
+
+    def put(self, fns, buf) -> None:
+        if self.error is not None:
+            raise self.error
+        self._q.put((fns, buf))
+
+    def __enter__(self) -> _Tee:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._q.put(None)
+        self._t.join()
+        if exc_type is None and self.error is not None:
+            raise self.error
+
+
+@dataclass
+class Inflated:
+    """What :func:`inflate_to` saw: hashes and sizes of the compressed file and of its content
+    (None where not asked for)."""
+
+    sha256: str
+    md5: str | None
+    size: int
+    content_sha256: str | None
+    content_md5: str | None
+    content_size: int
+
+
+def inflate_to(src, out, compression: str, *, md5: bool = False, content: bool = True,
+               content_md5: bool = False, limit: int | None = None,
+               chunk: int = INFLATE_CHUNK) -> Inflated:
+    """Decompress file ``src`` into binary file object ``out``, reading it once and hashing
+    both the compressed bytes (sha256, and md5 if asked) and the content (if ``content``).
+
+    The hashes and the writes run on a second thread, so on two cores this costs about one
+    decompression.  Multi-member gzip (zero padding between members included) gives what
+    :func:`~mnistforge.io.compression.open_reader` gives.  Raises
+    :class:`~mnistforge.errors.FormatError` for a damaged or truncated stream and for content
+    longer than ``limit`` bytes (found before more than ``limit + 1`` bytes are held).
+
+    Examples
+    --------
+    >>> import io, os, tempfile
+    >>> from mnistforge.io.compression import gzip_bytes
+    >>> p = os.path.join(tempfile.mkdtemp(), "x.gz"); _ = open(p, "wb").write(gzip_bytes(b"abc"))
+    >>> out = io.BytesIO(); got = inflate_to(p, out, "gz")
+    >>> out.getvalue(), got.content_sha256[:8], got.content_size
+    (b'abc', 'ba7816bf', 3)
+    """
+    sha = hashlib.sha256()
+    m = hashlib.md5(usedforsecurity=False) if md5 else None
+    csha = hashlib.sha256() if content else None
+    cm = hashlib.md5(usedforsecurity=False) if content_md5 else None
+    packed = [h.update for h in (sha, m) if h is not None]
+    unpacked = [h.update for h in (csha, cm) if h is not None] + [out.write]
+    size = csize = 0
+    try:
+        with _Tee() as tee, open(src, "rb") as f:
+            d = _compression.decompressor(compression)
+            while buf := f.read(chunk):
+                size += len(buf)
+                tee.put(packed, buf)
+                data = buf
+                while data:
+                    if d.eof:  # a member/stream ended: gzip may pad with zeros, then go on
+                        if compression == "gz":
+                            data = data.lstrip(b"\0")
+                            if not data:
+                                break
+                        d = _compression.decompressor(compression)
+                    piece = d.decompress(data) if limit is None else \
+                        d.decompress(data, limit - csize + 1)
+                    data = d.unused_data if d.eof else b""
+                    csize += len(piece)
+                    if limit is not None and csize > limit:
+                        raise FormatError("decompressed content longer than expected", path=src,
+                                          expected=f"at most {limit:,} bytes",
+                                          found=f"more than {limit:,}",
+                                          hint="the file is damaged or another file")
+                    if piece:
+                        tee.put(unpacked, piece)
+            if not d.eof:
+                raise FormatError("truncated compressed file", path=src,
+                                  expected=f"a whole {compression} stream",
+                                  found=f"its end missing after {size:,} bytes",
+                                  hint="the file was cut short: fetch or copy it again")
+    except _compression.DECOMPRESS_ERRORS as e:
+        if isinstance(e, OSError) and not isinstance(e, EOFError) and e.errno is not None:
+            raise  # a read or write that failed, not a damaged stream
+        raise FormatError("cannot decompress", path=src, expected=f"a valid {compression} stream",
+                          found=f"{type(e).__name__}: {e}", hint="the file is damaged") from None
+    return Inflated(sha.hexdigest(), m.hexdigest() if m else None, size,
+                    csha.hexdigest() if csha else None, cm.hexdigest() if cm else None, csize)

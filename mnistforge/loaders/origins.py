@@ -108,6 +108,14 @@ class CacheOrigin(_Opening):
             arr = self._open_raw_copy(raw, remote)
             if arr is not None:
                 return arr
+        if self.keep_raw:  # a first load: verify and decompress in one read
+            from ..cache.download import cache_path
+            from ..cache.raw import first_raw_copy
+
+            v = first_raw_copy(remote, cache_path(remote, self.cache), raw, rehash=self.check)
+            if v is not None:
+                self.status[fname] = v.status
+                return read_idx(raw)
         res = fetch_file(remote, root=self.cache, progress=self.progress,
                          offline=self.offline_arg, rehash=self.check)
         self.status[fname] = res.status
