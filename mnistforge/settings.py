@@ -31,7 +31,8 @@ from pathlib import Path
 
 from .errors import ConfigError
 
-__all__ = ["cache_home", "offline", "workers", "progress", "keep_raw", "trust_files", "truthy"]
+__all__ = ["cache_home", "offline", "workers", "progress", "keep_raw", "keep_raw_for_folders",
+           "trust_files", "truthy"]
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
@@ -119,6 +120,17 @@ def keep_raw(value: bool | None = None) -> bool:
     if value is not None:
         return bool(value)
     return truthy(os.environ.get("MNISTFORGE_KEEP_RAW") or None, True)
+
+
+def keep_raw_for_folders(value: bool | None = None) -> bool:
+    """Whether ``load(..., root=FOLDER)`` keeps decompressed copies of the folder's compressed
+    files in the cache: ``value`` if given, else no (a folder load writes nothing unless asked;
+    ``MNISTFORGE_KEEP_RAW`` is about the cache's own files and does not turn this on).
+
+    >>> keep_raw_for_folders(), keep_raw_for_folders(True)
+    (False, True)
+    """
+    return bool(value) if value is not None else False
 
 
 def trust_files(value: bool | None = None) -> bool:

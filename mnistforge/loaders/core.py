@@ -76,13 +76,18 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         Cache folder (default ``$MNISTFORGE_HOME`` or the platform cache).
     keep_raw : bool, optional
         Keep a decompressed copy in the cache for millisecond memory-mapped
-        loads (default true, or ``MNISTFORGE_KEEP_RAW``).
+        loads (default true, or ``MNISTFORGE_KEEP_RAW``).  With ``root=``, a
+        folder's compressed files get such copies only when ``keep_raw=True``
+        is passed; they go to ``<cache>/local-raw/``, never into the folder
+        (see :mod:`mnistforge.cache.local_raw`).
     check : bool
         Re-hash every cached file this load reads (the compressed file and its
         decompressed copy) instead of trusting its ``.sha256`` sidecar, which
         a load otherwise trusts while size and modification time hold; a
         mismatch raises :class:`~mnistforge.errors.HashMismatchError` (a stale
         decompressed copy is rebuilt).  ``mnistforge verify`` always re-hashes.
+        With ``root=`` and ``keep_raw=True``, the folder's raw copies are
+        re-hashed (a damaged one is made again).
     trust_files : bool, optional
         Files in ``root`` are checked (their labels file hashed) against the
         folder's build manifest, or, without one, against the registry; files
@@ -191,7 +196,8 @@ def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata,
     sp = info.split(split)
     src: Origin
     if root is not None:
-        src = FolderOrigin(info, root)
+        src = FolderOrigin(info, root, cache=cache, keep_raw=settings.keep_raw_for_folders(keep_raw),
+                           check=check)
     else:
         src = CacheOrigin(info, cache=cache, download=download, keep_raw=keep_raw,
                           progress=progress, check=check)

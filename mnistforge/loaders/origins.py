@@ -29,7 +29,7 @@ from .. import settings
 from ..cache.download import fetch_file
 from ..cache.raw import check_raw_copy, discard_raw_copy, make_raw_copy, read_member
 from ..errors import DiskFullError, IdxFormatError, MissingFileError, NotWritableError
-from ..io.compression import COMPRESSIONS, strip_compression
+from ..io.compression import COMPRESSIONS, compression_of, strip_compression
 from ..io.idx import parse_idx_bytes, read_idx, read_idx_header
 from ..io.manifest import Manifest
 from ..registry import DatasetInfo, SplitInfo, get_file
@@ -192,12 +192,21 @@ def manifest_classes(manifest: Manifest | None, info: DatasetInfo) -> list | Non
 
 
 class FolderOrigin(_Opening):
-    """Idx files under their official names in a folder (built or official)."""
+    """Idx files under their official names in a folder (built or official).
+
+    ``keep_raw=True`` keeps a decompressed copy of each compressed file in the
+    cache (never in the folder; see :mod:`mnistforge.cache.local_raw`), so
+    later loads are memory maps; ``check=True`` re-hashes such copies.
+    """
 
     kind = "folder"
 
-    def __init__(self, info: DatasetInfo, root):
+    def __init__(self, info: DatasetInfo, root, *, cache=None, keep_raw: bool = False,
+                 check: bool = False):
         self.info = info
+        self.keep_raw = keep_raw
+        self.check = check
+        self.cache = settings.cache_home(cache) if keep_raw else None
         root = Path(root)
         folder = find_dataset_folder(root, info)
         if folder is None:
@@ -251,4 +260,32 @@ class FolderOrigin(_Opening):
                 expected=f"{strip_compression(fname)} (raw, .gz, .xz or .bz2)", found="no such file",
                 hint="build it with `mnistforge build` or copy it there")
         self.status.setdefault(fname, "local")
+        if self.keep_raw and compression_of(p.name) is not None:
+            arr = self._open_copy(p)
+            if arr is not None:
+                return arr
         return read_idx(p)
+
+    def _open_copy(self, p: Path) -> np.ndarray | None:
+        """The raw copy of compressed ``p`` in the cache, made when missing or stale; None when
+        it cannot be made (the caller reads ``p`` itself, which names what is wrong)."""
+        from ..cache.local_raw import discard_copy, make_copy, valid_copy
+        from ..errors import FormatError
+
+        assert self.cache is not None
+        raw = valid_copy(p, self.cache, rehash=self.check)
+        if raw is None:
+            try:
+                header = read_idx_header(p)
+                raw = make_copy(p, self.cache, content_size=header.offset + header.nbytes)
+            except (FormatError, OSError) as e:
+                logger.warning("no raw copy of %s (%s); reading it compressed", p, e)
+                return None
+            if raw is None:
+                return None
+        try:
+            return read_idx(raw)
+        except IdxFormatError as e:
+            logger.warning("%s; discarding the raw copy", e)
+            discard_copy(raw)
+            return None

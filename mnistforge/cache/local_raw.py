@@ -1,0 +1,129 @@
+"""Raw copies of the compressed files of a folder you give ``load`` (``root=FOLDER, keep_raw=True``).
+
+A folder of ``.gz`` (``.xz``, ``.bz2``) idx files is decompressed on every
+load.  With ``keep_raw=True`` the loader keeps a decompressed copy of each such
+file **in the cache, never in the folder**::
+
+    <cache>/local-raw/<key>/<name without .gz>          the copy
+    <cache>/local-raw/<key>/<name without .gz>.sha256   its sidecar
+
+``key`` is derived from the source file's resolved path.  The sidecar records
+the source as it was read (resolved path, size, mtime_ns, ctime_ns, inode, the
+sha256 of its bytes), the sha256 of the content, and the copy's own size and
+mtime_ns.  A copy is used only while its sidecar describes both the source and
+the copy as they are now: a source that changed (or was replaced, or touched)
+gets a fresh copy, and a copy changed since it was written is not trusted and
+is replaced.  ``rehash`` (``load(..., check=True)``) also hashes the copy
+against the recorded content hash.  A load that finds a valid copy only reads
+(two ``stat`` calls and the sidecar): nothing is written.  Copies and sidecars
+are written atomically (temporary name, then rename).  The folder
+``<cache>/local-raw`` holds nothing else and may be deleted at any time.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+from ..io.atomic import atomic_file
+from ..io.compression import compression_of, strip_compression
+from .verify import marker_path, read_marker, remove_with_marker
+
+logger = logging.getLogger(__name__)
+
+#: the cache's sub-folder for copies of files outside the cache
+LOCAL_RAW = "local-raw"
+
+
+def copy_path(src, cache) -> Path:
+    """Where the raw copy of compressed file ``src`` lives under ``cache``.
+
+    >>> copy_path("/data/fashion/train-images-idx3-ubyte.gz", "/c").name
+    'train-images-idx3-ubyte'
+    >>> copy_path("/a/x-idx1-ubyte.gz", "/c") != copy_path("/b/x-idx1-ubyte.gz", "/c")
+    True
+    """
+    import hashlib
+
+    real = os.path.realpath(src)
+    key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
+    return Path(cache) / LOCAL_RAW / key / strip_compression(Path(real).name)
+
+
+def _identity(st: os.stat_result) -> list[int]:
+    # ctime changes with every write and cannot be set back (unlike mtime, which cp -p and
+    # tar restore), so a file rewritten with the same size and mtime still looks changed
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def valid_copy(src, cache, *, rehash: bool = False) -> Path | None:
+    """The raw copy of ``src`` if its sidecar still describes ``src`` and the copy, else None.
+
+    Never writes.  ``rehash`` also hashes the copy against its recorded content hash.
+    """
+    raw = copy_path(src, cache)
+    rec = read_marker(raw)  # None unless the copy keeps the size and mtime recorded
+    if rec is None:
+        return None
+    try:
+        st = os.stat(src)
+    except OSError:
+        return None
+    if rec.get("source") != os.path.realpath(src) or rec.get("source_identity") != _identity(st):
+        logger.info("%s changed since its raw copy %s was made", src, raw)
+        return None
+    if rehash:
+        from ..io.hashing import sha256_file
+
+        sha = sha256_file(raw)
+        if sha != rec.get("sha256"):
+            logger.warning("%s: raw copy of %s does not match its record (sha256 %s, recorded %s); "
+                           "making it again", raw, src, sha, rec.get("sha256"))
+            return None
+    return raw
+
+
+def make_copy(src, cache, *, content_size: int | None = None) -> Path | None:
+    """Decompress ``src`` into its raw copy under ``cache`` and record the sidecar.
+
+    ``content_size`` (from the idx header) caps the decompression and must be
+    the content's exact length.  Returns the copy, or None when the source
+    changed while it was read (the copy is then left without a sidecar: never
+    trusted).  Raises :class:`~mnistforge.errors.FormatError` for a damaged
+    stream or a wrong length (nothing renamed into place) and ``OSError`` when
+    the cache cannot be written.
+    """
+    from ..errors import FormatError
+    from ..io.hashing import inflate_to
+
+    src = Path(src)
+    comp = compression_of(src.name)
+    if comp is None:
+        raise ValueError(f"{src} is not compressed")
+    raw = copy_path(src, cache)
+    before = os.stat(src)
+    logger.info("keeping a decompressed copy of %s at %s", src, raw)
+    with atomic_file(raw) as out:
+        got = inflate_to(src, out, comp, limit=content_size)
+        if content_size is not None and got.content_size != content_size:
+            raise FormatError("decompressed content shorter than its idx header says", path=src,
+                              expected=f"{content_size:,} bytes", found=f"{got.content_size:,}",
+                              hint="the file is truncated or damaged")
+        out.flush()
+        written = os.fstat(out.fileno())  # the rename keeps size and mtime
+    if _identity(os.stat(src)) != _identity(before):
+        logger.warning("%s changed while it was read; its raw copy is not recorded", src)
+        return None
+    rec = {"status": "derived", "sha256": got.content_sha256, "size": written.st_size,
+           "mtime_ns": written.st_mtime_ns, "name": raw.name, "source": os.path.realpath(src),
+           "source_identity": _identity(before), "source_sha256": got.sha256}
+    with atomic_file(marker_path(raw), "w") as f:
+        json.dump(rec, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return raw
+
+
+def discard_copy(raw) -> None:
+    """Remove a raw copy made here (with its sidecar), e.g. one that does not parse."""
+    remove_with_marker(raw)
