@@ -72,7 +72,7 @@ def _idx_bytes(n=50):
         return p.read_bytes()
 
 
-def _remote(packed: bytes, content: bytes, **pins):
+def _remote(packed: bytes, content: bytes, name="x-idx3-ubyte.gz", **pins):
     import hashlib
 
     from mnistforge.registry import RemoteFile
@@ -81,8 +81,7 @@ def _remote(packed: bytes, content: bytes, **pins):
              "size": len(packed), "content_sha256": hashlib.sha256(content).hexdigest(),
              "content_md5": hashlib.md5(content).hexdigest()}
     kw = {k: (known[k] if v is True else v) for k, v in pins.items()}
-    return RemoteFile(id="test/x-idx3-ubyte.gz", group="test", name="x-idx3-ubyte.gz",
-                      content_size=len(content), **kw)
+    return RemoteFile(id=f"test/{name}", group="test", name=name, content_size=len(content), **kw)
 
 
 def _sidecars(folder: Path) -> dict:
@@ -198,3 +197,25 @@ def test_first_raw_copy_is_not_taken_once_the_sidecar_holds_unless_rehashing(tmp
     assert first_raw_copy(remote, packed, raw) is None  # verified before: nothing to hash
     assert first_raw_copy(remote, packed, raw, rehash=True).status == "exact"
     assert raw.read_bytes() == _idx_bytes()
+
+
+@pytest.mark.parametrize("comp", ["xz", "bz2"])
+def test_first_raw_copy_reads_xz_and_bz2_like_the_reader(tmp_path, comp):
+    import bz2
+    import lzma
+
+    from mnistforge.cache.raw import first_raw_copy
+
+    content = _idx_bytes()
+    pack = {"xz": lzma.compress, "bz2": bz2.compress}[comp]
+    remote = _remote(pack(content + b"x"), content, name=f"x-idx3-ubyte.{comp}", sha256=True,
+                     size=True, content_sha256=True)
+    one, two = tmp_path / "one", tmp_path / "two"
+    for d in (one, two):
+        d.mkdir()
+        (d / remote.name).write_bytes(pack(content[:9000]) + pack(content[9000:]))  # two streams
+    v1 = first_raw_copy(remote, one / remote.name, one / remote.raw_name)
+    v2 = _two_step(remote, two / remote.name, two / remote.raw_name)
+    assert v1 is not None and v1.status == v2.status == "content"
+    assert _sidecars(one) == _sidecars(two)
+    assert (one / remote.raw_name).read_bytes() == content
