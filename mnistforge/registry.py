@@ -1,10 +1,11 @@
 """The one registry of datasets, splits and remote files (``data/registry.json``).
 
 The table is a JSON file inside the package, read with the standard library
-(:mod:`json` + :mod:`importlib.resources`).  It describes every dataset the
-package knows (names, splits, counts, classes, orientation, label offset,
-licence, citation) and every remote file (mirrors, size, sha256 of the file
-*and* of its decompressed content, md5 where that is all that is published).
+(:mod:`json`; :mod:`importlib.resources` only where the package is not a folder
+on disk).  It describes every dataset the package knows (names, splits,
+counts, classes, orientation, label offset, licence, citation) and every
+remote file (mirrors, size, sha256 of the file *and* of its decompressed
+content, md5 where that is all that is published).
 
 Files are keyed ``"<group>/<name>"`` (e.g. ``"mnist/train-images-idx3-ubyte.gz"``);
 a dataset's files live in the cache folder ``<cache>/<group>/`` under their
@@ -23,8 +24,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from dataclasses import dataclass, field
-from importlib import resources
 
 from .errors import ConfigError, DatasetNotFoundError
 from .io.compression import COMPRESSIONS, strip_compression  # noqa: F401 - part of this API
@@ -187,7 +188,15 @@ class DatasetInfo:
 
 @functools.lru_cache(maxsize=1)
 def _raw() -> dict:
-    text = resources.files("mnistforge").joinpath("data/registry.json").read_text("utf-8")
+    # A plain open: importlib.resources costs a one-shot load more than the parse does.
+    path = os.path.join(os.path.dirname(__file__), "data", "registry.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:  # not a folder on disk (a zip): the import system reads it
+        from importlib import resources
+
+        text = resources.files("mnistforge").joinpath("data/registry.json").read_text("utf-8")
     return json.loads(text)
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from mnistforge import registry as R
 from mnistforge.errors import DatasetNotFoundError
-from mnistforge.cache.verify import hash_content, hash_file, verify_file
+from mnistforge.cache.verify import verify_file
+from mnistforge.io.hashing import hash_content, hash_file
 
 EXPECTED_DATASETS = [
     "mnist", "fashion-mnist", "kmnist", "qmnist", "emnist-byclass", "emnist-bymerge",

@@ -1,8 +1,11 @@
-"""Start-up stays light: `mnistforge --help` and `import mnistforge` load no NumPy, a load no asyncio."""
+"""Start-up stays light: `mnistforge --help` and `import mnistforge` load no NumPy, a load no asyncio,
+and a one-shot load imports only what it uses (issue 21: a script that loads one split)."""
 from __future__ import annotations
 
 import subprocess
 import sys
+
+from cache_helpers import put
 
 
 def modules_after(code: str) -> set[str]:
@@ -28,3 +31,40 @@ def test_a_progress_bar_does_not_pull_in_asyncio():
     mods = modules_after("from mnistforge.progress import progress\n"
                          "list(progress(range(3), disable=True))")
     assert "tqdm" in mods and "asyncio" not in mods
+
+
+#: what a load that writes, fetches, hashes and decompresses nothing has no use for
+NOT_FOR_A_CACHED_LOAD = (
+    "logging", "hashlib", "gzip", "isal", "lzma", "bz2", "zipfile", "shutil", "tempfile", "random",
+    "importlib.resources", "difflib", "tqdm", "requests", "urllib3", "asyncio", "concurrent.futures",
+    "mnistforge.cache.download", "mnistforge.cache.archive", "mnistforge.io.hashing",
+    "mnistforge.io.manifest", "mnistforge.loaders.foreign", "mnistforge.loaders.targets",
+    "mnistforge.loaders.trust", "mnistforge.loaders.label_issues", "mnistforge.progress")
+
+
+def test_a_one_shot_load_from_the_cache_imports_only_what_it_uses(mnist_reference, cache):
+    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        put(cache, "mnist", mnist_reference / name)
+    code = "import mnistforge\nds = mnistforge.load('mnist', 'test', download=False)\nassert len(ds) == 10000"
+    first = modules_after(code)          # the first load verifies and keeps the raw copies
+    assert "hashlib" in first            # (so the check below could fail)
+    mods = modules_after(code + "\nassert set(ds.status.values()) == {'raw'}, ds.status")  # memory maps
+    assert "mnistforge.loaders.core" in mods and "numpy._core" in mods
+    assert sorted(m for m in NOT_FOR_A_CACHED_LOAD if m in mods) == []
+
+
+def test_a_one_shot_load_of_a_folder_imports_no_logging_codecs_or_readers(mnist_reference, tmp_path):
+    folder = tmp_path / "mine"
+    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        put(tmp_path, "mine", mnist_reference / name)
+    code = ("from mnistforge.io.idx import decompress_to_raw\nimport os\n"
+            f"d = {str(folder)!r}\n"
+            "for n in os.listdir(d):\n"
+            "    decompress_to_raw(os.path.join(d, n), os.path.join(d, n[:-3])); os.remove(os.path.join(d, n))")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    mods = modules_after(f"import mnistforge\nds = mnistforge.load('mnist', 'test', root={str(folder)!r})\n"
+                         "assert len(ds) == 10000")
+    assert "mnistforge.loaders.trust" in mods      # the folder's files were checked
+    assert sorted(m for m in ("logging", "gzip", "isal", "lzma", "bz2", "zipfile", "shutil", "tempfile",
+                              "concurrent.futures", "importlib.resources", "mnistforge.io.hf.png",
+                              "mnistforge.io.foreign.npz", "mnistforge.cache.download") if m in mods) == []

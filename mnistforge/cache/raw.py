@@ -17,21 +17,25 @@ route (:func:`~mnistforge.cache.download.fetch_file`, then
 from __future__ import annotations
 
 import errno
-import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import FormatError, HashMismatchError, IdxFormatError, MnistforgeError
+from ..log import get_logger
 from ..io.atomic import atomic_file
-from ..io.compression import DECOMPRESS_ERRORS, open_reader
-from ..io.hashing import HashingReader
 from ..registry import RemoteFile
-from .archive import open_member
-from .download import FetchResult
 from .verify import (Verification, decide, marker_path, needs_md5, read_marker, remove_with_marker,
                      verify_file, write_marker)
 
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from ..io.hashing import HashingReader
+    from .download import FetchResult
+
+# Making a copy (codecs, hashing, archives) imports their modules where it happens: a load
+# that finds its copy valid needs none of them.
+
+logger = get_logger(__name__)  # logging only when a record could be shown
 
 CHUNK = 1 << 20
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
@@ -143,6 +147,9 @@ def _check_member(remote: RemoteFile, hr: HashingReader, where) -> None:
 
 def read_member(res: FetchResult, remote: RemoteFile) -> bytes:
     """The bytes of a verified archive's member, checked against the member's own hash."""
+    from ..io.hashing import HashingReader
+    from .archive import open_member
+
     with open_member(res.path, res.member) as f:
         hr = HashingReader(f)
         data = hr.read()
@@ -159,6 +166,10 @@ def make_raw_copy(res: FetchResult, remote: RemoteFile, raw: Path) -> Verificati
     load).  Otherwise the content is hashed on the way and checked.
     ``mnistforge verify`` re-hashes raw copies whatever their sidecar says.
     """
+    from ..io import compression
+    from ..io.hashing import HashingReader
+    from .archive import open_member
+
     logger.info("keeping a decompressed copy of %s at %s", remote.id, raw)
     known = res.status in ("exact", "content") and bool(remote.content_sha256) and not res.member
     try:
@@ -166,7 +177,7 @@ def make_raw_copy(res: FetchResult, remote: RemoteFile, raw: Path) -> Verificati
             cm = open_member(res.path, res.member) if res.member else open(res.path, "rb")
             with cm as f:
                 packed = HashingReader(f) if res.member else f
-                source = open_reader(packed, remote.name)
+                source = compression.open_reader(packed, remote.name)
                 content = source if known else HashingReader(source)
                 while chunk := content.read(CHUNK):
                     out.write(chunk)
@@ -191,7 +202,7 @@ def make_raw_copy(res: FetchResult, remote: RemoteFile, raw: Path) -> Verificati
         raise IdxFormatError("cannot decompress", path=res.path,
                              expected=f"a valid {remote.compression} file", found=str(e),
                              hint="delete it and fetch it again") from None
-    except DECOMPRESS_ERRORS as e:
+    except compression.DECOMPRESS_ERRORS as e:
         raise IdxFormatError("cannot decompress", path=res.path,
                              expected=f"a valid {remote.compression} file", found=str(e),
                              hint="delete it and fetch it again") from None

@@ -23,16 +23,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import HashMismatchError
+from ..log import get_logger
 from ..io.compression import compression_of
-from ..io.hashing import hash_content, hash_file
 from ..registry import RemoteFile
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)  # logging only when a record could be shown
 
 MARKER_SUFFIX = ".sha256"
 
@@ -181,6 +180,8 @@ def check_file(path, remote: RemoteFile) -> Verification:
     ``mismatch`` when the hashes disagree.  A decompressed copy of a file whose
     content nothing pins is ``unpinned``.
     """
+    from ..io.hashing import hash_content, hash_file
+
     path = Path(path)
     raw = is_raw_copy(path, remote)
     if raw and not (remote.content_sha256 or remote.content_md5):
@@ -224,6 +225,8 @@ def verify_file(path, remote: RemoteFile, *, use_marker: bool = True,
                 return Verification(str(path), status, rec.get("sha256"), rec.get("md5"),
                                     rec.get("content_sha256"), rec.get("content_md5"),
                                     rec.get("size", 0), from_marker=True)
+    from ..io.hashing import hash_content, hash_file  # hashlib only when something is hashed
+
     logger.info("verifying %s", path)
     # md5 costs as much as sha256: computed only where md5 is all that is pinned
     sha, md5 = hash_file(path, md5=needs_md5(remote, raw))

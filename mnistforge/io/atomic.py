@@ -11,11 +11,11 @@ one :class:`~mnistforge.errors.DiskFullError` naming the path.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import os
-import shutil
-import tempfile
 from pathlib import Path
+
+# tempfile, shutil and datetime are imported where they are used: a load that writes
+# nothing imports this module (through the cache) and should not pay for them.
 
 @contextlib.contextmanager
 def atomic_file(path, mode: str = "wb"):
@@ -45,6 +45,8 @@ def atomic_file(path, mode: str = "wb"):
         raise ConfigError("the output path lies under a file", path=path,
                           expected="a path whose folders are folders",
                           found="a file among them", hint="choose another path") from None
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     # mkstemp creates 0600 files; outputs get the usual permissions (0666 minus the umask).
     os.chmod(tmp, 0o666 & ~_UMASK)
@@ -163,6 +165,8 @@ def atomic_dir(out, *, overwrite: bool = False, inputs=(), owned=is_build_output
     >>> os.listdir(out)
     ['f']
     """
+    import shutil
+
     from ..errors import BuildError
 
     out = check_output_path(out, inputs)
@@ -212,6 +216,8 @@ def _remove_stale(tmp: Path, mark: str | None = INCOMPLETE_MARK) -> None:
     if not (tmp.exists() or tmp.is_symlink()):
         return
     if tmp.is_dir() and not tmp.is_symlink() and (mark is None or (tmp / mark).exists()):
+        import shutil
+
         shutil.rmtree(tmp)
         return
     raise BuildError("a folder mnistforge did not write is in the way", path=tmp,
@@ -307,4 +313,6 @@ _UMASK = _umask()
 
 def utc_now() -> str:
     """ISO timestamp, for logs and reports only (never in reproducible outputs)."""
+    import datetime as _dt
+
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

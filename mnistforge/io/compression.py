@@ -18,40 +18,63 @@ b'abc'
 """
 from __future__ import annotations
 
-import bz2
-import gzip
 import io
-import lzma
 import os
 import types
-import zlib
 from pathlib import Path
-
-gz_zlib: types.ModuleType
-_GzipReader: type
-try:  # ISA-L inflates gzip about 1.8x faster than zlib, with identical output
-    from isal import isal_zlib as gz_zlib
-    from isal.igzip import IGzipFile as _GzipReader
-except ImportError:  # pragma: no cover - isal is a dependency, zlib the fallback
-    gz_zlib = zlib
-    _GzipReader = gzip.GzipFile
+from typing import Any, Callable
 
 #: suffix -> compression name, in lookup order ("" = raw first).
 COMPRESSIONS = ("", ".gz", ".xz", ".bz2")
+
+# The codecs' modules (gzip, ISA-L, lzma, bz2) are imported on first use (module
+# __getattr__ below): a load served from raw copies never needs them.
 #: compression name -> (reader of a path or binary file object, writer over a file object
 #: given a level).  Readers given a path own (and close) the file.
-CODECS = {
-    "gz": (lambda f: _GzipReader(f, "rb") if isinstance(f, (str, os.PathLike))
-           else _GzipReader(fileobj=f, mode="rb"),
-           lambda f, level: gzip.GzipFile(filename="", mode="wb", fileobj=f,
-                                          compresslevel=level, mtime=0)),
-    "xz": (lambda f: lzma.LZMAFile(f, "rb"), lambda f, level: lzma.LZMAFile(f, "wb", preset=level)),
-    "bz2": (lambda f: bz2.BZ2File(f, "rb"),
-            lambda f, level: bz2.BZ2File(f, "wb", compresslevel=max(1, level))),
-}
+CODECS: dict[str, tuple[Callable[[Any], Any], Callable[[Any, int], Any]]]
 #: What a damaged compressed stream raises, whichever codec.
-DECOMPRESS_ERRORS = tuple({zlib.error, getattr(gz_zlib, "error", zlib.error), lzma.LZMAError,
-                           EOFError, OSError})
+DECOMPRESS_ERRORS: tuple[type[BaseException], ...]
+#: the zlib API that inflates gzip: ISA-L's (about 1.8x faster, identical output) or zlib's
+gz_zlib: types.ModuleType
+_LAZY = ("CODECS", "DECOMPRESS_ERRORS", "gz_zlib")
+
+
+def _codecs() -> dict[str, Any]:
+    """This module's globals, with the codec table filled in on the first call."""
+    g = globals()
+    if "CODECS" in g:
+        return g
+    import bz2
+    import gzip
+    import lzma
+    import zlib
+
+    gz: types.ModuleType
+    reader: Any
+    try:  # ISA-L inflates gzip about 1.8x faster than zlib, with identical output
+        from isal import isal_zlib as gz
+        from isal.igzip import IGzipFile as reader
+    except ImportError:  # pragma: no cover - isal is a dependency, zlib the fallback
+        gz, reader = zlib, gzip.GzipFile
+    g["DECOMPRESS_ERRORS"] = tuple({zlib.error, getattr(gz, "error", zlib.error), lzma.LZMAError,
+                                    EOFError, OSError})
+    g["gz_zlib"] = gz
+    g["CODECS"] = {
+        "gz": (lambda f: reader(f, "rb") if isinstance(f, (str, os.PathLike))
+               else reader(fileobj=f, mode="rb"),
+               lambda f, level: gzip.GzipFile(filename="", mode="wb", fileobj=f,
+                                              compresslevel=level, mtime=0)),
+        "xz": (lambda f: lzma.LZMAFile(f, "rb"), lambda f, level: lzma.LZMAFile(f, "wb", preset=level)),
+        "bz2": (lambda f: bz2.BZ2File(f, "rb"),
+                lambda f, level: bz2.BZ2File(f, "wb", compresslevel=max(1, level))),
+    }
+    return g
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return _codecs()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: leading bytes of each compressed stream, for files whose name does not say
@@ -98,21 +121,21 @@ def open_reader(source, name=None):
     comp = compression_of(name if name is not None else source)
     if comp is None:
         return open(source, "rb") if isinstance(source, (str, os.PathLike)) else source
-    return CODECS[comp][0](source)
+    return _codecs()["CODECS"][comp][0](source)
 
 
 def open_sniffed(path):
     """A binary reader of ``path``'s decompressed bytes, the compression read from its first bytes."""
     with open(path, "rb") as f:
         comp = sniff_compression(f.read(8))
-    return open(path, "rb") if comp is None else CODECS[comp][0](path)
+    return open(path, "rb") if comp is None else _codecs()["CODECS"][comp][0](path)
 
 
 def open_writer(fileobj, compression: str | None, level: int = 9):
     """A reproducible compressing writer over binary ``fileobj`` (``None``: ``fileobj`` itself)."""
     if compression is None:
         return fileobj
-    return CODECS[compression][1](fileobj, level)
+    return _codecs()["CODECS"][compression][1](fileobj, level)
 
 
 def open_text(path):
@@ -122,6 +145,8 @@ def open_text(path):
 
 def gzip_bytes(data: bytes, level: int = 9) -> bytes:
     """Gzip ``data`` reproducibly (mtime 0, no file name in the header)."""
+    import gzip
+
     return gzip.compress(data, compresslevel=level, mtime=0)
 
 
@@ -133,9 +158,13 @@ def open_gzip_writer(fileobj, level: int = 9):
 def decompressor(compression: str):
     """An incremental decompressor object (``decompress(data, max_length)``, ``eof``, ``unused_data``)."""
     if compression == "gz":
-        return gz_zlib.decompressobj(wbits=31)
+        return _codecs()["gz_zlib"].decompressobj(wbits=31)
     if compression == "xz":
+        import lzma
+
         return lzma.LZMADecompressor()
     if compression == "bz2":
+        import bz2
+
         return bz2.BZ2Decompressor()
     raise ValueError(f"unknown compression {compression!r}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import FormatError, HashMismatchError
 from . import compression as _compression
-from .compression import DECOMPRESS_ERRORS, compression_of, open_reader
+from .compression import compression_of, open_reader
 
 CHUNK = 1 << 20
 #: compressed bytes read per step of :func:`inflate_to` (small enough that the hashing and
@@ -80,7 +80,7 @@ def hash_content(path, name: str | None = None, *, md5: bool = True) -> tuple[st
     try:
         with open_reader(path, name or path.name) as f:
             return hash_stream(f, md5=md5)
-    except DECOMPRESS_ERRORS as e:
+    except _compression.DECOMPRESS_ERRORS as e:
         if isinstance(e, FileNotFoundError):
             raise
         raise HashMismatchError(

@@ -31,17 +31,17 @@ Examples
 from __future__ import annotations
 
 import struct
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import IdxFormatError
-from .atomic import atomic_file
-from .compression import (DECOMPRESS_ERRORS, compression_of, decompressor, open_reader,
-                          open_writer)
-from .hashing import sha256_parts
+from . import compression as _compression
+from .compression import compression_of, decompressor, open_reader, open_writer
+
+# Writing (atomic files), hashing and the codecs' error table are imported where used: a
+# memory-mapped read of a raw file needs none of them.
 
 TYPES: dict[int, np.dtype] = {
     0x08: np.dtype(">u1"),
@@ -182,7 +182,7 @@ def read_idx_header(path, *, max_bytes: int = MAX_BYTES) -> IdxHeader:
             head = f.read(4)
             if len(head) == 4 and head[:2] == b"\0\0":
                 head += f.read(4 * head[3])
-    except DECOMPRESS_ERRORS as e:
+    except _compression.DECOMPRESS_ERRORS as e:
         if isinstance(e, FileNotFoundError):
             raise
         raise IdxFormatError("cannot decompress", path=path, expected=f"valid {comp} data",
@@ -212,7 +212,7 @@ def _decompress_capped(comp: str, data: bytes, limit: int, path) -> bytes:
             data = rest
             if comp == "gz":
                 data = data.lstrip(b"\0")  # gzip allows zero padding between members
-    except (*DECOMPRESS_ERRORS, ValueError) as e:
+    except _compression.DECOMPRESS_ERRORS + (ValueError,) as e:
         raise IdxFormatError("corrupt compressed data", path=path, expected=f"a valid {comp} stream",
                              found=str(e), hint="the file is damaged: re-download or rebuild it") from e
     return b"".join(chunks) if len(chunks) != 1 else chunks[0]
@@ -267,6 +267,8 @@ def parse_idx_bytes(data: bytes, path="<bytes>", *, compression: str | None = No
 
 
 def _is_multimember_gz(data: bytes) -> bool:
+    import zlib
+
     d = zlib.decompressobj(wbits=31)
     try:
         # Decompressing a bounded slice is enough to find the end of a small
@@ -398,6 +400,8 @@ def idx_content_sha256(array) -> str:
     >>> idx_content_sha256(np.zeros(3, np.uint8))[:12]
     'c51ace58717b'
     """
+    from .hashing import sha256_parts
+
     arr = np.asarray(array)
     data = np.ascontiguousarray(arr.astype(arr.dtype.newbyteorder(">"), copy=False))
     return sha256_parts(idx_header_bytes(arr.shape, arr.dtype), data.reshape(-1).view(np.uint8).data)
@@ -427,6 +431,8 @@ def write_idx(path, array, *, compresslevel: int | None = None,
     >>> read_idx(p).tolist()
     [[1.0, 0.0], [0.0, 1.0]]
     """
+    from .atomic import atomic_file
+
     arr = np.asarray(array)
     header = idx_header_bytes(arr.shape, arr.dtype)
     be = arr.dtype.newbyteorder(">")

@@ -52,17 +52,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, FormatError
+from ..log import get_logger
 from .atomic import atomic_file
-from .hashing import sha256_file
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)  # logging only when a record could be shown
 
 __all__ = [
     "MANIFEST_NAME",
@@ -261,6 +260,8 @@ class Manifest:
         Files whose name starts with a dot and the manifest itself are not listed.
         Returns the manifest written (this one with ``outputs`` filled in).
         """
+        from .hashing import sha256_file
+
         folder = Path(folder)
         outputs = {}
         for p in sorted(folder.rglob("*")):

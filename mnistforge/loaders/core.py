@@ -1,7 +1,6 @@
 """``load(name, split, root=None)``: official and built files, from one code path."""
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 
@@ -9,14 +8,16 @@ import numpy as np
 
 from .. import settings
 from ..errors import DatasetNotFoundError, FormatError, IntegrityError, TargetNotFoundError
+from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
 from .origins import CacheOrigin, FolderOrigin, Origin
 from .split import DatasetSplit
-from .targets import detect_dataset
-from .trust import check_folder
 
-logger = logging.getLogger(__name__)
+# Folder detection (.targets) and the check of a folder's files (.trust) are imported where
+# a folder is involved: a load from the cache needs neither.
+
+logger = get_logger(__name__)  # logging only when a record could be shown
 
 __all__ = ["load"]
 
@@ -121,6 +122,8 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
                                 with_metadata=with_metadata)
     if root is None and isinstance(name, (str, os.PathLike)) and name not in list_datasets() \
             and Path(name).is_dir():
+        from .targets import detect_dataset
+
         name, root = detect_dataset(name), Path(name)
     base, rows = parse_split(split)
     if label_issues is not None:
@@ -204,6 +207,8 @@ def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata,
     fsp = info.file_split(split)
     assert fsp.images and fsp.labels, f"registry: file split {fsp.name} without files"
     if isinstance(src, FolderOrigin) and not trust:
+        from .trust import check_folder
+
         check_folder(info, fsp, src)
     images = src.open(fsp.images)
     lab = src.open(fsp.labels) if fsp.labels != fsp.images else images

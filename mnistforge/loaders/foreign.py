@@ -32,7 +32,6 @@ Examples
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -41,12 +40,12 @@ import numpy as np
 
 from ..errors import FormatError
 from ..io.foreign import ForeignCopy, ForeignSplit, read_foreign
-from ..io.hashing import order_free_sha256
 from ..io.idx import idx_content_sha256
+from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset, get_file, list_datasets
 from .split import DatasetSplit
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)  # logging only when a record could be shown
 
 __all__ = ["Canonical", "Change", "Match", "canonicalise", "label_shift_cue", "load_foreign",
            "registry_match", "shift_change", "to_upright", "transpose_change", "foreign_source",
@@ -239,6 +238,8 @@ def registry_match(c: Canonical, name: str | None = None) -> Match | None:
     the file names say) is tried first, never trusted alone: a file named
     ``mnist_test.csv`` holding Fashion-MNIST is named by its content.
     """
+    from ..io.hashing import order_free_sha256  # hashlib: not for a load of idx files
+
     n = len(c)
     cands = sorted(((info, s, sp) for info, s, sp in _file_splits() if sp.count == n),
                    key=lambda cand: cand[0].name != name)

@@ -19,22 +19,26 @@ from the folder's ``manifest.json`` when it says so, else from the registry.
 """
 from __future__ import annotations
 
-import logging
-from typing import Protocol
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from .. import settings
-from ..cache.download import fetch_file
-from ..cache.raw import check_raw_copy, discard_raw_copy, make_raw_copy, read_member
+from ..cache.raw import check_raw_copy, discard_raw_copy
 from ..errors import DiskFullError, IdxFormatError, MissingFileError, NotWritableError
+from ..log import get_logger
 from ..io.compression import COMPRESSIONS, compression_of, strip_compression
 from ..io.idx import parse_idx_bytes, read_idx, read_idx_header
-from ..io.manifest import Manifest
 from ..registry import DatasetInfo, SplitInfo, get_file
 
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from ..io.manifest import Manifest
+
+# Fetching, making raw copies and reading build manifests import their modules where they
+# happen: a load served from valid raw copies in the cache needs none of them.
+
+logger = get_logger(__name__)  # logging only when a record could be shown
 
 
 class Origin(Protocol):
@@ -116,6 +120,9 @@ class CacheOrigin(_Opening):
             if v is not None:
                 self.status[fname] = v.status
                 return read_idx(raw)
+        from ..cache.download import fetch_file
+        from ..cache.raw import make_raw_copy, read_member
+
         res = fetch_file(remote, root=self.cache, progress=self.progress,
                          offline=self.offline_arg, rehash=self.check)
         self.status[fname] = res.status
@@ -203,6 +210,8 @@ class FolderOrigin(_Opening):
 
     def __init__(self, info: DatasetInfo, root, *, cache=None, keep_raw: bool = False,
                  check: bool = False):
+        from ..io.manifest import Manifest
+
         self.info = info
         self.keep_raw = keep_raw
         self.check = check

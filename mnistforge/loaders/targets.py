@@ -1,17 +1,17 @@
 """Which dataset a folder holds, and CLI targets (``NAME``, ``NAME:SPLIT``, ``FOLDER[:NAME][:SPLIT]``)."""
 from __future__ import annotations
 
-import logging
 import os
 import re
 from pathlib import Path
 
 from ..errors import ConfigError, DatasetNotFoundError, MissingFileError, TargetNotFoundError
+from ..log import get_logger
 from ..registry import get_dataset, get_file, list_datasets
 from .names import dataset_name, parse_split, split_name
 from .origins import find_dataset_folder, locate
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)  # logging only when a record could be shown
 
 __all__ = ["detect_dataset", "datasets_in_folder", "resolve_target"]
 
@@ -24,7 +24,7 @@ def detect_dataset(folder) -> str:
     folder name, then the hash of the test labels; MNIST otherwise.
     """
     from ..io.manifest import Manifest
-    from ..cache.verify import hash_content, hash_file
+    from ..io.hashing import hash_content, hash_file
 
     folder = Path(folder)
     cands = [n for n in list_datasets() if find_dataset_folder(folder, get_dataset(n))]

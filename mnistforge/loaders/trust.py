@@ -20,17 +20,17 @@ how to load them anyway: ``load(..., trust_files=True)``, or
 """
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from ..cache.verify import decide
 from ..errors import DataMismatchError
+from ..log import get_logger
 from ..io.compression import compression_of
 from ..io.hashing import hash_content, hash_file
 from ..io.manifest import Manifest
 from ..registry import DatasetInfo, RemoteFile, SplitInfo, get_dataset, get_file, list_datasets, list_files
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)  # logging only when a record could be shown
 
 __all__ = ["check_folder", "check_folder_file", "identify", "OPT_OUT"]
 

@@ -20,7 +20,6 @@ Examples
 """
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 from ...errors import FormatError
@@ -57,6 +56,8 @@ def _sniff_bytes(head: bytes) -> str | None:
 
 
 def _sniff_zip(path: Path) -> str:
+    import zipfile  # only for a zip: a load from a folder of idx files asks this module first
+
     try:
         with zipfile.ZipFile(path) as z:
             names = z.namelist()

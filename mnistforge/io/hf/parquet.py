@@ -9,7 +9,6 @@ import numpy as np
 
 from ...errors import ConfigError
 from ..atomic import atomic_file
-from .png import encode_pngs
 from .schema import PIXELS, SplitData
 
 #: Rows per parquet row group: ~250 KB of MNIST-sized PNGs, small enough for the
@@ -115,6 +114,8 @@ def write_split(folder, config: str, split: str, data: SplitData, features, *,
     if missing:
         raise ConfigError(f"{config}/{split}: metadata lacks columns of the features",
                           expected=", ".join(missing), found="nothing")
+    from .png import encode_pngs  # the PNG codec's worker pool: not for reading a repository
+
     png, offsets = encode_pngs(data.images, workers=workers, desc=f"{config}/{split} PNG")
     bounds = shard_bounds(offsets, max_shard_bytes)
     files, num_bytes = [], 0

@@ -12,9 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import DatasetNotFoundError, FormatError, MissingFileError
-from ..hashing import sha256_file
 from .parquet import DATA
-from .png import decode_pngs
 from .schema import PIXELS, hf_split_name
 
 CARD = "README.md"
@@ -95,6 +93,8 @@ def shard_problems(repo_dir, configs=None) -> list[str]:
         if not p.is_file():
             problems.append(f"{rel}: shard missing (recorded sha256 {digest[:16]}...)")
             continue
+        from ..hashing import sha256_file
+
         got = sha256_file(p)
         if got != digest:
             other = next((r for r, d in recorded.items() if d == got and r != rel), None)
@@ -251,6 +251,8 @@ def read_split(repo_dir, config: str, split: str):
     if PIXELS in table.column_names:      # the same images, stored undecoded
         images = pixels_of(table)
     else:
+        from .png import decode_pngs  # the PNG codec (and its worker pool) only for PNG columns
+
         images = decode_pngs(png_bytes(table))
     labels = table.column("label").to_numpy().astype(np.int64)
     label_feat = features["label"]
