@@ -1,12 +1,23 @@
-"""Start-up as whole processes: `mnistforge --help`, and a one-shot script that loads one split.
+"""Start-up as whole processes: `mnistforge --help`, and one-shot scripts that load one split.
 
 Each command runs as a fresh ``python`` process ``--repeat`` times, interleaved; medians and
 ratios are printed with the machine load.  Compared (issue 21, item 4):
 
 * ``mnistforge --help`` vs ``python -c pass`` (the interpreter alone) and whether NumPy ran;
-* a script ``mnistforge.load("fashion-mnist", "test")`` served from the cache's raw copy vs
-  ``idx2numpy.convert_from_file`` of the same raw files (``pip install idx2numpy``; skipped
-  when absent).  Target: the one-shot load as fast as idx2numpy's script.
+* a script ``mnistforge.load("fashion-mnist", "test")`` served from the cache's raw copies,
+  and one ``mnistforge.load("fashion-mnist", "test", root=FOLDER)`` of a folder holding the
+  same raw idx files, each vs ``idx2numpy.convert_from_file`` of those files
+  (``pip install idx2numpy``; skipped when absent).  Target: as fast as idx2numpy's script.
+  Every script sums the images, so the pixels are read, not just mapped.
+
+Two settings of Python's bytecode cache, both for every command:
+
+* ``as here``: the environment as it is.  Where ``PYTHONDONTWRITEBYTECODE`` is set (as on the
+  development machines) an editable install's modules are compiled from source on every
+  start, while installed packages (NumPy, idx2numpy) load their compiled files;
+* ``bytecode cached``: ``PYTHONDONTWRITEBYTECODE`` unset and ``PYTHONPYCACHEPREFIX`` a fresh
+  folder, warmed by one run of each command: what a ``pip install``ed package (compiled at
+  install time) or an editable one without that variable gets.
 
 Usage: ``python benchmarks/bench_startup.py [--repeat 15]``
 """
@@ -31,6 +42,13 @@ def run(cmd, env) -> float:
     return time.perf_counter() - t
 
 
+def modules_after(py, code, env) -> tuple[int, int]:
+    """(modules, mnistforge modules) in sys.modules after ``code``."""
+    out = subprocess.run([py, "-c", code + "\nimport sys; print('\\n'.join(sys.modules))"], env=env,
+                         check=True, capture_output=True, text=True).stdout.split()
+    return len(out), sum(m.startswith("mnistforge") for m in out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=15)
@@ -38,8 +56,12 @@ def main(argv=None) -> int:
     py = sys.executable
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, MNISTFORGE_HOME=str(Path(d) / "cache"), MNISTFORGE_PROGRESS="0")
+        cached = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        cached["PYTHONPYCACHEPREFIX"] = str(Path(d) / "pycache")
+        envs = {"as here": env, "bytecode cached": cached}
         cmds = {"python -c pass": [py, "-c", "pass"],
                 "mnistforge --help": [py, "-m", "mnistforge", "--help"]}
+        scripts = {}
         if (FASHION / "t10k-images-idx3-ubyte.gz").is_file():
             group = Path(d) / "cache" / "fashion-mnist"
             group.mkdir(parents=True)
@@ -48,35 +70,52 @@ def main(argv=None) -> int:
             load = ("import mnistforge; ds = mnistforge.load('fashion-mnist', 'test', download=False); "
                     "ds.images.sum(axis=0)")
             subprocess.run([py, "-c", load], env=env, check=True)   # makes the raw copies
-            cmds["one-shot mnistforge.load (cache)"] = [py, "-c", load]
+            folder = Path(d) / "folder"
+            folder.mkdir()
+            for name in ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"):
+                shutil.copy(group / name, folder / name)
+            scripts["one-shot load (cache)"] = load
+            scripts["one-shot load (root=folder)"] = (
+                "import mnistforge; ds = mnistforge.load('fashion-mnist', 'test', root=%r); "
+                "ds.images.sum(axis=0)" % str(folder))
             try:
                 import idx2numpy  # noqa: F401
-                raw = group / "t10k-images-idx3-ubyte"
-                cmds["one-shot idx2numpy"] = [py, "-c", (
+                scripts["one-shot idx2numpy"] = (
                     "import idx2numpy; a = idx2numpy.convert_from_file(%r); "
-                    "b = idx2numpy.convert_from_file(%r); a.sum(axis=0)")
-                    % (str(raw), str(group / "t10k-labels-idx1-ubyte"))]
+                    "b = idx2numpy.convert_from_file(%r); a.sum(axis=0)"
+                    % (str(folder / "t10k-images-idx3-ubyte"), str(folder / "t10k-labels-idx1-ubyte")))
             except ImportError:
                 print("idx2numpy not installed: pip install idx2numpy")
-        times: dict[str, list[float]] = {k: [] for k in cmds}
+        cmds.update({name: [py, "-c", code] for name, code in scripts.items()})
+        for name, cmd in cmds.items():   # warm-up: fills the bytecode cache, the page cache
+            run(cmd, cached)
+        times: dict[tuple[str, str], list[float]] = {(e, k): [] for e in envs for k in cmds}
         print(f"load average before: {os.getloadavg()}")
         for _ in range(args.repeat):
-            for name, cmd in cmds.items():
-                times[name].append(run(cmd, env))
+            for e, environ in envs.items():
+                for name, cmd in cmds.items():
+                    times[e, name].append(run(cmd, environ))
+        print(f"load average after: {os.getloadavg()}")
         numpy_ran = subprocess.run(
             [py, "-c", "import sys, contextlib, io\nfrom mnistforge.cli import main\n"
              "with contextlib.redirect_stdout(io.StringIO()):\n    try: main(['--help'])\n"
              "    except SystemExit: pass\nprint('numpy._core' in sys.modules)"],
             env=env, capture_output=True, text=True).stdout.strip()
+        counts = {name: modules_after(py, code, env) for name, code in scripts.items()}
     med = {k: statistics.median(v) for k, v in times.items()}
-    for name, t in med.items():
-        print(f"  {name:<34} {t * 1e3:8.1f} ms (median of {args.repeat})")
-    print(f"  --help runs NumPy: {numpy_ran}")
-    if "one-shot idx2numpy" in med:
-        print(f"ratio one-shot mnistforge.load / idx2numpy: "
-              f"{med['one-shot mnistforge.load (cache)'] / med['one-shot idx2numpy']:.2f}x (target <= 1.0x)")
-    print(f"ratio mnistforge --help / python -c pass: {med['mnistforge --help'] / med['python -c pass']:.2f}x")
-    print(f"load average after: {os.getloadavg()}")
+    for e in envs:
+        print(f"{e}:")
+        for name in cmds:
+            extra = f"  ({counts[name][0]} modules, {counts[name][1]} of mnistforge)" if name in counts else ""
+            print(f"  {name:<30} {med[e, name] * 1e3:8.1f} ms (median of {args.repeat}){extra}")
+        if "one-shot idx2numpy" in cmds:
+            for name in ("one-shot load (cache)", "one-shot load (root=folder)"):
+                pairs = [a / b for a, b in zip(times[e, name], times[e, "one-shot idx2numpy"])]
+                print(f"  ratio {name} / idx2numpy: {med[e, name] / med[e, 'one-shot idx2numpy']:.2f}x "
+                      f"(median of pairs {statistics.median(pairs):.2f}x; target <= 1.0x)")
+        print(f"  ratio mnistforge --help / python -c pass: "
+              f"{med[e, 'mnistforge --help'] / med[e, 'python -c pass']:.2f}x")
+    print(f"--help runs NumPy: {numpy_ran}")
     return 0
 
 
