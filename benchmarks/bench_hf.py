@@ -13,7 +13,8 @@ digits otherwise):
    parquet export;
 4. a plain ``datasets`` user (issue 21): ``load_dataset`` of the train split then the
    images as one ``(N, 28, 28)`` uint8 array, from the export's ``pixels`` column
-   (``with_format("numpy", columns=["pixels"], dtype="uint8")``) vs from a Hub-style
+   (``--pixels bytes``, the card's recipe: ``columns=["pixels", "label"]``, then
+   ``with_format("numpy")[:]["pixels"].view("uint8")``) vs from a Hub-style
    PNG-only parquet (the ``ylecun/mnist`` layout: ``image`` + ``label``), decoded with
    Pillow and with ``with_format("numpy")``; sizes on disk of both;
 5. the batch PNG encoder vs Pillow one image at a time (same bytes).
@@ -101,7 +102,7 @@ def main(argv=None) -> int:
         _, t_pngn = timed(hf.encode_pngs, sub, workers=cores)
 
         configs, t_read = timed(hf.configs_from_targets, [str(folder)])
-        _, t_export = timed(hf.export_hf, work / "repo", configs, pixels=True)
+        _, t_export = timed(hf.export_hf, work / "repo", configs, pixels="bytes")
         size = sum(p.stat().st_size for p in (work / "repo" / "data").rglob("*.parquet"))
 
         def datasets_route():
@@ -146,9 +147,11 @@ def main(argv=None) -> int:
         anchor_size = sum(p.stat().st_size for p in (work / "anchor" / "data").rglob("*.parquet"))
 
         def plain_user(repo, how):
-            ds = datasets.load_dataset(str(repo), "mnist", split="train", cache_dir=str(work / f"c-{how}"))
+            kw = {"columns": ["pixels", "label"]} if how == "pixels" else {}
+            ds = datasets.load_dataset(str(repo), "mnist", split="train", cache_dir=str(work / f"c-{how}"),
+                                       **kw)
             if how == "pixels":
-                return ds.with_format("numpy", columns=["pixels"], dtype="uint8")[:]["pixels"]
+                return ds.with_format("numpy", columns=["pixels"])[:]["pixels"].view("uint8").reshape(-1, 28, 28)
             if how == "numpy":
                 return ds.with_format("numpy", columns=["image"])[:]["image"].astype(np.uint8)
             return np.stack([np.asarray(im) for im in ds["image"]])

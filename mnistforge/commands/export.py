@@ -42,9 +42,10 @@ def add_arguments(p):
                    help="largest parquet shard in MiB of PNG data (default 128)")
     p.add_argument("--workers", type=argtypes.workers, default=None, help="PNG encoding processes (default: all cores)")
     p.add_argument("--no-croissant", action="store_true", help="do not write croissant.json")
-    p.add_argument("--pixels", action="store_true",
-                   help="also store the images undecoded (a 'pixels' Array2D uint8 column): plain "
-                        "`datasets` users get NumPy arrays without decoding PNGs, for more disk space")
+    p.add_argument("--pixels", choices=["bytes", "array"], default=None,
+                   help="also store the images undecoded in a 'pixels' column, for more disk space: "
+                        "plain `datasets` users get NumPy arrays without decoding PNGs (bytes: H*W "
+                        "bytes per row, fastest to load; array: Array2D uint8; see docs/huggingface.md)")
     add_offline(p, "official files")
     add_json(p, "the configs, splits and row counts written (and the pushed URL)")
     p.add_argument("--no-check", action="store_true",

@@ -12,6 +12,7 @@ from .._version import __version__
 from ..io.hashing import sha256_file
 from ..io.hf.parquet import PARQUET_OPTIONS, ROW_GROUP_SIZE
 from ..io.hf.png import PNG_COMPRESS_LEVEL
+from ..io.hf.schema import PIXELS
 from ..registry import license_link, license_text
 from .label_votes import card_section as label_votes_section
 from .label_votes import has_label_votes, study_bibtex
@@ -144,6 +145,35 @@ def _label_table(classes: list[str], note: str | None) -> list[str]:
     return lines
 
 
+def _pixels_usage(configs: list[dict], where: str) -> list[str]:
+    """Markdown lines: how a plain ``datasets`` user reads the ``pixels`` column (none without one)."""
+    with_px = [c for c in configs if PIXELS in c["features"]]
+    if not with_px:
+        return []
+    c = with_px[0]
+    split = c["splits"][0]["name"]
+    h, w = sorted(c.get("image_shapes", [(28, 28)]))[0]
+    if c["features"][PIXELS].dtype == "binary":
+        layout = f"`{PIXELS}` holds each image's {h}x{w} pixels as {h * w} raw bytes, row-major"
+        to_array = (f'images = ds.with_format("numpy", columns=["{PIXELS}"])[:]["{PIXELS}"]'
+                    f'.view("uint8").reshape(-1, {h}, {w})')
+    else:
+        layout = f'`{PIXELS}` holds each image as an `Array2D(({h}, {w}), "uint8")`'
+        to_array = f'images = ds.with_format("numpy", columns=["{PIXELS}"], dtype="uint8")[:]["{PIXELS}"]'
+    return [
+        f"The same images, undecoded: {layout} (the PNGs decode to exactly these pixels). "
+        "To get them as one uint8 NumPy array without decoding PNGs, load only that column "
+        "and the labels:",
+        "",
+        "```python",
+        f'ds = load_dataset({where!r}, {c["name"]!r}, split={split!r}, columns=["{PIXELS}", "label"])',
+        f"{to_array}  # (N, {h}, {w}) uint8",
+        'labels = ds.with_format("numpy", columns=["label"])[:]["label"]',
+        "```",
+        "",
+    ]
+
+
 def dataset_card(configs: list[dict], *, repo_id: str | None = None, title: str | None = None,
                  folder=None) -> str:
     """Render README.md: YAML header then the human description.
@@ -191,6 +221,7 @@ def dataset_card(configs: list[dict], *, repo_id: str | None = None, title: str 
         "d.images.shape, d.labels[:10], d.classes",
         "```",
         "",
+    ] + _pixels_usage(configs, where) + [
         "Split names use `_` where mnistforge uses `-` (the Hub only accepts `\\w+` split names): "
         "`train_without_validation` is mnistforge's `train-without-validation`.",
         "",
@@ -201,7 +232,7 @@ def dataset_card(configs: list[dict], *, repo_id: str | None = None, title: str 
         if cfg.description:
             out += [cfg.description.strip(), ""]
         out += ["### Labels", ""] + _label_table(cfg.classes, cfg.label_note) + [""]
-        meta_cols = [k for k in c["features"] if k not in ("image", "label")]
+        meta_cols = [k for k in c["features"] if k not in ("image", "label", PIXELS)]
         if meta_cols:
             out += ["### Metadata columns", "",
                     ", ".join(f"`{k}` ({c['features'][k].dtype})" for k in meta_cols)
@@ -229,7 +260,8 @@ def dataset_card(configs: list[dict], *, repo_id: str | None = None, title: str 
         "PNG images are encoded by Pillow at zlib level "
         f"{PNG_COMPRESS_LEVEL} with no ancillary chunks (no timestamps); parquet files are written "
         f"by pyarrow ({', '.join(f'{k}={v}' for k, v in PARQUET_OPTIONS.items())}, "
-        f"{ROW_GROUP_SIZE} rows per row group) with only the feature definition as schema "
+        f"{ROW_GROUP_SIZE} rows per row group; a binary `pixels` column without dictionary) "
+        "with only the feature definition as schema "
         "metadata. Re-exporting the same data with the same software gives byte-identical files. "
         "Software used: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".",
         "",

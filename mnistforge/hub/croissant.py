@@ -7,6 +7,7 @@ from pathlib import Path
 from .._version import __version__
 from ..io.hashing import sha256_file
 from ..io.hf.parquet import DATA
+from ..io.hf.schema import PIXELS
 from .card import DEFAULT_LICENSE
 
 CROISSANT = "croissant.json"
@@ -95,7 +96,11 @@ def croissant_metadata(configs: list[dict], folder, *, repo_id: str | None = Non
                 "class index; names: " + json.dumps(c["config"].classes, ensure_ascii=False)),
         ]
         for k, feat in c["features"].items():
-            if k not in ("image", "label"):
+            if k == PIXELS:
+                fields.append(col(k, _CROISSANT_TYPES.get(feat.dtype, "sc:Text"), {"column": k}, None,
+                                  "the image's pixels undecoded, uint8, row-major"
+                                  + (" (raw bytes)" if feat.dtype == "binary" else "")))
+            elif k not in ("image", "label"):
                 fields.append(col(k, _CROISSANT_TYPES.get(feat.dtype, "sc:Text"), {"column": k}))
         doc["recordSet"].append({"@type": "cr:RecordSet", "@id": name, "name": name,
                                  "description": c["config"].description or name, "field": fields})

@@ -40,10 +40,18 @@ def _schema(features):
 
 
 def _pixels(field, images: np.ndarray):
-    """``Array2D`` column of uint8 images: nested lists over one flat buffer, no copies per row."""
+    """The ``pixels`` column of uint8 images over one flat buffer, no copies per row:
+    binary values of H*W bytes, or ``Array2D`` nested lists."""
     import pyarrow as pa
 
     n, h, w = images.shape
+    if pa.types.is_binary(field.type):
+        ends = np.arange(0, n * h * w + 1, h * w, dtype=np.int64)
+        if ends[-1] >= 2**31:
+            raise ConfigError("pixels column too large for one shard", expected="< 2 GiB of pixels",
+                              found=f"{ends[-1]} bytes", hint="lower --max-shard-mb")
+        return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(ends.astype(np.int32)),
+                                                      pa.py_buffer(np.ascontiguousarray(images, np.uint8))])
     flat = pa.array(np.ascontiguousarray(images, dtype=np.uint8).reshape(-1))
     rows = pa.ListArray.from_arrays(pa.array(np.arange(0, n * h * w + 1, w, dtype=np.int32)), flat)
     lists = pa.ListArray.from_arrays(pa.array(np.arange(0, n * h + 1, h, dtype=np.int32)), rows)
@@ -75,6 +83,24 @@ def _table(schema, data: bytes, offsets: np.ndarray, labels, metadata, lo: int, 
                                   expected=str(want), found=f"{arr.dtype} values out of range")
             cols.append(pa.array(arr.astype(want)))
     return pa.Table.from_arrays(cols, schema=schema)
+
+
+def writer_options(schema) -> dict:
+    """:data:`PARQUET_OPTIONS` for ``schema``: a binary ``pixels`` column is not
+    dictionary-encoded (every value differs; the fallback from a dictionary only
+    slows reading).  Other columns keep the dictionary: their bytes are unchanged."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    opts = dict(PARQUET_OPTIONS)
+    if PIXELS in schema.names and pa.types.is_binary(schema.field(PIXELS).type):
+        empty = io.BytesIO()      # the parquet leaf paths ("image.bytes", ...) of this schema
+        pq.write_table(schema.empty_table(), empty)
+        leaves = [c.path for c in pq.ParquetFile(io.BytesIO(empty.getvalue())).schema]
+        opts["use_dictionary"] = [p for p in leaves if p != PIXELS]
+    return opts
 
 
 def shard_bounds(offsets: np.ndarray, max_shard_bytes: int = MAX_SHARD_BYTES) -> list[tuple[int, int]]:
@@ -124,7 +150,7 @@ def write_split(folder, config: str, split: str, data: SplitData, features, *,
         table = _table(schema, png, offsets, data.labels, data.metadata, lo, hi, data.images)
         num_bytes += table.nbytes
         with atomic_file(folder / rel) as f:
-            pq.write_table(table, f, row_group_size=ROW_GROUP_SIZE, **PARQUET_OPTIONS)
+            pq.write_table(table, f, row_group_size=ROW_GROUP_SIZE, **writer_options(schema))
         files.append(rel)
     size = sum((folder / f).stat().st_size for f in files)
     return {"name": split, "files": files, "num_examples": len(data.labels),

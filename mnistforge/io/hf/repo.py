@@ -213,9 +213,40 @@ def png_bytes(table) -> list:
     return (image.field("bytes") if pa.types.is_struct(image.type) else image).to_pylist()
 
 
+def _png_size(blob) -> tuple[int, int] | None:
+    """(height, width) from a PNG's IHDR chunk, or None when ``blob`` is not a PNG."""
+    blob = bytes(blob[:24])
+    if len(blob) < 24 or blob[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(blob[20:24], "big"), int.from_bytes(blob[16:20], "big")
+
+
 def pixels_of(table) -> np.ndarray:
-    """The ``pixels`` column (``Array2D`` of uint8) as an N x H x W array, without decoding."""
+    """The ``pixels`` column as an N x H x W uint8 array, without decoding.
+
+    ``Array2D`` columns carry their shape; binary columns (H*W bytes per row)
+    take it from the first row's PNG header.
+    """
+    import pyarrow as pa
+
     col = table.column(PIXELS).combine_chunks()
+    if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type):
+        n = len(col)
+        if n == 0:
+            return np.zeros((0, 28, 28), np.uint8)
+        hw = _png_size(png_bytes(table.slice(0, 1))[0])
+        _, offs_buf, data_buf = col.buffers()
+        offs = np.frombuffer(offs_buf, np.int64 if pa.types.is_large_binary(col.type) else np.int32,
+                             n + 1, col.offset * (8 if pa.types.is_large_binary(col.type) else 4))
+        lengths = np.diff(offs)
+        if hw is None or col.null_count or (lengths != hw[0] * hw[1]).any():
+            raise FormatError("pixels column is not one H x W image per row", path=PIXELS,
+                              expected=f"{n} rows of {hw[0] * hw[1] if hw else '?'} bytes "
+                                       "(the PNG's size)",
+                              found=f"rows of {sorted(set(lengths.tolist()))[:5]} bytes, "
+                                    f"{col.null_count} nulls")
+        flat = np.frombuffer(data_buf, np.uint8, int(offs[-1] - offs[0]), int(offs[0]))
+        return flat.reshape(n, hw[0], hw[1])
     lists = getattr(col, "storage", col)
     n = len(lists)
     rows = lists.flatten()

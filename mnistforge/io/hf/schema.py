@@ -17,10 +17,14 @@ from ...errors import ConfigError
 #: Metadata fields not exported: ``label`` repeats the label column (the
 #: loaders' rule), ``image`` would clash.
 SKIPPED_METADATA = ("image", "label", "pixels")
-#: The optional raw-pixel column: ``Array2D((H, W), "uint8")``, next to the PNG ``image``.
-#: ``datasets`` hands it to NumPy without decoding (``with_format("numpy")``), so a plain
-#: ``load_dataset`` user gets arrays an order of magnitude faster than from PNGs.
+#: The optional raw-pixel column, next to the PNG ``image``: a plain ``load_dataset`` user
+#: gets NumPy arrays from it without decoding PNGs.
 PIXELS = "pixels"
+#: Layouts of the ``pixels`` column.  ``bytes``: ``Value("binary")``, the H*W pixels of
+#: each image row-major (parquet reads it as one flat buffer: the fastest to load).
+#: ``array``: ``Array2D((H, W), "uint8")`` (self-describing, but parquet stores it as
+#: nested lists whose per-pixel levels cost ~5x more to read back).
+PIXEL_FORMATS = ("bytes", "array")
 
 
 @dataclass
@@ -69,12 +73,13 @@ def hf_split_name(split: str) -> str:
 
 
 
-def features_for(classes, metadata_dtype=None, *, pixels_shape=None):
+def features_for(classes, metadata_dtype=None, *, pixels: str | None = None, pixels_shape=None):
     """The :class:`datasets.Features` of an exported config.
 
     ``image`` (Image), ``label`` (ClassLabel named by ``classes``), with
-    ``pixels_shape`` a ``pixels`` column (``Array2D(pixels_shape, "uint8")``,
-    the same images undecoded), then one ``Value`` per scalar field of
+    ``pixels`` a ``pixels`` column holding the same images undecoded (``"bytes"``:
+    ``Value("binary")``; ``"array"``: ``Array2D(pixels_shape, "uint8")``; see
+    :data:`PIXEL_FORMATS`), then one ``Value`` per scalar field of
     ``metadata_dtype`` (a NumPy structured dtype), in field order.  Fields named
     ``image``, ``label`` or ``pixels`` are left out.  The loaders' ``.to_hf()``
     uses the same definition.
@@ -84,17 +89,33 @@ def features_for(classes, metadata_dtype=None, *, pixels_shape=None):
     >>> f = features_for(["0", "1"], np.dtype([("writer", "i4")]))
     >>> list(f), f["label"].names, f["writer"].dtype
     (['image', 'label', 'writer'], ['0', '1'], 'int32')
-    >>> list(features_for(["0"], pixels_shape=(28, 28)))
-    ['image', 'label', 'pixels']
+    >>> f = features_for(["0"], pixels="bytes")
+    >>> list(f), f["pixels"].dtype
+    (['image', 'label', 'pixels'], 'binary')
+    >>> features_for(["0"], pixels="array", pixels_shape=(28, 28))["pixels"].shape
+    (28, 28)
     """
     import datasets
 
     cols = {"image": datasets.Image(), "label": datasets.ClassLabel(names=[str(c) for c in classes])}
-    if pixels_shape is not None:
-        cols[PIXELS] = datasets.Array2D(tuple(int(d) for d in pixels_shape), "uint8")
+    if pixels is not None:
+        cols[PIXELS] = pixels_feature(pixels, pixels_shape)
     for name in metadata_columns(metadata_dtype):
         cols[name] = datasets.Value(_value_dtype(metadata_dtype[name], name))
     return datasets.Features(cols)
+
+
+def pixels_feature(pixels: str, shape=None):
+    """The feature of the ``pixels`` column in layout ``pixels`` (one of :data:`PIXEL_FORMATS`)."""
+    import datasets
+
+    if pixels == "bytes":
+        return datasets.Value("binary")
+    if pixels == "array" and shape is not None and len(shape) == 2:
+        return datasets.Array2D(tuple(int(d) for d in shape), "uint8")
+    raise ConfigError("unknown pixels layout" if pixels != "array" else "array pixels need a shape",
+                      expected=" or ".join(PIXEL_FORMATS) + " (array: with an (H, W) shape)",
+                      found=f"{pixels!r}, shape {shape}")
 
 
 def metadata_columns(metadata_dtype) -> list[str]:
