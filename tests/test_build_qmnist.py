@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mnistforge.builders import qmnist as qb
+from mnistforge.builders import qmnist_files as qf
 from mnistforge.builders import qmnist_recipe as qr
 from mnistforge.builders.mnist_prepro import MnistPreproConfig, preprocess, preprocess_one
 from mnistforge.builders.qmnist import QmnistBuildConfig, build_mnist, build_qmnist, build_xnist
@@ -73,12 +74,12 @@ def test_vectorised_equals_oracle_on_2000_synthetic_digits(tmp_path_factory):
 def test_qmnist_files_counts_and_labels(built, source):
     out = built["qmnist"]
     names = sorted(p.name for p in out.iterdir())
-    expected = sorted(n for f in qb.QMNIST_FILES.values() for n in f.values()) + ["manifest.json"]
+    expected = sorted(n for f in qf.QMNIST_FILES.values() for n in f.values()) + ["manifest.json"]
     assert names == sorted(expected)
     table = qr.digit_table(source.index)
     sel = qr.select_qmnist(table)
     for split, want in (("train", sel.train), ("test", sel.test)):
-        f = qb.QMNIST_FILES[split]
+        f = qf.QMNIST_FILES[split]
         ext = read_idx(out / f["table"])
         assert ext.dtype.itemsize == 4 and ext.shape == (want.size, 8)
         with gzip.open(out / f["table"], "rb") as fh:
@@ -91,36 +92,36 @@ def test_qmnist_files_counts_and_labels(built, source):
         # the images are the digits the labels name: decode + preprocess them directly
         rows = qr.digit_rows(source.index)[ext[:20, 5]]
         np.testing.assert_array_equal(imgs[:20], preprocess(source.read_all(rows)))
-    tr = tsv(out / qb.QMNIST_FILES["train"]["tsv"])[:, 5]
-    te = tsv(out / qb.QMNIST_FILES["test"]["tsv"])[:, 5]
+    tr = tsv(out / qf.QMNIST_FILES["train"]["tsv"])[:, 5]
+    te = tsv(out / qf.QMNIST_FILES["test"]["tsv"])[:, 5]
     assert np.intersect1d(tr, te).size == 0
     assert tr.size == sel.recipe.train_size and te.size == sel.recipe.test_size
 
 
 def test_duplicates_final_images_agree_with_source(built, source):
-    xt = tsv(built["xnist"] / qb.XNIST_FILES["tsv"])
+    xt = tsv(built["xnist"] / qf.XNIST_FILES["tsv"])
     src_col6 = qr.source_duplicates(source.index)
     assert np.count_nonzero(src_col6) == 3                   # the synthetic SD19 plants three
     np.testing.assert_array_equal(xt[:, 6], src_col6)
     dups = np.flatnonzero(xt[:, 6])
-    imgs = read_idx(built["xnist"] / qb.XNIST_FILES["images"])
+    imgs = read_idx(built["xnist"] / qf.XNIST_FILES["images"])
     for d in dups:
         np.testing.assert_array_equal(imgs[d], imgs[xt[d, 6]])
         assert xt[d, 6] < d
     for split in ("train", "test"):
-        ids = tsv(built["qmnist"] / qb.QMNIST_FILES[split]["tsv"])[:, 5]
+        ids = tsv(built["qmnist"] / qf.QMNIST_FILES[split]["tsv"])[:, 5]
         assert not np.isin(dups, ids).any()
 
 
 def test_xnist_is_every_digit_in_order(built, source):
     out = built["xnist"]
-    xt = tsv(out / qb.XNIST_FILES["tsv"])
+    xt = tsv(out / qf.XNIST_FILES["tsv"])
     n = source.digits().size
     np.testing.assert_array_equal(xt[:, 5], np.arange(n))
-    np.testing.assert_array_equal(read_idx(out / qb.XNIST_FILES["table"]), xt)
-    imgs = read_idx(out / qb.XNIST_FILES["images"])
-    q = read_idx(built["qmnist"] / qb.QMNIST_FILES["test"]["images"])
-    qt = tsv(built["qmnist"] / qb.QMNIST_FILES["test"]["tsv"])
+    np.testing.assert_array_equal(read_idx(out / qf.XNIST_FILES["table"]), xt)
+    imgs = read_idx(out / qf.XNIST_FILES["images"])
+    q = read_idx(built["qmnist"] / qf.QMNIST_FILES["test"]["images"])
+    qt = tsv(built["qmnist"] / qf.QMNIST_FILES["test"]["tsv"])
     np.testing.assert_array_equal(imgs[qt[:, 5]], q)
 
 
@@ -129,12 +130,12 @@ def test_mnist_is_qmnist_train_plus_first_test_rows(built):
     assert sorted(p.name for p in m.iterdir()) == sorted(
         [n for f in qb.MNIST_FILES.values() for n in f.values()] + ["manifest.json"])
     np.testing.assert_array_equal(read_idx(m / "train-images-idx3-ubyte.gz"),
-                                  read_idx(q / qb.QMNIST_FILES["train"]["images"]))
+                                  read_idx(q / qf.QMNIST_FILES["train"]["images"]))
     te = read_idx(m / "t10k-images-idx3-ubyte.gz")
     man = read_manifest(m)
     k = man["parameters"]["recipe"]["mnist_test_size"]
     assert te.shape[0] == k
-    np.testing.assert_array_equal(te, read_idx(q / qb.QMNIST_FILES["test"]["images"])[:k])
+    np.testing.assert_array_equal(te, read_idx(q / qf.QMNIST_FILES["test"]["images"])[:k])
     assert any("not MNIST's 10,000 test digits" in n for n in man["notes"])
 
 
@@ -159,16 +160,16 @@ def test_manifest_hashes_parameters_and_notes(built, source):
 def test_loaders_read_the_build(built):
     import mnistforge
     out = built["qmnist"]
-    n_test = read_idx(out / qb.QMNIST_FILES["test"]["images"]).shape[0]
+    n_test = read_idx(out / qf.QMNIST_FILES["test"]["images"]).shape[0]
     ds = mnistforge.load("qmnist", "test10k", root=out, with_metadata=True)
     assert len(ds) == min(10000, n_test)
-    ext = tsv(out / qb.QMNIST_FILES["test"]["tsv"])[: len(ds)]
+    ext = tsv(out / qf.QMNIST_FILES["test"]["tsv"])[: len(ds)]
     np.testing.assert_array_equal(ds.labels, ext[:, 0])
     np.testing.assert_array_equal(ds.metadata["nist_index"], ext[:, 5])
     ds = mnistforge.load("qmnist", "train", root=out)
-    np.testing.assert_array_equal(ds.images, read_idx(out / qb.QMNIST_FILES["train"]["images"]))
+    np.testing.assert_array_equal(ds.images, read_idx(out / qf.QMNIST_FILES["train"]["images"]))
     ds = mnistforge.load("qmnist", "nist", root=built["xnist"])
-    assert len(ds) == read_idx(built["xnist"] / qb.XNIST_FILES["images"]).shape[0]
+    assert len(ds) == read_idx(built["xnist"] / qf.XNIST_FILES["images"]).shape[0]
     ds = mnistforge.load("mnist", "test", root=built["mnist"])
     assert len(ds) == read_manifest(built["mnist"])["datasets"]["mnist"]["test"]
 
@@ -188,7 +189,7 @@ def test_rebuild_is_byte_identical_and_atomic(tiny, built, tmp_path):
 
 def test_source_duplicate_mode_gives_the_same_qmnist(tiny, built, tmp_path):
     out = build_qmnist(tiny, tmp_path / "src", QmnistBuildConfig(progress=False, duplicates="source"))
-    for f in qb.QMNIST_FILES["train"].values():
+    for f in qf.QMNIST_FILES["train"].values():
         assert (out / f).read_bytes() == (built["qmnist"] / f).read_bytes()
     assert read_manifest(out)["parameters"]["duplicates"] == "source"
 
@@ -202,7 +203,7 @@ def test_published_order_followed_and_checked(tiny, built, source, tmp_path):
     labels.mkdir()
     order = {"train": rng.permutation(sel.train), "test": rng.permutation(sel.test)}
     for split, o in order.items():
-        qb.write_tsv(labels / f"qmnist-{split}-labels.tsv.gz", table[o])
+        qf.write_tsv(labels / f"qmnist-{split}-labels.tsv.gz", table[o])
     out = build_qmnist(tiny, tmp_path / "ordered", QmnistBuildConfig(progress=False,
                                                                      qmnist_labels=labels))
     man = read_manifest(out)
@@ -210,16 +211,59 @@ def test_published_order_followed_and_checked(tiny, built, source, tmp_path):
     assert not any("order is NOT" in n for n in man["notes"])
     assert set(man["inputs"]["qmnist_labels"]) == {"qmnist-train-labels.tsv.gz",
                                                    "qmnist-test-labels.tsv.gz"}
-    base = read_idx(built["xnist"] / qb.XNIST_FILES["images"])
+    base = read_idx(built["xnist"] / qf.XNIST_FILES["images"])
     for split, o in order.items():
-        np.testing.assert_array_equal(tsv(out / qb.QMNIST_FILES[split]["tsv"])[:, 5], o)
-        np.testing.assert_array_equal(read_idx(out / qb.QMNIST_FILES[split]["images"]), base[o])
+        np.testing.assert_array_equal(tsv(out / qf.QMNIST_FILES[split]["tsv"])[:, 5], o)
+        np.testing.assert_array_equal(read_idx(out / qf.QMNIST_FILES[split]["images"]), base[o])
     # a table that disagrees with the source is refused, and nothing is left behind
     bad = table[order["test"]].copy()
     bad[0, 2] += 1
-    qb.write_tsv(labels / "qmnist-test-labels.tsv.gz", bad)
+    qf.write_tsv(labels / "qmnist-test-labels.tsv.gz", bad)
     with pytest.raises(BuildError, match="disagrees"):
         build_qmnist(tiny, tmp_path / "bad", QmnistBuildConfig(progress=False, qmnist_labels=labels))
+    assert not (tmp_path / "bad").exists() and not (tmp_path / "bad.incomplete").exists()
+
+
+def test_mnist_with_published_tables_preprocesses_only_its_digits(tiny, built, source, tmp_path,
+                                                                   monkeypatch):
+    table = qr.digit_table(source.index)
+    sel = qr.select_qmnist(table, duplicate=tsv(built["xnist"] / qf.XNIST_FILES["tsv"])[:, 6] > 0)
+    rng = np.random.default_rng(1)
+    order = {"train": rng.permutation(sel.train), "test": rng.permutation(sel.test)}
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    for split, o in order.items():
+        qf.write_tsv(labels / f"qmnist-{split}-labels.tsv.gz", table[o])
+    asked = []
+    real = qb.preprocess_rows
+    monkeypatch.setattr(qb, "preprocess_rows", lambda src, rows, *a, **k: (
+        asked.append(len(rows)), real(src, rows, *a, **k))[1])
+    out = build_mnist(tiny, tmp_path / "m", QmnistBuildConfig(progress=False, qmnist_labels=labels))
+    n_test = sel.recipe.mnist_test_size
+    assert asked == [sel.train.size + n_test] and asked[0] < len(table)   # not every digit
+    base = read_idx(built["xnist"] / qf.XNIST_FILES["images"])
+    want = {"train": order["train"], "test": order["test"][:n_test]}
+    for split, rows in want.items():
+        f = qf.MNIST_FILES[split]
+        np.testing.assert_array_equal(read_idx(out / f["images"]), base[rows])
+        np.testing.assert_array_equal(read_idx(out / f["labels"]), table[rows, 0])
+    man = read_manifest(out)
+    assert man["parameters"]["selection"] == "published" and man["parameters"]["order"] == "published"
+    # inside build all (sharing the pass) the same files come out
+    with qb.sharing_preprocessed_digits():
+        build_xnist(tiny, tmp_path / "x", QmnistBuildConfig(progress=False))
+        shared = build_mnist(tiny, tmp_path / "m2", QmnistBuildConfig(progress=False,
+                                                                      qmnist_labels=labels))
+    for split in want:
+        for f in qf.MNIST_FILES[split].values():
+            assert (shared / f).read_bytes() == (out / f).read_bytes()
+    # tables selecting two digits whose final images are identical are refused
+    dup = tsv(built["xnist"] / qf.XNIST_FILES["tsv"])[:, 6]
+    later = int(np.flatnonzero(dup > 0)[0])
+    bad = np.concatenate([order["train"][:-2], [dup[later], later]])
+    qf.write_tsv(labels / "qmnist-train-labels.tsv.gz", table[bad])
+    with pytest.raises(BuildError, match="identical final images"):
+        build_mnist(tiny, tmp_path / "bad", QmnistBuildConfig(progress=False, qmnist_labels=labels))
     assert not (tmp_path / "bad").exists() and not (tmp_path / "bad.incomplete").exists()
 
 
@@ -252,20 +296,20 @@ def test_cli_build(tiny, tmp_path):
 
 def test_multistream_xz_round_trip(tmp_path, monkeypatch):
     import lzma
-    monkeypatch.setattr(qb, "XZ_BLOCK", 1000)
+    monkeypatch.setattr(qf, "XZ_BLOCK", 1000)
     arr = np.random.default_rng(0).integers(0, 256, (50, 28, 28)).astype(np.uint8)
-    qb.write_idx_xz(tmp_path / "a-idx3-ubyte.xz", arr)
+    qf.write_idx_xz(tmp_path / "a-idx3-ubyte.xz", arr)
     blob = (tmp_path / "a-idx3-ubyte.xz").read_bytes()
     assert blob.count(b"\xfd7zXZ") > 10                       # many streams
     np.testing.assert_array_equal(read_idx(tmp_path / "a-idx3-ubyte.xz"), arr)
     assert lzma.decompress(blob)[16:] == arr.tobytes()
-    qb.write_idx_xz(tmp_path / "b-idx3-ubyte.xz", arr)
+    qf.write_idx_xz(tmp_path / "b-idx3-ubyte.xz", arr)
     assert (tmp_path / "b-idx3-ubyte.xz").read_bytes() == blob
 
 
 def test_format_tsv_matches_published_bytes(qmnist_reference):
     raw = gzip.open(qmnist_reference / "qmnist-test-labels.tsv.gz").read()
-    assert qb.format_tsv(qr.read_label_table(qmnist_reference / "qmnist-test-labels.tsv.gz")) == raw
+    assert qf.format_tsv(qr.read_label_table(qmnist_reference / "qmnist-test-labels.tsv.gz")) == raw
 
 
 # --- full scale ------------------------------------------------------------------------
@@ -293,14 +337,18 @@ def test_full_scale_qmnist_and_mnist_match_published_tables(full_layout, qmnist_
     t_qmnist = time.perf_counter() - t0
     for split in ("train", "test"):
         pub = tsv(qmnist_reference / f"qmnist-{split}-labels.tsv.gz")
-        got = tsv(out / qb.QMNIST_FILES[split]["tsv"])
+        got = tsv(out / qf.QMNIST_FILES[split]["tsv"])
         assert got.shape == (60000, 8)
         np.testing.assert_array_equal(got[:, :7], pub[:, :7])
-        assert read_idx(out / qb.QMNIST_FILES[split]["images"]).shape == (60000, 28, 28)
+        assert read_idx(out / qf.QMNIST_FILES[split]["images"]).shape == (60000, 28, 28)
     t1 = time.perf_counter()
-    m = build_mnist(full_layout, tmp_path / "mnist", QmnistBuildConfig(qmnist_labels=qmnist_reference,
-                                                                       duplicates="source"))
+    # the published tables fix the selection: mnist preprocesses only its 70,000 digits
+    m = build_mnist(full_layout, tmp_path / "mnist", QmnistBuildConfig(qmnist_labels=qmnist_reference))
     t_mnist = time.perf_counter() - t1
+    q_train = read_idx(out / qf.QMNIST_FILES["train"]["images"])
+    q_test = read_idx(out / qf.QMNIST_FILES["test"]["images"])
+    np.testing.assert_array_equal(read_idx(m / "train-images-idx3-ubyte.gz"), q_train)
+    np.testing.assert_array_equal(read_idx(m / "t10k-images-idx3-ubyte.gz"), q_test[:10000])
     np.testing.assert_array_equal(read_idx(m / "train-labels-idx1-ubyte.gz"),
                                   read_idx(mnist_reference / "train-labels-idx1-ubyte.gz"))
     np.testing.assert_array_equal(read_idx(m / "t10k-labels-idx1-ubyte.gz"),
@@ -313,7 +361,7 @@ def test_full_scale_qmnist_and_mnist_match_published_tables(full_layout, qmnist_
 @pytest.mark.slow
 def test_full_scale_xnist_matches_published_table(full_layout, qmnist_reference, tmp_path):
     out = build_xnist(full_layout, tmp_path / "xnist", QmnistBuildConfig())
-    got = tsv(out / qb.XNIST_FILES["tsv"])
+    got = tsv(out / qf.XNIST_FILES["tsv"])
     pub = tsv(qmnist_reference / "xnist-labels.tsv.xz")
     np.testing.assert_array_equal(got[:, :6], pub[:, :6])
     # the published duplicates are found; synthetic glyphs may add final-image duplicates
@@ -321,7 +369,7 @@ def test_full_scale_xnist_matches_published_table(full_layout, qmnist_reference,
     marked = np.flatnonzero(pub[:, 6])
     np.testing.assert_array_equal(got[marked, 6], pub[marked, 6])
     extra = np.setdiff1d(np.flatnonzero(got[:, 6]), marked)
-    imgs = read_idx(out / qb.XNIST_FILES["images"])
+    imgs = read_idx(out / qf.XNIST_FILES["images"])
     for d in extra:
         assert got[d, 6] < d
         np.testing.assert_array_equal(imgs[d], imgs[got[d, 6]])

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import lzma
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -50,37 +49,20 @@ import numpy as np
 from .. import settings
 from ..errors import BuildError, ConfigError
 from ..io.workers import named_worker_errors, process_pool
-from ..io.atomic import atomic_dir, atomic_file
-from ..io.compression import gzip_bytes
+from ..io.atomic import atomic_dir
 from ..io.hashing import sha256_file
 from ..io.manifest import DatasetEntry, Manifest
 from ..progress import progress as progress_bar
 from . import qmnist_recipe as qr
 from .label_votes import write_label_votes
+from .qmnist_files import (MNIST_FILES, QMNIST_FILES, split_jobs, write_files,
+                           write_xnist)
 from .mnist_prepro import MnistPreproConfig, duplicate_of, image_digests, preprocess
 
 logger = logging.getLogger(__name__)
 
 TARGETS = ("qmnist", "mnist", "xnist")
 DUPLICATE_MODES = ("final", "source")
-
-QMNIST_FILES = {
-    split: {
-        "images": f"qmnist-{split}-images-idx3-ubyte.gz",
-        "labels": f"qmnist-{split}-labels-idx1-ubyte.gz",
-        "table": f"qmnist-{split}-labels-idx2-int.gz",
-        "tsv": f"qmnist-{split}-labels.tsv.gz",
-    } for split in ("train", "test")
-}
-MNIST_FILES = {
-    "train": {"images": "train-images-idx3-ubyte.gz", "labels": "train-labels-idx1-ubyte.gz"},
-    "test": {"images": "t10k-images-idx3-ubyte.gz", "labels": "t10k-labels-idx1-ubyte.gz"},
-}
-XNIST_FILES = {
-    "images": "xnist-images-idx3-ubyte.xz",
-    "table": "xnist-labels-idx2-int.xz",
-    "tsv": "xnist-labels.tsv.xz",
-}
 
 NOTE_ORDER = ("order is NOT MNIST's: the published QMNIST tables were not given, so the images "
               "follow the documented deterministic order (writer digits and fill digits, each in "
@@ -263,91 +245,6 @@ def _collect(item, out, bar, pos) -> int:
 
 
 # ---------------------------------------------------------------------------
-# Writing
-# ---------------------------------------------------------------------------
-
-def format_tsv(table) -> bytes:
-    """The extended labels as tab-separated text, one row per line (the published format).
-
-    Examples
-    --------
-    >>> format_tsv(np.array([[7, 4, 2578, 69, 37, 279260, 0, 0]]))
-    b'7\\t4\\t2578\\t69\\t37\\t279260\\t0\\t0\\n'
-    """
-    table = np.asarray(table, dtype=np.int64)
-    if table.size == 0:
-        return b""
-    lines = "\n".join("\t".join(map(str, r)) for r in table.tolist())
-    return (lines + "\n").encode("ascii")
-
-
-# xz preset for the xnist files: level 1 compresses MNIST-like images almost as well as
-# level 6 (about 10% larger) at several times the speed
-XZ_PRESET = 1
-XZ_BLOCK = 1 << 24
-
-
-def write_tsv(path, table) -> None:
-    """Write a table as tsv, compressed by suffix (.gz mtime 0, .xz), atomically."""
-    path = Path(path)
-    data = format_tsv(table)
-    if path.suffix == ".gz":
-        data = gzip_bytes(data, level=6)
-    elif path.suffix == ".xz":
-        data = _xz_parallel(data)
-    with atomic_file(path) as f:
-        f.write(data)
-
-
-def _xz_parallel(data: bytes, preset: int | None = None, block: int | None = None) -> bytes:
-    """xz-compress in fixed blocks on all cores, as concatenated xz streams.
-
-    A multi-stream .xz is standard (``xz -d``, Python's lzma and the idx reader
-    read it); fixed block boundaries keep the bytes reproducible.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-
-    preset = XZ_PRESET if preset is None else preset
-    block = XZ_BLOCK if block is None else block
-    parts = [data[i:i + block] for i in range(0, len(data), block)] or [b""]
-    if len(parts) == 1:
-        return lzma.compress(parts[0], preset=preset)
-    with ThreadPoolExecutor(max_workers=settings.workers()) as ex:    # lzma frees the GIL
-        return b"".join(ex.map(lambda b: lzma.compress(b, preset=preset), parts))
-
-
-def write_idx_xz(path, array) -> None:
-    """Write an idx file as (multi-stream) xz, atomically and reproducibly."""
-    from ..io.idx import idx_header_bytes
-    arr = np.ascontiguousarray(array)
-    data = idx_header_bytes(arr.shape, arr.dtype) + arr.astype(arr.dtype.newbyteorder(">")).tobytes()
-    blob = _xz_parallel(data)
-    with atomic_file(path) as f:
-        f.write(blob)
-
-
-def _write_files(jobs) -> None:
-    """Run the file writers two at a time (compression releases the GIL)."""
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(max_workers=2) as ex:
-        for fut in [ex.submit(j) for j in jobs]:
-            fut.result()
-
-
-def _split_jobs(folder: Path, names: dict, images, table) -> list:
-    from ..io.idx import write_idx
-    jobs = [lambda: write_idx(folder / names["images"], images)]
-    if "labels" in names:
-        jobs.append(lambda: write_idx(folder / names["labels"], table[:, qr.CLASS].astype(np.uint8)))
-    if "table" in names:
-        jobs.append(lambda: write_idx(folder / names["table"], table.astype(np.int32)))
-    if "tsv" in names:
-        jobs.append(lambda: write_tsv(folder / names["tsv"], table))
-    return jobs
-
-
-# ---------------------------------------------------------------------------
 # The build
 # ---------------------------------------------------------------------------
 
@@ -416,12 +313,21 @@ def sharing_preprocessed_digits():
             _SHARED = None
 
 
-def _every_digit(src, drows, config: QmnistBuildConfig):
+def _shared_digits(src, drows, config: QmnistBuildConfig):
+    """(images, duplicate_of) of every digit if a build in this block preprocessed them."""
     key = (src.fingerprint, str(src.path), config.prepro)
     hit = _SHARED.get(key) if _SHARED is not None else None
     if hit is not None and hit[0].shape[0] == drows.size:
         logger.info("reusing the preprocessed digits of the previous build")
         return hit
+    return None
+
+
+def _every_digit(src, drows, config: QmnistBuildConfig):
+    hit = _shared_digits(src, drows, config)
+    if hit is not None:
+        return hit
+    key = (src.fingerprint, str(src.path), config.prepro)
     images = preprocess_rows(src, drows, config.prepro, batch_size=config.batch_size,
                              workers=config.workers, progress=config.progress,
                              desc="preprocessing every SD19 digit")
@@ -476,7 +382,15 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
 
     images_all = None
     final_dup = None
-    if config.duplicates == "final":
+    # MNIST in the published order needs only its 70,000 digits: the published tables fix
+    # the selection, so step 8 over every SD19 digit (which only decides the selection)
+    # is left to `build qmnist`, which checks the recipe against the same tables.
+    as_published = target == "mnist" and pub_train is not None and config.duplicates == "final"
+    if as_published:
+        images_all = _shared_digits(src, drows, config)
+        images_all = None if images_all is None else images_all[0]
+        dup_mask = None
+    elif config.duplicates == "final":
         images_all, final_dup = _every_digit(src, drows, config)
         table[:, qr.DUPLICATE] = np.where(final_dup < 0, 0, final_dup)
         dup_mask = final_dup >= 0
@@ -492,7 +406,14 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
         dup_mask = source_dup >= 0
 
     parameters = {"target": target, "preprocessing": prepro.as_dict(),
-                  "duplicates": config.duplicates, "duplicates_found": int(dup_mask.sum())}
+                  "duplicates": config.duplicates}
+    if as_published:
+        parameters["selection"] = "published"
+        notes.append("the selection is the published QMNIST tables' (train, and the first "
+                     "10,000 test rows) as given: step 8 was checked among the selected images "
+                     "only (build qmnist with the same tables checks the recipe over every digit)")
+    else:
+        parameters["duplicates_found"] = int(dup_mask.sum())
     inputs: dict = {"sd19": {"path": str(sd19_path.resolve()), "fingerprint": src.fingerprint,
                              "edition": src.edition, "digits": int(drows.size)}}
     if missing:
@@ -509,12 +430,16 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
             bar = progress_bar(total=3, desc="writing xnist (xz)", unit="file",
                                disable=None if config.progress is None else not config.progress)
             with bar:
-                _write_xnist(tmp, images_all, table, bar)
+                write_xnist(tmp, images_all, table, bar)
             counts = {"nist": int(drows.size)}
         else:
-            sel = qr.select_qmnist(table, duplicate=dup_mask)
+            if as_published:
+                sel = qr.published_selection(table, pub_train, pub_test)
+            else:
+                sel = qr.select_qmnist(table, duplicate=dup_mask)
+                if pub_train is not None:
+                    sel = qr.order_like_published(sel, pub_train, pub_test)
             if pub_train is not None:
-                sel = qr.order_like_published(sel, pub_train, pub_test)
                 inputs["qmnist_labels"] = pub_info
             else:
                 notes.append(NOTE_ORDER)
@@ -533,6 +458,9 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
                 imgs = preprocess_rows(src, drows[want], prepro, batch_size=config.batch_size,
                                        workers=config.workers, progress=config.progress,
                                        desc=f"preprocessing {target} digits")
+            if as_published:
+                _check_no_duplicates(imgs, want)
+            elif images_all is None:
                 d = duplicate_of(image_digests(imgs))
                 if (d >= 0).any():
                     notes.append(f"{int((d >= 0).sum())} selected digits have a final image identical "
@@ -541,8 +469,8 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
             tr_imgs, te_imgs = imgs[:sel.train.size], imgs[sel.train.size:]
             tr_tab, te_tab = table[sel.train], table[test_rows]
             files = QMNIST_FILES if target == "qmnist" else MNIST_FILES
-            _write_files(_split_jobs(tmp, files["train"], tr_imgs, tr_tab)
-                         + _split_jobs(tmp, files["test"], te_imgs, te_tab))
+            write_files(split_jobs(tmp, files["train"], tr_imgs, tr_tab)
+                         + split_jobs(tmp, files["test"], te_imgs, te_tab))
             counts = {"train": int(sel.train.size), "test": int(test_rows.size)}
             notes += write_label_votes(tmp, "mnist" if target == "mnist" else "qmnist",
                                        {"test": te_tab[:, qr.CLASS]})
@@ -556,6 +484,19 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
     logger.info("built %s into %s in %.1f s (%s)", target, out, time.perf_counter() - t0,
                 ", ".join(f"{k} {v}" for k, v in counts.items()))
     return out
+
+
+def _check_no_duplicates(images, gidx) -> None:
+    """Step 8 among the selected digits: no two may have identical final images."""
+    d = duplicate_of(image_digests(images))
+    if (d >= 0).any():
+        k = int(np.flatnonzero(d >= 0)[0])
+        raise BuildError(
+            "the published QMNIST tables select digits with identical final images",
+            expected="no duplicates among the selected digits (step 8 excludes them)",
+            found=f"{int((d >= 0).sum())}, e.g. global indices {int(gidx[d[k]])} and {int(gidx[k])}",
+            hint="this source is not SD19 as QMNIST knew it; build qmnist with the same tables "
+                 "for the full check, or build without --qmnist-labels")
 
 
 def check_complete(src, fields, allow: bool) -> list[str]:
@@ -581,13 +522,3 @@ def _input_paths(sd19, config) -> list:
     """What a build reads from disk: the output folder must not overlap any of it."""
     labels = config.qmnist_labels
     return [sd19] + ([labels] if labels not in (None, "download") else [])
-
-
-def _write_xnist(folder: Path, images, table, bar) -> None:
-    """Write the three xnist files (each xz-compressed on all cores)."""
-    write_idx_xz(folder / XNIST_FILES["images"], images)
-    bar.update(1)
-    write_idx_xz(folder / XNIST_FILES["table"], table.astype(np.int32))
-    bar.update(1)
-    write_tsv(folder / XNIST_FILES["tsv"], table)
-    bar.update(1)

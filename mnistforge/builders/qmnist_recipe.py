@@ -257,6 +257,37 @@ def order_like_published(selection: Selection, published_train, published_test) 
     return replace(selection, train=out["train"], test=out["test"], order="published")
 
 
+def published_selection(table, published_train, published_test,
+                        recipe: QmnistRecipe | None = None) -> Selection:
+    """The selection the published QMNIST tables hold (column 5), in their order.
+
+    No recipe is run: this is for builds that take the published sets as given
+    (``build mnist --qmnist-labels``), after the tables' columns 0-5 were checked
+    against the source.  :func:`order_like_published` is the variant that checks
+    the recipe's sets against the tables.
+
+    Examples
+    --------
+    >>> t = np.zeros((4, 8), np.int64); t[:, 5] = np.arange(4)
+    >>> pub = lambda *g: np.array([[0] * 5 + [i, 0, 0] for i in g])
+    >>> s = published_selection(t, pub(1, 0), pub(3, 2), QmnistRecipe(mnist_test_size=1))
+    >>> s.train.tolist(), s.mnist_test.tolist(), s.order
+    ([1, 0], [3], 'published')
+    """
+    table = np.asarray(table)
+    recipe = recipe or QmnistRecipe.for_digits(len(table))
+    train, test = (np.asarray(p)[:, NIST_INDEX].astype(np.int64) for p in (published_train,
+                                                                           published_test))
+
+    def core(rows, writers):
+        w = table[rows, WRITER]
+        return int(((table[rows, HSF] == recipe.hsf) & (w >= writers[0]) & (w <= writers[1])).sum())
+
+    return Selection(train=train, test=test, recipe=recipe, order="published",
+                     train_core=core(train, recipe.train_writers),
+                     test_core=core(test, recipe.test_writers))
+
+
 def check_table(table) -> None:
     """Raise :class:`FormatError` unless ``table`` is an (n, 8) digit table in global order."""
     if table.ndim != 2 or table.shape[1] != NCOLS:
