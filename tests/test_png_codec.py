@@ -60,3 +60,17 @@ def test_filter_types_are_pillows_choice():
     f = select_filters(img)[0]
     assert f[0, 0] == 1 and f[0, 1:].tolist() == [200, 0, 0, 0]   # sub: 200 then differences 0
     assert f[1:, 0].tolist() == [2, 2]                              # up: identical rows
+
+
+def test_filters_do_not_depend_on_the_batch_blocks():
+    from mnistforge.io.hf.png import _FILTER_BLOCK
+
+    rng = np.random.default_rng(11)
+    n = 2 * _FILTER_BLOCK + 37                     # three blocks, the last one partial
+    images = (rng.random((n, 28, 28)) ** 3 * 255).astype(np.uint8)
+    whole = select_filters(images)
+    picks = [0, _FILTER_BLOCK - 1, _FILTER_BLOCK, 2 * _FILTER_BLOCK + 1, n - 1]
+    for i in picks:
+        np.testing.assert_array_equal(whole[i], select_filters(images[i:i + 1])[0])
+    data, sizes = encode_batch(images[_FILTER_BLOCK - 3:_FILTER_BLOCK + 3])
+    assert split(data, sizes) == [pillow_png(a) for a in images[_FILTER_BLOCK - 3:_FILTER_BLOCK + 3]]
