@@ -116,8 +116,10 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         except DatasetNotFoundError:
             pass
     if root is not None or not (isinstance(name, str) and name in list_datasets()):
-        from .foreign import foreign_source, load_foreign   # only where a path is involved
+        from .targets import foreign_source   # only where a path is involved
         if foreign_source(name, root):  # a third-party copy: npz/npy, CSV, parquet, .mat, torchvision
+            from .foreign import load_foreign
+
             return load_foreign(name if root is None else root, None if root is None else name, split,
                                 with_metadata=with_metadata)
     if root is None and isinstance(name, (str, os.PathLike)) and name not in list_datasets() \

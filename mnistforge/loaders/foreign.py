@@ -33,8 +33,6 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from os import PathLike
-from pathlib import Path
 
 import numpy as np
 
@@ -44,6 +42,7 @@ from ..io.idx import idx_content_sha256
 from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset, get_file, list_datasets
 from .split import DatasetSplit
+from .targets import foreign_source  # noqa: F401 - part of this API (in .targets: a load asks it first)
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
@@ -398,26 +397,3 @@ def make_split(copy: ForeignCopy, c: Canonical, info: DatasetInfo | None, transp
     ds.storage = list(c.storage)
     return ds
 
-
-def foreign_source(name, root=None) -> bool:
-    """Whether ``load(name, root=root)`` (or ``load(name)`` with ``name`` a path) is a third-party
-    copy: a file, or a folder that is neither idx files under official names nor our Hub export."""
-    from ..errors import FormatError
-    from ..io.foreign import sniff
-    from ..io.hf.repo import is_hf_repo
-    from .targets import datasets_in_folder
-
-    if root is None:
-        if not isinstance(name, (str, PathLike)) or str(name) in list_datasets():
-            return False
-        root = name
-    p = Path(root)
-    if p.is_file():
-        return True
-    if not p.is_dir() or is_hf_repo(p) or datasets_in_folder(p):
-        return False  # official names (or our export): the loaders' own path
-    try:
-        sniff(p)  # idx files under other names (Kaggle's t10k-images.idx3-ubyte) count too
-    except FormatError:
-        return False
-    return True

@@ -5,7 +5,7 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import ConfigError, DatasetNotFoundError, MissingFileError, TargetNotFoundError
+from ..errors import ConfigError, DatasetNotFoundError, FormatError, MissingFileError, TargetNotFoundError
 from ..log import get_logger
 from ..registry import get_dataset, get_file, list_datasets
 from .names import dataset_name, parse_split, split_name
@@ -13,7 +13,7 @@ from .origins import find_dataset_folder, locate
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
-__all__ = ["detect_dataset", "datasets_in_folder", "resolve_target"]
+__all__ = ["detect_dataset", "datasets_in_folder", "foreign_source", "resolve_target"]
 
 
 def detect_dataset(folder) -> str:
@@ -107,6 +107,33 @@ def datasets_in_folder(folder) -> list[str]:
                 ns = [one]
         names += [n for n in ns if n not in names]
     return names
+
+
+def foreign_source(name, root=None) -> bool:
+    """Whether ``load(name, root=root)`` (or ``load(name)`` with ``name`` a path) is a third-party
+    copy: a file, or a folder that is neither idx files under official names nor our Hub export.
+
+    Here rather than in :mod:`.foreign`, so that a load of a folder of idx files asks it
+    without importing the third-party readers.
+    """
+    from ..io.hf.repo import is_hf_repo
+
+    if root is None:
+        if not isinstance(name, (str, os.PathLike)) or str(name) in list_datasets():
+            return False
+        root = name
+    p = Path(root)
+    if p.is_file():
+        return True
+    if not p.is_dir() or is_hf_repo(p) or datasets_in_folder(p):
+        return False  # official names (or our export): the loaders' own path
+    from ..io.foreign import sniff   # the third-party readers only for other folders
+
+    try:
+        sniff(p)  # idx files under other names (Kaggle's t10k-images.idx3-ubyte) count too
+    except FormatError:
+        return False
+    return True
 
 
 def _colon_parts(text: str) -> list[str]:
