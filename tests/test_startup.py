@@ -5,7 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from cache_helpers import put
+
+from mnistforge.io.idx import read_idx, write_idx
 
 
 def modules_after(code: str) -> set[str]:
@@ -53,19 +56,34 @@ def test_a_one_shot_load_from_the_cache_imports_only_what_it_uses(mnist_referenc
     assert sorted(m for m in NOT_FOR_A_CACHED_LOAD if m in mods) == []
 
 
-def test_a_one_shot_load_of_a_folder_imports_no_logging_codecs_or_readers(mnist_reference, tmp_path):
+@pytest.fixture
+def raw_folder(mnist_reference, tmp_path):
+    """MNIST's test files decompressed into a folder of their own (what a build or a user holds)."""
     folder = tmp_path / "mine"
-    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
-        put(tmp_path, "mine", mnist_reference / name)
-    code = ("from mnistforge.io.idx import decompress_to_raw\nimport os\n"
-            f"d = {str(folder)!r}\n"
-            "for n in os.listdir(d):\n"
-            "    decompress_to_raw(os.path.join(d, n), os.path.join(d, n[:-3])); os.remove(os.path.join(d, n))")
-    subprocess.run([sys.executable, "-c", code], check=True)
-    mods = modules_after(f"import mnistforge\nds = mnistforge.load('mnist', 'test', root={str(folder)!r})\n"
+    folder.mkdir()
+    for name in ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"):
+        write_idx(folder / name, read_idx(mnist_reference / (name + ".gz")))
+    return folder
+
+
+#: what reading raw idx files under their names has no use for
+NOT_FOR_RAW_IDX = ("logging", "gzip", "isal", "lzma", "bz2", "zipfile", "shutil", "tempfile",
+                   "concurrent.futures", "importlib.resources", "mnistforge.io.hf.png",
+                   "mnistforge.cache.download")
+
+
+def test_a_one_shot_load_of_a_folder_imports_no_logging_codecs_or_readers(raw_folder):
+    mods = modules_after(f"import mnistforge\nds = mnistforge.load('mnist', 'test', root={str(raw_folder)!r})\n"
                          "assert len(ds) == 10000")
     assert "mnistforge.loaders.trust" in mods      # the folder's files were checked
-    assert sorted(m for m in ("logging", "gzip", "isal", "lzma", "bz2", "zipfile", "shutil", "tempfile",
-                              "concurrent.futures", "importlib.resources", "mnistforge.io.hf.png",
-                              "mnistforge.io.foreign", "mnistforge.loaders.foreign",
-                              "mnistforge.cache.download") if m in mods) == []
+    assert sorted(m for m in NOT_FOR_RAW_IDX + ("mnistforge.io.foreign", "mnistforge.loaders.foreign")
+                  if m in mods) == []
+
+
+def test_a_one_shot_load_of_an_idx_file_imports_its_reader_only(raw_folder):
+    path = raw_folder / "t10k-images-idx3-ubyte"
+    mods = modules_after(f"import mnistforge\nds = mnistforge.load({str(path)!r}, 'test')\n"
+                         "assert (ds.name, len(ds)) == ('mnist', 10000)")
+    assert "mnistforge.io.foreign.torchvision" in mods      # the idx reader
+    others = tuple(f"mnistforge.io.foreign.{m}" for m in ("csvfile", "mat", "npz", "parquet"))
+    assert sorted(m for m in NOT_FOR_RAW_IDX + others if m in mods) == []

@@ -134,24 +134,33 @@ def is_foreign(path) -> bool:
     return Path(path).is_file() or kind != "idx"
 
 
+#: format -> (module, function) reading a folder / a file of it; imported when used, so a
+#: one-shot load imports the reader of its own format only
+_FOLDER_READERS = {"torchvision": ("torchvision", "read_torchvision"), "parquet": ("parquet", "read_parquet"),
+                   "npy": ("npz", "read_npy_folder"), "idx": ("torchvision", "read_idx_folder"),
+                   "csv": ("csvfile", "read_csv_folder")}
+_FILE_READERS = {"npz": ("npz", "read_npz"), "csv": ("csvfile", "read_csv"), "parquet": ("parquet", "read_parquet"),
+                 "mat": ("mat", "read_mat"), "npy": ("npz", "read_npy_pair"), "idx": ("torchvision", "read_idx_folder"),
+                 "pickle": ("torchvision", "refuse_pickle")}
+
+
+def _reader(where: tuple[str, str]):
+    import importlib
+
+    return getattr(importlib.import_module(f"{__package__}.{where[0]}"), where[1])
+
+
 def read_foreign(path) -> ForeignCopy:
     """Read a third-party copy (see :data:`FORMATS`); pickles raise ``UnsafeFormatError``."""
-    from .csvfile import read_csv, read_csv_folder
-    from .mat import read_mat
-    from .npz import read_npy_folder, read_npy_pair, read_npz
-    from .parquet import read_parquet
-    from .torchvision import read_idx_folder, read_torchvision, refuse_pickle
-
     path = Path(path)
     kind = sniff(path)
     if kind == "pickle":
         bad = path if path.is_file() else next(p for p in sorted(path.iterdir()) if p.is_file()
                                                 and _safe_sniff(p) == "pickle")
-        raise refuse_pickle(bad)
+        raise _reader(_FILE_READERS["pickle"])(bad)
     if path.is_dir():
-        return {"torchvision": read_torchvision, "parquet": read_parquet, "npy": read_npy_folder,
-                "idx": read_idx_folder, "csv": read_csv_folder}[kind](path) if kind != "npz" \
-            else read_npz(next(path.glob("*.npz")))
+        return _reader(_FOLDER_READERS[kind])(path) if kind != "npz" \
+            else _reader(_FILE_READERS["npz"])(next(path.glob("*.npz")))
     if kind == "npy":
         partner = _npy_partner(path)
         if partner is None:
@@ -160,10 +169,10 @@ def read_foreign(path) -> ForeignCopy:
                               found="no partner file next to it",
                               hint="give the folder holding both")
         images, labels = (path, partner) if role_of(path.name) != "labels" else (partner, path)
-        return read_npy_pair(images, labels)
+        return _reader(_FILE_READERS["npy"])(images, labels)
     if kind == "idx":
-        return read_idx_folder(path.parent)
-    return {"npz": read_npz, "csv": read_csv, "parquet": read_parquet, "mat": read_mat}[kind](path)
+        return _reader(_FILE_READERS["idx"])(path.parent)
+    return _reader(_FILE_READERS[kind])(path)
 
 
 def _safe_sniff(p: Path) -> str | None:
