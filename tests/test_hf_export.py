@@ -244,7 +244,7 @@ def test_croissant_describes_the_same_files(tmp_path):
 def test_reexport_gives_identical_files(tmp_path, monkeypatch):
     configs, _ = toy_configs()
     hf.export_hf(tmp_path / "a", configs, max_shard_bytes=120_000, workers=1)
-    # second run through the process pool: same bytes whatever the number of workers
+    # second run through the thread pool: same bytes whatever the number of workers
     monkeypatch.setattr(png, "PARALLEL_MIN", 10)
     monkeypatch.setattr(png, "CHUNK", 128)
     configs2, _ = toy_configs()

@@ -40,7 +40,7 @@ def add_arguments(p):
     p.add_argument("--private", action="store_true", help="create the Hub repository as private")
     p.add_argument("--max-shard-mb", type=argtypes.float_in(0, 2**20, low_open=True), default=None,
                    help="largest parquet shard in MiB of PNG data (default 128)")
-    p.add_argument("--workers", type=argtypes.workers, default=None, help="PNG encoding processes (default: all cores)")
+    p.add_argument("--workers", type=argtypes.workers, default=None, help="PNG encoding threads (default: all cores)")
     p.add_argument("--no-croissant", action="store_true", help="do not write croissant.json")
     p.add_argument("--pixels", choices=["bytes", "array"], default=None,
                    help="also store the images undecoded in a 'pixels' column, for more disk space: "

@@ -137,7 +137,7 @@ def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
     max_shard_bytes : int
         Largest shard (PNG bytes); splits are cut into equal-row shards below it.
     workers : int, optional
-        Processes for PNG encoding (default: every core).
+        Threads for PNG encoding (default: every core).
     croissant : bool
         Also write ``croissant.json``.
     pixels : {"bytes", "array"}, optional
