@@ -5,7 +5,7 @@ tiled to 60,000 + 10,000 when ``../shared/reference/mnist`` is there, synthetic
 digits otherwise):
 
 1. export of an MNIST-format idx folder with ``mnistforge export hf`` code
-   (PNG encoding on 1 process vs every core), against the ``datasets`` route
+   (PNG encoding on 1 thread vs every core), against the ``datasets`` route
    (``load(...).to_hf()`` then ``Dataset.to_parquet``);
 2. reload with ``datasets.load_dataset`` (+ decoding every image), against
    ``mnistforge.load(..., root=REPO_DIR)`` (vectorised PNG decoding);
@@ -177,8 +177,8 @@ def main(argv=None) -> int:
         assert batch == pil_bytes
 
         rows = [
-            (f"PNG encode {len(sub):,}, 1 process", t_png1),
-            (f"PNG encode {len(sub):,}, {cores} processes", t_pngn),
+            (f"PNG encode {len(sub):,}, 1 thread", t_png1),
+            (f"PNG encode {len(sub):,}, {cores} threads", t_pngn),
             ("export hf (read idx + encode + parquet + card + croissant)", t_read + t_export),
             ("datasets route: load().to_hf() + Dataset.to_parquet", t_alt),
             ("reload: datasets.load_dataset + decode every image", t_reload),
@@ -205,7 +205,7 @@ def main(argv=None) -> int:
         print(f"  plain datasets user: Hub-style PNGs (Pillow) / pixels column: {t_user_pil / t_user_px:.1f}x; "
               f"(with_format numpy) / pixels: {t_user_np / t_user_px:.1f}x  (target >= 10x)")
         print(f"  PNG encoding: Pillow / batch encoder: {t_enc_pil / t_enc_batch:.2f}x (identical bytes)")
-        print(f"  PNG encoding speed-up with {cores} processes: {t_png1 / t_pngn:.2f}x")
+        print(f"  PNG encoding speed-up with {cores} threads: {t_png1 / t_pngn:.2f}x")
         print(f"  datasets route / export hf: {t_alt / (t_read + t_export):.2f}x")
         print(f"  datasets.load_dataset reload / mnistforge.load from parquet: {t_reload / t_pq:.2f}x")
         print(f"  mnistforge.load parquet / idx: {t_pq / t_idx:.2f}x")
