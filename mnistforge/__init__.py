@@ -16,5 +16,7 @@ def __getattr__(name):
     # Lazy: importing the package must stay cheap (the CLI imports it for --version).
     if name == "load":
         from .loaders import load
+
+        globals()["load"] = load  # resolved once: later calls skip this hook
         return load
     raise AttributeError(name)

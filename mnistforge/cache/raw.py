@@ -41,7 +41,7 @@ CHUNK = 1 << 20
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
-def check_raw_copy(raw: Path, remote: RemoteFile, *, rehash: bool = False) -> Verification | None:
+def check_raw_copy(raw: str | os.PathLike, remote: RemoteFile, *, rehash: bool = False) -> Verification | None:
     """The verification of an existing raw copy, or None when it must be (re)made.
 
     A stale copy this package made (it has a sidecar) is removed; a copy
@@ -132,7 +132,7 @@ def first_raw_copy(remote: RemoteFile, packed: Path, raw: Path, *,
     return v
 
 
-def discard_raw_copy(raw: Path) -> None:
+def discard_raw_copy(raw: str | os.PathLike) -> None:
     """Remove a raw copy this package wrote (with its sidecar), e.g. when it does not parse."""
     remove_with_marker(raw)
 

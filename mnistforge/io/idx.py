@@ -334,11 +334,13 @@ def read_idx(path, *, mmap: bool = True, max_bytes: int = MAX_BYTES) -> np.ndarr
     if comp is None:
         with open(path, "rb") as f:
             head = f.read(4 + 4 * 255)
-        header = parse_idx_header(head, path, max_bytes=max_bytes)
-        _check_length(header, size, path)
-        if mmap and header.nbytes > 0:
-            return np.memmap(path, dtype=header.dtype, mode="r", offset=header.offset,
-                             shape=header.shape)
+            header = parse_idx_header(head, path, max_bytes=max_bytes)
+            _check_length(header, size, path)
+            if mmap and header.nbytes > 0:
+                # mapped through the open file: no second open, and no Path.resolve (numpy
+                # resolves a Path it is given, an lstat per component: most of a repeat load)
+                return np.memmap(f, dtype=header.dtype, mode="r", offset=header.offset,
+                                 shape=header.shape)
         with open(path, "rb") as f:
             return parse_idx_bytes(f.read(), path, max_bytes=max_bytes)
     if size > max_bytes + (1 << 20):  # compressed data is never much larger than its content

@@ -30,7 +30,9 @@ def __getattr__(name):
     if name in _WHERE:
         import importlib
 
-        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+        globals()[name] = value  # resolved once: later look-ups skip this hook
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -241,13 +241,14 @@ def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata,
     images, labels, meta_raw = _view(images, sl), _view(labels, sl), _view(meta_raw, sl)
     if src.orientation == "transposed":
         images = images.transpose(0, 2, 1)
+    stored = np.asarray(labels)  # the file's own (small) type: a cheaper range check
     labels = np.asarray(labels, dtype=np.int64)
     metadata = _structured(meta_raw, info) if meta_raw is not None else None
     if src.kind == "cache" and len(labels) != sp.count:
         raise IntegrityError(f"{info.name} {split}: wrong number of rows", path=src.where,
                              expected=f"{sp.count} (registry)", found=str(len(labels)))
     classes = list(src.classes) if src.classes else list(info.classes)
-    _check_labels(info, split, labels, classes, f"{src.where}/{fsp.labels}")
+    _check_labels(info, split, stored, classes, f"{src.where}/{fsp.labels}")
     logger.info("loaded %s %s: %d images from %s", info.name, split, len(labels), src)
     ds = DatasetSplit(info.name, split, images, labels, info, metadata, str(src), src.status,
                       src.orientation)

@@ -19,6 +19,7 @@ from the folder's ``manifest.json`` when it says so, else from the registry.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -91,7 +92,7 @@ class CacheOrigin(_Opening):
         self.progress = progress
         self.status: dict[str, str] = {}
         self.orientation = info.orientation
-        self.where = str(self.cache / info.group)
+        self.where = os.path.join(self.cache, info.group)
 
     def __str__(self) -> str:
         return f"cache {self.where}"
@@ -107,11 +108,13 @@ class CacheOrigin(_Opening):
             if required:
                 raise
             return None  # e.g. EMNIST metadata: only built folders have it
-        raw = self.cache / remote.group / remote.raw_name
-        if raw.is_file() and remote.compression not in (None, "zip"):
-            arr = self._open_raw_copy(raw, remote)
+        # plain strings on the way to a valid raw copy: pathlib was a tenth of a repeat load
+        raw_name = os.path.join(self.cache, remote.group, remote.raw_name)
+        if remote.compression not in (None, "zip") and os.path.isfile(raw_name):
+            arr = self._open_raw_copy(raw_name, remote)
             if arr is not None:
                 return arr
+        raw = Path(raw_name)
         if self.keep_raw:  # a first load: verify and decompress in one read
             from ..cache.download import cache_path
             from ..cache.raw import first_raw_copy
@@ -140,7 +143,7 @@ class CacheOrigin(_Opening):
                                    compression=remote.compression)
         return read_idx(res.path)
 
-    def _open_raw_copy(self, raw: Path, remote):
+    def _open_raw_copy(self, raw: str, remote):
         v = check_raw_copy(raw, remote, rehash=self.check)
         if v is None:
             return None

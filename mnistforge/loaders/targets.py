@@ -109,6 +109,20 @@ def datasets_in_folder(folder) -> list[str]:
     return names
 
 
+def _holds_dataset_files(folder: Path, name=None) -> bool:
+    """Whether the files of some registry dataset are in ``folder``: what
+    ``bool(datasets_in_folder(folder))`` says, without telling datasets apart (no hashing),
+    and trying ``name`` first (a folder load names its dataset)."""
+    names = list_datasets()
+    try:
+        first = dataset_name(name) if isinstance(name, str) else None
+    except DatasetNotFoundError:
+        first = None
+    if first is not None:
+        names = [first] + [n for n in names if n != first]
+    return any(find_dataset_folder(folder, get_dataset(n)) is not None for n in names)
+
+
 def foreign_source(name, root=None) -> bool:
     """Whether ``load(name, root=root)`` (or ``load(name)`` with ``name`` a path) is a third-party
     copy: a file, or a folder that is neither idx files under official names nor our Hub export.
@@ -125,7 +139,7 @@ def foreign_source(name, root=None) -> bool:
     p = Path(root)
     if p.is_file():
         return True
-    if not p.is_dir() or is_hf_repo(p) or datasets_in_folder(p):
+    if not p.is_dir() or is_hf_repo(p) or _holds_dataset_files(p, name):
         return False  # official names (or our export): the loaders' own path
     from ..io.foreign import sniff   # the third-party readers only for other folders
 
