@@ -19,6 +19,10 @@ Two settings of Python's bytecode cache, both for every command:
   folder, warmed by one run of each command: what a ``pip install``ed package (compiled at
   install time) or an editable one without that variable gets.
 
+Then, bytecode cached, where the time goes: the phases of each one-shot script inside its
+process (import NumPy, import the package, load, sum), and the ``-X importtime`` self time of
+each module the mnistforge load imports that idx2numpy's script does not.
+
 Usage: ``python benchmarks/bench_startup.py [--repeat 15]``
 """
 from __future__ import annotations
@@ -40,6 +44,43 @@ def run(cmd, env) -> float:
     t = time.perf_counter()
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - t
+
+
+#: inside one process: the phases of each one-shot script, timed with perf_counter
+PHASES = {
+    "one-shot load (cache)": ("import mnistforge; from mnistforge.loaders import core",
+                              "ds = mnistforge.load('fashion-mnist', 'test', download=False)",
+                              "ds.images.sum(axis=0)"),
+    "one-shot idx2numpy": ("import idx2numpy",
+                           "a = idx2numpy.convert_from_file(IMAGES); b = idx2numpy.convert_from_file(LABELS)",
+                           "a.sum(axis=0)"),
+}
+
+
+def phases(py, name, env, repeat, images, labels) -> list[float]:
+    """Median ms of: import numpy, import the package, load, sum (bytecode cached)."""
+    imp, load, use = PHASES[name]
+    code = (f"import time\nIMAGES, LABELS = {str(images)!r}, {str(labels)!r}\nt = [time.perf_counter()]\n"
+            f"import numpy\nt.append(time.perf_counter())\n{imp}\nt.append(time.perf_counter())\n"
+            f"{load}\nt.append(time.perf_counter())\n{use}\nt.append(time.perf_counter())\n"
+            "print(*[(b - a) * 1e3 for a, b in zip(t, t[1:])])")
+    rows = [[float(x) for x in subprocess.run([py, "-c", code], env=env, check=True, capture_output=True,
+                                              text=True).stdout.split()] for _ in range(repeat)]
+    return [statistics.median(col) for col in zip(*rows)]
+
+
+def import_self_times(py, code, env, repeat, skip) -> list[tuple[float, str]]:
+    """``-X importtime``: the median self time (ms) of each module imported by ``code`` but not
+    in ``skip``, largest first."""
+    got: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        err = subprocess.run([py, "-X", "importtime", "-c", code], env=env, check=True,
+                             capture_output=True, text=True).stderr
+        for line in err.splitlines():
+            if line.startswith("import time:") and "|" in line and "self [us]" not in line:
+                self_us, _, mod = line[len("import time:"):].split("|")
+                got.setdefault(mod.strip(), []).append(int(self_us) / 1e3)
+    return sorted(((statistics.median(v), m) for m, v in got.items() if m not in skip), reverse=True)
 
 
 def modules_after(py, code, env) -> tuple[int, int]:
@@ -102,6 +143,15 @@ def main(argv=None) -> int:
              "    except SystemExit: pass\nprint('numpy._core' in sys.modules)"],
             env=env, capture_output=True, text=True).stdout.strip()
         counts = {name: modules_after(py, code, env) for name, code in scripts.items()}
+        inside: dict[str, list[float]] = {}
+        own: list[tuple[float, str]] = []
+        if "one-shot idx2numpy" in scripts:
+            raw = (folder / "t10k-images-idx3-ubyte", folder / "t10k-labels-idx1-ubyte")
+            inside = {name: phases(py, name, cached, args.repeat, *raw) for name in PHASES}
+            base = set(subprocess.run([py, "-c", scripts["one-shot idx2numpy"] +
+                                       "\nimport sys; print('\\n'.join(sys.modules))"], env=cached,
+                                      check=True, capture_output=True, text=True).stdout.split())
+            own = import_self_times(py, scripts["one-shot load (cache)"], cached, args.repeat, base)
     med = {k: statistics.median(v) for k, v in times.items()}
     for e in envs:
         print(f"{e}:")
@@ -116,6 +166,14 @@ def main(argv=None) -> int:
         print(f"  ratio mnistforge --help / python -c pass: "
               f"{med[e, 'mnistforge --help'] / med[e, 'python -c pass']:.2f}x")
     print(f"--help runs NumPy: {numpy_ran}")
+    if inside:
+        print("inside the process, bytecode cached (median ms): import numpy, import the package, load, sum")
+        for name, ms in inside.items():
+            print(f"  {name:<30} " + "  ".join(f"{x:6.2f}" for x in ms))
+        print(f"  imports of the cache load that idx2numpy's script does not make: {len(own)}, "
+              f"{sum(t for t, _ in own):.1f} ms of self time (-X importtime, median), largest:")
+        print("   " + ", ".join(f"{m} {t:.2f}" for t, m in own[:8]))
+    print(f"load average at the end: {os.getloadavg()}")
     return 0
 
 
