@@ -12,8 +12,13 @@ call: builds the Arrow cache, timed) and turned into a ``(60000, 28, 28)`` uint8
 
 A throw-away ``load_dataset`` + formatting of a 10-row export runs first, so that
 ``datasets``' one-time lazy imports are charged to no row.  Target (issue 21): >= 10x faster
-than the anchor, end to end (``load_dataset`` + array).  Also printed: sizes on disk and
-export times.
+than the anchor, end to end (``load_dataset`` + array).  Also printed: sizes on disk,
+export times, and why the Array2D layout cannot get there: pyarrow reading only the
+``pixels`` column of a whole split as ``datasets``' parquet builder does
+(``fragment.to_batches``), for the bytes layout and for Array2D under other writer options;
+and the export's PNG encoding of these images: the batch encoder vs Pillow one image at a
+time on 20,000 images (same bytes, one thread each), ``encode_pngs`` on 60,000 with 1 thread
+vs every core.
 
 Usage: ``python benchmarks/bench_hf_consumers.py``
 """
@@ -40,6 +45,82 @@ def to_array(ds, how: str) -> np.ndarray:
     if how == "bytes":
         return ds.with_format("numpy", columns=["pixels"])[:]["pixels"].view("uint8").reshape(-1, 28, 28)
     return ds.with_format("numpy", columns=["pixels"], dtype="uint8")[:]["pixels"]
+
+
+def read_pixels_column(imgs: np.ndarray) -> None:
+    """pyarrow alone: the pixels column written under each option, read back as datasets reads it."""
+    import io
+
+    import datasets
+    import pyarrow as pa
+    import pyarrow.dataset as pads
+    import pyarrow.parquet as pq
+
+    from mnistforge.io.hf.parquet import PARQUET_OPTIONS, _pixels
+
+    def table(feature):
+        schema = datasets.Features({"pixels": feature}).arrow_schema
+        return pa.Table.from_arrays([_pixels(schema.field("pixels"), imgs)], schema=schema)
+
+    bytes_t, array_t = table(datasets.Value("binary")), table(datasets.Array2D((28, 28), "uint8"))
+    variants = [("bytes, no dictionary (--pixels bytes)", bytes_t, 1000, {"use_dictionary": False}),
+                ("Array2D, export options (--pixels array)", array_t, 1000, {}),
+                ("Array2D, no dictionary", array_t, 1000, {"use_dictionary": False}),
+                ("Array2D, uncompressed", array_t, 1000, {"compression": "none"}),
+                ("Array2D, zstd, no dictionary", array_t, 1000, {"compression": "zstd", "use_dictionary": False}),
+                ("Array2D, 10,000-row groups", array_t, 10000, {})]
+    print("pyarrow: read the pixels column of 60,000 images (best of 3):")
+    base = None
+    for name, t, rows, opts in variants:
+        buf = io.BytesIO()
+        pq.write_table(t, buf, row_group_size=rows, **{**PARQUET_OPTIONS, **opts})
+        data = buf.getvalue()
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            frag = pads.ParquetFileFormat().make_fragment(pa.BufferReader(data))
+            for _batch in frag.to_batches(batch_size=rows, batch_readahead=0, fragment_readahead=0):
+                pass
+            best = min(best, time.perf_counter() - start)
+        base = base or best
+        print(f"  {name:42s} {best:6.3f} s  ({best / base:4.1f}x bytes)  {len(data) / 2**20:6.1f} MiB")
+
+
+def png_encoding(imgs: np.ndarray) -> None:
+    import io
+
+    from PIL import Image
+
+    from mnistforge.io.hf.png import encode_batch, encode_pngs
+
+    sub = imgs[:20000]
+
+    def pillow():
+        out = []
+        for a in sub:
+            buf = io.BytesIO()
+            Image.fromarray(a, mode="L").save(buf, format="PNG", compress_level=6, optimize=False)
+            out.append(buf.getvalue())
+        return b"".join(out)
+
+    t = time.perf_counter()
+    ours = encode_batch(sub)[0]
+    t_batch = time.perf_counter() - t
+    t = time.perf_counter()
+    theirs = pillow()
+    t_pil = time.perf_counter() - t
+    assert ours == theirs
+    cores = os.cpu_count() or 1
+    t = time.perf_counter()
+    one = encode_pngs(imgs, workers=1)[0]
+    t_one = time.perf_counter() - t
+    t = time.perf_counter()
+    many = encode_pngs(imgs, workers=cores)[0]
+    t_many = time.perf_counter() - t
+    assert one == many
+    print(f"PNG encoding: 20,000 images batch encoder {t_batch:.2f} s, Pillow {t_pil:.2f} s "
+          f"({t_pil / t_batch:.2f}x, same bytes); 60,000 images 1 thread {t_one:.2f} s, "
+          f"{cores} threads {t_many:.2f} s ({t_one / t_many:.2f}x); load {os.getloadavg()}")
 
 
 def main() -> int:
@@ -101,6 +182,8 @@ def main() -> int:
                 continue
             print(f"  {name:38s} " + "  ".join(f"{a} {t / (lo + ar):5.1f}x" for a, t in anchors.items())
                   + f"   (array step alone: {rows['png/pillow'][1] / ar:.0f}x Pillow)")
+        read_pixels_column(imgs)
+        png_encoding(imgs)
         print(f"load average after: {os.getloadavg()}")
     finally:
         shutil.rmtree(d, ignore_errors=True)

@@ -260,8 +260,11 @@ def dataset_card(configs: list[dict], *, repo_id: str | None = None, title: str 
         "PNG images are encoded by Pillow at zlib level "
         f"{PNG_COMPRESS_LEVEL} with no ancillary chunks (no timestamps); parquet files are written "
         f"by pyarrow ({', '.join(f'{k}={v}' for k, v in PARQUET_OPTIONS.items())}, "
-        f"{ROW_GROUP_SIZE} rows per row group; a binary `pixels` column without dictionary) "
-        "with only the feature definition as schema "
+        f"{ROW_GROUP_SIZE} rows per row group"
+        + ("; the binary `pixels` column without dictionary"
+           if any(c["features"].get(PIXELS) is not None and c["features"][PIXELS].dtype == "binary"
+                  for c in configs) else "")
+        + ") with only the feature definition as schema "
         "metadata. Re-exporting the same data with the same software gives byte-identical files. "
         "Software used: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".",
         "",
