@@ -16,21 +16,21 @@ gets a fresh copy, and a copy changed since it was written is not trusted and
 is replaced.  ``rehash`` (``load(..., check=True)``) also hashes the copy
 against the recorded content hash.  A load that finds a valid copy only reads
 (two ``stat`` calls and the sidecar): nothing is written.  Copies and sidecars
-are written atomically (temporary name, then rename).  The folder
+are written atomically (temporary name, then rename); one that does not parse is
+removed like the cache's own (:func:`~mnistforge.cache.raw.discard_raw_copy`).  The folder
 ``<cache>/local-raw`` holds nothing else and may be deleted at any time.
 """
 from __future__ import annotations
 
-import json
-import logging
 import os
 from pathlib import Path
 
 from ..io.atomic import atomic_file
+from ..log import get_logger
 from ..io.compression import compression_of, strip_compression
-from .verify import marker_path, read_marker, remove_with_marker
+from .verify import Verification, read_marker, write_marker
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 #: the cache's sub-folder for copies of files outside the cache
 LOCAL_RAW = "local-raw"
@@ -110,20 +110,10 @@ def make_copy(src, cache, *, content_size: int | None = None) -> Path | None:
             raise FormatError("decompressed content shorter than its idx header says", path=src,
                               expected=f"{content_size:,} bytes", found=f"{got.content_size:,}",
                               hint="the file is truncated or damaged")
-        out.flush()
-        written = os.fstat(out.fileno())  # the rename keeps size and mtime
     if _identity(os.stat(src)) != _identity(before):
         logger.warning("%s changed while it was read; its raw copy is not recorded", src)
         return None
-    rec = {"status": "derived", "sha256": got.content_sha256, "size": written.st_size,
-           "mtime_ns": written.st_mtime_ns, "name": raw.name, "source": os.path.realpath(src),
-           "source_identity": _identity(before), "source_sha256": got.sha256}
-    with atomic_file(marker_path(raw), "w") as f:
-        json.dump(rec, f, indent=1, sort_keys=True)
-        f.write("\n")
+    write_marker(raw, Verification(str(raw), "derived", got.content_sha256 or ""),
+                 extra={"source": os.path.realpath(src), "source_identity": _identity(before),
+                        "source_sha256": got.sha256})
     return raw
-
-
-def discard_copy(raw) -> None:
-    """Remove a raw copy made here (with its sidecar), e.g. one that does not parse."""
-    remove_with_marker(raw)

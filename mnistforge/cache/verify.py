@@ -106,13 +106,15 @@ def marker_path(path) -> Path:
     return path.with_name(path.name + MARKER_SUFFIX)
 
 
-def write_marker(path, v: Verification) -> None:
-    """Record a successful check of ``path`` (keyed on its size and mtime)."""
+def write_marker(path, v: Verification, extra: dict | None = None) -> None:
+    """Record a successful check of ``path`` (keyed on its size and mtime), with ``extra``
+    fields where the caller needs more (e.g. what a copy was made from)."""
     from ..io.atomic import atomic_file
 
     path = Path(path)
     st = path.stat()
     rec = {k: val for k, val in asdict(v).items() if k not in ("path", "detail", "from_marker")}
+    rec.update(extra or {})
     rec.update(size=st.st_size, mtime_ns=st.st_mtime_ns, name=path.name)
     try:
         with atomic_file(marker_path(path), "w") as f:

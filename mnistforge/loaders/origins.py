@@ -149,12 +149,18 @@ class CacheOrigin(_Opening):
             return None
         self.status[remote.name] = v.status if v.status != "derived" else self.status.get(
             remote.name, "derived")
-        try:
-            return read_idx(raw)
-        except IdxFormatError as e:
-            logger.warning("%s; rebuilding the raw copy", e)
-            discard_raw_copy(raw)
-            return None
+        return read_raw_copy(raw)
+
+
+def read_raw_copy(raw) -> np.ndarray | None:
+    """A raw copy the package made, memory-mapped; one that does not parse is removed (with
+    its sidecar) and None returned, so that the caller makes it again."""
+    try:
+        return read_idx(raw)
+    except IdxFormatError as e:
+        logger.warning("%s; rebuilding the raw copy", e)
+        discard_raw_copy(raw)
+        return None
 
 
 def locate(folder: Path, fname: str) -> Path | None:
@@ -281,7 +287,7 @@ class FolderOrigin(_Opening):
     def _open_copy(self, p: Path) -> np.ndarray | None:
         """The raw copy of compressed ``p`` in the cache, made when missing or stale; None when
         it cannot be made (the caller reads ``p`` itself, which names what is wrong)."""
-        from ..cache.local_raw import discard_copy, make_copy, valid_copy
+        from ..cache.local_raw import make_copy, valid_copy
         from ..errors import FormatError
 
         assert self.cache is not None
@@ -295,9 +301,4 @@ class FolderOrigin(_Opening):
                 return None
             if raw is None:
                 return None
-        try:
-            return read_idx(raw)
-        except IdxFormatError as e:
-            logger.warning("%s; discarding the raw copy", e)
-            discard_copy(raw)
-            return None
+        return read_raw_copy(raw)
