@@ -313,10 +313,13 @@ def sharing_preprocessed_digits():
             _SHARED = None
 
 
+def _shared_key(src, config: QmnistBuildConfig) -> tuple:
+    return (src.fingerprint, str(src.path), config.prepro)
+
+
 def _shared_digits(src, drows, config: QmnistBuildConfig):
     """(images, duplicate_of) of every digit if a build in this block preprocessed them."""
-    key = (src.fingerprint, str(src.path), config.prepro)
-    hit = _SHARED.get(key) if _SHARED is not None else None
+    hit = _SHARED.get(_shared_key(src, config)) if _SHARED is not None else None
     if hit is not None and hit[0].shape[0] == drows.size:
         logger.info("reusing the preprocessed digits of the previous build")
         return hit
@@ -327,7 +330,6 @@ def _every_digit(src, drows, config: QmnistBuildConfig):
     hit = _shared_digits(src, drows, config)
     if hit is not None:
         return hit
-    key = (src.fingerprint, str(src.path), config.prepro)
     images = preprocess_rows(src, drows, config.prepro, batch_size=config.batch_size,
                              workers=config.workers, progress=config.progress,
                              desc="preprocessing every SD19 digit")
@@ -335,7 +337,7 @@ def _every_digit(src, drows, config: QmnistBuildConfig):
     result = (images, duplicate_of(image_digests(images)))
     if _SHARED is not None:
         _SHARED.clear()
-        _SHARED[key] = result
+        _SHARED[_shared_key(src, config)] = result
     return result
 
 
@@ -387,8 +389,8 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
     # is left to `build qmnist`, which checks the recipe against the same tables.
     as_published = target == "mnist" and pub_train is not None and config.duplicates == "final"
     if as_published:
-        images_all = _shared_digits(src, drows, config)
-        images_all = None if images_all is None else images_all[0]
+        shared = _shared_digits(src, drows, config)
+        images_all = shared[0] if shared is not None else None
         dup_mask = None
     elif config.duplicates == "final":
         images_all, final_dup = _every_digit(src, drows, config)
