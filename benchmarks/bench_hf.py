@@ -161,17 +161,10 @@ def main(argv=None) -> int:
         assert fast.dtype == np.uint8 and np.array_equal(fast, slow) and np.array_equal(fast, slow2)
 
         # 5. batch PNG encoder vs Pillow per image (the same bytes)
-        import io as _io
-
-        from PIL import Image
+        from mnistforge.io.hf.png import pillow_png
 
         def pillow_encode():
-            out = []
-            for a in sub:
-                buf = _io.BytesIO()
-                Image.fromarray(a, mode="L").save(buf, format="PNG", compress_level=6, optimize=False)
-                out.append(buf.getvalue())
-            return b"".join(out)
+            return b"".join(pillow_png(a) for a in sub)
         (batch, _), t_enc_batch = timed(hf.encode_batch, sub)
         pil_bytes, t_enc_pil = timed(pillow_encode)
         assert batch == pil_bytes

@@ -87,21 +87,14 @@ def read_pixels_column(imgs: np.ndarray) -> None:
 
 
 def png_encoding(imgs: np.ndarray) -> None:
-    import io
 
-    from PIL import Image
 
-    from mnistforge.io.hf.png import encode_batch, encode_pngs
+    from mnistforge.io.hf.png import encode_batch, encode_pngs, pillow_png
 
     sub = imgs[:20000]
 
     def pillow():
-        out = []
-        for a in sub:
-            buf = io.BytesIO()
-            Image.fromarray(a, mode="L").save(buf, format="PNG", compress_level=6, optimize=False)
-            out.append(buf.getvalue())
-        return b"".join(out)
+        return b"".join(pillow_png(a) for a in sub)
 
     t = time.perf_counter()
     ours = encode_batch(sub)[0]

@@ -117,14 +117,15 @@ def encode_batch(images: np.ndarray, compress_level: int = PNG_COMPRESS_LEVEL) -
         z = zlib.compressobj(compress_level, zlib.DEFLATED, 15, 9, zlib.Z_FILTERED)
         idat = z.compress(rows[i].tobytes()) + z.flush()
         if len(idat) > _PILLOW_BLOCK:  # Pillow would split the stream into several IDATs
-            blobs.append(_pillow_png(images[i], compress_level))
+            blobs.append(pillow_png(images[i], compress_level))
         else:
             blobs.append(head + _chunk(b"IDAT", idat) + tail)
     sizes = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=n)
     return b"".join(blobs), sizes
 
 
-def _pillow_png(image: np.ndarray, compress_level: int) -> bytes:
+def pillow_png(image: np.ndarray, compress_level: int = PNG_COMPRESS_LEVEL) -> bytes:
+    """One image through Pillow's PNG encoder: the bytes :func:`encode_batch` reproduces."""
     from PIL import Image
 
     buf = io.BytesIO()
