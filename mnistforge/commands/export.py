@@ -72,6 +72,12 @@ def run(args) -> int:
         return 0
     if args.max_shard_mb is not None and args.max_shard_mb <= 0:
         raise ConfigError("--max-shard-mb must be positive", expected="> 0", found=args.max_shard_mb)
+    from ..hub.export import export_problems
+    from ..io.atomic import check_output_folder
+
+    # before any download or loading: the --out path, and what --overwrite would replace
+    check_output_folder(out, inputs=_input_folders(args.names), overwrite=args.overwrite,
+                        owned=export_problems)
     configs = hf.configs_from_targets(args.names, download=download_flag(args))
     kw = {}
     if args.max_shard_mb:
