@@ -25,7 +25,8 @@ ALL_TARGETS = ("qmnist", "mnist", "xnist", "emnist")
 def add_arguments(p):
     p.add_argument("target", help="qmnist, mnist, xnist, emnist, emnist-<split> or all")
     p.add_argument("--sd19", required=True, help="SD19 folder or folder of zips (either edition)")
-    p.add_argument("--out", required=True, help="output folder (built atomically)")
+    p.add_argument("--out", required=True, type=argtypes.output_folder,
+                   help="output folder (built atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--seed", type=argtypes.seed, default=0, help="seed for random splits (EMNIST)")
     p.add_argument("--workers", type=argtypes.workers, default=None, help="processes (default: all cores)")

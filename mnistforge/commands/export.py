@@ -32,7 +32,8 @@ def add_arguments(p):
     p.add_argument("names", nargs="*", metavar="NAME",
                    help="[CONFIG=]NAME[:SPLIT]: dataset name, idx folder (official or built) "
                         "or exported repository; none with --push: push REPO_DIR as it is")
-    p.add_argument("--out", required=True, metavar="REPO_DIR", help="repository folder to write")
+    p.add_argument("--out", required=True, metavar="REPO_DIR", type=argtypes.output_folder,
+                   help="repository folder to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing REPO_DIR")
     p.add_argument("--push", metavar="ORG/NAME", default=None,
                    help="upload REPO_DIR to this Hub dataset repository after its checks pass "

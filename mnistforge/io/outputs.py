@@ -84,7 +84,7 @@ def check_file(path: Path, what: str = "output") -> Path:
     if st is not None and _kind(st) != "a regular file":
         kind = _kind(st)
         raise OutputPathError(
-            f"the {what} path is {kind}", path=path,
+            f"the {what} path is {'an existing folder' if kind == 'a folder' else kind}", path=path,
             expected="a regular file or a new name ('-' for standard output)", found=kind,
             hint="name a folder's file or a new file: mnistforge never writes through a link "
                  "or into a device, pipe or folder" + (
