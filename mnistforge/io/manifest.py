@@ -71,6 +71,7 @@ __all__ = [
     "DatasetEntry",
     "Manifest",
     "build_folder_problems",
+    "recorded_folder_problems",
     "package_version",
     "read_manifest",
     "write_manifest",
@@ -400,23 +401,25 @@ def build_folder_problems(folder) -> list[str]:
             return [f"no {MANIFEST_NAME}: not a build folder"]
         problems = [f"{c.name} (not a build folder)" for c in children if c not in subfolders]
         for c in subfolders:                      # `build all`: one build per subfolder
-            problems += [f"{c.name}/{p}" for p in _own_problems(Path(c.path))]
+            problems += [f"{c.name}/{p}" for p in recorded_folder_problems(Path(c.path))]
         return problems
-    return _own_problems(folder)
+    return recorded_folder_problems(folder)
 
 
-def _own_problems(folder: Path) -> list[str]:
-    p = folder / MANIFEST_NAME
+def recorded_folder_problems(folder, name: str = MANIFEST_NAME) -> list[str]:
+    """What in ``folder`` its manifest ``name`` (written by :meth:`Manifest.write`) does not list."""
+    folder = Path(folder)
+    p = folder / name
     try:
         with open(p, encoding="utf-8") as f:
             d = json.load(f)
     except (OSError, ValueError) as e:
-        return [f"{MANIFEST_NAME} (unreadable: {e})"]
+        return [f"{name} (unreadable: {e})"]
     if not (isinstance(d, dict) and isinstance(d.get("schema"), int)
             and d.get("package") == "mnistforge" and isinstance(d.get("outputs"), dict)):
-        return [f"{MANIFEST_NAME} (no schema, generator or outputs fields: not a manifest "
+        return [f"{name} (no schema, generator or outputs fields: not a manifest "
                 "mnistforge wrote)"]
-    listed: dict[str, int | None] = {MANIFEST_NAME: None}
+    listed: dict[str, int | None] = {name: None}
     for rel, entry in d["outputs"].items():
         size = entry.get("bytes") if isinstance(entry, dict) else None
         listed[str(rel)] = size if isinstance(size, int) else None

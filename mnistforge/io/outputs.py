@@ -77,6 +77,22 @@ def _check_name_length(path: Path, what: str) -> None:
                               hint="choose a shorter name")
 
 
+def _check_writable(path: Path, what: str) -> None:
+    """Refuse, before any work, a path whose folder cannot be written (read-only, immutable,
+    no permission): the temporary name is created there."""
+    from ..errors import NotWritableError
+
+    probe = path.parent
+    while not os.path.lexists(probe) and probe != probe.parent:
+        probe = probe.parent
+    if os.path.isdir(probe) and not os.access(probe, os.W_OK):
+        raise NotWritableError(f"the {what} cannot be written: its folder is not writable",
+                               path=probe, expected="a writable folder",
+                               found="no write access (read-only, immutable or not yours)",
+                               hint="choose a writable place, or make it writable (chmod; "
+                                    "chattr -i for an immutable folder)")
+
+
 def check_file(path: Path, what: str = "output") -> Path:
     from ..errors import OutputPathError
 
@@ -90,6 +106,7 @@ def check_file(path: Path, what: str = "output") -> Path:
                  "or into a device, pipe or folder" + (
                      " (use '-' for standard output)" if kind != "a folder" else ""))
     _check_name_length(path, what)
+    _check_writable(path, what)
     return path
 
 
@@ -142,6 +159,7 @@ def check_output_path(out, inputs=()) -> Path:
                               hint="choose another --out" + (
                                   " (mnistforge never writes through a link)" if kind == "a symbolic link" else ""))
     _check_name_length(out, "output folder")
+    _check_writable(out, "output folder")
     real_out = _real(out)
     for inp in inputs:
         if inp is None:
@@ -257,7 +275,8 @@ def check_output_folder(out, *, inputs=(), overwrite: bool = False, owned=None) 
     check_replaceable(out, overwrite=overwrite, owned=owned)
     check_lock_path(lock_path(out))
     tmp = out.with_name(out.name + ".incomplete")
-    if os.path.lexists(tmp) and not is_marked(tmp):
+    # (while a lock file exists another run may be at work there: the locked check decides)
+    if os.path.lexists(tmp) and not is_marked(tmp) and not os.path.lexists(lock_path(out)):
         refuse_in_the_way(tmp)
     return out
 
