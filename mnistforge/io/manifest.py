@@ -398,7 +398,7 @@ def build_folder_problems(folder) -> list[str]:
         subfolders = [c for c in children if c.is_dir(follow_symlinks=False)
                       and (Path(c.path) / MANIFEST_NAME).is_file()]
         if not subfolders:
-            return [f"no {MANIFEST_NAME}: not a build folder"]
+            return [f"no {MANIFEST_NAME}: not a build folder"] + unlisted_entries(folder, {})
         problems = [f"{c.name} (not a build folder)" for c in children if c not in subfolders]
         for c in subfolders:                      # `build all`: one build per subfolder
             problems += [f"{c.name}/{p}" for p in recorded_folder_problems(Path(c.path))]
@@ -410,6 +410,8 @@ def recorded_folder_problems(folder, name: str = MANIFEST_NAME) -> list[str]:
     """What in ``folder`` its manifest ``name`` (written by :meth:`Manifest.write`) does not list."""
     folder = Path(folder)
     p = folder / name
+    if not os.path.lexists(p):
+        return [f"no {name}: not a folder mnistforge wrote"] + unlisted_entries(folder, {})
     try:
         with open(p, encoding="utf-8") as f:
             d = json.load(f)

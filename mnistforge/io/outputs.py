@@ -186,13 +186,14 @@ def _real(p: Path) -> Path:
         return p.absolute()
 
 
-def unlisted_entries(folder, listed, *, ignore=None, limit: int = 10) -> list[str]:
+def unlisted_entries(folder, listed, *, ignore=None, folders=(), limit: int = 10) -> list[str]:
     """What in ``folder`` its record does not list: the entries ``--overwrite`` would destroy.
 
     ``listed`` maps a relative path (``/``-separated) to its recorded size in bytes (None: any
     size).  A file not listed, of another size, a symlink, a FIFO or a folder holding nothing
-    listed is reported (at most ``limit``, then a count); ``ignore(rel)`` accepts more (the
-    package's own caches).  An empty list means the folder is exactly what was recorded.
+    listed is reported (at most ``limit``, then a count); ``ignore(rel)`` accepts more, and
+    ``folders`` are looked into even when they list nothing (the package's own caches).  An
+    empty list means the folder is exactly what was recorded.
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a").write_text("xy"); _ = (d / "b").write_text("")
@@ -204,6 +205,7 @@ def unlisted_entries(folder, listed, *, ignore=None, limit: int = 10) -> list[st
     folder = Path(folder)
     ignore = ignore or (lambda rel: False)
     parents = {"/".join(r.split("/")[:i]) for r in listed for i in range(1, r.count("/") + 1)}
+    parents |= set(folders)
     found: list[str] = []
 
     def walk(d: Path, prefix: str) -> None:
@@ -256,7 +258,8 @@ def check_replaceable(out, *, overwrite: bool, owned=None) -> None:
         raise named_os_error(e, out, "output folder") from None
     if empty:
         return
-    problems = ["no record of what mnistforge wrote there"] if owned is None else owned(out)
+    problems = (["no record of what mnistforge wrote there"] + unlisted_entries(out, {})
+                if owned is None else owned(out))
     if problems:
         raise NotOwnedError(
             "--overwrite replaces only a folder mnistforge wrote", path=out,

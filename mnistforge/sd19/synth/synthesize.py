@@ -183,7 +183,8 @@ def synthetic_sd19_problems(folder) -> list[str]:
     if cache.is_dir() and not cache.is_symlink():
         listed.update({f"{_INDEX_CACHE}/{p.name}": None for p in cache.iterdir()
                        if _INDEX_FILE.fullmatch(p.name)})
-    problems = unlisted_entries(folder, listed, ignore=lambda rel: rel in trees)
+    problems = unlisted_entries(folder, listed, ignore=lambda rel: rel in trees,
+                                folders=[_INDEX_CACHE])
     written = desc.stat().st_mtime
     for name, entry in sorted(trees.items()):
         top = folder / name
