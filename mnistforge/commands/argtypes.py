@@ -71,6 +71,16 @@ fraction = float_in(0, 1, low_open=True)                      # (0, 1]
 confidence = float_in(0, 1, low_open=True, high_open=True)    # (0, 1)
 
 
+class OutputFile(str):
+    """A file output named on the command line: its kind is checked when parsed (exit 2), all
+    of it (a folder that cannot be written too) again before the command's work
+    (:func:`mnistforge.commands.common.check_outputs`)."""
+
+
+class OutputFolder(str):
+    """A folder output named on the command line (see :class:`OutputFile`)."""
+
+
 def output_file(text: str) -> str:
     """An argparse ``type`` for a file output: a regular file or a new name, never a symlink,
     FIFO, device or folder (``-``: standard output); see :func:`mnistforge.io.outputs.check_output_file`.
@@ -84,7 +94,7 @@ def output_file(text: str) -> str:
     """
     from ..io.outputs import check_output_file
 
-    return _checked(check_output_file, text)
+    return OutputFile(_checked(check_output_file, text))
 
 
 def output_folder(text: str) -> str:
@@ -93,15 +103,15 @@ def output_folder(text: str) -> str:
     decided by the command, before its work)."""
     from ..io.outputs import check_output_path
 
-    return _checked(check_output_path, text)
+    return OutputFolder(_checked(check_output_path, text))
 
 
 def _checked(check, text: str) -> str:
-    from ..errors import MnistforgeError
+    from ..errors import ConfigError
 
     try:
-        check(text)
-    except MnistforgeError as e:
+        check(text, writable=False)
+    except ConfigError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return text
 

@@ -135,6 +135,20 @@ def write_json(args, doc, *, default=None) -> str | None:
     return str(path)
 
 
+def check_outputs(args) -> None:
+    """Before a command's work: every output named on its command line (``--json``, ``--out``,
+    ``--plot``, ``--report``...; :func:`~mnistforge.commands.argtypes.output_file`) checked in
+    full, a folder that cannot be written included (:mod:`mnistforge.io.outputs`)."""
+    from ..io.outputs import check_output_file, check_output_path
+    from .argtypes import OutputFile, OutputFolder
+
+    for value in vars(args).values():
+        if isinstance(value, OutputFile):
+            check_output_file(value)
+        elif isinstance(value, OutputFolder):
+            check_output_path(value)
+
+
 def flush_streams(args) -> None:
     """Flush standard output (and the ``--json -`` stream) while errors can still be reported."""
     for stream in {id(s): s for s in (getattr(args, "_json_stdout", None), sys.stdout)

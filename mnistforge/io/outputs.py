@@ -93,7 +93,7 @@ def _check_writable(path: Path, what: str) -> None:
                                     "chattr -i for an immutable folder)")
 
 
-def check_file(path: Path, what: str = "output") -> Path:
+def check_file(path: Path, what: str = "output", writable: bool = True) -> Path:
     from ..errors import OutputPathError
 
     st = _lstat(path, what)
@@ -106,17 +106,19 @@ def check_file(path: Path, what: str = "output") -> Path:
                  "or into a device, pipe or folder" + (
                      " (use '-' for standard output)" if kind != "a folder" else ""))
     _check_name_length(path, what)
-    _check_writable(path, what)
+    if writable:
+        _check_writable(path, what)
     return path
 
 
-def check_output_file(path, what: str = "output") -> Path | None:
+def check_output_file(path, what: str = "output", writable: bool = True) -> Path | None:
     """Refuse, before any work, an output file that exists and is not a regular file.
 
     A symlink (even to a file of yours: the link's target stays untouched), a FIFO,
     a device (``/dev/full``), a socket or a folder is an
     :class:`~mnistforge.errors.OutputPathError`, as is a path under a file or a name too
-    long once the temporary suffix is added.  ``-`` means standard output (returns None).
+    long once the temporary suffix is added; with ``writable`` a folder that cannot be written
+    is a :class:`~mnistforge.errors.NotWritableError`.  ``-`` means standard output (returns None).
     :func:`atomic_file` checks the same again.
 
     >>> import tempfile, os
@@ -130,10 +132,10 @@ def check_output_file(path, what: str = "output") -> Path | None:
     """
     if os.fspath(path) == "-":
         return None
-    return check_file(Path(path), what)
+    return check_file(Path(path), what, writable)
 
 
-def check_output_path(out, inputs=()) -> Path:
+def check_output_path(out, inputs=(), writable: bool = True) -> Path:
     """Refuse an output folder that is a file, a symlink, lies under a file, or overlaps an input.
 
     ``out`` must not equal, contain or lie inside any of ``inputs`` (so neither
@@ -159,7 +161,8 @@ def check_output_path(out, inputs=()) -> Path:
                               hint="choose another --out" + (
                                   " (mnistforge never writes through a link)" if kind == "a symbolic link" else ""))
     _check_name_length(out, "output folder")
-    _check_writable(out, "output folder")
+    if writable:
+        _check_writable(out, "output folder")
     real_out = _real(out)
     for inp in inputs:
         if inp is None:
