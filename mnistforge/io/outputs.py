@@ -214,17 +214,17 @@ def unlisted_entries(folder, listed, *, ignore=None, folders=(), limit: int = 10
     def walk(d: Path, prefix: str) -> None:
         try:
             entries = sorted(os.scandir(d), key=lambda e: e.name)
-        except OSError as e:
-            found.append(f"{prefix or '.'} (unreadable: {e.strerror})")
+        except OSError as err:
+            found.append(f"{prefix or '.'} (unreadable: {err.strerror})")
             return
-        for e in entries:
-            rel = prefix + e.name
+        for entry in entries:
+            rel = prefix + entry.name
             if ignore(rel):
                 continue
-            st = e.stat(follow_symlinks=False)
+            st = entry.stat(follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode):
                 if rel in parents:
-                    walk(Path(e.path), rel + "/")
+                    walk(Path(entry.path), rel + "/")
                 else:
                     found.append(f"{rel}/ (not listed)")
             elif rel not in listed:

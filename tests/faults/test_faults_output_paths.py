@@ -214,7 +214,31 @@ def test_an_immutable_parent_of_the_lock_is_one_named_error(tmp_path, tiny_sd19)
     assert list(parent.iterdir()) == []
 
 
-@pytest.mark.skipif(ROOT_USER, reason="root ignores permissions (the immutable test covers root)")
+def test_a_read_only_mount_under_the_lock_is_one_named_error(tmp_path, tiny_sd19):
+    # a read-only bind mount: EROFS, which root meets too
+    src, ro = tmp_path / "src", tmp_path / "ro"
+    src.mkdir()
+    ro.mkdir()
+    made = subprocess.run(["mount", "--bind", str(src), str(ro)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip("no bind mounts here (needs CAP_SYS_ADMIN)")
+    try:
+        if subprocess.run(["mount", "-o", "remount,ro,bind", str(ro)],
+                          capture_output=True).returncode != 0:
+            pytest.skip("cannot remount read-only here")
+        r = cli("build", "mnist", "--sd19", tiny_sd19, "--out", ro / "b", "--workers", "1")
+        assert r.returncode == 1 and "not writable" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr
+        with pytest.raises(NotWritableError, match="Read-only file system"):
+            with output_lock(ro / "b"):
+                pass
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+    assert list(src.iterdir()) == []
+
+
+@pytest.mark.skipif(ROOT_USER, reason="root ignores permissions (the immutable and read-only mount "
+                    "tests cover root)")
 def test_a_read_only_parent_of_the_lock_is_one_named_error(tmp_path, tiny_sd19):
     parent = tmp_path / "ro"
     parent.mkdir()
