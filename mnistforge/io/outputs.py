@@ -102,9 +102,9 @@ def check_file(path: Path, what: str = "output", writable: bool = True) -> Path:
         raise OutputPathError(
             f"the {what} path is {'an existing folder' if kind == 'a folder' else kind}", path=path,
             expected="a regular file or a new name ('-' for standard output)", found=kind,
-            hint="name a folder's file or a new file: mnistforge never writes through a link "
-                 "or into a device, pipe or folder" + (
-                     " (use '-' for standard output)" if kind != "a folder" else ""))
+            hint="name a regular file or a new one: mnistforge never writes through a link, nor "
+                 "into a device, pipe or folder, and leaves this one as it is" + (
+                     " ('-' writes to standard output)" if kind != "a folder" else ""))
     _check_name_length(path, what)
     if writable:
         _check_writable(path, what)
