@@ -130,7 +130,10 @@ def atomic_dir(out, *, overwrite: bool = False, inputs=(), owned=None):
             if os.path.lexists(out):
                 # the folder may have gained a file of the user's while this run worked
                 check_replaceable(out, overwrite=overwrite, owned=owned)
-                replace_folder(tmp, out)
+                try:
+                    replace_folder(tmp, out)
+                except OSError as e:
+                    raise named_os_error(e, out, "output folder") from e
             else:
                 (tmp / INCOMPLETE_MARK).unlink()
                 try:

@@ -160,6 +160,10 @@ def check_output_path(out, inputs=(), writable: bool = True) -> Path:
                               "with --overwrite)", found=kind,
                               hint="choose another --out" + (
                                   " (mnistforge never writes through a link)" if kind == "a symbolic link" else ""))
+    if st is not None and os.path.ismount(out):  # (it could never be renamed into place)
+        raise OutputPathError("the output folder is a mount point", path=out,
+                              expected="a folder that can be renamed", found="a mount point",
+                              hint="choose an --out inside the mounted folder")
     _check_name_length(out, "output folder")
     if writable:
         _check_writable(out, "output folder")
@@ -249,9 +253,15 @@ def check_replaceable(out, *, overwrite: bool, owned=None) -> None:
     """
     from ..errors import BuildError, NotOwnedError
 
+    from ..errors import OutputPathError
+
     out = Path(out)
     if not os.path.lexists(out):
         return
+    if out.is_symlink():  # (made one while the run worked: the link is never followed)
+        raise OutputPathError("the output path is a symbolic link", path=out,
+                              expected="a folder mnistforge wrote", found="a symbolic link",
+                              hint="choose another --out (mnistforge never writes through a link)")
     if not overwrite:
         raise BuildError("output folder already exists", path=out, expected="a new folder",
                          found="an existing one", hint="choose another --out or pass --overwrite")
@@ -335,6 +345,10 @@ def _os_errors() -> dict:
                           "choose another --out (it appeared while this run worked)"),
     }
     table[errno.EEXIST] = table[errno.ENOTEMPTY]
+    table[errno.EBUSY] = ("OutputPathError", "cannot be renamed (a mount point, or in use)",
+                          "a folder that is not a mount point",
+                          "choose an --out inside the mounted folder, not the mount point itself")
+    table[errno.EXDEV] = table[errno.EBUSY]
     return table
 
 

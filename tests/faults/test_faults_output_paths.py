@@ -237,6 +237,26 @@ def test_a_read_only_mount_under_the_lock_is_one_named_error(tmp_path, tiny_sd19
     assert list(src.iterdir()) == []
 
 
+@pytest.mark.parametrize("kind", ["tmpfs", "bind"])
+def test_an_out_that_is_a_mount_point_is_one_named_error(tmp_path, tiny_sd19, kind):
+    src, mp = tmp_path / "disk", tmp_path / "b"
+    src.mkdir()
+    mp.mkdir()
+    cmd = (["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mp)] if kind == "tmpfs"
+           else ["mount", "--bind", str(src), str(mp)])
+    if subprocess.run(cmd, capture_output=True).returncode:
+        pytest.skip("cannot mount here (needs CAP_SYS_ADMIN)")
+    try:
+        r = cli("build", "mnist", "--sd19", tiny_sd19, "--out", mp, "--overwrite", "--workers", "1")
+        # another device: refused when parsed; a bind mount of the same file system looks like
+        # a folder until the rename says EBUSY (after the work, still one named error)
+        assert r.returncode == 2 and "mount point" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr
+    finally:
+        subprocess.run(["umount", str(mp)], check=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b", "disk"]
+
+
 @pytest.mark.skipif(ROOT_USER, reason="root ignores permissions (the immutable and read-only mount "
                     "tests cover root)")
 def test_a_read_only_parent_of_the_lock_is_one_named_error(tmp_path, tiny_sd19):
