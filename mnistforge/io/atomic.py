@@ -159,20 +159,29 @@ def replace_folder(new: Path, out: Path) -> None:
     import tempfile
 
     (new / INCOMPLETE_MARK).unlink()
-    with _signals_deferred():
-        if _exchange(new, out):
-            with contextlib.suppress(OSError):
-                (new / INCOMPLETE_MARK).write_bytes(b"")  # the old output, left at new's name
-            old = new
-        else:
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.replaced-", dir=out.parent))
-            os.replace(out, old)         # onto the empty folder this run just made
-            try:
-                os.rename(new, out)
-            except BaseException:
-                os.replace(old, out)     # the old output back in place
-                raise
-    shutil.rmtree(old, ignore_errors=True)
+    old = None
+    try:
+        with _signals_deferred():
+            if _exchange(new, out):
+                old = new
+                with contextlib.suppress(OSError):
+                    (old / INCOMPLETE_MARK).write_bytes(b"")  # the old output, at new's name
+            else:
+                aside = Path(tempfile.mkdtemp(prefix=f".{out.name}.replaced-", dir=out.parent))
+                try:
+                    os.replace(out, aside)       # onto the empty folder this run just made
+                except BaseException:
+                    os.rmdir(aside)
+                    raise
+                try:
+                    os.rename(new, out)
+                except BaseException:
+                    os.replace(aside, out)       # the old output back in place
+                    raise
+                old = aside
+    finally:  # (a Ctrl-C held during the swap arrives here: the old output still goes)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _exchange(a: Path, b: Path) -> bool:

@@ -275,6 +275,36 @@ def test_the_old_output_comes_back_when_the_second_rename_fails(tmp_path, monkey
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
 
 
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "two-renames"])
+def test_ctrl_c_between_the_renames_waits_until_the_new_output_is_in_place(tmp_path, monkeypatch,
+                                                                           exchange):
+    out = tmp_path / "o"
+    out.mkdir()
+    _owned_folder(out, 1)
+    real_exchange, real_replace = atomic._exchange, os.replace
+    if not exchange:
+        monkeypatch.setattr(atomic, "_exchange", lambda a, b: False)
+
+    def interrupted(fn):
+        def step(a, b):
+            done = fn(a, b)
+            if str(a) == str(out) or str(b) == str(out):  # the swap's first step, not a file's
+                os.kill(os.getpid(), signal.SIGINT)        # Ctrl-C right after it
+            return done
+        return step
+
+    if exchange:
+        monkeypatch.setattr(atomic, "_exchange", interrupted(real_exchange))
+    else:
+        monkeypatch.setattr(atomic.os, "replace", interrupted(real_replace))
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_dir(out, overwrite=True, owned=build_folder_problems) as tmp:
+            _owned_folder(tmp, 2)
+    monkeypatch.undo()
+    assert (out / "f0.txt").read_text() == "generation 2\n" and build_folder_problems(out) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
+
+
 def test_a_file_added_while_the_run_works_stops_the_replacement(tmp_path):
     out = tmp_path / "o"
     out.mkdir()
