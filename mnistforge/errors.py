@@ -128,12 +128,22 @@ class JoinError(BuildError):
     """Characters could not be joined across SD19 hierarchies."""
 
 
+class NotOwnedError(BuildError):
+    """``--overwrite`` of a folder holding anything its own record (manifest) does not list: refused,
+    nothing removed; the message names what is foreign."""
+
+
 class ConfigError(MnistforgeError, ValueError):
     """Invalid parameter or specification string (CLI or API)."""
 
 
 class TargetNotFoundError(MissingFileError, ConfigError):
     """A path given as a target (command-line argument or ``root=``) does not exist: a usage error."""
+
+
+class OutputPathError(ConfigError):
+    """An output path (or ``<out>.lock`` beside it) the package may not write: it exists and is not
+    a regular file (a symlink, FIFO, device, folder), lies under a file, or its name is too long."""
 
 
 class MissingDependencyError(MnistforgeError, ImportError):

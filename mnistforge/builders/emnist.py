@@ -41,9 +41,9 @@ import numpy as np
 
 from .. import settings
 from ..errors import BuildError, ConfigError
-from ..io.atomic import atomic_dir, atomic_file
+from ..io.atomic import atomic_dir, atomic_file, check_output_folder
 from ..io.compression import open_gzip_writer
-from ..io.manifest import DatasetEntry, Manifest
+from ..io.manifest import DatasetEntry, Manifest, build_folder_problems
 from ..progress import progress
 from .emnist_prepro import DEFAULT_CONFIG, EmnistPreproConfig, convert_batch
 from .emnist_splits import (DATASETS, METADATA_COLUMNS, EmnistSplitConfig, make_metadata,
@@ -326,6 +326,8 @@ def _build(sd19, out, cfg: EmnistBuildConfig) -> dict:
     workers = cfg.workers
     workers = settings.workers(workers)
     out = Path(out)
+    # before any work: the --out path, and what --overwrite would replace
+    check_output_folder(out, inputs=[sd19], overwrite=overwrite, owned=build_folder_problems)
 
     src = _open_source(sd19, show_progress)
     from .qmnist import check_complete
@@ -343,7 +345,8 @@ def _build(sd19, out, cfg: EmnistBuildConfig) -> dict:
                                      for d in dsets.values()]))
     logger.info("EMNIST: converting %d of %d SD19 characters once for %s",
                 len(rows), len(index), ", ".join(names))
-    with atomic_dir(out, overwrite=overwrite, inputs=[getattr(src, "path", sd19)]) as tmp:
+    with atomic_dir(out, overwrite=overwrite, inputs=[getattr(src, "path", sd19)],
+                    owned=build_folder_problems) as tmp:
         t0 = time.perf_counter()
         store = convert_rows(src, rows, config, orientation=orientation, workers=workers,
                              show_progress=show_progress)

@@ -49,9 +49,9 @@ import numpy as np
 from .. import settings
 from ..errors import BuildError, ConfigError
 from ..io.workers import named_worker_errors, process_pool
-from ..io.atomic import atomic_dir
+from ..io.atomic import atomic_dir, check_output_folder
 from ..io.hashing import sha256_file
-from ..io.manifest import DatasetEntry, Manifest
+from ..io.manifest import DatasetEntry, Manifest, build_folder_problems
 from ..progress import progress as progress_bar
 from . import qmnist_recipe as qr
 from .label_votes import write_label_votes
@@ -352,9 +352,9 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
     t0 = time.perf_counter()
     out = Path(out)
     sd19_path = Path(sd19_path)
-    if out.exists() and not config.overwrite:
-        raise BuildError("output folder already exists", path=out, expected="a new folder",
-                         found="an existing one", hint="choose another --out or pass --overwrite")
+    # before any work: the --out path, and what --overwrite would replace
+    check_output_folder(out, inputs=_input_paths(sd19_path, config), overwrite=config.overwrite,
+                        owned=build_folder_problems)
     src = open_sd19(sd19_path, progress=config.progress, workers=config.workers)
     missing = check_complete(src, ("d",), config.allow_incomplete)
     index = src.index
@@ -427,7 +427,8 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
     if syn:
         inputs["sd19"]["synthetic_description_sha256"] = sha256_file(syn)
 
-    with atomic_dir(out, overwrite=config.overwrite, inputs=_input_paths(sd19_path, config)) as tmp:
+    with atomic_dir(out, overwrite=config.overwrite, inputs=_input_paths(sd19_path, config),
+                    owned=build_folder_problems) as tmp:
         if target == "xnist":
             bar = progress_bar(total=3, desc="writing xnist (xz)", unit="file",
                                disable=None if config.progress is None else not config.progress)

@@ -25,7 +25,8 @@ ALL_TARGETS = ("qmnist", "mnist", "xnist", "emnist")
 def add_arguments(p):
     p.add_argument("target", help="qmnist, mnist, xnist, emnist, emnist-<split> or all")
     p.add_argument("--sd19", required=True, help="SD19 folder or folder of zips (either edition)")
-    p.add_argument("--out", required=True, help="output folder (built atomically)")
+    p.add_argument("--out", required=True, type=argtypes.output_folder,
+                   help="output folder (built atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--seed", type=argtypes.seed, default=0, help="seed for random splits (EMNIST)")
     p.add_argument("--workers", type=argtypes.workers, default=None, help="processes (default: all cores)")
@@ -124,12 +125,15 @@ def _unknown(target: str) -> ConfigError:
 # --------------------------------------------------------------------------- running
 
 def run(args) -> int:
-    from ..io.atomic import check_output_path
+    from ..io.atomic import check_output_folder
+    from ..io.manifest import build_folder_problems
 
-    # before any work: bad flag values, then an --out that is a file or overlaps the inputs
+    # before any work: bad flag values, then an --out that is a file, a link, overlaps the
+    # inputs, or holds anything of the user's that --overwrite would destroy
     for target in (ALL_TARGETS if args.target == "all" else (args.target,)):
         config_for(target, args)
-    check_output_path(args.out, _inputs(args))
+    check_output_folder(args.out, inputs=_inputs(args), overwrite=bool(args.overwrite),
+                        owned=build_folder_problems)
     if args.target == "all":
         return build_all(args)
     build = builders().get(args.target)
@@ -144,11 +148,13 @@ def run(args) -> int:
 def build_all(args) -> int:
     from ..builders.qmnist import sharing_preprocessed_digits
     from ..io.atomic import atomic_dir
+    from ..io.manifest import build_folder_problems
 
     out = Path(args.out)
     table = builders()
     # One folder per target inside <out>.incomplete; renamed to <out> only when all succeeded.
-    with atomic_dir(out, overwrite=args.overwrite, inputs=_inputs(args)) as tmp:
+    with atomic_dir(out, overwrite=args.overwrite, inputs=_inputs(args),
+                    owned=build_folder_problems) as tmp:
         with sharing_preprocessed_digits():  # qmnist, mnist, xnist: SD19 preprocessed once
             for target in ALL_TARGETS[:3]:
                 _build_inside(table[target], args, target, tmp)

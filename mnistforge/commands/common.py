@@ -28,7 +28,9 @@ from ..errors import (EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_U
 
 def add_json(p, what: str = "the results") -> None:
     """``--json PATH`` (``-`` or no value: standard output)."""
-    p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
+    from .argtypes import output_file
+
+    p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH", type=output_file,
                    help=f"write {what} as JSON to PATH; '-' (or no PATH): to standard output, "
                         "the text report then goes to standard error")
 
@@ -131,6 +133,48 @@ def write_json(args, doc, *, default=None) -> str | None:
     with atomic_file(path, "w") as f:
         f.write(text)
     return str(path)
+
+
+def check_outputs(args) -> None:
+    """Before a command's work: every output named on its command line (``--json``, ``--out``,
+    ``--plot``, ``--report``...; :func:`~mnistforge.commands.argtypes.output_file`) checked in
+    full, a folder that cannot be written included (:mod:`mnistforge.io.outputs`)."""
+    from ..io.outputs import check_output_file, check_output_path
+    from .argtypes import OutputFile, OutputFolder
+
+    for value in vars(args).values():
+        if isinstance(value, OutputFile):
+            check_output_file(value)
+        elif isinstance(value, OutputFolder):
+            check_output_path(value)
+
+
+def flush_streams(args) -> None:
+    """Flush standard output (and the ``--json -`` stream) while errors can still be reported."""
+    for stream in {id(s): s for s in (getattr(args, "_json_stdout", None), sys.stdout)
+                   if s is not None}.values():
+        stream.flush()
+
+
+def output_stream_error(e: OSError):
+    """A write to standard output that failed (a full device, an I/O error) as one named error,
+    or None for any other OSError (which stays a bug to see)."""
+    import errno
+
+    from ..errors import DiskFullError
+
+    if e.filename is not None or e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO,
+                                                 errno.EFBIG):
+        return None
+    return DiskFullError("cannot write to standard output", path="<stdout>",
+                         expected="room for the output", found=os.strerror(e.errno),
+                         hint="send the output to a device with free space, or use --json PATH")
+
+
+def quiet_stdout() -> None:
+    """Point standard output at the null device, so the interpreter's last flush cannot fail."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def terminal_width(default: int = 100) -> int:

@@ -11,7 +11,7 @@ HELP = ("synthesise a small SD19, build QMNIST/MNIST/EMNIST, verify, export to H
 
 
 def add_arguments(p):
-    p.add_argument("--out", default="demo-out", help="output folder (default: demo-out)")
+    p.add_argument("--out", default="demo-out", type=argtypes.output_folder, help="output folder (default: demo-out)")
     p.add_argument("--scale", type=argtypes.fraction, default=0.05,
                    help="fraction of SD19 to synthesise (default 0.05, about 40,700 characters; "
                         "45 s on an idle 2-core machine)")

@@ -32,7 +32,8 @@ def add_arguments(p):
     p.add_argument("names", nargs="*", metavar="NAME",
                    help="[CONFIG=]NAME[:SPLIT]: dataset name, idx folder (official or built) "
                         "or exported repository; none with --push: push REPO_DIR as it is")
-    p.add_argument("--out", required=True, metavar="REPO_DIR", help="repository folder to write")
+    p.add_argument("--out", required=True, metavar="REPO_DIR", type=argtypes.output_folder,
+                   help="repository folder to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing REPO_DIR")
     p.add_argument("--push", metavar="ORG/NAME", default=None,
                    help="upload REPO_DIR to this Hub dataset repository after its checks pass "
@@ -72,6 +73,12 @@ def run(args) -> int:
         return 0
     if args.max_shard_mb is not None and args.max_shard_mb <= 0:
         raise ConfigError("--max-shard-mb must be positive", expected="> 0", found=args.max_shard_mb)
+    from ..hub.export import export_problems
+    from ..io.atomic import check_output_folder
+
+    # before any download or loading: the --out path, and what --overwrite would replace
+    check_output_folder(out, inputs=_input_folders(args.names), overwrite=args.overwrite,
+                        owned=export_problems)
     configs = hf.configs_from_targets(args.names, download=download_flag(args))
     kw = {}
     if args.max_shard_mb:

@@ -45,7 +45,8 @@ def add_arguments(p):
                    help="move t* off the grid, to where the label changes along the measured path")
     p.add_argument("--workers", type=argtypes.workers, default=None, help="processes (default 2)")
     add_json(p)
-    p.add_argument("--plot", default=None, metavar="DIR", help="pictures (needs the [plot] extra)")
+    p.add_argument("--plot", default=None, metavar="DIR", type=argtypes.output_folder,
+                   help="pictures (needs the [plot] extra)")
     add_offline(p)
     add_cache(p)
 

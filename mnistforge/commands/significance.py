@@ -35,7 +35,7 @@ def add_arguments(p):
     p.add_argument("--tie-breaker", default=None,
                    help="system that breaks ties in --combine (default: fewest errors)")
     add_json(p)
-    p.add_argument("--plot", default=None, metavar="PNG",
+    p.add_argument("--plot", default=None, metavar="PNG", type=argtypes.output_file,
                    help="draw the POI matrix as a heat map (needs matplotlib: the [plot] extra)")
     p.add_argument("--test-set", default=None, metavar="NAME[:SPLIT]",
                    help="the test set the systems were run on (default: the prediction files' "

@@ -10,7 +10,7 @@ HELP = "write a synthetic NIST SD19 (either edition, zips or folders) for tests 
 
 
 def add_arguments(p):
-    p.add_argument("out", help="output folder (created atomically; must not exist)")
+    p.add_argument("out", type=argtypes.output_folder, help="output folder (created atomically; must not exist)")
     p.add_argument("--scale", type=argtypes.fraction, default=0.01,
                    help="fraction of NIST's published counts, 0 < S <= 1 (1 = 814,255 characters; "
                         "default 0.01)")

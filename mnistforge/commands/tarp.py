@@ -59,7 +59,7 @@ def add_arguments(p):
     p.add_argument("--classifier-point", action="append", default=[], metavar="NAME=ERROR@COST",
                    help="place a classifier on the benchmark plane (cost in projections)")
     add_json(p)
-    p.add_argument("--plot", default=None, metavar="OUT.png", help="needs the [plot] extra")
+    p.add_argument("--plot", default=None, metavar="OUT.png", type=argtypes.output_file, help="needs the [plot] extra")
     add_offline(p)
     add_cache(p)
 
