@@ -111,9 +111,10 @@ class DatasetSplit:
             i = _row(int(key), len(self))
             return self.images[i], int(self.labels[i])
         if isinstance(key, (float, np.floating)):
+            f = float(key)
             raise IndexKindError("a dataset is not indexed by a float", found=repr(key),
-                                 expected="a row number (an int)", hint=f"use ds[{int(key)}]"
-                                 if key == key and abs(key) < 2**63 else None)
+                                 expected="a row number (an int)",
+                                 hint=f"use ds[{int(f)}]" if f == f and abs(f) < 2**63 else None)
         return self.select(key)
 
     def select(self, rows, split: str | None = None) -> DatasetSplit:
