@@ -56,7 +56,7 @@ def _split(n=5):
     ("test[:" + "9" * 5000 + "]", IndexRangeError, ["-10000..10000", "5000-digit number"]),
 ])
 def test_reversed_empty_and_huge_split_slices_are_refused_before_the_load(
-        spec, error, words, offline, capsys):
+        spec, error, words, offline, tmp_path, capsys):
     from mnistforge.loaders import resolve_target
 
     with pytest.raises(error) as e:
@@ -65,7 +65,9 @@ def test_reversed_empty_and_huge_split_slices_are_refused_before_the_load(
     assert all(w in str(e.value) for w in words), str(e.value)
     if error is IndexRangeError:
         assert isinstance(e.value, IndexError)
-    assert main(["show", f"mnist:{spec}", "--out", "-"]) == 2    # not 3: nothing was loaded
+    out = tmp_path / "grid.png"
+    assert main(["show", f"mnist:{spec}", "--out", str(out)]) == 2   # not 3: nothing was loaded
+    assert not out.exists()
     err = capsys.readouterr().err
     assert words[0] in err and "Traceback" not in err and len(err) < 600
 
