@@ -146,6 +146,32 @@ class OutputPathError(ConfigError):
     a regular file (a symlink, FIFO, device, folder), lies under a file, or its name is too long."""
 
 
+class IndexRangeError(ConfigError, IndexError):
+    """A row index, or a bound of a split slice, outside the valid range (the message names it)."""
+
+
+class IndexKindError(ConfigError, TypeError):
+    """A dataset indexed by something that is not a row index (a bool, a float, a string)."""
+
+
+class EmptySelectionError(ConfigError):
+    """A slice that selects no rows (reversed or empty), a step of 0, or an empty group of work."""
+
+
+class InsufficientMemoryError(ConfigError, MemoryError):
+    """The arrays a request needs would not fit in memory; refused before allocating them."""
+
+
+class ClassifierOutputError(ConfigError):
+    """A user's classifier returned something other than one label per image."""
+
+
+class TestSetMismatchError(ConfigError):
+    """A test set given to compare predictions with is not the one they were made on."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+
 class MissingDependencyError(MnistforgeError, ImportError):
     """An optional dependency (an extra such as ``[torch]`` or ``[plot]``) is not installed."""
 

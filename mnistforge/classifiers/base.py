@@ -104,6 +104,17 @@ def check_xy(X, y):
     return y
 
 
+def check_ridge(name: str, ridge) -> None:
+    """A ridge penalty must be a finite number >= 0 (a negative one makes ``X^T X + ridge I``
+    indefinite: the solve then fails, or quietly fits noise)."""
+    import math
+
+    if isinstance(ridge, bool) or not isinstance(ridge, (int, float, np.floating, np.integer)) \
+            or not math.isfinite(float(ridge)) or ridge < 0:
+        raise ConfigError(f"bad value for {name} parameter ridge", expected="a finite number >= 0",
+                          found=repr(ridge))
+
+
 def one_hot(codes: np.ndarray, n_classes: int, dtype=np.float32) -> np.ndarray:
     out = np.zeros((codes.size, n_classes), dtype)
     out[np.arange(codes.size), codes] = 1
@@ -133,7 +144,7 @@ def _convert(value: str, default):
 
 #: Ranges of spec values (checked when a spec string is parsed): any other number must be
 #: finite and, when an integer, within 0..INT_MAX; ``hidden=1e7`` would need 31 GB of weights.
-RANGES = {"seed": (0, 2**32 - 1), "hidden": (1, 65_536)}
+RANGES = {"seed": (0, 2**32 - 1), "hidden": (1, 65_536), "ridge": (0.0, None)}
 INT_MAX = 10**6
 
 
@@ -146,7 +157,8 @@ def _check_range(name: str, key: str, value) -> None:
     bad = isinstance(value, float) and not math.isfinite(value)
     bad |= (lo is not None and value < lo) or (hi is not None and value > hi)
     if bad:
-        rng = f"in {lo}..{hi}" if lo is not None else "a finite number"
+        rng = (f"in {lo}..{hi}" if hi is not None else f"a finite number >= {lo}") \
+            if lo is not None else "a finite number"
         raise ConfigError(f"bad value for {name} parameter {key}", expected=rng,
                           found=repr(value))
 
@@ -167,7 +179,12 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
         if not eq or not key.strip():
             raise ConfigError("malformed classifier parameter", expected="key=value (e.g. "
                               "knn:k=3)", found=item)
-        params[key.strip().replace("-", "_")] = value.strip()
+        key = key.strip().replace("-", "_")
+        if key in params:  # which one was meant? the last silently winning hides a typo
+            raise ConfigError(f"classifier parameter {key} given twice", found=spec,
+                              expected="each parameter at most once",
+                              hint=f"keep one of {key}={params[key]} and {key}={value.strip()}")
+        params[key] = value.strip()
     return name.strip().lower(), params
 
 

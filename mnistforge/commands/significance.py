@@ -168,6 +168,10 @@ def run(args) -> int:
     if args.bootstrap < 1:
         raise ConfigError("invalid --bootstrap", expected="B >= 1", found=args.bootstrap)
     sg.z_two_sided(args.confidence)  # validates the confidence level early
+    if args.test_set:  # the one named must be the one predicted on, before the bootstrap
+        sg.check_test_set(args.test_set, systems[0].n,
+                          next((s.labels for s in systems if s.labels is not None), None),
+                          cache=args.cache)
 
     combination = None
     published = None

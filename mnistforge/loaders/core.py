@@ -108,6 +108,10 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
     >>> first = mnistforge.load("MNIST", "test[:100]")         # doctest: +SKIP
     >>> built = mnistforge.load("qmnist", "test10k", root="build/", with_metadata=True)  # doctest: +SKIP
     """
+    if label_issues is not None:  # refused on every route, the third-party copies' included
+        from .label_issues import check_mode
+
+        check_mode(label_issues)
     if root is None and isinstance(name, str) and "/" not in name and os.sep not in name:
         # a dataset's name wins over a folder of that name in the working directory
         # (torchvision's root holds MNIST/, FashionMNIST/...)
@@ -128,10 +132,6 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
 
         name, root = detect_dataset(name), Path(name)
     base, rows = parse_split(split)
-    if label_issues is not None:
-        from .label_issues import check_mode
-
-        check_mode(label_issues)
     want_meta = with_metadata or label_issues is not None
     if root is not None:
         if not Path(root).is_dir():
