@@ -547,11 +547,11 @@ def check_consistent(src, fields, allow: bool) -> list[str]:
 
     problems, what = source_problems(src, fields)
     if problems and not allow:
-        more = f" (and {len(problems) - 1} more: {'; '.join(problems[1:4])})" \
-            if len(problems) > 1 else ""
+        path = getattr(src, "path", None)
+        more = (f" (and {len(problems) - 1} more problems: `mnistforge sd19 info {path}` lists "
+                "them)") if len(problems) > 1 else ""
         raise InconsistentSourceError(
-            "the SD19 source disagrees with itself or with what it should hold",
-            path=getattr(src, "path", None),
+            "the SD19 source disagrees with itself or with what it should hold", path=path,
             expected=f"each character once, numbered once, within {what}",
             found=problems[0] + more,
             hint="re-copy the named files from the SD19 distribution (or synthesise the replica "

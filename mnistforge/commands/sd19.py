@@ -96,6 +96,10 @@ def summarise(src) -> dict:
         other["by_class"]["png_in_hsf_sets"] = n_hsf
         if n_hsf != n:
             anomalies.append(f"by_class holds {n_hsf} characters in its hsf_N sets, by_write {n}")
+    from ..sd19.integrity import source_problems
+
+    problems, _ = source_problems(src)
+    anomalies += problems
     synthetic = None
     desc = Path(src.path) / "synthetic-sd19.json"
     if desc.is_file():
@@ -116,6 +120,7 @@ def summarise(src) -> dict:
                         "field": ix["field"][r].decode(), "digit_index": int(ix["digit_index"][r])}
                        for r in dups[:20]],
         "n_duplicates": int(len(dups)), "other_hierarchies": other, "anomalies": anomalies,
+        "problems": problems,
     }
 
 

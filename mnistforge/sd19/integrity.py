@@ -111,8 +111,9 @@ def _duplicates(src, keep, desc, what) -> list[str]:
     found = ", ".join(f"{n_copies[f]} {FIELD_NAMES[f]}" for f in FIELDS
                       if n_copies[f] > allowed.get(f, 0))
     legit = ", ".join(f"{n} {FIELD_NAMES[f]}" for f, n in allowed.items() if n) or "none"
-    out = [f"duplicated characters: {found} are exact copies of an earlier character "
-           f"({what} allows {legit})"]
+    summary = (f"duplicated characters: {found} are exact copies of an earlier character "
+               f"({what} allows {legit})")
+    out: list[str] = []
     fid = _folder_ids(index)
     folders, per_folder = np.unique(fid[keep], return_counts=True)
     size = dict(zip(folders.tolist(), per_folder.tolist()))
@@ -123,11 +124,15 @@ def _duplicates(src, keep, desc, what) -> list[str]:
     ranked = sorted(pairs.items(), key=lambda kv: -len(kv[1]))
     for (_, b), rows in ranked[:SHOWN]:
         eg = f"{src.member_name(rows[0])} = {src.member_name(int(dup[rows[0]]))}"
-        out.append(f"copied writer folder: {len(rows)} of the {size.get(b, len(rows))} "
-                   f"characters of by_write/{_folder(index, rows[0])} are exact copies of "
+        total = size.get(b, len(rows))
+        kind = "copied writer folder" if 2 * len(rows) >= total else \
+            "characters copied from another writer folder"
+        out.append(f"{kind}: {len(rows)} of the {total} characters of by_write/"
+                   f"{_folder(index, rows[0])} are exact copies of "
                    f"by_write/{_folder(index, int(dup[rows[0]]))}'s (e.g. {eg})")
     if len(ranked) > SHOWN:
         out.append(f"copied writer folder: {len(ranked) - SHOWN} more pairs of writer folders")
+    out.append(summary)   # after the copied folders: those name the files at fault
     # copies within one writer folder (which of them the source should hold cannot be told)
     within = copies[fid[dup[copies]] == fid[copies]]
     if len(within) > sum(allowed.values()):

@@ -248,9 +248,12 @@ def test_a_writer_folder_copied_under_another_writers_name_is_refused(tiny_sd19,
     for target in ("mnist", "emnist-letters"):
         err = _refused(src, tmp_path, target)
         assert "copied writer folder" in err and folder["new"] in err and folder["old"] in err, err
-        assert "more than the" in err      # the partition now holds more than it should
+        assert "more problems: `mnistforge sd19 info" in err
     listed = _allowed(src, tmp_path, "emnist-letters")
     assert any(p.startswith("copied writer folder") for p in listed)
+    # the partition now holds more characters and writer folders than the description says
+    assert any("more than the" in p and "characters" in p for p in listed)
+    assert any("2 writer folders" in p for p in listed), listed
 
 
 def test_a_writer_folder_replaced_by_another_writers_files_is_refused(first_edition, tmp_path):
@@ -306,7 +309,10 @@ def test_a_real_like_source_with_more_duplicates_than_sd19_is_refused(tmp_path):
     for p in digits[4:8]:                                 # four more copies of one image
         p.write_bytes(digits[0].read_bytes())
     src = open_sd19(root, workers=1, reindex=True)
-    with pytest.raises(InconsistentSourceError, match="NIST's published counts allows 3 digits") as e:
+    with pytest.raises(InconsistentSourceError, match="exact copies") as e:
         check_consistent(src, ("d",), False)
-    assert digits[0].name in str(e.value) and isinstance(e.value, ValueError)
-    assert check_consistent(src, ("d",), True)            # consent: returned for the manifest
+    assert isinstance(e.value, ValueError) and str(root) in str(e.value)
+    listed = check_consistent(src, ("d",), True)          # consent: returned for the manifest
+    assert any("5 digits are exact copies" in p and "NIST's published counts allows 3 digits" in p
+               for p in listed), listed
+    assert any("within a writer folder: 4" in p and digits[0].name in p for p in listed), listed
