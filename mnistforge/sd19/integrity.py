@@ -69,6 +69,8 @@ def _more(n: int) -> str:
 def _repeated(src, keep) -> list[str]:
     index = src.index
     rows = [int(r) for r in repeated_entries(index) if keep[r]]
+    if not rows:
+        return []
     names = src.files["name"]
     out = []
     for r in rows[:SHOWN]:
@@ -168,10 +170,8 @@ def _writers(src, keep, desc, what) -> list[str]:
     rows = np.flatnonzero(keep)
     if not len(rows):
         return []
-    key = np.stack([np.asarray(index["hsf"])[rows].astype(np.int64),
-                    np.asarray(index["writer"])[rows].astype(np.int64),
-                    np.asarray(index["template"])[rows].astype(np.int64)], axis=1)
-    folders = np.unique(key, axis=0)
+    fid = np.unique(_folder_ids(index)[rows])     # one integer per writer folder (fast)
+    folders = np.stack([fid // 1_000_000, fid // 100 % 10_000, fid % 100], axis=1)
     out = []
     for n in np.unique(folders[:, 0]):
         mine = folders[folders[:, 0] == n]
