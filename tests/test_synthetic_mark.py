@@ -125,3 +125,35 @@ def test_evaluate_on_a_synthetic_build_says_once_that_the_test_set_is_not_the_st
     assert said == 1, out
     assert "the test set is not the study's" in out.out and "synthetic SD19" in out.out
     assert not [r for r in caplog.records if "label" in r.getMessage()]
+
+
+def test_xnist_manifest_is_marked(plain, tmp_path):
+    x = tmp_path / "x"
+    assert _run("build", "xnist", "--sd19", plain, "--out", x, "--workers", "1") == 0
+    assert json.loads((x / "manifest.json").read_text())["synthetic"] is True
+
+
+def test_a_folder_counts_only_when_its_labels_identify_the_study_test_set(cache, reference_dir,
+                                                                         tmp_path):
+    import numpy as np
+
+    from cache_helpers import put
+    from mnistforge.evaluators.label_issues import known_problems
+    from mnistforge.io.idx import read_idx
+
+    put(cache, "label-errors", reference_dir / "papers" / "northcutt2021-mnist-test-mturk.json",
+        "mnist_mturk.json")
+    folder = tmp_path / "mnist"
+    folder.mkdir()
+    for f in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        shutil.copy(reference_dir / "mnist" / f, folder / f)
+    labels = np.asarray(read_idx(folder / "t10k-labels-idx1-ubyte.gz"), np.int64)
+    target = f"{folder}:mnist:test"
+    found = known_problems(target, 10000, labels)
+    assert found is not None and int(found.label_issue.sum()) == 15
+    why: list = []
+    assert known_problems(target, 10000, None, why=why) is None
+    assert "not at hand to identify it" in why[0]
+    why = []
+    assert known_problems(target, 10000, (labels + 1) % 10, why=why) is None
+    assert why[0].startswith("the test set is not the study's")

@@ -86,7 +86,9 @@ def known_problems(test: str, n: int, labels=None, *, download: bool | None = No
     test set, when the study's file cannot be had (offline and not cached), or
     when ``labels`` (if given) disagree with the study's given labels (a
     rebuilt or other test set under the same name); ``why`` (a list) then
-    receives the reason.  A folder target never downloads the study's file.
+    receives the reason.  A folder target never downloads the study's file, and counts
+    only when its ``labels`` identify it as the study's test set and its build was not
+    from a synthetic SD19 (then ``why`` says the test set is not the study's; no warning).
     """
     from ..errors import MnistforgeError, OfflineError
     from ..loaders import resolve_target
@@ -100,6 +102,12 @@ def known_problems(test: str, n: int, labels=None, *, download: bool | None = No
             # said once by the caller, never warned: a synthetic build is simply another test set
             if why is not None:
                 why.append(f"the test set is not the study's ({test} was built from a synthetic SD19)")
+            return None
+        if root is not None and labels is None:
+            # a folder is the study's test set only by its content: here, its labels
+            if why is not None:
+                why.append(f"the labels of {test} are not at hand to identify it as the "
+                           "study's test set")
             return None
         hit = study_votes(name, base, download=False if root is not None else download)
     except OfflineError:
