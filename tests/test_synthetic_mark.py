@@ -60,6 +60,8 @@ def test_emnist_from_a_replica_in_a_plain_folder_is_marked_everywhere(emnist_bui
     for name in EMNIST:   # the first lines of every config say it
         section = text.split(f"## Config `emnist-{name}`\n", 1)[1]
         assert section.lstrip("\n").startswith(SYNTHETIC_NOTE), name
+    for name in EMNIST:   # and a split loaded back from the export
+        assert mnistforge.load(f"emnist-{name}", "test", root=repo).synthetic, name
     capsys.readouterr()
     assert _run("info", emnist_build) == 0
     assert "SYNTHETIC" in capsys.readouterr().out

@@ -12,6 +12,7 @@ from .._version import __version__
 from ..io.hashing import sha256_file
 from ..io.hf.parquet import PARQUET_OPTIONS, ROW_GROUP_SIZE
 from ..io.hf.png import PNG_COMPRESS_LEVEL
+from ..io.hf.repo import SYNTHETIC_NOTE
 from ..io.hf.schema import PIXELS
 from ..registry import license_link, license_text
 from .label_votes import card_section as label_votes_section
@@ -40,12 +41,6 @@ def _size_category(n: int) -> str:
 def _shapes_text(configs) -> str:
     shapes = sorted({tuple(sh) for c in configs for sh in c.get("image_shapes", [(28, 28)])})
     return " or ".join(f"{h}x{w}" for h, w in shapes)
-
-
-#: The first lines of a config built from a synthetic SD19 (and of a card holding one).
-SYNTHETIC_NOTE = ("**Synthetic data.** Built from a synthetic SD19 replica (`mnistforge "
-                  "synth-sd19`), not from NIST's handwriting: the images, sizes and any scores "
-                  "describe the pipeline, not the real dataset.")
 
 
 def synthetic_configs(configs: list[dict]) -> list[str]:

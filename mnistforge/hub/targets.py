@@ -11,7 +11,7 @@ import numpy as np
 from .._version import __version__
 from ..errors import ConfigError, MissingFileError, MnistforgeError
 from ..io.hashing import sha256_file
-from ..io.hf.repo import CARD, is_hf_repo, read_card, repo_configs
+from ..io.hf.repo import CARD, config_is_synthetic, is_hf_repo, read_card, repo_configs
 from ..io.hf.schema import SplitData
 from ..io.manifest import Manifest
 from ..loaders import datasets_in_folder, load, resolve_target
@@ -275,7 +275,7 @@ def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_n
             rel: sha256_file(Path(root) / rel)
             for rel in sorted({f for fs in repo_configs(root).get(name, {}).values() for f in fs})}
         header = read_card(root)
-        synthetic = _card_says_synthetic(root, name)
+        synthetic = config_is_synthetic(root, name)
         license_id = header.get("license") if isinstance(header.get("license"), str) else "other"
         license_name = header.get("license_name") if license_id == "other" else None
         cites = [bibtex(info.group)]
@@ -300,19 +300,6 @@ def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_n
         citation=cite, label_note=info.class_note or None, caveats=_caveats(info, params, built, m),
         pretty_name=info.title, synthetic=synthetic)
 
-
-def _card_says_synthetic(root, name: str) -> bool:
-    """Whether an earlier export's card marks config ``name`` synthetic (its first lines)."""
-    from .card import SYNTHETIC_NOTE
-
-    try:
-        text = (Path(root) / CARD).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    head = f"## Config `{name}`\n"
-    if head not in text:
-        return False
-    return text.split(head, 1)[1].lstrip("\n").startswith(SYNTHETIC_NOTE)
 
 
 def _split_of(ds) -> SplitData:
