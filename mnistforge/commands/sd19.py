@@ -1,7 +1,6 @@
 """``mnistforge sd19 info PATH``: what an SD19 source holds, against NIST's published table."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from .common import add_json, add_progress, write_json
@@ -100,13 +99,12 @@ def summarise(src) -> dict:
 
     problems, _ = source_problems(src)
     anomalies += problems
-    synthetic = None
-    desc = Path(src.path) / "synthetic-sd19.json"
-    if desc.is_file():
-        try:
-            synthetic = json.loads(desc.read_text()).get("config")
-        except ValueError:
-            synthetic = "unreadable synthetic-sd19.json"
+    from ..sd19.completeness import description_path, synthetic_description
+
+    desc = synthetic_description(src.path)    # what marks a source synthetic, not its path
+    synthetic = (desc.get("config") or "synthetic") if desc is not None else (
+        "unreadable synthetic-sd19.json (judged a real SD19)"
+        if description_path(src.path).is_file() else None)
     return {
         "path": str(src.path), "edition": src.edition, "packaging": src.packaging,
         "hierarchies": list(src.hierarchies), "by_write": src.trees["by_write"].display,
