@@ -235,9 +235,11 @@ def _run(out: Path, config: DemoConfig) -> DemoResult:
             target = f"{folder}:{name}" if family == "emnist" else str(folder)
             report = verify(target)
             status, notes = _verify_status(report, family)
-            sizes = {sp: len(load(name, sp, root=folder)) for sp in splits}
+            loaded = {sp: load(name, sp, root=folder) for sp in splits}
+            sizes = {sp: len(ds) for sp, ds in loaded.items()}
             res.datasets.append({
                 "dataset": name, "splits": sizes, "verify": status, "notes": notes,
+                "synthetic": all(ds.synthetic for ds in loaded.values()),
                 "build_seconds": build_seconds.get(family, build_seconds.get(name)),
                 "folder": str(folder),
             })
@@ -353,6 +355,16 @@ def format_summary(res: DemoResult) -> str:
     return "\n".join(lines)
 
 
+def _synthetic_line(datasets: list) -> str:
+    """Whether every dataset carries the synthetic mark its build manifest should hold."""
+    unmarked = [d["dataset"] for d in datasets if not d.get("synthetic")]
+    if not unmarked:
+        return (f"All {len(datasets)} datasets are marked synthetic in their build manifests "
+                "(`ds.synthetic`, `mnistforge info`, the dataset card and the sample grids say so).")
+    return ("**Not marked synthetic although built from the synthetic SD19:** "
+            + ", ".join(unmarked) + ".")
+
+
 def write_report(res: DemoResult, out: Path, shown: Path | None = None) -> Path:
     """``out/report.md``: the summary, verify results, pictures, evaluation and where things are
     (paths shown under ``shown``, the final folder, default ``out``)."""
@@ -360,6 +372,7 @@ def write_report(res: DemoResult, out: Path, shown: Path | None = None) -> Path:
     L = ["# mnistforge demo report", "",
          "Everything below was produced from a **synthetic** SD19 replica (no real NIST data),",
          "so the numbers describe the pipeline, not the real datasets.", "",
+         _synthetic_line(res.datasets), "",
          "## Datasets", "",
          "| dataset | train | test | verify | build (s) | sample |",
          "|---|---|---|---|---|---|"]

@@ -77,6 +77,11 @@ class DataMismatchError(IntegrityError):
     """Files under a dataset's official names hold other data (another dataset, or unknown content)."""
 
 
+class InconsistentSourceError(IntegrityError):
+    """An SD19 source disagrees with itself or with what it should hold: a repeated character
+    index or zip member, duplicated characters or writer folders, more characters than published."""
+
+
 class UnsafeArchiveError(MnistforgeError, ValueError):
     """An archive member would escape its target folder or claims an absurd size."""
 

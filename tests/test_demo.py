@@ -63,6 +63,9 @@ def test_demo_report_and_pictures(demo_run):
     _, out = demo_run
     report = (out / "report.md").read_text()
     summary = json.loads((out / "summary.json").read_text())
+    # every dataset, EMNIST's six included, carries the synthetic mark (issue 27)
+    assert [d["dataset"] for d in summary["datasets"] if not d["synthetic"]] == []
+    assert f"All {len(summary['datasets'])} datasets are marked synthetic" in report
     for d in summary["datasets"]:
         pic = out / d["picture"]
         assert d["picture"] in report

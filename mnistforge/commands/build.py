@@ -47,6 +47,11 @@ def add_arguments(p):
                    help="build even when the SD19 source holds fewer characters than NIST "
                         "published (or its synthetic description says); the manifest lists "
                         "what was missing")
+    p.add_argument("--allow-inconsistent", action="store_true",
+                   help="build even when the SD19 source disagrees with itself or with what it "
+                        "should hold (a repeated character index or zip member, duplicated "
+                        "characters or writer folders, more characters than published); the "
+                        "manifest lists every problem")
     p.add_argument("--letters-variant", choices=["official", "paper37"], default="official",
                    help="EMNIST letters: the official 26-class release or the paper's 37 classes")
     add_json(p, "the manifest of each folder built")
@@ -70,7 +75,8 @@ def qmnist_config(args):
     return QmnistBuildConfig(
         prepro=MnistPreproConfig(fudge=args.fudge, centring=args.centring),
         qmnist_labels=args.qmnist_labels, duplicates=args.duplicates, workers=args.workers,
-        overwrite=bool(args.overwrite), allow_incomplete=bool(args.allow_incomplete))
+        overwrite=bool(args.overwrite), allow_incomplete=bool(args.allow_incomplete),
+        allow_inconsistent=bool(args.allow_inconsistent))
 
 
 def emnist_config(args, splits=None):
@@ -89,7 +95,8 @@ def emnist_config(args, splits=None):
         splits=tuple(splits) if splits is not None else emnist_splits(), seed=args.seed,
         split_by=args.split_by, letters_variant=args.letters_variant,
         orientation=args.orientation, workers=args.workers, overwrite=bool(args.overwrite),
-        allow_incomplete=bool(args.allow_incomplete))
+        allow_incomplete=bool(args.allow_incomplete),
+        allow_inconsistent=bool(args.allow_inconsistent))
 
 
 def config_for(target: str, args):

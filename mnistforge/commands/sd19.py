@@ -1,7 +1,6 @@
 """``mnistforge sd19 info PATH``: what an SD19 source holds, against NIST's published table."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from .common import add_json, add_progress, write_json
@@ -96,13 +95,16 @@ def summarise(src) -> dict:
         other["by_class"]["png_in_hsf_sets"] = n_hsf
         if n_hsf != n:
             anomalies.append(f"by_class holds {n_hsf} characters in its hsf_N sets, by_write {n}")
-    synthetic = None
-    desc = Path(src.path) / "synthetic-sd19.json"
-    if desc.is_file():
-        try:
-            synthetic = json.loads(desc.read_text()).get("config")
-        except ValueError:
-            synthetic = "unreadable synthetic-sd19.json"
+    from ..sd19.integrity import source_problems
+
+    problems, _ = source_problems(src)
+    anomalies += problems
+    from ..sd19.completeness import description_path, synthetic_description
+
+    desc = synthetic_description(src.path)    # what marks a source synthetic, not its path
+    synthetic = (desc.get("config") or "synthetic") if desc is not None else (
+        "unreadable synthetic-sd19.json (judged a real SD19)"
+        if description_path(src.path).is_file() else None)
     return {
         "path": str(src.path), "edition": src.edition, "packaging": src.packaging,
         "hierarchies": list(src.hierarchies), "by_write": src.trees["by_write"].display,
@@ -116,6 +118,7 @@ def summarise(src) -> dict:
                         "field": ix["field"][r].decode(), "digit_index": int(ix["digit_index"][r])}
                        for r in dups[:20]],
         "n_duplicates": int(len(dups)), "other_hierarchies": other, "anomalies": anomalies,
+        "problems": problems,
     }
 
 

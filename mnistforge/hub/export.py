@@ -49,6 +49,9 @@ class ExportConfig:
         How the labels are numbered (e.g. "letters: labels 1..26, 0 unused").
     caveats : list of str
         Known pitfalls, one sentence each.
+    synthetic : bool
+        Built from a synthetic SD19 replica (its build manifest says so): the card says it
+        in the first lines of the config.
     """
 
     name: str
@@ -63,6 +66,7 @@ class ExportConfig:
     label_note: str | None = None
     caveats: list = field(default_factory=list)
     pretty_name: str | None = None
+    synthetic: bool = False
 
     def __post_init__(self):
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.name or ""):

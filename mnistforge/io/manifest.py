@@ -31,6 +31,9 @@ Schema (``"schema": 1``; keys absent when empty unless marked *always*)
 ``split_by``         how train and test sides were drawn (``"random"``/``"writer"``)
 ``sides``            source characters on each side: ``{"train": n, "test": n}``
 ``metadata_columns`` column names of the ``*-metadata-idx2-int`` files
+``synthetic``        builds from SD19: ``true`` when the source was a synthetic replica (its
+                     own ``synthetic-sd19.json`` said so, whatever its path), ``false`` for
+                     a real-like source (absent in manifests written before it existed)
 
 Manifests written before the schema had a version (no ``schema`` key) are
 read too: their ``dataset`` + ``counts`` (QMNIST builds), ``datasets`` and
@@ -154,6 +157,7 @@ class Manifest:
     split_by: str | None = None
     sides: dict[str, int] | None = None
     metadata_columns: list[str] | None = None
+    synthetic: bool | None = None
     package: str = "mnistforge"
     version: str = field(default_factory=package_version)
     python: str = field(default_factory=platform.python_version)
@@ -178,8 +182,21 @@ class Manifest:
 
     @property
     def from_synthetic_sd19(self) -> bool:
-        """Whether the inputs name a synthetic SD19 (its sizes are not the registry's)."""
-        return "synth" in json.dumps(self.inputs, sort_keys=True, default=str).lower()
+        """Whether the build came from a synthetic SD19 (its sizes are not the registry's).
+
+        The ``synthetic`` field says so; a manifest written before it existed is judged by
+        what its builder recorded of the source's description (never by the source's path).
+
+        >>> Manifest(kind="emnist", inputs={"sd19": "/data/synthetic"}).from_synthetic_sd19
+        False
+        >>> Manifest(kind="emnist", synthetic=True).from_synthetic_sd19
+        True
+        """
+        if self.synthetic is not None:
+            return bool(self.synthetic)
+        sd19 = self.inputs.get("sd19") if isinstance(self.inputs, dict) else None
+        return (isinstance(sd19, dict) and "synthetic_description_sha256" in sd19) \
+            or any("SYNTHETIC SD19" in str(n) for n in self.notes)
 
     def dataset(self, name: str) -> DatasetEntry | None:
         """The entry of registry dataset ``name`` (``emnist-letters`` finds ``letters``).
@@ -231,6 +248,9 @@ class Manifest:
         known["schema"] = schema
         for k in ("kind", "version", "python"):     # not recorded: say nothing rather than guess
             known.setdefault(k, "")
+        if not isinstance(known.get("synthetic", False), (bool, type(None))):
+            raise FormatError("the synthetic mark of a build manifest is not true or false",
+                              path=path, expected="true or false", found=repr(known["synthetic"]))
         if known.get("orientation") not in (None,) + ORIENTATIONS + ("transposed",):
             raise FormatError("unknown image orientation in a build manifest", path=path,
                               expected=" or ".join(ORIENTATIONS), found=repr(known["orientation"]))
@@ -252,7 +272,7 @@ class Manifest:
             "parameters": self.parameters, "notes": list(self.notes), "outputs": self.outputs,
             "datasets": {k: e.to_dict() for k, e in self.datasets.items()},
         }
-        for k in ("orientation", "split_by", "sides", "metadata_columns"):
+        for k in ("orientation", "split_by", "sides", "metadata_columns", "synthetic"):
             v = getattr(self, k)
             if v is not None:
                 d[k] = v

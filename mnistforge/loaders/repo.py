@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import IntegrityError, MnistforgeError
-from ..io.hf.repo import read_split, repo_configs, shard_paths
+from ..io.hf.repo import config_is_synthetic, read_split, repo_configs, shard_paths
 from ..io.hf.schema import hf_split_name
 from ..registry import DatasetInfo, get_dataset
 from .split import DatasetSplit
@@ -75,4 +75,5 @@ def load_split_from_repo(repo_dir, name: str, split: str, *, with_metadata: bool
     ds = DatasetSplit(name, split_name, images, labels, info, metadata,
                       source=f"hf repository {repo_dir}", status={}, stored_orientation="upright")
     ds.classes = list(classes)
+    ds.synthetic = config_is_synthetic(repo_dir, name)
     return ds
