@@ -170,6 +170,11 @@ class UploadError(MnistforgeError, ConnectionError):
     """An upload (Hugging Face Hub push) failed or could not start: no token, offline, HTTP error."""
 
 
+class OutputExistsError(BuildError, ConfigError):
+    """The output folder already exists and ``--overwrite`` was not given: a usage error (exit 2),
+    found before any work; still a :class:`BuildError` for callers that catch that."""
+
+
 # --- exit codes of the command line -------------------------------------------
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130

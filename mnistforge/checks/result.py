@@ -121,7 +121,9 @@ class VerifyReport:
     """All results of one ``verify`` run.
 
     ``status`` is the worst status; with ``strict`` a warning counts as a
-    failure.  ``exit_code`` is what the command returns (0 or 1).
+    failure.  ``exit_code`` is what the command returns: 0, 1 (the data failed a check) or 3
+    when the only failures are resources that could not be had (a reference offline: checks
+    marked ``unavailable``), as in :data:`mnistforge.errors.EXIT_CODES`.
 
     Examples
     --------
@@ -130,6 +132,8 @@ class VerifyReport:
     ('warn', 0)
     >>> VerifyReport("demo", rep.results, strict=True).exit_code
     1
+    >>> VerifyReport("demo", [CheckResult("r", "fail", {"unavailable": True})]).exit_code
+    3
     """
 
     target: str
@@ -148,7 +152,10 @@ class VerifyReport:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.ok else 1
+        if self.ok:
+            return 0
+        failed = [r for r in self.results if r.status == FAIL or (self.strict and r.status == WARN)]
+        return 3 if all(r.values.get("unavailable") for r in failed) else 1
 
     def counts(self) -> dict:
         return {s: sum(r.status == s for r in self.results) for s in STATUSES}

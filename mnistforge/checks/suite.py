@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import EXIT_UNAVAILABLE, ConfigError, exit_code
 from ..io.manifest import Manifest
 from ..registry import balanced_datasets
 from . import duplicates as dup
@@ -511,7 +511,9 @@ def _reference_checks(reference, loaded, add, download):
         try:
             r = load(rname, target_split, root=rroot, download=download, trust_files=True)
         except Exception as e:
-            add(CheckResult(f"reference[{s}]", FAIL, {"error": type(e).__name__},
+            # offline or not cached: the reference is unavailable (exit 3), the data did not fail
+            add(CheckResult(f"reference[{s}]", FAIL, {"error": type(e).__name__,
+                                                       "unavailable": exit_code(e) == EXIT_UNAVAILABLE},
                             f"cannot load the reference {rname}:{target_split}: {e}"))
             continue
         where = f"{rname}:{target_split}" + (f" ({rroot})" if rroot else "")

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from ..errors import ConfigError
 
-from .common import add_cache, add_json, add_offline, add_progress, download_flag, write_json
+from .common import (add_cache, add_json, add_offline, add_progress, download_flag, refuse_existing_output,
+                     write_json)
 from . import argtypes
 
 NAME = "export"
@@ -72,6 +73,7 @@ def run(args) -> int:
         return 0
     if args.max_shard_mb is not None and args.max_shard_mb <= 0:
         raise ConfigError("--max-shard-mb must be positive", expected="> 0", found=args.max_shard_mb)
+    refuse_existing_output(out, args.overwrite)
     configs = hf.configs_from_targets(args.names, download=download_flag(args))
     kw = {}
     if args.max_shard_mb:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-from ..errors import ConfigError
+from ..errors import ConfigError, require
 
 from .common import add_cache, add_json, add_offline, write_json
 from . import argtypes
@@ -71,13 +71,15 @@ def run(args) -> int:
     from ..loaders import load, resolve_target
 
     ns, ks = parse_int_list(args.n), parse_int_list(args.k)   # usage errors before any load
+    points = [parse_point(t) for t in args.classifier_point]
+    if args.plot:
+        require("matplotlib", "plot", "--plot")  # a missing extra before the work, not after
     name, split, root = resolve_target(args.target, default_split="test")
     ds = load(name, split, root=root)
     images, labels = ds.images, np.asarray(ds.labels)
     if args.limit:
         images, labels = images[: args.limit], labels[: args.limit]
     X, y = binary_task(images, labels, args.task, ds.classes)
-    points = [parse_point(t) for t in args.classifier_point]
     res = tarp_bounds(X, y, ns=ns, ks=ks,
                       runs=args.runs, seed=args.seed, workers=args.workers,
                       task=f"{args.target} {args.task}")

@@ -1,6 +1,7 @@
 """``DatasetSplit``: one loaded split (images, labels, classes, metadata) and its conversions."""
 from __future__ import annotations
 
+import logging
 from typing import Any, Iterator
 
 import numpy as np
@@ -9,6 +10,8 @@ from ..errors import ConfigError
 from ..registry import DatasetInfo
 
 __all__ = ["DatasetSplit"]
+
+logger = logging.getLogger(__name__)
 
 
 class DatasetSplit:
@@ -163,3 +166,35 @@ class DatasetSplit:
         """A Hugging Face ``datasets.Dataset`` (see :func:`mnistforge.loaders.hf_features`)."""
         from .convert import to_hf
         return to_hf(self)
+
+
+def why_empty(ds: DatasetSplit) -> str:
+    """Why a loaded split holds no rows, in words (the registry's definition of the split).
+
+    >>> from mnistforge.registry import get_dataset
+    >>> q = DatasetSplit("qmnist", "test50k", np.zeros((0, 28, 28), np.uint8), np.zeros(0, int),
+    ...                  get_dataset("qmnist"))
+    >>> print(why_empty(q))
+    qmnist test50k is rows 10,000 onwards of test, and this copy's test has no more than 10,000 rows
+    """
+    try:
+        sp = ds.info.split(ds.split)
+    except Exception:  # a sliced name ("test[5:5]") or a split of another origin
+        sp = None
+    if sp is not None and sp.is_view and sp.rows is not None:
+        start, stop = sp.rows
+        span = f"rows {start:,} onwards" if stop is None else f"rows {start:,}..{stop - 1:,}"
+        return (f"{ds.name} {ds.split} is {span} of {sp.of}, and this copy's {sp.of} has no more "
+                f"than {start:,} rows")
+    if sp is not None and sp.is_view:
+        return f"{ds.name} {ds.split} is a part of {sp.of}, empty in this copy"
+    return f"{ds.name} {ds.split}: the files hold no rows for it"
+
+
+def warn_if_empty(ds: DatasetSplit) -> DatasetSplit:
+    """Log a warning naming the split and why it is empty (a small build has no ``test50k``):
+    an empty selection is said, never returned without a word."""
+    if len(ds) == 0:
+        logger.warning("%s selects 0 rows: %s", f"{ds.name} {ds.split}", why_empty(ds))
+    return ds
+
