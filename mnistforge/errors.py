@@ -170,6 +170,13 @@ class UploadError(MnistforgeError, ConnectionError):
     """An upload (Hugging Face Hub push) failed or could not start: no token, offline, HTTP error."""
 
 
+class NoSuchPathError(TargetNotFoundError, DatasetNotFoundError):
+    """A name that is no dataset and looks like a path (``/data/x.mat``) that does not exist: said
+    as such (exit 2), still a :class:`DatasetNotFoundError` for callers that try names first."""
+
+    __str__ = DatasetNotFoundError.__str__
+
+
 class OutputExistsError(BuildError, ConfigError):
     """The output folder already exists and ``--overwrite`` was not given: a usage error (exit 2),
     found before any work; still a :class:`BuildError` for callers that catch that."""

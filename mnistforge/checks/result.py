@@ -104,6 +104,24 @@ class CheckResult:
                 "values": jsonable(self.values)}
 
 
+def load_failure(name: str, error: Exception, message: str | None = None) -> CheckResult:
+    """A ``fail`` result for data that could not be loaded; marked ``unavailable`` when the
+    cause is a resource that could not be had (offline, not cached: exit code 3), so that a
+    report whose only failures are such exits 3, not 1 (the data never failed a check).
+
+    >>> from mnistforge.errors import OfflineError, HashMismatchError
+    >>> load_failure("load[test]", OfflineError("x")).values["unavailable"]
+    True
+    >>> load_failure("load[test]", HashMismatchError("y")).values["unavailable"]
+    False
+    """
+    from ..errors import EXIT_UNAVAILABLE, exit_code
+
+    return CheckResult(name, FAIL, {"error": type(error).__name__,
+                                    "unavailable": exit_code(error) == EXIT_UNAVAILABLE},
+                       message if message is not None else str(error))
+
+
 def run_check(name: str, func: Callable[..., CheckResult], *args, **kwargs) -> CheckResult:
     """Call one check; an exception becomes a ``fail`` result named ``name``."""
     try:

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ..classifiers.base import short_name
-from ..errors import ConfigError, FormatError, MissingFileError
+from ..errors import ConfigError, FormatError, TargetNotFoundError
 from ..io.atomic import atomic_file
 from ..io.compression import open_gzip_writer, open_text
 
@@ -79,9 +79,9 @@ class SystemOutput:
 def _read_lines(path) -> list[str]:
     path = Path(path)
     if not path.is_file():
-        raise MissingFileError("system output file not found", path=path,
-                               expected="a prediction file or an error-list file",
-                               found="nothing", hint="check the path")
+        raise TargetNotFoundError("system output file not found", path=path,
+                                  expected="a prediction file or an error-list file",
+                                  found="nothing", hint="check the path")
     try:
         with open_text(path) as f:
             return f.read().splitlines()

@@ -1,17 +1,17 @@
 """``DatasetSplit``: one loaded split (images, labels, classes, metadata) and its conversions."""
 from __future__ import annotations
 
-import logging
 from typing import Any, Iterator
 
 import numpy as np
 
 from ..errors import ConfigError
+from ..log import get_logger
 from ..registry import DatasetInfo
 
 __all__ = ["DatasetSplit"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)  # logging only when a record could be shown
 
 
 class DatasetSplit:

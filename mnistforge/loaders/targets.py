@@ -198,7 +198,7 @@ def resolve_target(text, default_split=None):
             try:
                 name = dataset_name(rest[0])
                 rest.pop(0)
-            except (DatasetNotFoundError, TargetNotFoundError):
+            except DatasetNotFoundError:
                 name = None
         if name is None:
             name = detect_dataset(folder)
