@@ -211,6 +211,18 @@ class UploadError(MnistforgeError, ConnectionError):
     """An upload (Hugging Face Hub push) failed or could not start: no token, offline, HTTP error."""
 
 
+class NoSuchPathError(TargetNotFoundError, DatasetNotFoundError):
+    """A name that is no dataset and looks like a path (``/data/x.mat``) that does not exist: said
+    as such (exit 2), still a :class:`DatasetNotFoundError` for callers that try names first."""
+
+    __str__ = DatasetNotFoundError.__str__
+
+
+class OutputExistsError(BuildError, ConfigError):
+    """The output folder already exists and ``--overwrite`` was not given: a usage error (exit 2),
+    found before any work; still a :class:`BuildError` for callers that catch that."""
+
+
 # --- exit codes of the command line -------------------------------------------
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130

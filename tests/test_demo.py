@@ -91,4 +91,4 @@ def test_demo_report_and_pictures(demo_run):
 
 def test_demo_refuses_existing_folder(tmp_path):
     (tmp_path / "x").mkdir()
-    assert main(["demo", "--out", str(tmp_path / "x"), "--scale", "0.002"]) == 1
+    assert main(["demo", "--out", str(tmp_path / "x"), "--scale", "0.002"]) == 2  # usage error

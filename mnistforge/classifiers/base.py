@@ -60,6 +60,18 @@ class Classifier:
         params = ",".join(f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self))
         return f"{self.name}:{params}" if params else self.name
 
+    def short_spec(self) -> str:
+        """The kind and only the parameters that differ from their defaults (the device left
+        out): a name for tables, where :meth:`spec` is 160 characters for lenet.
+
+        >>> make_classifier("lenet:epochs=3,device=cpu").short_spec(), make_classifier("knn").short_spec()
+        ('lenet:epochs=3', 'knn')
+        """
+        params = ",".join(f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self)
+                          if f.name != "device" and f.default is not dataclasses.MISSING
+                          and getattr(self, f.name) != f.default)
+        return f"{self.name}:{params}" if params else self.name
+
     # helpers shared by subclasses
     def _encode_labels(self, y) -> np.ndarray:
         y = np.asarray(y).ravel()
@@ -226,3 +238,21 @@ def make_classifier(spec: str, **overrides) -> Classifier:
         _check_range(name, key, kwargs[key])
     kwargs.update(overrides)
     return cls(**kwargs)
+
+
+def short_name(spec: str, longer_than: int = 40) -> str:
+    """A system name for tables: a long classifier spec shortened (:meth:`Classifier.short_spec`),
+    anything else (a short spec, a name that is no spec) unchanged.
+
+    >>> short_name(make_classifier("cnn:epochs=2").spec())
+    'cnn:epochs=2'
+    >>> short_name("my model"), short_name("knn:k=3")
+    ('my model', 'knn:k=3')
+    """
+    if len(spec) <= longer_than:
+        return spec
+    try:
+        return make_classifier(spec).short_spec()
+    except Exception:  # not a spec of ours (a user's own name): kept as it is
+        return spec
+

@@ -105,6 +105,39 @@ def cache_home(args):
             os.environ["MNISTFORGE_HOME"] = old
 
 
+def require_existing_path(path, what: str, expected: str) -> None:
+    """A path typed on the command line that is not there is a usage error (exit 2: "no such
+    path" in :data:`~mnistforge.errors.EXIT_CODES`), whichever command it is given to."""
+    from pathlib import Path
+
+    from ..errors import TargetNotFoundError
+
+    if not (Path(path).exists() or Path(path).is_symlink()):
+        raise TargetNotFoundError(f"{what} not found", path=path, expected=expected,
+                                  found="nothing there")
+
+
+def refuse_existing_output(out, overwrite: bool) -> None:
+    """An existing ``--out`` folder without ``--overwrite`` is a usage error (exit 2), found
+    before any work (the writers refuse it again when they start).
+
+    >>> import tempfile
+    >>> refuse_existing_output(tempfile.mkdtemp(), overwrite=True)
+    >>> refuse_existing_output(tempfile.mkdtemp(), overwrite=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    mnistforge.errors.OutputExistsError: ...: output folder already exists: expected a new folder, ...
+    """
+    from pathlib import Path
+
+    from ..errors import OutputExistsError
+
+    p = Path(out)
+    if not overwrite and p.is_dir():
+        raise OutputExistsError("output folder already exists", path=p, expected="a new folder",
+                                found="an existing one", hint="choose another --out or pass --overwrite")
+
+
 def add_progress(p) -> None:
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bars (as MNISTFORGE_PROGRESS=0)")

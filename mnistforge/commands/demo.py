@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from . import argtypes
 
-from .common import add_progress
+from .common import add_progress, refuse_existing_output
 
 NAME = "demo"
 HELP = ("synthesise a small SD19, build QMNIST/MNIST/EMNIST, verify, export to Hugging Face, "
@@ -24,6 +24,7 @@ def add_arguments(p):
 def run(args) -> int:
     from ..demo import DemoConfig, format_summary, run_demo
 
+    refuse_existing_output(args.out, args.overwrite)
     print(f"mnistforge demo: synthetic SD19 at scale {args.scale} -> {args.out}")
     res = run_demo(args.out, DemoConfig(scale=args.scale, seed=args.seed, workers=args.workers),
                    overwrite=args.overwrite)

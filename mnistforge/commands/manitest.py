@@ -89,6 +89,17 @@ def _load(target, default_split):
     return ds, f"{name}:{split}", root
 
 
+def require_classifier_extras(spec: str) -> None:
+    """A reference classifier that needs an extra (lenet, cnn: ``[torch]``) says so at once."""
+    from ..classifiers.base import REGISTRY, make_classifier
+    from ..classifiers.neural import NeuralClassifier
+
+    if spec.split(":", 1)[0].strip().lower() in REGISTRY:
+        clf = make_classifier(spec)
+        if isinstance(clf, NeuralClassifier):
+            clf.resolve_device()
+
+
 def build_classifier(args, target_name, root=None):
     """Return ``(predict, description)`` for ``--classifier``."""
     import numpy as np
@@ -139,6 +150,7 @@ def run(args) -> int:
     if args.plot:
         from ..evaluators.manitest.plots import require_matplotlib
         require_matplotlib()
+    require_classifier_extras(args.classifier)   # lenet/cnn without torch: before any load
     sl = parse_slice(args.slice)           # a usage error before any load
     parse_slice(args.train_slice)
     ds, target, root = _load(args.target, "test")

@@ -1,9 +1,8 @@
 """``mnistforge sd19 info PATH``: what an SD19 source holds, against NIST's published table."""
 from __future__ import annotations
 
-from pathlib import Path
 
-from .common import add_json, add_progress, write_json
+from .common import add_json, add_progress, require_existing_path, write_json
 from . import argtypes
 
 NAME = "sd19"
@@ -160,12 +159,9 @@ def _print(s: dict) -> None:
 
 
 def run(args) -> int:
-    from ..errors import TargetNotFoundError
     from ..sd19.reader import open_sd19
 
-    if not Path(args.path).exists():  # a path that is not there is a usage error
-        raise TargetNotFoundError("SD19 source not found", path=args.path,
-                                  expected="a folder of SD19 zips or unpacked trees", found="nothing there")
+    require_existing_path(args.path, "SD19 source", "a folder of SD19 zips or unpacked trees")
     src = open_sd19(args.path, reindex=args.reindex, workers=args.workers)
     s = summarise(src)
     _print(s)

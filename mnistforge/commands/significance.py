@@ -151,6 +151,8 @@ def _known_label_problems(args, systems, table_systems, published) -> dict | Non
 
 
 def run(args) -> int:
+    if args.plot:
+        require("matplotlib", "plot", "--plot")  # fail before the work, not after
     if args.example and args.files:
         raise ConfigError("give either FILES or --example", expected="one source of systems",
                           found="both")
@@ -163,8 +165,6 @@ def run(args) -> int:
     else:
         raise ConfigError("no systems given", expected="FILE... or --example keysers2006",
                           found="nothing")
-    if args.plot:
-        require("matplotlib", "plot", "--plot")  # fail before the work, not after
     if args.bootstrap < 1:
         raise ConfigError("invalid --bootstrap", expected="B >= 1", found=args.bootstrap)
     sg.z_two_sided(args.confidence)  # validates the confidence level early

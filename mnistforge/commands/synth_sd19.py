@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import argtypes
+from .common import refuse_existing_output
 
 import time
 
@@ -40,6 +41,8 @@ def add_arguments(p):
 
 def run(args) -> int:
     from ..sd19.synth import HIERARCHIES, SynthConfig, synthesize_sd19
+
+    refuse_existing_output(args.out, args.overwrite)
 
     hierarchies = HIERARCHIES if not args.hierarchies else tuple(
         h.strip() for h in args.hierarchies.split(",") if h.strip())

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-from ..errors import ConfigError
+from ..errors import ConfigError, require
 
 from .common import add_cache, add_json, add_offline, write_json
 from . import argtypes
@@ -79,6 +79,8 @@ def run(args) -> int:
         raise ConfigError("TARP tree too deep", expected=f"--k at most {MAX_DEPTH} (node numbers "
                           "are 2^k in int64)", found=args.k)
     points = [parse_point(t) for t in args.classifier_point]
+    if args.plot:
+        require("matplotlib", "plot", "--plot")  # a missing extra before the work, not after
     name, split, root = resolve_target(args.target, default_split="test")
     ds = load(name, split, root=root)
     images, labels = ds.images, np.asarray(ds.labels)

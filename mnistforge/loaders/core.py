@@ -12,7 +12,7 @@ from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
 from .origins import CacheOrigin, FolderOrigin, Origin
-from .split import DatasetSplit
+from .split import DatasetSplit, warn_if_empty
 
 # Folder detection (.targets) and the check of a folder's files (.trust) are imported where
 # a folder is involved: a load from the cache needs neither.
@@ -173,7 +173,7 @@ def _repo_split(name: str, split: str) -> str:
 def _finish(ds: DatasetSplit, rows: str | None, label_issues: str | None,
             with_metadata: bool) -> DatasetSplit:
     """The requested rows, the label-issue view, and metadata only when asked for."""
-    ds = _slice(ds, rows)
+    ds = warn_if_empty(_slice(ds, rows))
     if label_issues is None and with_metadata:
         return ds
     if label_issues is None:

@@ -23,9 +23,10 @@ Examples
 """
 from __future__ import annotations
 
+import os
 import re
 
-from ..errors import ConfigError, DatasetNotFoundError, EmptySelectionError, IndexRangeError
+from ..errors import ConfigError, DatasetNotFoundError, EmptySelectionError, IndexRangeError, NoSuchPathError
 from ..registry import DatasetInfo, get_dataset, list_datasets
 
 __all__ = ["dataset_name", "split_name", "parse_split", "rows_of", "loadable_datasets"]
@@ -36,6 +37,10 @@ ALIASES = {
     "zalando-datasets/fashion_mnist": "fashion-mnist",
     "tanganke/kmnist": "kmnist",
 }
+
+#: endings of the files a path names (third-party copies, idx files, archives): such a name is a path
+_FILE_ENDINGS = (".mat", ".npz", ".npy", ".gz", ".csv", ".parquet", ".arrow", ".zip", ".tar", ".pt",
+                 ".pth", ".pkl", ".pickle", ".json", ".tsv", ".png", ".idx", "-ubyte")
 
 _SLICE = re.compile(r"^(?P<split>[^\[\]]+?)\s*(?P<rows>\[[^\[\]]*\])?$")
 _BOUND = re.compile(r"^\s*(?P<num>[+-]?\d+(?:\.\d+)?)\s*(?P<pct>%?)\s*$")
@@ -58,8 +63,25 @@ def _suggest(text: str, choices: list[str]) -> str | None:
     return keys[hits[0]] if hits else None
 
 
+def looks_like_path(text: str) -> bool:
+    """Whether a name that is no dataset was meant as a path that is not there (then "no such
+    file or folder" is the answer, not "unknown dataset").
+
+    >>> looks_like_path("/data/emnist-letters.mat"), looks_like_path("x.npz"), looks_like_path("emnist/letters")
+    (True, True, False)
+    """
+    text = os.path.expanduser(str(text))
+    if os.path.lexists(text):
+        return False
+    head = text.split(os.sep, 1)[0]
+    return (text.startswith((os.sep, ".")) or text.lower().endswith(_FILE_ENDINGS)
+            or text.count(os.sep) >= 2 or (os.sep in text and os.path.isdir(head)))
+
+
 def dataset_name(text: str, *, kinds: tuple[str, ...] = ("dataset",)) -> str:
-    """The registry name ``text`` stands for (see the module doc), or DatasetNotFoundError.
+    """The registry name ``text`` stands for (see the module doc), or DatasetNotFoundError
+    (:class:`~mnistforge.errors.NoSuchPathError`, one of those, when ``text`` is a path that
+    does not exist: :func:`looks_like_path`).
 
     ``kinds`` are the registry kinds accepted (``"dataset"``; ``"source"``,
     ``"archive"`` for ``fetch``/``info``).  The error lists only those, with a
@@ -88,6 +110,11 @@ def dataset_name(text: str, *, kinds: tuple[str, ...] = ("dataset",)) -> str:
         raise DatasetNotFoundError(
             f"{other!r} is a {kind}, not a dataset of images", expected="one of " + ", ".join(choices),
             found=text, hint=f"`mnistforge fetch {other}` downloads it")
+    if looks_like_path(text):
+        raise NoSuchPathError("no such file or folder", path=text,
+                              expected="an existing file or folder (a folder of idx files or a "
+                                       "third-party copy), or a dataset name",
+                              found="nothing there", hint="check the path")
     guess = _suggest(text, choices)
     raise DatasetNotFoundError(
         f"unknown dataset {text!r}", expected="one of " + ", ".join(choices), found=text,

@@ -6,9 +6,12 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import ConfigError, EmptySelectionError, IndexKindError, IndexRangeError
+from ..log import get_logger
 from ..registry import DatasetInfo
 
 __all__ = ["DatasetSplit"]
+
+logger = get_logger(__name__)  # logging only when a record could be shown
 
 
 class DatasetSplit:
@@ -215,3 +218,35 @@ def _index_array(rows, n: int) -> np.ndarray:
         for v in (lo, hi):
             _row(v, n)
     return arr.astype(np.int64)
+
+
+def why_empty(ds: DatasetSplit) -> str:
+    """Why a loaded split holds no rows, in words (the registry's definition of the split).
+
+    >>> from mnistforge.registry import get_dataset
+    >>> q = DatasetSplit("qmnist", "test50k", np.zeros((0, 28, 28), np.uint8), np.zeros(0, int),
+    ...                  get_dataset("qmnist"))
+    >>> print(why_empty(q))
+    qmnist test50k is rows 10,000 onwards of test, and this copy's test has no more than 10,000 rows
+    """
+    try:
+        sp = ds.info.split(ds.split)
+    except Exception:  # a sliced name ("test[5:5]") or a split of another origin
+        sp = None
+    if sp is not None and sp.is_view and sp.rows is not None:
+        start, stop = sp.rows
+        span = f"rows {start:,} onwards" if stop is None else f"rows {start:,}..{stop - 1:,}"
+        return (f"{ds.name} {ds.split} is {span} of {sp.of}, and this copy's {sp.of} has no more "
+                f"than {start:,} rows")
+    if sp is not None and sp.is_view:
+        return f"{ds.name} {ds.split} is a part of {sp.of}, empty in this copy"
+    return f"{ds.name} {ds.split}: the files hold no rows for it"
+
+
+def warn_if_empty(ds: DatasetSplit) -> DatasetSplit:
+    """Log a warning naming the split and why it is empty (a small build has no ``test50k``):
+    an empty selection is said, never returned without a word."""
+    if len(ds) == 0:
+        logger.warning("%s selects 0 rows: %s", f"{ds.name} {ds.split}", why_empty(ds))
+    return ds
+
