@@ -12,12 +12,14 @@ What a load of an export checks, before any array reaches the caller:
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-from ..cache.seen import forget, recall, remember
+from ..cache.seen import forget, identity, recall, remember
 from ..errors import DataMismatchError, IntegrityError, MissingFileError, MnistforgeError
 from ..io.hashing import sha256_file
 from ..io.hf.parquet import DATA
@@ -56,6 +58,79 @@ def _listed(repo_dir: Path, config: str, splits) -> list[tuple[str, str]]:
     return out
 
 
+class _Shard(NamedTuple):
+    split: str
+    rel: str          # path relative to the export, as the card and croissant.json name it
+    path: Path
+    digest: str       # the sha256 the export recorded
+
+
+def _plan(repo_dir: Path, config: str, splits, cache, check: bool):
+    """``(recorded digests, trusted {rel: sha256}, [shards to hash])``; a shard missing or not
+    recorded is refused here, before any shard is read."""
+    recorded = recorded_shard_hashes(repo_dir)
+    if not recorded:
+        logger.warning("%s: the export recorded no shard sha256 (not written by mnistforge, or by "
+                       "an older version): its shards are NOT verified, only the arrays are "
+                       "checked", repo_dir)
+        return recorded, {}, []
+    trusted: dict[str, str] = {}
+    todo = []
+    for split, rel in _listed(repo_dir, config, splits):
+        path = repo_dir / rel
+        digest = recorded.get(rel)
+        if digest is None:
+            raise IntegrityError(f"{config}/{split}: shard without a recorded sha256", path=path,
+                                 expected=f"a sha256 for {rel} in the card's 'Shards (sha256)'",
+                                 found="none: the card lists a shard the export did not record",
+                                 hint="the card was edited after the export; export the data "
+                                      "again; " + OPT_OUT)
+        if not path.is_file():
+            raise MissingFileError(f"{config}/{split}: shard missing", path=path,
+                                   expected=f"the shard the export recorded (sha256 {digest})",
+                                   found="nothing", hint=_WHAT_TO_DO)
+        facts = None if check else recall(path, cache)
+        if facts is not None and facts.get(SHARD_FACT) == digest:
+            trusted[rel] = digest
+        else:
+            todo.append(_Shard(split, rel, path, digest))
+    return recorded, trusted, todo
+
+
+def _hash(todo: list) -> list:
+    """``[(shard, stat before, sha256)]``: each shard hashed once, its identity taken first."""
+    out = []
+    for sh in todo:
+        before = os.stat(sh.path)
+        out.append((sh, before, sha256_file(sh.path)))
+    return out
+
+
+def _judge(config: str, hashed: list, recorded: dict, cache) -> dict[str, str]:
+    """Refuse the first shard whose hash is not the recorded one (named); record the others."""
+    out = {}
+    for sh, before, got in hashed:
+        if got != sh.digest:
+            forget(sh.path, cache)
+            other = next((r for r, d in sorted(recorded.items()) if d == got and r != sh.rel), None)
+            if other is not None:
+                raise DataMismatchError(f"{config}/{sh.split}: shard holds another shard's data",
+                                        path=sh.path,
+                                        expected=f"sha256 {sh.digest} (recorded by the export)",
+                                        found=f"sha256 {got}, the content of {other}",
+                                        hint=_WHAT_TO_DO)
+            raise IntegrityError(f"{config}/{sh.split}: shard changed since the export",
+                                 path=sh.path, expected=f"sha256 {sh.digest} (recorded by the export)",
+                                 found=f"sha256 {got}", hint=_WHAT_TO_DO)
+        if not remember(sh.path, {SHARD_FACT: sh.digest}, before=before, cache=cache) \
+                and identity(os.stat(sh.path)) != identity(before):
+            raise IntegrityError(f"{config}/{sh.split}: shard changed while it was read",
+                                 path=sh.path, expected="the same file before and after reading",
+                                 found="another size, time or inode", hint="load it again")
+        out[sh.rel] = got
+    return out
+
+
 def check_shards(repo_dir, config: str, splits=None, *, cache=None, check: bool = False) -> dict[str, str]:
     """Check the shards of ``config`` (of ``splits``; default every split) against the sha256
     the export recorded; return ``{shard path relative to repo_dir: sha256}``.
@@ -70,48 +145,29 @@ def check_shards(repo_dir, config: str, splits=None, *, cache=None, check: bool 
     that recorded no hashes (written by someone else or an older mnistforge):
     it is logged as unverified.
     """
-    repo_dir = Path(repo_dir)
-    recorded = recorded_shard_hashes(repo_dir)
-    if not recorded:
-        logger.warning("%s: the export recorded no shard sha256 (not written by mnistforge, or by "
-                       "an older version): its shards are NOT verified, only the arrays are "
-                       "checked", repo_dir)
-        return {}
-    out: dict[str, str] = {}
-    for split, rel in _listed(repo_dir, config, splits):
-        path = repo_dir / rel
-        digest = recorded.get(rel)
-        if digest is None:
-            raise IntegrityError(f"{config}/{split}: shard without a recorded sha256", path=path,
-                                 expected=f"a sha256 for {rel} in the card's 'Shards (sha256)'",
-                                 found="none: the card lists a shard the export did not record",
-                                 hint="the card was edited after the export; export the data "
-                                      "again; " + OPT_OUT)
-        if not path.is_file():
-            raise MissingFileError(f"{config}/{split}: shard missing", path=path,
-                                   expected=f"the shard the export recorded (sha256 {digest})",
-                                   found="nothing", hint=_WHAT_TO_DO)
-        if not check:
-            facts = recall(path, cache)
-            if facts is not None and facts.get(SHARD_FACT) == digest:
-                out[rel] = digest
-                continue
-        before = os.stat(path)
-        got = sha256_file(path)
-        if got != digest:
-            forget(path, cache)
-            other = next((r for r, d in sorted(recorded.items()) if d == got and r != rel), None)
-            if other is not None:
-                raise DataMismatchError(f"{config}/{split}: shard holds another shard's data",
-                                        path=path, expected=f"sha256 {digest} (recorded by the export)",
-                                        found=f"sha256 {got}, the content of {other}",
-                                        hint=_WHAT_TO_DO)
-            raise IntegrityError(f"{config}/{split}: shard changed since the export", path=path,
-                                 expected=f"sha256 {digest} (recorded by the export)",
-                                 found=f"sha256 {got}", hint=_WHAT_TO_DO)
-        remember(path, {SHARD_FACT: digest}, before=before, cache=cache)
-        out[rel] = digest
-    return out
+    recorded, trusted, todo = _plan(Path(repo_dir), config, splits, cache, check)
+    return {**trusted, **_judge(config, _hash(todo), recorded, cache)}
+
+
+@contextlib.contextmanager
+def _checked(repo_dir, config: str, splits, *, cache, check: bool):
+    """:func:`check_shards` around reading the shards: the unseen ones are hashed on a thread
+    while the body parses them (hashing and parquet both release the GIL), and judged before
+    the body's result is used; a read that fails on a damaged shard reports the damage."""
+    recorded, _, todo = _plan(Path(repo_dir), config, splits, cache, check)
+    if not todo:
+        yield
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="mnistforge-shard-hash") as pool:
+        hashed = pool.submit(_hash, todo)
+        try:
+            yield
+        except Exception:
+            _judge(config, hashed.result(), recorded, cache)   # the damage explains the failure
+            raise
+        _judge(config, hashed.result(), recorded, cache)
 
 
 def _admit(arrays: tuple, info: DatasetInfo, split: str, where: str) -> tuple:
@@ -197,9 +253,11 @@ def load_split_from_repo(repo_dir, name: str, split: str, *, with_metadata: bool
     view = _view_of(repo_dir, name, split, with_metadata, cache=cache, check=check, trust=trust)
     if view is not None:
         return view
-    if not trust:
-        check_shards(repo_dir, name, [split], cache=cache, check=check)
-    arrays = read_split(repo_dir, name, split)
+    if trust:
+        arrays = read_split(repo_dir, name, split)
+    else:
+        with _checked(repo_dir, name, [split], cache=cache, check=check):
+            arrays = read_split(repo_dir, name, split)
     try:
         info = get_dataset(name)
         split_name = next((s for s in info.splits if hf_split_name(s) == hf_split_name(split)), split)
