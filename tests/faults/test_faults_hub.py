@@ -399,3 +399,17 @@ def test_the_arrays_of_an_export_are_admitted_only_when_well_formed(images, labe
                   get_dataset("mnist"), "test", "x")[1].tolist() == [0, 1, 2, 3]
     with pytest.raises(IntegrityError, match=why):
         _admit((imgs, labs, classes, None), get_dataset("mnist"), "test", "x")
+
+
+def test_an_intact_export_re_exports_whole_folder_as_a_target(any_repo, tmp_path):
+    # `export hf EXPORT` (no :NAME) takes every config of the export; its shards are checked
+    # first (recorded in the cache), then the re-export holds the same arrays
+    import numpy as np
+
+    repo = any_repo
+    r = cli("export", "hf", repo, "--out", tmp_path / "again", "--workers", "1", "--no-check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert all(_record(p).is_file() for p in _shards(repo, "test") + _shards(repo, "train"))
+    for split in ("train", "test"):
+        a, b = _load(repo, split), _load(tmp_path / "again", split)
+        assert np.array_equal(a.images, b.images) and np.array_equal(a.labels, b.labels)
