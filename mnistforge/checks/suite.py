@@ -393,7 +393,9 @@ def _load_hf(ctx, info, split, add, report, download) -> dict:
                             f"split {s} is not in the export's card"))
             continue
         try:
-            loaded[s] = load(ctx.name, s, root=root, with_metadata=True, download=download)
+            # hashes.shards above judged the shards (re-hashed): loading must not refuse them first
+            loaded[s] = load(ctx.name, s, root=root, with_metadata=True, download=download,
+                             trust_files=True)
         except Exception as e:  # a split that does not load is a finding
             add(load_failure(f"load[{s}]", e))
     ctx.loaded = loaded

@@ -11,11 +11,12 @@ import numpy as np
 from .._version import __version__
 from ..errors import ConfigError, MissingFileError, MnistforgeError
 from ..io.hashing import sha256_file
-from ..io.hf.repo import CARD, config_is_synthetic, is_hf_repo, read_card, repo_configs
+from ..io.hf.repo import CARD, config_is_synthetic, is_hf_repo, read_card, repo_configs, shard_paths
 from ..io.hf.schema import SplitData
 from ..io.manifest import Manifest
 from ..loaders import datasets_in_folder, load, resolve_target
 from ..loaders.origins import find_dataset_folder, locate
+from ..loaders.repo import check_shards
 from ..registry import bibtex, built_license, get_dataset, get_file, hub_license
 from .export import ExportConfig
 
@@ -119,6 +120,18 @@ def by_identity(value, key: str = ""):
 def _strip_paths(text: str) -> str:
     """A sentence with its absolute paths shortened to their last part."""
     return re.sub(r"(?<![\w.:/])(/[^\s,;:'\"`()]+)", lambda m: Path(m.group(1)).name, text)
+
+
+def _verified_shards(root, name: str) -> dict:
+    """``{shard: sha256}`` of config ``name`` of the export ``root``, every shard checked against
+    the export's record first (a damaged input is refused before anything is written); an export
+    that recorded none is hashed as it is (its shards named when missing)."""
+    digests = check_shards(root, name)
+    if not digests:
+        for split in repo_configs(root).get(name, {}):
+            for p in shard_paths(root, name, split):
+                digests[p.relative_to(root).as_posix()] = sha256_file(p)
+    return dict(sorted(digests.items()))
 
 
 def _official_provenance(info, splits) -> dict:
@@ -271,9 +284,7 @@ def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_n
         source = (f"re-exported from an earlier mnistforge export (`{Path(root).name}`); that "
                   "folder's README.md holds the original provenance.")
         prov["source_card_sha256"] = sha256_file(Path(root) / CARD)
-        prov["source_shards_sha256"] = {
-            rel: sha256_file(Path(root) / rel)
-            for rel in sorted({f for fs in repo_configs(root).get(name, {}).values() for f in fs})}
+        prov["source_shards_sha256"] = _verified_shards(root, name)
         header = read_card(root)
         synthetic = config_is_synthetic(root, name)
         license_id = header.get("license") if isinstance(header.get("license"), str) else "other"
@@ -326,6 +337,13 @@ def configs_from_targets(targets, *, download: bool | None = None) -> list[Expor
     resolved = []
     for text in targets:
         config, rest = parse_target(str(text))
+        if os.path.isdir(rest) and is_hf_repo(rest):  # an export: each of its configs
+            names = list(repo_configs(rest))
+            if config and len(names) > 1:
+                raise ConfigError(f"{rest} holds several configs; CONFIG= needs one",
+                                  expected="FOLDER:NAME with CONFIG=", found=", ".join(names))
+            resolved += [(config, (n, None, Path(rest))) for n in names]
+            continue
         if os.path.isdir(rest) and not is_hf_repo(rest):
             names = datasets_in_folder(rest)
             if len(names) > 1:  # a build folder holding several datasets: one config each

@@ -142,13 +142,15 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         if _is_repo(root, name):
             from .repo import load_split_from_repo
 
-            ds = load_split_from_repo(root, name, _repo_split(name, base), with_metadata=want_meta)
+            ds = load_split_from_repo(root, name, _repo_split(name, base), with_metadata=want_meta,
+                                      cache=cache, check=check, trust=settings.trust_files(trust_files))
             return _finish(ds, rows, label_issues, with_metadata)
     info = get_dataset(dataset_name(name))
     if root is not None and _is_repo(root, info.name):
         from .repo import load_split_from_repo
 
-        ds = load_split_from_repo(root, info.name, split_name(info, base), with_metadata=want_meta)
+        ds = load_split_from_repo(root, info.name, split_name(info, base), with_metadata=want_meta,
+                                  cache=cache, check=check, trust=settings.trust_files(trust_files))
         return _finish(ds, rows, label_issues, with_metadata)
     ds = _load_files(info, split_name(info, base), root=root, download=download,
                      with_metadata=want_meta, cache=cache, keep_raw=keep_raw, progress=progress,

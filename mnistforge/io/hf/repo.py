@@ -51,7 +51,8 @@ def read_card(repo_dir) -> dict:
         raise FormatError("dataset card without YAML header", path=path,
                           expected="a '---' delimited YAML block at the top", found=text[:40])
     try:
-        header = yaml.safe_load(m.group(1))
+        # libyaml's loader when PyYAML has it (15x faster; a card is parsed on every load)
+        header = yaml.load(m.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as e:
         raise FormatError("dataset card YAML does not parse", path=path, expected="valid YAML",
                           found=str(e).splitlines()[0]) from e
