@@ -115,10 +115,13 @@ def test_written_root_loads_through_its_manifests(built):
 
 def test_export_fashion_mnist_and_real_mnist_test(fashion_dir, mnist_reference, tmp_path, capsys):
     out = tmp_path / "root"
-    assert main(["export", "torchvision", str(fashion_dir), str(mnist_reference), "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
-    assert "official content" in printed
-    assert "torchvision's MNIST loads a root only when every split is there (train missing)" in printed
+    assert main(["export", "torchvision", str(fashion_dir), str(mnist_reference), "--out", str(out),
+                 "--json", str(tmp_path / "w.json")]) == 0
+    assert "official content" in capsys.readouterr().out
+    written = json.loads((tmp_path / "w.json").read_text())
+    assert written["warnings"] == ["mnist: torchvision's MNIST loads a root only when every split is "
+                                   "there (train missing); mnistforge.compat.MNIST reads it"]
+    assert all(f["official"] for d in written["datasets"].values() for f in d["files"].values())
     for name, folder in (("fashion-mnist", "FashionMNIST"), ("mnist", "MNIST")):
         tv = get_dataset(name).torchvision
         for split in (("train", "test") if name == "fashion-mnist" else ("test",)):

@@ -56,14 +56,17 @@ class TorchvisionSource:
 @dataclass
 class TorchvisionLayout:
     """What :func:`write_torchvision` wrote: ``datasets[name]`` = ``{"class", "folder", "splits":
-    {split: rows}, "files": {file: {"sha256", "bytes", "official"}}}``; ``notes`` for the reader."""
+    {split: rows}, "files": {file: {"sha256", "bytes", "official"}}}``; ``notes`` for the reader,
+    ``warnings`` (also logged): what torchvision will not read as it is."""
 
     root: Path
     datasets: dict[str, dict] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"root": str(self.root), "datasets": self.datasets, "notes": list(self.notes)}
+        return {"root": str(self.root), "datasets": self.datasets, "notes": list(self.notes),
+                "warnings": list(self.warnings)}
 
 
 def torchvision_of(name: str) -> tuple[DatasetInfo, TorchvisionInfo]:
@@ -235,12 +238,12 @@ def write_torchvision(out, sources: list[TorchvisionSource], *, overwrite: bool 
             _record_files(written, srcs, layout)
         root_manifest = Manifest(kind="torchvision", parameters={"layout": "torchvision"},
                                  inputs={n: d["from"] for n, d in layout.datasets.items()},
-                                 notes=list(layout.notes),
+                                 notes=layout.notes + layout.warnings,
                                  datasets={n: DatasetEntry(counts=dict(d["splits"]))
                                            for n, d in layout.datasets.items()})
         root_manifest.write(tmp)
-    for note in layout.notes:
-        logger.warning("%s", note)
+    for w in layout.warnings:
+        logger.warning("%s", w)
     return layout
 
 
@@ -274,18 +277,19 @@ def _write_source(raw: Path, src: TorchvisionSource, manifest: Manifest, layout:
     where = {"cache": src.root is None, "folder": None if src.root is None else str(src.root),
              "status": status}
     manifest.inputs.setdefault("sources", {})[src.name] = where
-    notes = []
+    notes, warnings = [], []
     if synthetic:
         notes.append(f"{src.name}: built from a synthetic SD19, not NIST's data")
     if tv.needs_every_split and set(tv.files) - set(src.splits):
         missing = ", ".join(sorted(set(tv.files) - set(src.splits)))
-        notes.append(f"{src.name}: torchvision's {tv.cls} loads a root only when every split is "
-                     f"there ({missing} missing); mnistforge.compat.{tv.cls} reads it")
+        warnings.append(f"{src.name}: torchvision's {tv.cls} loads a root only when every split is "
+                        f"there ({missing} missing); mnistforge.compat.{tv.cls} reads it")
     if classes:
-        notes.append(f"{src.name}: a build with {len(classes)} classes; torchvision's {tv.cls} "
-                     f"names {len(tv.classes)} (mnistforge.compat uses the build's)")
-    manifest.notes += notes
+        warnings.append(f"{src.name}: a build with {len(classes)} classes; torchvision's {tv.cls} "
+                        f"names {len(tv.classes)} (mnistforge.compat uses the build's)")
+    manifest.notes += notes + warnings
     layout.notes += notes
+    layout.warnings += warnings
     layout.datasets[src.name] = {"class": tv.cls, "split_argument": tv.split, "folder": tv.folder,
                                  "splits": counts, "files": {}, "from": where}
 
