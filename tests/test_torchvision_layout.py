@@ -258,3 +258,17 @@ print("ok")
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
     r = _python("import sys, mnistforge.compat; print('torch' in sys.modules)")
     assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
+
+
+def test_a_hugging_face_export_as_source_gives_the_same_files(built, mnist_reference, tmp_path):
+    idx, root, _, _ = built
+    hf = tmp_path / "hf"
+    assert main(["export", "hf", f"{idx / 'emnist'}:emnist-letters", str(mnist_reference), "--out", str(hf),
+                 "--no-check"]) == 0
+    out = tmp_path / "from-hf"
+    assert main(["export", "torchvision", str(hf), "--out", str(out)]) == 0
+    for rel in ("EMNIST/raw/emnist-letters-train-images-idx3-ubyte",
+                "EMNIST/raw/emnist-letters-test-labels-idx1-ubyte"):
+        assert sha256_file(out / rel) == sha256_file(root / rel)  # as written from the build itself
+    want = get_file("mnist/t10k-images-idx3-ubyte.gz").content_sha256
+    assert sha256_file(out / "MNIST" / "raw" / "t10k-images-idx3-ubyte") == want

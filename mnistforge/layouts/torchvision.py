@@ -27,12 +27,13 @@ import numpy as np
 
 from ..errors import ConfigError, IntegrityError
 from ..io.atomic import atomic_dir
+from ..io.hf.repo import is_hf_repo, repo_configs
 from ..io.idx import write_idx
 from ..io.manifest import DatasetEntry, Manifest
 from ..loaders import datasets_in_folder, load, resolve_target
 from ..loaders.origins import FolderOrigin, find_dataset_folder
 from ..log import get_logger
-from ..registry import DatasetInfo, TorchvisionInfo, get_dataset, get_file
+from ..registry import DatasetInfo, TorchvisionInfo, get_dataset, get_file, torchvision_datasets
 
 logger = get_logger(__name__)
 
@@ -79,10 +80,20 @@ def torchvision_of(name: str) -> tuple[DatasetInfo, TorchvisionInfo]:
     return info, info.torchvision
 
 
+def _folder_datasets(folder) -> list[str]:
+    """The datasets of a folder: a build's or official files', or a Hugging Face export's configs
+    named after registry datasets."""
+    if is_hf_repo(folder):
+        return [n for n in repo_configs(folder) if n in torchvision_datasets()]
+    return datasets_in_folder(folder) or [resolve_target(folder)[0]]
+
+
 def _present(name: str, root: Path) -> list[str]:
     """The file splits torchvision reads whose images are in the folder ``root`` (or a sibling
-    build folder, as a load finds them)."""
+    build folder, as a load finds them; the splits of an export's config)."""
     info, tv = torchvision_of(name)
+    if is_hf_repo(root, name):
+        return [s for s in repo_configs(root).get(name, {}) if s in tv.files]
     try:
         origin = FolderOrigin(info, root)
     except FileNotFoundError:
@@ -117,8 +128,7 @@ def sources_from_targets(targets) -> list[TorchvisionSource]:
         text = os.fspath(text)
         picks: list[tuple[str, str | None, Path | None]]
         if os.path.isdir(text):
-            names = datasets_in_folder(text) or [resolve_target(text)[0]]
-            picks = [(n, None, Path(text)) for n in names]
+            picks = [(n, None, Path(text)) for n in _folder_datasets(text)]
         else:
             name, split, root = resolve_target(text)
             picks = [(name, split, root)]
