@@ -55,6 +55,10 @@ def add_arguments(p):
                         "manifest lists every problem")
     p.add_argument("--letters-variant", choices=["official", "paper37"], default="official",
                    help="EMNIST letters: the official 26-class release or the paper's 37 classes")
+    p.add_argument("--layout", choices=["idx", "torchvision"], default="idx",
+                   help="idx: the release files (.gz) with a manifest; torchvision: OUT/<Class>/raw/ "
+                        "with the decompressed files torchvision.datasets.MNIST(root=OUT) and the "
+                        "EMNIST/QMNIST classes read (EMNIST stored transposed, as released)")
     add_json(p, "the manifest of each folder built")
     add_cache(p)
     add_progress(p)
@@ -144,6 +148,8 @@ def run(args) -> int:
                         owned=build_folder_problems)
     refuse_existing_output(args.out, args.overwrite)
     require_existing_path(args.sd19, "SD19 source", "a folder of SD19 zips or unpacked trees")
+    if getattr(args, "layout", "idx") == "torchvision":
+        return build_torchvision(args)
     if args.target == "all":
         return build_all(args)
     build = builders().get(args.target)
@@ -156,11 +162,20 @@ def run(args) -> int:
 
 
 def build_all(args) -> int:
+    out = Path(args.out)
+    _build_all_into(args, out)
+    for target in ALL_TARGETS:
+        print(describe_build(target, out / target))
+    print(f"built all datasets into {out}")
+    _write_manifests(args, {t: out / t for t in ALL_TARGETS})
+    return 0
+
+
+def _build_all_into(args, out: Path) -> None:
     from ..builders.qmnist import sharing_preprocessed_digits
     from ..io.atomic import atomic_dir
     from ..io.manifest import build_folder_problems
 
-    out = Path(args.out)
     table = builders()
     # One folder per target inside <out>.incomplete; renamed to <out> only when all succeeded.
     with atomic_dir(out, overwrite=args.overwrite, inputs=_inputs(args),
@@ -169,10 +184,39 @@ def build_all(args) -> int:
             for target in ALL_TARGETS[:3]:
                 _build_inside(table[target], args, target, tmp)
         _build_inside(table[ALL_TARGETS[3]], args, ALL_TARGETS[3], tmp)
-    for target in ALL_TARGETS:
-        print(describe_build(target, out / target))
-    print(f"built all datasets into {out}")
-    _write_manifests(args, {t: out / t for t in ALL_TARGETS})
+
+
+def build_torchvision(args) -> int:
+    """``--layout torchvision``: build into a temporary folder next to ``--out`` (the usual
+    layout, with its manifests), write torchvision's layout from it, remove the temporary one."""
+    import shutil
+    import tempfile
+
+    from ..io.atomic import check_output_path
+    from ..layouts import sources_from_targets, write_torchvision
+    from .export import describe_torchvision
+
+    out = check_output_path(args.out, _inputs(args))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not args.overwrite:  # before the build, not after it
+        from ..errors import BuildError
+
+        raise BuildError("output folder already exists", path=out, expected="a new folder",
+                         found="an existing one", hint="choose another --out or pass --overwrite")
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.idx-", dir=out.parent))
+    try:
+        build = staging / "build"
+        if args.target == "all":
+            _build_all_into(args, build)
+        else:
+            config = dataclasses.replace(config_for(args.target, args), overwrite=False)
+            builders()[args.target](args.sd19, build, config)
+        layout = write_torchvision(out, sources_from_targets([build]),
+                                   overwrite=args.overwrite, inputs=_inputs(args))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # made here, by this run
+    print(describe_torchvision(layout))
+    write_json(args, layout.to_dict())
     return 0
 
 

@@ -61,13 +61,14 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         official file raises :class:`~mnistforge.errors.OfflineError`),
         ``True`` fetches what is missing; ``None`` (default) fetches unless
         ``MNISTFORGE_OFFLINE=1``.
-    with_metadata : bool
+    with_metadata : bool or "files"
         Also load the metadata (QMNIST's 8 columns; EMNIST writer side files
         of built folders).  ``metadata`` stays None when there is none.
         MNIST and QMNIST also get the human label votes of Northcutt et al.
         (2021): ``label_votes_given``/``_guessed``/``_neither``,
         ``suggested_label``, ``label_issue`` (-1 votes: not examined; see
-        :mod:`mnistforge.loaders.label_issues`).
+        :mod:`mnistforge.loaders.label_issues`).  ``"files"``: the files' own
+        columns only, without the label votes (nothing fetched for them).
     label_issues : {None, "exclude", "relabel"}
         ``None`` (default): the labels as published.  ``"exclude"`` drops the
         images with a known label issue (15 of MNIST's test set);
@@ -155,7 +156,7 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
     ds = _load_files(info, split_name(info, base), root=root, download=download,
                      with_metadata=want_meta, cache=cache, keep_raw=keep_raw, progress=progress,
                      trust=settings.trust_files(trust_files), check=check)
-    if want_meta:  # the human label votes of the splits a study examined
+    if want_meta and with_metadata != "files":  # the human label votes of the splits a study examined
         from .label_issues import add_label_votes
 
         add_label_votes(ds, root=root, cache=cache, download=download, progress=progress,
