@@ -199,9 +199,9 @@ def build_torchvision(args) -> int:
     out = check_output_path(args.out, _inputs(args))
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists() and not args.overwrite:  # before the build, not after it
-        from ..errors import BuildError
+        from ..errors import OutputExistsError
 
-        raise BuildError("output folder already exists", path=out, expected="a new folder",
+        raise OutputExistsError("output folder already exists", path=out, expected="a new folder",
                          found="an existing one", hint="choose another --out or pass --overwrite")
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.idx-", dir=out.parent))
     try:

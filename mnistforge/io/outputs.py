@@ -251,7 +251,7 @@ def check_replaceable(out, *, overwrite: bool, owned=None) -> None:
     (:func:`unlisted_entries`); an empty folder holds nothing to lose.  Without
     ``owned`` nothing is replaced.
     """
-    from ..errors import BuildError, NotOwnedError
+    from ..errors import NotOwnedError, OutputExistsError
 
     from ..errors import OutputPathError
 
@@ -262,8 +262,8 @@ def check_replaceable(out, *, overwrite: bool, owned=None) -> None:
         raise OutputPathError("the output path is a symbolic link", path=out,
                               expected="a folder mnistforge wrote", found="a symbolic link",
                               hint="choose another --out (mnistforge never writes through a link)")
-    if not overwrite:
-        raise BuildError("output folder already exists", path=out, expected="a new folder",
+    if not overwrite:  # a usage error (exit 2), found before any work
+        raise OutputExistsError("output folder already exists", path=out, expected="a new folder",
                          found="an existing one", hint="choose another --out or pass --overwrite")
     try:
         empty = out.is_dir() and not out.is_symlink() and not any(os.scandir(out))

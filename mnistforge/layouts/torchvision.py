@@ -29,7 +29,7 @@ from ..errors import ConfigError, IntegrityError
 from ..io.atomic import atomic_dir
 from ..io.hf.repo import is_hf_repo, repo_configs
 from ..io.idx import write_idx
-from ..io.manifest import DatasetEntry, Manifest
+from ..io.manifest import DatasetEntry, Manifest, MANIFEST_NAME, recorded_folder_problems
 from ..loaders import datasets_in_folder, load, resolve_target
 from ..loaders.origins import FolderOrigin, find_dataset_folder
 from ..log import get_logger
@@ -223,6 +223,22 @@ def _official(info: DatasetInfo, split: str, role: int, sha256: str) -> bool | N
     return None if not want else sha256 == want
 
 
+def layout_problems(root) -> list[str]:
+    """What ``--overwrite`` would destroy in a torchvision root beyond what mnistforge wrote: the
+    root's manifest lists the data files; each ``<Class>/raw/manifest.json`` is accepted only
+    while it is itself a whole record of its folder."""
+    root = Path(root)
+    out = []
+    for p in recorded_folder_problems(root):
+        rel = p.split(" (", 1)[0]
+        nested = root / rel
+        if nested.name == MANIFEST_NAME and p.endswith("(not listed)") \
+                and not recorded_folder_problems(nested.parent):
+            continue
+        out.append(p)
+    return out
+
+
 def write_torchvision(out, sources: list[TorchvisionSource], *, overwrite: bool = False,
                       inputs=(), download: bool | None = None) -> TorchvisionLayout:
     """Write ``sources`` in torchvision's layout under the new folder ``out``; what was written.
@@ -237,7 +253,8 @@ def write_torchvision(out, sources: list[TorchvisionSource], *, overwrite: bool 
     for src in sources:
         by_folder.setdefault(torchvision_of(src.name)[1].folder, []).append(src)
     folders = [src.root for src in sources if src.root is not None]
-    with atomic_dir(out, overwrite=overwrite, inputs=list(inputs) + folders) as tmp:
+    with atomic_dir(out, overwrite=overwrite, inputs=list(inputs) + folders,
+                    owned=layout_problems) as tmp:
         for folder, srcs in by_folder.items():
             raw = Path(tmp) / folder
             raw.mkdir(parents=True)
