@@ -110,6 +110,7 @@ def atomic_dir(out, *, overwrite: bool = False, inputs=(), owned=None):
         check_replaceable(out, overwrite=overwrite, owned=owned)
         tmp = out.with_name(out.name + ".incomplete")
         _remove_stale(tmp)
+        _remove_stale_staging(out)
         try:  # made with its mark, then renamed: <out>.incomplete never appears unmarked
             import tempfile
 
@@ -235,6 +236,28 @@ def _remove_stale(tmp: Path) -> None:
         shutil.rmtree(tmp)
         return
     refuse_in_the_way(tmp)
+
+
+def _remove_stale_staging(out: Path) -> None:
+    """Remove the ``.<out>.new-*`` folders of runs killed between making their temporary folder
+    and renaming it to ``<out>.incomplete`` (the lock is held: no run uses them).  Only an
+    empty one or one holding the package's mark goes; anything else is left where it is."""
+    import shutil
+
+    prefix = f".{out.name}.new-"
+    try:
+        entries = [e for e in os.scandir(out.parent) if e.name.startswith(prefix)]
+    except OSError:
+        return
+    for e in entries:
+        p = Path(e.path)
+        if not e.is_dir(follow_symlinks=False):
+            continue
+        if (p / INCOMPLETE_MARK).exists():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.rmdir(p)  # only when empty: never anything of the user's
 
 
 @contextlib.contextmanager

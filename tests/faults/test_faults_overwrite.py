@@ -10,13 +10,14 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 from faults_helpers import ROOT, cli, start_cli
 
 from mnistforge.errors import BuildError, NotOwnedError
 from mnistforge.io import atomic
-from mnistforge.io.atomic import atomic_dir
+from mnistforge.io.atomic import INCOMPLETE_MARK, atomic_dir
 from mnistforge.io.manifest import Manifest, build_folder_problems
 
 
@@ -366,7 +367,10 @@ def test_ctrl_c_or_a_kill_during_overwrite_leaves_old_or_new_whole(tmp_path, sig
             proc.wait()
     assert _whole(out) >= 2
     leftovers = sorted(p.name for p in tmp_path.iterdir())
-    assert set(leftovers) <= {"o", "count", "o.lock", "o.incomplete"}, leftovers
+    # a kill between making the marked temporary folder and renaming it leaves that folder
+    staging = [n for n in leftovers if n.startswith(".o.new-")]
+    assert not staging or sig == signal.SIGKILL, leftovers
+    assert set(leftovers) - set(staging) <= {"o", "count", "o.lock", "o.incomplete"}, leftovers
     # the next run cleans what a killed one left (or names it, never deletes a stranger)
     try:
         with atomic_dir(out, overwrite=True, owned=build_folder_problems) as tmp:
@@ -375,6 +379,7 @@ def test_ctrl_c_or_a_kill_during_overwrite_leaves_old_or_new_whole(tmp_path, sig
         assert "o.incomplete" in str(e) and sig == signal.SIGKILL
     else:
         assert (out / "f0.txt").read_text() == "generation 100\n"
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith(".o.new-")]
 
 
 @pytest.mark.parametrize("attempt", range(3))
@@ -391,3 +396,20 @@ def test_two_overwrites_at_once_leave_one_whole_build(tmp_path, built, tiny_sd19
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
     r = cli("verify", out, "--no-near")
     assert "hashes" in r.stdout and r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_staging_folder_of_a_killed_run_is_cleaned_only_when_ours(tmp_path):
+    out = tmp_path / "o"
+    ours_empty = tmp_path / ".o.new-aaaa"
+    ours_marked = tmp_path / ".o.new-bbbb"
+    stranger = tmp_path / ".o.new-cccc"
+    ours_empty.mkdir()
+    ours_marked.mkdir()
+    (ours_marked / INCOMPLETE_MARK).write_bytes(b"")
+    (ours_marked / "half.bin").write_bytes(b"x")
+    stranger.mkdir()
+    (stranger / "notes.txt").write_text("mine")
+    with atomic_dir(out) as tmp:
+        (Path(tmp) / "f").write_text("x")
+    assert not ours_empty.exists() and not ours_marked.exists()
+    assert (stranger / "notes.txt").read_text() == "mine"
