@@ -12,7 +12,7 @@ from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
 from .origins import CacheOrigin, FolderOrigin, Origin
-from .split import DatasetSplit, warn_if_empty
+from .split import IMAGE_SHAPE, DatasetSplit, warn_if_empty
 
 # Folder detection (.targets) and the check of a folder's files (.trust) are imported where
 # a folder is involved: a load from the cache needs neither.
@@ -21,8 +21,6 @@ logger = get_logger(__name__)  # logging only when a record could be shown
 
 __all__ = ["load"]
 
-#: every dataset of the registry is 28 x 28
-IMAGE_SHAPE = (28, 28)
 
 
 def _view(arr, sl):

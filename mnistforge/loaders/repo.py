@@ -27,8 +27,7 @@ from ..io.hf.repo import config_is_synthetic, read_split, recorded_shard_hashes,
 from ..io.hf.schema import hf_split_name
 from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset
-from .core import IMAGE_SHAPE
-from .split import DatasetSplit
+from .split import IMAGE_SHAPE, DatasetSplit
 from .trust import OPT_OUT
 
 logger = get_logger(__name__)
