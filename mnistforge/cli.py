@@ -82,6 +82,9 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse exits 2 on usage errors, 0 on --help
         return int(e.code or 0)
+    except KeyboardInterrupt:  # output paths are checked while parsing: Ctrl-C may land there
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     logging.basicConfig(
         level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
         format="%(levelname)s %(name)s: %(message)s")

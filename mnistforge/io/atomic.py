@@ -211,19 +211,31 @@ def _exchange(a: Path, b: Path) -> bool:
 
 @contextlib.contextmanager
 def _signals_deferred():
-    """Hold SIGINT/SIGTERM/SIGHUP until the block ends (main thread of a Unix process)."""
+    """Hold SIGINT/SIGTERM/SIGHUP until the block ends, then deliver them (main thread only).
+
+    Python-level handlers, not a signal mask: a process-directed signal is delivered to any
+    thread that does not block it (a hashing or parquet thread), and Python then runs the
+    handler in the main thread anyway, so a mask on the main thread alone holds nothing.
+    """
     import signal
     import threading
 
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    pending: list[int] = []
+    old = {}
+    for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if s is None or signal.getsignal(s) is None:  # a handler set outside Python: left alone
+            continue
+        old[s] = signal.signal(s, lambda signum, frame: pending.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        for s in dict.fromkeys(pending):  # each held signal once, to the restored handler
+            signal.raise_signal(s)
 
 
 def _remove_stale(tmp: Path) -> None:

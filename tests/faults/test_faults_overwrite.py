@@ -276,9 +276,26 @@ def test_the_old_output_comes_back_when_the_second_rename_fails(tmp_path, monkey
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
 
 
+@pytest.fixture(params=[False, True], ids=["one-thread", "with-a-worker-thread"])
+def worker_thread(request):
+    """Optionally a second thread that does not block signals (a hashing or parquet thread):
+    the kernel may then deliver a process-directed SIGINT to it instead of the main thread."""
+    import threading
+
+    if not request.param:
+        yield
+        return
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait, daemon=True)
+    t.start()
+    yield
+    stop.set()
+    t.join()
+
+
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "two-renames"])
 def test_ctrl_c_between_the_renames_waits_until_the_new_output_is_in_place(tmp_path, monkeypatch,
-                                                                           exchange):
+                                                                           exchange, worker_thread):
     out = tmp_path / "o"
     out.mkdir()
     _owned_folder(out, 1)
