@@ -27,7 +27,6 @@ from ..io.hf.repo import read_split, recorded_shard_hashes, repo_configs, shard_
 from ..io.hf.schema import hf_split_name
 from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset
-from .core import IMAGE_SHAPE
 from .split import DatasetSplit
 from .trust import OPT_OUT
 
@@ -35,6 +34,9 @@ logger = get_logger(__name__)
 
 #: the fact a seen record of a shard holds: the recorded sha256 the shard was found to have
 SHARD_FACT = "hf_shard_sha256"
+
+#: every dataset of the registry is 28 x 28 (as loaders.core.IMAGE_SHAPE)
+IMAGE_SHAPE = (28, 28)
 
 _WHAT_TO_DO = ("restore the shard from the original export or export the data again "
                "(`mnistforge verify REPO_DIR` lists every damaged shard); " + OPT_OUT)
