@@ -35,7 +35,8 @@ logger = get_logger(__name__)
 #: the fact a seen record of a shard holds: the recorded sha256 the shard was found to have
 SHARD_FACT = "hf_shard_sha256"
 
-#: every dataset of the registry is 28 x 28 (as loaders.core.IMAGE_SHAPE)
+#: every dataset of the registry is 28 x 28 (loaders.core.IMAGE_SHAPE, not imported: core
+#: imports this module)
 IMAGE_SHAPE = (28, 28)
 
 _WHAT_TO_DO = ("restore the shard from the original export or export the data again "
