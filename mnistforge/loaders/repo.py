@@ -23,7 +23,7 @@ from ..cache.seen import forget, identity, recall, remember
 from ..errors import DataMismatchError, IntegrityError, MissingFileError, MnistforgeError
 from ..io.hashing import sha256_file
 from ..io.hf.parquet import DATA
-from ..io.hf.repo import read_split, recorded_shard_hashes, repo_configs, shard_paths
+from ..io.hf.repo import config_is_synthetic, read_split, recorded_shard_hashes, repo_configs, shard_paths
 from ..io.hf.schema import hf_split_name
 from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset
@@ -284,4 +284,5 @@ def load_split_from_repo(repo_dir, name: str, split: str, *, with_metadata: bool
     ds = DatasetSplit(name, split_name, images, labels, info, metadata,
                       source=f"hf repository {repo_dir}", status={}, stored_orientation="upright")
     ds.classes = list(classes)
+    ds.synthetic = config_is_synthetic(repo_dir, name)
     return ds

@@ -16,6 +16,21 @@ from .parquet import DATA
 from .schema import PIXELS, hf_split_name
 
 CARD = "README.md"
+#: The first lines of a config section (``## Config `NAME```) of a card whose data was built
+#: from a synthetic SD19: what marks an export (and what is read back from one) synthetic.
+SYNTHETIC_NOTE = ("**Synthetic data.** Built from a synthetic SD19 replica (`mnistforge "
+                  "synth-sd19`), not from NIST's handwriting: the images, sizes and any scores "
+                  "describe the pipeline, not the real dataset.")
+
+
+def config_is_synthetic(repo_dir, name: str) -> bool:
+    """Whether the card of ``repo_dir`` marks config ``name`` synthetic (its first lines)."""
+    try:
+        text = (Path(repo_dir) / CARD).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    head = f"## Config `{name}`\n"
+    return head in text and text.split(head, 1)[1].lstrip("\n").startswith(SYNTHETIC_NOTE)
 
 
 def read_card(repo_dir) -> dict:
