@@ -35,6 +35,7 @@ logger = get_logger(__name__)
 #: the fact a seen record of a shard holds: the recorded sha256 the shard was found to have
 SHARD_FACT = "hf_shard_sha256"
 
+
 _WHAT_TO_DO = ("restore the shard from the original export or export the data again "
                "(`mnistforge verify REPO_DIR` lists every damaged shard); " + OPT_OUT)
 
