@@ -210,19 +210,32 @@ def _exchange(a: Path, b: Path) -> bool:
 
 @contextlib.contextmanager
 def _signals_deferred():
-    """Hold SIGINT/SIGTERM/SIGHUP until the block ends (main thread of a Unix process)."""
+    """Hold SIGINT/SIGTERM/SIGHUP until the block ends, then deliver them.
+
+    Python handlers run in the main thread whichever thread the OS hands a signal to, so
+    the handlers are swapped (a signal mask would hold it only for one thread).  Elsewhere
+    than the main thread nothing is held.
+    """
     import signal
     import threading
 
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    got: list[int] = []
+    old = {}
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        num = getattr(signal, name, None)
+        prev = signal.getsignal(num) if num is not None else None
+        if prev is not None and prev is not signal.SIG_IGN:
+            old[num] = signal.signal(num, lambda signum, frame: got.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for num, prev in old.items():
+            signal.signal(num, prev)
+        for num in dict.fromkeys(got):
+            signal.raise_signal(num)
 
 
 def _remove_stale(tmp: Path) -> None:

@@ -297,9 +297,18 @@ def test_ctrl_c_between_the_renames_waits_until_the_new_output_is_in_place(tmp_p
         monkeypatch.setattr(atomic, "_exchange", interrupted(real_exchange))
     else:
         monkeypatch.setattr(atomic.os, "replace", interrupted(real_replace))
-    with pytest.raises(KeyboardInterrupt):
-        with atomic_dir(out, overwrite=True, owned=build_folder_problems) as tmp:
-            _owned_folder(tmp, 2)
+    # another live thread (a pool's, say): a process-directed signal may land on it
+    import threading
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with atomic_dir(out, overwrite=True, owned=build_folder_problems) as tmp:
+                _owned_folder(tmp, 2)
+    finally:
+        stop.set()
+        other.join()
     monkeypatch.undo()
     assert (out / "f0.txt").read_text() == "generation 2\n" and build_folder_problems(out) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
