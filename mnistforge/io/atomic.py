@@ -110,16 +110,12 @@ def atomic_dir(out, *, overwrite: bool = False, inputs=(), owned=None):
         check_replaceable(out, overwrite=overwrite, owned=owned)
         tmp = out.with_name(out.name + ".incomplete")
         _remove_stale(tmp)
-        try:  # made with its mark, then renamed: <out>.incomplete never appears unmarked
-            import tempfile
-
-            made = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
-            os.chmod(made, 0o777 & ~_UMASK)  # mkdtemp makes 0700; a folder gets the usual mode
-            (made / INCOMPLETE_MARK).write_bytes(b"")
-            os.rename(made, tmp)
-        except OSError as e:
-            raise named_os_error(e, tmp, "output folder") from None
-        try:
+        try:  # (the lock is held and nothing was there: whatever fails, tmp is ours to remove)
+            try:
+                tmp.mkdir()
+                (tmp / INCOMPLETE_MARK).write_bytes(b"")
+            except OSError as e:
+                raise named_os_error(e, tmp, "output folder") from None
             try:
                 yield tmp
             except OSError as e:
