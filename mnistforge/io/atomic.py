@@ -110,9 +110,12 @@ def atomic_dir(out, *, overwrite: bool = False, inputs=(), owned=None):
         check_replaceable(out, overwrite=overwrite, owned=owned)
         tmp = out.with_name(out.name + ".incomplete")
         _remove_stale(tmp)
-        try:  # (the lock is held and nothing was there: whatever fails, tmp is ours to remove)
+        try:
+            tmp.mkdir()  # (one that appeared meanwhile is not ours: EEXIST, never removed)
+        except OSError as e:
+            raise named_os_error(e, tmp, "output folder") from None
+        try:  # from here on tmp is this run's own: whatever fails, it is removed
             try:
-                tmp.mkdir()
                 (tmp / INCOMPLETE_MARK).write_bytes(b"")
             except OSError as e:
                 raise named_os_error(e, tmp, "output folder") from None
