@@ -166,6 +166,19 @@ def test_a_description_file_alone_is_not_enough(tmp_path):
     assert (out / "data.csv").read_text() == "1,2,3"
 
 
+def test_a_synthetic_sd19_described_before_outputs_were_listed(tmp_path, tiny_sd19):
+    # zips: the configuration names them, so an older description still decides
+    from mnistforge.sd19.synth.synthesize import synthetic_sd19_problems
+
+    out = _copy(tiny_sd19, tmp_path / "s")
+    desc = json.loads((out / "synthetic-sd19.json").read_text())
+    del desc["outputs"]
+    (out / "synthetic-sd19.json").write_text(json.dumps(desc))
+    assert synthetic_sd19_problems(out) == []
+    (out / "mine.zip").write_bytes(b"PK")
+    assert synthetic_sd19_problems(out) == ["mine.zip (not listed)"]
+
+
 def test_a_synthetic_sd19_in_folders_names_a_file_added_inside(tmp_path):
     from mnistforge.sd19.synth import SynthConfig, synthesize_sd19
     from mnistforge.sd19.synth.synthesize import synthetic_sd19_problems
