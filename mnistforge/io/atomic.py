@@ -110,17 +110,15 @@ def atomic_dir(out, *, overwrite: bool = False, inputs=(), owned=None):
         check_replaceable(out, overwrite=overwrite, owned=owned)
         tmp = out.with_name(out.name + ".incomplete")
         _remove_stale(tmp)
-        _remove_stale_staging(out)
-        try:  # made with its mark, then renamed: <out>.incomplete never appears unmarked
-            import tempfile
-
-            made = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
-            os.chmod(made, 0o777 & ~_UMASK)  # mkdtemp makes 0700; a folder gets the usual mode
-            (made / INCOMPLETE_MARK).write_bytes(b"")
-            os.rename(made, tmp)
+        try:
+            tmp.mkdir()  # (one that appeared meanwhile is not ours: EEXIST, never removed)
         except OSError as e:
             raise named_os_error(e, tmp, "output folder") from None
-        try:
+        try:  # from here on tmp is this run's own: whatever fails, it is removed
+            try:
+                (tmp / INCOMPLETE_MARK).write_bytes(b"")
+            except OSError as e:
+                raise named_os_error(e, tmp, "output folder") from None
             try:
                 yield tmp
             except OSError as e:
@@ -211,11 +209,11 @@ def _exchange(a: Path, b: Path) -> bool:
 
 @contextlib.contextmanager
 def _signals_deferred():
-    """Hold SIGINT/SIGTERM/SIGHUP until the block ends, then deliver them (main thread only).
+    """Hold SIGINT/SIGTERM/SIGHUP until the block ends, then deliver them.
 
-    Python-level handlers, not a signal mask: a process-directed signal is delivered to any
-    thread that does not block it (a hashing or parquet thread), and Python then runs the
-    handler in the main thread anyway, so a mask on the main thread alone holds nothing.
+    Python handlers run in the main thread whichever thread the OS hands a signal to, so
+    the handlers are swapped (a signal mask would hold it only for one thread).  Elsewhere
+    than the main thread nothing is held.
     """
     import signal
     import threading
@@ -223,19 +221,20 @@ def _signals_deferred():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    pending: list[int] = []
+    got: list[int] = []
     old = {}
-    for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-        if s is None or signal.getsignal(s) is None:  # a handler set outside Python: left alone
-            continue
-        old[s] = signal.signal(s, lambda signum, frame: pending.append(signum))
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        num = getattr(signal, name, None)
+        prev = signal.getsignal(num) if num is not None else None
+        if prev is not None and prev is not signal.SIG_IGN:
+            old[num] = signal.signal(num, lambda signum, frame: got.append(signum))
     try:
         yield
     finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
-        for s in dict.fromkeys(pending):  # each held signal once, to the restored handler
-            signal.raise_signal(s)
+        for num, prev in old.items():
+            signal.signal(num, prev)
+        for num in dict.fromkeys(got):
+            signal.raise_signal(num)
 
 
 def _remove_stale(tmp: Path) -> None:
@@ -248,28 +247,6 @@ def _remove_stale(tmp: Path) -> None:
         shutil.rmtree(tmp)
         return
     refuse_in_the_way(tmp)
-
-
-def _remove_stale_staging(out: Path) -> None:
-    """Remove the ``.<out>.new-*`` folders of runs killed between making their temporary folder
-    and renaming it to ``<out>.incomplete`` (the lock is held: no run uses them).  Only an
-    empty one or one holding the package's mark goes; anything else is left where it is."""
-    import shutil
-
-    prefix = f".{out.name}.new-"
-    try:
-        entries = [e for e in os.scandir(out.parent) if e.name.startswith(prefix)]
-    except OSError:
-        return
-    for e in entries:
-        p = Path(e.path)
-        if not e.is_dir(follow_symlinks=False):
-            continue
-        if (p / INCOMPLETE_MARK).exists():
-            shutil.rmtree(p, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                os.rmdir(p)  # only when empty: never anything of the user's
 
 
 @contextlib.contextmanager

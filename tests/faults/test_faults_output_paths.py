@@ -180,6 +180,9 @@ def test_a_lock_path_that_is_a_folder_link_or_file_of_the_users(tmp_path, tiny_s
         with atomic_dir(out):
             pass
     assert (tmp_path / "b.lock").read_text() == "my notes, not a process id"
+    with pytest.raises(OutputPathError, match="under a file"):
+        with output_lock(mine / "x"):             # a lock whose parent is a file
+            pass
     (tmp_path / "b.lock").write_text("12345")  # a killed run's lock: reused and removed
     with atomic_dir(out) as tmp:
         (tmp / "x").write_text("x")

@@ -169,6 +169,11 @@ def synthetic_sd19_problems(folder) -> list[str]:
     except (OSError, ValueError) as e:
         return [f"{DESCRIPTION} (missing or unreadable: {e})"]
     outputs = d.get("outputs") if isinstance(d, dict) else None
+    config = d.get("config") if isinstance(d, dict) else None
+    if (outputs is None and isinstance(config, dict) and config.get("packaging") == "zip"
+            and isinstance(config.get("hierarchies"), list)):
+        # written before descriptions listed their outputs: the zips its configuration names
+        outputs = {f"{h}.zip": {} for h in config["hierarchies"]}
     if not (isinstance(outputs, dict) and "mnistforge synth-sd19" in str(d.get("kind"))):
         return [f"{DESCRIPTION} (no kind or outputs fields: not a description mnistforge wrote)"]
     listed: dict[str, int | None] = {DESCRIPTION: None}
