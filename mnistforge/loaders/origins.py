@@ -238,7 +238,10 @@ class FolderOrigin(_Opening):
         self.root = root
         self.where = str(folder)
         self.status: dict[str, str] = {}
+        #: each file's stat just before it was read (the gate records hashes under it)
+        self.stats: dict[str, os.stat_result] = {}
         self.manifest = Manifest.read(folder)
+        self._manifests: dict[Path, Manifest | None] = {folder: self.manifest}
         self.orientation = (self.manifest and self.manifest.storage_orientation) or info.orientation
         self.classes = manifest_classes(self.manifest, info)
 
@@ -260,6 +263,15 @@ class FolderOrigin(_Opening):
                 return p
         return None
 
+    def manifest_of(self, path: Path) -> Manifest | None:
+        """The build manifest of the folder holding ``path`` (read once)."""
+        folder = path.parent
+        if folder not in self._manifests:
+            from ..io.manifest import Manifest
+
+            self._manifests[folder] = Manifest.read(folder)
+        return self._manifests[folder]
+
     def length(self, sp: SplitInfo) -> int:
         p = self.path_of(sp.images or "")
         if p is None:
@@ -278,6 +290,7 @@ class FolderOrigin(_Opening):
                 expected=f"{strip_compression(fname)} (raw, .gz, .xz or .bz2)", found="no such file",
                 hint="build it with `mnistforge build` or copy it there")
         self.status.setdefault(fname, "local")
+        self.stats[fname] = os.stat(p)
         if self.keep_raw and compression_of(p.name) is not None:
             arr = self._open_copy(p)
             if arr is not None:
