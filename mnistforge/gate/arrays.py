@@ -66,7 +66,7 @@ def admit(images, labels, *, dataset: str | None, split: str | None, route: str,
         pixel_range(images, where)
     if images.dtype != np.uint8:  # whole bytes (checked above): the hashes are of bytes
         images = images.astype(np.uint8)
-    c = _Arrays(images, labels)
+    c = _Arrays(images, labels.astype(np.int64) if labels.dtype.kind in "iub" else labels)
     h = ContentHashes(c)
     verdict = judge(c, dataset, split, where=where, trust=trust, hashes=h,
                     order_free="order-free sha256" in r.hashes)

@@ -90,7 +90,7 @@ class ContentHashes:
 
     def labels(self, s: int) -> str | None:
         if s not in self._lab:
-            lab = np.asarray(self.c.labels) + s
+            lab = np.asarray(self.c.labels, dtype=np.int64) + s
             self._lab[s] = None if lab.size and (lab.min() < 0 or lab.max() > 255) else \
                 idx_content_sha256(lab.astype(np.uint8))
         return self._lab[s]

@@ -147,9 +147,21 @@ class CacheOrigin(_Opening):
         v = check_raw_copy(raw, remote, rehash=self.check)
         if v is None:
             return None
+        if self.check:  # check=True re-hashes the compressed download too, not only its copy
+            self._recheck_download(remote)
         self.status[remote.name] = v.status if v.status != "derived" else self.status.get(
             remote.name, "derived")
         return read_raw_copy(raw)
+
+    def _recheck_download(self, remote) -> None:
+        """Re-hash the cached compressed file of ``remote`` (when kept), never trusting its
+        sidecar; a mismatch raises HashMismatchError (`mnistforge fetch` gets it again)."""
+        from ..cache.download import cache_path
+        from ..cache.verify import verify_file
+
+        packed = cache_path(remote, self.cache)
+        if remote.member is None and packed.is_file():
+            verify_file(packed, remote, use_marker=False)
 
 
 def read_raw_copy(raw) -> np.ndarray | None:
