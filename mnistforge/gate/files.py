@@ -40,12 +40,73 @@ logger = get_logger(__name__)  # logging only when a record could be shown
 __all__ = ["check_folder_file", "file_facts", "identify", "OPT_OUT"]
 
 
+class _Into:
+    """A binary writer into a preallocated buffer (the decompressed file, without copies)."""
+
+    def __init__(self, size: int):
+        self.buf = bytearray(size)
+        self._view = memoryview(self.buf)
+        self.n = 0
+
+    def write(self, b) -> int:
+        k = len(b)
+        if self.n + k > len(self.buf):
+            raise ValueError("more content than the header says")
+        self._view[self.n:self.n + k] = b
+        self.n += k
+        return k
+
+
+def read_hashed(path: Path) -> tuple[np.ndarray, dict] | None:
+    """A compressed idx file read once, its bytes and its content hashed on a second thread
+    while it is decompressed (:func:`mnistforge.io.hashing.inflate_to`): ``(array, facts)``;
+    None when the file does not read cleanly (the caller's plain read names what is wrong)."""
+    from ..errors import FormatError
+    from ..io.hashing import inflate_to
+    from ..io.idx import parse_idx_bytes, read_idx_header
+
+    comp = compression_of(path.name)
+    try:
+        header = read_idx_header(path)
+        out = _Into(header.offset + header.nbytes)
+        got = inflate_to(path, out, comp, limit=len(out.buf))
+        if got.content_size != len(out.buf):
+            return None
+        arr = parse_idx_bytes(out.buf, path)
+    except (FormatError, ValueError, OSError) as e:
+        logger.debug("%s: no hashed read (%s)", path, e)
+        return None
+    arr.flags.writeable = False   # as read_idx gives it
+    return arr, {"sha256": got.sha256, "content_sha256": got.content_sha256}
+
+
+def open_images(fsp, src, *, cache=None, rehash: bool = False) -> np.ndarray:
+    """The images array of ``fsp`` from folder origin ``src``: a compressed file not yet recorded
+    is read and hashed in one pass (:func:`read_hashed`), its hashes recorded; else ``src.open``."""
+    path = src.path_of(fsp.images) if fsp.images else None
+    if path is None or getattr(src, "keep_raw", False) or compression_of(path.name) is None \
+            or (not rehash and recall(path, cache) is not None):
+        return src.open(fsp.images)
+    st = os.stat(path)
+    got = read_hashed(path)
+    if got is None:
+        return src.open(fsp.images)
+    arr, facts = got
+    src.status.setdefault(fsp.images, "local")
+    src.stats[fsp.images] = st
+    src.hashed[fsp.images] = facts
+    remember(path, facts, before=st, cache=cache)
+    return arr
+
+
 def file_facts(path: Path, need: tuple[str, ...], *, array: np.ndarray | None = None,
-               before: os.stat_result | None = None, cache=None, rehash: bool = False) -> dict:
+               before: os.stat_result | None = None, cache=None, rehash: bool = False,
+               known: dict | None = None) -> dict:
     """The hashes ``need`` (``sha256``, ``md5``, ``content_sha256``, ``content_md5``) of ``path``:
-    recalled while the file keeps its identity, else computed (the content from ``array``, the
-    file as read, when given) and recorded.  ``before``: the file's stat before it was read."""
-    facts = {} if rehash else dict(recall(path, cache) or {})
+    ``known`` (hashed as it was read), or recalled while the file keeps its identity, else
+    computed (the content from ``array``, the file as read, when given) and recorded.
+    ``before``: the file's stat before it was read."""
+    facts = dict(known) if known else {} if rehash else dict(recall(path, cache) or {})
     missing = [k for k in need if k not in facts]
     if not missing:
         return facts
@@ -77,19 +138,19 @@ def file_facts(path: Path, need: tuple[str, ...], *, array: np.ndarray | None = 
 
 
 def _needs(path: Path, remote: RemoteFile) -> tuple[str, ...]:
-    """The hashes that decide ``path`` against ``remote``: the file's own first (a published
-    file is judged by its smaller compressed bytes), its content where the wrapper differs."""
+    """The hashes that decide ``path`` against ``remote``: its content's where the registry pins
+    it (one hash decides for the published file and any re-compressed copy, and the images'
+    content is hashed from the array already read), else the file's own."""
     same_wrapper = compression_of(path.name) == remote.compression
-    out: list[str] = []
-    if same_wrapper and remote.sha256:
-        out.append("sha256")
-    elif same_wrapper and remote.md5:
-        out.append("md5")
     if remote.content_sha256:
-        out.append("content_sha256")
-    elif remote.content_md5:
-        out.append("content_md5")
-    return tuple(out)
+        return ("content_sha256",)
+    if remote.content_md5:
+        return ("content_md5",)
+    if same_wrapper and remote.sha256:
+        return ("sha256",)
+    if same_wrapper and remote.md5:
+        return ("md5",)
+    return ()
 
 
 def _registry_status(path: Path, remote: RemoteFile, h: dict) -> str | None:
@@ -140,7 +201,7 @@ def _manifest_sha(manifest, fname: str) -> str | None:
 
 def check_folder_file(info: DatasetInfo, split: str, path: Path, fname: str, manifest, *,
                       array: np.ndarray | None = None, before: os.stat_result | None = None,
-                      cache=None, rehash: bool = False) -> str:
+                      cache=None, rehash: bool = False, known: dict | None = None) -> str:
     """Check the local file ``path`` (official name ``fname``) of ``info``; return its status.
 
     Statuses: ``"built"`` (matches the build manifest), ``exact``/``content``/``raw``
@@ -148,7 +209,7 @@ def check_folder_file(info: DatasetInfo, split: str, path: Path, fname: str, man
     (nothing to compare with).  Raises DataMismatchError otherwise.  ``array``: the file's
     content as read (its hash spares a second decompression).
     """
-    kw = dict(array=array, before=before, cache=cache, rehash=rehash)
+    kw = dict(array=array, before=before, cache=cache, rehash=rehash, known=known)
     if manifest is not None:
         want = _manifest_sha(manifest, path.name)
         if want:
@@ -168,11 +229,8 @@ def check_folder_file(info: DatasetInfo, split: str, path: Path, fname: str, man
     except KeyError:
         return "unpinned"
     need = _needs(path, remote)
-    h = file_facts(path, need[:1], **kw) if need else {}
+    h = file_facts(path, need, **kw) if need else {}
     status = _registry_status(path, remote, h)
-    if status is None and len(need) > 1:  # not the published bytes: its content decides
-        h = file_facts(path, need, **kw)
-        status = _registry_status(path, remote, h)
     if status is not None:
         return status
     # a mismatch: every hash, to say what the file is instead
@@ -221,7 +279,7 @@ def check_folder_images(info: DatasetInfo, fsp, src, images: np.ndarray, *, cach
         return
     status = check_folder_file(info, fsp.name, path, fsp.images, src.manifest_of(path),
                                array=images, before=src.stats.get(fsp.images), cache=cache,
-                               rehash=rehash)
+                               rehash=rehash, known=src.hashed.get(fsp.images))
     src.status[fsp.images] = status
     if all(src.status.get(f) in ("unpinned", "archive", None) for f in (fsp.images, fsp.labels)):
         logger.info("%s %s in %s: no hash to check the files against (unverified)", info.name,

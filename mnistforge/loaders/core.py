@@ -212,7 +212,11 @@ def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata,
         from ..gate.files import check_folder
 
         check_folder(info, fsp, src, cache=cache, rehash=check)
-    images = src.open(fsp.images)
+        from ..gate.files import open_images
+
+        images = open_images(fsp, src, cache=cache, rehash=check)  # hashed as it is read
+    else:
+        images = src.open(fsp.images)
     lab = src.open(fsp.labels) if fsp.labels != fsp.images else images
     meta_raw = None
     if with_metadata and fsp.metadata:

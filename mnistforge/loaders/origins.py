@@ -252,6 +252,8 @@ class FolderOrigin(_Opening):
         self.status: dict[str, str] = {}
         #: each file's stat just before it was read (the gate records hashes under it)
         self.stats: dict[str, os.stat_result] = {}
+        #: hashes of files hashed while they were read (the gate's one-pass read)
+        self.hashed: dict[str, dict] = {}
         self.manifest = Manifest.read(folder)
         self._manifests: dict[Path, Manifest | None] = {folder: self.manifest}
         self.orientation = (self.manifest and self.manifest.storage_orientation) or info.orientation
