@@ -14,8 +14,11 @@ Fashion-MNIST from ``/usr/share/datasets/fashion-mnist``):
 
 ``first``: a load with nothing recorded (an empty cache for the folder route, raw copies
 and sidecars removed for the cache route); ``repeat``: a load once everything is recorded.
-Each timing is the median of ``--repeat`` loads in one process; the two codes alternate, in
-``--rounds`` rounds, and the ratio reported is gated / baseline of the medians over rounds.
+Each process times ``--repeat`` loads; the two codes alternate, in ``--rounds`` rounds.  The
+ratio is gated / baseline of the fastest load of each (on a shared machine the minimum is
+the cost without the other processes' interference); the medians' ratio follows it, then the
+CPU time of the process (all threads: the gate's second hashing thread counts in full, so on
+a busy machine this is the fairer measure, and an upper bound of the wall time on an idle one).
 Targets: first loads within 1.3x, repeat loads within 1.1x.
 
 Usage: ``python benchmarks/bench_gate.py [--repeat 5] [--rounds 3] [--base REV]``
@@ -60,12 +63,13 @@ def fresh_cache(i):
 
 def one(c):
     kw = dict(root=folder) if route == "folder" else dict(download=False)
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     ds = mnistforge.load(name, split, cache=c, **kw)
     int(np.asarray(ds.images[-1]).sum())   # touch the data (a memory map reads on use)
+    cpus.append(time.process_time() - cpu)
     return time.perf_counter() - t, ds
 
-times = []
+times, cpus = [], []
 c = fresh_cache("warm")
 if mode == "repeat":
     one(c)                                  # everything recorded once
@@ -75,7 +79,9 @@ for i in range(repeat):
     dt, ds = one(c)
     times.append(dt)
 assert len(ds) > 0
-print(json.dumps({"median": statistics.median(times), "times": times}))
+cpus = cpus[-repeat:]
+print(json.dumps({"median": statistics.median(times), "min": min(times), "times": times,
+                  "cpu": min(cpus)}))
 '''
 
 
@@ -103,14 +109,14 @@ def base_tree(rev: str, work: Path) -> Path:
     return out
 
 
-def run(code: Path, route: str, name: str, split: str, mode: str, repeat: int, work: Path) -> float:
+def run(code: Path, route: str, name: str, split: str, mode: str, repeat: int, work: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(code), MNISTFORGE_OFFLINE="1", MNISTFORGE_PROGRESS="0")
     env.pop("MNISTFORGE_TRUST_FILES", None)
     out = subprocess.run([sys.executable, "-c", WORKER, route, name, split, mode, str(repeat), str(work)],
                          env=env, capture_output=True, text=True, cwd=work)
     if out.returncode:
         raise SystemExit(f"{code} {route} {name} {split} {mode}: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])["median"]
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main(argv=None) -> int:
@@ -129,21 +135,25 @@ def main(argv=None) -> int:
         codes = {"base": base_tree(args.base, work), "gated": ROOT}
         print(f"baseline {args.base} (git archive) vs this checkout; median of {args.repeat} loads, "
               f"{args.rounds} alternating rounds")
-        print(f"{'route':7} {'dataset':14} {'split':6} {'load':7} {'base ms':>9} {'gated ms':>9} {'ratio':>6}")
+        print(f"{'route':7} {'dataset':14} {'split':6} {'load':7} {'base ms':>9} {'gated ms':>9} "
+              f"{'ratio':>6} {'median ratio':>12} {'cpu base':>9} {'cpu gated':>9} {'cpu ratio':>9}")
         worst = {"first": 0.0, "repeat": 0.0}
         for route in ("folder", "cache"):
             for name, split in FILES:
                 for mode in ("first", "repeat"):
-                    t: dict[str, list[float]] = {"base": [], "gated": []}
+                    t: dict[str, list[dict]] = {"base": [], "gated": []}
                     for _ in range(args.rounds):
                         for k, code in codes.items():
                             t[k].append(run(code, route, name, split, mode, args.repeat, work))
-                    b, g = statistics.median(t["base"]), statistics.median(t["gated"])
+                    b, g = (min(r["min"] for r in t[k]) for k in ("base", "gated"))
+                    bm, gm = (statistics.median(r["median"] for r in t[k]) for k in ("base", "gated"))
+                    bc, gc = (min(r["cpu"] for r in t[k]) for k in ("base", "gated"))
                     worst[mode] = max(worst[mode], g / b)
                     print(f"{route:7} {name:14} {split:6} {mode:7} {b * 1e3:9.1f} {g * 1e3:9.1f} "
-                          f"{g / b:6.2f}")
-        print(f"worst ratio: first {worst['first']:.2f} (target 1.3), repeat {worst['repeat']:.2f} "
-              "(target 1.1)")
+                          f"{g / b:6.2f} {gm / bm:12.2f} {bc * 1e3:9.1f} {gc * 1e3:9.1f} "
+                          f"{gc / max(bc, 1e-9):9.2f}")
+        print(f"worst ratio of the fastest loads: first {worst['first']:.2f} (target 1.3), "
+              f"repeat {worst['repeat']:.2f} (target 1.1)")
     return 0
 
 

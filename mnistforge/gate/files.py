@@ -34,6 +34,7 @@ from ..io.compression import compression_of
 from ..log import get_logger
 from ..registry import DatasetInfo, RemoteFile, get_dataset, get_file, list_datasets, list_files
 from .content import OPT_OUT
+from .policy import POLICY
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
@@ -57,10 +58,11 @@ class _Into:
         return k
 
 
-def read_hashed(path: Path) -> tuple[np.ndarray, dict] | None:
-    """A compressed idx file read once, its bytes and its content hashed on a second thread
-    while it is decompressed (:func:`mnistforge.io.hashing.inflate_to`): ``(array, facts)``;
-    None when the file does not read cleanly (the caller's plain read names what is wrong)."""
+def read_hashed(path: Path, *, packed: bool = True) -> tuple[np.ndarray, dict] | None:
+    """A compressed idx file read once, its content (and, with ``packed``, its bytes) hashed on
+    a second thread while it is decompressed (:func:`mnistforge.io.hashing.inflate_to`):
+    ``(array, facts)``; None when the file does not read cleanly (the caller's plain read
+    names what is wrong)."""
     from ..errors import FormatError
     from ..io.hashing import inflate_to
     from ..io.idx import parse_idx_bytes, read_idx_header
@@ -69,7 +71,7 @@ def read_hashed(path: Path) -> tuple[np.ndarray, dict] | None:
     try:
         header = read_idx_header(path)
         out = _Into(header.offset + header.nbytes)
-        got = inflate_to(path, out, comp, limit=len(out.buf))
+        got = inflate_to(path, out, comp, limit=len(out.buf), packed=packed)
         if got.content_size != len(out.buf):
             return None
         arr = parse_idx_bytes(out.buf, path)
@@ -77,7 +79,10 @@ def read_hashed(path: Path) -> tuple[np.ndarray, dict] | None:
         logger.debug("%s: no hashed read (%s)", path, e)
         return None
     arr.flags.writeable = False   # as read_idx gives it
-    return arr, {"sha256": got.sha256, "content_sha256": got.content_sha256}
+    facts = {"content_sha256": got.content_sha256}
+    if packed:
+        facts["sha256"] = got.sha256
+    return arr, facts
 
 
 def open_images(fsp, src, *, cache=None, rehash: bool = False) -> np.ndarray:
@@ -88,7 +93,10 @@ def open_images(fsp, src, *, cache=None, rehash: bool = False) -> np.ndarray:
             or (not rehash and recall(path, cache) is not None):
         return src.open(fsp.images)
     st = os.stat(path)
-    got = read_hashed(path)
+    # the content hash decides where the registry pins it: the file's bytes only otherwise
+    # (a build folder's manifest records the file's bytes)
+    packed = src.manifest_of(path) is not None or not _content_pinned(src.info, fsp.images)
+    got = read_hashed(path, packed=packed)
     if got is None:
         return src.open(fsp.images)
     arr, facts = got
@@ -97,6 +105,14 @@ def open_images(fsp, src, *, cache=None, rehash: bool = False) -> np.ndarray:
     src.hashed[fsp.images] = facts
     remember(path, facts, before=st, cache=cache)
     return arr
+
+
+def _content_pinned(info: DatasetInfo, fname: str) -> bool:
+    try:
+        remote = get_file(f"{info.group}/{fname}")
+    except KeyError:
+        return False
+    return bool(remote.content_sha256)
 
 
 def file_facts(path: Path, need: tuple[str, ...], *, array: np.ndarray | None = None,
@@ -137,19 +153,21 @@ def file_facts(path: Path, need: tuple[str, ...], *, array: np.ndarray | None = 
     return facts
 
 
-def _needs(path: Path, remote: RemoteFile) -> tuple[str, ...]:
-    """The hashes that decide ``path`` against ``remote``: its content's where the registry pins
-    it (one hash decides for the published file and any re-compressed copy, and the images'
-    content is hashed from the array already read), else the file's own."""
+#: the policy's hash names -> the keys of a file's facts (and of a registry entry)
+FACT = {"content sha256": "content_sha256", "content md5": "content_md5", "sha256": "sha256",
+        "md5": "md5"}
+
+
+def _needs(path: Path, remote: RemoteFile, route: str = "idx-folder") -> tuple[str, ...]:
+    """The hash that decides ``path`` against ``remote``: the first of the route's policy
+    (:data:`~mnistforge.gate.policy.POLICY`) the registry pins.  Content first: one hash decides
+    for the published file and any re-compressed copy, and the images' content is hashed from
+    the array already read; a file's own hash applies only to a file of the same compression."""
     same_wrapper = compression_of(path.name) == remote.compression
-    if remote.content_sha256:
-        return ("content_sha256",)
-    if remote.content_md5:
-        return ("content_md5",)
-    if same_wrapper and remote.sha256:
-        return ("sha256",)
-    if same_wrapper and remote.md5:
-        return ("md5",)
+    for name in POLICY[route].hashes:
+        key = FACT.get(name)
+        if key and getattr(remote, key) and (key.startswith("content") or same_wrapper):
+            return (key,)
     return ()
 
 

@@ -2,8 +2,8 @@
 may be trusted.  One table, read by the gate's code (:mod:`.files`, :mod:`.content`,
 :mod:`.formed`) and shown in ``docs/reliability.md`` (:func:`policy_rows`).
 
->>> POLICY["idx-folder"].record, POLICY["idx-folder"].hashes
-('seen', ('manifest sha256', 'sha256', 'content sha256'))
+>>> POLICY["idx-folder"].record, POLICY["idx-folder"].hashes[0]
+('seen', 'content sha256')
 >>> sorted(r for r, p in POLICY.items() if p.record == "none")[:3]
 ['csv', 'hf-export', 'idx-copy']
 """
@@ -51,8 +51,9 @@ POLICY: dict[str, Rule] = {r.route: r for r in (
     Rule("cache", "the registry's file hashes (the file was fetched under that name)",
          parts=("images", "labels"), hashes=("sha256", "md5", "content sha256"), record="sidecar",
          rehash="the raw copy and the compressed download"),
-    Rule("idx-folder", "registry file and content hashes of both files (another dataset named)",
-         hashes=("manifest sha256", "sha256", "content sha256"), **_FOLDER),
+    Rule("idx-folder", "registry content (else file) hashes of both files; a match with another "
+                       "registry file names it",
+         hashes=("content sha256", "content md5", "sha256", "md5"), **_FOLDER),
     Rule("build-folder", "the build manifest's output hashes of both files",
          hashes=("manifest sha256",), **_FOLDER),
     Rule("torchvision", "registry content and order-free hashes of the arrays (root/<Name>/raw)",

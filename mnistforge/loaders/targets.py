@@ -9,7 +9,7 @@ from ..errors import ConfigError, DatasetNotFoundError, FormatError, MissingFile
 from ..log import get_logger
 from ..registry import get_dataset, get_file, list_datasets
 from .names import dataset_name, parse_split, split_name
-from .origins import find_dataset_folder, locate
+from ..gate.source import find_dataset_folder, locate
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 

@@ -68,6 +68,14 @@ def test_every_route_has_a_rule_and_unknown_routes_are_refused():
               route="ftp", where="x")
 
 
+def test_the_policy_table_of_the_docs_is_the_code_s():
+    from mnistforge.gate.policy import policy_rows
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "reliability.md").read_text()
+    for row in policy_rows():
+        assert "| " + " | ".join(row) + " |" in doc, row
+
+
 # --------------------------------------------------------------------------- idx folders
 
 def test_idx_folder_of_the_real_files_loads_and_is_recorded(tmp_path, cache, mnist_reference, mnist):
