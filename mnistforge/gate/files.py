@@ -58,9 +58,10 @@ class _Into:
         return k
 
 
-def read_hashed(path: Path, *, packed: bool = True) -> tuple[np.ndarray, dict] | None:
-    """A compressed idx file read once, its content (and, with ``packed``, its bytes) hashed on
-    a second thread while it is decompressed (:func:`mnistforge.io.hashing.inflate_to`):
+def read_hashed(path: Path, *, packed: bool = True, content: bool = True
+                ) -> tuple[np.ndarray, dict] | None:
+    """A compressed idx file read once, its bytes (``packed``) and/or its content hashed on a
+    second thread while it is decompressed (:func:`mnistforge.io.hashing.inflate_to`):
     ``(array, facts)``; None when the file does not read cleanly (the caller's plain read
     names what is wrong)."""
     from ..errors import FormatError
@@ -71,7 +72,7 @@ def read_hashed(path: Path, *, packed: bool = True) -> tuple[np.ndarray, dict] |
     try:
         header = read_idx_header(path)
         out = _Into(header.offset + header.nbytes)
-        got = inflate_to(path, out, comp, limit=len(out.buf), packed=packed)
+        got = inflate_to(path, out, comp, limit=len(out.buf), packed=packed, content=content)
         if got.content_size != len(out.buf):
             return None
         arr = parse_idx_bytes(out.buf, path)
@@ -79,7 +80,9 @@ def read_hashed(path: Path, *, packed: bool = True) -> tuple[np.ndarray, dict] |
         logger.debug("%s: no hashed read (%s)", path, e)
         return None
     arr.flags.writeable = False   # as read_idx gives it
-    facts = {"content_sha256": got.content_sha256}
+    facts = {}
+    if content:
+        facts["content_sha256"] = got.content_sha256
     if packed:
         facts["sha256"] = got.sha256
     return arr, facts
@@ -94,9 +97,8 @@ def open_images(fsp, src, *, cache=None, rehash: bool = False) -> np.ndarray:
         return src.open(fsp.images)
     st = os.stat(path)
     # the content hash decides where the registry pins it: the file's bytes only otherwise
-    # (a build folder's manifest records the file's bytes)
-    packed = src.manifest_of(path) is not None or not _content_pinned(src.info, fsp.images)
-    got = read_hashed(path, packed=packed)
+    packed, content = _what_to_hash(src, fsp.images, path, st)
+    got = read_hashed(path, packed=packed, content=content)
     if got is None:
         return src.open(fsp.images)
     arr, facts = got
@@ -107,12 +109,22 @@ def open_images(fsp, src, *, cache=None, rehash: bool = False) -> np.ndarray:
     return arr
 
 
-def _content_pinned(info: DatasetInfo, fname: str) -> bool:
+def _what_to_hash(src, fname: str, path: Path, st: os.stat_result) -> tuple[bool, bool]:
+    """(the file's bytes, its content): what the one-pass read hashes.  The cheapest hash that
+    can decide: a build's manifest records the bytes; a file of the published size is most
+    likely the published file, whose (smaller) compressed bytes the registry pins; any other
+    copy is judged by its content where the registry pins it.  Only an order: whatever the
+    hash found, the verdict is the registry's (a published-size file that differs is then
+    hashed by content from the array)."""
+    if src.manifest_of(path) is not None:
+        return True, False
     try:
-        remote = get_file(f"{info.group}/{fname}")
+        remote = get_file(f"{src.info.group}/{fname}")
     except KeyError:
-        return False
-    return bool(remote.content_sha256)
+        return True, False
+    if remote.sha256 and remote.size == st.st_size and compression_of(path.name) == remote.compression:
+        return True, False
+    return not remote.content_sha256, bool(remote.content_sha256)
 
 
 def file_facts(path: Path, need: tuple[str, ...], *, array: np.ndarray | None = None,
@@ -246,9 +258,12 @@ def check_folder_file(info: DatasetInfo, split: str, path: Path, fname: str, man
         remote = get_file(f"{info.group}/{fname}")
     except KeyError:
         return "unpinned"
-    need = _needs(path, remote)
-    h = file_facts(path, need, **kw) if need else {}
-    status = _registry_status(path, remote, h)
+    h = file_facts(path, (), **kw)   # what is known already (hashed in the read, or recorded)
+    status = _registry_status(path, remote, h) if h else None
+    if status is None:
+        need = _needs(path, remote)
+        h = file_facts(path, need, **kw) if need else h
+        status = _registry_status(path, remote, h)
     if status is not None:
         return status
     # a mismatch: every hash, to say what the file is instead

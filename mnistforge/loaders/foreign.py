@@ -318,10 +318,13 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
     return ds
 
 
+#: a copy's format -> the gate's route (:data:`mnistforge.gate.POLICY`), where the names differ
+ROUTE_OF_FORMAT = {"idx": "idx-copy"}
+
+
 def route_of(fmt: str) -> str:
-    """The gate's route of a copy's format (:data:`mnistforge.gate.POLICY`)."""
-    return {"idx": "idx-copy"}.get(fmt, fmt if fmt in ("npz", "npy", "csv", "parquet", "mat",
-                                                         "torchvision") else "npz")
+    """The gate's route of a copy's format (a format without a rule is refused by the gate)."""
+    return ROUTE_OF_FORMAT.get(fmt, fmt)
 
 
 def _official_rows(ds: DatasetSplit, adm, label_issues: str, **kw) -> DatasetSplit:
