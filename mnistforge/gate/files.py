@@ -45,15 +45,16 @@ class _Into:
     """A binary writer into a preallocated buffer (the decompressed file, without copies)."""
 
     def __init__(self, size: int):
-        self.buf = bytearray(size)
-        self._view = memoryview(self.buf)
+        # np.empty: no zero-filling of tens of MB that are written over at once
+        self.view = memoryview(np.empty(size, np.uint8)).cast("B")
+        self.size = size
         self.n = 0
 
     def write(self, b) -> int:
         k = len(b)
-        if self.n + k > len(self.buf):
+        if self.n + k > self.size:
             raise ValueError("more content than the header says")
-        self._view[self.n:self.n + k] = b
+        self.view[self.n:self.n + k] = b
         self.n += k
         return k
 
@@ -72,10 +73,10 @@ def read_hashed(path: Path, *, packed: bool = True, content: bool = True
     try:
         header = read_idx_header(path)
         out = _Into(header.offset + header.nbytes)
-        got = inflate_to(path, out, comp, limit=len(out.buf), packed=packed, content=content)
-        if got.content_size != len(out.buf):
+        got = inflate_to(path, out, comp, limit=out.size, packed=packed, content=content)
+        if got.content_size != out.size:
             return None
-        arr = parse_idx_bytes(out.buf, path)
+        arr = parse_idx_bytes(out.view, path)
     except (FormatError, ValueError, OSError) as e:
         logger.debug("%s: no hashed read (%s)", path, e)
         return None

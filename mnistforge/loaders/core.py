@@ -70,6 +70,8 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         images with a known label issue (15 of MNIST's test set);
         ``"relabel"`` gives them the label most workers chose and drops those
         where no label got a majority.  ``ds.label_issues`` says what changed.
+        A third-party copy must be the official split in the official order
+        (:class:`~mnistforge.errors.ConfigError` otherwise).
     cache : path, optional
         Cache folder (default ``$MNISTFORGE_HOME`` or the platform cache).
     keep_raw : bool, optional
@@ -84,13 +86,19 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         a load otherwise trusts while size and modification time hold; a
         mismatch raises :class:`~mnistforge.errors.HashMismatchError` (a stale
         decompressed copy is rebuilt).  ``mnistforge verify`` always re-hashes.
-        With ``root=`` and ``keep_raw=True``, the folder's raw copies are
-        re-hashed (a damaged one is made again).
+        With ``root=``, the folder's files are hashed again (their records in
+        ``<cache>/seen/`` are not trusted), and with ``keep_raw=True`` their raw
+        copies too (a damaged one is made again).
     trust_files : bool, optional
-        Files in ``root`` are checked (their labels file hashed) against the
-        folder's build manifest, or, without one, against the registry; files
-        that differ raise :class:`~mnistforge.errors.DataMismatchError`.
-        ``True`` loads them anyway (default ``MNISTFORGE_TRUST_FILES``, off).
+        Data from ``root`` passes the trust gate (:mod:`mnistforge.gate`): a
+        folder's two files are hashed (once: later loads trust the record while
+        each file keeps its size, mtime, ctime and inode) and checked against
+        the folder's build manifest, or, without one, against the registry; a
+        third-party copy's arrays against the registry's content hashes.  Data
+        that is not what ``name`` says raises
+        :class:`~mnistforge.errors.DataMismatchError` saying what it is.
+        ``True`` loads it anyway (default ``MNISTFORGE_TRUST_FILES``, off);
+        shape, pixel and class-range checks apply either way.
 
     Returns
     -------
