@@ -75,10 +75,28 @@ def _content(group: str, fname: str | None) -> str | None:
 class ContentHashes:
     """The content hashes of one split's arrays, each computed once (orientation, label offset)."""
 
-    def __init__(self, c: Arrays):
+    def __init__(self, c: Arrays, known: dict | None = None):
         self.c = c
         self._img: dict[bool, str] = {}
         self._lab: dict[int, str | None] = {}
+        self._free: dict[tuple[bool, int], str] = {}
+        if known:  # recorded by to_facts() for the same arrays
+            self._img = {k == "1": v for k, v in known.get("images", {}).items()}
+            self._lab = {int(k): v for k, v in known.get("labels", {}).items()}
+            self._free = {(k[0] == "1", int(k[2:])): v for k, v in known.get("order_free", {}).items()}
+
+    def to_facts(self) -> dict:
+        """The hashes computed so far, as JSON (``ContentHashes(c, known=...)`` reads them)."""
+        return {"images": {str(int(t)): v for t, v in self._img.items()},
+                "labels": {str(k): v for k, v in self._lab.items()},
+                "order_free": {f"{int(t)},{k}": v for (t, k), v in self._free.items()}}
+
+    def order_free(self, t: bool, k: int) -> str:
+        if (t, k) not in self._free:
+            from ..io.hashing import order_free_sha256  # hashlib: not for a load of idx files
+
+            self._free[t, k] = order_free_sha256(self.oriented(t), np.asarray(self.c.labels) + k)
+        return self._free[t, k]
 
     def oriented(self, t: bool) -> np.ndarray:
         return self.c.images.transpose(0, 2, 1) if t else self.c.images
@@ -105,8 +123,6 @@ def registry_match(c: Arrays, name: str | None = None, *, hashes: ContentHashes 
     the file names say) is tried first, never trusted alone: a file named
     ``mnist_test.csv`` holding Fashion-MNIST is named by its content.
     """
-    from ..io.hashing import order_free_sha256  # hashlib: not for a load of idx files
-
     h = hashes or ContentHashes(c)
     n = len(c.labels)
     cands = sorted(((info, s, sp) for info, s, sp in _file_splits() if sp.count == n),
@@ -130,7 +146,7 @@ def registry_match(c: Arrays, name: str | None = None, *, hashes: ContentHashes 
             continue
         for t in (False, True):
             for k in (0, 1, -1):
-                if order_free_sha256(h.oriented(t), np.asarray(c.labels) + k) == sp.order_free_sha256:
+                if h.order_free(t, k) == sp.order_free_sha256:
                     return Match(info.name, s, t, k, "other", how="registry order-free hash")
     return partial
 

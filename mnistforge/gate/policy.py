@@ -5,7 +5,7 @@ may be trusted.  One table, read by the gate's code (:mod:`.files`, :mod:`.conte
 >>> POLICY["idx-folder"].record, POLICY["idx-folder"].hashes[0]
 ('seen', 'content sha256')
 >>> sorted(r for r, p in POLICY.items() if p.record == "none")[:3]
-['csv', 'hf-export', 'idx-copy']
+['hf-export', 'idx-copy', 'npy']
 """
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ _FOLDER = dict(parts=("labels", "images"), record="seen",
 _ARRAYS = dict(parts=("images", "labels"),
                hashes=("content sha256", "order-free sha256"), record="none",
                rehash="nothing more: the arrays are hashed on every load")
+#: a copy in one file: the registry's answer is kept while the file keeps its identity
+_ONE_FILE = dict(_ARRAYS, record="seen", rehash="the arrays, ignoring the record")
 
 #: route -> rule; the routes are the ``route=`` of :func:`mnistforge.gate.admit`
 POLICY: dict[str, Rule] = {r.route: r for r in (
@@ -58,11 +60,11 @@ POLICY: dict[str, Rule] = {r.route: r for r in (
          hashes=("manifest sha256",), **_FOLDER),
     Rule("torchvision", "registry content and order-free hashes of the arrays (root/<Name>/raw)",
          **_ARRAYS),
-    Rule("npz", "registry content and order-free hashes of the arrays", **_ARRAYS),
+    Rule("npz", "registry content and order-free hashes of the arrays", **_ONE_FILE),
     Rule("npy", "registry content and order-free hashes of the arrays", **_ARRAYS),
-    Rule("csv", "registry content and order-free hashes of the arrays", **_ARRAYS),
+    Rule("csv", "registry content and order-free hashes of the arrays", **_ONE_FILE),
     Rule("parquet", "registry content and order-free hashes of the arrays", **_ARRAYS),
-    Rule("mat", "registry content and order-free hashes of the arrays", **_ARRAYS),
+    Rule("mat", "registry content and order-free hashes of the arrays", **_ONE_FILE),
     Rule("idx-copy", "registry content and order-free hashes of the arrays (idx files under "
                      "other names)", **_ARRAYS),
     Rule("hf-export", "the export's recorded shard hashes, then registry content and "

@@ -248,7 +248,7 @@ def pick_split(copy: ForeignCopy, name: str | None, split: str | None) -> Foreig
 def load_foreign(path, name: str | None = None, split: str | None = "train", *,
                  with_metadata: bool = False, copy: ForeignCopy | None = None, trust: bool = False,
                  label_issues: str | None = None, cache=None, download=None,
-                 progress=None) -> DatasetSplit:
+                 progress=None, check: bool = False) -> DatasetSplit:
     """``load(name, split, root=COPY)`` / ``load(COPY, split)`` on a third-party copy.
 
     The dataset is ``name``, else the registry split the hashes recognise, else
@@ -273,12 +273,18 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
         from .label_issues import check_mode
 
         check_mode(label_issues)
-    copy = copy if copy is not None else read_foreign(path)
+    before = None
+    if copy is None:
+        import os
+
+        before = os.stat(path) if os.path.isfile(path) else None  # a copy in one file: recordable
+        copy = read_foreign(path)
     fs = pick_split(copy, name, split)
     c = canonicalise(fs)
     split_claim = split if split is not None else fs.split
     adm = admit(c.images, c.labels, dataset=name, split=split_claim, route=route_of(copy.format),
-                where=fs.where, trust=trust, formed=False)
+                where=fs.where, trust=trust, formed=False, source=path if before else None,
+                before=before, key=fs.where, cache=cache, rehash=check)
     match = adm.verdict.match
     if name is None and match is not None and (match.images and match.labels):
         name = match.dataset

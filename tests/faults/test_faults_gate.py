@@ -203,6 +203,22 @@ def test_copy_with_one_changed_image(fmt, tmp_path, cache, mnist):
         mnistforge.load("mnist", "test", root=write_copy(fmt, tmp_path, x, mnist[1]))
 
 
+def test_copy_in_one_file_is_recorded_and_a_change_in_place_is_seen(tmp_path, cache, mnist):
+    p = write_copy("csv", tmp_path, *mnist)
+    assert_mnist(mnistforge.load("mnist", "test", root=p), mnist)
+    assert record_path(p, cache).is_file()              # the content hashes, kept
+    assert_mnist(mnistforge.load("mnist", "test", root=p), mnist)   # from the record
+    st = p.stat()
+    data = bytearray(p.read_bytes())
+    row = data.index(b"\n") + 1                          # the first image's row
+    at = data.index(b",0,", row + 2) + 1                  # one of its pixels: 0 -> 7, same size
+    data[at:at + 1] = b"7"
+    p.write_bytes(bytes(data))
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))     # size and mtime as they were
+    with pytest.raises(DataMismatchError, match="images of no known dataset"):
+        mnistforge.load("mnist", "test", root=p)
+
+
 def test_copy_with_small_images(tmp_path, cache, mnist):
     p = tmp_path / "small.npz"
     np.savez(p, x_test=np.ascontiguousarray(mnist[0].reshape(-1, 14, 56)), y_test=mnist[1])
