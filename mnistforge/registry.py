@@ -170,6 +170,8 @@ class DatasetInfo:
     class_note: str = ""
     orientation: str = "upright"
     label_offset: int = 0
+    #: height x width of every image (the trust gate refuses other shapes)
+    image_shape: tuple[int, int] = (28, 28)
     metadata_fields: tuple[str, ...] = ()
     metadata_note: str = ""
     validation_size: int | None = None
@@ -264,6 +266,7 @@ def _datasets() -> dict[str, DatasetInfo]:
             citation=d["citation"], classes=tuple(d.get("classes", ())),
             class_note=d.get("class_note", ""), orientation=d.get("orientation", "upright"),
             label_offset=int(d.get("label_offset", 0)),
+            image_shape=tuple(d.get("image_shape", (28, 28))),  # type: ignore[arg-type]
             metadata_fields=tuple(d.get("metadata_fields", ())),
             metadata_note=d.get("metadata_note", ""), validation_size=d.get("validation_size"),
             balanced=bool(d.get("balanced", False)), splits=splits, extra_files=tuple(d.get("extra_files", ())),

@@ -14,6 +14,7 @@ LAYERS = {
     "io": 1,
     "registry": 2,
     "cache": 3, "sd19": 3, "classifiers": 3,
+    "gate": 3.5,  # the trust gate: between the cache and the loaders
     "loaders": 4,
     "builders": 5, "checks": 5, "hub": 5, "evaluators": 5, "layouts": 5, "compat": 5,
     "demo": 6,

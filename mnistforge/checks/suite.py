@@ -132,7 +132,7 @@ def _splits_to_check(info, split):
 
 def _split_files(info, split, folder):
     """{role: path or None} of a file split in ``folder``."""
-    from ..loaders.origins import locate
+    from ..gate.source import locate
 
     fsp = info.file_split(split)
     out = {}
@@ -209,7 +209,7 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
             write_report(rep, report_dir)
         return rep
     from ..loaders import load
-    from ..loaders.origins import find_dataset_folder
+    from ..gate.source import resolve
     from ..registry import get_dataset, get_file
 
     name, sp, root = _resolve(target, split)
@@ -233,11 +233,12 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
     elif root is not None and name and _hf_splits(root, name) is not None:
         loaded = _load_hf(ctx, info, sp, add, report, download)
     else:
-        if root is not None:
-            ctx.folder = find_dataset_folder(root, info)
-            ctx.manifest = Manifest.read(ctx.folder) if ctx.folder else None
+        if root is not None:   # the folder and its manifest, as the gate resolves them
+            source = resolve(root, info)
+            ctx.folder = source.folder
+            ctx.manifest = source.manifest
             if ctx.manifest is None and ctx.folder is not None and ctx.folder != Path(root):
-                ctx.manifest = Manifest.read(root)
+                ctx.manifest = source.manifest_of(Path(root))
                 if ctx.manifest is not None:
                     ctx.folder_manifest_root = Path(root)
         report.info.update(folder=str(ctx.folder) if ctx.folder else None,

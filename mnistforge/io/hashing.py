@@ -214,7 +214,7 @@ class _Tee:
 @dataclass
 class Inflated:
     """What :func:`inflate_to` saw: hashes and sizes of the compressed file and of its content
-    (None where not asked for)."""
+    (None where not asked for; ``sha256`` empty with ``packed=False``)."""
 
     sha256: str
     md5: str | None
@@ -226,9 +226,10 @@ class Inflated:
 
 def inflate_to(src, out, compression: str, *, md5: bool = False, content: bool = True,
                content_md5: bool = False, limit: int | None = None,
-               chunk: int = INFLATE_CHUNK) -> Inflated:
+               chunk: int = INFLATE_CHUNK, packed: bool = True) -> Inflated:
     """Decompress file ``src`` into binary file object ``out``, reading it once and hashing
-    both the compressed bytes (sha256, and md5 if asked) and the content (if ``content``).
+    both the compressed bytes (sha256 unless ``packed=False``, and md5 if asked) and the
+    content (if ``content``).
 
     The hashes and the writes run on a second thread, so on two cores this costs about one
     decompression.  Multi-member gzip (zero padding between members included) gives what
@@ -245,11 +246,11 @@ def inflate_to(src, out, compression: str, *, md5: bool = False, content: bool =
     >>> out.getvalue(), got.content_sha256[:8], got.content_size
     (b'abc', 'ba7816bf', 3)
     """
-    sha = hashlib.sha256()
+    sha = hashlib.sha256() if packed else None
     m = hashlib.md5(usedforsecurity=False) if md5 else None
     csha = hashlib.sha256() if content else None
     cm = hashlib.md5(usedforsecurity=False) if content_md5 else None
-    packed = [h.update for h in (sha, m) if h is not None]
+    wrapper = [h.update for h in (sha, m) if h is not None]
     unpacked = [h.update for h in (csha, cm) if h is not None] + [out.write]
     size = csize = 0
     try:
@@ -257,7 +258,8 @@ def inflate_to(src, out, compression: str, *, md5: bool = False, content: bool =
             d = _compression.decompressor(compression)
             while buf := f.read(chunk):
                 size += len(buf)
-                tee.put(packed, buf)
+                if wrapper:
+                    tee.put(wrapper, buf)
                 data = buf
                 while data:
                     if d.eof:  # a member/stream ended: gzip may pad with zeros, then go on
@@ -287,5 +289,5 @@ def inflate_to(src, out, compression: str, *, md5: bool = False, content: bool =
             raise  # a read or write that failed, not a damaged stream
         raise FormatError("cannot decompress", path=src, expected=f"a valid {compression} stream",
                           found=f"{type(e).__name__}: {e}", hint="the file is damaged") from None
-    return Inflated(sha.hexdigest(), m.hexdigest() if m else None, size,
+    return Inflated(sha.hexdigest() if sha else "", m.hexdigest() if m else None, size,
                     csha.hexdigest() if csha else None, cm.hexdigest() if cm else None, csize)

@@ -7,15 +7,16 @@ from pathlib import Path
 import numpy as np
 
 from .. import settings
-from ..errors import DatasetNotFoundError, FormatError, IntegrityError, TargetNotFoundError
+from ..errors import DatasetNotFoundError, IntegrityError, TargetNotFoundError
+from ..gate.formed import check_images, check_labels, check_pair
 from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
 from .origins import CacheOrigin, FolderOrigin, Origin
-from .split import IMAGE_SHAPE, DatasetSplit, warn_if_empty
+from .split import DatasetSplit, warn_if_empty
 
-# Folder detection (.targets) and the check of a folder's files (.trust) are imported where
-# a folder is involved: a load from the cache needs neither.
+# Folder detection (.targets) and the trust gate's check of a folder's files (gate.files) are
+# imported where a folder is involved: a load from the cache needs neither (only gate.formed).
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
@@ -72,6 +73,8 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         images with a known label issue (15 of MNIST's test set);
         ``"relabel"`` gives them the label most workers chose and drops those
         where no label got a majority.  ``ds.label_issues`` says what changed.
+        A third-party copy must be the official split in the official order
+        (:class:`~mnistforge.errors.ConfigError` otherwise).
     cache : path, optional
         Cache folder (default ``$MNISTFORGE_HOME`` or the platform cache).
     keep_raw : bool, optional
@@ -86,13 +89,19 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         a load otherwise trusts while size and modification time hold; a
         mismatch raises :class:`~mnistforge.errors.HashMismatchError` (a stale
         decompressed copy is rebuilt).  ``mnistforge verify`` always re-hashes.
-        With ``root=`` and ``keep_raw=True``, the folder's raw copies are
-        re-hashed (a damaged one is made again).
+        With ``root=``, the folder's files are hashed again (their records in
+        ``<cache>/seen/`` are not trusted), and with ``keep_raw=True`` their raw
+        copies too (a damaged one is made again).
     trust_files : bool, optional
-        Files in ``root`` are checked (their labels file hashed) against the
-        folder's build manifest, or, without one, against the registry; files
-        that differ raise :class:`~mnistforge.errors.DataMismatchError`.
-        ``True`` loads them anyway (default ``MNISTFORGE_TRUST_FILES``, off).
+        Data from ``root`` passes the trust gate (:mod:`mnistforge.gate`): a
+        folder's two files are hashed (once: later loads trust the record while
+        each file keeps its size, mtime, ctime and inode) and checked against
+        the folder's build manifest, or, without one, against the registry; a
+        third-party copy's arrays against the registry's content hashes.  Data
+        that is not what ``name`` says raises
+        :class:`~mnistforge.errors.DataMismatchError` saying what it is.
+        ``True`` loads it anyway (default ``MNISTFORGE_TRUST_FILES``, off);
+        shape, pixel and class-range checks apply either way.
 
     Returns
     -------
@@ -124,7 +133,9 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
             from .foreign import load_foreign
 
             return load_foreign(name if root is None else root, None if root is None else name, split,
-                                with_metadata=with_metadata)
+                                with_metadata=with_metadata, trust=settings.trust_files(trust_files),
+                                label_issues=label_issues, cache=cache, download=download,
+                                progress=progress, check=check)
     if root is None and isinstance(name, (str, os.PathLike)) and name not in list_datasets() \
             and Path(name).is_dir():
         from .targets import detect_dataset
@@ -209,11 +220,16 @@ def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata,
                           progress=progress, check=check)
     fsp = info.file_split(split)
     assert fsp.images and fsp.labels, f"registry: file split {fsp.name} without files"
-    if isinstance(src, FolderOrigin) and not trust:
-        from .trust import check_folder
+    gated = isinstance(src, FolderOrigin) and not trust
+    if gated:  # the trust gate: the labels file before anything else is read
+        from ..gate.files import check_folder
 
-        check_folder(info, fsp, src)
-    images = src.open(fsp.images)
+        check_folder(info, fsp, src, cache=cache, rehash=check)
+        from ..gate.files import open_images
+
+        images = open_images(fsp, src, cache=cache, rehash=check)  # hashed as it is read
+    else:
+        images = src.open(fsp.images)
     lab = src.open(fsp.labels) if fsp.labels != fsp.images else images
     meta_raw = None
     if with_metadata and fsp.metadata:
@@ -227,6 +243,10 @@ def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata,
     else:
         labels = lab
     _check_shapes(info, fsp, images, labels, meta_raw, src)
+    if gated:  # ... and the images by content, from the array just read
+        from ..gate.files import check_folder_images
+
+        check_folder_images(info, fsp, src, images, cache=cache, rehash=check)
 
     sl = None
     n = images.shape[0]
@@ -249,7 +269,7 @@ def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata,
         raise IntegrityError(f"{info.name} {split}: wrong number of rows", path=src.where,
                              expected=f"{sp.count} (registry)", found=str(len(labels)))
     classes = list(src.classes) if src.classes else list(info.classes)
-    _check_labels(info, split, stored, classes, f"{src.where}/{fsp.labels}")
+    check_labels(info, split, stored, classes, f"{src.where}/{fsp.labels}")
     logger.info("loaded %s %s: %d images from %s", info.name, split, len(labels), src)
     ds = DatasetSplit(info.name, split, images, labels, info, metadata, str(src), src.status,
                       src.orientation)
@@ -259,36 +279,10 @@ def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata,
     return ds
 
 
-def _check_labels(info: DatasetInfo, split: str, labels: np.ndarray, classes: list, where: str) -> None:
-    if labels.size == 0:
-        return
-    lo, hi = int(labels.min()), int(labels.max())
-    if lo < 0 or hi >= len(classes):
-        bad = int(np.count_nonzero((labels < 0) | (labels >= len(classes))))
-        raise IntegrityError(f"{info.name} {split}: labels outside the class range", path=where,
-                             expected=f"labels 0..{len(classes) - 1} ({len(classes)} classes)",
-                             found=f"{bad:,} labels outside it (min {lo}, max {hi})",
-                             hint="the file belongs to another dataset or is damaged; "
-                                  "`mnistforge verify` tells which")
-
-
 def _check_shapes(info, fsp, images, labels, meta, src) -> None:
     where = f"{src.where}/{fsp.images}"
-    if images.ndim != 3 or images.dtype != np.uint8:
-        raise IntegrityError(f"{info.name}: images have the wrong shape or type", path=where,
-                             expected="uint8 N x H x W", found=f"{images.dtype} {images.shape}")
-    if images.shape[1:] != IMAGE_SHAPE:
-        raise IntegrityError(f"{info.name}: images are not 28 x 28", path=where,
-                             expected=f"N x {IMAGE_SHAPE[0]} x {IMAGE_SHAPE[1]} images",
-                             found=f"N x {images.shape[1]} x {images.shape[2]}",
-                             hint="the file belongs to another dataset (or a build with other sizes)")
-    if not np.issubdtype(labels.dtype, np.integer):
-        raise FormatError(f"{info.name}: the labels are not integers", path=f"{src.where}/{fsp.labels}",
-                          expected="an integer idx file (ubyte or int)", found=f"{labels.dtype} values",
-                          hint="labels are class numbers; this file holds something else")
-    if labels.ndim != 1 or labels.shape[0] != images.shape[0]:
-        raise IntegrityError(f"{info.name}: labels do not match the images", path=where,
-                             expected=f"{images.shape[0]} labels", found=str(labels.shape))
+    check_images(images, info, where)
+    check_pair(images, labels, info, where, labels_where=f"{src.where}/{fsp.labels}")
     if meta is not None and (meta.ndim != 2 or meta.shape[0] != images.shape[0]):
         raise IntegrityError(f"{info.name}: metadata does not match the images", path=where,
                              expected=f"{images.shape[0]} x k", found=str(meta.shape))

@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import FormatError
+from ..errors import ConfigError, FormatError
+from ..gate.content import Match, judge, registry_match
 from ..io.foreign import ForeignCopy, ForeignSplit, read_foreign
-from ..io.idx import idx_content_sha256
 from ..log import get_logger
-from ..registry import DatasetInfo, get_dataset, get_file, list_datasets, torchvision_folders
+from ..registry import DatasetInfo, get_dataset, list_datasets, torchvision_folders
 from .split import DatasetSplit
 from .targets import foreign_source  # noqa: F401 - part of this API (in .targets: a load asks it first)
 
@@ -191,100 +191,6 @@ def shift_change(shift: int, labels: np.ndarray) -> Change:
                                        f"{lo + shift}..{hi + shift}")
 
 
-@dataclass(frozen=True)
-class Match:
-    """What the registry's hashes say of a canonical split.
-
-    ``order`` is ``"same"`` (idx content hashes) or ``"other"`` (order-free hash);
-    ``images``/``labels`` say which parts matched (a partial match has one);
-    ``checkable`` is False when the part that did not match has no hash to
-    compare with (MNIST's train images: only their labels are pinned by content).
-    """
-
-    dataset: str
-    split: str
-    transposed: bool
-    shift: int
-    order: str
-    images: bool = True
-    labels: bool = True
-    how: str = "registry content hashes"
-    checkable: bool = True
-
-
-def _file_splits():
-    for name in list_datasets():
-        info = get_dataset(name)
-        for sname, sp in info.splits.items():
-            if not sp.is_view:
-                yield info, sname, sp
-
-
-def _content(group: str, fname: str | None) -> str | None:
-    if not fname:
-        return None
-    try:
-        return get_file(f"{group}/{fname}").content_sha256
-    except KeyError:
-        return None
-
-
-def registry_match(c: Canonical, name: str | None = None) -> Match | None:
-    """The registry split ``c`` is, from content hashes (any orientation, label offset -1..+1).
-
-    Full matches (images and labels) win over the order-free hash, which wins
-    over a partial match (images or labels only).  ``name`` (what the user or
-    the file names say) is tried first, never trusted alone: a file named
-    ``mnist_test.csv`` holding Fashion-MNIST is named by its content.
-    """
-    from ..io.hashing import order_free_sha256  # hashlib: not for a load of idx files
-
-    n = len(c)
-    cands = sorted(((info, s, sp) for info, s, sp in _file_splits() if sp.count == n),
-                   key=lambda cand: cand[0].name != name)
-    if not cands:
-        return None
-    img_sha: dict[bool, str] = {}
-    lab_sha: dict[int, str] = {}
-
-    def images(t: bool) -> np.ndarray:
-        return c.images.transpose(0, 2, 1) if t else c.images
-
-    def ish(t: bool) -> str:
-        if t not in img_sha:
-            img_sha[t] = idx_content_sha256(images(t))
-        return img_sha[t]
-
-    def lsh(s: int) -> str | None:
-        lab = c.labels + s
-        if lab.size and (lab.min() < 0 or lab.max() > 255):
-            return None
-        if s not in lab_sha:
-            lab_sha[s] = idx_content_sha256(lab.astype(np.uint8))
-        return lab_sha[s]
-
-    partial = None
-    for info, s, sp in cands:
-        want_i = _content(info.group, sp.images)
-        want_l = None if sp.labels_column is not None else _content(info.group, sp.labels)
-        ts = [t for t in (False, True) if want_i and ish(t) == want_i]
-        ss = [k for k in (0, 1, -1) if want_l and lsh(k) == want_l]
-        if ts and ss:
-            return Match(info.name, s, ts[0], ss[0], "same")
-        if partial is None and (ts or ss):
-            partial = Match(info.name, s, bool(ts and ts[0]), ss[0] if ss else 0, "same",
-                            images=bool(ts), labels=bool(ss),
-                            checkable=bool(want_i if not ts else want_l))
-    for info, s, sp in cands:
-        if not sp.order_free_sha256:
-            continue
-        for t in (False, True):
-            for k in (0, 1, -1):
-                if order_free_sha256(images(t), c.labels + k) == sp.order_free_sha256:
-                    return Match(info.name, s, t, k, "other", how="registry order-free hash")
-    return partial
-
-
 def label_shift_cue(labels: np.ndarray, info: DatasetInfo) -> int:
     """The offset to add so the labels fall in ``info``'s range (0 when they already do or when
     no single offset of one fits): letters 0..25 -> +1 for EMNIST letters (1..26)."""
@@ -340,28 +246,56 @@ def pick_split(copy: ForeignCopy, name: str | None, split: str | None) -> Foreig
 
 
 def load_foreign(path, name: str | None = None, split: str | None = "train", *,
-                 with_metadata: bool = False, copy: ForeignCopy | None = None) -> DatasetSplit:
+                 with_metadata: bool = False, copy: ForeignCopy | None = None, trust: bool = False,
+                 label_issues: str | None = None, cache=None, download=None,
+                 progress=None, check: bool = False) -> DatasetSplit:
     """``load(name, split, root=COPY)`` / ``load(COPY, split)`` on a third-party copy.
 
     The dataset is ``name``, else the registry split the hashes recognise, else
-    the copy's name hint when the registry knows it, else an unnamed dataset
-    (``foreign``).  Images come back upright; each change undone (float, inverted,
-    transposed, labels offset) is logged as a warning and listed in
-    ``ds.changes`` (:class:`Change`), storage facts in ``ds.storage``.
+    the copy's name hint when the registry knows it and the content does not
+    contradict it, else an unnamed dataset (``foreign``).  Images come back upright;
+    each change undone (float, inverted, transposed, labels offset) is logged as a
+    warning and listed in ``ds.changes`` (:class:`Change`), storage facts in ``ds.storage``.
+
+    The trust gate decides first (:func:`mnistforge.gate.admit`): a ``name`` the content
+    contradicts (another dataset or split, or no known dataset where the registry pins the
+    named one) raises :class:`~mnistforge.errors.DataMismatchError` unless ``trust``; the
+    arrays must be well formed for the dataset (28 x 28, bytes, labels in the class range).
+    ``label_issues`` needs the official split in the official order.
     """
+    from ..gate import admit
     from .names import parse_split, rows_of
 
     rows = None
     if split is not None:
         split, rows = parse_split(split)  # test[:100] as for the official files
-    copy = copy if copy is not None else read_foreign(path, torchvision_classes=torchvision_folders())
+    if label_issues is not None:
+        from .label_issues import check_mode
+
+        check_mode(label_issues)
+    before = None
+    if copy is None:
+        import os
+
+        before = os.stat(path) if os.path.isfile(path) else None  # a copy in one file: recordable
+        copy = read_foreign(path, torchvision_classes=torchvision_folders())
     fs = pick_split(copy, name, split)
     c = canonicalise(fs)
-    match = registry_match(c, name)
+    split_claim = split if split is not None else fs.split
+    adm = admit(c.images, c.labels, dataset=name, split=split_claim, route=route_of(copy.format),
+                where=fs.where, trust=trust, formed=False, source=path if before else None,
+                before=before, key=fs.where, cache=cache, rehash=check)
+    match = adm.verdict.match
     if name is None and match is not None and (match.images and match.labels):
         name = match.dataset
     if name is None and fs.hint in list_datasets():
-        name = fs.hint
+        # a name the file names suggest: kept unless the registry pins that dataset's content
+        hinted = judge(c, fs.hint, split_claim, where=fs.where, match=match, hashes=adm.hashes,
+                       refuse=False)
+        name = fs.hint if hinted.status != "refused" else None
+        if name is None:
+            logger.warning("%s: named like %s, but its content is not %s's (loaded unnamed)",
+                           fs.where, fs.hint, fs.hint)
     info = get_dataset(name) if name else None
     if match is not None and info is not None and match.dataset == info.name:
         transposed, shift = match.transposed and match.images, match.shift if match.labels else 0
@@ -373,9 +307,49 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
         logger.warning("%s: %s (undone)", fs.where, ch.description)
     ds = make_split(copy, c, info, transposed, shift, changes, with_metadata=with_metadata,
                     split=fs.split or split)
+    if info is not None:  # well formed for the dataset it is said to be
+        from ..gate.formed import check_images, check_labels
+
+        check_images(ds.images, info, fs.where)
+        check_labels(info, ds.split, ds.labels, ds.classes, fs.where)
+    ds.status = {"content": adm.verdict.status}
+    if label_issues is not None:
+        ds = _official_rows(ds, adm, label_issues, cache=cache, download=download, progress=progress)
     if rows is not None:
-        return ds.select(rows_of(rows, len(ds)), split=f"{ds.split}{rows.replace(' ', '')}")
+        ds = ds.select(rows_of(rows, len(ds)), split=f"{ds.split}{rows.replace(' ', '')}")
+    if label_issues is not None:
+        from .label_issues import clean_view
+
+        ds = clean_view(ds, label_issues, with_metadata)
     return ds
+
+
+#: a copy's format -> the gate's route (:data:`mnistforge.gate.POLICY`), where the names differ
+ROUTE_OF_FORMAT = {"idx": "idx-copy"}
+
+
+def route_of(fmt: str) -> str:
+    """The gate's route of a copy's format (a format without a rule is refused by the gate)."""
+    return ROUTE_OF_FORMAT.get(fmt, fmt)
+
+
+def _official_rows(ds: DatasetSplit, adm, label_issues: str, **kw) -> DatasetSplit:
+    """The label votes of the split's rows: only for the official split in the official order
+    (row ``i`` is the official row ``i``); ``label_issues`` is refused otherwise."""
+    v = adm.verdict
+    official = v.official_order and v.match is not None and v.match.dataset == ds.name \
+        and v.match.split == ds.split
+    if not official:
+        raise ConfigError(
+            f"label_issues={label_issues!r} needs the official split in the official order",
+            path=ds.source, expected=f"{ds.name} {ds.split} as published (row i = official row i)",
+            found=f"content {v.status}" + (f" ({v.match.dataset} {v.match.split}, order "
+                                           f"{v.match.order})" if v.match is not None else ""),
+            hint="load the official files (mnistforge.load(name, split)) to drop or relabel "
+                 "the known label issues")
+    from .label_issues import add_label_votes
+
+    return add_label_votes(ds, root=None, required=True, **kw)
 
 
 def make_split(copy: ForeignCopy, c: Canonical, info: DatasetInfo | None, transposed: bool,

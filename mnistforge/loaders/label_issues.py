@@ -43,7 +43,7 @@ from ..io.label_votes import (FIELDS, MISSING, LabelVotes, dense_columns, read_m
                               table_to_columns)
 from ..io.label_votes import given_mismatches as check_given_labels
 from ..registry import DatasetInfo, LabelAnnotation, get_dataset, get_file, label_annotations
-from .origins import find_dataset_folder, locate
+from ..gate.source import find_dataset_folder, locate
 
 logger = logging.getLogger(__name__)
 

@@ -28,15 +28,17 @@ import numpy as np
 from .. import settings
 from ..cache.raw import check_raw_copy, discard_raw_copy
 from ..errors import DiskFullError, IdxFormatError, MissingFileError, NotWritableError
+from ..gate.source import candidate_folders, find_dataset_folder, locate, resolve  # noqa: F401 - re-exported
 from ..log import get_logger
-from ..io.compression import COMPRESSIONS, compression_of, strip_compression
+from ..io.compression import compression_of, strip_compression
 from ..io.idx import parse_idx_bytes, read_idx, read_idx_header
 from ..registry import DatasetInfo, SplitInfo, get_file
 
 if TYPE_CHECKING:
     from ..io.manifest import Manifest
 
-# Fetching, making raw copies and reading build manifests import their modules where they
+# ``locate``, ``candidate_folders``, ``find_dataset_folder`` live in gate.source (re-exported
+# here).  Fetching, making raw copies and reading build manifests import their modules where they
 # happen: a load served from valid raw copies in the cache needs none of them.
 
 logger = get_logger(__name__)  # logging only when a record could be shown
@@ -147,9 +149,21 @@ class CacheOrigin(_Opening):
         v = check_raw_copy(raw, remote, rehash=self.check)
         if v is None:
             return None
+        if self.check:  # check=True re-hashes the compressed download too, not only its copy
+            self._recheck_download(remote)
         self.status[remote.name] = v.status if v.status != "derived" else self.status.get(
             remote.name, "derived")
         return read_raw_copy(raw)
+
+    def _recheck_download(self, remote) -> None:
+        """Re-hash the cached compressed file of ``remote`` (when kept), never trusting its
+        sidecar; a mismatch raises HashMismatchError (`mnistforge fetch` gets it again)."""
+        from ..cache.download import cache_path
+        from ..cache.verify import verify_file
+
+        packed = cache_path(remote, self.cache)
+        if remote.member is None and packed.is_file():
+            verify_file(packed, remote, use_marker=False)
 
 
 def read_raw_copy(raw) -> np.ndarray | None:
@@ -161,37 +175,6 @@ def read_raw_copy(raw) -> np.ndarray | None:
         logger.warning("%s; rebuilding the raw copy", e)
         discard_raw_copy(raw)
         return None
-
-
-def locate(folder: Path, fname: str) -> Path | None:
-    """``folder/<fname>`` under any compression (raw first), or None."""
-    stem = strip_compression(fname)
-    for suf in COMPRESSIONS:
-        p = folder / (stem + suf)
-        if p.is_file():
-            return p
-    return None
-
-
-def candidate_folders(root: Path, info: DatasetInfo) -> list[Path]:
-    """Folders a dataset's files may be in, under ``root`` (build layouts included)."""
-    root = Path(root)
-    out = [root, root / info.name, root / info.group, root / "gzip", root / info.group / "gzip"]
-    seen, uniq = set(), []
-    for p in out:
-        if p not in seen:
-            seen.add(p)
-            uniq.append(p)
-    return uniq
-
-
-def find_dataset_folder(root, info: DatasetInfo) -> Path | None:
-    """The first candidate folder holding the images of one of ``info``'s file splits."""
-    files = [sp.images for sp in info.splits.values() if sp.images]
-    for folder in candidate_folders(root, info):
-        if folder.is_dir() and any(locate(folder, f) for f in files):
-            return folder
-    return None
 
 
 def manifest_classes(manifest: Manifest | None, info: DatasetInfo) -> list | None:
@@ -219,14 +202,13 @@ class FolderOrigin(_Opening):
 
     def __init__(self, info: DatasetInfo, root, *, cache=None, keep_raw: bool = False,
                  check: bool = False):
-        from ..io.manifest import Manifest
-
         self.info = info
         self.keep_raw = keep_raw
         self.check = check
         self.cache = settings.cache_home(cache) if keep_raw else None
         root = Path(root)
-        folder = find_dataset_folder(root, info)
+        self.source = resolve(root, info)   # the folder and its manifest, found once
+        folder = self.source.folder
         if folder is None:
             looked = ", ".join(str(p) for p in candidate_folders(root, info))
             want = sorted({sp.images for sp in info.splits.values() if sp.images})
@@ -238,7 +220,11 @@ class FolderOrigin(_Opening):
         self.root = root
         self.where = str(folder)
         self.status: dict[str, str] = {}
-        self.manifest = Manifest.read(folder)
+        #: each file's stat just before it was read (the gate records hashes under it)
+        self.stats: dict[str, os.stat_result] = {}
+        #: hashes of files hashed while they were read (the gate's one-pass read)
+        self.hashed: dict[str, dict] = {}
+        self.manifest = self.source.manifest
         self.orientation = (self.manifest and self.manifest.storage_orientation) or info.orientation
         self.classes = manifest_classes(self.manifest, info)
 
@@ -260,6 +246,10 @@ class FolderOrigin(_Opening):
                 return p
         return None
 
+    def manifest_of(self, path: Path) -> Manifest | None:
+        """The build manifest of the folder holding ``path`` (each read once)."""
+        return self.source.manifest_of(path.parent)
+
     def length(self, sp: SplitInfo) -> int:
         p = self.path_of(sp.images or "")
         if p is None:
@@ -278,6 +268,7 @@ class FolderOrigin(_Opening):
                 expected=f"{strip_compression(fname)} (raw, .gz, .xz or .bz2)", found="no such file",
                 hint="build it with `mnistforge build` or copy it there")
         self.status.setdefault(fname, "local")
+        self.stats[fname] = os.stat(p)
         if self.keep_raw and compression_of(p.name) is not None:
             arr = self._open_copy(p)
             if arr is not None:

@@ -27,8 +27,8 @@ from ..io.hf.repo import config_is_synthetic, read_split, recorded_shard_hashes,
 from ..io.hf.schema import hf_split_name
 from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset
-from .split import IMAGE_SHAPE, DatasetSplit
-from .trust import OPT_OUT
+from .split import DatasetSplit
+from ..gate.content import OPT_OUT
 
 logger = get_logger(__name__)
 
@@ -168,37 +168,25 @@ def _checked(repo_dir, config: str, splits, *, cache, check: bool):
         _judge(config, hashed.result(), recorded, cache)
 
 
-def _admit(arrays: tuple, info: DatasetInfo, split: str, where: str) -> tuple:
-    """The one check of the arrays read from an export before they become a DatasetSplit.
+def _admit(arrays: tuple, info: DatasetInfo, split: str, where: str, *, registered: bool,
+           vouched: bool) -> tuple:
+    """The arrays read from an export, through the trust gate, before they become a DatasetSplit.
 
     ``arrays`` is ``(images, labels, classes, metadata)`` as
-    :func:`mnistforge.io.hf.repo.read_split` returns it; returned as admitted.
-    Refuses (:class:`IntegrityError`) images that are not uint8 N x 28 x 28,
-    labels that are not one integer per image or fall outside the config's
-    classes, and metadata of another length.  (The seam where the trust gate's
-    well-formedness and content checks are called.)
+    :func:`mnistforge.io.hf.repo.read_split` returns it; returned as admitted.  Every split is
+    checked for form (:func:`mnistforge.gate.admit`: shape, type, pixels, labels within the
+    card's classes); ``registered``: the config is a registry dataset, so the gate may judge
+    what the content is; ``vouched``: every shard matched the sha256 the export recorded, so
+    the content is what was exported (checked by the gate when it was exported) and is not
+    judged again.  Metadata of another length is refused too.
     """
+    from ..gate import admit
+
     images, labels, classes, meta = arrays
-    what = f"{info.name} {split}"
-    if images.ndim != 3 or images.dtype != np.uint8 or images.shape[1:] != IMAGE_SHAPE:
-        raise IntegrityError(f"{what}: images are not uint8 28 x 28", path=where,
-                             expected=f"uint8 N x {IMAGE_SHAPE[0]} x {IMAGE_SHAPE[1]}",
-                             found=f"{images.dtype} {tuple(images.shape)}",
-                             hint="the export holds another dataset or was damaged")
-    if labels.ndim != 1 or len(labels) != len(images) or not np.issubdtype(labels.dtype, np.integer):
-        raise IntegrityError(f"{what}: labels do not match the images", path=where,
-                             expected=f"{len(images)} integer labels",
-                             found=f"{labels.dtype} {tuple(labels.shape)}")
-    if labels.size and (labels.min() < 0 or labels.max() >= len(classes)):
-        bad = int(np.count_nonzero((labels < 0) | (labels >= len(classes))))
-        raise IntegrityError(f"{what}: labels outside the class range", path=where,
-                             expected=f"labels 0..{len(classes) - 1} ({len(classes)} classes "
-                                      "in the card)",
-                             found=f"{bad:,} labels outside it (min {int(labels.min())}, "
-                                   f"max {int(labels.max())})",
-                             hint="the export was damaged or edited; export the data again")
+    admit(images, labels, dataset=info.name if registered else None, split=split,
+          route="hf-export", where=where, trust=vouched, classes=classes)
     if meta is not None and len(meta) != len(labels):
-        raise IntegrityError(f"{what}: metadata does not match the images", path=where,
+        raise IntegrityError(f"{info.name} {split}: metadata does not match the images", path=where,
                              expected=f"{len(labels)} rows", found=f"{len(meta)} rows")
     return arrays
 
@@ -256,16 +244,21 @@ def load_split_from_repo(repo_dir, name: str, split: str, *, with_metadata: bool
     else:
         with _checked(repo_dir, name, [split], cache=cache, check=check):
             arrays = read_split(repo_dir, name, split)
+    # shards checked against the export's own record: their content is what was exported
+    vouched = trust or bool(recorded_shard_hashes(repo_dir))
+    registered = True
     try:
         info = get_dataset(name)
         split_name = next((s for s in info.splits if hf_split_name(s) == hf_split_name(split)), split)
     except MnistforgeError:  # a config renamed at export (CONFIG=TARGET)
+        registered = False
         info = DatasetInfo(name=name, group=name, title=name, kind="dataset",
                            description=f"config {name} of {repo_dir}", homepage="", licence="",
                            citation="", classes=tuple(arrays[2]))
         split_name = split
     where = str(Path(repo_dir) / DATA / name / f"{hf_split_name(split)}-*.parquet")
-    images, labels, classes, meta = _admit(arrays, info, split_name, where)
+    images, labels, classes, meta = _admit(arrays, info, split_name, where, registered=registered,
+                                           vouched=vouched)
     metadata = None
     if with_metadata and meta is not None:
         fields = list(info.metadata_fields) or list(meta.dtype.names)

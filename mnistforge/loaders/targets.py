@@ -9,7 +9,7 @@ from ..errors import ConfigError, DatasetNotFoundError, FormatError, MissingFile
 from ..log import get_logger
 from ..registry import get_dataset, get_file, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
-from .origins import find_dataset_folder, locate
+from ..gate.source import find_dataset_folder, locate
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
@@ -23,8 +23,8 @@ def detect_dataset(folder) -> str:
     Fashion-MNIST and KMNIST use the same names) by the build manifest, the
     folder name, then the hash of the test labels; MNIST otherwise.
     """
+    from ..gate.files import file_facts
     from ..io.manifest import Manifest
-    from ..io.hashing import hash_content, hash_file
 
     folder = Path(folder)
     cands = [n for n in list_datasets() if find_dataset_folder(folder, get_dataset(n))]
@@ -61,11 +61,9 @@ def detect_dataset(folder) -> str:
             remote = get_file(f"{info.group}/{test.labels}")
         except KeyError:
             continue
-        sha, _ = hash_file(p)
-        if sha == remote.sha256:
-            return n
-        content = hash_content(p) if p.suffix in (".gz", ".xz", ".bz2") else (sha, None, 0)
-        if content and content[0] == remote.content_sha256:
+        h = file_facts(p, ("sha256", "content_sha256"))   # the gate's record, or hashed once
+        if h.get("sha256") == remote.sha256 or (
+                remote.content_sha256 and h.get("content_sha256") == remote.content_sha256):
             return n
     family = {"mnist", "fashion-mnist", "kmnist"}
     if set(pool) <= family and "mnist" in pool:

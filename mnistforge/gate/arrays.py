@@ -1,0 +1,102 @@
+"""The gate's entry point for arrays: :func:`admit` (what every array route calls before returning data)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..registry import get_dataset
+from .content import ContentHashes, Verdict, judge
+from .formed import check_images, check_labels, check_pair, pixel_range
+from .policy import rule
+
+__all__ = ["Admission", "admit"]
+
+
+@dataclass
+class _Arrays:
+    images: np.ndarray
+    labels: np.ndarray
+
+
+@dataclass
+class Admission:
+    """What the gate found: the ``verdict`` (:class:`~mnistforge.gate.content.Verdict`: status
+    and registry match) and the content ``hashes`` computed (reusable by the caller)."""
+
+    dataset: str | None
+    split: str | None
+    route: str
+    verdict: Verdict
+    hashes: ContentHashes
+
+    @property
+    def official_order(self) -> bool:
+        return self.verdict.official_order
+
+
+def _recorded(source, key: str, cache) -> dict | None:
+    """The content hashes recorded for split ``key`` of single-file copy ``source``, while the
+    file keeps its identity (the verdict is made again from them: a registry update counts)."""
+    from ..cache.seen import recall
+
+    facts = recall(source, cache) or {}
+    got = facts.get(key)
+    return got if isinstance(got, dict) else None
+
+
+def _record(source, before, key: str, h: ContentHashes, cache) -> None:
+    from ..cache.seen import recall, remember
+
+    facts = dict(recall(source, cache) or {})
+    facts[key] = h.to_facts()
+    remember(source, facts, before=before, cache=cache)
+
+
+def admit(images, labels, *, dataset: str | None, split: str | None, route: str, where,
+          trust: bool = False, classes=None, formed: bool = True, source=None,
+          before=None, key: str = "", cache=None, rehash: bool = False) -> Admission:
+    """Check arrays before they reach a caller; return the :class:`Admission` or raise.
+
+    ``images`` (``N x H x W``, bytes in any integer type) and ``labels`` (integers) as the
+    route read them, upright as the official files store them; ``dataset``/``split``: what
+    the caller claims they are (None: no claim, the content names them); ``route``: a key of
+    :data:`~mnistforge.gate.policy.POLICY` (``npz``, ``hf-export``...); ``where``: the path
+    errors name.  Raises :class:`~mnistforge.errors.IntegrityError` /
+    :class:`~mnistforge.errors.FormatError` for a malformed split (shape, type, pixel or
+    class range; ``formed=False`` leaves these to the caller) and
+    :class:`~mnistforge.errors.DataMismatchError` when the content is not the claim
+    (``trust=True``: the explicit opt-out of the content check only).
+
+    Routes whose rule records (``record == "seen"``: a copy in one file) pass ``source`` (the
+    file), ``before`` (its stat before it was read) and ``key`` (the split): the content hashes
+    are then kept in ``<cache>/seen/`` and reused while the file keeps its identity, the verdict
+    made again from them (``rehash=True`` hashes again).
+
+    >>> import numpy as np
+    >>> a = admit(np.zeros((3, 28, 28), np.uint8), np.arange(3), dataset=None, split=None,
+    ...           route="npz", where="x.npz")
+    >>> a.verdict.status
+    'unclaimed'
+    """
+    r = rule(route)
+    images, labels = np.asarray(images), np.asarray(labels)
+    info = get_dataset(dataset) if dataset else None
+    if formed and info is not None:
+        check_images(images, info, where, exact_type=False)
+        check_pair(images, labels, info, where)
+        check_labels(info, split or "", labels, list(classes) if classes else list(info.classes), where)
+    elif formed:
+        pixel_range(images, where)
+    if images.dtype != np.uint8:  # whole bytes (checked above): the hashes are of bytes
+        images = images.astype(np.uint8)
+    c = _Arrays(images, labels.astype(np.int64) if labels.dtype.kind in "iub" else labels)
+    recording = r.record == "seen" and source is not None and before is not None
+    rkey = f"content:{key}"
+    known = _recorded(source, rkey, cache) if recording and not rehash else None
+    h = ContentHashes(c, known)
+    verdict = judge(c, dataset, split, where=where, trust=trust, hashes=h,
+                    order_free="order-free sha256" in r.hashes)
+    if recording and h.to_facts() != known:
+        _record(source, before, rkey, h, cache)
+    return Admission(dataset, split, route, verdict, h)

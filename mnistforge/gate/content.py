@@ -1,0 +1,245 @@
+"""What the data is, from its content (images included): the registry's content hashes and
+order-free hashes of arrays, and the gate's verdict on a claimed dataset and split.
+
+:func:`registry_match` recognises arrays from the registry's ``content_sha256`` of the
+official files (images and labels serialised as idx content, both orientations, label
+offsets -1, 0, +1) and from each split's ``order_free_sha256`` (a copy in another order).
+:func:`judge` turns that into a verdict for a claim (``load("mnist", ..., root=COPY)``):
+the content is the claimed split, or :class:`~mnistforge.errors.DataMismatchError` says
+what it is instead (another dataset, another split, or no known dataset), unless the
+registry pins nothing that could tell (EMNIST, KMNIST: then ``unpinned``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ..errors import DataMismatchError
+from ..io.idx import idx_content_sha256
+from ..registry import DatasetInfo, get_dataset, get_file, list_datasets
+
+__all__ = ["Match", "Verdict", "Arrays", "OPT_OUT", "judge", "registry_match", "pinned_by_content",
+           "ContentHashes"]
+
+OPT_OUT = ("to load them anyway, pass trust_files=True to mnistforge.load "
+           "(command line: MNISTFORGE_TRUST_FILES=1)")
+
+
+class Arrays(Protocol):
+    """Canonical arrays of one split: ``uint8 N x 28 x 28`` images, integer labels."""
+
+    images: np.ndarray
+    labels: np.ndarray
+
+
+@dataclass(frozen=True)
+class Match:
+    """What the registry's hashes say of a canonical split.
+
+    ``order`` is ``"same"`` (idx content hashes) or ``"other"`` (order-free hash);
+    ``images``/``labels`` say which parts matched (a partial match has one);
+    ``checkable`` is False when the part that did not match has no hash to
+    compare with (MNIST's train images: only their labels are pinned by content).
+    """
+
+    dataset: str
+    split: str
+    transposed: bool
+    shift: int
+    order: str
+    images: bool = True
+    labels: bool = True
+    how: str = "registry content hashes"
+    checkable: bool = True
+
+
+def _file_splits():
+    for name in list_datasets():
+        info = get_dataset(name)
+        for sname, sp in info.splits.items():
+            if not sp.is_view:
+                yield info, sname, sp
+
+
+def _content(group: str, fname: str | None) -> str | None:
+    if not fname:
+        return None
+    try:
+        return get_file(f"{group}/{fname}").content_sha256
+    except KeyError:
+        return None
+
+
+class ContentHashes:
+    """The content hashes of one split's arrays, each computed once (orientation, label offset)."""
+
+    def __init__(self, c: Arrays, known: dict | None = None):
+        self.c = c
+        self._img: dict[bool, str] = {}
+        self._lab: dict[int, str | None] = {}
+        self._free: dict[tuple[bool, int], str] = {}
+        if known:  # recorded by to_facts() for the same arrays
+            self._img = {k == "1": v for k, v in known.get("images", {}).items()}
+            self._lab = {int(k): v for k, v in known.get("labels", {}).items()}
+            self._free = {(k[0] == "1", int(k[2:])): v for k, v in known.get("order_free", {}).items()}
+
+    def to_facts(self) -> dict:
+        """The hashes computed so far, as JSON (``ContentHashes(c, known=...)`` reads them)."""
+        return {"images": {str(int(t)): v for t, v in self._img.items()},
+                "labels": {str(k): v for k, v in self._lab.items()},
+                "order_free": {f"{int(t)},{k}": v for (t, k), v in self._free.items()}}
+
+    def order_free(self, t: bool, k: int) -> str:
+        if (t, k) not in self._free:
+            from ..io.hashing import order_free_sha256  # hashlib: not for a load of idx files
+
+            self._free[t, k] = order_free_sha256(self.oriented(t), np.asarray(self.c.labels) + k)
+        return self._free[t, k]
+
+    def oriented(self, t: bool) -> np.ndarray:
+        return self.c.images.transpose(0, 2, 1) if t else self.c.images
+
+    def images(self, t: bool) -> str:
+        if t not in self._img:
+            self._img[t] = idx_content_sha256(self.oriented(t))
+        return self._img[t]
+
+    def labels(self, s: int) -> str | None:
+        if s not in self._lab:
+            lab = np.asarray(self.c.labels, dtype=np.int64) + s
+            self._lab[s] = None if lab.size and (lab.min() < 0 or lab.max() > 255) else \
+                idx_content_sha256(lab.astype(np.uint8))
+        return self._lab[s]
+
+
+def registry_match(c: Arrays, name: str | None = None, *, hashes: ContentHashes | None = None,
+                   order_free: bool = True) -> Match | None:
+    """The registry split ``c`` is, from content hashes (any orientation, label offset -1..+1).
+
+    Full matches (images and labels) win over the order-free hash, which wins
+    over a partial match (images or labels only).  ``name`` (what the user or
+    the file names say) is tried first, never trusted alone: a file named
+    ``mnist_test.csv`` holding Fashion-MNIST is named by its content.
+    """
+    h = hashes or ContentHashes(c)
+    n = len(c.labels)
+    cands = sorted(((info, s, sp) for info, s, sp in _file_splits() if sp.count == n),
+                   key=lambda cand: cand[0].name != name)
+    if not cands:
+        return None
+    partial = None
+    for info, s, sp in cands:
+        want_i = _content(info.group, sp.images)
+        want_l = None if sp.labels_column is not None else _content(info.group, sp.labels)
+        ts = [t for t in (False, True) if want_i and h.images(t) == want_i]
+        ss = [k for k in (0, 1, -1) if want_l and h.labels(k) == want_l]
+        if ts and ss:
+            return Match(info.name, s, ts[0], ss[0], "same")
+        if partial is None and (ts or ss):
+            partial = Match(info.name, s, bool(ts and ts[0]), ss[0] if ss else 0, "same",
+                            images=bool(ts), labels=bool(ss),
+                            checkable=bool(want_i if not ts else want_l))
+    for info, s, sp in cands:
+        if not (order_free and sp.order_free_sha256):
+            continue
+        for t in (False, True):
+            for k in (0, 1, -1):
+                if h.order_free(t, k) == sp.order_free_sha256:
+                    return Match(info.name, s, t, k, "other", how="registry order-free hash")
+    return partial
+
+
+def pinned_by_content(info: DatasetInfo) -> bool:
+    """Whether the registry pins some content of ``info`` (so unknown content is not it)."""
+    return any(sp.order_free_sha256 or _content(info.group, sp.images)
+               or (sp.labels_column is None and _content(info.group, sp.labels))
+               for sp in info.splits.values() if not sp.is_view)
+
+
+def _parts(c: Arrays, h: ContentHashes) -> tuple[list[str], list[str]]:
+    """Registry splits whose images, and whose labels, equal ``c``'s (for the error message)."""
+    imgs, labs = [], []
+    for info, s, sp in _file_splits():
+        if sp.count != len(c.labels):
+            continue
+        want_i = _content(info.group, sp.images)
+        want_l = None if sp.labels_column is not None else _content(info.group, sp.labels)
+        if want_i and any(h.images(t) == want_i for t in (False, True)):
+            imgs.append(f"{info.name} {s}")
+        if want_l and any(h.labels(k) == want_l for k in (0, 1, -1)):
+            labs.append(f"{info.name} {s}")
+    return imgs, labs
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The gate's answer on a claim: ``status`` is ``identical`` (images and labels are the
+    claimed split's, official order), ``reordered`` (same content, another order), ``labels``
+    (labels verified; the registry pins no content hash of the images), ``unpinned`` (the
+    registry pins nothing of this dataset's content), ``unclaimed`` (no dataset was named),
+    ``trusted`` (``trust_files=True``) or ``refused`` (only from ``judge(..., refuse=False)``)."""
+
+    status: str
+    match: Match | None = None
+
+    @property
+    def official_order(self) -> bool:
+        """Whether rows are the official split's in the official order (row-wise facts apply)."""
+        return self.status == "identical"
+
+
+def judge(c: Arrays, claimed: str | None, split: str | None, *, where, trust: bool = False,
+          match: Match | None = None, hashes: ContentHashes | None = None,
+          refuse: bool = True, order_free: bool = True) -> Verdict:
+    """The verdict on arrays claimed to be ``claimed`` ``split`` (see the module doc).
+
+    ``split`` is checked only when it names a file split of ``claimed``.  Raises
+    DataMismatchError when the content is another dataset or split, or no known
+    dataset while the registry pins ``claimed``'s content (``refuse=False``: the
+    verdict ``refused`` instead, for a name only the file names suggest).
+    """
+    h = hashes or ContentHashes(c)
+    if match is None:
+        match = registry_match(c, claimed, hashes=h, order_free=order_free)
+    if not refuse:
+        try:
+            return judge(c, claimed, split, where=where, trust=trust, match=match, hashes=h)
+        except DataMismatchError:
+            return Verdict("refused", match)
+    if claimed is None:
+        return Verdict("unclaimed", match)
+    if trust:
+        return Verdict("trusted", match)
+    info = get_dataset(claimed)
+    want_split = split if split in info.splits and not info.splits[split].is_view else None
+    if match is not None and match.images and match.labels:
+        if match.dataset == claimed and want_split in (None, match.split):
+            return Verdict("identical" if match.order == "same" else "reordered", match)
+        raise _mismatch(c, info, want_split, where, found=f"the data of {match.dataset} {match.split}"
+                        + (" (in another order)" if match.order == "other" else ""),
+                        suggest=(match.dataset, match.split))
+    imgs, labs = _parts(c, h) if match is not None else ([], [])
+    if match is not None and match.dataset == claimed and not match.checkable \
+            and want_split in (None, match.split) and not (imgs if match.labels else labs):
+        # one part verified, the other unpinned and not another dataset's (MNIST train images)
+        return Verdict("labels" if match.labels else "images", match)
+    if match is None and not pinned_by_content(info):
+        return Verdict("unpinned", None)
+    found = "; ".join(p for p in (
+        f"images of {', '.join(imgs)}" if imgs else "images of no known dataset",
+        f"labels of {', '.join(labs)}" if labs else "labels of no known dataset"))
+    raise _mismatch(c, info, want_split, where, found=f"{len(c.labels):,} rows: {found}")
+
+
+def _mismatch(c: Arrays, info: DatasetInfo, split: str | None, where, *, found: str,
+              suggest: tuple[str, str] | None = None) -> DataMismatchError:
+    sizes = ", ".join(f"{s} {sp.count:,}" for s, sp in info.splits.items() if not sp.is_view)
+    hint = ""
+    if suggest is not None:
+        hint = f"load it as what it is: mnistforge.load({suggest[0]!r}, {suggest[1]!r}, root=...); or, "
+    return DataMismatchError(
+        f"this is not {info.name}" + (f" {split}" if split else ""), path=where,
+        expected=f"{info.name}" + (f" {split}" if split else "") + f" (registry content hashes; {sizes} rows)",
+        found=found, hint=hint + OPT_OUT)
