@@ -10,7 +10,7 @@ Each page runs in a scratch folder T of its own, which stands for ``/tmp`` (``/t
 example is ``T/x``; ``T`` in an output reads ``/tmp``): the working folder ``/tmp/work``, the
 cache ``MNISTFORGE_HOME=/tmp/mfhome`` (empty at the start: files are downloaded from the local
 mirror of tests/docs_mirror.py), ``../shared`` beside the working folder, no progress bars,
-``COLUMNS=100``, no Hugging Face network access.
+``COLUMNS=100``, the Hugging Face Hub a closed local port.
 """
 from __future__ import annotations
 
@@ -86,10 +86,12 @@ def setup(namespace: dict) -> None:
     env = {
         "MNISTFORGE_HOME": str(scratch / "mfhome"), "MNISTFORGE_PROGRESS": "0", "COLUMNS": "100",
         docs_mirror.ENV: mirror, "PYTHONUNBUFFERED": "1", "HF_HOME": str(scratch / "hf"),
-        "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+        # the Hub is a closed local port (an upload fails here, never reaches out); datasets offline
+        "HF_ENDPOINT": "http://127.0.0.1:9", "HF_DATASETS_OFFLINE": "1",
         "PATH": os.pathsep.join([str(shim), str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
     }
-    unset = ("MNISTFORGE_OFFLINE", "MNISTFORGE_TRUST_FILES", "MNISTFORGE_KEEP_RAW", "HF_TOKEN")
+    unset = ("MNISTFORGE_OFFLINE", "MNISTFORGE_TRUST_FILES", "MNISTFORGE_KEEP_RAW", "MNISTFORGE_WORKERS",
+             "HF_TOKEN", "HF_HUB_OFFLINE")
     namespace["__page__"] = {
         "scratch": scratch, "cwd": os.getcwd(),
         "env": {k: os.environ.get(k) for k in (*env, *unset)},
