@@ -7,7 +7,7 @@ phmdoctest run Python only. The conventions (what runs, how output is compared, 
 ``[exit N]``, slow and skipped blocks) are in docs/index.md, "Examples that run".
 
 Each page runs in a scratch folder T of its own, which stands for ``/tmp`` (``/tmp/x`` in an
-example is ``T/x``; ``T`` in an output reads ``/tmp``): the working folder ``/tmp/work``, the
+example is ``T/x``, ``/data/x`` is ``T/data/x``; ``T`` in an output reads ``/tmp``): the working folder ``/tmp/work``, the
 cache ``MNISTFORGE_HOME=/tmp/mfhome`` (empty at the start: files are downloaded from the local
 mirror of tests/docs_mirror.py), ``../shared`` beside the working folder, no progress bars,
 ``COLUMNS=100``, the Hugging Face Hub a closed local port.
@@ -54,7 +54,9 @@ class Page:
 
     @classmethod
     def to_run(cls, text: str) -> str:
-        return text.replace("/tmp/", f"{cls.scratch}/") if cls.scratch else text
+        if not cls.scratch:
+            return text
+        return text.replace("/tmp/", f"{cls.scratch}/").replace("/data/", f"{cls.scratch}/data/")
 
     @classmethod
     def to_doc(cls, text: str) -> str:
