@@ -5,7 +5,11 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tests"))
-from docs_sybil import DOCS, mark_slow  # noqa: E402
+try:
+    from docs_sybil import DOCS, mark_slow
+except ImportError as e:  # an older venv: say what to install rather than skip the docs silently
+    raise ImportError(f"{e}: the docs examples run with sybil; install the test extra: "
+                      "pip install -e '.[test]'") from e
 
 pytest_collect_file = DOCS.pytest()
 

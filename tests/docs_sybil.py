@@ -7,8 +7,8 @@ phmdoctest run Python only. The conventions (what runs, how output is compared, 
 ``[exit N]``, slow and skipped blocks) are in docs/index.md, "Examples that run".
 
 Each page runs in a scratch folder T of its own, which stands for ``/tmp`` (``/tmp/x`` in an
-example is ``T/x``, ``/data/x`` is ``T/data/x``; ``T`` in an output reads ``/tmp``): the working folder ``/tmp/work``, the
-cache ``MNISTFORGE_HOME=/tmp/mfhome`` (empty at the start: files are downloaded from the local
+example is ``T/x``, ``/data/x`` is ``T/data/x``; ``T`` in an output reads ``/tmp``): the working
+folder ``/tmp/work``, the cache ``MNISTFORGE_HOME=/tmp/mfhome`` (empty at the start: files are downloaded from the local
 mirror of tests/docs_mirror.py), ``../shared`` beside the working folder, no progress bars,
 ``COLUMNS=100``, the Hugging Face Hub a closed local port.
 """
