@@ -22,14 +22,35 @@ FASHION = Path("/usr/share/datasets/fashion-mnist")
 ENV = "MNISTFORGE_DOCS_MIRROR"
 
 
+MNIST_FILES = ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", "train-labels-idx1-ubyte.gz")
+QMNIST_FILES = ("qmnist-train-labels.tsv.gz", "qmnist-test-labels.tsv.gz", "qmnist-train-labels-idx2-int.gz",
+                "qmnist-test-labels-idx2-int.gz", "xnist-labels.tsv.xz")
+FASHION_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                 "t10k-labels-idx1-ubyte.gz")
+
+
+def expected_files() -> dict[str, Path]:
+    """Registry id -> where this machine may hold it (../shared, Debian's dataset-fashion-mnist)."""
+    ref = SHARED / "reference"
+    out = {f"mnist/{n}": ref / "mnist" / n for n in MNIST_FILES}
+    out.update({f"qmnist/{n}": ref / "qmnist" / n for n in QMNIST_FILES})
+    out["label-errors/mnist_mturk.json"] = ref / "papers" / "northcutt2021-mnist-test-mturk.json"
+    out.update({f"fashion-mnist/{n}": FASHION / n for n in FASHION_FILES})
+    return out
+
+
 def held_files() -> dict[str, Path]:
     """Registry id -> local file, for every file this machine holds."""
-    ref = SHARED / "reference"
-    out = {f"mnist/{p.name}": p for p in sorted((ref / "mnist").glob("*.gz"))}
-    out.update({f"qmnist/{p.name}": p for p in sorted((ref / "qmnist").glob("*-labels*"))})
-    out["label-errors/mnist_mturk.json"] = ref / "papers" / "northcutt2021-mnist-test-mturk.json"
-    out.update({f"fashion-mnist/{p.name}": p for p in sorted(FASHION.glob("*.gz"))})
-    return {k: v for k, v in out.items() if v.is_file()}
+    return {k: v for k, v in expected_files().items() if v.is_file()}
+
+
+def absent_requested() -> list[str]:
+    """Files asked for since the last call that this machine would hold but lacks (then the
+    example needs data that is not here: it is skipped, not failed)."""
+    srv = _server()
+    asked, srv.missing = srv.missing, []  # type: ignore[attr-defined]
+    expected = expected_files()
+    return sorted({fid for fid in asked if fid in expected and not expected[fid].is_file()})
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -39,6 +60,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         path = self.server.files.get(self.path.lstrip("/"))  # type: ignore[attr-defined]
         if path is None:
+            self.server.missing.append(self.path.lstrip("/"))  # type: ignore[attr-defined]
             self.send_error(404, "not held by the docs mirror")
             return
         body = path.read_bytes()
@@ -52,13 +74,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 @functools.lru_cache(maxsize=1)
-def start() -> str:
-    """Start the mirror once per process (a daemon thread); return its base URL."""
+def _server() -> http.server.ThreadingHTTPServer:
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     srv.daemon_threads = True
     srv.files = held_files()  # type: ignore[attr-defined]
+    srv.missing = []  # type: ignore[attr-defined]
     threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{srv.server_address[1]}"
+    return srv
+
+
+def start() -> str:
+    """Start the mirror once per process (a daemon thread); return its base URL."""
+    return f"http://127.0.0.1:{_server().server_address[1]}"
 
 
 def redirect(base: str) -> dict:
