@@ -18,6 +18,7 @@ import doctest
 import importlib.util
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -58,7 +59,9 @@ class Page:
     def to_run(cls, text: str) -> str:
         if not cls.scratch:
             return text
-        return text.replace("/tmp/", f"{cls.scratch}/").replace("/data/", f"{cls.scratch}/data/")
+        # only paths that start there (not hf-out/data/...)
+        text = re.sub(r"(?<![\w.~-])/tmp/", lambda m: f"{cls.scratch}/", text)
+        return re.sub(r"(?<![\w.~-])/data/", lambda m: f"{cls.scratch}/data/", text)
 
     @classmethod
     def to_doc(cls, text: str) -> str:
@@ -112,7 +115,7 @@ def setup(namespace: dict) -> None:
     shim = scratch / "bin"
     shim.mkdir()
     (shim / "mnistforge").write_text(
-        f"#!/bin/sh\nexec {sys.executable} {ROOT / 'tests' / 'docs_mirror.py'} \"$@\"\n")
+        f"#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'tests' / 'docs_mirror.py'))} \"$@\"\n")
     (shim / "mnistforge").chmod(0o755)
     mirror = docs_mirror.start()
     env = {
