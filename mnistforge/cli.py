@@ -27,7 +27,8 @@ import logging
 import sys
 
 from ._version import __version__
-from .commands.common import command_environment
+from .commands.common import (check_outputs, command_environment, flush_streams, output_stream_error,
+                              quiet_stdout)
 from .errors import (EXIT_CODES, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, MnistforgeError,
                      exit_code)
 
@@ -81,6 +82,9 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse exits 2 on usage errors, 0 on --help
         return int(e.code or 0)
+    except KeyboardInterrupt:  # output paths are checked while parsing: Ctrl-C may land there
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     logging.basicConfig(
         level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
         format="%(levelname)s %(name)s: %(message)s")
@@ -94,14 +98,16 @@ def main(argv=None) -> int:
     try:
         with contextlib.redirect_stdout(sys.stderr) if json_stdout else contextlib.nullcontext(), \
                 command_environment(args):
-            return int(args._run(args) or 0)
+            check_outputs(args)
+            code = int(args._run(args) or 0)
+        flush_streams(args)  # a full or closed standard output shows here, not at exit
+        return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # `mnistforge info | head`: the reader left; exit quietly like other Unix tools.
-        import os
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        quiet_stdout()
         return EXIT_OK
     except MnistforgeError as e:
         print(f"mnistforge {args.command}: error: {e}", file=sys.stderr)
@@ -110,6 +116,14 @@ def main(argv=None) -> int:
         print(f"mnistforge {args.command}: error: {e.name or e} is not installed: "
               "see `pip install 'mnistforge[...]'` in docs/usage.md", file=sys.stderr)
         return EXIT_UNAVAILABLE
+    except OSError as e:
+        named = output_stream_error(e)   # `mnistforge info > /dev/full`: one line, not a traceback
+        if named is None:
+            raise
+        print(f"mnistforge {args.command}: error: {named}", file=sys.stderr)
+        quiet_stdout()
+        return exit_code(named)
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import BuildError
+from .io.manifest import Manifest, recorded_folder_problems
 from .registry import emnist_splits
 
 logger = logging.getLogger(__name__)
@@ -140,6 +140,59 @@ def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) 
         Stages with timings, per-dataset split sizes and verify status, the
         evaluation and the report path; also written to ``out/summary.json``.
     """
+    from .io.atomic import atomic_dir, check_output_folder
+
+    config = config or DemoConfig()
+    # before any work: --overwrite replaces only a demo folder holding nothing else
+    out = check_output_folder(out, overwrite=overwrite, owned=demo_problems)
+    # built in <out>.incomplete and exchanged with the old folder when complete: Ctrl-C leaves
+    # the old demo or the new one, never a mix; paths shown are those of the final folder
+    with atomic_dir(out, overwrite=overwrite, owned=demo_problems) as work:
+        res = _run(work, config)
+        _relocate_result(res, work, out)
+        Manifest(kind="demo", parameters={"scale": config.scale, "seed": config.seed},
+                 notes=["a demo folder: mnistforge demo --overwrite replaces it only while it "
+                        "holds exactly these files"]).write(work, DEMO_MANIFEST)
+    return res
+
+
+#: the demo folder's own record (not ``manifest.json``: the folder is no build)
+DEMO_MANIFEST = "demo-manifest.json"
+
+
+def demo_problems(folder) -> list[str]:
+    """What ``demo --overwrite`` would destroy beyond a demo's own files (:data:`DEMO_MANIFEST`)."""
+    return recorded_folder_problems(folder, DEMO_MANIFEST)
+
+
+def _relocate(value, work: str, out: str):
+    """``value`` with the temporary folder's path replaced by the final one (strings in dicts/lists)."""
+    if isinstance(value, str):
+        return value.replace(work, out)
+    if isinstance(value, dict):
+        return {k: _relocate(v, work, out) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_relocate(v, work, out) for v in value]
+    return value
+
+
+def _relocate_result(res: DemoResult, work: Path, out: Path) -> None:
+    """Rewrite the summary, evaluation, verify reports and report with the final folder's paths."""
+    w, o = str(work), str(out)
+    res.out = out
+    res.datasets = _relocate(res.datasets, w, o)
+    res.evaluation = _relocate(res.evaluation, w, o)
+    for p in sorted(work.glob("*.json")) + [work / "report.md"]:
+        if p.is_file():
+            p.write_text(p.read_text(encoding="utf-8").replace(w, o), encoding="utf-8")
+    res.report = write_report(res, work, shown=out)
+    with open(work / "summary.json", "w") as f:
+        json.dump(res.to_json(), f, indent=2, default=str)
+    res.report = out / "report.md"
+
+
+def _run(out: Path, config: DemoConfig) -> DemoResult:
+    """The demo's stages, writing into ``out`` (the temporary folder)."""
     from .builders.emnist import EmnistBuildConfig, build_emnist
     from .builders.qmnist import (QmnistBuildConfig, build_mnist, build_qmnist,
                                   sharing_preprocessed_digits)
@@ -147,14 +200,6 @@ def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) 
     from .loaders import load
     from .sd19.synth import SynthConfig, synthesize_sd19
 
-    config = config or DemoConfig()
-    out = Path(out)
-    if out.exists():
-        if not overwrite:
-            raise BuildError("demo output folder exists", path=out, expected="a new folder",
-                             found="an existing one", hint="pass --overwrite or another --out")
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
     res = DemoResult(out=out)
     sd19 = out / "sd19"
     builds = out / "builds"
@@ -190,9 +235,11 @@ def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) 
             target = f"{folder}:{name}" if family == "emnist" else str(folder)
             report = verify(target)
             status, notes = _verify_status(report, family)
-            sizes = {sp: len(load(name, sp, root=folder)) for sp in splits}
+            loaded = {sp: load(name, sp, root=folder) for sp in splits}
+            sizes = {sp: len(ds) for sp, ds in loaded.items()}
             res.datasets.append({
                 "dataset": name, "splits": sizes, "verify": status, "notes": notes,
+                "synthetic": all(ds.synthetic for ds in loaded.values()),
                 "build_seconds": build_seconds.get(family, build_seconds.get(name)),
                 "folder": str(folder),
             })
@@ -234,9 +281,6 @@ def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) 
         st.detail = ", ".join(f"{s['name']} {s['error_rate']:.2%}"
                               for s in res.evaluation["systems"])
 
-    res.report = write_report(res, out)
-    with open(out / "summary.json", "w") as f:
-        json.dump(res.to_json(), f, indent=2, default=str)
     return res
 
 
@@ -311,11 +355,24 @@ def format_summary(res: DemoResult) -> str:
     return "\n".join(lines)
 
 
-def write_report(res: DemoResult, out: Path) -> Path:
-    """``report.md``: the summary, verify results, pictures, evaluation and where things are."""
+def _synthetic_line(datasets: list) -> str:
+    """Whether every dataset carries the synthetic mark its build manifest should hold."""
+    unmarked = [d["dataset"] for d in datasets if not d.get("synthetic")]
+    if not unmarked:
+        return (f"All {len(datasets)} datasets are marked synthetic in their build manifests "
+                "(`ds.synthetic`, `mnistforge info`, the dataset card and the sample grids say so).")
+    return ("**Not marked synthetic although built from the synthetic SD19:** "
+            + ", ".join(unmarked) + ".")
+
+
+def write_report(res: DemoResult, out: Path, shown: Path | None = None) -> Path:
+    """``out/report.md``: the summary, verify results, pictures, evaluation and where things are
+    (paths shown under ``shown``, the final folder, default ``out``)."""
+    folder, out = out, shown or out
     L = ["# mnistforge demo report", "",
          "Everything below was produced from a **synthetic** SD19 replica (no real NIST data),",
          "so the numbers describe the pipeline, not the real datasets.", "",
+         _synthetic_line(res.datasets), "",
          "## Datasets", "",
          "| dataset | train | test | verify | build (s) | sample |",
          "|---|---|---|---|---|---|"]
@@ -356,7 +413,7 @@ def write_report(res: DemoResult, out: Path) -> Path:
           "- `hf/`: the Hugging Face repository folder",
           "- `pictures/`: sample grids", "- `summary.json`, `evaluation.json`, `verify-*.json`", ""]
     from .io.atomic import atomic_file
-    path = out / "report.md"
+    path = folder / "report.md"
     with atomic_file(path, "w") as f:
         f.write("\n".join(L))
     return path

@@ -77,6 +77,11 @@ class DataMismatchError(IntegrityError):
     """Files under a dataset's official names hold other data (another dataset, or unknown content)."""
 
 
+class InconsistentSourceError(IntegrityError):
+    """An SD19 source disagrees with itself or with what it should hold: a repeated character
+    index or zip member, duplicated characters or writer folders, more characters than published."""
+
+
 class UnsafeArchiveError(MnistforgeError, ValueError):
     """An archive member would escape its target folder or claims an absurd size."""
 
@@ -128,12 +133,48 @@ class JoinError(BuildError):
     """Characters could not be joined across SD19 hierarchies."""
 
 
+class NotOwnedError(BuildError):
+    """``--overwrite`` of a folder holding anything its own record (manifest) does not list: refused,
+    nothing removed; the message names what is foreign."""
+
+
 class ConfigError(MnistforgeError, ValueError):
     """Invalid parameter or specification string (CLI or API)."""
 
 
 class TargetNotFoundError(MissingFileError, ConfigError):
     """A path given as a target (command-line argument or ``root=``) does not exist: a usage error."""
+
+
+class OutputPathError(ConfigError):
+    """An output path (or ``<out>.lock`` beside it) the package may not write: it exists and is not
+    a regular file (a symlink, FIFO, device, folder), lies under a file, or its name is too long."""
+
+
+class IndexRangeError(ConfigError, IndexError):
+    """A row index, or a bound of a split slice, outside the valid range (the message names it)."""
+
+
+class IndexKindError(ConfigError, TypeError):
+    """A dataset indexed by something that is not a row index (a bool, a float, a string)."""
+
+
+class EmptySelectionError(ConfigError):
+    """A slice that selects no rows (reversed or empty), a step of 0, or an empty group of work."""
+
+
+class InsufficientMemoryError(ConfigError, MemoryError):
+    """The arrays a request needs would not fit in memory; refused before allocating them."""
+
+
+class ClassifierOutputError(ConfigError):
+    """A user's classifier returned something other than one label per image."""
+
+
+class TestSetMismatchError(ConfigError):
+    """A test set given to compare predictions with is not the one they were made on."""
+
+    __test__ = False  # not a pytest test class, despite the name
 
 
 class MissingDependencyError(MnistforgeError, ImportError):
@@ -168,6 +209,18 @@ class CheckFailed(MnistforgeError, AssertionError):
 
 class UploadError(MnistforgeError, ConnectionError):
     """An upload (Hugging Face Hub push) failed or could not start: no token, offline, HTTP error."""
+
+
+class NoSuchPathError(TargetNotFoundError, DatasetNotFoundError):
+    """A name that is no dataset and looks like a path (``/data/x.mat``) that does not exist: said
+    as such (exit 2), still a :class:`DatasetNotFoundError` for callers that try names first."""
+
+    __str__ = DatasetNotFoundError.__str__
+
+
+class OutputExistsError(BuildError, ConfigError):
+    """The output folder already exists and ``--overwrite`` was not given: a usage error (exit 2),
+    found before any work; still a :class:`BuildError` for callers that catch that."""
 
 
 # --- exit codes of the command line -------------------------------------------

@@ -34,6 +34,7 @@ __all__ = [
     "RemoteFile", "SplitInfo", "DatasetInfo", "get_dataset", "list_datasets", "get_file",
     "list_files", "dataset_files", "registry_notes", "strip_compression", "COMPRESSIONS",
     "emnist_splits", "balanced_datasets", "LabelAnnotation", "label_annotations",
+    "TorchvisionInfo", "torchvision_datasets", "torchvision_folders",
 ]
 
 @dataclass(frozen=True)
@@ -125,6 +126,35 @@ class SplitInfo:
 
 
 @dataclass(frozen=True)
+class TorchvisionInfo:
+    """How ``torchvision.datasets.<cls>`` reads a dataset (the registry's ``torchvision`` entry).
+
+    ``files`` maps each file split to the ``(images, labels)`` names torchvision
+    opens in :attr:`folder` (the release files, decompressed); ``classes`` is its
+    ``classes`` attribute; ``split`` is EMNIST's ``split`` argument; ``what``
+    QMNIST's ``what`` values, which are this dataset's split names;
+    ``needs_every_split``: the class loads only when every split's files exist.
+
+    >>> tv = get_dataset("emnist-letters").torchvision
+    >>> tv.cls, tv.split, tv.folder, tv.files["test"][0], tv.classes[:2]
+    ('EMNIST', 'letters', 'EMNIST/raw', 'emnist-letters-test-images-idx3-ubyte', ('N/A', 'a'))
+    """
+
+    cls: str
+    classes: tuple[str, ...]
+    files: dict[str, tuple[str, str]]
+    split: str | None = None
+    what: tuple[str, ...] = ()
+    needs_every_split: bool = False
+    note: str = ""
+
+    @property
+    def folder(self) -> str:
+        """``<class name>/raw``: torchvision's ``raw_folder`` relative to ``root``."""
+        return f"{self.cls}/raw"
+
+
+@dataclass(frozen=True)
 class DatasetInfo:
     """A dataset (or a source/archive) of the registry."""
 
@@ -149,6 +179,8 @@ class DatasetInfo:
     splits: dict = field(default_factory=dict)
     extra_files: tuple[str, ...] = ()
     source_files: tuple[str, ...] = ()
+    #: how torchvision's dataset class reads this dataset (None: torchvision has none)
+    torchvision: TorchvisionInfo | None = None
 
     @property
     def split_names(self) -> list[str]:
@@ -235,8 +267,18 @@ def _datasets() -> dict[str, DatasetInfo]:
             metadata_fields=tuple(d.get("metadata_fields", ())),
             metadata_note=d.get("metadata_note", ""), validation_size=d.get("validation_size"),
             balanced=bool(d.get("balanced", False)), splits=splits, extra_files=tuple(d.get("extra_files", ())),
-            source_files=tuple(d.get("files", ())))
+            source_files=tuple(d.get("files", ())), torchvision=_torchvision(d.get("torchvision")))
     return out
+
+
+def _torchvision(d: dict | None) -> TorchvisionInfo | None:
+    if not d:
+        return None
+    return TorchvisionInfo(
+        cls=d["class"], classes=tuple(d["classes"]),
+        files={s: (f[0], f[1]) for s, f in d["files"].items()}, split=d.get("split"),
+        what=tuple(d.get("what", ())), needs_every_split=bool(d.get("needs_every_split", False)),
+        note=d.get("note", ""))
 
 
 def list_datasets(kind: str | None = "dataset") -> list[str]:
@@ -283,6 +325,31 @@ def balanced_datasets() -> frozenset[str]:
     ['emnist-balanced', 'emnist-digits', 'emnist-letters', 'emnist-mnist']
     """
     return frozenset(n for n, info in _datasets().items() if info.balanced)
+
+
+def torchvision_datasets() -> list[str]:
+    """The datasets a torchvision class reads, in registry order.
+
+    >>> torchvision_datasets()[:4]
+    ['mnist', 'fashion-mnist', 'kmnist', 'qmnist']
+    """
+    return [n for n, info in _datasets().items() if info.torchvision is not None]
+
+
+def torchvision_folders() -> dict[str, str]:
+    """torchvision's class folder (``root/<Class>``) -> the dataset it holds, or the group when
+    several datasets share it (``EMNIST`` holds the six EMNIST sets).
+
+    >>> torchvision_folders()["FashionMNIST"], torchvision_folders()["EMNIST"]
+    ('fashion-mnist', 'emnist')
+    """
+    out: dict[str, str] = {}
+    for name in torchvision_datasets():
+        info = _datasets()[name]
+        assert info.torchvision is not None
+        cls = info.torchvision.cls
+        out[cls] = info.group if cls in out else name
+    return out
 
 
 def list_files() -> list[RemoteFile]:

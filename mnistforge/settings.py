@@ -61,10 +61,31 @@ def cache_home(root=None) -> Path:
     ``~/Library/Caches/mnistforge``; Windows: ``%LOCALAPPDATA%\\mnistforge\\Cache``.
     """
     if root is not None:
-        return Path(root).expanduser()
+        return _cache_folder(Path(root).expanduser(), "cache= / --cache")
     env = os.environ.get("MNISTFORGE_HOME")
     if env:
-        return Path(env).expanduser()
+        return _cache_folder(Path(env).expanduser(), "MNISTFORGE_HOME")
+    return _cache_folder(_platform_cache(), "the platform default")
+
+
+def _cache_folder(path: Path, source: str) -> Path:
+    """``path``, unless it (or a folder above it) is a file: then a :class:`ConfigError` saying
+    which setting named it (a raw ``NotADirectoryError`` would come later, from deep inside)."""
+    try:
+        is_file = os.path.exists(path) and not os.path.isdir(path)
+    except OSError:  # pragma: no cover - exists() swallows most errors already
+        is_file = False
+    above = next((p for p in path.parents if os.path.exists(p) and not os.path.isdir(p)), None) \
+        if not os.path.exists(path) else None
+    if is_file or above is not None:
+        raise ConfigError(f"the cache named by {source} is not a folder", path=path,
+                          expected="a folder (or a new name) for the cache",
+                          found="a file" if is_file else f"{above} is a file",
+                          hint="point MNISTFORGE_HOME (or --cache) at a folder")
+    return path
+
+
+def _platform_cache() -> Path:
     if sys.platform.startswith("win"):
         base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
         return Path(base) / "mnistforge" / "Cache"

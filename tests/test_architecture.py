@@ -15,7 +15,7 @@ LAYERS = {
     "registry": 2,
     "cache": 3, "sd19": 3, "classifiers": 3,
     "loaders": 4,
-    "builders": 5, "checks": 5, "hub": 5, "evaluators": 5,
+    "builders": 5, "checks": 5, "hub": 5, "evaluators": 5, "layouts": 5, "compat": 5,
     "demo": 6,
     "commands": 7, "cli": 8,
 }

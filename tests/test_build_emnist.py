@@ -193,9 +193,9 @@ def test_cli_single_dataset_upright_and_paper37(sd19, built, tmp_path):
     a = mnistforge.load("emnist-mnist", "test", root=out)
     b = mnistforge.load("emnist-mnist", "test", root=out_official)
     assert np.array_equal(np.asarray(a.images), np.asarray(b.images))
-    # existing folder without --overwrite: a clean failure, folder untouched
+    # existing folder without --overwrite: a usage error (2), folder untouched
     before = sha256_file(out / "manifest.json")
-    assert main(["build", "emnist-mnist", "--sd19", str(sd19), "--out", str(out)]) == 1
+    assert main(["build", "emnist-mnist", "--sd19", str(sd19), "--out", str(out)]) == 2
     assert sha256_file(out / "manifest.json") == before
     # the paper's 37-class letters
     out37 = tmp_path / "l37"

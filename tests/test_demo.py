@@ -63,6 +63,9 @@ def test_demo_report_and_pictures(demo_run):
     _, out = demo_run
     report = (out / "report.md").read_text()
     summary = json.loads((out / "summary.json").read_text())
+    # every dataset, EMNIST's six included, carries the synthetic mark (issue 27)
+    assert [d["dataset"] for d in summary["datasets"] if not d["synthetic"]] == []
+    assert f"All {len(summary['datasets'])} datasets are marked synthetic" in report
     for d in summary["datasets"]:
         pic = out / d["picture"]
         assert d["picture"] in report
@@ -88,4 +91,4 @@ def test_demo_report_and_pictures(demo_run):
 
 def test_demo_refuses_existing_folder(tmp_path):
     (tmp_path / "x").mkdir()
-    assert main(["demo", "--out", str(tmp_path / "x"), "--scale", "0.002"]) == 1
+    assert main(["demo", "--out", str(tmp_path / "x"), "--scale", "0.002"]) == 2  # usage error

@@ -638,6 +638,6 @@ def test_cli_official_format_folder_splits_and_renames(tmp_path, monkeypatch):
     # the same config name for two different sources, an existing folder, nothing to do
     assert main(["export", "hf", f"x={folder}:test", "x=mnist:test", "--out",
                  str(tmp_path / "r2")]) == 2
-    assert main(["export", "hf", str(folder), "--out", str(repo)]) == 1
+    assert main(["export", "hf", str(folder), "--out", str(repo)]) == 2  # exists: usage error
     assert main(["export", "hf", "--out", str(tmp_path / "r3")]) == 2
     assert not (tmp_path / "r2").exists() and not (tmp_path / "r3").exists()

@@ -321,3 +321,20 @@ def test_to_torch_or_clear_error(tmp_path):
     img, label = t[0]
     assert tuple(img.shape) == (1, 28, 28) and img.dtype == torch.uint8 and label == ds.labels[0]
     np.testing.assert_array_equal(t.data.numpy(), ds.images)
+
+
+def test_an_empty_selection_says_which_split_and_why(tmp_path, caplog):
+    # issue 27: load("qmnist", "test50k") on a small build returned 0 rows without a word
+    d = tmp_path / "qmnist"
+    write_idx(d / "qmnist-test-images-idx3-ubyte.gz", fake_images(600, 3))
+    write_idx(d / "qmnist-test-labels-idx2-int.gz", qmnist_table(600, 0, 3))
+    Manifest(kind="qmnist").write(d)
+    with caplog.at_level("WARNING", logger="mnistforge"):
+        t50 = load("qmnist", "test50k", root=d)
+    assert len(t50) == 0
+    msg = " ".join(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    assert "qmnist test50k selects 0 rows" in msg and "rows 10,000 onwards of test" in msg, msg
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="mnistforge"):
+        assert len(load("qmnist", "test10k", root=d)) == 600     # not empty: nothing said
+    assert not [r for r in caplog.records if "selects 0 rows" in r.getMessage()]

@@ -57,8 +57,26 @@ def test_old_qmnist_manifest_is_read(tmp_path):
     assert m.schema == 0 and m.kind == "xnist" and m.version == "0.9"
     assert m.dataset("qmnist").counts == {"nist": 806}
     assert m.storage_orientation == "upright"
-    assert m.from_synthetic_sd19
+    # a path that says "synthetic" marks nothing (issue 27): what the builder recorded of the
+    # source's own synthetic-sd19.json does
+    assert not m.from_synthetic_sd19
+    old["inputs"]["sd19"]["synthetic_description_sha256"] = "ab" * 32
+    (tmp_path / "manifest.json").write_text(json.dumps(old))
+    assert Manifest.read(tmp_path).from_synthetic_sd19
     assert read_manifest(tmp_path)["schema"] == SCHEMA_VERSION  # handed out in the current form
+
+
+def test_the_synthetic_field_is_the_mark_and_round_trips(tmp_path):
+    m = Manifest(kind="emnist", inputs={"sd19": "/home/me/synthetic-sd19"}, synthetic=False)
+    assert not m.write(tmp_path).from_synthetic_sd19
+    assert json.loads((tmp_path / "manifest.json").read_text())["synthetic"] is False
+    Manifest(kind="emnist", inputs={"sd19": "/home/me/data"}, synthetic=True).write(tmp_path)
+    assert Manifest.read(tmp_path).from_synthetic_sd19
+    d = json.loads((tmp_path / "manifest.json").read_text())
+    d["synthetic"] = "yes"
+    (tmp_path / "manifest.json").write_text(json.dumps(d))
+    with pytest.raises(FormatError, match="synthetic mark"):
+        Manifest.read(tmp_path)
 
 
 def test_old_emnist_manifest_is_read(tmp_path):

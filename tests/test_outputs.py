@@ -9,7 +9,7 @@ import pytest
 
 from mnistforge.errors import BuildError
 from mnistforge.io.atomic import atomic_dir, atomic_file
-from mnistforge.io.manifest import read_manifest, write_manifest
+from mnistforge.io.manifest import Manifest, build_folder_problems, read_manifest, write_manifest
 
 
 def test_atomic_file_success_and_permissions(tmp_path):
@@ -55,8 +55,14 @@ def test_atomic_dir_refuses_existing_and_overwrites_when_asked(tmp_path):
         with atomic_dir(out, overwrite=True):
             pass
     assert sorted(p.name for p in out.iterdir()) == ["old"]
+    # a file named manifest.json is not enough: its schema and generator fields, and nothing
+    # in the folder that it does not list
     (out / "manifest.json").write_text("{}")
-    with atomic_dir(out, overwrite=True) as tmp:
+    with pytest.raises(BuildError, match="only a folder mnistforge wrote"):
+        with atomic_dir(out, overwrite=True, owned=build_folder_problems):
+            pass
+    Manifest(kind="test").write(out)
+    with atomic_dir(out, overwrite=True, owned=build_folder_problems) as tmp:
         (tmp / "new").write_text("y")
     assert sorted(p.name for p in out.iterdir()) == ["new"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]

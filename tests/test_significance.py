@@ -367,7 +367,8 @@ def test_cli_plot_heat_map_or_clear_error(tmp_path, capsys):
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        assert rc == 2 and "matplotlib" in capsys.readouterr().err and not png.exists()
+        # a missing optional dependency is an unavailable resource (3) by the table of `--help`
+        assert rc == 3 and "matplotlib" in capsys.readouterr().err and not png.exists()
         return
     assert rc == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -382,3 +383,27 @@ def test_docs_keysers_example_output_is_a_fresh_run(capsys):
     block = doc.split(head, 1)[1].split("```", 1)[0]
     assert main(["significance", "--example", "keysers2006"]) == 0
     assert capsys.readouterr().out == block
+
+
+def test_long_classifier_specs_are_shown_by_a_short_name(tmp_path, capsys):
+    # issue 27: LeNet/CNN prediction files printed their 160-character spec as the system name
+    from mnistforge.classifiers.base import make_classifier
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 10, 500)
+    paths = []
+    for spec, flip in (("lenet:epochs=3", 0.02), ("cnn", 0.03)):
+        full = make_classifier(spec).spec()
+        assert len(full) > 100
+        p = tmp_path / f"{spec.split(':')[0]}.tsv"
+        pred = np.where(rng.random(500) < flip, (y + 1) % 10, y)
+        el.write_predictions(p, pred, y, name=full, metadata={"classifier": full})
+        paths.append(p)
+    systems = el.read_systems(paths)
+    assert [s.name for s in systems] == ["lenet:epochs=3", "cnn"]
+    assert systems[0].description.startswith("lenet:seed=0,epochs=3,")   # the full spec is kept
+    assert main(["significance", *map(str, paths), "--bootstrap", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "cnn            lenet:epochs=3" in out       # the pairwise table uses the short names
+    # the whole spec is said once, in the description column of the error-rate table
+    assert out.count("weight_decay") == 2 and out.count(make_classifier("cnn").spec()) == 1

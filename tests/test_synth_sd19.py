@@ -553,6 +553,6 @@ def test_cli(tmp_path, capsys):
     assert "synthetic SD19" in capsys.readouterr().out
     assert sorted(p.name for p in out.iterdir()) == ["by_field", "by_write", "synthetic-sd19.json"]
     assert list((out / "by_write").rglob("d*.mis")) and not list((out / "by_write").rglob("u*"))
-    assert main(["synth-sd19", str(out), "--scale", "0.0005", "--quiet"]) == 1   # exists
+    assert main(["synth-sd19", str(out), "--scale", "0.0005", "--quiet"]) == 2   # exists: usage error
     assert main(["synth-sd19", str(tmp_path / "x"), "--scale", "3"]) == 2
     assert main(["synth-sd19", str(tmp_path / "y"), "--fields", "q"]) == 2

@@ -41,9 +41,10 @@ import numpy as np
 
 from .. import settings
 from ..errors import BuildError, ConfigError
-from ..io.atomic import atomic_dir, atomic_file
+from ..io.atomic import atomic_dir, atomic_file, check_output_folder
 from ..io.compression import open_gzip_writer
-from ..io.manifest import DatasetEntry, Manifest
+from ..io.hashing import sha256_file
+from ..io.manifest import DatasetEntry, Manifest, build_folder_problems
 from ..progress import progress
 from .emnist_prepro import DEFAULT_CONFIG, EmnistPreproConfig, convert_batch
 from .emnist_splits import (DATASETS, METADATA_COLUMNS, EmnistSplitConfig, make_metadata,
@@ -212,6 +213,10 @@ class EmnistBuildConfig:
     allow_incomplete : bool
         Build from a source with fewer characters than it should hold; the manifest
         lists what was missing (otherwise :class:`MissingSourceError`).
+    allow_inconsistent : bool
+        Build from a source that disagrees with itself or with what it should hold
+        (see :mod:`mnistforge.sd19.integrity`); the manifest lists every problem
+        (otherwise :class:`InconsistentSourceError`).
 
     Examples
     --------
@@ -234,6 +239,7 @@ class EmnistBuildConfig:
     overwrite: bool = False
     progress: bool | None = None
     allow_incomplete: bool = False
+    allow_inconsistent: bool = False
 
     def __post_init__(self):
         if isinstance(self.splits, str):
@@ -326,12 +332,16 @@ def _build(sd19, out, cfg: EmnistBuildConfig) -> dict:
     workers = cfg.workers
     workers = settings.workers(workers)
     out = Path(out)
+    # before any work: the --out path, and what --overwrite would replace
+    check_output_folder(out, inputs=[sd19], overwrite=overwrite, owned=build_folder_problems)
 
     src = _open_source(sd19, show_progress)
-    from .qmnist import check_complete
+    from .qmnist import check_complete, check_consistent, synthetic_description_path
     from ..sd19.nist_table import FIELDS
-    missing = check_complete(src, ("d",) if set(names) <= {"digits", "mnist"} else FIELDS,
-                             cfg.allow_incomplete)
+    fields = ("d",) if set(names) <= {"digits", "mnist"} else FIELDS
+    missing = check_complete(src, fields, cfg.allow_incomplete)
+    inconsistent = check_consistent(src, fields, cfg.allow_inconsistent)
+    syn = synthetic_description_path(src)
     index = src.index
     if len(index) == 0:
         raise BuildError("SD19 index is empty", path=getattr(src, "path", None),
@@ -343,7 +353,8 @@ def _build(sd19, out, cfg: EmnistBuildConfig) -> dict:
                                      for d in dsets.values()]))
     logger.info("EMNIST: converting %d of %d SD19 characters once for %s",
                 len(rows), len(index), ", ".join(names))
-    with atomic_dir(out, overwrite=overwrite, inputs=[getattr(src, "path", sd19)]) as tmp:
+    with atomic_dir(out, overwrite=overwrite, inputs=[getattr(src, "path", sd19)],
+                    owned=build_folder_problems) as tmp:
         t0 = time.perf_counter()
         store = convert_rows(src, rows, config, orientation=orientation, workers=workers,
                              show_progress=show_progress)
@@ -400,6 +411,12 @@ def _build(sd19, out, cfg: EmnistBuildConfig) -> dict:
         if missing:
             notes.append(f"built from an INCOMPLETE SD19 (allow_incomplete): {len(missing)} "
                          "partition/field counts short (inputs.sd19_missing lists them)")
+        if inconsistent:
+            notes.append(f"built from an INCONSISTENT SD19 (allow_inconsistent): "
+                         f"{len(inconsistent)} problems (duplicated or repeated characters, "
+                         "surplus counts; inputs.sd19_inconsistent lists them)")
+        if syn is not None:
+            notes.append("built from a SYNTHETIC SD19: the images are not NIST's handwriting")
         if split_config.letters_variant == "paper37" and "letters" in dsets:
             notes.append("emnist-letters is the paper's 37-class variant (labels 0..36), "
                          "not the official 26-class release")
@@ -410,13 +427,17 @@ def _build(sd19, out, cfg: EmnistBuildConfig) -> dict:
                     "sd19_fingerprint": getattr(src, "fingerprint", None),
                     "sd19_edition": getattr(src, "edition", None),
                     "sd19_characters": int(len(index)),
-                    **({"sd19_missing": missing} if missing else {})},
+                    **({"sd19_missing": missing} if missing else {}),
+                    **({"sd19_inconsistent": inconsistent} if inconsistent else {}),
+                    **({"sd19_synthetic_description_sha256": sha256_file(syn)}
+                       if syn is not None else {})},
             parameters={"datasets": names, "orientation": orientation,
                         "split": split_config.as_dict(), "prepro": config.as_dict()},
             notes=notes, orientation=orientation,
             datasets={name: DatasetEntry.from_dict(s) for name, s in summaries.items()},
             metadata_columns=list(METADATA_COLUMNS), split_by=split_config.split_by,
             sides={"train": int(len(index) - n_side), "test": n_side},
+            synthetic=syn is not None,
         ).write(tmp)
     logger.info("EMNIST: wrote %s into %s", ", ".join(names), out)
     return manifest.to_dict()

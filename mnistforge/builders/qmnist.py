@@ -49,9 +49,9 @@ import numpy as np
 from .. import settings
 from ..errors import BuildError, ConfigError
 from ..io.workers import named_worker_errors, process_pool
-from ..io.atomic import atomic_dir
+from ..io.atomic import atomic_dir, check_output_folder
 from ..io.hashing import sha256_file
-from ..io.manifest import DatasetEntry, Manifest
+from ..io.manifest import DatasetEntry, Manifest, build_folder_problems
 from ..progress import progress as progress_bar
 from . import qmnist_recipe as qr
 from .label_votes import write_label_votes
@@ -97,6 +97,11 @@ class QmnistBuildConfig:
         Build from a source with fewer digits than it should hold (NIST's published
         counts, or a synthetic source's description); the manifest lists what was missing.
         Without it such a source fails the build (:class:`MissingSourceError`).
+    allow_inconsistent : bool
+        Build from a source that disagrees with itself or with what it should hold
+        (repeated character indices or zip members, duplicated characters or writer
+        folders, more characters than published); the manifest lists every problem.
+        Without it such a source fails the build (:class:`InconsistentSourceError`).
     """
 
     prepro: MnistPreproConfig = field(default_factory=MnistPreproConfig)
@@ -107,6 +112,7 @@ class QmnistBuildConfig:
     overwrite: bool = False
     progress: bool | None = None
     allow_incomplete: bool = False
+    allow_inconsistent: bool = False
 
     def __post_init__(self):
         if self.duplicates not in DUPLICATE_MODES:
@@ -341,9 +347,15 @@ def _every_digit(src, drows, config: QmnistBuildConfig):
     return result
 
 
-def _synthetic_description(path: Path):
-    p = path / "synthetic-sd19.json" if path.is_dir() else None
-    return p if p is not None and p.is_file() else None
+def synthetic_description_path(src) -> Path | None:
+    """The ``synthetic-sd19.json`` of an opened source when it is a synthetic replica (its own
+    description says so, whatever its path), else None."""
+    from ..sd19.completeness import description_path, synthetic_description
+
+    path = getattr(src, "path", None)
+    if path is None or synthetic_description(path) is None:
+        return None
+    return description_path(path)
 
 
 def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
@@ -352,11 +364,12 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
     t0 = time.perf_counter()
     out = Path(out)
     sd19_path = Path(sd19_path)
-    if out.exists() and not config.overwrite:
-        raise BuildError("output folder already exists", path=out, expected="a new folder",
-                         found="an existing one", hint="choose another --out or pass --overwrite")
+    # before any work: the --out path, and what --overwrite would replace
+    check_output_folder(out, inputs=_input_paths(sd19_path, config), overwrite=config.overwrite,
+                        owned=build_folder_problems)
     src = open_sd19(sd19_path, progress=config.progress, workers=config.workers)
     missing = check_complete(src, ("d",), config.allow_incomplete)
+    inconsistent = check_consistent(src, ("d",), config.allow_inconsistent)
     index = src.index
     drows = qr.digit_rows(index)
     table = qr.digit_table(index)                 # column 6 from the exact source images
@@ -371,7 +384,8 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
     if not prepro.is_published:
         notes.append(f"images are a {prepro.variant} variant, not MNIST's preprocessing: "
                      f"fudge={prepro.fudge}, centring={prepro.centring!r}")
-    if _synthetic_description(sd19_path):
+    syn = synthetic_description_path(src)
+    if syn is not None:
         notes.append("built from a SYNTHETIC SD19: the images are not NIST's handwriting")
 
     pub_train = pub_test = pub_info = None
@@ -423,11 +437,16 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
         notes.append(f"built from an INCOMPLETE SD19 (allow_incomplete): {len(missing)} "
                      "partition/field counts short of what the source should hold (inputs.sd19."
                      "missing lists them)")
-    syn = _synthetic_description(sd19_path)
-    if syn:
+    if inconsistent:
+        inputs["sd19"]["inconsistent"] = inconsistent
+        notes.append(f"built from an INCONSISTENT SD19 (allow_inconsistent): {len(inconsistent)} "
+                     "problems (duplicated or repeated characters, surplus counts; inputs.sd19."
+                     "inconsistent lists them)")
+    if syn is not None:
         inputs["sd19"]["synthetic_description_sha256"] = sha256_file(syn)
 
-    with atomic_dir(out, overwrite=config.overwrite, inputs=_input_paths(sd19_path, config)) as tmp:
+    with atomic_dir(out, overwrite=config.overwrite, inputs=_input_paths(sd19_path, config),
+                    owned=build_folder_problems) as tmp:
         if target == "xnist":
             bar = progress_bar(total=3, desc="writing xnist (xz)", unit="file",
                                disable=None if config.progress is None else not config.progress)
@@ -482,7 +501,8 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
         # xnist is the "nist" split of the registry's qmnist dataset
         dataset = "mnist" if target == "mnist" else "qmnist"
         Manifest(kind=target, inputs=inputs, parameters=parameters, notes=notes,
-                 orientation="upright", datasets={dataset: DatasetEntry(counts=counts)}).write(tmp)
+                 orientation="upright", datasets={dataset: DatasetEntry(counts=counts)},
+                 synthetic=syn is not None).write(tmp)
     logger.info("built %s into %s in %.1f s (%s)", target, out, time.perf_counter() - t0,
                 ", ".join(f"{k} {v}" for k, v in counts.items()))
     return out
@@ -518,6 +538,29 @@ def check_complete(src, fields, allow: bool) -> list[str]:
     if missing:
         logger.warning("SD19 source incomplete (allowed): %s", "; ".join(missing[:5]))
     return missing
+
+
+def check_consistent(src, fields, allow: bool) -> list[str]:
+    """Problems of ``src`` in ``fields`` (see :mod:`mnistforge.sd19.integrity`): an error unless
+    ``allow``; then returned for the manifest."""
+    from ..errors import InconsistentSourceError
+    from ..sd19.integrity import source_problems
+
+    problems, what = source_problems(src, fields)
+    if problems and not allow:
+        path = getattr(src, "path", None)
+        more = (f" (and {len(problems) - 1} more problems: `mnistforge sd19 info {path}` lists "
+                "them)") if len(problems) > 1 else ""
+        raise InconsistentSourceError(
+            "the SD19 source disagrees with itself or with what it should hold", path=path,
+            expected=f"each character once, numbered once, within {what}",
+            found=problems[0] + more,
+            hint="re-copy the named files from the SD19 distribution (or synthesise the replica "
+                 "again), or build anyway with --allow-inconsistent (the manifest then lists "
+                 "every problem)")
+    if problems:
+        logger.warning("SD19 source inconsistent (allowed): %s", "; ".join(problems[:5]))
+    return problems
 
 
 def _input_paths(sd19, config) -> list:

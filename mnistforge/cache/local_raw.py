@@ -28,6 +28,7 @@ from pathlib import Path
 from ..io.atomic import atomic_file
 from ..log import get_logger
 from ..io.compression import compression_of, strip_compression
+from .seen import identity as _identity
 from .verify import Verification, read_marker, write_marker
 
 logger = get_logger(__name__)
@@ -49,12 +50,6 @@ def copy_path(src, cache) -> Path:
     real = os.path.realpath(src)
     key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
     return Path(cache) / LOCAL_RAW / key / strip_compression(Path(real).name)
-
-
-def _identity(st: os.stat_result) -> list[int]:
-    # ctime changes with every write and cannot be set back (unlike mtime, which cp -p and
-    # tar restore), so a file rewritten with the same size and mtime still looks changed
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
 def valid_copy(src, cache, *, rehash: bool = False) -> Path | None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..io.foreign import ForeignCopy, read_foreign
 from ..loaders.foreign import canonicalise, foreign_source, make_split
-from ..registry import get_dataset, list_datasets
+from ..registry import get_dataset, list_datasets, torchvision_folders
 from .identify import Identification, _official_storage, identification_check, identify
 from .result import VerifyReport
 
@@ -82,7 +82,7 @@ def identify_copy(path, split: str | None = None, *, reference=None, download=No
     reference to pass on to the QMNIST-style checks (a NAME/FOLDER reference; a
     copy given as reference was compared here).
     """
-    copy = read_foreign(path)
+    copy = read_foreign(path, torchvision_classes=torchvision_folders())
     idents: list[Identification] = []
     loaded = {}
     for key in _pick(copy, split):

@@ -104,6 +104,24 @@ class CheckResult:
                 "values": jsonable(self.values)}
 
 
+def load_failure(name: str, error: Exception, message: str | None = None) -> CheckResult:
+    """A ``fail`` result for data that could not be loaded; marked ``unavailable`` when the
+    cause is a resource that could not be had (offline, not cached: exit code 3), so that a
+    report whose only failures are such exits 3, not 1 (the data never failed a check).
+
+    >>> from mnistforge.errors import OfflineError, HashMismatchError
+    >>> load_failure("load[test]", OfflineError("x")).values["unavailable"]
+    True
+    >>> load_failure("load[test]", HashMismatchError("y")).values["unavailable"]
+    False
+    """
+    from ..errors import EXIT_UNAVAILABLE, exit_code
+
+    return CheckResult(name, FAIL, {"error": type(error).__name__,
+                                    "unavailable": exit_code(error) == EXIT_UNAVAILABLE},
+                       message if message is not None else str(error))
+
+
 def run_check(name: str, func: Callable[..., CheckResult], *args, **kwargs) -> CheckResult:
     """Call one check; an exception becomes a ``fail`` result named ``name``."""
     try:
@@ -121,7 +139,9 @@ class VerifyReport:
     """All results of one ``verify`` run.
 
     ``status`` is the worst status; with ``strict`` a warning counts as a
-    failure.  ``exit_code`` is what the command returns (0 or 1).
+    failure.  ``exit_code`` is what the command returns: 0, 1 (the data failed a check) or 3
+    when the only failures are resources that could not be had (a reference offline: checks
+    marked ``unavailable``), as in :data:`mnistforge.errors.EXIT_CODES`.
 
     Examples
     --------
@@ -130,6 +150,8 @@ class VerifyReport:
     ('warn', 0)
     >>> VerifyReport("demo", rep.results, strict=True).exit_code
     1
+    >>> VerifyReport("demo", [CheckResult("r", "fail", {"unavailable": True})]).exit_code
+    3
     """
 
     target: str
@@ -148,7 +170,10 @@ class VerifyReport:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.ok else 1
+        if self.ok:
+            return 0
+        failed = [r for r in self.results if r.status == FAIL or (self.strict and r.status == WARN)]
+        return 3 if all(r.values.get("unavailable") for r in failed) else 1
 
     def counts(self) -> dict:
         return {s: sum(r.status == s for r in self.results) for s in STATUSES}

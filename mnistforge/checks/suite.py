@@ -36,7 +36,7 @@ from ..registry import balanced_datasets
 from . import duplicates as dup
 from . import hashes, integrity, reference as ref_mod, statistics, writers
 from .label_issues import check_label_issues, has_votes
-from .result import FAIL, PASS, WARN, CheckResult, VerifyReport, run_check
+from .result import FAIL, PASS, WARN, CheckResult, VerifyReport, load_failure, run_check
 
 logger = logging.getLogger(__name__)
 
@@ -265,7 +265,7 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
                 loaded[s] = load(name, s, root=root, with_metadata=True, download=download,
                                  trust_files=True)
             except Exception as e:  # a file that does not load is a finding
-                add(CheckResult(f"load[{s}]", FAIL, {"error": type(e).__name__}, str(e)))
+                add(load_failure(f"load[{s}]", e))
         ctx.loaded = loaded
         # ---- file level
         if root is not None:
@@ -331,8 +331,7 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
             add(run_check("integrity.balance[validation]", integrity.check_balanced,
                           val.labels, None, n_cls, offset))
         except Exception as e:
-            add(CheckResult("integrity.balance[validation]", FAIL, {"error": type(e).__name__},
-                            str(e)))
+            add(load_failure("integrity.balance[validation]", e))
 
     # ---- across splits
     for a, b in CROSS_PAIRS:
@@ -394,9 +393,11 @@ def _load_hf(ctx, info, split, add, report, download) -> dict:
                             f"split {s} is not in the export's card"))
             continue
         try:
-            loaded[s] = load(ctx.name, s, root=root, with_metadata=True, download=download)
+            # hashes.shards above judged the shards (re-hashed): loading must not refuse them first
+            loaded[s] = load(ctx.name, s, root=root, with_metadata=True, download=download,
+                             trust_files=True)
         except Exception as e:  # a split that does not load is a finding
-            add(CheckResult(f"load[{s}]", FAIL, {"error": type(e).__name__}, str(e)))
+            add(load_failure(f"load[{s}]", e))
     ctx.loaded = loaded
     return loaded
 
@@ -510,9 +511,8 @@ def _reference_checks(reference, loaded, add, download):
             continue
         try:
             r = load(rname, target_split, root=rroot, download=download, trust_files=True)
-        except Exception as e:
-            add(CheckResult(f"reference[{s}]", FAIL, {"error": type(e).__name__},
-                            f"cannot load the reference {rname}:{target_split}: {e}"))
+        except Exception as e:  # offline or not cached: unavailable (exit 3), not a failed check
+            add(load_failure(f"reference[{s}]", e, f"cannot load the reference {rname}:{target_split}: {e}"))
             continue
         where = f"{rname}:{target_split}" + (f" ({rroot})" if rroot else "")
         add(run_check(f"reference[{s}]", ref_mod.check_reference, ds.images, r.images,

@@ -60,6 +60,18 @@ class Classifier:
         params = ",".join(f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self))
         return f"{self.name}:{params}" if params else self.name
 
+    def short_spec(self) -> str:
+        """The kind and only the parameters that differ from their defaults (the device left
+        out): a name for tables, where :meth:`spec` is 160 characters for lenet.
+
+        >>> make_classifier("lenet:epochs=3,device=cpu").short_spec(), make_classifier("knn").short_spec()
+        ('lenet:epochs=3', 'knn')
+        """
+        params = ",".join(f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self)
+                          if f.name != "device" and f.default is not dataclasses.MISSING
+                          and getattr(self, f.name) != f.default)
+        return f"{self.name}:{params}" if params else self.name
+
     # helpers shared by subclasses
     def _encode_labels(self, y) -> np.ndarray:
         y = np.asarray(y).ravel()
@@ -104,6 +116,17 @@ def check_xy(X, y):
     return y
 
 
+def check_ridge(name: str, ridge) -> None:
+    """A ridge penalty must be a finite number >= 0 (a negative one makes ``X^T X + ridge I``
+    indefinite: the solve then fails, or quietly fits noise)."""
+    import math
+
+    if isinstance(ridge, bool) or not isinstance(ridge, (int, float, np.floating, np.integer)) \
+            or not math.isfinite(float(ridge)) or ridge < 0:
+        raise ConfigError(f"bad value for {name} parameter ridge", expected="a finite number >= 0",
+                          found=repr(ridge))
+
+
 def one_hot(codes: np.ndarray, n_classes: int, dtype=np.float32) -> np.ndarray:
     out = np.zeros((codes.size, n_classes), dtype)
     out[np.arange(codes.size), codes] = 1
@@ -133,7 +156,7 @@ def _convert(value: str, default):
 
 #: Ranges of spec values (checked when a spec string is parsed): any other number must be
 #: finite and, when an integer, within 0..INT_MAX; ``hidden=1e7`` would need 31 GB of weights.
-RANGES = {"seed": (0, 2**32 - 1), "hidden": (1, 65_536)}
+RANGES = {"seed": (0, 2**32 - 1), "hidden": (1, 65_536), "ridge": (0.0, None)}
 INT_MAX = 10**6
 
 
@@ -146,7 +169,8 @@ def _check_range(name: str, key: str, value) -> None:
     bad = isinstance(value, float) and not math.isfinite(value)
     bad |= (lo is not None and value < lo) or (hi is not None and value > hi)
     if bad:
-        rng = f"in {lo}..{hi}" if lo is not None else "a finite number"
+        rng = (f"in {lo}..{hi}" if hi is not None else f"a finite number >= {lo}") \
+            if lo is not None else "a finite number"
         raise ConfigError(f"bad value for {name} parameter {key}", expected=rng,
                           found=repr(value))
 
@@ -167,7 +191,12 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
         if not eq or not key.strip():
             raise ConfigError("malformed classifier parameter", expected="key=value (e.g. "
                               "knn:k=3)", found=item)
-        params[key.strip().replace("-", "_")] = value.strip()
+        key = key.strip().replace("-", "_")
+        if key in params:  # which one was meant? the last silently winning hides a typo
+            raise ConfigError(f"classifier parameter {key} given twice", found=spec,
+                              expected="each parameter at most once",
+                              hint=f"keep one of {key}={params[key]} and {key}={value.strip()}")
+        params[key] = value.strip()
     return name.strip().lower(), params
 
 
@@ -209,3 +238,21 @@ def make_classifier(spec: str, **overrides) -> Classifier:
         _check_range(name, key, kwargs[key])
     kwargs.update(overrides)
     return cls(**kwargs)
+
+
+def short_name(spec: str, longer_than: int = 40) -> str:
+    """A system name for tables: a long classifier spec shortened (:meth:`Classifier.short_spec`),
+    anything else (a short spec, a name that is no spec) unchanged.
+
+    >>> short_name(make_classifier("cnn:epochs=2").spec())
+    'cnn:epochs=2'
+    >>> short_name("my model"), short_name("knn:k=3")
+    ('my model', 'knn:k=3')
+    """
+    if len(spec) <= longer_than:
+        return spec
+    try:
+        return make_classifier(spec).short_spec()
+    except Exception:  # not a spec of ours (a user's own name): kept as it is
+        return spec
+

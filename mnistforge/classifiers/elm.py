@@ -31,7 +31,7 @@ import numpy as np
 from scipy import linalg
 
 from ..errors import ConfigError
-from .base import Classifier, as_features, check_xy, one_hot
+from .base import Classifier, as_features, check_ridge, check_xy, one_hot
 from .linear import accumulate_normal_equations, solve_ridge
 
 logger = logging.getLogger(__name__)
@@ -104,6 +104,7 @@ class ELMClassifier(Classifier):
             raise ConfigError("unknown ELM solver", expected="normal or opium", found=self.solver)
         if self.dtype not in ("float32", "float64"):
             raise ConfigError("unknown ELM dtype", expected="float32 or float64", found=self.dtype)
+        check_ridge(self.name, self.ridge)
         if self.ridge <= 0 and self.solver == "opium":
             raise ConfigError("OPIUM needs a positive ridge", expected="ridge > 0 (P = I/ridge)",
                               found=self.ridge)

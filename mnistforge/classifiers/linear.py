@@ -14,7 +14,7 @@ import numpy as np
 from scipy import linalg
 
 from ..errors import ConfigError
-from .base import Classifier, as_features, check_xy, one_hot
+from .base import Classifier, as_features, check_ridge, check_xy, one_hot
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +99,11 @@ class LinearClassifier(Classifier):
     block: int = 8192
 
     name = "linear"
+
+    def __post_init__(self):
+        check_ridge(self.name, self.ridge)
+        if isinstance(self.block, bool) or not isinstance(self.block, int) or self.block < 1:
+            raise ConfigError("invalid block size", expected="block >= 1", found=self.block)
 
     def fit(self, X, y):
         y = check_xy(X, y)

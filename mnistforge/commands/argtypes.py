@@ -69,3 +69,52 @@ workers = int_in(1, WORKERS_MAX, "a number of workers")
 positive_seconds = float_in(0, 86400, low_open=True)
 fraction = float_in(0, 1, low_open=True)                      # (0, 1]
 confidence = float_in(0, 1, low_open=True, high_open=True)    # (0, 1)
+
+
+class OutputFile(str):
+    """A file output named on the command line: its kind is checked when parsed (exit 2), all
+    of it (a folder that cannot be written too) again before the command's work
+    (:func:`mnistforge.commands.common.check_outputs`)."""
+
+
+class OutputFolder(str):
+    """A folder output named on the command line (see :class:`OutputFile`)."""
+
+
+def output_file(text: str) -> str:
+    """An argparse ``type`` for a file output: a regular file or a new name, never a symlink,
+    FIFO, device or folder (``-``: standard output); see :func:`mnistforge.io.outputs.check_output_file`.
+
+    >>> output_file("-"), output_file("new-file.json")
+    ('-', 'new-file.json')
+    >>> output_file("/dev/null")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: /dev/null: the output path is a character device: ...
+    """
+    from ..io.outputs import check_output_file
+
+    return OutputFile(_checked(check_output_file, text))
+
+
+def output_folder(text: str) -> str:
+    """An argparse ``type`` for a folder output: a folder or a new name, never a symlink or a file
+    (:func:`mnistforge.io.outputs.check_output_path`; what ``--overwrite`` may replace is
+    decided by the command, before its work)."""
+    from ..io.outputs import check_output_path
+
+    return OutputFolder(_checked(check_output_path, text))
+
+
+def _checked(check, text: str) -> str:
+    from ..errors import ConfigError
+
+    try:
+        check(text, writable=False)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+output_file.__name__ = "output file"
+output_folder.__name__ = "output folder"

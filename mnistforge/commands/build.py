@@ -13,7 +13,8 @@ from ..errors import ConfigError
 from ..registry import emnist_splits
 from . import argtypes
 
-from .common import add_cache, add_json, add_progress, write_json
+from .common import (add_cache, add_json, add_progress, refuse_existing_output,
+                     require_existing_path, write_json)
 
 NAME = "build"
 HELP = "build MNIST/QMNIST/xnist and EMNIST datasets from NIST SD19 (real or synthetic)"
@@ -25,7 +26,8 @@ ALL_TARGETS = ("qmnist", "mnist", "xnist", "emnist")
 def add_arguments(p):
     p.add_argument("target", help="qmnist, mnist, xnist, emnist, emnist-<split> or all")
     p.add_argument("--sd19", required=True, help="SD19 folder or folder of zips (either edition)")
-    p.add_argument("--out", required=True, help="output folder (built atomically)")
+    p.add_argument("--out", required=True, type=argtypes.output_folder,
+                   help="output folder (built atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--seed", type=argtypes.seed, default=0, help="seed for random splits (EMNIST)")
     p.add_argument("--workers", type=argtypes.workers, default=None, help="processes (default: all cores)")
@@ -46,8 +48,17 @@ def add_arguments(p):
                    help="build even when the SD19 source holds fewer characters than NIST "
                         "published (or its synthetic description says); the manifest lists "
                         "what was missing")
+    p.add_argument("--allow-inconsistent", action="store_true",
+                   help="build even when the SD19 source disagrees with itself or with what it "
+                        "should hold (a repeated character index or zip member, duplicated "
+                        "characters or writer folders, more characters than published); the "
+                        "manifest lists every problem")
     p.add_argument("--letters-variant", choices=["official", "paper37"], default="official",
                    help="EMNIST letters: the official 26-class release or the paper's 37 classes")
+    p.add_argument("--layout", choices=["idx", "torchvision"], default="idx",
+                   help="idx: the release files (.gz) with a manifest; torchvision: OUT/<Class>/raw/ "
+                        "with the decompressed files torchvision.datasets.MNIST(root=OUT) and the "
+                        "EMNIST/QMNIST classes read (EMNIST stored transposed, as released)")
     add_json(p, "the manifest of each folder built")
     add_cache(p)
     add_progress(p)
@@ -69,7 +80,8 @@ def qmnist_config(args):
     return QmnistBuildConfig(
         prepro=MnistPreproConfig(fudge=args.fudge, centring=args.centring),
         qmnist_labels=args.qmnist_labels, duplicates=args.duplicates, workers=args.workers,
-        overwrite=bool(args.overwrite), allow_incomplete=bool(args.allow_incomplete))
+        overwrite=bool(args.overwrite), allow_incomplete=bool(args.allow_incomplete),
+        allow_inconsistent=bool(args.allow_inconsistent))
 
 
 def emnist_config(args, splits=None):
@@ -88,7 +100,8 @@ def emnist_config(args, splits=None):
         splits=tuple(splits) if splits is not None else emnist_splits(), seed=args.seed,
         split_by=args.split_by, letters_variant=args.letters_variant,
         orientation=args.orientation, workers=args.workers, overwrite=bool(args.overwrite),
-        allow_incomplete=bool(args.allow_incomplete))
+        allow_incomplete=bool(args.allow_incomplete),
+        allow_inconsistent=bool(args.allow_inconsistent))
 
 
 def config_for(target: str, args):
@@ -124,12 +137,19 @@ def _unknown(target: str) -> ConfigError:
 # --------------------------------------------------------------------------- running
 
 def run(args) -> int:
-    from ..io.atomic import check_output_path
+    from ..io.atomic import check_output_folder
+    from ..io.manifest import build_folder_problems
 
-    # before any work: bad flag values, then an --out that is a file or overlaps the inputs
+    # before any work: bad flag values, then an --out that is a file, a link, overlaps the
+    # inputs, or holds anything of the user's that --overwrite would destroy
     for target in (ALL_TARGETS if args.target == "all" else (args.target,)):
         config_for(target, args)
-    check_output_path(args.out, _inputs(args))
+    check_output_folder(args.out, inputs=_inputs(args), overwrite=bool(args.overwrite),
+                        owned=build_folder_problems)
+    refuse_existing_output(args.out, args.overwrite)
+    require_existing_path(args.sd19, "SD19 source", "a folder of SD19 zips or unpacked trees")
+    if getattr(args, "layout", "idx") == "torchvision":
+        return build_torchvision(args)
     if args.target == "all":
         return build_all(args)
     build = builders().get(args.target)
@@ -142,21 +162,61 @@ def run(args) -> int:
 
 
 def build_all(args) -> int:
-    from ..builders.qmnist import sharing_preprocessed_digits
-    from ..io.atomic import atomic_dir
-
     out = Path(args.out)
-    table = builders()
-    # One folder per target inside <out>.incomplete; renamed to <out> only when all succeeded.
-    with atomic_dir(out, overwrite=args.overwrite, inputs=_inputs(args)) as tmp:
-        with sharing_preprocessed_digits():  # qmnist, mnist, xnist: SD19 preprocessed once
-            for target in ALL_TARGETS[:3]:
-                _build_inside(table[target], args, target, tmp)
-        _build_inside(table[ALL_TARGETS[3]], args, ALL_TARGETS[3], tmp)
+    _build_all_into(args, out)
     for target in ALL_TARGETS:
         print(describe_build(target, out / target))
     print(f"built all datasets into {out}")
     _write_manifests(args, {t: out / t for t in ALL_TARGETS})
+    return 0
+
+
+def _build_all_into(args, out: Path) -> None:
+    from ..builders.qmnist import sharing_preprocessed_digits
+    from ..io.atomic import atomic_dir
+    from ..io.manifest import build_folder_problems
+
+    table = builders()
+    # One folder per target inside <out>.incomplete; renamed to <out> only when all succeeded.
+    with atomic_dir(out, overwrite=args.overwrite, inputs=_inputs(args),
+                    owned=build_folder_problems) as tmp:
+        with sharing_preprocessed_digits():  # qmnist, mnist, xnist: SD19 preprocessed once
+            for target in ALL_TARGETS[:3]:
+                _build_inside(table[target], args, target, tmp)
+        _build_inside(table[ALL_TARGETS[3]], args, ALL_TARGETS[3], tmp)
+
+
+def build_torchvision(args) -> int:
+    """``--layout torchvision``: build into a temporary folder next to ``--out`` (the usual
+    layout, with its manifests), write torchvision's layout from it, remove the temporary one."""
+    import shutil
+    import tempfile
+
+    from ..io.atomic import check_output_path
+    from ..layouts import sources_from_targets, write_torchvision
+    from .export import describe_torchvision
+
+    out = check_output_path(args.out, _inputs(args))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not args.overwrite:  # before the build, not after it
+        from ..errors import OutputExistsError
+
+        raise OutputExistsError("output folder already exists", path=out, expected="a new folder",
+                         found="an existing one", hint="choose another --out or pass --overwrite")
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.idx-", dir=out.parent))
+    try:
+        build = staging / "build"
+        if args.target == "all":
+            _build_all_into(args, build)
+        else:
+            config = dataclasses.replace(config_for(args.target, args), overwrite=False)
+            builders()[args.target](args.sd19, build, config)
+        layout = write_torchvision(out, sources_from_targets([build]),
+                                   overwrite=args.overwrite, inputs=_inputs(args))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # made here, by this run
+    print(describe_torchvision(layout))
+    write_json(args, layout.to_dict())
     return 0
 
 

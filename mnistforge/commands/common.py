@@ -28,7 +28,9 @@ from ..errors import (EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_U
 
 def add_json(p, what: str = "the results") -> None:
     """``--json PATH`` (``-`` or no value: standard output)."""
-    p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
+    from .argtypes import output_file
+
+    p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH", type=output_file,
                    help=f"write {what} as JSON to PATH; '-' (or no PATH): to standard output, "
                         "the text report then goes to standard error")
 
@@ -103,6 +105,39 @@ def cache_home(args):
             os.environ["MNISTFORGE_HOME"] = old
 
 
+def require_existing_path(path, what: str, expected: str) -> None:
+    """A path typed on the command line that is not there is a usage error (exit 2: "no such
+    path" in :data:`~mnistforge.errors.EXIT_CODES`), whichever command it is given to."""
+    from pathlib import Path
+
+    from ..errors import TargetNotFoundError
+
+    if not (Path(path).exists() or Path(path).is_symlink()):
+        raise TargetNotFoundError(f"{what} not found", path=path, expected=expected,
+                                  found="nothing there")
+
+
+def refuse_existing_output(out, overwrite: bool) -> None:
+    """An existing ``--out`` folder without ``--overwrite`` is a usage error (exit 2), found
+    before any work (the writers refuse it again when they start).
+
+    >>> import tempfile
+    >>> refuse_existing_output(tempfile.mkdtemp(), overwrite=True)
+    >>> refuse_existing_output(tempfile.mkdtemp(), overwrite=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    mnistforge.errors.OutputExistsError: ...: output folder already exists: expected a new folder, ...
+    """
+    from pathlib import Path
+
+    from ..errors import OutputExistsError
+
+    p = Path(out)
+    if not overwrite and p.is_dir():
+        raise OutputExistsError("output folder already exists", path=p, expected="a new folder",
+                                found="an existing one", hint="choose another --out or pass --overwrite")
+
+
 def add_progress(p) -> None:
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bars (as MNISTFORGE_PROGRESS=0)")
@@ -131,6 +166,48 @@ def write_json(args, doc, *, default=None) -> str | None:
     with atomic_file(path, "w") as f:
         f.write(text)
     return str(path)
+
+
+def check_outputs(args) -> None:
+    """Before a command's work: every output named on its command line (``--json``, ``--out``,
+    ``--plot``, ``--report``...; :func:`~mnistforge.commands.argtypes.output_file`) checked in
+    full, a folder that cannot be written included (:mod:`mnistforge.io.outputs`)."""
+    from ..io.outputs import check_output_file, check_output_path
+    from .argtypes import OutputFile, OutputFolder
+
+    for value in vars(args).values():
+        if isinstance(value, OutputFile):
+            check_output_file(value)
+        elif isinstance(value, OutputFolder):
+            check_output_path(value)
+
+
+def flush_streams(args) -> None:
+    """Flush standard output (and the ``--json -`` stream) while errors can still be reported."""
+    for stream in {id(s): s for s in (getattr(args, "_json_stdout", None), sys.stdout)
+                   if s is not None}.values():
+        stream.flush()
+
+
+def output_stream_error(e: OSError):
+    """A write to standard output that failed (a full device, an I/O error) as one named error,
+    or None for any other OSError (which stays a bug to see)."""
+    import errno
+
+    from ..errors import DiskFullError
+
+    if e.filename is not None or e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO,
+                                                 errno.EFBIG):
+        return None
+    return DiskFullError("cannot write to standard output", path="<stdout>",
+                         expected="room for the output", found=os.strerror(e.errno),
+                         hint="send the output to a device with free space, or use --json PATH")
+
+
+def quiet_stdout() -> None:
+    """Point standard output at the null device, so the interpreter's last flush cannot fail."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def terminal_width(default: int = 100) -> int:

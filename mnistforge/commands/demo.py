@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from . import argtypes
 
-from .common import add_progress
+from .common import add_progress, refuse_existing_output
 
 NAME = "demo"
 HELP = ("synthesise a small SD19, build QMNIST/MNIST/EMNIST, verify, export to Hugging Face, "
@@ -11,7 +11,7 @@ HELP = ("synthesise a small SD19, build QMNIST/MNIST/EMNIST, verify, export to H
 
 
 def add_arguments(p):
-    p.add_argument("--out", default="demo-out", help="output folder (default: demo-out)")
+    p.add_argument("--out", default="demo-out", type=argtypes.output_folder, help="output folder (default: demo-out)")
     p.add_argument("--scale", type=argtypes.fraction, default=0.05,
                    help="fraction of SD19 to synthesise (default 0.05, about 40,700 characters; "
                         "45 s on an idle 2-core machine)")
@@ -24,6 +24,7 @@ def add_arguments(p):
 def run(args) -> int:
     from ..demo import DemoConfig, format_summary, run_demo
 
+    refuse_existing_output(args.out, args.overwrite)
     print(f"mnistforge demo: synthetic SD19 at scale {args.scale} -> {args.out}")
     res = run_demo(args.out, DemoConfig(scale=args.scale, seed=args.seed, workers=args.workers),
                    overwrite=args.overwrite)

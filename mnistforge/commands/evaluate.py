@@ -147,7 +147,22 @@ def _neural_options(args):
     return None, clf.spec() if overrides else args.classifier
 
 
+def _check_outputs(args) -> None:
+    """Before any work: every file this run will write is a regular file or a new name (a
+    symlink, FIFO or device is refused), ``--predictions`` with ``--protocol`` a folder."""
+    from ..io.outputs import check_output_file, check_output_path
+
+    if args.predictions:
+        (check_output_path if args.protocol else check_output_file)(args.predictions)
+    if args.save_model:
+        from ..classifiers.neural import model_paths
+
+        for p in model_paths(args.save_model):
+            check_output_file(p, "--save-model")
+
+
 def run(args) -> int:
+    _check_outputs(args)
     loaded, spec = _neural_options(args)
     if loaded is not None:
         return _run_loaded(args, loaded)

@@ -1,4 +1,5 @@
-"""``mnistforge export hf NAME... --out REPO_DIR [--push ORG/NAME]``: Hub dataset repositories.
+"""``mnistforge export hf NAME... --out REPO_DIR [--push ORG/NAME]``: Hub dataset repositories;
+``mnistforge export torchvision NAME... --out ROOT``: torchvision's ``<ROOT>/<Class>/raw/`` layout.
 
 NAME is a dataset name (official files, fetched and verified), a folder of idx
 files (official or built) or an exported repository; ``NAME:SPLIT`` picks one
@@ -13,6 +14,11 @@ Examples
     mnistforge export hf rebuilt=build/mnist official=mnist:test --out hf-compare
     mnistforge export hf build/qmnist --out hf-qmnist --push my-org/qmnist-rebuilt
     mnistforge export hf --out hf-qmnist --push my-org/qmnist-rebuilt   # push an existing folder
+    mnistforge export torchvision mnist fashion-mnist build/emnist --out data   # MNIST(root="data")
+
+``export torchvision`` writes the decompressed idx files torchvision's
+``MNIST``/``FashionMNIST``/``KMNIST``/``QMNIST``/``EMNIST`` read, each split
+loaded (and checked) first, with a manifest (:mod:`mnistforge.layouts.torchvision`).
 """
 from __future__ import annotations
 
@@ -20,19 +26,26 @@ from pathlib import Path
 
 from ..errors import ConfigError
 
-from .common import add_cache, add_json, add_offline, add_progress, download_flag, write_json
+from .common import (add_cache, add_json, add_offline, add_progress, download_flag, refuse_existing_output,
+                     write_json)
 from . import argtypes
 
 NAME = "export"
-HELP = "export datasets as a Hugging Face Hub dataset repository (parquet + dataset card)"
+HELP = "export datasets as a Hugging Face Hub dataset repository (parquet + dataset card) or in torchvision's layout"
+
+#: options that only the Hugging Face export takes (refused with ``torchvision``)
+HF_ONLY = ("push", "private", "max_shard_mb", "workers", "no_croissant", "pixels", "no_check")
 
 
 def add_arguments(p):
-    p.add_argument("format", choices=["hf"], help="output format (hf: Hugging Face Hub repository)")
+    p.add_argument("format", choices=["hf", "torchvision"],
+                   help="output format (hf: Hugging Face Hub repository; torchvision: "
+                        "ROOT/<Class>/raw/ as torchvision.datasets.MNIST(root) reads it)")
     p.add_argument("names", nargs="*", metavar="NAME",
                    help="[CONFIG=]NAME[:SPLIT]: dataset name, idx folder (official or built) "
                         "or exported repository; none with --push: push REPO_DIR as it is")
-    p.add_argument("--out", required=True, metavar="REPO_DIR", help="repository folder to write")
+    p.add_argument("--out", required=True, metavar="REPO_DIR", type=argtypes.output_folder,
+                   help="repository folder (hf) or torchvision root (torchvision) to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing REPO_DIR")
     p.add_argument("--push", metavar="ORG/NAME", default=None,
                    help="upload REPO_DIR to this Hub dataset repository after its checks pass "
@@ -55,6 +68,44 @@ def add_arguments(p):
 
 
 def run(args) -> int:
+    return {"hf": run_hf, "torchvision": run_torchvision}[args.format](args)
+
+
+def run_torchvision(args) -> int:
+    """``export torchvision NAME... --out ROOT``: the layout, then one line per file written."""
+    given = [f"--{k.replace('_', '-')}" for k in HF_ONLY if getattr(args, k, None)]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: only for `export hf`", found=" ".join(given),
+                          expected="export torchvision NAME... --out ROOT [--overwrite]")
+    if not args.names:
+        raise ConfigError("nothing to export", expected="at least one NAME", found="no NAME")
+    from ..io.atomic import check_output_path
+    from ..layouts import sources_from_targets, write_torchvision
+
+    check_output_path(args.out, _input_folders(args.names))
+    sources = sources_from_targets(args.names)
+    layout = write_torchvision(args.out, sources, overwrite=args.overwrite,
+                               inputs=_input_folders(args.names), download=download_flag(args))
+    print(describe_torchvision(layout))
+    write_json(args, layout.to_dict())
+    return 0
+
+
+def describe_torchvision(layout) -> str:
+    """What a torchvision root holds and how to read it, one line per file."""
+    lines = [f"wrote {layout.root} in torchvision's layout"]
+    for name, d in layout.datasets.items():
+        arg = f", split={d['split_argument']!r}" if d["split_argument"] else ""
+        counts = ", ".join(f"{s} {n:,}" for s, n in d["splits"].items())
+        lines.append(f"  {name}: torchvision.datasets.{d['class']}(root{arg}) ({counts})")
+        for path, f in d["files"].items():
+            mark = {True: "  official content", False: "", None: ""}[f["official"]]
+            lines.append(f"    {path}  {f['sha256'][:16]}{mark}")
+    lines += [f"  note: {n}" for n in layout.notes]
+    return "\n".join(lines)
+
+
+def run_hf(args) -> int:
     if args.push:  # before any work (and before importing the exporter): fail fast without a token
         push_preflight(args.push)
     from .. import hub as hf
@@ -72,6 +123,13 @@ def run(args) -> int:
         return 0
     if args.max_shard_mb is not None and args.max_shard_mb <= 0:
         raise ConfigError("--max-shard-mb must be positive", expected="> 0", found=args.max_shard_mb)
+    from ..hub.export import export_problems
+    from ..io.atomic import check_output_folder
+
+    # before any download or loading: the --out path, and what --overwrite would replace
+    check_output_folder(out, inputs=_input_folders(args.names), overwrite=args.overwrite,
+                        owned=export_problems)
+    refuse_existing_output(out, args.overwrite)
     configs = hf.configs_from_targets(args.names, download=download_flag(args))
     kw = {}
     if args.max_shard_mb:

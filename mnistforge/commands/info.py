@@ -167,6 +167,7 @@ def _folder_dataset(name: str, root) -> dict:
         splits.append(entry)
     return {"name": info.name, "title": info.title, "folder": str(src.folder),
             "stored_orientation": src.orientation, "built": src.manifest is not None,
+            "synthetic": bool(src.manifest is not None and src.manifest.from_synthetic_sd19),
             "splits": splits}
 
 
@@ -247,6 +248,8 @@ def _print_folder(doc: dict) -> None:
         print(f"{doc['folder']}: {len(doc['datasets'])} datasets")
     for d in doc["datasets"]:
         built = "built (manifest.json)" if d["built"] else "no manifest"
+        if d["synthetic"]:
+            built = "built from a SYNTHETIC SD19 (manifest.json; not NIST data)"
         print(f"{d['folder']}: {d['name']} ({d['title']}), stored {d['stored_orientation']}, {built}")
         for sp in d["splits"]:
             if sp["file"] is None:

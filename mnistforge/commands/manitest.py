@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 
-from ..errors import ConfigError
+from ..errors import ConfigError, EmptySelectionError
 
 from .common import add_cache, add_json, add_offline, write_json
 from . import argtypes
@@ -45,7 +45,8 @@ def add_arguments(p):
                    help="move t* off the grid, to where the label changes along the measured path")
     p.add_argument("--workers", type=argtypes.workers, default=None, help="processes (default 2)")
     add_json(p)
-    p.add_argument("--plot", default=None, metavar="DIR", help="pictures (needs the [plot] extra)")
+    p.add_argument("--plot", default=None, metavar="DIR", type=argtypes.output_folder,
+                   help="pictures (needs the [plot] extra)")
     add_offline(p)
     add_cache(p)
 
@@ -67,12 +68,36 @@ def parse_slice(text):
     return sl
 
 
+def check_slice(sl: slice, n: int, flag: str, target: str) -> None:
+    """``--slice``/``--train-slice`` within the ``n`` images of ``target`` (Python would clip it,
+    and score fewer images than asked, or none)."""
+    from ..errors import IndexRangeError
+
+    start = 0 if sl.start is None else sl.start
+    stop = n if sl.stop is None else sl.stop
+    if start >= n or stop > n:
+        raise IndexRangeError(f"{flag} {start}:{'' if sl.stop is None else stop} reaches beyond "
+                              f"{target}", expected=f"A:B with 0 <= A < B <= {n} ({n} images)",
+                              found=f"{start}:{stop}", hint=f"e.g. {flag} 0:{n}")
+
+
 def _load(target, default_split):
     from ..loaders import load, resolve_target
 
     name, split, root = resolve_target(target, default_split=default_split)
     ds = load(name, split, root=root)
     return ds, f"{name}:{split}", root
+
+
+def require_classifier_extras(spec: str) -> None:
+    """A reference classifier that needs an extra (lenet, cnn: ``[torch]``) says so at once."""
+    from ..classifiers.base import REGISTRY, make_classifier
+    from ..classifiers.neural import NeuralClassifier
+
+    if spec.split(":", 1)[0].strip().lower() in REGISTRY:
+        clf = make_classifier(spec)
+        if isinstance(clf, NeuralClassifier):
+            clf.resolve_device()
 
 
 def build_classifier(args, target_name, root=None):
@@ -95,6 +120,7 @@ def build_classifier(args, target_name, root=None):
     train_target = args.train or (f"{root}:{name}:train" if root else f"{name}:train")
     ds, train_name, _ = _load(train_target, "train")
     sl = parse_slice(args.train_slice)
+    check_slice(sl, len(ds), "--train-slice", train_name)  # before the training
     X, y = np.asarray(ds.images[sl]), np.asarray(ds.labels[sl])
     desc = f"{args.classifier} trained on {train_name}"
     if args.train_slice:
@@ -116,14 +142,19 @@ def run(args) -> int:
 
     groups = list(GROUPS) if args.group.strip() == "all" else \
         [get_group(g).name for g in args.group.split(",") if g.strip()]
+    if not groups:  # nothing would be scored, and the run would still exit 0
+        raise EmptySelectionError("no transformation group given", found=repr(args.group),
+                                  expected="one or more of " + ", ".join(GROUPS) + ", or 'all'")
     if args.samples < 0:
         raise ConfigError("invalid --samples", expected=">= 0", found=args.samples)
     if args.plot:
         from ..evaluators.manitest.plots import require_matplotlib
         require_matplotlib()
+    require_classifier_extras(args.classifier)   # lenet/cnn without torch: before any load
     sl = parse_slice(args.slice)           # a usage error before any load
     parse_slice(args.train_slice)
     ds, target, root = _load(args.target, "test")
+    check_slice(sl, len(ds), "--slice", target)   # before the classifier is trained
     offset = range(len(ds))[sl].start if len(ds) else 0
     images = np.asarray(ds.images[sl])
     predict, desc = build_classifier(args, target, root)

@@ -1,10 +1,8 @@
 """``mnistforge sd19 info PATH``: what an SD19 source holds, against NIST's published table."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
-from .common import add_json, add_progress, write_json
+from .common import add_json, add_progress, require_existing_path, write_json
 from . import argtypes
 
 NAME = "sd19"
@@ -96,13 +94,16 @@ def summarise(src) -> dict:
         other["by_class"]["png_in_hsf_sets"] = n_hsf
         if n_hsf != n:
             anomalies.append(f"by_class holds {n_hsf} characters in its hsf_N sets, by_write {n}")
-    synthetic = None
-    desc = Path(src.path) / "synthetic-sd19.json"
-    if desc.is_file():
-        try:
-            synthetic = json.loads(desc.read_text()).get("config")
-        except ValueError:
-            synthetic = "unreadable synthetic-sd19.json"
+    from ..sd19.integrity import source_problems
+
+    problems, _ = source_problems(src)
+    anomalies += problems
+    from ..sd19.completeness import description_path, synthetic_description
+
+    desc = synthetic_description(src.path)    # what marks a source synthetic, not its path
+    synthetic = (desc.get("config") or "synthetic") if desc is not None else (
+        "unreadable synthetic-sd19.json (judged a real SD19)"
+        if description_path(src.path).is_file() else None)
     return {
         "path": str(src.path), "edition": src.edition, "packaging": src.packaging,
         "hierarchies": list(src.hierarchies), "by_write": src.trees["by_write"].display,
@@ -116,6 +117,7 @@ def summarise(src) -> dict:
                         "field": ix["field"][r].decode(), "digit_index": int(ix["digit_index"][r])}
                        for r in dups[:20]],
         "n_duplicates": int(len(dups)), "other_hierarchies": other, "anomalies": anomalies,
+        "problems": problems,
     }
 
 
@@ -157,12 +159,9 @@ def _print(s: dict) -> None:
 
 
 def run(args) -> int:
-    from ..errors import TargetNotFoundError
     from ..sd19.reader import open_sd19
 
-    if not Path(args.path).exists():  # a path that is not there is a usage error
-        raise TargetNotFoundError("SD19 source not found", path=args.path,
-                                  expected="a folder of SD19 zips or unpacked trees", found="nothing there")
+    require_existing_path(args.path, "SD19 source", "a folder of SD19 zips or unpacked trees")
     src = open_sd19(args.path, reindex=args.reindex, workers=args.workers)
     s = summarise(src)
     _print(s)

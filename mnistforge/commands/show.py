@@ -14,7 +14,7 @@ def add_arguments(p):
                         "or folder of idx files (FOLDER[:NAME][:SPLIT])")
     p.add_argument("split", nargs="?", default=None,
                    help="split, the same as NAME:SPLIT (default test)")
-    p.add_argument("--out", required=True, help="PNG file to write")
+    p.add_argument("--out", required=True, type=argtypes.output_file, help="PNG file to write")
     p.add_argument("-n", "--count", type=argtypes.int_in(1, 10_000), default=64, help="number of images (default 64)")
     p.add_argument("--start", type=argtypes.int_in(0, 10**9), default=0, help="first index (default 0)")
     p.add_argument("--seed", type=argtypes.seed, default=None,

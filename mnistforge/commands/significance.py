@@ -35,7 +35,7 @@ def add_arguments(p):
     p.add_argument("--tie-breaker", default=None,
                    help="system that breaks ties in --combine (default: fewest errors)")
     add_json(p)
-    p.add_argument("--plot", default=None, metavar="PNG",
+    p.add_argument("--plot", default=None, metavar="PNG", type=argtypes.output_file,
                    help="draw the POI matrix as a heat map (needs matplotlib: the [plot] extra)")
     p.add_argument("--test-set", default=None, metavar="NAME[:SPLIT]",
                    help="the test set the systems were run on (default: the prediction files' "
@@ -151,6 +151,8 @@ def _known_label_problems(args, systems, table_systems, published) -> dict | Non
 
 
 def run(args) -> int:
+    if args.plot:
+        require("matplotlib", "plot", "--plot")  # fail before the work, not after
     if args.example and args.files:
         raise ConfigError("give either FILES or --example", expected="one source of systems",
                           found="both")
@@ -163,11 +165,13 @@ def run(args) -> int:
     else:
         raise ConfigError("no systems given", expected="FILE... or --example keysers2006",
                           found="nothing")
-    if args.plot:
-        require("matplotlib", "plot", "--plot")  # fail before the work, not after
     if args.bootstrap < 1:
         raise ConfigError("invalid --bootstrap", expected="B >= 1", found=args.bootstrap)
     sg.z_two_sided(args.confidence)  # validates the confidence level early
+    if args.test_set:  # the one named must be the one predicted on, before the bootstrap
+        sg.check_test_set(args.test_set, systems[0].n,
+                          next((s.labels for s in systems if s.labels is not None), None),
+                          cache=args.cache)
 
     combination = None
     published = None

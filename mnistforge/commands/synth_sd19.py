@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import argtypes
+from .common import refuse_existing_output
 
 import time
 
@@ -10,7 +11,7 @@ HELP = "write a synthetic NIST SD19 (either edition, zips or folders) for tests 
 
 
 def add_arguments(p):
-    p.add_argument("out", help="output folder (created atomically; must not exist)")
+    p.add_argument("out", type=argtypes.output_folder, help="output folder (created atomically; must not exist)")
     p.add_argument("--scale", type=argtypes.fraction, default=0.01,
                    help="fraction of NIST's published counts, 0 < S <= 1 (1 = 814,255 characters; "
                         "default 0.01)")
@@ -40,6 +41,8 @@ def add_arguments(p):
 
 def run(args) -> int:
     from ..sd19.synth import HIERARCHIES, SynthConfig, synthesize_sd19
+
+    refuse_existing_output(args.out, args.overwrite)
 
     hierarchies = HIERARCHIES if not args.hierarchies else tuple(
         h.strip() for h in args.hierarchies.split(",") if h.strip())

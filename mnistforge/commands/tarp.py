@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-from ..errors import ConfigError
+from ..errors import ConfigError, require
 
 from .common import add_cache, add_json, add_offline, write_json
 from . import argtypes
@@ -38,13 +38,17 @@ def parse_int_list(text: str) -> list[int]:
 
 def parse_point(text: str):
     """``NAME=ERROR@COST`` -> (name, error, cost)."""
+    from ..evaluators.tarp import check_point
+
     try:
         name, rest = text.split("=", 1)
         err, cost = rest.split("@", 1)
-        return name, float(err.rstrip("%")) / (100 if err.endswith("%") else 1), float(cost)
+        point = name, float(err.rstrip("%")) / (100 if err.endswith("%") else 1), float(cost)
     except ValueError as e:
         raise ConfigError("bad --classifier-point", expected="NAME=ERROR@COST (e.g. lin=0.02@5e6)",
                           found=text) from e
+    check_point(*point)  # NaN, a negative cost, an error above 1: refused before any work
+    return point
 
 
 def add_arguments(p):
@@ -59,7 +63,7 @@ def add_arguments(p):
     p.add_argument("--classifier-point", action="append", default=[], metavar="NAME=ERROR@COST",
                    help="place a classifier on the benchmark plane (cost in projections)")
     add_json(p)
-    p.add_argument("--plot", default=None, metavar="OUT.png", help="needs the [plot] extra")
+    p.add_argument("--plot", default=None, metavar="OUT.png", type=argtypes.output_file, help="needs the [plot] extra")
     add_offline(p)
     add_cache(p)
 
@@ -67,17 +71,22 @@ def add_arguments(p):
 def run(args) -> int:
     import numpy as np
 
-    from ..evaluators.tarp import binary_task, plot_benchmark, region_of, tarp_bounds
+    from ..evaluators.tarp import MAX_DEPTH, binary_task, plot_benchmark, region_of, tarp_bounds
     from ..loaders import load, resolve_target
 
     ns, ks = parse_int_list(args.n), parse_int_list(args.k)   # usage errors before any load
+    if max(ks) > MAX_DEPTH:
+        raise ConfigError("TARP tree too deep", expected=f"--k at most {MAX_DEPTH} (node numbers "
+                          "are 2^k in int64)", found=args.k)
+    points = [parse_point(t) for t in args.classifier_point]
+    if args.plot:
+        require("matplotlib", "plot", "--plot")  # a missing extra before the work, not after
     name, split, root = resolve_target(args.target, default_split="test")
     ds = load(name, split, root=root)
     images, labels = ds.images, np.asarray(ds.labels)
     if args.limit:
         images, labels = images[: args.limit], labels[: args.limit]
     X, y = binary_task(images, labels, args.task, ds.classes)
-    points = [parse_point(t) for t in args.classifier_point]
     res = tarp_bounds(X, y, ns=ns, ks=ks,
                       runs=args.runs, seed=args.seed, workers=args.workers,
                       task=f"{args.target} {args.task}")

@@ -25,7 +25,7 @@ def add_arguments(p):
     add_json(p, "all results (one file per dataset of a folder holding several; one document with "
                 "a list for '-')")
     p.add_argument("--strict", action="store_true", help="warnings fail too")
-    p.add_argument("--report", default=None, metavar="DIR",
+    p.add_argument("--report", default=None, metavar="DIR", type=argtypes.output_folder,
                    help="write an HTML report with pictures into DIR")
     p.add_argument("--metadata", action="append", default=[], metavar="SPLIT=FILE",
                    help="metadata idx file for a split (e.g. QMNIST extended labels for MNIST); "
@@ -53,10 +53,6 @@ def _parse_metadata(items):
 
 
 def run(args) -> int:
-    if args.report and Path(args.report).exists() and not Path(args.report).is_dir():
-        raise ConfigError("--report names an existing file", path=args.report,
-                          expected="a folder for the HTML report", found="a file",
-                          hint="give a folder name")
     targets = expand_targets(args.target)
     with cache_home(args):
         results = [verify_one(t, args, several=len(targets) > 1) for t in targets]

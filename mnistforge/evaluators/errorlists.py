@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, FormatError, MissingFileError
+from ..classifiers.base import short_name
+from ..errors import ConfigError, FormatError, TargetNotFoundError
 from ..io.atomic import atomic_file
 from ..io.compression import open_gzip_writer, open_text
 
@@ -78,9 +79,9 @@ class SystemOutput:
 def _read_lines(path) -> list[str]:
     path = Path(path)
     if not path.is_file():
-        raise MissingFileError("system output file not found", path=path,
-                               expected="a prediction file or an error-list file",
-                               found="nothing", hint="check the path")
+        raise TargetNotFoundError("system output file not found", path=path,
+                                  expected="a prediction file or an error-list file",
+                                  found="nothing", hint="check the path")
     try:
         with open_text(path) as f:
             return f.read().splitlines()
@@ -156,7 +157,8 @@ def read_predictions(path) -> SystemOutput:
     if "n" in meta and meta["n"].isdigit() and int(meta["n"]) != n:
         raise FormatError("prediction file is truncated", path=path,
                           expected=f"{meta['n']} rows (from its header)", found=f"{n} rows")
-    name = meta.pop("name", None) or Path(path).name.split(".")[0]
+    # lenet/cnn files carry their whole spec as the name: the table shows the short one
+    name = short_name(meta.pop("name", None) or Path(path).name.split(".")[0])
     return SystemOutput(name, p != y, meta.get("classifier", ""), p, y, str(path), meta)
 
 

@@ -86,7 +86,9 @@ def known_problems(test: str, n: int, labels=None, *, download: bool | None = No
     test set, when the study's file cannot be had (offline and not cached), or
     when ``labels`` (if given) disagree with the study's given labels (a
     rebuilt or other test set under the same name); ``why`` (a list) then
-    receives the reason.  A folder target never downloads the study's file.
+    receives the reason.  A folder target never downloads the study's file, and counts
+    only when its ``labels`` identify it as the study's test set and its build was not
+    from a synthetic SD19 (then ``why`` says the test set is not the study's; no warning).
     """
     from ..errors import MnistforgeError, OfflineError
     from ..loaders import resolve_target
@@ -96,6 +98,17 @@ def known_problems(test: str, n: int, labels=None, *, download: bool | None = No
     try:
         name, split, root = resolve_target(test, default_split="test")
         base, rows = parse_split(split)
+        if root is not None and _built_from_synthetic(name, root):
+            # said once by the caller, never warned: a synthetic build is simply another test set
+            if why is not None:
+                why.append(f"the test set is not the study's ({test} was built from a synthetic SD19)")
+            return None
+        if root is not None and labels is None:
+            # a folder is the study's test set only by its content: here, its labels
+            if why is not None:
+                why.append(f"the labels of {test} are not at hand to identify it as the "
+                           "study's test set")
+            return None
         hit = study_votes(name, base, download=False if root is not None else download)
     except OfflineError:
         msg = ("the study's file label-errors/mnist_mturk.json is not in the cache "
@@ -125,12 +138,26 @@ def known_problems(test: str, n: int, labels=None, *, download: bool | None = No
         seen = pos[where] == at
         bad = int((lab[where[seen]] != votes.given[seen]).sum())
         if bad:
-            msg = f"{bad} of the study's given labels differ from the labels of {test}"
-            logger.warning("known label problems not counted: %s", msg)
+            msg = (f"the test set is not the study's ({bad} of the study's given labels differ "
+                   f"from the labels of {test})")
+            logger.info("known label problems not counted: %s", msg)  # the caller says it, once
             if why is not None:
                 why.append(msg)
             return None
     return KnownProblems(test, issue, keys, sug)
+
+
+def _built_from_synthetic(name: str, root) -> bool:
+    """Whether the folder's build of ``name`` says it came from a synthetic SD19."""
+    from ..errors import MnistforgeError
+    from ..loaders.origins import FolderOrigin
+    from ..registry import get_dataset
+
+    try:
+        manifest = FolderOrigin(get_dataset(name), root).manifest
+    except MnistforgeError:
+        return False
+    return bool(manifest is not None and manifest.from_synthetic_sd19)
 
 
 def account(wrong: dict, problems: KnownProblems, confidence: float = 0.95,

@@ -48,7 +48,7 @@ __all__ = [
     "mcnemar_exact", "PairedTest", "paired_test", "Bootstrap", "probability_of_improvement",
     "probability_of_improvement_from_counts", "probability_of_improvement_resampled",
     "Comparison", "compare_systems", "error_overlap", "majority_vote", "plurality_vote",
-    "plot_poi",
+    "plot_poi", "check_test_set",
 ]
 
 
@@ -717,6 +717,61 @@ def plurality_vote(predictions, tie_breaker=None, names=None) -> np.ndarray:
         pick = (chosen < 0) & top[cols, codes[s]]
         chosen[pick] = codes[s][pick]
     return classes[chosen]
+
+
+def check_test_set(test: str, n: int, labels=None, *, cache=None) -> None:
+    """Refuse a test set ``test`` (``NAME[:SPLIT]`` or a folder) that is not the one the systems'
+    ``n`` outcomes (and, from prediction files, ``labels``) were made on.
+
+    The size comes from the registry (a slice included) or from the loaded split; the labels
+    are compared when the split can be had without the network (a registry split not in the
+    cache: the size alone is checked, and the log says so).  Raises
+    :class:`~mnistforge.errors.TestSetMismatchError` naming both sides.
+    """
+    from ..errors import DownloadError, MissingFileError, TestSetMismatchError
+    from ..loaders import load, resolve_target
+    from ..loaders.names import parse_split, rows_of
+    from ..registry import get_dataset
+
+    name, split, root = resolve_target(test, default_split="test")
+    count = None
+    if root is None:
+        base, rows = parse_split(split)
+        count = get_dataset(name).split(base).count
+        if rows and count:
+            sl = rows_of(rows, count)
+            count = sl.stop - sl.start
+    if count is not None and count != n:   # no load needed to see it
+        raise TestSetMismatchError(f"--test-set {test} does not match the predictions",
+                                   expected=f"{n} samples (what the systems were scored on)",
+                                   found=f"{count} samples in {name}:{split}",
+                                   hint="give the test set the systems were run on (a slice such "
+                                        f"as {name}:test[:{n}] for a part of it)")
+    if labels is None and count is not None:
+        return
+    try:
+        ds = load(name, split, root=root, download=False, cache=cache)
+    except (MissingFileError, DownloadError) as e:
+        if count is None:
+            raise
+        logger.info("--test-set %s: labels not compared (%s)", test, e)
+        return
+    if len(ds) != n:
+        raise TestSetMismatchError(f"--test-set {test} does not match the predictions",
+                                   expected=f"{n} samples (what the systems were scored on)",
+                                   found=f"{len(ds)} samples in {ds.source or test}",
+                                   hint="give the test set the systems were run on")
+    if labels is not None:
+        y = np.asarray(labels).ravel()
+        diff = np.flatnonzero(np.asarray(ds.labels) != y)
+        if diff.size:
+            i = int(diff[0])
+            raise TestSetMismatchError(
+                f"--test-set {test} does not match the predictions' labels",
+                expected=f"the {n} labels of the prediction files",
+                found=f"{diff.size} rows differ (first row {i}: file {y[i]}, test set "
+                      f"{int(ds.labels[i])})",
+                hint="give the test set the systems were run on, or leave --test-set out")
 
 
 def plot_poi(comparison: Comparison, path, title: str | None = None):

@@ -284,6 +284,59 @@ class TarpResult:
         return d
 
 
+#: deepest tree: node numbers double at each level (int64)
+MAX_DEPTH = 62
+
+
+def tarp_memory(n_samples: int, dims: int, n: int, depth: int, runs: int, n_grid: int = 1,
+                concurrent: int = 1) -> int:
+    """Bytes a TARP run needs at its peak, besides the samples themselves.
+
+    Per job running at once: the run's train/validation/test copies of the samples, the root
+    node's copy, and the n directions with their projections of the root's training points
+    (float32 directions and projections, the float64 Gaussian fit and its temporaries: about
+    ``4 D + 20 m`` bytes per direction, measured); then every run's per-depth results.
+
+    >>> tarp_memory(2115, 784, 10**8, 6, 100) > 500 * 2**30   # `tarp --n 100000000`
+    True
+    """
+    m = n_samples // 4
+    per_job = 4 * dims * (n_samples + m) + n * (4 * dims + 20 * m)
+    results = 2 * 3 * 8 * (depth + 1) * runs * n_grid
+    return concurrent * per_job + results
+
+
+def check_tarp_memory(n_samples: int, dims: int, n: int, depth: int, runs: int, n_grid: int = 1,
+                      concurrent: int = 1) -> None:
+    """:class:`~mnistforge.errors.InsufficientMemoryError` when :func:`tarp_memory` would not fit."""
+    from ..io.memory import require_memory
+
+    need = tarp_memory(n_samples, dims, n, depth, runs, n_grid, concurrent)
+    require_memory(need, f"TARP with n={n} directions on {n_samples} samples of {dims} values"
+                   + (f" ({concurrent} runs at once)" if concurrent > 1 else ""),
+                   hint="use fewer directions (--n), fewer samples (--limit) or fewer "
+                        "workers (--workers)")
+
+
+def check_point(name: str, error: float, cost: float) -> None:
+    """A classifier's place on the benchmark plane: an error rate in [0, 1], a cost >= 0.
+
+    >>> check_point("lin", 0.02, 5e6)
+    >>> check_point("lin", 2.0, 5e6)  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ...
+    mnistforge.errors.ConfigError: bad classifier point lin: expected an error rate in [0, 1] ...
+    """
+    what = f"bad classifier point {name}".strip()
+    if not (math.isfinite(error) and 0.0 <= error <= 1.0):
+        raise ConfigError(what, expected="an error rate in [0, 1] "
+                          "(or 0%..100%)", found=repr(error),
+                          hint="write it as a fraction (0.02) or a percentage (2%)")
+    if not (math.isfinite(cost) and cost >= 0):
+        raise ConfigError(what, expected="a finite cost >= 0 (scalar "
+                          "projections)", found=repr(cost))
+
+
 _SHARED = {}
 
 
@@ -335,14 +388,24 @@ def tarp_bounds(X, y, *, ns=(1, 10, 100), ks=range(0, 7), runs: int = 100, seed:
                           found=f"values {np.unique(y)[:5].tolist()}")
     if len(y) < 8:
         raise ConfigError("too few samples for TARP", expected="at least 8", found=len(y))
+    if not np.isfinite(X).all():
+        raise ConfigError("TARP needs finite samples", expected="no NaN or infinite values in X",
+                          found=f"{int((~np.isfinite(X)).sum())} non-finite values")
     ns = sorted({int(n) for n in ns})
     ks = sorted({int(k) for k in ks})
     if not ns or min(ns) < 1 or not ks or min(ks) < 0:
         raise ConfigError("bad TARP grid", expected="n >= 1 and k >= 0", found=f"n={ns}, k={ks}")
+    if max(ks) > MAX_DEPTH:
+        raise ConfigError("TARP tree too deep", expected=f"k <= {MAX_DEPTH} (node numbers are "
+                          "2^k in int64)", found=f"k={max(ks)}")
+    if int(runs) < 1:
+        raise ConfigError("bad number of TARP runs", expected="runs >= 1", found=runs)
     K = max(ks)
+    workers = settings.workers(workers)
+    check_tarp_memory(X.shape[0], X.shape[1], max(ns), K, runs, len(ns),
+                      min(workers, len(ns) * runs))
     b0 = float(min(y.mean(), 1 - y.mean()))
     jobs = [(n, K, run, seed) for n in ns for run in range(runs)]
-    workers = settings.workers(workers)
     out = {}
     from ..progress import progress as bar
     pbar = bar(total=len(jobs), desc="TARP runs", unit="run", disable=progress)
@@ -465,6 +528,7 @@ def region_of(error: float, cost: float, result: TarpResult, n: int | None = Non
     * ``structural gain``: below the asymptote, an error random projections do
       not reach at any depth measured.
     """
+    check_point("", error, cost)
     asym = result.asymptote()
     if error < asym:
         return "structural gain"
@@ -510,4 +574,5 @@ def plot_benchmark(result: TarpResult, path, points=()):
 
 
 __all__ = ["tarp_bounds", "binary_task", "gaussian_thresholds", "best_split", "run_tree",
-           "TarpResult", "region_of", "plot_benchmark"]
+           "TarpResult", "region_of", "plot_benchmark", "check_point", "tarp_memory",
+           "check_tarp_memory"]

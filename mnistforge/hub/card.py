@@ -12,6 +12,7 @@ from .._version import __version__
 from ..io.hashing import sha256_file
 from ..io.hf.parquet import PARQUET_OPTIONS, ROW_GROUP_SIZE
 from ..io.hf.png import PNG_COMPRESS_LEVEL
+from ..io.hf.repo import SYNTHETIC_NOTE
 from ..io.hf.schema import PIXELS
 from ..registry import license_link, license_text
 from .label_votes import card_section as label_votes_section
@@ -42,6 +43,11 @@ def _shapes_text(configs) -> str:
     return " or ".join(f"{h}x{w}" for h, w in shapes)
 
 
+def synthetic_configs(configs: list[dict]) -> list[str]:
+    """Names of the configs built from a synthetic SD19."""
+    return [c["name"] for c in configs if getattr(c["config"], "synthetic", False)]
+
+
 def card_header(configs: list[dict]) -> dict:
     """The YAML header of the dataset card, as a dict (see :func:`dataset_card`)."""
     licenses = sorted({c["config"].license or DEFAULT_LICENSE for c in configs})
@@ -59,7 +65,8 @@ def card_header(configs: list[dict]) -> dict:
     header.update({
         "task_categories": ["image-classification"],
         "size_categories": [_size_category(total)],
-        "tags": ["mnist", "handwriting", "nist", "mnistforge"],
+        "tags": ["mnist", "handwriting", "nist", "mnistforge"]
+        + (["synthetic"] if synthetic_configs(configs) else []),
         "configs": [],
         "dataset_info": [],
     })
@@ -190,6 +197,12 @@ def dataset_card(configs: list[dict], *, repo_id: str | None = None, title: str 
     first_split = first["splits"][0]["name"]
     versions = _software_versions()
     out = ["---", _yaml(header).rstrip("\n"), "---", "", f"# {title}", ""]
+    synthetic = synthetic_configs(configs)
+    if synthetic:
+        out += [SYNTHETIC_NOTE.replace("Built from", "Config" + ("s " if len(synthetic) > 1 else " ")
+                                       + ", ".join(f"`{n}`" for n in synthetic)
+                                       + (" were" if len(synthetic) > 1 else " was") + " built from"),
+                ""]
     out += [
         "Handwritten-character datasets of the MNIST family, exported by "
         f"[mnistforge](https://pypi.org/project/mnistforge/) {versions['mnistforge']} "
@@ -229,6 +242,8 @@ def dataset_card(configs: list[dict], *, repo_id: str | None = None, title: str 
     for c in configs:
         cfg = c["config"]
         out += [f"## Config `{cfg.name}`", ""]
+        if getattr(cfg, "synthetic", False):
+            out += [SYNTHETIC_NOTE, ""]
         if cfg.description:
             out += [cfg.description.strip(), ""]
         out += ["### Labels", ""] + _label_table(cfg.classes, cfg.label_note) + [""]

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..io.atomic import atomic_dir, atomic_file
-from ..io.hf.parquet import DATA, MAX_SHARD_BYTES, write_split
-from ..io.hf.repo import CARD
+from ..io.atomic import atomic_dir, atomic_file, check_output_folder, unlisted_entries
+from ..io.hf.parquet import MAX_SHARD_BYTES, write_split
+from ..io.hf.repo import CARD, recorded_shard_hashes
 from ..io.hf.schema import PIXEL_FORMATS, SplitData, features_for, hf_split_name
 from .card import dataset_card
 from .croissant import CROISSANT, croissant_metadata
@@ -49,6 +49,9 @@ class ExportConfig:
         How the labels are numbered (e.g. "letters: labels 1..26, 0 unused").
     caveats : list of str
         Known pitfalls, one sentence each.
+    synthetic : bool
+        Built from a synthetic SD19 replica (its build manifest says so): the card says it
+        in the first lines of the config.
     """
 
     name: str
@@ -63,6 +66,7 @@ class ExportConfig:
     label_note: str | None = None
     caveats: list = field(default_factory=list)
     pretty_name: str | None = None
+    synthetic: bool = False
 
     def __post_init__(self):
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.name or ""):
@@ -105,15 +109,26 @@ class ExportConfig:
         return data
 
 
-def is_export(folder) -> bool:
-    """Whether ``folder`` is a repository folder this package exported (what ``--overwrite`` may
-    replace): a card that names mnistforge next to a ``data/`` folder."""
+def export_problems(folder) -> list[str]:
+    """What ``--overwrite`` would destroy in ``folder`` beyond an export of this package: the
+    export's record is its card (naming mnistforge, listing every shard's sha256) and
+    ``croissant.json``; any other file, and a card without that record, is named.
+
+    >>> import tempfile, os, numpy as np
+    >>> cfg = ExportConfig("toy", {"test": (np.zeros((2, 28, 28), np.uint8), np.array([1, 0]))}, ["x", "y"])
+    >>> out = os.path.join(tempfile.mkdtemp(), "r"); _ = export_hf(out, [cfg], workers=1)
+    >>> export_problems(out), open(os.path.join(out, "notes.txt"), "w").close(), export_problems(out)
+    ([], None, ['notes.txt (not listed)'])
+    """
     folder = Path(folder)
     try:
         card = (folder / CARD).read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return False
-    return "mnistforge" in card and (folder / DATA).is_dir()
+        return [f"{CARD} (missing: not an export)"]
+    recorded = recorded_shard_hashes(folder)
+    if "mnistforge" not in card or not recorded:
+        return [f"{CARD} (no record of the shards mnistforge exported)"]
+    return unlisted_entries(folder, {CARD: None, CROISSANT: None, **dict.fromkeys(recorded)})
 
 
 def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
@@ -129,7 +144,7 @@ def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
     ----------
     repo_dir : path
         Output folder (must not exist unless ``overwrite``; replaced only if it
-        is an earlier export, :func:`is_export`).
+        is an earlier export holding nothing else, :func:`export_problems`).
     configs : list of ExportConfig
         One per dataset; names must be distinct.
     inputs : list of path
@@ -179,7 +194,8 @@ def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
                           hint="rename one with CONFIG=TARGET on the command line")
     repo_dir = Path(repo_dir)
     summary = {"repo_dir": str(repo_dir), "configs": []}
-    with atomic_dir(repo_dir, overwrite=overwrite, inputs=inputs, owned=is_export) as tmp:
+    check_output_folder(repo_dir, inputs=inputs, overwrite=overwrite, owned=export_problems)
+    with atomic_dir(repo_dir, overwrite=overwrite, inputs=inputs, owned=export_problems) as tmp:
         for cfg in configs:
             features, first_dt, shapes, splits = None, None, set(), []
             for s in cfg.splits:

@@ -11,11 +11,12 @@ import numpy as np
 from .._version import __version__
 from ..errors import ConfigError, MissingFileError, MnistforgeError
 from ..io.hashing import sha256_file
-from ..io.hf.repo import CARD, is_hf_repo, read_card, repo_configs
+from ..io.hf.repo import CARD, config_is_synthetic, is_hf_repo, read_card, repo_configs, shard_paths
 from ..io.hf.schema import SplitData
 from ..io.manifest import Manifest
 from ..loaders import datasets_in_folder, load, resolve_target
 from ..loaders.origins import find_dataset_folder, locate
+from ..loaders.repo import check_shards
 from ..registry import bibtex, built_license, get_dataset, get_file, hub_license
 from .export import ExportConfig
 
@@ -121,6 +122,18 @@ def _strip_paths(text: str) -> str:
     return re.sub(r"(?<![\w.:/])(/[^\s,;:'\"`()]+)", lambda m: Path(m.group(1)).name, text)
 
 
+def _verified_shards(root, name: str) -> dict:
+    """``{shard: sha256}`` of config ``name`` of the export ``root``, every shard checked against
+    the export's record first (a damaged input is refused before anything is written); an export
+    that recorded none is hashed as it is (its shards named when missing)."""
+    digests = check_shards(root, name)
+    if not digests:
+        for split in repo_configs(root).get(name, {}):
+            for p in shard_paths(root, name, split):
+                digests[p.relative_to(root).as_posix()] = sha256_file(p)
+    return dict(sorted(digests.items()))
+
+
 def _official_provenance(info, splits) -> dict:
 
     files = {}
@@ -150,9 +163,14 @@ def _official_provenance(info, splits) -> dict:
     return files
 
 
-def _caveats(info, params: dict, built: bool) -> list[str]:
+def _caveats(info, params: dict, built: bool, manifest: Manifest | None = None) -> list[str]:
+    """The card's caveats, true of the data they sit with: for a build, from its manifest
+    (counts, order, the synthetic mark), not from the official release's facts."""
     name = info.name
     out = []
+    synthetic = manifest is not None and manifest.from_synthetic_sd19
+    entry = manifest.dataset(name) if manifest is not None else None
+    counts = entry.counts if entry is not None else {}
     if name.startswith("emnist"):
         stored = params.get("orientation", "official") if built else "official"
         out.append("Orientation fixed: images here are upright. The official EMNIST idx files store "
@@ -177,19 +195,50 @@ def _caveats(info, params: dict, built: bool) -> list[str]:
             out.append("Train and test mix NIST's census and high-school writers with a random split "
                        "(not writer-disjoint), as in the official release: the same writer appears on "
                        "both sides.")
-        if info.validation_size:
-            out.append(f"The validation portion ({info.validation_size:,} images) is the last part of "
+        validation = counts.get("validation", info.validation_size) if built else info.validation_size
+        if validation:
+            out.append(f"The validation portion ({validation:,} images) is the last part of "
                        "train: do not train on `train` and validate on `validation`; use "
                        "`train_without_validation`.")
     if name == "qmnist":
-        out.append("The first 10,000 test images are MNIST's test set (`test10k`); the other 50,000 "
-                   "(`test50k`) were never published with MNIST.")
+        out.append(_qmnist_test_caveat(built, manifest, counts))
+        digits = _sd19_digits(manifest) if built else None
+        whole = ("all 402,953 SD19 digits" if digits in (None, 402953) and not synthetic
+                 else f"all {digits:,} digits of the source" if digits else "all digits of the source")
         out.append("`duplicate` is the NIST index of an earlier identical image (else 0); `nist_index` "
-                   "is the row in the `nist` split (all 402,953 SD19 digits).")
+                   f"is the row in the `nist` split ({whole}).")
     if name == "mnist" and built:
-        out.append("Rebuilt from NIST SD19 (QMNIST train + the first 10,000 of QMNIST test): images "
-                   "differ slightly from the original MNIST bytes (see the QMNIST paper).")
+        if synthetic:
+            out.append("Built from a synthetic SD19 (QMNIST's recipe scaled to the source): the images "
+                       "are not MNIST's, and its test set is not MNIST's test set.")
+        else:
+            out.append("Rebuilt from NIST SD19 (QMNIST train + the first 10,000 of QMNIST test): images "
+                       "differ slightly from the original MNIST bytes (see the QMNIST paper).")
     return out
+
+
+def _sd19_digits(manifest: Manifest | None) -> int | None:
+    sd19 = manifest.inputs.get("sd19") if manifest is not None else None
+    n = sd19.get("digits") if isinstance(sd19, dict) else None
+    return n if isinstance(n, int) else None
+
+
+def _qmnist_test_caveat(built: bool, manifest: Manifest | None, counts: dict) -> str:
+    """What QMNIST's test10k/test50k are in this config (MNIST's test set only where true)."""
+    official = ("The first 10,000 test images are MNIST's test set (`test10k`); the other 50,000 "
+                "(`test50k`) were never published with MNIST.")
+    if not built:
+        return official
+    n10, n50 = counts.get("test10k"), counts.get("test50k")
+    published = manifest is not None and "qmnist_labels" in manifest.inputs
+    if published and not manifest.from_synthetic_sd19 and n10 == 10000 and n50 == 50000:
+        return official
+    why = ("it was built from a synthetic SD19" if manifest is not None and manifest.from_synthetic_sd19
+           else "its order is the documented deterministic one, not the published QMNIST tables'"
+           if not published else "this build holds fewer test images than QMNIST")
+    sizes = (f"the first {n10:,} test images (`test10k`) and the other {n50:,} (`test50k`)"
+             if isinstance(n10, int) and isinstance(n50, int) else "`test10k` and `test50k`")
+    return f"In this build {sizes} are not MNIST's test set: {why}."
 
 
 def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_name=None,
@@ -205,14 +254,19 @@ def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_n
     info = get_dataset(name)
     m = Manifest.coerce(built_manifest)
     built = m is not None
+    synthetic = bool(m is not None and m.from_synthetic_sd19)
     params = dict(m.parameters) if m is not None else {}
     prov: dict = {}
     if m is not None:
-        source = (f"built from NIST SD19 by mnistforge {m.version or '?'} "
+        origin = ("a SYNTHETIC SD19 replica (`mnistforge synth-sd19`; not NIST's handwriting)"
+                  if synthetic else "NIST SD19")
+        source = (f"built from {origin} by mnistforge {m.version or '?'} "
                   f"(`mnistforge build`, manifest kind `{m.kind or '?'}`), loaded from "
                   f"`{Path(root).name if root else '?'}`.")
         prov["build"] = {"mnistforge_version": m.version or None, "python": m.python or None,
                          "kind": m.kind or None}
+        if synthetic:
+            prov["build"]["synthetic_sd19"] = True
         if params:
             prov["parameters"] = by_identity(params)
         if m.inputs:  # the sources by identity (names, fingerprint, edition), never local paths
@@ -230,10 +284,9 @@ def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_n
         source = (f"re-exported from an earlier mnistforge export (`{Path(root).name}`); that "
                   "folder's README.md holds the original provenance.")
         prov["source_card_sha256"] = sha256_file(Path(root) / CARD)
-        prov["source_shards_sha256"] = {
-            rel: sha256_file(Path(root) / rel)
-            for rel in sorted({f for fs in repo_configs(root).get(name, {}).values() for f in fs})}
+        prov["source_shards_sha256"] = _verified_shards(root, name)
         header = read_card(root)
+        synthetic = config_is_synthetic(root, name)
         license_id = header.get("license") if isinstance(header.get("license"), str) else "other"
         license_name = header.get("license_name") if license_id == "other" else None
         cites = [bibtex(info.group)]
@@ -247,15 +300,17 @@ def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_n
     cite = "\n\n".join(c for c in cites if c) or info.citation
     description = info.description
     if built:
-        description = (f"{info.title}, rebuilt from NIST SD19 by mnistforge (sizes as built: see "
+        origin = "a synthetic SD19 replica (not NIST data)" if synthetic else "NIST SD19"
+        description = (f"{info.title}, rebuilt from {origin} by mnistforge (sizes as built: see "
                        f"the splits above). The official release it reproduces: {info.description}")
     if info.licence:
         description += f"\n\nLicence of the source: {info.licence}"
     return ExportConfig(
         name=config_name or name, splits=splits, classes=list(classes), description=description,
         source=source, provenance=prov, license=license_id, license_name=license_name,
-        citation=cite, label_note=info.class_note or None, caveats=_caveats(info, params, built),
-        pretty_name=info.title)
+        citation=cite, label_note=info.class_note or None, caveats=_caveats(info, params, built, m),
+        pretty_name=info.title, synthetic=synthetic)
+
 
 
 def _split_of(ds) -> SplitData:
@@ -282,6 +337,13 @@ def configs_from_targets(targets, *, download: bool | None = None) -> list[Expor
     resolved = []
     for text in targets:
         config, rest = parse_target(str(text))
+        if os.path.isdir(rest) and is_hf_repo(rest):  # an export: each of its configs
+            names = list(repo_configs(rest))
+            if config and len(names) > 1:
+                raise ConfigError(f"{rest} holds several configs; CONFIG= needs one",
+                                  expected="FOLDER:NAME with CONFIG=", found=", ".join(names))
+            resolved += [(config, (n, None, Path(rest))) for n in names]
+            continue
         if os.path.isdir(rest) and not is_hf_repo(rest):
             names = datasets_in_folder(rest)
             if len(names) > 1:  # a build folder holding several datasets: one config each

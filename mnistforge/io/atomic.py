@@ -5,14 +5,26 @@ in the same folder, then ``os.replace``) and every build folder through
 :func:`atomic_dir` (``<out>.incomplete`` then rename, under the ``<out>.lock``
 of :func:`output_lock`), so a failure (Ctrl-C included) never leaves a
 half-written dataset behind, two runs into one folder cannot mix, and an
-output never overlaps an input (:func:`check_output_path`).  A full disk is
-one :class:`~mnistforge.errors.DiskFullError` naming the path.
+output never overlaps an input (:func:`check_output_path`).
+
+What may be written is decided by :mod:`mnistforge.io.outputs`, before any
+work and again here: :func:`check_output_file` (a file output is a regular file
+or a new name, never a symlink, FIFO, device or folder; ``-`` is standard
+output) and :func:`check_output_folder` (a folder output, and what
+``--overwrite`` may replace: only a folder whose contents are exactly what its
+own record lists).  Every filesystem failure is one named error
+(:func:`named_os_error`).
 """
 from __future__ import annotations
 
 import contextlib
 import os
 from pathlib import Path
+
+# check_output_file, check_output_path, disk_full_error, unlisted_entries: re-exported
+from .outputs import (INCOMPLETE_MARK, check_file, check_lock_path, check_output_file,  # noqa: F401
+                      check_output_folder, check_output_path, check_replaceable, disk_full_error,
+                      is_marked, lock_path, named_os_error, refuse_in_the_way, unlisted_entries)
 
 # tempfile, shutil and datetime are imported where they are used: a load that writes
 # nothing imports this module (through the cache) and should not pay for them.
@@ -22,7 +34,8 @@ def atomic_file(path, mode: str = "wb"):
     """Open a temporary file next to ``path``; rename it onto ``path`` on success.
 
     On any exception (KeyboardInterrupt included) the temporary file is removed
-    and ``path`` is untouched.
+    and ``path`` is untouched.  ``path`` must be a regular file or a new name
+    (:func:`check_output_file`); OS failures are named errors (:func:`named_os_error`).
 
     Examples
     --------
@@ -33,128 +46,49 @@ def atomic_file(path, mode: str = "wb"):
     >>> open(p, "rb").read()
     b'data'
     """
-    from ..errors import ConfigError
-
-    path = Path(path)
-    if path.is_dir():
-        raise ConfigError("the output path is an existing folder", path=path,
-                          expected="a file name", found="a folder", hint="name a file")
+    path = check_file(Path(path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise ConfigError("the output path lies under a file", path=path,
-                          expected="a path whose folders are folders",
-                          found="a file among them", hint="choose another path") from None
+    except OSError as e:
+        raise named_os_error(e, path) from None
     import tempfile
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise named_os_error(e, path) from None
     # mkstemp creates 0600 files; outputs get the usual permissions (0666 minus the umask).
     os.chmod(tmp, 0o666 & ~_UMASK)
     try:
         with os.fdopen(fd, mode) as f:
             yield f
             f.flush()
+        check_file(path)  # the path may have become a link or a device meanwhile
         os.replace(tmp, path)
     except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        full = disk_full_error(e, path) if isinstance(e, OSError) else e
-        if full is e:
+        named = named_os_error(e, path) if isinstance(e, OSError) else e
+        if named is e:
             raise
-        raise full from e
-
-
-#: a file inside ``<out>.incomplete`` while it is being built: a stale temporary folder
-#: is removed only when it holds this mark (the package made it), never otherwise
-INCOMPLETE_MARK = ".mnistforge-incomplete"
-
-
-def is_build_output(folder) -> bool:
-    """Whether ``folder`` was written by a build: it holds ``manifest.json``, or only subfolders
-    that each do (``build all``).
-
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> is_build_output(d), (d / "manifest.json").write_text("{}") and is_build_output(d)
-    (False, True)
-    """
-    folder = Path(folder)
-    if (folder / "manifest.json").is_file():
-        return True
-    try:
-        children = list(folder.iterdir())
-    except OSError:
-        return False
-    return bool(children) and all(c.is_dir() and not c.is_symlink()
-                                  and (c / "manifest.json").is_file() for c in children)
-
-
-def check_output_path(out, inputs=()) -> Path:
-    """Refuse an output folder that is a file, lies under a file, or overlaps an input.
-
-    ``out`` must not equal, contain or lie inside any of ``inputs`` (so neither
-    a build nor ``--overwrite`` can ever touch its own source).  Returns
-    ``out`` as a :class:`~pathlib.Path`.
-
-    >>> check_output_path("/data/build", ["/data/sd19"])
-    PosixPath('/data/build')
-    >>> check_output_path("/data", ["/data/sd19"])  # doctest: +IGNORE_EXCEPTION_DETAIL
-    Traceback (most recent call last):
-    ...
-    mnistforge.errors.ConfigError: /data: the output folder contains an input ...
-    """
-    from ..errors import ConfigError
-
-    out = Path(os.path.abspath(out))  # "." or "x/.." have no name to put a suffix on
-    if out.exists() and not out.is_dir():
-        raise ConfigError("the output path is an existing file", path=out,
-                          expected="a folder to create", found="a file",
-                          hint="choose another --out")
-    for parent in out.absolute().parents:
-        if parent.exists() and not parent.is_dir():
-            raise ConfigError("the output path lies under a file", path=out,
-                              expected="a folder path", found=f"{parent} is a file",
-                              hint="choose another --out")
-    real_out = _real(out)
-    for inp in inputs:
-        if inp is None:
-            continue
-        real_in = _real(Path(inp))
-        if real_out == real_in:
-            what = "the output folder is an input"
-        elif real_out in real_in.parents:
-            what = "the output folder contains an input"
-        elif real_in in real_out.parents:
-            what = "the output folder is inside an input"
-        else:
-            continue
-        raise ConfigError(what, path=out, expected="an output folder apart from every input",
-                          found=f"input {inp}",
-                          hint="choose an --out that neither holds nor lies in the inputs")
-    return out
-
-
-def _real(p: Path) -> Path:
-    try:
-        return p.resolve()
-    except (OSError, RuntimeError):  # a symlink loop: compare the spelled path
-        return p.absolute()
+        raise named from e
 
 
 @contextlib.contextmanager
-def atomic_dir(out, *, overwrite: bool = False, inputs=(), owned=is_build_output):
+def atomic_dir(out, *, overwrite: bool = False, inputs=(), owned=None):
     """Build a folder under ``<out>.incomplete`` and rename it to ``out`` on success.
 
     Yields the temporary folder path.  While it runs, ``<out>.lock`` is held
     (an OS file lock, released when the process ends however it ends), so a
     second run into the same ``out`` fails at once with
     :class:`~mnistforge.errors.OutputInUseError` instead of deleting the first
-    one's work.  ``out`` must not overlap ``inputs``
-    (:func:`check_output_path`).  An existing ``out`` is replaced only with
-    ``overwrite`` and only if ``owned(out)`` says the package wrote it (by
-    default: it holds a build manifest), after the new folder is complete.
-    A full disk raises :class:`~mnistforge.errors.DiskFullError`; nothing
-    half-written is left either way.
+    one's work.  ``out`` must not overlap ``inputs`` (:func:`check_output_folder`,
+    which callers also run before their work).  An existing ``out`` is replaced
+    only with ``overwrite`` and only if ``owned(out)`` finds nothing its record
+    does not list (:func:`check_replaceable`), checked again once the new folder
+    is complete; old and new are then exchanged in one step
+    (:func:`replace_folder`), so ``out`` is always whole.  A full disk raises
+    :class:`~mnistforge.errors.DiskFullError`; nothing half-written is left either way.
 
     Examples
     --------
@@ -167,76 +101,152 @@ def atomic_dir(out, *, overwrite: bool = False, inputs=(), owned=is_build_output
     """
     import shutil
 
-    from ..errors import BuildError
-
-    out = check_output_path(out, inputs)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    out = check_output_folder(out, inputs=inputs, overwrite=overwrite, owned=owned)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise named_os_error(e, out, "output folder") from None
     with output_lock(out):
-        if out.exists() or out.is_symlink():
-            if not overwrite:
-                raise BuildError(
-                    "output folder already exists", path=out, expected="a new folder",
-                    found="an existing one", hint="choose another --out or pass --overwrite")
-            if out.is_symlink() or not owned(out):
-                raise BuildError(
-                    "--overwrite replaces only a folder mnistforge wrote", path=out,
-                    expected="a folder written by mnistforge (with its manifest)",
-                    found="a folder it did not write", hint="choose another --out or remove "
-                    "the folder yourself")
+        check_replaceable(out, overwrite=overwrite, owned=owned)
         tmp = out.with_name(out.name + ".incomplete")
         _remove_stale(tmp)
-        tmp.mkdir()
-        (tmp / INCOMPLETE_MARK).write_bytes(b"")
         try:
+            tmp.mkdir()  # (one that appeared meanwhile is not ours: EEXIST, never removed)
+        except OSError as e:
+            raise named_os_error(e, tmp, "output folder") from None
+        try:  # from here on tmp is this run's own: whatever fails, it is removed
+            try:
+                (tmp / INCOMPLETE_MARK).write_bytes(b"")
+            except OSError as e:
+                raise named_os_error(e, tmp, "output folder") from None
             try:
                 yield tmp
             except OSError as e:
-                full = disk_full_error(e, out)
-                if full is e:
+                named = named_os_error(e, out)
+                if named is e:
                     raise
-                raise full from e
-            (tmp / INCOMPLETE_MARK).unlink()
-            if out.exists():
-                old = out.with_name(out.name + ".old")
-                _remove_stale(old, mark=None)
-                os.replace(out, old)
-                os.replace(tmp, out)
-                shutil.rmtree(old, ignore_errors=True)
+                raise named from e
+            if os.path.lexists(out):
+                # the folder may have gained a file of the user's while this run worked
+                check_replaceable(out, overwrite=overwrite, owned=owned)
+                try:
+                    replace_folder(tmp, out)
+                except OSError as e:
+                    raise named_os_error(e, out, "output folder") from e
             else:
-                os.replace(tmp, out)
+                (tmp / INCOMPLETE_MARK).unlink()
+                try:
+                    os.rename(tmp, out)
+                except OSError as e:
+                    raise named_os_error(e, out, "output folder") from None
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
 
 
-def _remove_stale(tmp: Path, mark: str | None = INCOMPLETE_MARK) -> None:
-    """Remove a temporary folder left by a killed run (the lock is held: no run uses it)."""
-    from ..errors import BuildError
+def replace_folder(new: Path, out: Path) -> None:
+    """Put the complete folder ``new`` (holding :data:`INCOMPLETE_MARK`) in place of ``out``.
 
-    if not (tmp.exists() or tmp.is_symlink()):
+    Linux exchanges the two in one ``renameat2(RENAME_EXCHANGE)``: ``out`` is the old or
+    the new folder at every instant, a kill included.  The old one, now at ``new``'s name,
+    is marked and removed (a kill before that leaves it for the next run to remove).
+    Elsewhere the old folder is moved into a fresh sibling this run made
+    (``tempfile.mkdtemp``) and put back if the second rename fails.  Signals wait
+    until the names are settled, so Ctrl-C cannot fall between the two steps.
+    """
+    import shutil
+    import tempfile
+
+    (new / INCOMPLETE_MARK).unlink()
+    old = None
+    try:
+        with _signals_deferred():
+            if _exchange(new, out):
+                old = new
+                with contextlib.suppress(OSError):
+                    (old / INCOMPLETE_MARK).write_bytes(b"")  # the old output, at new's name
+            else:
+                aside = Path(tempfile.mkdtemp(prefix=f".{out.name}.replaced-", dir=out.parent))
+                try:
+                    os.replace(out, aside)       # onto the empty folder this run just made
+                except BaseException:
+                    os.rmdir(aside)
+                    raise
+                try:
+                    os.rename(new, out)
+                except BaseException:
+                    os.replace(aside, out)       # the old output back in place
+                    raise
+                old = aside
+    finally:  # (a Ctrl-C held during the swap arrives here: the old output still goes)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux ``renameat2(RENAME_EXCHANGE)``); False where unsupported."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+    import errno
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):  # pragma: no cover - glibc before 2.28, musl
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False  # pragma: no cover - a file system without exchange
+    raise OSError(err, os.strerror(err), str(b))
+
+
+@contextlib.contextmanager
+def _signals_deferred():
+    """Hold SIGINT/SIGTERM/SIGHUP until the block ends, then deliver them.
+
+    Python handlers run in the main thread whichever thread the OS hands a signal to, so
+    the handlers are swapped (a signal mask would hold it only for one thread).  Elsewhere
+    than the main thread nothing is held.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
         return
-    if tmp.is_dir() and not tmp.is_symlink() and (mark is None or (tmp / mark).exists()):
+    got: list[int] = []
+    old = {}
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        num = getattr(signal, name, None)
+        prev = signal.getsignal(num) if num is not None else None
+        if prev is not None and prev is not signal.SIG_IGN:
+            old[num] = signal.signal(num, lambda signum, frame: got.append(signum))
+    try:
+        yield
+    finally:
+        for num, prev in old.items():
+            signal.signal(num, prev)
+        for num in dict.fromkeys(got):
+            signal.raise_signal(num)
+
+
+def _remove_stale(tmp: Path) -> None:
+    """Remove a temporary folder left by a killed run (the lock is held: no run uses it)."""
+    if not os.path.lexists(tmp):
+        return
+    if is_marked(tmp):
         import shutil
 
         shutil.rmtree(tmp)
         return
-    raise BuildError("a folder mnistforge did not write is in the way", path=tmp,
-                     expected="no such folder, or one left by an interrupted mnistforge run",
-                     found="something else", hint="move it away and run again")
-
-
-def disk_full_error(e: OSError, where: Path):
-    """A full disk as :class:`DiskFullError` naming the path; any other OSError unchanged."""
-    import errno
-
-    from ..errors import DiskFullError
-
-    if isinstance(e, DiskFullError) or e.errno not in (errno.ENOSPC, errno.EDQUOT):
-        return e
-    path = e.filename or where
-    return DiskFullError("no space left on the device while writing", path=path,
-                         expected="free space for the output", found=os.strerror(e.errno),
-                         hint="free some space (nothing half-written was kept) and run again")
+    refuse_in_the_way(tmp)
 
 
 @contextlib.contextmanager
@@ -247,11 +257,13 @@ def output_lock(out, *, wait: bool = False):
     process holds it, or with ``wait`` waits for it (two fetches of one file:
     the second then finds the first one's result).  The lock dies with its
     process, so a killed run never blocks the next one; the lock file is
-    removed on exit.
+    removed on exit.  A lock path that is a folder, a link, a device or a file
+    of the user's is an :class:`~mnistforge.errors.OutputPathError`, a read-only
+    or immutable folder a :class:`~mnistforge.errors.NotWritableError`.
     """
     from ..errors import OutputInUseError
 
-    lock = Path(out).with_name(Path(out).name + ".lock")
+    lock = lock_path(Path(out))
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows: exclusive creation instead
@@ -270,9 +282,19 @@ def output_lock(out, *, wait: bool = False):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(lock)
         return
+    flags = os.O_CREAT | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     while True:
-        fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
+        check_lock_path(lock)
         try:
+            fd = os.open(lock, flags, 0o644)
+        except OSError as e:
+            raise named_os_error(e, lock, "lock") from None
+        try:
+            import stat
+
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # became a FIFO or device meanwhile
+                os.close(fd)
+                check_lock_path(lock)
             fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             holder = os.read(fd, 64).decode("ascii", "replace").strip()
@@ -292,13 +314,20 @@ def output_lock(out, *, wait: bool = False):
             break
         os.close(fd)
     try:
+        try:
+            check_lock_path(lock)  # still only a process id (a file of the user's is never truncated)
+        except BaseException:
+            os.close(fd)
+            raise
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         yield
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(lock)
-        os.close(fd)
+        with contextlib.suppress(OSError):
+            if os.path.samestat(os.fstat(fd), os.lstat(lock)):
+                os.unlink(lock)
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _umask() -> int:

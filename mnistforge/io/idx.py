@@ -246,15 +246,10 @@ def parse_idx_bytes(data: bytes, path="<bytes>", *, compression: str | None = No
         head = _decompress_capped(compression, data[:1 << 16], 4 + 4 * 255, path)
         header = parse_idx_header(head, path, max_bytes=max_bytes)
         if compression == "gz" and len(data) >= 18:
-            isize = int.from_bytes(data[-4:], "little")
-            want = (header.offset + header.nbytes) & 0xFFFFFFFF
-            if isize != want and not _is_multimember_gz(data):
-                raise IdxFormatError(
-                    "idx dims disagree with the decompressed length", path=path,
-                    expected=f"{header.offset + header.nbytes:,} bytes (dims {list(header.shape)})",
-                    found=f"gzip trailer size {isize:,} (mod 2^32)",
-                    hint="the file is truncated or its header is corrupt: re-download or rebuild it")
-        raw = _decompress_capped(compression, data, header.offset + header.nbytes + 1, path)
+            _check_gz_trailer(header, data, path)
+        view = memoryview(data)
+        chunks = (view[i:i + _INPUT_CHUNK] for i in range(0, len(view), _INPUT_CHUNK))
+        return _inflate_idx(compression, lambda: next(chunks, b""), header, path)
     else:
         raw = data
         header = parse_idx_header(raw, path, max_bytes=max_bytes)
@@ -266,7 +261,88 @@ def parse_idx_bytes(data: bytes, path="<bytes>", *, compression: str | None = No
     return arr
 
 
-def _is_multimember_gz(data: bytes) -> bool:
+def _check_gz_trailer(header: IdxHeader, data, path) -> None:
+    """The gzip trailer's size (the last 4 bytes of ``data``) must be the header's, unless the
+    file holds several members (``data`` starts with the first of them)."""
+    isize = int.from_bytes(data[-4:], "little")
+    want = (header.offset + header.nbytes) & 0xFFFFFFFF
+    if isize != want and not _is_multimember_gz(memoryview(data)[:-4]):
+        raise IdxFormatError(
+            "idx dims disagree with the decompressed length", path=path,
+            expected=f"{header.offset + header.nbytes:,} bytes (dims {list(header.shape)})",
+            found=f"gzip trailer size {isize:,} (mod 2^32)",
+            hint="the file is truncated or its header is corrupt: re-download or rebuild it")
+
+
+#: compressed bytes handed to a decompressor at a time, and decompressed bytes asked back
+_INPUT_CHUNK = 1 << 16
+_OUTPUT_CHUNK = 1 << 20
+
+
+def _inflate_into(comp: str, read, out: memoryview, path) -> int:
+    """Decompress the stream ``read()`` yields (chunks; ``b""`` at the end), member after
+    member, into ``out``; the number of bytes it holds (``len(out) + 1`` when it holds more).
+
+    Nothing is allocated beyond ``out`` but one output chunk: a capped read peaks at its
+    payload.  A stream without its end marker is truncated, whatever it held.
+    """
+    n, pos = len(out), 0
+    gz = comp == "gz"
+    d = decompressor(comp)
+    data = read()
+    try:
+        while True:
+            room = n - pos
+            chunk = d.decompress(data, min(room, _OUTPUT_CHUNK) if room else 1)
+            data = d.unconsumed_tail if gz else b""
+            if len(chunk) > room:   # only when room is 0: one byte more than the header says
+                return n + 1
+            out[pos:pos + len(chunk)] = chunk
+            pos += len(chunk)
+            if d.eof:
+                rest = bytes(d.unused_data)
+                while True:   # the next member, past gzip's zero padding, or the end
+                    if gz:
+                        rest = rest.lstrip(b"\0")
+                    if rest:
+                        break
+                    rest = bytes(read())
+                    if not rest:
+                        return pos
+                d, data = decompressor(comp), rest
+                continue
+            if chunk:
+                continue      # the decompressor may hold more output for the input it has
+            if data or (not gz and not d.needs_input):
+                continue
+            data = read()
+            if not data:
+                raise IdxFormatError("truncated compressed data", path=path,
+                                     expected=f"a whole {comp} stream (with its end marker)",
+                                     found=f"the stream ends after {pos:,} bytes",
+                                     hint="the file was cut short: re-download or rebuild it")
+    except IdxFormatError:
+        raise
+    except _compression.DECOMPRESS_ERRORS + (ValueError,) as e:
+        raise IdxFormatError("corrupt compressed data", path=path, expected=f"a valid {comp} stream",
+                             found=str(e), hint="the file is damaged: re-download or rebuild it") from e
+
+
+def _inflate_idx(comp: str, read, header: IdxHeader, path) -> np.ndarray:
+    """The array of a compressed idx stream whose ``header`` was checked: inflated into one
+    buffer of exactly the size the header gives, byte-swapped in place."""
+    total = header.offset + header.nbytes
+    buf = np.empty(total, np.uint8)
+    _check_length(header, _inflate_into(comp, read, buf.data, path), path)
+    arr = buf[header.offset:].view(header.dtype).reshape(header.shape)
+    if not header.dtype.isnative and header.dtype.itemsize > 1:
+        arr = arr.byteswap(inplace=True).view(header.dtype.newbyteorder("="))
+    else:
+        arr.flags.writeable = False   # as a view on bytes would be: callers copy to modify
+    return arr
+
+
+def _is_multimember_gz(data) -> bool:
     import zlib
 
     d = zlib.decompressobj(wbits=31)
@@ -349,8 +425,19 @@ def read_idx(path, *, mmap: bool = True, max_bytes: int = MAX_BYTES) -> np.ndarr
                              found=f"{size:,} bytes",
                              hint="pass max_bytes= if the file really is that large")
     with open(path, "rb") as f:
-        data = f.read()
-    return parse_idx_bytes(data, path, compression=comp, max_bytes=max_bytes)
+        # the header from a prefix of the stream, checked before anything large is allocated
+        prefix = f.read(1 << 16)
+        head = _decompress_capped(comp, prefix, 4 + 4 * 255, path)
+        header = parse_idx_header(head, path, max_bytes=max_bytes)
+        if comp == "gz" and size >= 18:
+            f.seek(size - 4)
+            isize = int.from_bytes(f.read(4), "little")
+            if isize != (header.offset + header.nbytes) & 0xFFFFFFFF:
+                f.seek(0)
+                _check_gz_trailer(header, f.read(1 << 20) + isize.to_bytes(4, "little"), path)
+        f.seek(0)
+        # streamed into one buffer of the header's size: the peak is the payload, not twice it
+        return _inflate_idx(comp, lambda: f.read(_INPUT_CHUNK), header, path)
 
 
 def _regular_file_size(path: Path) -> int:

@@ -31,6 +31,9 @@ Schema (``"schema": 1``; keys absent when empty unless marked *always*)
 ``split_by``         how train and test sides were drawn (``"random"``/``"writer"``)
 ``sides``            source characters on each side: ``{"train": n, "test": n}``
 ``metadata_columns`` column names of the ``*-metadata-idx2-int`` files
+``synthetic``        builds from SD19: ``true`` when the source was a synthetic replica (its
+                     own ``synthetic-sd19.json`` said so, whatever its path), ``false`` for
+                     a real-like source (absent in manifests written before it existed)
 
 Manifests written before the schema had a version (no ``schema`` key) are
 read too: their ``dataset`` + ``counts`` (QMNIST builds), ``datasets`` and
@@ -52,6 +55,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +64,7 @@ from typing import Any
 from ..errors import ConfigError, FormatError
 from ..log import get_logger
 from .atomic import atomic_file
+from .outputs import unlisted_entries
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
@@ -68,6 +73,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "DatasetEntry",
     "Manifest",
+    "build_folder_problems",
+    "recorded_folder_problems",
     "package_version",
     "read_manifest",
     "write_manifest",
@@ -150,6 +157,7 @@ class Manifest:
     split_by: str | None = None
     sides: dict[str, int] | None = None
     metadata_columns: list[str] | None = None
+    synthetic: bool | None = None
     package: str = "mnistforge"
     version: str = field(default_factory=package_version)
     python: str = field(default_factory=platform.python_version)
@@ -174,8 +182,21 @@ class Manifest:
 
     @property
     def from_synthetic_sd19(self) -> bool:
-        """Whether the inputs name a synthetic SD19 (its sizes are not the registry's)."""
-        return "synth" in json.dumps(self.inputs, sort_keys=True, default=str).lower()
+        """Whether the build came from a synthetic SD19 (its sizes are not the registry's).
+
+        The ``synthetic`` field says so; a manifest written before it existed is judged by
+        what its builder recorded of the source's description (never by the source's path).
+
+        >>> Manifest(kind="emnist", inputs={"sd19": "/data/synthetic"}).from_synthetic_sd19
+        False
+        >>> Manifest(kind="emnist", synthetic=True).from_synthetic_sd19
+        True
+        """
+        if self.synthetic is not None:
+            return bool(self.synthetic)
+        sd19 = self.inputs.get("sd19") if isinstance(self.inputs, dict) else None
+        return (isinstance(sd19, dict) and "synthetic_description_sha256" in sd19) \
+            or any("SYNTHETIC SD19" in str(n) for n in self.notes)
 
     def dataset(self, name: str) -> DatasetEntry | None:
         """The entry of registry dataset ``name`` (``emnist-letters`` finds ``letters``).
@@ -216,6 +237,7 @@ class Manifest:
                               expected=f"schema {SCHEMA_VERSION} or older", found=schema,
                               hint="read it with the mnistforge version that wrote it "
                                    f"({d.get('version', '?')}) or newer")
+        _check_structure(d, path)
         if schema == 0:
             d = _upgrade_v0(d)
         elif set(d) - _FIELDS:
@@ -226,6 +248,9 @@ class Manifest:
         known["schema"] = schema
         for k in ("kind", "version", "python"):     # not recorded: say nothing rather than guess
             known.setdefault(k, "")
+        if not isinstance(known.get("synthetic", False), (bool, type(None))):
+            raise FormatError("the synthetic mark of a build manifest is not true or false",
+                              path=path, expected="true or false", found=repr(known["synthetic"]))
         if known.get("orientation") not in (None,) + ORIENTATIONS + ("transposed",):
             raise FormatError("unknown image orientation in a build manifest", path=path,
                               expected=" or ".join(ORIENTATIONS), found=repr(known["orientation"]))
@@ -247,7 +272,7 @@ class Manifest:
             "parameters": self.parameters, "notes": list(self.notes), "outputs": self.outputs,
             "datasets": {k: e.to_dict() for k, e in self.datasets.items()},
         }
-        for k in ("orientation", "split_by", "sides", "metadata_columns"):
+        for k in ("orientation", "split_by", "sides", "metadata_columns", "synthetic"):
             v = getattr(self, k)
             if v is not None:
                 d[k] = v
@@ -276,6 +301,33 @@ class Manifest:
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(Manifest))
+
+#: the JSON type each field must have when present (checked on reading: a hand-edited
+#: manifest whose ``outputs`` is a list is a FormatError naming the file, not a traceback)
+_TYPES: dict[str, tuple] = {
+    "kind": (str,), "package": (str,), "version": (str,), "python": (str,),
+    "inputs": (dict,), "parameters": (dict,), "notes": (list,), "outputs": (dict,),
+    "datasets": (dict,), "orientation": (str,), "split_by": (str,), "sides": (dict,),
+    "metadata_columns": (list,),
+}
+
+
+def _check_structure(d: dict, path) -> None:
+    """Refuse a manifest whose fields have the wrong JSON types."""
+    names = {dict: "an object", list: "a list", str: "a string"}
+    for key, types in _TYPES.items():
+        v = d.get(key)
+        if v is not None and not isinstance(v, types):
+            raise FormatError(f"malformed build manifest: {key!r} is {type(v).__name__}", path=path,
+                              expected=f"{key!r} as {names[types[0]]}",
+                              found=json.dumps(v)[:60], hint="rebuild the folder")
+    for rel, entry in (d.get("outputs") or {}).items():
+        if not (isinstance(entry, dict) and isinstance(entry.get("bytes", 0), int)
+                and isinstance(entry.get("sha256", ""), str)):
+            raise FormatError("malformed build manifest: an output entry is not "
+                              '{"sha256": hex, "bytes": int}', path=path,
+                              expected="an object with sha256 and bytes",
+                              found=f"{rel}: {json.dumps(entry)[:60]}", hint="rebuild the folder")
 
 
 # keys only the unversioned layout had
@@ -340,6 +392,60 @@ def write_manifest(folder, *, kind: str, inputs: dict, parameters: dict,
     m = Manifest.from_dict({**raw, "schema": 0} if _is_v0(raw) else {**raw, "schema": SCHEMA_VERSION})
     m = dataclasses.replace(m, version=package_version(), python=platform.python_version())
     return m.write(folder, name).to_dict()
+
+
+def build_folder_problems(folder) -> list[str]:
+    """What ``--overwrite`` would destroy in ``folder`` beyond what mnistforge built there.
+
+    A build folder: ``manifest.json`` with its ``schema`` field and ``"package":
+    "mnistforge"``, and nothing but the files its ``outputs`` list, at their recorded sizes.
+    A ``build all`` folder: only subfolders that each are one (named ``sub/file``).  Empty:
+    the folder holds exactly that (see :func:`mnistforge.io.atomic.check_replaceable`).
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a.bin").write_bytes(b"abc")
+    >>> _ = Manifest(kind="demo").write(d); build_folder_problems(d)
+    []
+    >>> _ = (d / "notes.txt").write_text("mine"); build_folder_problems(d)
+    ['notes.txt (not listed)']
+    """
+    folder = Path(folder)
+    if not os.path.lexists(folder / MANIFEST_NAME):
+        try:
+            children = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as e:
+            return [f"unreadable ({e.strerror})"]
+        subfolders = [c for c in children if c.is_dir(follow_symlinks=False)
+                      and (Path(c.path) / MANIFEST_NAME).is_file()]
+        if not subfolders:
+            return [f"no {MANIFEST_NAME}: not a build folder"] + unlisted_entries(folder, {})
+        problems = [f"{c.name} (not a build folder)" for c in children if c not in subfolders]
+        for c in subfolders:                      # `build all`: one build per subfolder
+            problems += [f"{c.name}/{p}" for p in recorded_folder_problems(Path(c.path))]
+        return problems
+    return recorded_folder_problems(folder)
+
+
+def recorded_folder_problems(folder, name: str = MANIFEST_NAME) -> list[str]:
+    """What in ``folder`` its manifest ``name`` (written by :meth:`Manifest.write`) does not list."""
+    folder = Path(folder)
+    p = folder / name
+    if not os.path.lexists(p):
+        return [f"no {name}: not a folder mnistforge wrote"] + unlisted_entries(folder, {})
+    try:
+        with open(p, encoding="utf-8") as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        return [f"{name} (unreadable: {e})"]
+    if not (isinstance(d, dict) and isinstance(d.get("schema"), int)
+            and d.get("package") == "mnistforge" and isinstance(d.get("outputs"), dict)):
+        return [f"{name} (no schema, generator or outputs fields: not a manifest "
+                "mnistforge wrote)"]
+    listed: dict[str, int | None] = {name: None}
+    for rel, entry in d["outputs"].items():
+        size = entry.get("bytes") if isinstance(entry, dict) else None
+        listed[str(rel)] = size if isinstance(size, int) else None
+    return unlisted_entries(folder, listed)
 
 
 def read_manifest(folder, name: str = MANIFEST_NAME) -> dict | None:

@@ -12,7 +12,7 @@ from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
 from .origins import CacheOrigin, FolderOrigin, Origin
-from .split import DatasetSplit
+from .split import IMAGE_SHAPE, DatasetSplit, warn_if_empty
 
 # Folder detection (.targets) and the check of a folder's files (.trust) are imported where
 # a folder is involved: a load from the cache needs neither.
@@ -21,8 +21,6 @@ logger = get_logger(__name__)  # logging only when a record could be shown
 
 __all__ = ["load"]
 
-#: every dataset of the registry is 28 x 28
-IMAGE_SHAPE = (28, 28)
 
 
 def _view(arr, sl):
@@ -61,13 +59,14 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         official file raises :class:`~mnistforge.errors.OfflineError`),
         ``True`` fetches what is missing; ``None`` (default) fetches unless
         ``MNISTFORGE_OFFLINE=1``.
-    with_metadata : bool
+    with_metadata : bool or "files"
         Also load the metadata (QMNIST's 8 columns; EMNIST writer side files
         of built folders).  ``metadata`` stays None when there is none.
         MNIST and QMNIST also get the human label votes of Northcutt et al.
         (2021): ``label_votes_given``/``_guessed``/``_neither``,
         ``suggested_label``, ``label_issue`` (-1 votes: not examined; see
-        :mod:`mnistforge.loaders.label_issues`).
+        :mod:`mnistforge.loaders.label_issues`).  ``"files"``: the files' own
+        columns only, without the label votes (nothing fetched for them).
     label_issues : {None, "exclude", "relabel"}
         ``None`` (default): the labels as published.  ``"exclude"`` drops the
         images with a known label issue (15 of MNIST's test set);
@@ -108,6 +107,10 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
     >>> first = mnistforge.load("MNIST", "test[:100]")         # doctest: +SKIP
     >>> built = mnistforge.load("qmnist", "test10k", root="build/", with_metadata=True)  # doctest: +SKIP
     """
+    if label_issues is not None:  # refused on every route, the third-party copies' included
+        from .label_issues import check_mode
+
+        check_mode(label_issues)
     if root is None and isinstance(name, str) and "/" not in name and os.sep not in name:
         # a dataset's name wins over a folder of that name in the working directory
         # (torchvision's root holds MNIST/, FashionMNIST/...)
@@ -128,10 +131,6 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
 
         name, root = detect_dataset(name), Path(name)
     base, rows = parse_split(split)
-    if label_issues is not None:
-        from .label_issues import check_mode
-
-        check_mode(label_issues)
     want_meta = with_metadata or label_issues is not None
     if root is not None:
         if not Path(root).is_dir():
@@ -142,18 +141,20 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         if _is_repo(root, name):
             from .repo import load_split_from_repo
 
-            ds = load_split_from_repo(root, name, _repo_split(name, base), with_metadata=want_meta)
+            ds = load_split_from_repo(root, name, _repo_split(name, base), with_metadata=want_meta,
+                                      cache=cache, check=check, trust=settings.trust_files(trust_files))
             return _finish(ds, rows, label_issues, with_metadata)
     info = get_dataset(dataset_name(name))
     if root is not None and _is_repo(root, info.name):
         from .repo import load_split_from_repo
 
-        ds = load_split_from_repo(root, info.name, split_name(info, base), with_metadata=want_meta)
+        ds = load_split_from_repo(root, info.name, split_name(info, base), with_metadata=want_meta,
+                                  cache=cache, check=check, trust=settings.trust_files(trust_files))
         return _finish(ds, rows, label_issues, with_metadata)
     ds = _load_files(info, split_name(info, base), root=root, download=download,
                      with_metadata=want_meta, cache=cache, keep_raw=keep_raw, progress=progress,
                      trust=settings.trust_files(trust_files), check=check)
-    if want_meta:  # the human label votes of the splits a study examined
+    if want_meta and with_metadata != "files":  # the human label votes of the splits a study examined
         from .label_issues import add_label_votes
 
         add_label_votes(ds, root=root, cache=cache, download=download, progress=progress,
@@ -173,7 +174,7 @@ def _repo_split(name: str, split: str) -> str:
 def _finish(ds: DatasetSplit, rows: str | None, label_issues: str | None,
             with_metadata: bool) -> DatasetSplit:
     """The requested rows, the label-issue view, and metadata only when asked for."""
-    ds = _slice(ds, rows)
+    ds = warn_if_empty(_slice(ds, rows))
     if label_issues is None and with_metadata:
         return ds
     if label_issues is None:

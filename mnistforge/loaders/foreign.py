@@ -40,7 +40,7 @@ from ..errors import FormatError
 from ..io.foreign import ForeignCopy, ForeignSplit, read_foreign
 from ..io.idx import idx_content_sha256
 from ..log import get_logger
-from ..registry import DatasetInfo, get_dataset, get_file, list_datasets
+from ..registry import DatasetInfo, get_dataset, get_file, list_datasets, torchvision_folders
 from .split import DatasetSplit
 from .targets import foreign_source  # noqa: F401 - part of this API (in .targets: a load asks it first)
 
@@ -354,7 +354,7 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
     rows = None
     if split is not None:
         split, rows = parse_split(split)  # test[:100] as for the official files
-    copy = copy if copy is not None else read_foreign(path)
+    copy = copy if copy is not None else read_foreign(path, torchvision_classes=torchvision_folders())
     fs = pick_split(copy, name, split)
     c = canonicalise(fs)
     match = registry_match(c, name)

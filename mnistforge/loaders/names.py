@@ -9,7 +9,8 @@
   ``train-without-validation``).
 * A split may carry a slice, as in TensorFlow Datasets and Hugging Face
   ``datasets``: ``test[:100]``, ``train[:90%]``, ``train[-10%:]``,
-  ``train[100:200]``.  Percentages are rounded to the nearest row.
+  ``train[100:200]``.  Percentages are rounded to the nearest row.  As in TFDS, a bound
+  beyond the split is refused; so is a slice that selects no rows (``test[10:5]``).
 
 Examples
 --------
@@ -22,9 +23,10 @@ Examples
 """
 from __future__ import annotations
 
+import os
 import re
 
-from ..errors import ConfigError, DatasetNotFoundError
+from ..errors import ConfigError, DatasetNotFoundError, EmptySelectionError, IndexRangeError, NoSuchPathError
 from ..registry import DatasetInfo, get_dataset, list_datasets
 
 __all__ = ["dataset_name", "split_name", "parse_split", "rows_of", "loadable_datasets"]
@@ -35,6 +37,10 @@ ALIASES = {
     "zalando-datasets/fashion_mnist": "fashion-mnist",
     "tanganke/kmnist": "kmnist",
 }
+
+#: endings of the files a path names (third-party copies, idx files, archives): such a name is a path
+_FILE_ENDINGS = (".mat", ".npz", ".npy", ".gz", ".csv", ".parquet", ".arrow", ".zip", ".tar", ".pt",
+                 ".pth", ".pkl", ".pickle", ".json", ".tsv", ".png", ".idx", "-ubyte")
 
 _SLICE = re.compile(r"^(?P<split>[^\[\]]+?)\s*(?P<rows>\[[^\[\]]*\])?$")
 _BOUND = re.compile(r"^\s*(?P<num>[+-]?\d+(?:\.\d+)?)\s*(?P<pct>%?)\s*$")
@@ -57,8 +63,25 @@ def _suggest(text: str, choices: list[str]) -> str | None:
     return keys[hits[0]] if hits else None
 
 
+def looks_like_path(text: str) -> bool:
+    """Whether a name that is no dataset was meant as a path that is not there (then "no such
+    file or folder" is the answer, not "unknown dataset").
+
+    >>> looks_like_path("/data/emnist-letters.mat"), looks_like_path("x.npz"), looks_like_path("emnist/letters")
+    (True, True, False)
+    """
+    text = os.path.expanduser(str(text))
+    if os.path.lexists(text):
+        return False
+    head = text.split(os.sep, 1)[0]
+    return (text.startswith((os.sep, ".")) or text.lower().endswith(_FILE_ENDINGS)
+            or text.count(os.sep) >= 2 or (os.sep in text and os.path.isdir(head)))
+
+
 def dataset_name(text: str, *, kinds: tuple[str, ...] = ("dataset",)) -> str:
-    """The registry name ``text`` stands for (see the module doc), or DatasetNotFoundError.
+    """The registry name ``text`` stands for (see the module doc), or DatasetNotFoundError
+    (:class:`~mnistforge.errors.NoSuchPathError`, one of those, when ``text`` is a path that
+    does not exist: :func:`looks_like_path`).
 
     ``kinds`` are the registry kinds accepted (``"dataset"``; ``"source"``,
     ``"archive"`` for ``fetch``/``info``).  The error lists only those, with a
@@ -87,6 +110,11 @@ def dataset_name(text: str, *, kinds: tuple[str, ...] = ("dataset",)) -> str:
         raise DatasetNotFoundError(
             f"{other!r} is a {kind}, not a dataset of images", expected="one of " + ", ".join(choices),
             found=text, hint=f"`mnistforge fetch {other}` downloads it")
+    if looks_like_path(text):
+        raise NoSuchPathError("no such file or folder", path=text,
+                              expected="an existing file or folder (a folder of idx files or a "
+                                       "third-party copy), or a dataset name",
+                              found="nothing there", hint="check the path")
     guess = _suggest(text, choices)
     raise DatasetNotFoundError(
         f"unknown dataset {text!r}", expected="one of " + ", ".join(choices), found=text,
@@ -141,15 +169,42 @@ def _bound(text: str, n: int, spec: str) -> int | None:
         return -v if pct < 0 else v
     if "." in m["num"]:
         raise ConfigError("bad split slice", found=spec, expected="whole rows or a percentage")
+    digits = m["num"].lstrip("+-")
+    # a bound beyond the split is refused, as TFDS does (a 5000-digit one before int() chokes)
+    if len(digits) > 18 or int(digits) > n:
+        shown = text.strip() if len(digits) <= 40 else f"a {len(digits)}-digit number"
+        raise IndexRangeError(f"split slice {_short(spec)} reaches beyond the split", found=shown,
+                              expected=f"row bounds within -{n}..{n} (the split has {n} rows)",
+                              hint="use a smaller bound, or a percentage such as [:10%]")
     return int(m["num"])
 
 
+def _short(spec: str) -> str:
+    return spec if len(spec) <= 40 else spec[:30] + "...]"
+
+
 def rows_of(spec: str, n: int) -> slice:
-    """The rows ``[START:STOP]`` (rows or percentages) select among ``n``, as a normalised slice."""
+    """The rows ``[START:STOP]`` (rows or percentages) select among ``n``, as a normalised slice.
+
+    A bound beyond the split (:class:`~mnistforge.errors.IndexRangeError`) and a slice that
+    selects nothing, reversed or empty (:class:`~mnistforge.errors.EmptySelectionError`),
+    are refused: an empty split would let every later step "succeed" on no data.
+
+    >>> rows_of("[10:5]", 100)  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ...
+    mnistforge.errors.EmptySelectionError: split slice [10:5] selects no rows: ...
+    """
     inner = spec.strip()[1:-1]
     parts = inner.split(":")
     if len(parts) != 2:
         raise ConfigError("bad split slice", found=spec,
                           expected="[START:STOP] with a colon (a single row is ds[i] after loading)")
     start, stop = (_bound(p, n, spec) for p in parts)
-    return slice(*slice(start, stop).indices(n)[:2])
+    lo, hi = slice(start, stop).indices(n)[:2]
+    if hi <= lo:
+        raise EmptySelectionError(
+            f"split slice {spec} selects no rows", found=f"rows {lo}..{hi} of {n}",
+            expected=f"START before STOP within 0..{n}",
+            hint=f"e.g. [{lo}:{min(n, lo + 100)}]" if lo < n else "e.g. [:100] or [-10%:]")
+    return slice(lo, hi)

@@ -1,13 +1,206 @@
-"""Load a split from a Hugging Face repository folder exported by mnistforge (``load(..., root=REPO)``)."""
+"""Load a split from a Hugging Face repository folder exported by mnistforge (``load(..., root=REPO)``).
+
+What a load of an export checks, before any array reaches the caller:
+
+* every shard it reads against the sha256 the export recorded (the card's "Shards
+  (sha256)" list, or ``croissant.json``): hashed the first time the shard is
+  seen, then trusted while the file keeps its identity (:mod:`mnistforge.cache.seen`);
+  ``check=True`` re-hashes; ``trust_files=True`` skips it.  A missing, swapped
+  or changed shard is refused, named.  An export that recorded no hashes is
+  loaded as *unverified* (a warning);
+* the arrays themselves (:func:`_admit`): shape, type, labels within the classes.
+"""
 from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import IntegrityError, MnistforgeError
-from ..io.hf.repo import read_split, repo_configs, shard_paths
+from ..cache.seen import forget, identity, recall, remember
+from ..errors import DataMismatchError, IntegrityError, MissingFileError, MnistforgeError
+from ..io.hashing import sha256_file
+from ..io.hf.parquet import DATA
+from ..io.hf.repo import config_is_synthetic, read_split, recorded_shard_hashes, repo_configs, shard_paths
 from ..io.hf.schema import hf_split_name
+from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset
-from .split import DatasetSplit
+from .split import IMAGE_SHAPE, DatasetSplit
+from .trust import OPT_OUT
+
+logger = get_logger(__name__)
+
+#: the fact a seen record of a shard holds: the recorded sha256 the shard was found to have
+SHARD_FACT = "hf_shard_sha256"
+
+
+_WHAT_TO_DO = ("restore the shard from the original export or export the data again "
+               "(`mnistforge verify REPO_DIR` lists every damaged shard); " + OPT_OUT)
+
+
+def _listed(repo_dir: Path, config: str, splits) -> list[tuple[str, str]]:
+    """``[(split, shard path relative to repo_dir)]`` the card lists for ``splits`` of ``config``
+    (every split when None); glob patterns (a folder written by others) expanded."""
+    declared = repo_configs(repo_dir).get(config, {})
+    names = list(declared) if splits is None else [hf_split_name(s) for s in splits]
+    out = []
+    for split in names:
+        for pattern in declared.get(split, []):
+            if any(ch in pattern for ch in "*?["):
+                out += [(split, p.relative_to(repo_dir).as_posix())
+                        for p in sorted(repo_dir.glob(pattern))]
+            else:
+                out.append((split, pattern))
+    return out
+
+
+class _Shard(NamedTuple):
+    split: str
+    rel: str          # path relative to the export, as the card and croissant.json name it
+    path: Path
+    digest: str       # the sha256 the export recorded
+
+
+def _plan(repo_dir: Path, config: str, splits, cache, check: bool):
+    """``(recorded digests, trusted {rel: sha256}, [shards to hash])``; a shard missing or not
+    recorded is refused here, before any shard is read."""
+    recorded = recorded_shard_hashes(repo_dir)
+    if not recorded:
+        logger.warning("%s: the export recorded no shard sha256 (not written by mnistforge, or by "
+                       "an older version): its shards are NOT verified, only the arrays are "
+                       "checked", repo_dir)
+        return recorded, {}, []
+    trusted: dict[str, str] = {}
+    todo = []
+    for split, rel in _listed(repo_dir, config, splits):
+        path = repo_dir / rel
+        digest = recorded.get(rel)
+        if digest is None:
+            raise IntegrityError(f"{config}/{split}: shard without a recorded sha256", path=path,
+                                 expected=f"a sha256 for {rel} in the card's 'Shards (sha256)'",
+                                 found="none: the card lists a shard the export did not record",
+                                 hint="the card was edited after the export; export the data "
+                                      "again; " + OPT_OUT)
+        if not path.is_file():
+            raise MissingFileError(f"{config}/{split}: shard missing", path=path,
+                                   expected=f"the shard the export recorded (sha256 {digest})",
+                                   found="nothing", hint=_WHAT_TO_DO)
+        facts = None if check else recall(path, cache)
+        if facts is not None and facts.get(SHARD_FACT) == digest:
+            trusted[rel] = digest
+        else:
+            todo.append(_Shard(split, rel, path, digest))
+    return recorded, trusted, todo
+
+
+def _hash(todo: list) -> list:
+    """``[(shard, stat before, sha256)]``: each shard hashed once, its identity taken first."""
+    out = []
+    for sh in todo:
+        before = os.stat(sh.path)
+        out.append((sh, before, sha256_file(sh.path)))
+    return out
+
+
+def _judge(config: str, hashed: list, recorded: dict, cache) -> dict[str, str]:
+    """Refuse the first shard whose hash is not the recorded one (named); record the others."""
+    out = {}
+    for sh, before, got in hashed:
+        if got != sh.digest:
+            forget(sh.path, cache)
+            other = next((r for r, d in sorted(recorded.items()) if d == got and r != sh.rel), None)
+            if other is not None:
+                raise DataMismatchError(f"{config}/{sh.split}: shard holds another shard's data",
+                                        path=sh.path,
+                                        expected=f"sha256 {sh.digest} (recorded by the export)",
+                                        found=f"sha256 {got}, the content of {other}",
+                                        hint=_WHAT_TO_DO)
+            raise IntegrityError(f"{config}/{sh.split}: shard changed since the export",
+                                 path=sh.path, expected=f"sha256 {sh.digest} (recorded by the export)",
+                                 found=f"sha256 {got}", hint=_WHAT_TO_DO)
+        if not remember(sh.path, {SHARD_FACT: sh.digest}, before=before, cache=cache) \
+                and identity(os.stat(sh.path)) != identity(before):
+            raise IntegrityError(f"{config}/{sh.split}: shard changed while it was read",
+                                 path=sh.path, expected="the same file before and after reading",
+                                 found="another size, time or inode", hint="load it again")
+        out[sh.rel] = got
+    return out
+
+
+def check_shards(repo_dir, config: str, splits=None, *, cache=None, check: bool = False) -> dict[str, str]:
+    """Check the shards of ``config`` (of ``splits``; default every split) against the sha256
+    the export recorded; return ``{shard path relative to repo_dir: sha256}``.
+
+    A shard is hashed the first time it is seen (and always with ``check``),
+    then trusted while it keeps its identity (size, mtime, ctime, inode:
+    :mod:`mnistforge.cache.seen`): a repeat load reads one small record per
+    shard, no shard bytes.  Raises :class:`MissingFileError` (a recorded shard
+    is absent), :class:`DataMismatchError` (a shard holds another shard's
+    content: swapped or copied over) or :class:`IntegrityError` (changed, or
+    listed in the card without a recorded sha256).  Returns ``{}`` for an export
+    that recorded no hashes (written by someone else or an older mnistforge):
+    it is logged as unverified.
+    """
+    recorded, trusted, todo = _plan(Path(repo_dir), config, splits, cache, check)
+    return {**trusted, **_judge(config, _hash(todo), recorded, cache)}
+
+
+@contextlib.contextmanager
+def _checked(repo_dir, config: str, splits, *, cache, check: bool):
+    """:func:`check_shards` around reading the shards: the unseen ones are hashed on a thread
+    while the body parses them (hashing and parquet both release the GIL), and judged before
+    the body's result is used; a read that fails on a damaged shard reports the damage."""
+    recorded, _, todo = _plan(Path(repo_dir), config, splits, cache, check)
+    if not todo:
+        yield
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="mnistforge-shard-hash") as pool:
+        hashed = pool.submit(_hash, todo)
+        try:
+            yield
+        except Exception:
+            _judge(config, hashed.result(), recorded, cache)   # the damage explains the failure
+            raise
+        _judge(config, hashed.result(), recorded, cache)
+
+
+def _admit(arrays: tuple, info: DatasetInfo, split: str, where: str) -> tuple:
+    """The one check of the arrays read from an export before they become a DatasetSplit.
+
+    ``arrays`` is ``(images, labels, classes, metadata)`` as
+    :func:`mnistforge.io.hf.repo.read_split` returns it; returned as admitted.
+    Refuses (:class:`IntegrityError`) images that are not uint8 N x 28 x 28,
+    labels that are not one integer per image or fall outside the config's
+    classes, and metadata of another length.  (The seam where the trust gate's
+    well-formedness and content checks are called.)
+    """
+    images, labels, classes, meta = arrays
+    what = f"{info.name} {split}"
+    if images.ndim != 3 or images.dtype != np.uint8 or images.shape[1:] != IMAGE_SHAPE:
+        raise IntegrityError(f"{what}: images are not uint8 28 x 28", path=where,
+                             expected=f"uint8 N x {IMAGE_SHAPE[0]} x {IMAGE_SHAPE[1]}",
+                             found=f"{images.dtype} {tuple(images.shape)}",
+                             hint="the export holds another dataset or was damaged")
+    if labels.ndim != 1 or len(labels) != len(images) or not np.issubdtype(labels.dtype, np.integer):
+        raise IntegrityError(f"{what}: labels do not match the images", path=where,
+                             expected=f"{len(images)} integer labels",
+                             found=f"{labels.dtype} {tuple(labels.shape)}")
+    if labels.size and (labels.min() < 0 or labels.max() >= len(classes)):
+        bad = int(np.count_nonzero((labels < 0) | (labels >= len(classes))))
+        raise IntegrityError(f"{what}: labels outside the class range", path=where,
+                             expected=f"labels 0..{len(classes) - 1} ({len(classes)} classes "
+                                      "in the card)",
+                             found=f"{bad:,} labels outside it (min {int(labels.min())}, "
+                                   f"max {int(labels.max())})",
+                             hint="the export was damaged or edited; export the data again")
+    if meta is not None and len(meta) != len(labels):
+        raise IntegrityError(f"{what}: metadata does not match the images", path=where,
+                             expected=f"{len(labels)} rows", found=f"{len(meta)} rows")
+    return arrays
 
 
 def _rows(repo_dir, name: str, split: str) -> int:
@@ -16,7 +209,7 @@ def _rows(repo_dir, name: str, split: str) -> int:
     return sum(pq.ParquetFile(p).metadata.num_rows for p in shard_paths(repo_dir, name, split))
 
 
-def _view_of(repo_dir, name: str, split: str, with_metadata: bool):
+def _view_of(repo_dir, name: str, split: str, with_metadata: bool, cache, check: bool, trust: bool):
     """A registry view (``validation``, ``test10k``...) the export did not store, from its base split."""
     try:
         info = get_dataset(name)
@@ -25,12 +218,16 @@ def _view_of(repo_dir, name: str, split: str, with_metadata: bool):
         return None
     if not sp.is_view or hf_split_name(split) in repo_configs(repo_dir).get(name, {}):
         return None
-    base = load_split_from_repo(repo_dir, name, sp.of or "", with_metadata=with_metadata)
+    base = load_split_from_repo(repo_dir, name, sp.of or "", with_metadata=with_metadata,
+                                cache=cache, check=check, trust=trust)
     n = len(base)
     if sp.rows is not None:
         rows = slice(sp.rows[0], sp.rows[1])
     else:
-        k = _rows(repo_dir, name, sp.last or sp.drop_last or "")
+        other = sp.last or sp.drop_last or ""
+        if not trust:  # its row count decides the view: its shards are checked too
+            check_shards(repo_dir, name, [other], cache=cache, check=check)
+        k = _rows(repo_dir, name, other)
         if k > n:
             raise IntegrityError(f"{name}: {split} larger than {sp.of}", path=repo_dir,
                                  expected=f"at most {n} rows", found=str(k))
@@ -40,26 +237,35 @@ def _view_of(repo_dir, name: str, split: str, with_metadata: bool):
     return view
 
 
-def load_split_from_repo(repo_dir, name: str, split: str, *, with_metadata: bool = False):
+def load_split_from_repo(repo_dir, name: str, split: str, *, with_metadata: bool = False,
+                         cache=None, check: bool = False, trust: bool = False):
     """``mnistforge.load(name, split, root=repo_dir)`` on an exported repository.
 
     Returns a :class:`mnistforge.loaders.DatasetSplit` equal to what the idx
     files give: same images, labels and classes; with ``with_metadata`` the
     registry's metadata fields in registry order (QMNIST's ``label`` column,
-    not stored twice in the export, is restored from the labels).
+    not stored twice in the export, is restored from the labels).  The shards
+    are checked first (:func:`check_shards`; ``check`` re-hashes them,
+    ``trust`` skips it) and the arrays after (:func:`_admit`).
     """
-    view = _view_of(repo_dir, name, split, with_metadata)
+    view = _view_of(repo_dir, name, split, with_metadata, cache=cache, check=check, trust=trust)
     if view is not None:
         return view
-    images, labels, classes, meta = read_split(repo_dir, name, split)
+    if trust:
+        arrays = read_split(repo_dir, name, split)
+    else:
+        with _checked(repo_dir, name, [split], cache=cache, check=check):
+            arrays = read_split(repo_dir, name, split)
     try:
         info = get_dataset(name)
         split_name = next((s for s in info.splits if hf_split_name(s) == hf_split_name(split)), split)
     except MnistforgeError:  # a config renamed at export (CONFIG=TARGET)
         info = DatasetInfo(name=name, group=name, title=name, kind="dataset",
                            description=f"config {name} of {repo_dir}", homepage="", licence="",
-                           citation="", classes=tuple(classes))
+                           citation="", classes=tuple(arrays[2]))
         split_name = split
+    where = str(Path(repo_dir) / DATA / name / f"{hf_split_name(split)}-*.parquet")
+    images, labels, classes, meta = _admit(arrays, info, split_name, where)
     metadata = None
     if with_metadata and meta is not None:
         fields = list(info.metadata_fields) or list(meta.dtype.names)
@@ -75,4 +281,5 @@ def load_split_from_repo(repo_dir, name: str, split: str, *, with_metadata: bool
     ds = DatasetSplit(name, split_name, images, labels, info, metadata,
                       source=f"hf repository {repo_dir}", status={}, stored_orientation="upright")
     ds.classes = list(classes)
+    ds.synthetic = config_is_synthetic(repo_dir, name)
     return ds

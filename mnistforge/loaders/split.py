@@ -5,10 +5,16 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, EmptySelectionError, IndexKindError, IndexRangeError
+from ..log import get_logger
 from ..registry import DatasetInfo
 
-__all__ = ["DatasetSplit"]
+__all__ = ["DatasetSplit", "IMAGE_SHAPE"]
+
+#: every dataset of the registry is 28 x 28
+IMAGE_SHAPE = (28, 28)
+
+logger = get_logger(__name__)  # logging only when a record could be shown
 
 
 class DatasetSplit:
@@ -102,8 +108,19 @@ class DatasetSplit:
             yield self.images[i], int(self.labels[i])
 
     def __getitem__(self, key: Any):
+        if isinstance(key, (bool, np.bool_)):  # before int: True is an int to Python
+            raise IndexKindError("a dataset is not indexed by a bool", found=repr(key),
+                                 expected="a row number, a slice, integer indices or a boolean "
+                                          "mask of one value per row",
+                                 hint="ds[mask] takes a whole mask; ds[int(flag)] a row")
         if isinstance(key, (int, np.integer)):
-            return self.images[key], int(self.labels[key])
+            i = _row(int(key), len(self))
+            return self.images[i], int(self.labels[i])
+        if isinstance(key, (float, np.floating)):
+            f = float(key)
+            raise IndexKindError("a dataset is not indexed by a float", found=repr(key),
+                                 expected="a row number (an int)",
+                                 hint=f"use ds[{int(f)}]" if f == f and abs(f) < 2**63 else None)
         return self.select(key)
 
     def select(self, rows, split: str | None = None) -> DatasetSplit:
@@ -111,21 +128,24 @@ class DatasetSplit:
 
         A slice keeps the images a view (of the memory map when there is one);
         an index array copies the rows.  ``split`` names the result (default:
-        this split's name).
+        this split's name).  Indices outside the split are an
+        :class:`~mnistforge.errors.IndexRangeError` naming the valid range; a
+        slice step of 0 is an :class:`~mnistforge.errors.EmptySelectionError`;
+        floats, strings and other objects are an :class:`~mnistforge.errors.IndexKindError`.
         """
+        n = len(self)
         if isinstance(rows, slice):
+            try:
+                rows.indices(n)  # validates (Python semantics: bounds clip, as for lists)
+            except TypeError:
+                raise IndexKindError("slice bounds must be integers", found=repr(rows),
+                                     expected="ds[start:stop:step] with ints or None") from None
+            except ValueError:
+                raise EmptySelectionError("slice step cannot be zero", found=repr(rows),
+                                          expected="a step other than 0 (e.g. ds[::2])") from None
             sel: Any = rows
         else:
-            arr = np.asarray(rows)
-            if arr.dtype == bool:
-                if arr.shape != (len(self),):
-                    raise ConfigError("boolean mask of the wrong length", expected=f"{len(self)} values",
-                                      found=str(arr.shape))
-                arr = np.flatnonzero(arr)
-            if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
-                raise ConfigError("cannot select rows", expected="an int, a slice, integer indices or a "
-                                  "boolean mask", found=f"{arr.dtype} {arr.shape}")
-            sel = arr.astype(np.int64)
+            sel = _index_array(rows, n)
         whole = np.arange(len(self)) if self.indices is None else self.indices
         out = DatasetSplit(self.name, split or self.split, self.images[sel], self.labels[sel], self.info,
                            None if self.metadata is None else self.metadata[sel], self.source,
@@ -163,3 +183,73 @@ class DatasetSplit:
         """A Hugging Face ``datasets.Dataset`` (see :func:`mnistforge.loaders.hf_features`)."""
         from .convert import to_hf
         return to_hf(self)
+
+
+def _row(i: int, n: int) -> int:
+    """Row ``i`` (negative from the end) of ``n``, or :class:`IndexRangeError` naming the range."""
+    if not -n <= i < n:
+        shown = str(i) if abs(i) < 10**30 else f"a {len(str(abs(i)))}-digit number"
+        raise IndexRangeError("row index out of range", found=shown,
+                              expected=f"-{n}..{n - 1} (the split has {n} rows)" if n
+                              else "no index (the split is empty)")
+    return i + n if i < 0 else i
+
+
+def _index_array(rows, n: int) -> np.ndarray:
+    """``rows`` (integer indices or a boolean mask over ``n`` rows) as checked int64 indices."""
+    arr = np.asarray(rows)
+    if arr.dtype == object and arr.ndim == 1 and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in arr):
+        for v in arr:  # ints too large for int64: out of range whatever n is
+            _row(int(v), n)
+    if arr.dtype == bool:
+        if arr.shape != (n,):
+            raise IndexRangeError("boolean mask of the wrong length", expected=f"{n} values "
+                                  "(one per row)", found=f"shape {arr.shape}")
+        return np.flatnonzero(arr).astype(np.int64)
+    if arr.ndim == 0:  # a string, None, an object: not rows at all
+        raise IndexKindError("cannot select rows", expected="an int, a slice, integer indices or "
+                             "a boolean mask", found=f"{type(rows).__name__} {rows!r}"[:80])
+    if arr.ndim != 1:
+        raise ConfigError("cannot select rows", expected="an int, a slice, integer indices or a "
+                          "boolean mask (one dimension)", found=f"{arr.dtype} {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise IndexKindError("cannot select rows", expected="an int, a slice, integer indices or a "
+                             "boolean mask", found=f"{arr.dtype} values")
+    if arr.size:
+        lo, hi = int(arr.min()), int(arr.max())  # before the cast: uint64 2^63 must not wrap
+        for v in (lo, hi):
+            _row(v, n)
+    return arr.astype(np.int64)
+
+
+def why_empty(ds: DatasetSplit) -> str:
+    """Why a loaded split holds no rows, in words (the registry's definition of the split).
+
+    >>> from mnistforge.registry import get_dataset
+    >>> q = DatasetSplit("qmnist", "test50k", np.zeros((0, 28, 28), np.uint8), np.zeros(0, int),
+    ...                  get_dataset("qmnist"))
+    >>> print(why_empty(q))
+    qmnist test50k is rows 10,000 onwards of test, and this copy's test has no more than 10,000 rows
+    """
+    try:
+        sp = ds.info.split(ds.split)
+    except Exception:  # a sliced name ("test[5:5]") or a split of another origin
+        sp = None
+    if sp is not None and sp.is_view and sp.rows is not None:
+        start, stop = sp.rows
+        span = f"rows {start:,} onwards" if stop is None else f"rows {start:,}..{stop - 1:,}"
+        return (f"{ds.name} {ds.split} is {span} of {sp.of}, and this copy's {sp.of} has no more "
+                f"than {start:,} rows")
+    if sp is not None and sp.is_view:
+        return f"{ds.name} {ds.split} is a part of {sp.of}, empty in this copy"
+    return f"{ds.name} {ds.split}: the files hold no rows for it"
+
+
+def warn_if_empty(ds: DatasetSplit) -> DatasetSplit:
+    """Log a warning naming the split and why it is empty (a small build has no ``test50k``):
+    an empty selection is said, never returned without a word."""
+    if len(ds) == 0:
+        logger.warning("%s selects 0 rows: %s", f"{ds.name} {ds.split}", why_empty(ds))
+    return ds
+

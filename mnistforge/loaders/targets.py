@@ -8,7 +8,7 @@ from pathlib import Path
 from ..errors import ConfigError, DatasetNotFoundError, FormatError, MissingFileError, TargetNotFoundError
 from ..log import get_logger
 from ..registry import get_dataset, get_file, list_datasets
-from .names import dataset_name, parse_split, split_name
+from .names import dataset_name, parse_split, rows_of, split_name
 from .origins import find_dataset_folder, locate
 
 logger = get_logger(__name__)  # logging only when a record could be shown
@@ -155,11 +155,15 @@ def _colon_parts(text: str) -> list[str]:
     return re.split(r":(?![^\[]*\])", text)
 
 
-def _split_of(name: str, split: str | None) -> str | None:
+def _split_of(name: str, split: str | None, root=None) -> str | None:
     if split is None:
         return None
     base, rows = parse_split(split)
-    return split_name(get_dataset(name), base) + (rows or "")
+    full = split_name(get_dataset(name), base)
+    count = get_dataset(name).split(full).count
+    if rows and root is None and count:
+        rows_of(rows, count)  # a bad slice of a registry split is a usage error before any load
+    return full + (rows or "")
 
 
 def resolve_target(text, default_split=None):
@@ -223,4 +227,4 @@ def resolve_target(text, default_split=None):
             raise
         split = parts[1] if len(parts) > 1 else default_split
         root = None
-    return name, _split_of(name, split), root
+    return name, _split_of(name, split, root), root

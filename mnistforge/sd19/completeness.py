@@ -23,19 +23,43 @@ import numpy as np
 from .nist_table import FIELD_NAMES, FIELDS, PARTITIONS
 from .synth.config import DESCRIPTION
 
-__all__ = ["expected_counts", "shortfalls", "source_shortfalls"]
+__all__ = ["description_path", "synthetic_description", "expected_counts", "shortfalls",
+           "source_shortfalls"]
+
+
+def description_path(path) -> Path:
+    """Where the ``synthetic-sd19.json`` of the source at ``path`` (a folder, or a zip in it) lies."""
+    path = Path(path)
+    return (path if path.is_dir() or not path.suffix else path.parent) / DESCRIPTION
+
+
+def synthetic_description(path) -> dict | None:
+    """The source's own ``synthetic-sd19.json`` (parsed), or None for a real-like source.
+
+    This, not the source's path, is what marks a build synthetic: a file that is absent,
+    unreadable or not such a description (no ``partitions`` table) leaves the source real.
+    """
+    desc = description_path(path)
+    if not desc.is_file():
+        return None
+    try:
+        d = json.loads(desc.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(d, dict) or not isinstance(d.get("partitions"), dict) \
+            or not all(isinstance(c, dict) for c in d["partitions"].values()):
+        return None
+    return d
 
 
 def expected_counts(path) -> tuple[dict, str]:
     """``({"hsf_N": {field: count}}, what)`` a source at ``path`` should hold."""
-    desc = Path(path) / DESCRIPTION
-    if desc.is_file():
+    d = synthetic_description(path)
+    if d is not None:
         try:
-            d = json.loads(desc.read_text(encoding="utf-8"))
-            parts = d["partitions"]
             return ({p: {f: int(c.get(FIELD_NAMES[f], 0)) for f in FIELDS}
-                     for p, c in parts.items()}, f"its {DESCRIPTION}")
-        except (ValueError, KeyError, TypeError, AttributeError):
+                     for p, c in d["partitions"].items()}, f"its {DESCRIPTION}")
+        except (ValueError, TypeError):
             pass  # not ours after all: judged as a real SD19
     return ({p.name: {f: p.count(f) for f in FIELDS} for p in PARTITIONS.values()},
             "NIST's published counts")

@@ -136,8 +136,11 @@ def parse_ihead(data: bytes, path=None) -> IheadHeader:
     if rec != str(IHEAD_SIZE):
         raise SD19FormatError("bad IHEAD length record", path=where,
                               expected=f"ASCII '{IHEAD_SIZE}' in the first 8 bytes",
-                              found=repr(data[:LENGTH_RECORD]),
-                              hint="this is not a NIST .mis file or its header is corrupt")
+                              found=("zero bytes (the header is zeroed)"
+                                     if not data[:LENGTH_RECORD + IHEAD_SIZE].strip(b"\0")
+                                     else repr(data[:LENGTH_RECORD])),
+                              hint="this is not a NIST .mis file or its header is corrupt; "
+                                   "re-copy it from the SD19 distribution")
     values = {}
     pos = LENGTH_RECORD
     for name, size in _FIELDS:
@@ -342,6 +345,29 @@ def read_mis_header(path_or_bytes) -> IheadHeader:
         return parse_ihead(f.read(LENGTH_RECORD + IHEAD_SIZE), path=path_or_bytes)
 
 
+#: No CCITT G4 stream holds this many zero bytes in a row (no code word, nor EOFB with its
+#: padding, has more than 11 zero bits in a row): a raster zeroed behind its header.  libtiff
+#: would decode such a strip silently into blank rows, i.e. blank characters.
+G4_ZERO_RUN = bytes(4)
+
+
+def _check_not_zeroed(strip: bytes, h: IheadHeader, where) -> None:
+    at = strip.find(G4_ZERO_RUN)
+    if at < 0:
+        return
+    tail = len(strip) - at
+    zeros = tail if not strip[at:].strip(b"\0") else None
+    found = (f"its last {zeros} of {len(strip)} compressed bytes zeroed" if zeros is not None
+             else f"{len(G4_ZERO_RUN)} or more zero bytes in a row at byte {h.raster_offset + at}")
+    raise SD19FormatError("G4 raster zeroed: the content disagrees with its IHEAD header",
+                          path=where,
+                          expected=f"{h.complen} bytes of CCITT G4 data for {h.n_entries} entries "
+                                   "(complen), never 4 zero bytes in a row",
+                          found=found,
+                          hint="the file was damaged (zeroed at the same size); re-copy it from "
+                               "the SD19 distribution")
+
+
 def read_mis(path_or_bytes, *, name=None) -> np.ndarray:
     """Read every entry of a ``.mis`` file as bool ``(n, par_y, par_x)``, ``True`` = ink.
 
@@ -370,7 +396,9 @@ def read_mis(path_or_bytes, *, name=None) -> np.ndarray:
                                   expected=f"{h.complen} compressed bytes (complen)",
                                   found=f"{len(raster)} bytes after the header",
                                   hint="the file is cut short; re-copy it")
-        bits = g4_decode(raster[:h.complen], h.width, h.height, path=where)
+        strip = raster[:h.complen]
+        _check_not_zeroed(strip, h, where)
+        bits = g4_decode(strip, h.width, h.height, path=where)
     else:
         row = (h.width + 7) // 8
         need = row * h.height

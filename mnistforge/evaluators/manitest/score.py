@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...errors import ClassifierOutputError, ConfigError, EmptySelectionError, IndexRangeError
 from .groups import get_group
 from .marching import DEFAULT_CAP, fast_march
 from .paths import first_change, path_lengths, shortest_path
@@ -55,14 +55,51 @@ def as_predictor(model):
     >>> f(np.ones((2, 3, 3))).tolist()
     [1, 1]
     """
+    if getattr(model, "_manitest_checked", False):
+        return model
     if hasattr(model, "predict") and callable(model.predict):
-        return lambda x: np.asarray(model.predict(x)).ravel()
-    if _is_torch_module(model):
-        return torch_predictor(model)
-    if callable(model):
-        return lambda x: np.asarray(model(x)).ravel()
-    raise ConfigError("not a classifier", expected="an object with predict(images), a torch "
-                      "module or a callable on image batches", found=type(model).__name__)
+        raw = model.predict
+    elif _is_torch_module(model):
+        raw = torch_predictor(model)
+    elif callable(model):
+        raw = model
+    else:
+        raise ConfigError("not a classifier", expected="an object with predict(images), a torch "
+                          "module or a callable on image batches", found=type(model).__name__)
+
+    def predict(x):
+        return labels_of(raw(x), len(x))
+    predict._manitest_checked = True  # type: ignore[attr-defined]
+    return predict
+
+
+def labels_of(out, n: int) -> np.ndarray:
+    """A classifier's output on ``n`` images as ``n`` labels, or :class:`ClassifierOutputError`.
+
+    One label per image (``N`` or ``N x 1``); scores (``N x C``), a scalar or another count
+    are refused: raveled, they would be compared as if they were labels.
+
+    >>> labels_of([[3], [5]], 2).tolist()
+    [3, 5]
+    >>> labels_of(np.zeros((2, 10)), 2)  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ...
+    mnistforge.errors.ClassifierOutputError: the classifier's output has the wrong shape: ...
+    """
+    arr = np.asarray(out)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.shape != (n,):
+        hint = ("return predicted labels (e.g. scores.argmax(1)), not scores" if arr.ndim == 2
+                and arr.shape[0] == n else "return one label per image of the batch")
+        raise ClassifierOutputError("the classifier's output has the wrong shape",
+                                    expected=f"{n} labels (shape ({n},)) for {n} images",
+                                    found=f"shape {arr.shape}", hint=hint)
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        raise ClassifierOutputError("the classifier's output holds NaN or infinite labels",
+                                    expected="labels", found=f"{arr.dtype} values",
+                                    hint="return predicted labels, not scores")
+    return arr
 
 
 def _is_torch_module(model) -> bool:
@@ -419,13 +456,29 @@ def manitest(images, predict, group="dilation-rotation", *, samples: int | None 
 
     group = get_group(group)
     n = len(images)
+    if n == 0 or np.ndim(images) != 3:
+        raise EmptySelectionError("no images to score", expected="images N x H x W with N >= 1",
+                                  found=f"shape {np.shape(images)}",
+                                  hint="check the slice or the sample size")
+    if samples is not None and samples < 1:
+        raise EmptySelectionError("no images to score", expected="samples >= 1 (None: all)",
+                                  found=samples)
     if indices is None:
         if samples is None or samples >= n:
             indices = np.arange(n)
         else:
             indices = np.sort(np.random.default_rng(seed).choice(n, size=samples, replace=False))
-    indices = np.asarray(indices, np.int64)
+    idx = np.asarray(indices)
+    if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
+        raise EmptySelectionError("no images to score", expected="a non-empty list of integer "
+                                  "indices", found=f"{idx.dtype} {idx.shape}")
+    if int(idx.min()) < 0 or int(idx.max()) >= n:
+        raise IndexRangeError("Manitest index out of range", expected=f"indices in 0..{n - 1} "
+                              f"({n} images)", found=f"{int(idx.min())}..{int(idx.max())}")
+    indices = idx.astype(np.int64)
     predict = as_predictor(predict)
+    # one image through the classifier first: a wrong output shape is named before the work
+    predict(as_float_images(np.asarray(images[int(indices[0])]))[None])
     kw = dict(kw, group=group)
     if workers is None:
         workers = min(2, os.cpu_count() or 1)

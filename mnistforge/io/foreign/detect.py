@@ -20,6 +20,7 @@ Examples
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from ...errors import FormatError
@@ -150,10 +151,16 @@ def _reader(where: tuple[str, str]):
     return getattr(importlib.import_module(f"{__package__}.{where[0]}"), where[1])
 
 
-def read_foreign(path) -> ForeignCopy:
-    """Read a third-party copy (see :data:`FORMATS`); pickles raise ``UnsafeFormatError``."""
+def read_foreign(path, *, torchvision_classes: Mapping[str, str] | None = None) -> ForeignCopy:
+    """Read a third-party copy (see :data:`FORMATS`); pickles raise ``UnsafeFormatError``.
+
+    ``torchvision_classes`` maps torchvision class folders to the datasets they hold
+    (:func:`mnistforge.registry.torchvision_folders`: a dataset fact this layer does not know).
+    """
     path = Path(path)
     kind = sniff(path)
+    if kind == "torchvision" and path.is_dir():
+        return _reader(_FOLDER_READERS[kind])(path, torchvision_classes)
     if kind == "pickle":
         bad = path if path.is_file() else next(p for p in sorted(path.iterdir()) if p.is_file()
                                                 and _safe_sniff(p) == "pickle")

@@ -14,13 +14,18 @@ Examples
 >>> raw = os.path.join(tempfile.mkdtemp(), "MNIST", "raw"); os.makedirs(raw)
 >>> write_idx(os.path.join(raw, "t10k-images-idx3-ubyte"), np.zeros((2, 28, 28), np.uint8))
 >>> write_idx(os.path.join(raw, "t10k-labels-idx1-ubyte.gz"), np.array([3, 4], np.uint8))
->>> copy = read_torchvision(os.path.dirname(os.path.dirname(raw)))
+>>> copy = read_torchvision(os.path.dirname(os.path.dirname(raw)), {"MNIST": "mnist"})
 >>> copy.hint, list(copy.splits), copy.splits["test"].labels.tolist()
 ('mnist', ['test'], [3, 4])
+
+Which dataset a class folder holds (``FashionMNIST`` -> ``fashion-mnist``) is a
+registry fact (:func:`mnistforge.registry.torchvision_folders`), passed in by
+the layers that know datasets; without it the folder's name, lower-cased, is the hint.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from ...errors import FormatError, UnsafeFormatError
@@ -28,12 +33,7 @@ from ..compression import strip_compression
 from ..idx import read_idx
 from .base import ForeignCopy, pair_arrays
 
-__all__ = ["TORCHVISION_NAMES", "raw_folders", "read_idx_folder", "read_torchvision",
-           "refuse_pickle"]
-
-#: torchvision class folder -> the dataset name it suggests
-TORCHVISION_NAMES = {"MNIST": "mnist", "FashionMNIST": "fashion-mnist", "KMNIST": "kmnist",
-                     "QMNIST": "qmnist", "EMNIST": "emnist"}
+__all__ = ["raw_folders", "read_idx_folder", "read_torchvision", "refuse_pickle"]
 
 
 def refuse_pickle(path, what: str = "a pickle") -> UnsafeFormatError:
@@ -71,15 +71,17 @@ def read_idx_folder(folder, hint: str | None = None, fmt: str = "idx") -> Foreig
     return ForeignCopy(fmt, folder, splits, hint=hint)
 
 
-def raw_folders(root) -> list[tuple[str | None, Path]]:
-    """``[(dataset hint, raw folder)]`` under a torchvision root (``root/<Name>/raw`` or ``root/raw``)."""
+def raw_folders(root, classes: Mapping[str, str] | None = None) -> list[tuple[str | None, Path]]:
+    """``[(dataset hint, raw folder)]`` under a torchvision root (``root/<Name>/raw`` or ``root/raw``);
+    ``classes`` maps a class folder to the dataset it holds (see the module doc)."""
     root = Path(root)
+    classes = classes or {}
     out: list[tuple[str | None, Path]] = []
     if (root / "raw").is_dir():
-        out.append((TORCHVISION_NAMES.get(root.name), root / "raw"))
+        out.append((classes.get(root.name), root / "raw"))
     for sub in sorted(p for p in root.iterdir() if p.is_dir()):
         if (sub / "raw").is_dir():
-            out.append((TORCHVISION_NAMES.get(sub.name, sub.name.lower()), sub / "raw"))
+            out.append((classes.get(sub.name, sub.name.lower()), sub / "raw"))
     return out
 
 
@@ -88,10 +90,11 @@ def _processed(root) -> list[Path]:
     return sorted(root.glob("processed/*.pt")) + sorted(root.glob("*/processed/*.pt"))
 
 
-def read_torchvision(root) -> ForeignCopy:
-    """A torchvision root (or one ``<Name>`` folder of it) -> the splits of its ``raw/`` idx files."""
+def read_torchvision(root, classes: Mapping[str, str] | None = None) -> ForeignCopy:
+    """A torchvision root (or one ``<Name>`` folder of it) -> the splits of its ``raw/`` idx files
+    (``classes``: class folder -> dataset, for the hint)."""
     root = Path(root)
-    raws = raw_folders(root)
+    raws = raw_folders(root, classes)
     pts = _processed(root)
     if not raws or not any(any(_is_idx_name(p.name) for p in r.iterdir()) for _, r in raws):
         if pts:

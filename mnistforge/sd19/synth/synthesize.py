@@ -4,12 +4,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
+import re
 import time
 from pathlib import Path
 
 import numpy as np
 
-from ...io.atomic import atomic_dir
+from ...io.atomic import atomic_dir, check_output_folder, unlisted_entries
 from ...progress import progress as _progress_bar
 from .. import nist_table as nt
 from .config import DESCRIPTION, SynthConfig
@@ -78,12 +80,15 @@ def synthesize_sd19(out, config: SynthConfig = SynthConfig(), progress=None) -> 
     """
     config.validate()
     disable = None if progress is None else not progress
-    plan = plan_sd19(config)
     out = Path(out)
+    # before any work: the output path, and what --overwrite would replace
+    check_output_folder(out, inputs=[config.layout], overwrite=config.overwrite,
+                        owned=synthetic_sd19_problems)
+    plan = plan_sd19(config)
     logger.info("synthesising SD19: %d characters, %d writer folders, edition %d, %s",
                 len(plan), len(plan.folders), config.edition, config.packaging)
     with atomic_dir(out, overwrite=config.overwrite, inputs=[config.layout],
-                    owned=lambda p: (Path(p) / DESCRIPTION).is_file()) as tmp:
+                    owned=synthetic_sd19_problems) as tmp:
         spill = _Spill(tmp / ".render.spill", len(plan))
         try:
             t0 = time.perf_counter()
@@ -108,6 +113,96 @@ def synthesize_sd19(out, config: SynthConfig = SynthConfig(), progress=None) -> 
         finally:
             spill.close()
         with open(tmp / DESCRIPTION, "w") as f:
-            json.dump(_describe(config, plan), f, indent=2, sort_keys=True)
+            json.dump(dict(_describe(config, plan), outputs=_outputs(tmp)), f, indent=2,
+                      sort_keys=True)
             f.write("\n")
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# What --overwrite may replace
+
+#: the SD19 index cache a read leaves in ``<source>/.mnistforge/`` (sd19/index.py, save_cache)
+_INDEX_CACHE = ".mnistforge"
+_INDEX_FILE = re.compile(r"sd19-[A-Za-z0-9_]+\.(npy|json)")
+
+
+def _tree_size(folder: Path) -> tuple[int, int, list[Path]]:
+    """(files, bytes, entries that are not regular files) under ``folder``."""
+    files = size = 0
+    odd = []
+    for root, dirs, names in os.walk(folder):
+        for n in names + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            p = Path(root, n)
+            st = p.lstat()
+            if p.is_symlink() or not p.is_file():
+                odd.append(p)
+            files += 1
+            size += st.st_size
+    return files, size, odd
+
+
+def _outputs(folder: Path) -> dict:
+    """``{top-level name: {"bytes": n}}`` for files, ``{"files": n, "bytes": n}`` for folders."""
+    out = {}
+    for p in sorted(folder.iterdir()):
+        if p.name.startswith(".") or p.name == DESCRIPTION:
+            continue
+        if p.is_dir():
+            files, size, _ = _tree_size(p)
+            out[p.name] = {"files": files, "bytes": size}
+        else:
+            out[p.name] = {"bytes": p.stat().st_size}
+    return out
+
+
+def synthetic_sd19_problems(folder) -> list[str]:
+    """What ``--overwrite`` would destroy in ``folder`` beyond what ``synth-sd19`` wrote there:
+    anything its ``synthetic-sd19.json`` (``outputs``) does not list, at the recorded sizes
+    (the SD19 index cache a read leaves in ``.mnistforge/`` is the package's too).  Inside a
+    hierarchy folder (``packaging="dir"``) files are counted; a file newer than the
+    description is named."""
+    folder = Path(folder)
+    desc = folder / DESCRIPTION
+    try:
+        d = json.loads(desc.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        return [f"{DESCRIPTION} (missing or unreadable: {e})"]
+    outputs = d.get("outputs") if isinstance(d, dict) else None
+    config = d.get("config") if isinstance(d, dict) else None
+    if (outputs is None and isinstance(config, dict) and config.get("packaging") == "zip"
+            and isinstance(config.get("hierarchies"), list)):
+        # written before descriptions listed their outputs: the zips its configuration names
+        outputs = {f"{h}.zip": {} for h in config["hierarchies"]}
+    if not (isinstance(outputs, dict) and "mnistforge synth-sd19" in str(d.get("kind"))):
+        return [f"{DESCRIPTION} (no kind or outputs fields: not a description mnistforge wrote)"]
+    listed: dict[str, int | None] = {DESCRIPTION: None}
+    trees = {}
+    for name, entry in outputs.items():
+        entry = entry if isinstance(entry, dict) else {}
+        if "files" in entry:
+            trees[str(name)] = entry
+        else:
+            listed[str(name)] = entry.get("bytes") if isinstance(entry.get("bytes"), int) else None
+    cache = folder / _INDEX_CACHE
+    if cache.is_dir() and not cache.is_symlink():
+        listed.update({f"{_INDEX_CACHE}/{p.name}": None for p in cache.iterdir()
+                       if _INDEX_FILE.fullmatch(p.name)})
+    problems = unlisted_entries(folder, listed, ignore=lambda rel: rel in trees,
+                                folders=[_INDEX_CACHE])
+    written = desc.stat().st_mtime
+    for name, entry in sorted(trees.items()):
+        top = folder / name
+        if top.is_symlink() or not top.is_dir():
+            problems.append(f"{name} (not the folder recorded)" if os.path.lexists(top)
+                            else f"{name}/ (missing)")
+            continue
+        files, size, odd = _tree_size(top)
+        problems += [f"{p.relative_to(folder)} (not a regular file)" for p in odd[:5]]
+        if (files, size) != (entry.get("files"), entry.get("bytes")):
+            newer = [str(p.relative_to(folder)) for p in sorted(top.rglob("*"))
+                     if p.is_file() and p.stat().st_mtime > written][:5]
+            problems.append(f"{name}/ ({files} files, {size} bytes; recorded {entry.get('files')}, "
+                            f"{entry.get('bytes')}" + (f"; newer than {DESCRIPTION}: "
+                                                       + ", ".join(newer) if newer else "") + ")")
+    return problems

@@ -1,0 +1,106 @@
+"""What was learnt about a file outside the cache, kept while the file stays the same file.
+
+The trust gate hashes a file it has not seen before (a folder's idx files, a
+third-party copy, a Hugging Face export's shards) and records what it found in
+the cache::
+
+    <cache>/seen/<key>.json      key: sha256 of the file's resolved path
+
+A record holds the file's identity when it was hashed (:func:`identity`: size,
+mtime_ns, ctime_ns, inode) and the caller's facts (hashes, verdict).  It is
+returned by :func:`recall` only while the file keeps that identity: ctime and
+the inode change with every write or replacement and cannot be set back, so a
+file damaged with its size and mtime restored is hashed again.  A record is
+never required: a missing, read-only or damaged cache only means hashing again.
+The folder ``<cache>/seen`` holds nothing else and may be deleted at any time.
+
+>>> import os, tempfile
+>>> d = tempfile.mkdtemp(); f = os.path.join(d, "x.bin"); _ = open(f, "wb").write(b"abc")
+>>> remember(f, {"sha256": "ba78..."}, cache=d, before=os.stat(f))
+True
+>>> recall(f, cache=d)["sha256"]
+'ba78...'
+>>> _ = open(f, "ab").write(b"d")     # any change: the record no longer applies
+>>> recall(f, cache=d) is None
+True
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..log import get_logger
+
+logger = get_logger(__name__)
+
+__all__ = ["SEEN", "identity", "record_path", "recall", "remember", "forget"]
+
+#: the cache's sub-folder for records of files outside the cache
+SEEN = "seen"
+
+
+def identity(st: os.stat_result) -> list[int]:
+    """The facts that change whenever a file is written or replaced.
+
+    ctime changes with every write and cannot be set back (unlike mtime, which
+    ``cp -p`` and ``tar`` restore), and a replaced file gets a new inode.
+    """
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def record_path(path, cache=None) -> Path:
+    """Where the record of ``path`` lives under ``cache`` (default: the settings' cache)."""
+    import hashlib
+
+    from ..settings import cache_home
+
+    real = os.path.realpath(path)
+    key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
+    return cache_home(cache) / SEEN / f"{key}.json"
+
+
+def recall(path, cache=None) -> dict | None:
+    """The facts recorded for ``path`` while it keeps the identity it had, else None. Never writes."""
+    try:
+        st = os.stat(path)
+        with open(record_path(path, cache), "rb") as f:
+            rec = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict) or rec.get("source") != os.path.realpath(path) \
+            or rec.get("identity") != identity(st) or not isinstance(rec.get("facts"), dict):
+        return None
+    return rec["facts"]
+
+
+def remember(path, facts: dict, *, before: os.stat_result, cache=None) -> bool:
+    """Record ``facts`` about ``path``, hashed while it had the identity of ``before``.
+
+    Nothing is recorded when the file changed since ``before`` (it was being
+    written while it was read) or the cache cannot be written; returns whether
+    a record was written.
+    """
+    from ..errors import MnistforgeError
+    from ..io.atomic import atomic_file
+
+    try:
+        if identity(os.stat(path)) != identity(before):
+            logger.warning("%s changed while it was read; not recorded as checked", path)
+            return False
+        rec = {"source": os.path.realpath(path), "identity": identity(before), "facts": facts}
+        with atomic_file(record_path(path, cache), "w") as f:
+            json.dump(rec, f, indent=1, sort_keys=True)
+            f.write("\n")
+    except (OSError, MnistforgeError) as e:  # a read-only, full or misplaced cache must not stop a load
+        logger.debug("cannot record %s: %s", path, e)
+        return False
+    return True
+
+
+def forget(path, cache=None) -> None:
+    """Remove the record of ``path`` (a file found damaged must be hashed again next time)."""
+    try:
+        os.unlink(record_path(path, cache))
+    except OSError:
+        pass

@@ -1,0 +1,279 @@
+"""Drop-in replacements for torchvision's MNIST-family datasets, reading through :func:`mnistforge.load`.
+
+``from mnistforge.compat import MNIST`` instead of ``from torchvision.datasets
+import MNIST``: same signatures (``MNIST(root, train=True, transform=None,
+target_transform=None, download=False)``, ``EMNIST(root, split, **kwargs)``,
+``QMNIST(root, what=None, compat=True, train=True, **kwargs)``,
+``FashionMNIST``, ``KMNIST``), same items (``(PIL.Image.Image mode "L", int)``;
+QMNIST with ``compat=False``: the 8-column ``int64`` tensor row), ``len``,
+``classes``, ``class_to_idx``, and ``.data``/``.targets`` as torch tensors.
+
+Where the data comes from:
+
+1. ``<root>/<Class>/raw/`` when it holds the split's files (torchvision's own
+   download, or ``mnistforge export torchvision``): loaded with
+   ``load(name, split, root=<that folder>)``, so the files are checked against
+   their manifest or the registry's hashes before anything is returned
+   (:class:`~mnistforge.errors.DataMismatchError` otherwise);
+2. else mnistforge's cache (verified files), fetched only with ``download=True``;
+   nothing is written into ``root``.
+
+Differences from torchvision, on purpose: EMNIST images are upright (torchvision
+returns them as the files store them, transposed); ``EMNIST(..., upright=False)``
+gives torchvision's orientation.  ``processed/*.pt`` files (pickles) are never
+read.  A missing dataset raises :class:`~mnistforge.errors.MissingFileError` (a
+``FileNotFoundError``), where torchvision raises ``RuntimeError``.  ``.loaded``
+is the :class:`~mnistforge.loaders.DatasetSplit` behind it (NumPy arrays,
+``status`` saying how each file was checked).
+
+torch is imported only for ``.data``/``.targets`` and QMNIST's ``compat=False``
+targets (the ``[torch]`` extra; :class:`~mnistforge.errors.MissingDependencyError`
+without it); images and ``int`` targets need only Pillow.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import ConfigError, MissingFileError, OfflineError, require
+from ..loaders import load
+from ..loaders.origins import locate
+from ..registry import DatasetInfo, TorchvisionInfo, get_dataset, torchvision_datasets
+
+__all__ = ["MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST"]
+
+
+class _StandardTransform:
+    """torchvision's ``StandardTransform``: both transforms, and their repr."""
+
+    def __init__(self, transform=None, target_transform=None):
+        self.transform = transform
+        self.target_transform = target_transform
+
+    def __call__(self, input, target):
+        if self.transform is not None:
+            input = self.transform(input)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return input, target
+
+    def __repr__(self) -> str:
+        body = [type(self).__name__.lstrip("_")]
+        for head, t in (("Transform: ", self.transform), ("Target transform: ", self.target_transform)):
+            if t is not None:
+                lines = repr(t).splitlines()
+                body += [head + lines[0]] + [" " * len(head) + line for line in lines[1:]]
+        return "\n".join(body)
+
+
+def _torch(what: str):
+    return require("torch", "torch", f"mnistforge.compat's {what} (torch tensors, as torchvision's)")
+
+
+class _MnistFamily:
+    """What the five classes share: where the data comes from, items, tensors, repr."""
+
+    #: registry dataset (EMNIST sets it per split)
+    _dataset = ""
+    _repr_indent = 4
+
+    def __init__(self, root, train: bool = True, transform: Callable | None = None,
+                 target_transform: Callable | None = None, download: bool = False) -> None:
+        if isinstance(root, str):
+            root = os.path.expanduser(root)
+        self.root = root
+        self.train = train
+        self.transform = transform
+        self.target_transform = target_transform
+        self.transforms = (_StandardTransform(transform, target_transform)
+                           if transform is not None or target_transform is not None else None)
+        self._data = None
+        self._targets = None
+        self.loaded = self._load(self._split(), download)
+        self._images = self._oriented(self.loaded.images)
+        self.classes = self._classes()
+
+    # ------------------------------------------------------------------ where from
+    @property
+    def _info(self) -> DatasetInfo:
+        return get_dataset(self._dataset)
+
+    @property
+    def _tv(self) -> TorchvisionInfo:
+        tv = self._info.torchvision
+        assert tv is not None, f"registry: {self._dataset} has no torchvision entry"
+        return tv
+
+    def _split(self) -> str:
+        return "train" if self.train else "test"
+
+    @property
+    def raw_folder(self) -> str:
+        """``<root>/<Class>/raw``, as torchvision's."""
+        return os.path.join(self.root, self._tv.folder)
+
+    def _load(self, split: str, download: bool):
+        info, tv = self._info, self._tv
+        raw = Path(self.raw_folder)
+        files = tv.files[info.file_split(split).name]
+        meta = "files" if info.file_split(split).labels_column is not None else False
+        if raw.is_dir() and all(locate(raw, f) is not None for f in files):
+            return load(info.name, split, root=raw, with_metadata=meta)
+        try:
+            return load(info.name, split, download=bool(download), with_metadata=meta)
+        except OfflineError as e:
+            raise MissingFileError(
+                f"{type(self).__name__}: dataset not found", path=raw,
+                expected=f"{', '.join(files)} in {raw}, or {info.name} in mnistforge's cache",
+                found=f"neither ({e.__class__.__name__}: the cache does not hold it)",
+                hint="pass download=True (fetched into mnistforge's cache and verified), or write "
+                     f"the folder with `mnistforge export torchvision {info.name} --out {self.root}`"
+                     "; processed/*.pt files are never read") from e
+
+    def _oriented(self, images: np.ndarray) -> np.ndarray:
+        return images
+
+    def _classes(self) -> list[str]:
+        built = list(self.loaded.classes)
+        # a build with classes of its own (EMNIST letters, paper's 37) keeps its names
+        return list(self._tv.classes) if built == list(self._info.classes) else built
+
+    # ------------------------------------------------------------------ tensors
+    def _target_array(self) -> np.ndarray:
+        return np.asarray(self.loaded.labels, dtype=np.int64)
+
+    @property
+    def data(self):
+        """The images, a ``torch.uint8`` tensor ``N x 28 x 28`` (needs torch)."""
+        if self._data is None:
+            self._data = _torch(".data").from_numpy(np.array(self._images, dtype=np.uint8))
+        return self._data
+
+    @property
+    def targets(self):
+        """The targets, a ``torch.int64`` tensor (QMNIST: ``N x 8``; needs torch)."""
+        if self._targets is None:
+            self._targets = _torch(".targets").from_numpy(np.array(self._target_array()))
+        return self._targets
+
+    @property
+    def class_to_idx(self) -> dict[str, int]:
+        return {c: i for i, c in enumerate(self.classes)}
+
+    # ------------------------------------------------------------------ items
+    def _target(self, index: int) -> Any:
+        return int(self.loaded.labels[index])
+
+    def __getitem__(self, index: int) -> tuple[Any, Any]:
+        from PIL import Image
+
+        img = Image.fromarray(np.ascontiguousarray(self._images[index], dtype=np.uint8))
+        target = self._target(index)
+        if self.transform is not None:
+            img = self.transform(img)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return img, target
+
+    def __len__(self) -> int:
+        return len(self.loaded.labels)
+
+    def extra_repr(self) -> str:
+        return f"Split: {'Train' if self.train is True else 'Test'}"
+
+    def __repr__(self) -> str:
+        body = [f"Number of datapoints: {len(self)}"]
+        if self.root is not None:
+            body.append(f"Root location: {self.root}")
+        body += self.extra_repr().splitlines()
+        if self.transforms is not None:
+            body += [repr(self.transforms)]  # as torchvision: one entry, its first line indented
+        return "\n".join([f"Dataset {type(self).__name__}"] + [" " * self._repr_indent + b for b in body])
+
+
+class MNIST(_MnistFamily):
+    """torchvision's ``MNIST(root, train=True, transform=None, target_transform=None,
+    download=False)``, verified (see :mod:`mnistforge.compat.torchvision`)."""
+
+    _dataset = "mnist"
+
+
+class FashionMNIST(_MnistFamily):
+    """torchvision's ``FashionMNIST``, verified."""
+
+    _dataset = "fashion-mnist"
+
+
+class KMNIST(_MnistFamily):
+    """torchvision's ``KMNIST``, verified."""
+
+    _dataset = "kmnist"
+
+
+def _emnist_datasets() -> dict[str, str]:
+    """EMNIST's ``split`` argument -> the registry dataset (from the registry's torchvision entries)."""
+    out = {}
+    for name in torchvision_datasets():
+        tv = get_dataset(name).torchvision
+        if tv is not None and tv.cls == "EMNIST" and tv.split:
+            out[tv.split] = name
+    return out
+
+
+class EMNIST(_MnistFamily):
+    """torchvision's ``EMNIST(root, split, **kwargs)``, verified, images **upright**.
+
+    ``upright=False`` returns them as the files store them (transposed), as
+    torchvision does.
+    """
+
+    splits = tuple(_emnist_datasets())
+
+    def __init__(self, root, split: str, *, upright: bool = True, **kwargs: Any) -> None:
+        if split not in self.splits:
+            raise ConfigError(f"unknown EMNIST split {split!r}", expected=", ".join(self.splits),
+                              found=repr(split))
+        self.split = split
+        self.upright = upright
+        self._dataset = _emnist_datasets()[split]
+        super().__init__(root, **kwargs)
+
+    def _oriented(self, images: np.ndarray) -> np.ndarray:
+        return images if self.upright else images.transpose(0, 2, 1)
+
+
+class QMNIST(_MnistFamily):
+    """torchvision's ``QMNIST(root, what=None, compat=True, train=True, **kwargs)``, verified.
+
+    ``what``: ``train``, ``test``, ``test10k``, ``test50k`` or ``nist``;
+    ``compat=False`` makes each target the 8-column row (a torch tensor).
+    """
+
+    _dataset = "qmnist"
+
+    def __init__(self, root, what: str | None = None, compat: bool = True, train: bool = True,
+                 **kwargs: Any) -> None:
+        what = what if what is not None else ("train" if train else "test")
+        subsets = self._tv.what
+        if what not in subsets:
+            raise ConfigError(f"unknown QMNIST subset {what!r}", expected=", ".join(subsets),
+                              found=repr(what))
+        self.what = what
+        self.compat = compat
+        super().__init__(root, train, **kwargs)
+
+    def _split(self) -> str:
+        return self.what  # torchvision's subsets are the registry's split names
+
+    def _target_array(self) -> np.ndarray:
+        meta = self.loaded.metadata
+        return np.stack([np.asarray(meta[f], np.int64) for f in self._info.metadata_fields], axis=1)
+
+    def _target(self, index: int) -> Any:
+        return int(self.loaded.labels[index]) if self.compat else self.targets[index]
+
+    def extra_repr(self) -> str:
+        return f"Split: {self.what}"
