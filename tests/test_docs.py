@@ -5,6 +5,8 @@ import contextlib
 import io
 import re
 import shlex
+import sys
+import unittest
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from mnistforge.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # docs_sybil, as the root conftest.py imports it
 # Pages whose every command line is parsed with the real CLI parser.
 CHECKED = ["README.md", "docs/usage.md", "docs/index.md", "docs/comparison.md"]
 # Area pages that other work adds; a link to one is accepted only while the page is absent.
@@ -105,3 +108,71 @@ def test_architecture_lists_every_module():
                 and f"`{py.name}`" not in text and f"{rel.parent.as_posix()}/{py.name}" not in text):
             missing.append(name)
     assert not missing, f"docs/architecture.md does not list {missing}"
+
+
+# --- the examples run (tests/docs_sybil.py): a block changed to fail fails the suite -------------
+
+def _run_page(page: Path):
+    """Every example of ``page`` through the docs' own Sybil: (outcome, line) per example."""
+    from sybil.example import SybilFailure
+
+    import docs_sybil
+
+    doc = docs_sybil.DOCS.parse(page)
+    docs_sybil.setup(doc.namespace)
+    out = []
+    try:
+        for example in doc.examples():
+            directive = type(example.region.evaluator).__name__ == "Skipper"
+            try:
+                example.evaluate()
+                if not directive:
+                    out.append(("passed", example.line, ""))
+            except unittest.SkipTest as e:
+                out.append(("skipped", example.line, str(e)))
+            except (SybilFailure, Exception) as e:
+                out.append(("failed", example.line, str(e)))
+    finally:
+        docs_sybil.teardown(doc.namespace)
+    return out
+
+
+def _readme_copy(tmp_path, python_extra="", shell_output=None) -> Path:
+    text = (ROOT / "README.md").read_text()
+    if python_extra:
+        head, rest = text.split("```python\n", 1)
+        block, tail = rest.split("```\n", 1)
+        text = head + "```python\n" + block + python_extra + "\n```\n" + tail
+    if shell_output is not None:
+        text += f"\n```\n$ echo hello\n{shell_output}\n```\n"
+    page = tmp_path / "README.md"
+    page.write_text(text)
+    return page
+
+
+def test_readme_examples_pass_as_written(tmp_path, mnist_reference):
+    results = _run_page(_readme_copy(tmp_path, shell_output="hello"))
+    assert [r for r in results if r[0] == "failed"] == []
+    assert [r[0] for r in results].count("passed") == 2  # README's Python block and the added echo
+
+
+def test_a_failing_python_block_in_readme_fails(tmp_path, mnist_reference):
+    results = _run_page(_readme_copy(tmp_path, python_extra="assert False, 'planted'"))
+    failed = [r for r in results if r[0] == "failed"]
+    assert len(failed) == 1 and "planted" in failed[0][2]
+
+
+def test_a_shell_block_printing_other_output_fails_with_expected_and_got(tmp_path):
+    page = tmp_path / "README.md"
+    page.write_text("# a page\n\n```\n$ echo hello\ngoodbye\n```\n")
+    results = _run_page(page)
+    failed = [r for r in results if r[0] == "failed"]
+    assert len(failed) == 1
+    msg = failed[0][2]
+    assert "README.md, line" in msg and "$ echo hello" in msg and "goodbye" in msg and "got:" in msg
+
+
+def test_make_test_collects_the_docs():
+    testpaths = re.search(r"^testpaths = \[(.*)\]$", (ROOT / "pyproject.toml").read_text(), re.M)
+    assert testpaths and {'"README.md"', '"docs"'} <= {p.strip() for p in testpaths.group(1).split(",")}
+    assert "pytest_collect_file" in (ROOT / "conftest.py").read_text()

@@ -416,7 +416,7 @@ def test_docs_keysers_block_is_a_fresh_run(cache, study_file, capsys):
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "label-errors.md").read_text()
     head = "$ mnistforge significance --example keysers2006        # the tail of its output\n"
-    block = doc.split(head, 1)[1].split("```", 1)[0]
+    block = doc.split(head, 1)[1].split("```", 1)[0].removeprefix("...\n")  # `...`: the lines before the tail
     put(cache, "label-errors", study_file, "mnist_mturk.json")
     assert main(["significance", "--example", "keysers2006", "--bootstrap", "100"]) == 0
     out = capsys.readouterr().out
