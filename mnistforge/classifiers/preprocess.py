@@ -77,7 +77,9 @@ class Standardizer:
             D = as_features(X[s:s + self.block], np.float64) - mean
             sq = (D * D).sum(axis=0) if sq is None else sq + (D * D).sum(axis=0)
         std = np.sqrt(sq / n)
-        self.mean_, self.scale_ = mean, np.where(std > 0, std, 1.0)
+        # a constant feature's std is the rounding residue of its mean, not 0
+        constant = std <= 10 * np.finfo(np.float64).eps * np.abs(mean)
+        self.mean_, self.scale_ = mean, np.where(constant | (std == 0), 1.0, std)
         return self
 
     def transform(self, X) -> np.ndarray:
