@@ -36,9 +36,12 @@ PER_UNIT = {"tx": 8.0, "ty": 8.0, "rotation": 50.0, "dilation": 80.0, "aspect": 
             "shear": 80.0}
 #: compass-search rounds for the corner of the two-segment path, and again for the three
 #: corners of the bent path seeded from it
-CORNER_ROUNDS = 8
+CORNER_ROUNDS = 5
 #: the search's trials are ranked at this fraction of the measuring resolution
 SEARCH_RESOLUTION = 0.5
+#: the three-corner stage runs only when one corner shortened the straight path by more than
+#: this (relative): a geodesic bent enough for four segments to matter gives one corner a gain
+BEND_MIN_GAIN = 1e-3
 
 
 def _samples(vertices, density):
@@ -123,12 +126,14 @@ def shortest_path(image, spl, group, target, grid_path=None, *, resolution: floa
     # stage 1: one corner, from the middle of the straight segment
     two, ql, delta1 = _compass(image, spl, group, np.stack([z, t / 2, t]), quick, delta,
                                rounds, res)
-    # stage 2: three corners seeded from the best corner (midpoints inserted)
-    m = two[1]
-    four = np.stack([z, m / 2, m, (m + t) / 2, t])
-    bent, _, _ = _compass(image, spl, group, four, ql, 2 * delta1, rounds, res)
-    full = path_lengths(image, spl, group, [two, bent], resolution)
-    for v, fl, name in ((two, full[0], "two-segment"), (bent, full[1], "bent")):
+    cands = [(two, "two-segment")]
+    if ql < quick * (1 - BEND_MIN_GAIN):
+        # stage 2: three corners seeded from the best corner (midpoints inserted)
+        m = two[1]
+        four = np.stack([z, m / 2, m, (m + t) / 2, t])
+        cands.append((_compass(image, spl, group, four, ql, 2 * delta1, rounds, res)[0], "bent"))
+    full = path_lengths(image, spl, group, [c[0] for c in cands], resolution)
+    for (v, name), fl in zip(cands, full):
         if fl < length * (1 - 1e-5):          # not quadrature noise
             length, verts, kind = float(fl), v, name
     return length, verts, kind
