@@ -6,6 +6,8 @@ out here for translation and dilation+rotation, and a path's length is the inscr
 through densely sampled transformed images, Richardson-extrapolated from two sample
 densities.  The reference distance to ``t`` is the shorter of the straight path and the best
 two-segment path ``0 -> m -> t``, the corner ``m`` found by Nelder-Mead.
+:func:`dijkstra_geodesic` bends freely: a dense-grid Dijkstra path under a finite-difference
+metric, shortened by L-BFGS-B.
 """
 from __future__ import annotations
 
