@@ -141,8 +141,8 @@ def shortest_path(image, spl, group, target, grid_path=None, *, resolution: floa
 
 def _compass(image, spl, group, verts, length, delta, rounds, resolution):
     """Compass search on the interior vertices of a polyline: each round tries +-delta on
-    every axis of every interior vertex, and the combination of each vertex's best
-    improving move (one batch), halving delta when nothing improves.
+    every axis of every interior vertex (one batch) and then, with several vertices, the
+    combination of each vertex's best improving move; delta halves when nothing improves.
     ``(vertices, length, final delta)``."""
     verts = np.array(verts, np.float64)
     delta = np.array(delta, np.float64)
