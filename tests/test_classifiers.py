@@ -11,7 +11,7 @@ from mnistforge.classifiers.base import make_classifier, parse_spec
 from mnistforge.classifiers.elm import ELMClassifier
 from mnistforge.classifiers.knn import KNNClassifier
 from mnistforge.classifiers.linear import LinearClassifier
-from mnistforge.classifiers.preprocess import deskew, image_moments, scale_pixels
+from mnistforge.classifiers.preprocess import Standardizer, deskew, image_moments, scale_pixels
 from mnistforge.cli import main
 from mnistforge.errors import ConfigError, MissingDependencyError
 from mnistforge.evaluators import errorlists as el
@@ -284,6 +284,42 @@ def test_scale_pixels():
         scale_pixels(x, "nope")
 
 
+def test_standardizer_fits_on_train_and_applies_to_test():
+    rng = np.random.default_rng(3)
+    tr = rng.integers(0, 256, (50, 4, 4)).astype(np.uint8)
+    tr[:, 0, 0] = 7                                   # a constant feature: scale 1, becomes 0
+    te = rng.integers(0, 256, (9, 4, 4)).astype(np.uint8)
+    s = Standardizer(block=8).fit(tr)                 # blocks smaller than the data
+    f = tr.reshape(50, -1) / 255.0
+    mean, std = f.mean(axis=0), f.std(axis=0)
+    std[0] = 1.0                                      # numpy: 1.7e-17, the rounding residue
+    assert np.allclose(s.transform(te), (te.reshape(9, -1) / 255.0 - mean) / std, atol=1e-5)
+    assert np.allclose(s.transform(tr)[:, 0], 0) and s.transform(te).dtype == np.float32
+    with pytest.raises(ConfigError):
+        s.transform(np.zeros((2, 3, 3)))
+    with pytest.raises(ConfigError):
+        Standardizer().transform(te)
+
+
+@pytest.mark.parametrize("spec", ["knn:k=3,standardize=1", "linear:standardize=true"])
+def test_standardize_option_equals_standardising_by_hand(spec):
+    # a feature on a 1000x larger scale dominates raw Euclidean distances; standardised,
+    # both count: the option must equal fitting the unstandardised classifier on
+    # train-standardised features (test data scaled with the *training* statistics)
+    X, y = _blobs(n=300, d=6, classes=3)
+    X = X * np.array([1000.0, 1, 1, 1, 1, 1])
+    Xtr, ytr, Xte = X[:200], y[:200], X[200:] + 5.0   # shifted test data: train stats differ
+    clf = make_classifier(spec).fit(Xtr, ytr)
+    assert clf.standardize is True and make_classifier(clf.spec()).standardize is True
+    s = Standardizer().fit(Xtr)
+    plain = make_classifier(spec.split(",")[0].split(":")[0] + (":k=3" if "knn" in spec else ""))
+    ref = plain.fit(s.transform(Xtr), ytr)
+    assert np.array_equal(clf.predict(Xte), ref.predict(s.transform(Xte)))
+    assert np.allclose(clf.decision_function(Xte), ref.decision_function(s.transform(Xte)))
+    with pytest.raises(ConfigError):           # the duplicate-key check still holds
+        make_classifier(spec + ",standardize=0")
+
+
 # ------------------------------------------------------------------ real MNIST test set
 def _mnist_test(mnist_reference):
     import mnistforge
@@ -402,6 +438,46 @@ def test_fashion_knn1_full_test_error(fashion_dir):
     for k, pred in sweep.items():          # the docs table's error counts
         e = int((pred != yte).sum())
         assert f"| k-NN, k = {k} | {e:,} | {e / 100:.2f} % |" in _fashion_section(), k
+
+
+@pytest.mark.slow
+def test_fashion_knn_published_runner_setting(fashion_dir):
+    # Xiao, Rasul & Vollgraf (2017), "Fashion-MNIST", Table 3: KNeighborsClassifier at
+    # n_neighbors = 1 / 5 / 9 (Euclidean) scores 0.839 / 0.849 / 0.847 accuracy; their runner
+    # (benchmark/runner.py) standardises every feature with scikit-learn's StandardScaler
+    # first, and scikit-learn gives vote ties to the lowest label.  Here: raw pixels with the
+    # package's default tie rule 0.8497 / 0.8567 / 0.8526; standardised with scikit-learn's tie
+    # rule 0.8413 / 0.8533 / 0.8494 (the remaining gap to the paper predates a reshuffle of the
+    # published files and is not testable).  docs/classifiers.md quotes these figures.
+    from mnistforge.classifiers.knn import vote
+
+    Xtr, ytr = _fashion(fashion_dir, "train")
+    Xte, yte = _fashion(fashion_dir, "test")
+    got = {}
+    for std, tie in ((False, "nearest"), (True, "lowest")):
+        clf = KNNClassifier(k=9, standardize=std).fit(Xtr, ytr)
+        idx, _ = clf.kneighbors(Xte, 9)
+        codes = clf.codes_[idx]
+        for k in (1, 5, 9):
+            pred = clf.classes_[vote(codes, k, len(clf.classes_), tie)[0]]
+            got[std, k] = round(float((pred == yte).mean()), 4)
+    assert [got[False, k] for k in (1, 5, 9)] == [0.8497, 0.8567, 0.8526]
+    assert [got[True, k] for k in (1, 5, 9)] == [0.8413, 0.8533, 0.8494]
+    published = {1: 0.839, 5: 0.849, 9: 0.847}
+    for k in (1, 5, 9):   # standardised is the closer setting, and within 0.5 points of it
+        assert abs(got[True, k] - published[k]) < abs(got[False, k] - published[k]) + 1e-9
+        assert abs(got[True, k] - published[k]) < 0.005
+
+
+@pytest.mark.slow
+def test_fashion_linear_standardised_is_least_squares_not_logistic_regression(fashion_dir):
+    # Xiao et al. (2017), Table 3: LogisticRegression reaches 0.841; the package's linear
+    # classifier is ridge least squares on one-hot targets: 0.8114 raw, 0.8113 standardised
+    Xtr, ytr = _fashion(fashion_dir, "train")
+    Xte, yte = _fashion(fashion_dir, "test")
+    for spec, acc in (("linear", 0.8114), ("linear:standardize=1", 0.8113)):
+        pred = make_classifier(spec).fit(Xtr, ytr).predict(Xte)
+        assert round(float((pred == yte).mean()), 4) == acc, spec
 
 
 # ------------------------------------------------------------------ evaluate CLI + protocol

@@ -32,6 +32,8 @@ import numpy as np
 
 from ..errors import ConfigError
 from .base import Classifier, as_features, check_xy
+from .preprocess import fit_standardizer as _fit_standardizer
+from .preprocess import standardized as _standardized
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +92,9 @@ class KNNClassifier(Classifier):
     tie : {"nearest", "lowest"}
         Vote ties: the nearest neighbour's class among the tied ones (default), or the
         lowest label (scikit-learn's rule).
+    standardize : bool
+        Standardise every feature with the training mean and std first (the Fashion-MNIST
+        benchmark runner's setting; distances are then in float64, not integers).
 
     Examples
     --------
@@ -101,6 +106,7 @@ class KNNClassifier(Classifier):
     k: int = 1
     memory_mb: int = 256
     tie: str = "nearest"
+    standardize: bool = False
 
     name = "knn"
 
@@ -114,7 +120,7 @@ class KNNClassifier(Classifier):
     def fit(self, X, y):
         y = check_xy(X, y)
         self.codes_ = self._encode_labels(y)
-        X = np.asarray(X)
+        X = np.asarray(_fit_standardizer(self, X))
         feats = as_features(X)
         # uint8 pixels are kept: their squared distances are exact integers
         self.train_u8_ = X.reshape(len(X), -1) if X.dtype == np.uint8 else None
@@ -149,7 +155,7 @@ class KNNClassifier(Classifier):
         if not 1 <= k <= n_train:
             raise ConfigError("invalid k", expected=f"1 <= k <= {n_train} (training size)",
                               found=k)
-        X = np.asarray(X)
+        X = np.asarray(_standardized(self, X))
         Q = as_features(X)
         if Q.shape[1] != dim:
             raise ConfigError("test inputs differ in size from training inputs",

@@ -15,6 +15,8 @@ from scipy import linalg
 
 from ..errors import ConfigError
 from .base import Classifier, as_features, check_ridge, check_xy, one_hot
+from .preprocess import fit_standardizer as _fit_standardizer
+from .preprocess import standardized as _standardized
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +89,9 @@ class LinearClassifier(Classifier):
         Penalty added to the diagonal of ``X^T X`` (pixels scaled to [0, 1]).
     block : int
         Rows processed at a time.
+    standardize : bool
+        Standardise every feature with the training mean and std first
+        (:class:`.preprocess.Standardizer`, fitted in ``fit``, applied in ``predict``).
 
     Examples
     --------
@@ -97,6 +102,7 @@ class LinearClassifier(Classifier):
 
     ridge: float = 1e-3
     block: int = 8192
+    standardize: bool = False
 
     name = "linear"
 
@@ -109,12 +115,14 @@ class LinearClassifier(Classifier):
         y = check_xy(X, y)
         codes = self._encode_labels(y)
         Y = one_hot(codes, len(self.classes_), np.float64)
+        X = _fit_standardizer(self, X)
         A, C = accumulate_normal_equations(X, Y, self.block)
         self.coef_ = solve_ridge(A, C, self.ridge, penalise_last=False).astype(np.float32)
         return self
 
     def decision_function(self, X) -> np.ndarray:
         self._check_fitted()
+        X = _standardized(self, X)
         out = []
         for s in range(0, np.asarray(X).shape[0], self.block):
             Z = as_features(X[s:s + self.block])

@@ -173,7 +173,7 @@ class ImageScore:
     group: str = ""
     chord: float | None = None     # ||I_t* - I||, a lower bound of ``distance``
     march_distance: float | None = None   # the fast-marching value at t* (approximate)
-    path_kind: str | None = None   # "straight", "grid" or "two-segment": the path measured
+    path_kind: str | None = None   # "straight", "grid", "two-segment" or "bent"
     refined_path: list | None = None      # vertices of that path, identity to t*
     grid_params: list | None = None       # the grid node found by the march (= params unless flip)
     transformed: np.ndarray | None = field(default=None, repr=False)   # I_t* (H x W)
@@ -235,8 +235,8 @@ def score_image(image, predict, group="dilation-rotation", *, order: int = 3,
         The classifier's label of ``image`` (computed when not given).
     refine : bool
         Measure the distance as the length of the shortest of several actual paths
-        (:func:`.paths.shortest_path`: straight, grid path, refined two-segment), also for
-        label-changed nodes the march ranked close behind ``t*`` (default).  False: the
+        (:func:`.paths.shortest_path`: straight, grid path, refined two-segment and bent
+        paths), also for label-changed nodes the march ranked close behind ``t*`` (default).  False: the
         straight path to the march's ``t*`` only (no search; still at least the chord).
     flip : bool
         Move ``t*`` off the grid: to the first point of the measured path where the label
