@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("MNISTFORGE_SHARED", ROOT.parent / "shared"))
 REFERENCE = SHARED / "reference"
 FASHION = Path("/usr/share/datasets/fashion-mnist")
+
+
+def pytest_configure(config):
+    # A suite started in the background (`cmd &` without job control, nohup) inherits SIGINT
+    # ignored, and so would every command it starts: the Ctrl-C tests need it delivered.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):
