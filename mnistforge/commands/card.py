@@ -1,0 +1,73 @@
+"""``mnistforge card PREDICTIONS... --test NAME:SPLIT``: one page of what a test error says.
+
+The first file is the system carded, the others are compared with it (on MNIST test with
+none given: the Keysers 2006 published systems).  Files: prediction files (``evaluate
+--predictions``), error lists, or ``.npy``/``.csv`` predicted labels in official row order.
+Writes ``DIR/card.html`` (self-contained, offline), ``DIR/card.md`` with ``--markdown``,
+and the numbers as JSON with ``--json``.
+"""
+from __future__ import annotations
+
+from .common import (add_cache, add_json, add_offline, download_flag, lazy_import,
+                     refuse_existing_output, write_json)
+from . import argtypes
+
+np = lazy_import("numpy")
+cd = lazy_import("mnistforge.evaluators.card")
+ch = lazy_import("mnistforge.evaluators.card_html")
+
+NAME = "card"
+HELP = "a results card (HTML, Markdown, JSON) for a predictions file on a test set"
+
+
+def add_arguments(p):
+    p.add_argument("files", nargs="+", metavar="PREDICTIONS",
+                   help="the system carded, then any to compare with it: prediction files, "
+                        "error lists, .npy or .csv predicted labels (official row order)")
+    p.add_argument("--test", required=True, metavar="NAME:SPLIT",
+                   help="the test set the predictions were made on (name or folder)")
+    p.add_argument("--out", default="card", type=argtypes.output_folder, metavar="DIR",
+                   help="folder receiving card.html (default ./card)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
+    p.add_argument("--markdown", action="store_true", help="also write DIR/card.md")
+    add_json(p, "the card's numbers")
+    p.add_argument("--gallery", type=argtypes.int_in(0, 10**6), default=200, metavar="N",
+                   help="show the first N misclassified images (default 200)")
+    p.add_argument("--bootstrap", type=argtypes.int_in(1, 10**7), default=10_000, metavar="B",
+                   help="bootstrap resamples for the probability of improvement (default 10000)")
+    p.add_argument("--seed", type=argtypes.seed, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--confidence", type=argtypes.confidence, default=0.95,
+                   help="confidence level (default 0.95)")
+    add_offline(p)
+    add_cache(p)
+
+
+def run(args) -> int:
+    from ..io.atomic import atomic_dir, atomic_file
+    from ..loaders import load, resolve_target
+    from ..evaluators.significance import check_test_set
+
+    refuse_existing_output(args.out, args.overwrite)
+    name, split, root = resolve_target(args.test, default_split="test")
+    ds = load(name, split, root=root, download=download_flag(args))
+    labels = np.asarray(ds.labels)
+    systems = cd.read_card_inputs(args.files, labels)
+    for s in systems:   # the trust gate has loaded it; the files must be about this one
+        check_test_set(args.test, s.n, s.labels)
+    card = cd.build_card(systems[0], ds, systems[1:], test=args.test, resamples=args.bootstrap,
+                         seed=args.seed, confidence=args.confidence, gallery_limit=args.gallery)
+    pics, missing = ch.pictures(card, ds.images)
+    with atomic_dir(args.out, overwrite=args.overwrite) as tmp:
+        with atomic_file(f"{tmp}/card.html", "w") as f:
+            f.write(ch.render_html(card, pics, missing))
+        if args.markdown:
+            with atomic_file(f"{tmp}/card.md", "w") as f:
+                f.write(ch.render_markdown(card, pics, missing))
+    r = card.rate
+    print(f"{card.system} on {card.test}: {r}")
+    for why in missing.values():
+        print(f"picture missing: {why}")
+    print(f"wrote {args.out}/card.html" + (f" and {args.out}/card.md" if args.markdown else ""))
+    if write_json(args, card.to_dict()):
+        print(f"wrote {args.json}")
+    return 0

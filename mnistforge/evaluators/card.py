@@ -1,0 +1,297 @@
+"""A results card: every number a test error of one system says, computed by the evaluators.
+
+:func:`build_card` takes the carded system (and any others) on one loaded test split and
+returns a :class:`Card`, a typed record of the numbers (intervals, the difference needed for
+significance, known label errors, paired comparisons, the QMNIST test10k/test50k gap, the
+error gallery and confusion matrix, provenance); :mod:`.card_html` renders it as HTML and
+Markdown.  Definitions: ``docs/card.md`` and the pages it links.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError, FormatError
+from . import significance as sg
+from .errorlists import SystemOutput, load_example, read_systems
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Card", "GalleryItem", "build_card", "read_label_file", "read_card_inputs",
+           "significant_difference", "qmnist_gap", "confusion_matrix", "GALLERY_RULE"]
+
+#: how the gallery is ordered (said on the page)
+GALLERY_RULE = ("known label errors first, then by test-set row (0-based), the first "
+                "{limit} of {total} errors")
+#: QMNIST's test split: the first 10,000 rows are MNIST's test images, the rest the lost 50,000
+QMNIST_TEST10K = 10_000
+
+
+@dataclass(frozen=True)
+class GalleryItem:
+    """One misclassified test image (0-based ``row``); ``predicted`` -1 where unknown."""
+
+    row: int
+    label: int
+    predicted: int
+    label_name: str
+    predicted_name: str
+    label_issue: bool
+
+
+@dataclass
+class Card:
+    """Every number the card shows (JSON: :meth:`to_dict`)."""
+
+    system: str
+    source: str
+    test: str
+    n: int
+    confidence: float
+    rate: sg.ErrorRate
+    #: smallest n12 - n21 a paired test calls significant when the systems disagree on
+    #: as many samples as this one errs (``significant_difference``)
+    significant_difference: int
+    provenance: dict
+    known_labels: dict | None
+    known_labels_note: str
+    comparison: dict | None
+    comparison_note: str
+    combination: dict | None
+    qmnist: dict | None
+    qmnist_note: str
+    gallery: list[GalleryItem]
+    gallery_rule: str
+    confusion: list[list[int]] | None
+    classes: list[str]
+    resamples: int
+    seed: int
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["rate"] = self.rate.to_dict()
+        d["gallery"] = [asdict(g) for g in self.gallery]
+        return d
+
+
+# --------------------------------------------------------------------------- inputs
+def read_label_file(path, name: str | None = None) -> np.ndarray:
+    """Predicted labels, one per test row in official order, from ``.npy`` or ``.csv``.
+
+    A ``.csv`` holds one integer per line (a non-numeric first line is a header; with
+    several columns the last is the prediction).
+    """
+    p = Path(path)
+    if p.suffix.lower() == ".npy":
+        try:
+            a = np.load(p, allow_pickle=False)
+        except ValueError as e:
+            raise FormatError("not a NumPy array of labels", path=p, expected="a .npy of "
+                              "integers (no pickled objects)", found=str(e)) from e
+    else:
+        rows = [ln.strip() for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        if rows and not rows[0].split(",")[-1].strip().lstrip("-").isdigit():
+            rows = rows[1:]
+        try:
+            a = np.array([int(r.split(",")[-1]) for r in rows], dtype=np.int64)
+        except ValueError as e:
+            raise FormatError("malformed predictions", path=p, expected="one integer label "
+                              "per line (or the last of comma-separated columns)",
+                              found=str(e)) from e
+    a = np.asarray(a)
+    if a.ndim == 2 and a.shape[1] > 1:   # scores or probabilities: the argmax is the prediction
+        a = a.argmax(axis=1)
+    a = a.reshape(-1)
+    if a.dtype.kind not in "iu" and not (a.dtype.kind == "f" and np.all(a == np.round(a))):
+        raise FormatError("predictions are not labels", path=p, expected="integer labels",
+                          found=f"dtype {a.dtype}")
+    return a.astype(np.int64)
+
+
+def read_card_inputs(paths, labels: np.ndarray) -> list[SystemOutput]:
+    """Systems from prediction files, error lists, ``.npy`` or ``.csv`` label files.
+
+    ``labels`` are the test set's; a file of another length is a
+    :class:`~mnistforge.errors.TestSetMismatchError`.
+    """
+    from ..errors import TestSetMismatchError
+
+    n = int(labels.size)
+    systems: list[SystemOutput] = []
+    for path in paths:
+        p = Path(path)
+        if p.suffix.lower() in (".npy", ".csv"):
+            pred = read_label_file(p)
+            if pred.size != n:
+                raise TestSetMismatchError("the predictions do not match the test set", path=p,
+                                           expected=f"{n} predictions (one per test row)",
+                                           found=f"{pred.size}", hint="predict every row of "
+                                           "the test set, in its official order")
+            systems.append(SystemOutput(p.name.split(".")[0], pred != labels, "", pred,
+                                        np.asarray(labels), str(p)))
+        else:
+            systems.extend(read_systems([p], n=n))
+    names = [s.name for s in systems]
+    if len(set(names)) != len(names):
+        raise ConfigError("two systems share a name", expected="distinct file names",
+                          found=", ".join(names), hint="rename the files")
+    return systems
+
+
+# --------------------------------------------------------------------------- numbers
+def significant_difference(disagreements: int, confidence: float = 0.95) -> int:
+    """Smallest ``n12 - n21`` the paired test (:func:`~.significance.paired_worse`) calls
+    significant when two systems disagree on ``disagreements`` samples (0: none can be).
+
+    >>> significant_difference(100), significant_difference(0)
+    (17, 0)
+    """
+    m = int(disagreements)
+    for d in range(m % 2, m + 1, 2):   # n12 + n21 = m fixes the parity of n12 - n21
+        if sg.paired_worse((m + d) // 2, (m - d) // 2, confidence):
+            return d
+    return 0
+
+
+def qmnist_gap(wrong: np.ndarray, confidence: float = 0.95) -> dict:
+    """Error on QMNIST test10k minus test50k, with a Wald interval (independent samples).
+
+    >>> w = np.zeros(60_000, bool); w[:100] = True; w[10_000:10_250] = True
+    >>> g = qmnist_gap(w); g["test10k"]["errors"], g["test50k"]["errors"], round(g["gap"], 4)
+    (100, 250, 0.005)
+    """
+    a = sg.error_rate(wrong[:QMNIST_TEST10K], confidence=confidence)
+    b = sg.error_rate(wrong[QMNIST_TEST10K:], confidence=confidence)
+    gap = a.rate - b.rate
+    h = sg.z_two_sided(confidence) * math.sqrt(a.rate * (1 - a.rate) / a.n
+                                               + b.rate * (1 - b.rate) / b.n)
+    return {"test10k": a.to_dict(), "test50k": b.to_dict(), "gap": gap,
+            "interval": [gap - h, gap + h], "significant": bool(abs(gap) > h)}
+
+
+def confusion_matrix(labels, predictions, k: int) -> np.ndarray:
+    """``k x k`` counts, rows the true class, columns the predicted one.
+
+    >>> confusion_matrix([0, 1, 1], [0, 0, 1], 2).tolist()
+    [[1, 0], [1, 1]]
+    """
+    y, p = np.asarray(labels, np.int64), np.asarray(predictions, np.int64)
+    ok = (y >= 0) & (y < k) & (p >= 0) & (p < k)
+    return np.bincount(y[ok] * k + p[ok], minlength=k * k).reshape(k, k)
+
+
+def provenance(ds) -> dict:
+    """Which test set, identified by its content (hashes of the arrays as loaded)."""
+    from ..io.hashing import sha256_parts
+
+    images = np.ascontiguousarray(ds.images)
+    labels = np.ascontiguousarray(np.asarray(ds.labels).astype("<i8"))
+    try:
+        split = ds.info.split(ds.split)
+        registry_hash = split.order_free_sha256
+    except Exception:  # a split the registry does not list (a folder's own name)
+        registry_hash = None
+    return {"name": ds.name, "split": ds.split, "rows": len(ds), "source": ds.source,
+            "status": dict(ds.status), "synthetic": bool(ds.synthetic),
+            "changes": [str(getattr(c, "description", c)) for c in ds.changes],
+            "images_sha256": sha256_parts(images), "labels_sha256": sha256_parts(labels),
+            "registry_order_free_sha256": registry_hash}
+
+
+def _class_name(classes, k: int) -> str:
+    return str(classes[k]) if 0 <= k < len(classes) else "?"
+
+
+def _known_labels(test, system, labels):
+    from . import label_issues as kli
+
+    why: list = []
+    problems = kli.known_problems(test, system.n, labels, download=False, why=why)
+    if problems is None:
+        return None, None, (why[0] if why else f"no study of label errors applies to {test}")
+    pred = {system.name: system.predictions} if system.predictions is not None else None
+    acc = kli.account({system.name: system.wrong}, problems, predictions=pred)
+    s = acc["systems"][system.name]
+    return problems, {"label_issues": acc["label_issues"], "keysers_common": acc["keysers_common"],
+                      "errors": s["errors"], "on_label_issues": s["on_label_issues"],
+                      "on_keysers_common": s["on_keysers_common"],
+                      "rest": s["errors"] - s["on_label_issues"],
+                      "on_label_issues_majority": s.get("on_label_issues_majority"),
+                      "without_label_issues": s["without_label_issues"],
+                      "rows": (np.flatnonzero(system.wrong & problems.label_issue)).tolist()}, ""
+
+
+def _others(test_name: str, split: str, n: int, others):
+    if others:
+        return list(others), "the other systems given"
+    if test_name == "mnist" and split == "test" and n == 10_000:
+        return load_example("keysers2006"), ("the Keysers (2006) published systems "
+                                             "(`significance --example keysers2006`)")
+    return [], "no other system given (on MNIST test the Keysers 2006 systems are used)"
+
+
+def build_card(system: SystemOutput, ds, others=(), *, test: str | None = None,
+               resamples: int = 10_000, seed: int = 0, confidence: float = 0.95,
+               gallery_limit: int = 200) -> Card:
+    """Compute the card of ``system`` on loaded split ``ds`` (``others``: systems to compare).
+
+    ``test`` is the target as typed (for the label-error study; default ``name:split``).
+    """
+    labels = np.asarray(ds.labels)
+    n = len(labels)
+    for s in (system, *others):
+        if s.n != n:
+            from ..errors import TestSetMismatchError
+            raise TestSetMismatchError(f"{s.name} does not match the test set",
+                                       expected=f"{n} rows", found=f"{s.n}", path=s.source)
+    test = test or f"{ds.name}:{ds.split}"
+    rate = sg.error_rate(system.wrong, confidence=confidence)
+    problems, known, known_note = _known_labels(test, system, labels)
+
+    compared, where = _others(ds.name, ds.split, n, others)
+    comparison = combination = None
+    if compared:
+        base = [s for s in compared if s.name != "CC" or where.startswith("the other")]
+        wrong = {system.name: system.wrong, **{s.name: s.wrong for s in compared}}
+        vote = sg.majority_vote({system.name: system.wrong, **{s.name: s.wrong for s in base}},
+                                system.name)
+        r = sg.error_rate(vote, confidence=confidence)
+        combination = {"name": "vote", "members": [system.name] + [s.name for s in base],
+                       "tie_breaker": system.name, "rate": r.to_dict()}
+        wrong["vote"] = vote
+        comp = sg.compare_systems(wrong, resamples, seed, confidence)
+        comparison = comp.to_dict()
+        comparison["names"] = comp.names
+        comparison["poi"] = comp.poi.tolist()
+        comparison["descriptions"] = {s.name: s.description for s in compared}
+
+    qmnist = None
+    qnote = "not applicable: the test set is not QMNIST's 60,000-row test split"
+    if ds.name == "qmnist" and ds.split == "test" and n == 60_000:
+        qmnist, qnote = qmnist_gap(system.wrong, confidence), ""
+
+    flagged = problems.label_issue if problems is not None else np.zeros(n, bool)
+    rows = np.flatnonzero(system.wrong)
+    rows = rows[np.lexsort((rows, ~flagged[rows]))]
+    limit = min(int(gallery_limit), rows.size)
+    classes = list(ds.classes)
+    pred = system.predictions
+    gallery = [GalleryItem(int(i), int(labels[i]), -1 if pred is None else int(pred[i]),
+                           _class_name(classes, int(labels[i])),
+                           "?" if pred is None else _class_name(classes, int(pred[i])),
+                           bool(flagged[i])) for i in rows[:limit]]
+    conf = (confusion_matrix(labels, pred, len(classes)).tolist() if pred is not None else None)
+    notes = []
+    if pred is None:
+        notes.append(f"{system.name} gives right/wrong only (an error list): no predicted "
+                     "classes, no confusion matrix")
+    return Card(system.name, str(system.source), test, n, float(confidence), rate,
+                significant_difference(rate.errors, confidence), provenance(ds), known,
+                known_note, comparison, "" if compared else where, combination, qmnist, qnote,
+                gallery, GALLERY_RULE.format(limit=limit, total=rows.size), conf, classes,
+                int(resamples), int(seed), notes + ([f"compared with {where}"] if compared else []))

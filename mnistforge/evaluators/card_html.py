@@ -1,0 +1,278 @@
+"""Render a :class:`~.card.Card` as one self-contained HTML page and as Markdown.
+
+Pictures are PNGs embedded as ``data:`` URIs: the error gallery, the confusion matrix and
+the POI matrix are drawn with Pillow (always installed); the interval chart needs
+matplotlib (the ``[plot]`` extra), and without it the page says which picture is missing
+and how to get it.  No JavaScript; the page works offline.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from .card import Card
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["pictures", "render_html", "render_markdown", "docs_link", "DOCS"]
+
+#: the docs page defining each section (docs/<page>)
+DOCS = {"rate": "significance.md", "difference": "significance.md",
+        "labels": "label-errors.md", "pairs": "significance.md", "qmnist": "classifiers.md",
+        "gallery": "card.md", "provenance": "card.md"}
+
+
+def docs_link(page: str) -> str:
+    """Where docs page ``page`` is: the source checkout's file when there is one, else its name."""
+    here = Path(__file__).resolve().parents[2] / "docs" / page
+    return here.as_uri() if here.is_file() else f"docs/{page}"
+
+
+def _png(img) -> str:
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", optimize=False)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _matrix_picture(values, row_names, col_names, fmt, vmax=None, *, cell=44):
+    """A heat map drawn with Pillow: white (0) to blue (``vmax``), each cell's value written."""
+    from PIL import Image, ImageDraw
+
+    from ..loaders.grid import _font
+
+    v = np.asarray(values, float)
+    font = _font(12)
+    lab = max(int(font.getlength(str(s))) for s in list(row_names) + list(col_names)) + 10
+    h, w = v.shape
+    img = Image.new("RGB", (lab + w * cell + 4, lab + h * cell + 4), "white")
+    d = ImageDraw.Draw(img)
+    top = float(vmax if vmax is not None else max(v.max(initial=0), 1e-12))
+    for i in range(h):
+        d.text((4, lab + i * cell + cell // 2 - 6), str(row_names[i]), fill="black", font=font)
+        for j in range(w):
+            x, y = lab + j * cell, lab + i * cell
+            t = 0.0 if not np.isfinite(v[i, j]) else min(1.0, max(0.0, v[i, j] / top))
+            fill = (int(255 - 200 * t), int(255 - 160 * t), 255)
+            d.rectangle([x, y, x + cell - 1, y + cell - 1], fill=fill, outline=(200, 200, 200))
+            text = fmt(i, j)
+            d.text((x + (cell - font.getlength(text)) / 2, y + cell // 2 - 6), text,
+                   fill="white" if t > 0.6 else "black", font=font)
+    for j in range(w):
+        d.text((lab + j * cell + 4, 4), str(col_names[j])[:6], fill="black", font=font)
+    return img
+
+
+def _gallery_picture(card: Card, images):
+    from ..loaders.grid import render_grid
+
+    if not card.gallery:
+        return None
+    rows = [g.row for g in card.gallery]
+    caps = [f"{g.row}{'*' if g.label_issue else ''}: {g.label_name}>{g.predicted_name}"
+            for g in card.gallery]
+    return render_grid(np.asarray(images)[rows], captions=caps, cols=min(10, len(rows)),
+                       scale=2, invert=True)
+
+
+def _interval_chart(card: Card):
+    """Error rates with exact intervals of every system compared (matplotlib)."""
+    from ..plotting import pyplot
+
+    plt = pyplot("the interval chart of the card")
+    comp = card.comparison or {"systems": [{"name": card.system, **card.rate.to_dict()}]}
+    names = [s["name"] for s in comp["systems"]]
+    fig, ax = plt.subplots(figsize=(6, 0.4 * len(names) + 1))
+    for i, s in enumerate(comp["systems"]):
+        lo, hi = s["exact"]
+        ax.plot([100 * lo, 100 * hi], [i, i], color="tab:blue")
+        ax.plot([100 * s["rate"]], [i], "o", color="tab:red" if s["name"] == card.system else "k")
+    ax.set_yticks(range(len(names)), names)
+    ax.set_xlabel("error rate (%), exact interval")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, metadata={"Software": None})
+    plt.close(fig)
+    from PIL import Image
+
+    buf.seek(0)
+    return Image.open(buf)
+
+
+def pictures(card: Card, images) -> tuple[dict, dict]:
+    """``({name: data URI}, {name: why missing})`` of the card's pictures."""
+    from ..errors import MissingDependencyError
+
+    out, missing = {}, {}
+    g = _gallery_picture(card, images)
+    if g is not None:
+        out["gallery"] = _png(g)
+    if card.confusion is not None:
+        k = len(card.classes)
+        names = [str(i) for i in range(k)]
+        cm = np.asarray(card.confusion)
+        off = cm.copy()
+        np.fill_diagonal(off, 0)
+        out["confusion"] = _png(_matrix_picture(off, names, names, lambda i, j: str(cm[i, j]),
+                                                cell=40 if k <= 10 else 26))
+    if card.comparison is not None:
+        nm, poi = card.comparison["names"], np.asarray(card.comparison["poi"])
+        out["poi"] = _png(_matrix_picture(poi, nm, nm, lambda i, j: "-" if i == j
+                                          else f"{poi[i, j]:.2f}", vmax=1.0))
+    try:
+        out["intervals"] = _png(_interval_chart(card))
+    except MissingDependencyError:
+        missing["intervals"] = ("the interval chart needs matplotlib: "
+                                "pip install 'mnistforge[plot]' (every number is in the tables)")
+    return out, missing
+
+
+# --------------------------------------------------------------------------- text
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f} %"
+
+
+def _iv(iv) -> str:
+    return f"[{100 * iv[0]:.2f}, {100 * iv[1]:.2f}] %"
+
+
+def _k(k: int) -> str:
+    # K can have hundreds of digits (a difference of hundreds of errors): its magnitude is the point
+    return str(k) if k < 10**6 else f"{float(k):.2g}" if k < 10**300 else "> 1e300"
+
+
+def _sections(card: Card) -> list[tuple[str, str, list[str], list[list[str]] | None, str | None]]:
+    """(key, title, paragraphs, table rows (first = header) or None, picture name or None)."""
+    r = card.rate
+    c = f"{100 * card.confidence:g} %"
+    out = []
+    out.append(("rate", "Error rate", [
+        f"{r.errors} errors on {r.n} test images: {_pct(r.rate)}; Wald {c} interval "
+        f"{_iv(r.wald)}, exact (Clopper-Pearson) {_iv(r.exact)}."], None, "intervals"))
+    out.append(("difference", "Difference needed for significance", [
+        f"Against a system that disagrees with this one on {r.errors} images (as many as its "
+        f"errors), a difference in errors n12 - n21 of at least {card.significant_difference} "
+        f"is significant (paired test, one-sided {c}: n12 - n21 >= z sqrt(n12 + n21))."],
+        None, None))
+    k = card.known_labels
+    if k is None:
+        out.append(("labels", "Known label errors", [f"Not counted: {card.known_labels_note}."],
+                    None, None))
+    else:
+        wl = k["without_label_issues"]
+        out.append(("labels", "Known label errors", [
+            f"{k['on_label_issues']} of the {k['errors']} errors fall on the {k['label_issues']} "
+            f"known label errors (Northcutt et al. 2021: fewer than 3 of 5 workers chose the "
+            f"given label); {k['rest']} are the rest. {k['on_keysers_common']} fall on the "
+            f"{k['keysers_common']} images all four Keysers (2006) systems miss.",
+            f"Without the label errors: {wl['errors']} / {wl['n']} = {_pct(wl['rate'])} "
+            f"(exact {_iv(wl['exact'])})."], None, None))
+    if card.comparison is None:
+        out.append(("pairs", "Other systems", [card.comparison_note + "."], None, None))
+    else:
+        comp = card.comparison
+        rows = [["A", "B", "errors A", "errors B", "n12", "n21", "McNemar p", "POI(A beats B)",
+                 "A worse", "max K"]]
+        for p in comp["pairs"]:
+            if p["a"] != card.system:
+                continue
+            rows.append([p["a"], p["b"], str(p["errors_a"]), str(p["errors_b"]), str(p["n12"]),
+                         str(p["n21"]), f"{p['mcnemar_p']:.3g}", f"{p['poi_a_better']:.3f}",
+                         "yes" if p["paired_worse"] else "no", _k(p["max_bonferroni_k"])])
+        comb = card.combination or {}
+        cr = comb.get("rate", {})
+        paras = [f"Bootstrap B = {card.resamples} (seed {card.seed}, ties counted half). "
+                 f"Combination 'vote': majority vote of {', '.join(comb.get('members', []))} "
+                 f"({comb.get('tie_breaker')} breaks ties): {cr.get('errors')} errors = "
+                 f"{_pct(cr.get('rate', 0.0))}."]
+        paras += [f"{nm}: {d}" for nm, d in comp.get("descriptions", {}).items() if d]
+        out.append(("pairs", "Paired comparisons", paras, rows, "poi"))
+    q = card.qmnist
+    if q is None:
+        out.append(("qmnist", "QMNIST test10k vs test50k", [f"Skipped: {card.qmnist_note}."],
+                    None, None))
+    else:
+        out.append(("qmnist", "QMNIST test10k vs test50k", [
+            f"test10k {_pct(q['test10k']['rate'])} ({q['test10k']['errors']} errors), test50k "
+            f"{_pct(q['test50k']['rate'])} ({q['test50k']['errors']}): gap {100 * q['gap']:+.2f} "
+            f"points, Wald {c} interval {_iv(q['interval'])}"
+            + (" (significant)." if q["significant"] else " (not significant).")], None, None))
+    rows = [["row", "label", "predicted", "human doubt"]] + [
+        [str(g.row), g.label_name, g.predicted_name, "yes" if g.label_issue else ""]
+        for g in card.gallery]
+    out.append(("gallery", "Error gallery", [
+        f"Order: {card.gallery_rule}. Caption: row: true>predicted; * marks a known label "
+        "error (humans disagreed with the label)."], rows, "gallery"))
+    if card.confusion is not None:
+        out.append(("gallery", "Confusion matrix", [
+            "Rows: true class, columns: predicted class (" + ", ".join(
+                f"{i}={nm}" for i, nm in enumerate(card.classes)) + "); colour: off-diagonal counts."],
+            [["true \\ predicted"] + [str(i) for i in range(len(card.classes))]]
+            + [[str(i)] + [str(x) for x in row] for i, row in enumerate(card.confusion)],
+            "confusion"))
+    pv = card.provenance
+    prow = [["field", "value"]] + [[k, str(v)] for k, v in pv.items()]
+    out.append(("provenance", "Provenance", [
+        f"Test set {card.test}, identified by content; predictions from {card.source}."]
+        + card.notes, prow, None))
+    return out
+
+
+CSS = ("body{font-family:sans-serif;max-width:1100px;margin:1em auto;color:#222}"
+       "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;"
+       "font-size:13px}th{background:#eee}.missing{color:#a00}img{max-width:100%}"
+       "details{margin:.5em 0}")
+
+
+def _table_html(rows) -> str:
+    head = "".join(f"<th>{html.escape(x)}</th>" for x in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in r) + "</tr>"
+                   for r in rows[1:])
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def render_html(card: Card, pics: dict, missing: dict) -> str:
+    """The card as one HTML page (pictures as data URIs)."""
+    e = html.escape
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             f"<title>card: {e(card.system)} on {e(card.test)}</title>",
+             f"<style>{CSS}</style></head><body>",
+             f"<h1>Results card: {e(card.system)} on {e(card.test)}</h1>"]
+    for key, title, paras, rows, pic in _sections(card):
+        parts.append(f'<h2 id="{key}">{e(title)} <small><a href="{e(docs_link(DOCS[key]))}">'
+                     "definition</a></small></h2>")
+        parts += [f"<p>{e(p)}</p>" for p in paras]
+        if pic in pics:
+            parts.append(f'<img alt="{e(title)}" src="{pics[pic]}">')
+        elif pic in missing:
+            parts.append(f'<p class="missing">Picture missing: {e(missing[pic])}</p>')
+        if rows is not None:
+            table = _table_html(rows)
+            parts.append(f"<details><summary>table ({len(rows) - 1} rows)</summary>{table}</details>"
+                         if len(rows) > 25 else table)
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def render_markdown(card: Card, pics: dict, missing: dict) -> str:
+    """The same content as Markdown (pictures as data URIs)."""
+    lines = [f"# Results card: {card.system} on {card.test}", ""]
+    for key, title, paras, rows, pic in _sections(card):
+        lines += [f"## {title} ([definition]({docs_link(DOCS[key])}))", ""]
+        for p in paras:
+            lines += [p, ""]
+        if pic in pics:
+            lines += [f"![{title}]({pics[pic]})", ""]
+        elif pic in missing:
+            lines += [f"Picture missing: {missing[pic]}", ""]
+        if rows is not None:
+            cell = [[x.replace("|", "\\|") for x in r] for r in rows]
+            lines.append("| " + " | ".join(cell[0]) + " |")
+            lines.append("|" + "---|" * len(cell[0]))
+            lines += ["| " + " | ".join(r) + " |" for r in cell[1:]]
+            lines.append("")
+    return "\n".join(lines)
