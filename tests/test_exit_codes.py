@@ -115,6 +115,8 @@ USAGE = {
     "manitest": [["manitest", "{good}", "--classifier", "linear", "--slice", "10:5"],
                  ["manitest", "{good}", "--classifier", "nosuch"]],
     "demo": [["demo", "--out", "{exists}", "--scale", "0.002"]],
+    "card": [["card", "{missing}.npy", "--test", "{good}:test", "--out", "{out}"],
+             ["card", "{good}/emnist-digits-test-labels-idx1-ubyte.gz", "--test", "{good}:test", "--out", "{exists}"]],
 }
 
 #: a resource that cannot be had: an offline empty cache, an SD19 folder without SD19
@@ -128,6 +130,7 @@ UNAVAILABLE = {
     "evaluate": [["evaluate", "linear", "--train", "mnist:train", "--test", "mnist:test"]],
     "tarp": [["tarp", "mnist", "--task", "0v1"]],
     "manitest": [["manitest", "mnist", "--classifier", "linear"]],
+    "card": [["card", "{good}/emnist-digits-test-labels-idx1-ubyte.gz", "--test", "mnist:test", "--out", "{out}"]],
 }
 
 #: data that failed a check: truncated idx files, a damaged cached file
@@ -140,6 +143,8 @@ FAILED = {
     "manitest": [["manitest", "{bad}", "--classifier", "linear", "--samples", "2"]],
     "fetch": [["fetch", "mnist/t10k-labels-idx1-ubyte.gz"]],        # damaged in the cache below
     "significance": [["significance", "{tmp}/broken.tsv", "{tmp}/broken.tsv"]],
+    "card": [["card", "{good}/emnist-digits-test-labels-idx1-ubyte.gz", "--test", "{bad}:test", "--out", "{out}"],
+             ["card", "{tmp}/broken.tsv", "--test", "{good}:test", "--out", "{out}"]],
 }
 
 #: what does not apply, and why (each command is in every table or here)
@@ -289,6 +294,7 @@ WORK = {
     "tarp": ["tarp", "{good}", "--task", "0v1", "--runs", "1"],
     "manitest": ["manitest", "{good}", "--classifier", "linear", "--samples", "2"],
     "demo": ["demo", "--out", "{out}", "--scale", "0.002"],
+    "card": ["card", "{good}/emnist-digits-test-labels-idx1-ubyte.gz", "--test", "{good}:test", "--out", "{out}"],
 }
 
 

@@ -9,7 +9,7 @@ and the numbers as JSON with ``--json``.
 from __future__ import annotations
 
 from .common import (add_cache, add_json, add_offline, download_flag, lazy_import,
-                     refuse_existing_output, write_json)
+                     refuse_existing_output, require_existing_path, write_json)
 from . import argtypes
 
 np = lazy_import("numpy")
@@ -48,6 +48,8 @@ def run(args) -> int:
     from ..evaluators.significance import check_test_set
 
     refuse_existing_output(args.out, args.overwrite)
+    for f in args.files:   # before loading the test set: a typo is a usage error, found at once
+        require_existing_path(f, "predictions file", "a prediction file, error list, .npy or .csv")
     name, split, root = resolve_target(args.test, default_split="test")
     ds = load(name, split, root=root, download=download_flag(args))
     labels = np.asarray(ds.labels)
