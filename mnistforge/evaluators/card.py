@@ -148,8 +148,8 @@ def significant_difference(disagreements: int, confidence: float = 0.95) -> int:
     """Smallest ``n12 - n21`` the paired test (:func:`~.significance.paired_worse`) calls
     significant when two systems disagree on ``disagreements`` samples (0: none can be).
 
-    >>> significant_difference(100), significant_difference(0)
-    (17, 0)
+    >>> significant_difference(100), significant_difference(0)   # 1.645 * sqrt(100) = 16.4
+    (18, 0)
     """
     m = int(disagreements)
     for d in range(m % 2, m + 1, 2):   # n12 + n21 = m fixes the parity of n12 - n21

@@ -145,11 +145,15 @@ def _k(k: int) -> str:
     return str(k) if k < 10**6 else f"{float(k):.2g}" if k < 10**300 else "> 1e300"
 
 
-def _sections(card: Card) -> list[tuple[str, str, list[str], list[list[str]] | None, str | None]]:
-    """(key, title, paragraphs, table rows (first = header) or None, picture name or None)."""
+#: (key, title, paragraphs, table rows (first = header) or None, picture name or None)
+Section = tuple[str, str, list[str], "list[list[str]] | None", "str | None"]
+
+
+def _sections(card: Card) -> list[Section]:
+    """The card's sections, in page order (HTML and Markdown render the same ones)."""
     r = card.rate
     c = f"{100 * card.confidence:g} %"
-    out = []
+    out: list[Section] = []
     out.append(("rate", "Error rate", [
         f"{r.errors} errors on {r.n} test images: {_pct(r.rate)}; Wald {c} interval "
         f"{_iv(r.wald)}, exact (Clopper-Pearson) {_iv(r.exact)}."], None, "intervals"))
