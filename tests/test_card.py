@@ -138,7 +138,7 @@ def test_mnist_card_numbers_match_the_evaluators(mnist_npy, tmp_path, capsys):
     assert doc["combination"]["rate"]["errors"] == int(vote.sum())
     for p in doc["comparison"]["pairs"]:
         assert p["mcnemar_p"] == sg.mcnemar_exact(p["n12"], p["n21"])
-    assert doc["qmnist"] is None and "not QMNIST" in doc["qmnist_note"]
+    assert doc["qmnist"] is None and "not applicable" in doc["qmnist_note"]
     # gallery: label errors first, then by row; confusion matrix of the predictions
     rows = [g["row"] for g in doc["gallery"]]
     flagged = [g["label_issue"] for g in doc["gallery"]]
@@ -330,3 +330,35 @@ def test_the_docs_show_a_screenshot():
     assert "img/card.png" in text
     a = np.asarray(Image.open(DOCS_IMG).convert("RGB"))
     assert len(np.unique(a.reshape(-1, 3), axis=0)) > 10
+
+
+# --------------------------------------------------------------------------- QMNIST
+
+def test_qmnist_card_has_the_gap_and_the_label_errors_of_its_first_rows(mnist_cache,
+                                                                         qmnist_reference):
+    # QMNIST's test images are not on these machines: its real 60,000 labels, blank images
+    from mnistforge.io.idx import read_idx
+    from mnistforge.loaders.split import DatasetSplit
+    from mnistforge.registry import get_dataset
+
+    y = np.asarray(read_idx(qmnist_reference / "qmnist-test-labels-idx2-int.gz"))[:, 0].astype(np.int64)
+    ds = DatasetSplit("qmnist", "test", np.zeros((y.size, 28, 28), np.uint8), y,
+                      get_dataset("qmnist"), source="test")
+    rng = np.random.default_rng(1)
+    pred = np.where(rng.random(y.size) < np.r_[np.full(10_000, 0.01), np.full(50_000, 0.02)],
+                    (y + 1) % 10, y)
+    from mnistforge.evaluators.errorlists import SystemOutput
+
+    card = cd.build_card(SystemOutput("m", pred != y, "", pred, y, "mem"), ds, resamples=100,
+                         gallery_limit=10)
+    q = card.qmnist
+    a, b = sg.error_rate((pred != y)[:10_000]), sg.error_rate((pred != y)[10_000:])
+    assert q["names"] == ["test10k", "test50k"] and q["boundary"] == 10_000
+    assert q["test10k"] == a.to_dict() and q["test50k"] == b.to_dict()
+    assert q["gap"] == a.rate - b.rate and q["significant"] and q["interval"][1] < 0
+    assert card.comparison is None and "no other system" in card.comparison_note
+    # the study of MNIST test applies to QMNIST's first 10,000 rows
+    assert card.known_labels is not None and card.known_labels["label_issues"] == 15
+    from mnistforge.evaluators.card_html import render_html
+
+    assert "test10k (rows before 10000)" in render_html(card, {}, {})

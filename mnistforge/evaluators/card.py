@@ -27,8 +27,6 @@ __all__ = ["Card", "GalleryItem", "build_card", "read_label_file", "read_card_in
 #: how the gallery is ordered (said on the page)
 GALLERY_RULE = ("known label errors first, then by test-set row (0-based), the first "
                 "{limit} of {total} errors")
-#: QMNIST's test split: the first 10,000 rows are MNIST's test images, the rest the lost 50,000
-QMNIST_TEST10K = 10_000
 
 
 @dataclass(frozen=True)
@@ -158,20 +156,36 @@ def significant_difference(disagreements: int, confidence: float = 0.95) -> int:
     return 0
 
 
-def qmnist_gap(wrong: np.ndarray, confidence: float = 0.95) -> dict:
-    """Error on QMNIST test10k minus test50k, with a Wald interval (independent samples).
+def qmnist_gap(wrong: np.ndarray, boundary: int = 10_000, confidence: float = 0.95,
+               names: tuple[str, str] = ("test10k", "test50k")) -> dict:
+    """Error on rows ``[:boundary]`` (QMNIST test10k) minus rows ``[boundary:]`` (test50k), with
+    the Wald interval of the difference of two independent rates.
 
     >>> w = np.zeros(60_000, bool); w[:100] = True; w[10_000:10_250] = True
     >>> g = qmnist_gap(w); g["test10k"]["errors"], g["test50k"]["errors"], round(g["gap"], 4)
     (100, 250, 0.005)
     """
-    a = sg.error_rate(wrong[:QMNIST_TEST10K], confidence=confidence)
-    b = sg.error_rate(wrong[QMNIST_TEST10K:], confidence=confidence)
+    a = sg.error_rate(wrong[:boundary], confidence=confidence)
+    b = sg.error_rate(wrong[boundary:], confidence=confidence)
     gap = a.rate - b.rate
     h = sg.z_two_sided(confidence) * math.sqrt(a.rate * (1 - a.rate) / a.n
                                                + b.rate * (1 - b.rate) / b.n)
-    return {"test10k": a.to_dict(), "test50k": b.to_dict(), "gap": gap,
-            "interval": [gap - h, gap + h], "significant": bool(abs(gap) > h)}
+    return {"names": list(names), "boundary": int(boundary), names[0]: a.to_dict(),
+            names[1]: b.to_dict(), "gap": gap, "interval": [gap - h, gap + h],
+            "significant": bool(abs(gap) > h)}
+
+
+def _gap_views(ds) -> tuple[str, str, int] | None:
+    """The registry's two views splitting ``ds``'s split at one row (QMNIST: test10k, test50k)."""
+    try:
+        views = [s for s in ds.info.splits.values() if s.of == ds.split and s.rows is not None]
+    except AttributeError:
+        return None
+    for head in views:
+        tail = [s for s in views if s.rows == (head.rows[1], None)]
+        if head.rows[0] == 0 and head.rows[1] and tail and 0 < head.rows[1] < len(ds):
+            return head.name, tail[0].name, int(head.rows[1])
+    return None
 
 
 def confusion_matrix(labels, predictions, k: int) -> np.ndarray:
@@ -271,9 +285,11 @@ def build_card(system: SystemOutput, ds, others=(), *, test: str | None = None,
         comparison["descriptions"] = {s.name: s.description for s in compared}
 
     qmnist = None
-    qnote = "not applicable: the test set is not QMNIST's 60,000-row test split"
-    if ds.name == "qmnist" and ds.split == "test" and n == 60_000:
-        qmnist, qnote = qmnist_gap(system.wrong, confidence), ""
+    qnote = (f"not applicable: {ds.name}:{ds.split} is not split by the registry into two "
+             "parts (as QMNIST's test into test10k and test50k)")
+    views = _gap_views(ds) if ds.indices is None else None
+    if views is not None:
+        qmnist, qnote = qmnist_gap(system.wrong, views[2], confidence, views[:2]), ""
 
     flagged = problems.label_issue if problems is not None else np.zeros(n, bool)
     rows = np.flatnonzero(system.wrong)

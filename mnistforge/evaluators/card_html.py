@@ -200,9 +200,10 @@ def _sections(card: Card) -> list[Section]:
         out.append(("qmnist", "QMNIST test10k vs test50k", [f"Skipped: {card.qmnist_note}."],
                     None, None))
     else:
+        a, b = (q[nm] for nm in q["names"])
         out.append(("qmnist", "QMNIST test10k vs test50k", [
-            f"test10k {_pct(q['test10k']['rate'])} ({q['test10k']['errors']} errors), test50k "
-            f"{_pct(q['test50k']['rate'])} ({q['test50k']['errors']}): gap {100 * q['gap']:+.2f} "
+            f"{q['names'][0]} (rows before {q['boundary']}) {_pct(a['rate'])} ({a['errors']} "
+            f"errors), {q['names'][1]} {_pct(b['rate'])} ({b['errors']}): gap {100 * q['gap']:+.2f} "
             f"points, Wald {c} interval {_iv(q['interval'])}"
             + (" (significant)." if q["significant"] else " (not significant).")], None, None))
     rows = [["row", "label", "predicted", "human doubt"]] + [
