@@ -263,10 +263,18 @@ def render_html(card: Card, pics: dict, missing: dict) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _md_escape(text: str) -> str:
+    # Markdown passes raw HTML through: a file named "<script>..." must stay text
+    return html.escape(str(text), quote=False)
+
+
 def render_markdown(card: Card, pics: dict, missing: dict) -> str:
     """The same content as Markdown (pictures as data URIs)."""
-    lines = [f"# Results card: {card.system} on {card.test}", ""]
+    e = _md_escape
+    lines = [f"# Results card: {e(card.system)} on {e(card.test)}", ""]
     for key, title, paras, rows, pic in _sections(card):
+        paras = [e(p) for p in paras]
+        rows = None if rows is None else [[e(x) for x in r] for r in rows]
         lines += [f"## {title} ([definition]({docs_link(DOCS[key])}))", ""]
         for p in paras:
             lines += [p, ""]
