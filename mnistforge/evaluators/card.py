@@ -115,9 +115,11 @@ def read_card_inputs(paths, labels: np.ndarray) -> list[SystemOutput]:
     """Systems from prediction files, error lists, ``.npy`` or ``.csv`` label files.
 
     ``labels`` are the test set's; a file of another length is a
-    :class:`~mnistforge.errors.TestSetMismatchError`.
+    :class:`~mnistforge.errors.TestSetMismatchError`.  Systems read from ``.npy``/``.csv``
+    carry ``metadata["labels_from"] = "test set"`` (their labels are the test set's own).
     """
     from ..errors import TestSetMismatchError
+    from .errorlists import _is_prediction_file
 
     n = int(labels.size)
     systems: list[SystemOutput] = []
@@ -125,15 +127,18 @@ def read_card_inputs(paths, labels: np.ndarray) -> list[SystemOutput]:
         p = Path(path)
         if p.suffix.lower() in (".npy", ".csv"):
             pred = read_label_file(p)
-            if pred.size != n:
+            wrong = pred != labels if pred.size == n else np.ones(pred.size, bool)  # refused below
+            found = [SystemOutput(p.name.split(".")[0], wrong, "", pred, np.asarray(labels),
+                                  str(p), {"labels_from": "test set"})]
+        else:   # a prediction file knows its size; an error list is told it
+            found = read_systems([p], n=None if _is_prediction_file(p) else n)
+        for s in found:
+            if s.n != n:
                 raise TestSetMismatchError("the predictions do not match the test set", path=p,
                                            expected=f"{n} predictions (one per test row)",
-                                           found=f"{pred.size}", hint="predict every row of "
+                                           found=f"{s.n}", hint="predict every row of "
                                            "the test set, in its official order")
-            systems.append(SystemOutput(p.name.split(".")[0], pred != labels, "", pred,
-                                        np.asarray(labels), str(p)))
-        else:
-            systems.extend(read_systems([p], n=n))
+        systems.extend(found)
     names = [s.name for s in systems]
     if len(set(names)) != len(names):
         raise ConfigError("two systems share a name", expected="distinct file names",
@@ -241,12 +246,14 @@ def _known_labels(test, system, labels):
 
 
 def _others(test_name: str, split: str, n: int, others):
+    """``(systems to compare, what they are, names left out of the vote)``."""
     if others:
-        return list(others), "the other systems given"
+        return list(others), "the other systems given", set()
     if test_name == "mnist" and split == "test" and n == 10_000:
+        # CC is Keysers' own vote of the four: it is compared, but does not vote again
         return load_example("keysers2006"), ("the Keysers (2006) published systems "
-                                             "(`significance --example keysers2006`)")
-    return [], "no other system given (on MNIST test the Keysers 2006 systems are used)"
+                                             "(`significance --example keysers2006`)"), {"CC"}
+    return [], "no other system given (on MNIST test the Keysers 2006 systems are used)", set()
 
 
 def build_card(system: SystemOutput, ds, others=(), *, test: str | None = None,
@@ -267,10 +274,10 @@ def build_card(system: SystemOutput, ds, others=(), *, test: str | None = None,
     rate = sg.error_rate(system.wrong, confidence=confidence)
     problems, known, known_note = _known_labels(test, system, labels)
 
-    compared, where = _others(ds.name, ds.split, n, others)
+    compared, where, abstain = _others(ds.name, ds.split, n, others)
     comparison = combination = None
     if compared:
-        base = [s for s in compared if s.name != "CC" or where.startswith("the other")]
+        base = [s for s in compared if s.name not in abstain]
         wrong = {system.name: system.wrong, **{s.name: s.wrong for s in compared}}
         vote = sg.majority_vote({system.name: system.wrong, **{s.name: s.wrong for s in base}},
                                 system.name)

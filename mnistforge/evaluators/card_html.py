@@ -157,11 +157,13 @@ def _sections(card: Card) -> list[Section]:
     out.append(("rate", "Error rate", [
         f"{r.errors} errors on {r.n} test images: {_pct(r.rate)}; Wald {c} interval "
         f"{_iv(r.wald)}, exact (Clopper-Pearson) {_iv(r.exact)}."], None, "intervals"))
-    out.append(("difference", "Difference needed for significance", [
-        f"Against a system that disagrees with this one on {r.errors} images (as many as its "
-        f"errors), a difference in errors n12 - n21 of at least {card.significant_difference} "
-        f"is significant (paired test, one-sided {c}: n12 - n21 >= z sqrt(n12 + n21))."],
-        None, None))
+    diff = (f"Against a system that disagrees with this one on {r.errors} images (as many as "
+            f"its errors), a difference in errors n12 - n21 of at least "
+            f"{card.significant_difference} is significant (paired test, one-sided {c}: "
+            "n12 - n21 >= z sqrt(n12 + n21))." if card.significant_difference else
+            f"With {r.errors} errors, no difference against a system that disagrees on as many "
+            "images can be significant (paired test, one-sided {c}).".replace("{c}", c))
+    out.append(("difference", "Difference needed for significance", [diff], None, None))
     k = card.known_labels
     if k is None:
         out.append(("labels", "Known label errors", [f"Not counted: {card.known_labels_note}."],

@@ -96,3 +96,23 @@ def test_labels_outside_the_classes_are_errors_named_as_unknown(test_folder, tmp
     doc = json.loads(js.read_text())
     assert doc["rate"]["errors"] == N and {g["predicted_name"] for g in doc["gallery"]} == {"?"}
     assert sum(map(sum, doc["confusion"])) == 0     # no cell for a class that does not exist
+
+
+def test_a_prediction_file_of_another_size_names_the_test_set_not_an_option(test_folder, tmp_path,
+                                                                            capsys):
+    from mnistforge.evaluators.errorlists import write_predictions
+
+    f = tmp_path / "p.tsv"
+    write_predictions(f, np.arange(N + 5) % 10, np.arange(N + 5) % 10, name="p")
+    assert main(["card", str(f), "--test", f"{test_folder}:test", "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert f"{N} predictions" in err and f"{N + 5}" in err and "--n" not in err
+
+
+def test_a_perfect_system_is_carded_without_a_gallery(test_folder, tmp_path, capsys):
+    f = tmp_path / "p.npy"
+    np.save(f, np.arange(N) % 10)
+    out = tmp_path / "c"
+    assert main(["card", str(f), "--test", f"{test_folder}:test", "--out", str(out)]) == 0
+    html = (out / "card.html").read_text()
+    assert "0 errors on 30 test images" in html and "no difference" in html
