@@ -186,7 +186,8 @@ def test_a_missing_matplotlib_is_said_on_the_page(mnist_npy, tmp_path, capsys, m
                   "--bootstrap", "100"], capsys)
     html = (out / "card.html").read_text()
     assert "Picture missing: the interval chart needs matplotlib" in html
-    assert "pip install &#x27;mnistforge[plot]&#x27;" in html and "picture missing" in text
+    assert "pip install &#x27;mnistforge[plot]&#x27;" in html
+    assert "pictures: 3 of 4; missing: the interval chart needs matplotlib" in text
     _check_images(_parse(out / "card.html"), 3)   # the Pillow pictures are all there
 
 

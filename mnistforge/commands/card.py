@@ -68,8 +68,8 @@ def run(args) -> int:
                 f.write(ch.render_markdown(card, pics, missing))
     r = card.rate
     print(f"{card.system} on {card.test}: {r}")
-    for why in missing.values():
-        print(f"picture missing: {why}")
+    total = len(pics) + len(missing)
+    print(f"pictures: {len(pics)} of {total}" + "".join(f"; missing: {why}" for why in missing.values()))
     print(f"wrote {args.out}/card.html" + (f" and {args.out}/card.md" if args.markdown else ""))
     if write_json(args, card.to_dict()):
         print(f"wrote {args.json}")
