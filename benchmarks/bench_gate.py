@@ -112,6 +112,10 @@ def base_tree(rev: str, work: Path) -> Path:
 def run(code: Path, route: str, name: str, split: str, mode: str, repeat: int, work: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(code), MNISTFORGE_OFFLINE="1", MNISTFORGE_PROGRESS="0")
     env.pop("MNISTFORGE_TRUST_FILES", None)
+    # bytecode cached, as in an installed package: with PYTHONDONTWRITEBYTECODE set (CI, some
+    # sandboxes) every process would compile the modules a load imports, and the gated code's
+    # extra modules would count their compile time in each load
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     out = subprocess.run([sys.executable, "-c", WORKER, route, name, split, mode, str(repeat), str(work)],
                          env=env, capture_output=True, text=True, cwd=work)
     if out.returncode:
@@ -133,6 +137,8 @@ def main(argv=None) -> int:
         work = Path(tmp)
         prepare(work)
         codes = {"base": base_tree(args.base, work), "gated": ROOT}
+        for code in codes.values():  # writes the bytecode of what a load imports, untimed
+            run(code, "folder", "mnist", "test", "first", 1, work)
         print(f"baseline {args.base} (git archive) vs this checkout; median of {args.repeat} loads, "
               f"{args.rounds} alternating rounds")
         print(f"{'route':7} {'dataset':14} {'split':6} {'load':7} {'base ms':>9} {'gated ms':>9} "

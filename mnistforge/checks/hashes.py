@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..cache.verify import check_file
 from ..io.hashing import sha256_file
+from ..gate.source import read_manifest
 from ..io.manifest import Manifest
 from .result import FAIL, PASS, WARN, CheckResult
 
@@ -52,7 +53,7 @@ def check_manifest(folder, manifest: Manifest | dict | None = None, *, only=None
     only : optional iterable of relative names to restrict the check to
     """
     folder = Path(folder)
-    manifest = Manifest.read(folder) if manifest is None else Manifest.coerce(manifest)
+    manifest = read_manifest(folder) if manifest is None else Manifest.coerce(manifest)
     if manifest is None:
         return CheckResult(name, FAIL, {"folder": str(folder)},
                            f"{folder}: no manifest.json; not a build folder")

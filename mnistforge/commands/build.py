@@ -222,11 +222,11 @@ def build_torchvision(args) -> int:
 
 def _write_manifests(args, folders: dict) -> None:
     """``--json``: ``{target: {"folder": path, "manifest": manifest.json's content}}``."""
-    from ..io.manifest import Manifest
+    from ..gate.source import read_manifest
 
     doc = {}
     for target, folder in folders.items():
-        m = Manifest.read(folder)
+        m = read_manifest(folder)
         doc[target] = {"folder": str(folder), "manifest": m.to_dict() if m is not None else None}
     write_json(args, doc)
 
@@ -244,9 +244,9 @@ def _build_inside(build, args, target: str, folder: Path) -> None:
 
 def describe_build(target: str, out) -> str:
     """One line per output file of a finished build, from its manifest."""
-    from ..io.manifest import Manifest
+    from ..gate.source import read_manifest
 
-    m = Manifest.read(out)
+    m = read_manifest(out)
     outputs = m.outputs if m is not None else {}
     total = sum(int(o.get("bytes", 0)) for o in outputs.values())
     lines = [f"built {target} into {Path(out)}: {len(outputs)} files, {total / 1e6:.1f} MB"]

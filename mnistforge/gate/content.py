@@ -133,8 +133,10 @@ def registry_match(c: Arrays, name: str | None = None, *, hashes: ContentHashes 
     for info, s, sp in cands:
         want_i = _content(info.group, sp.images)
         want_l = None if sp.labels_column is not None else _content(info.group, sp.labels)
-        ts = [t for t in (False, True) if want_i and h.images(t) == want_i]
-        ss = [k for k in (0, 1, -1) if want_l and h.labels(k) == want_l]
+        # the first orientation and offset that match: each further one is another hash of
+        # the whole array (the transposed images a copy too)
+        ts = next(([t] for t in (False, True) if want_i and h.images(t) == want_i), [])
+        ss = next(([k] for k in (0, 1, -1) if want_l and h.labels(k) == want_l), [])
         if ts and ss:
             return Match(info.name, s, ts[0], ss[0], "same")
         if partial is None and (ts or ss):

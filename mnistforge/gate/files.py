@@ -103,6 +103,13 @@ def open_images(fsp, src, *, cache=None, rehash: bool = False) -> np.ndarray:
     if got is None:
         return src.open(fsp.images)
     arr, facts = got
+    if packed and not content and src.manifest_of(path) is None \
+            and _pins_other_bytes(src, fsp.images, facts):
+        # a copy of the published size with other bytes (re-compressed): its content decides;
+        # hashed here from the array, so the file is read and recorded once
+        from ..io.idx import idx_content_sha256
+
+        facts["content_sha256"] = idx_content_sha256(arr)
     src.status.setdefault(fsp.images, "local")
     src.stats[fsp.images] = st
     src.hashed[fsp.images] = facts
@@ -126,6 +133,15 @@ def _what_to_hash(src, fname: str, path: Path, st: os.stat_result) -> tuple[bool
     if remote.sha256 and remote.size == st.st_size and compression_of(path.name) == remote.compression:
         return True, False
     return not remote.content_sha256, bool(remote.content_sha256)
+
+
+def _pins_other_bytes(src, fname: str, facts: dict) -> bool:
+    """Whether the registry pins the content of ``fname`` and a file's bytes other than ``facts``'."""
+    try:
+        remote = get_file(f"{src.info.group}/{fname}")
+    except KeyError:
+        return False
+    return bool(remote.content_sha256 and remote.sha256 and remote.sha256 != facts.get("sha256"))
 
 
 def file_facts(path: Path, need: tuple[str, ...], *, array: np.ndarray | None = None,

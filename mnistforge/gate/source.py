@@ -24,7 +24,15 @@ from ..registry import DatasetInfo
 if TYPE_CHECKING:
     from ..io.manifest import Manifest
 
-__all__ = ["Source", "candidate_folders", "find_dataset_folder", "locate", "resolve"]
+__all__ = ["Source", "candidate_folders", "find_dataset_folder", "locate", "read_manifest", "resolve"]
+
+
+def read_manifest(folder) -> Manifest | None:
+    """The build manifest (``manifest.json``) of ``folder``, or None: the one place outside
+    :mod:`mnistforge.io` that reads one (a :class:`Source` reads each folder's once)."""
+    from ..io.manifest import Manifest
+
+    return Manifest.read(folder)
 
 
 def locate(folder: Path, fname: str) -> Path | None:
@@ -75,9 +83,7 @@ class Source:
             return None
         folder = Path(folder)
         if folder not in self._manifests:
-            from ..io.manifest import Manifest
-
-            self._manifests[folder] = Manifest.read(folder)
+            self._manifests[folder] = read_manifest(folder)
         return self._manifests[folder]
 
     @property

@@ -10,12 +10,12 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import ConfigError, MissingFileError, MnistforgeError
+from ..gate.source import locate, resolve
 from ..io.hashing import sha256_file
 from ..io.hf.repo import CARD, config_is_synthetic, is_hf_repo, read_card, repo_configs, shard_paths
 from ..io.hf.schema import SplitData
 from ..io.manifest import Manifest
 from ..loaders import datasets_in_folder, load, resolve_target
-from ..loaders.origins import find_dataset_folder, locate
 from ..loaders.repo import check_shards
 from ..registry import bibtex, built_license, get_dataset, get_file, hub_license
 from .export import ExportConfig
@@ -43,22 +43,22 @@ def parse_target(text: str) -> tuple[str | None, str]:
     return None, text
 
 
-def _dataset_folder(root, name) -> Path | None:
+def _source(root, name):
+    """The gate's resolved source of dataset ``name`` under ``root`` (its folder, its build
+    manifest), or None without a root."""
+    return None if root is None else resolve(root, get_dataset(name))
 
-    return None if root is None else find_dataset_folder(root, get_dataset(name))
+
+def _dataset_folder(root, name) -> Path | None:
+    src = _source(root, name)
+    return None if src is None else src.folder
 
 
 def _find_manifest(root, name) -> tuple[Manifest | None, Path | None]:
-
-    if root is None:
-        return None, None
-    for folder in (_dataset_folder(root, name), Path(root), Path(root) / name):
-        if folder is None:
-            continue
-        m = Manifest.read(folder)
-        if m is not None:
-            return m, folder
-    return None, None
+    """The manifest describing the build of ``name`` under ``root`` and the folder holding it
+    (:meth:`mnistforge.gate.source.Source.build_manifest`)."""
+    src = _source(root, name)
+    return (None, None) if src is None else src.build_manifest()
 
 
 def _split_files_present(info, split: str, root) -> bool:

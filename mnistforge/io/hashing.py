@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,11 @@ CHUNK = 1 << 20
 #: compressed bytes read per step of :func:`inflate_to` (small enough that the hashing and
 #: writing thread starts early, large enough that handing buffers over costs little)
 INFLATE_CHUNK = 1 << 19
+#: the most decompressed bytes one step of :func:`inflate_to` produces
+INFLATE_OUT = 1 << 18
+#: files smaller than this are hashed on the caller's thread: starting a thread and handing
+#: buffers over costs more than the hashing it would overlap (milliseconds on a busy machine)
+THREAD_FROM = 4 << 20
 
 
 def sha256_file(path, chunk: int = CHUNK) -> str:
@@ -211,6 +217,28 @@ class _Tee:
             raise self.error
 
 
+class _Inline:
+    """:class:`_Tee`'s interface, run on the caller's thread (a small file)."""
+
+    error = None
+
+    def put(self, fns, buf) -> None:
+        for fn in fns:
+            fn(buf)
+
+    def __enter__(self) -> _Inline:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        pass
+
+
+def _worker(size: int) -> _Tee | _Inline:
+    """Where :func:`inflate_to` hashes and writes: a second thread for a file of ``size``
+    bytes from :data:`THREAD_FROM` up, else the caller's thread."""
+    return _Tee() if size >= THREAD_FROM else _Inline()
+
+
 @dataclass
 class Inflated:
     """What :func:`inflate_to` saw: hashes and sizes of the compressed file and of its content
@@ -231,8 +259,10 @@ def inflate_to(src, out, compression: str, *, md5: bool = False, content: bool =
     both the compressed bytes (sha256 unless ``packed=False``, and md5 if asked) and the
     content (if ``content``).
 
-    The hashes and the writes run on a second thread, so on two cores this costs about one
-    decompression.  Multi-member gzip (zero padding between members included) gives what
+    For a file of :data:`THREAD_FROM` bytes or more the hashes and the writes run on a second
+    thread, so on two free cores this costs about one decompression; a smaller file is hashed
+    on the caller's thread (a thread would cost more than it overlaps).
+    Multi-member gzip (zero padding between members included) gives what
     :func:`~mnistforge.io.compression.open_reader` gives.  Raises
     :class:`~mnistforge.errors.FormatError` for a damaged or truncated stream and for content
     longer than ``limit`` bytes (found before more than ``limit + 1`` bytes are held).
@@ -253,24 +283,27 @@ def inflate_to(src, out, compression: str, *, md5: bool = False, content: bool =
     wrapper = [h.update for h in (sha, m) if h is not None]
     unpacked = [h.update for h in (csha, cm) if h is not None] + [out.write]
     size = csize = 0
+    gz = compression == "gz"
     try:
-        with _Tee() as tee, open(src, "rb") as f:
+        with open(src, "rb") as f, _worker(os.fstat(f.fileno()).st_size) as tee:
             d = _compression.decompressor(compression)
             while buf := f.read(chunk):
                 size += len(buf)
                 if wrapper:
                     tee.put(wrapper, buf)
                 data = buf
-                while data:
+                while True:
                     if d.eof:  # a member/stream ended: gzip may pad with zeros, then go on
-                        if compression == "gz":
+                        if gz:
                             data = data.lstrip(b"\0")
-                            if not data:
-                                break
+                        if not data:
+                            break
                         d = _compression.decompressor(compression)
-                    piece = d.decompress(data) if limit is None else \
-                        d.decompress(data, limit - csize + 1)
-                    data = d.unused_data if d.eof else b""
+                    # pieces of at most INFLATE_OUT: the allocator reuses their memory (one
+                    # piece per input chunk, several MB, costs a page fault per page)
+                    room = INFLATE_OUT if limit is None else min(INFLATE_OUT, limit - csize + 1)
+                    piece = d.decompress(data, room)
+                    data = d.unused_data if d.eof else d.unconsumed_tail if gz else b""
                     csize += len(piece)
                     if limit is not None and csize > limit:
                         raise FormatError("decompressed content longer than expected", path=src,
@@ -279,6 +312,9 @@ def inflate_to(src, out, compression: str, *, md5: bool = False, content: bool =
                                           hint="the file is damaged or another file")
                     if piece:
                         tee.put(unpacked, piece)
+                    if d.eof or data or (piece and not gz and not d.needs_input):
+                        continue  # more input, a next member, or output the decompressor holds
+                    break
             if not d.eof:
                 raise FormatError("truncated compressed file", path=src,
                                   expected=f"a whole {compression} stream",

@@ -31,7 +31,8 @@ from ..io.hf.repo import is_hf_repo, repo_configs
 from ..io.idx import write_idx
 from ..io.manifest import DatasetEntry, Manifest, MANIFEST_NAME, recorded_folder_problems
 from ..loaders import datasets_in_folder, load, resolve_target
-from ..loaders.origins import FolderOrigin, find_dataset_folder
+from ..gate.source import resolve
+from ..loaders.origins import FolderOrigin
 from ..log import get_logger
 from ..registry import DatasetInfo, TorchvisionInfo, get_dataset, get_file, torchvision_datasets
 
@@ -207,8 +208,7 @@ def _write_split(raw: Path, info: DatasetInfo, tv: TorchvisionInfo, split: str, 
 def _source_manifest(src: TorchvisionSource) -> Manifest | None:
     if src.root is None:
         return None
-    folder = find_dataset_folder(src.root, get_dataset(src.name))
-    return Manifest.read(folder) if folder is not None else None
+    return resolve(src.root, get_dataset(src.name)).manifest  # the gate's: folder and manifest
 
 
 def _official(info: DatasetInfo, split: str, role: int, sha256: str) -> bool | None:

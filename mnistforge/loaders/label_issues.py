@@ -43,7 +43,7 @@ from ..io.label_votes import (FIELDS, MISSING, LabelVotes, dense_columns, read_m
                               table_to_columns)
 from ..io.label_votes import given_mismatches as check_given_labels
 from ..registry import DatasetInfo, LabelAnnotation, get_dataset, get_file, label_annotations
-from ..gate.source import find_dataset_folder, locate
+from ..gate.source import locate, resolve
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ def side_table(folder, ann: LabelAnnotation) -> dict[str, np.ndarray] | None:
 
 
 def _folder_columns(info: DatasetInfo, split: str, n: int, root) -> dict | None:
-    folder = find_dataset_folder(root, info)
+    folder = resolve(root, info).folder
     if folder is None:
         return None
     hit = split_offset(info, split)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..cache.seen import forget, identity, recall, remember
 from ..errors import DataMismatchError, IntegrityError, MissingFileError, MnistforgeError
-from ..io.hashing import sha256_file
+from ..io.hashing import THREAD_FROM, sha256_file
 from ..io.hf.parquet import DATA
 from ..io.hf.repo import config_is_synthetic, read_split, recorded_shard_hashes, repo_configs, shard_paths
 from ..io.hf.schema import hf_split_name
@@ -151,9 +151,16 @@ def check_shards(repo_dir, config: str, splits=None, *, cache=None, check: bool 
 def _checked(repo_dir, config: str, splits, *, cache, check: bool):
     """:func:`check_shards` around reading the shards: the unseen ones are hashed on a thread
     while the body parses them (hashing and parquet both release the GIL), and judged before
-    the body's result is used; a read that fails on a damaged shard reports the damage."""
+    the body's result is used; a read that fails on a damaged shard reports the damage.
+    Shards of less than :data:`~mnistforge.io.hashing.THREAD_FROM` bytes in all are hashed
+    and judged before the body runs."""
     recorded, _, todo = _plan(Path(repo_dir), config, splits, cache, check)
     if not todo:
+        yield
+        return
+    if sum(os.stat(sh.path).st_size for sh in todo) < THREAD_FROM:
+        # small shards: hashed and judged first, here (a thread costs more than it overlaps)
+        _judge(config, _hash(todo), recorded, cache)
         yield
         return
     from concurrent.futures import ThreadPoolExecutor

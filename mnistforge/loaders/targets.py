@@ -9,7 +9,7 @@ from ..errors import ConfigError, DatasetNotFoundError, FormatError, MissingFile
 from ..log import get_logger
 from ..registry import get_dataset, get_file, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
-from ..gate.source import find_dataset_folder, locate
+from ..gate.source import locate, resolve
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
@@ -24,10 +24,10 @@ def detect_dataset(folder) -> str:
     folder name, then the hash of the test labels; MNIST otherwise.
     """
     from ..gate.files import file_facts
-    from ..io.manifest import Manifest
 
     folder = Path(folder)
-    cands = [n for n in list_datasets() if find_dataset_folder(folder, get_dataset(n))]
+    sources = {n: resolve(folder, get_dataset(n)) for n in list_datasets()}  # the gate's, once
+    cands = [n for n, src in sources.items() if src.folder is not None]
     if not cands:
         raise MissingFileError(
             "no dataset files recognised", path=folder,
@@ -37,11 +37,11 @@ def detect_dataset(folder) -> str:
     if len(cands) == 1:
         return cands[0]
     # Prefer candidates whose files sit directly in the folder over sub-folders.
-    direct = [n for n in cands if find_dataset_folder(folder, get_dataset(n)) == folder]
+    direct = [n for n in cands if sources[n].folder == folder]
     pool = direct or cands
     if len(pool) == 1:
         return pool[0]
-    man = Manifest.read(folder)
+    man = sources[pool[0]].manifest_of(folder)
     listed = [n for n in pool if man is not None and man.dataset(n) is not None]
     if len(listed) == 1:      # a build folder says which dataset it holds
         return listed[0]
@@ -91,7 +91,7 @@ def datasets_in_folder(folder) -> list[str]:
     by_folder: dict = {}
     folder = Path(folder)
     for n in list_datasets():
-        f = find_dataset_folder(folder, get_dataset(n))
+        f = resolve(folder, get_dataset(n)).folder
         if f is not None:
             by_folder.setdefault(f, []).append(n)
     names = []
@@ -118,7 +118,7 @@ def _holds_dataset_files(folder: Path, name=None) -> bool:
         first = None
     if first is not None:
         names = [first] + [n for n in names if n != first]
-    return any(find_dataset_folder(folder, get_dataset(n)) is not None for n in names)
+    return any(resolve(folder, get_dataset(n)).folder is not None for n in names)
 
 
 def foreign_source(name, root=None) -> bool:
