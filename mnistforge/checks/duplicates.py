@@ -46,8 +46,17 @@ between the two.
 """
 
 
+_DIGEST_KEYS = np.random.default_rng(0x6D6E6973).integers(1, 2**63, 4096, np.uint64) | np.uint64(1)
+"""Odd multipliers, one per 8-byte word of an image (fixed, so digests repeat across runs)."""
+
+
 def image_digests(images) -> np.ndarray:
-    """One 64-bit BLAKE2b digest per image, as ``uint64``.
+    """One 64-bit digest per image, as ``uint64``: a multiply-xorshift hash of its bytes.
+
+    Only compared for equality within one run (digest groups are then
+    compared byte for byte, so a collision never reports a false duplicate);
+    never recorded.  Vectorised over the images: one pass of NumPy operations
+    instead of a hash call per image.
 
     Examples
     --------
@@ -56,9 +65,26 @@ def image_digests(images) -> np.ndarray:
     >>> d.dtype, bool(d[0] == d[1])
     (dtype('uint64'), True)
     """
-    flat = np.ascontiguousarray(np.asarray(images)).reshape(len(images), -1)
-    joined = b"".join(hashlib.blake2b(row.data, digest_size=8).digest() for row in flat)
-    return np.frombuffer(joined, dtype="<u8").copy() if joined else np.zeros(0, np.uint64)
+    images = np.asarray(images)
+    n = len(images)
+    flat = np.ascontiguousarray(images).reshape(n, -1).view(np.uint8)
+    if flat.shape[1] % 8:  # whole 8-byte words: pad each row with zeros
+        flat = np.pad(flat, ((0, 0), (0, 8 - flat.shape[1] % 8)))
+    words = flat.view("<u8")
+    m = words.shape[1]
+    keys = _DIGEST_KEYS[np.arange(m) % _DIGEST_KEYS.size] if m > _DIGEST_KEYS.size \
+        else _DIGEST_KEYS[:m]
+    out = np.empty(n, np.uint64)
+    for s in range(0, n, 8192):  # blocks of rows: temporaries stay small
+        x = words[s:s + 8192] * keys
+        x ^= x >> np.uint64(29)
+        x *= keys[::-1]
+        h = x.sum(axis=1, dtype=np.uint64) + np.uint64(m)
+        h ^= h >> np.uint64(31)   # splitmix64 finaliser
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(27)
+        out[s:s + 8192] = h
+    return out
 
 
 def _groups_by_value(keys: np.ndarray):
@@ -114,8 +140,14 @@ def find_cross_duplicates(a, b, digests_a=None, digests_b=None) -> np.ndarray:
 
 def _pool(images, factor: int) -> np.ndarray:
     n, h, w = images.shape
-    x = images.reshape(n, h // factor, factor, w // factor, factor).astype(np.float32)
-    return x.sum(axis=(2, 4)) .reshape(n, -1) / np.float32(factor)
+    # Integer sums (exact, at most factor^2 * 255) then float32: the same values
+    # as summing in float32, without a float copy of every image.
+    if images.dtype != np.uint8:
+        x = images.reshape(n, h // factor, factor, w // factor, factor).astype(np.float32)
+        return x.sum(axis=(2, 4)).reshape(n, -1) / np.float32(factor)
+    x = images.reshape(n * (h // factor), factor, w // factor, factor)
+    pooled = x.sum(axis=1, dtype=np.uint16).sum(axis=2, dtype=np.uint16).astype(np.float32)
+    return pooled.reshape(n, -1) / np.float32(factor)
 
 
 def _pool_factor(h: int, w: int) -> int:
@@ -195,6 +227,7 @@ def find_near_duplicates(query, base, threshold: float = DEFAULT_NEAR_L2, *,
     bar = progress(starts, desc="near duplicates", unit="block",
                    disable=None if progress_bar is None else not progress_bar)
     buf = np.empty((min(block, nq), nb), np.float32)
+    mask = np.empty((min(block, nq), nb), np.bool_)
     for s in bar:
         e = min(nq, s + block)
         ab = np.matmul(qf[s:e], bf.T, out=buf[: e - s])
@@ -204,7 +237,10 @@ def find_near_duplicates(query, base, threshold: float = DEFAULT_NEAR_L2, *,
         # pair; exact integer distances are checked below.
         slack = 1e-4 * (qn[s:e].max() + bn) + 1.0
         ab -= ((bn - slack) / 2)[None, :]
-        qi, bj = np.nonzero(ab >= ((qn[s:e] - t2) / 2)[:, None])
+        hit = np.greater_equal(ab, ((qn[s:e] - t2) / 2)[:, None], out=mask[: e - s])
+        # flatnonzero + divmod: the same (row, column) pairs in the same order as
+        # np.nonzero on the 2-D mask, at a tenth of its cost.
+        qi, bj = np.divmod(np.flatnonzero(hit), nb)
         n_cand += qi.size
         if qi.size:
             qi = qi + s
