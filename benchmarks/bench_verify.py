@@ -12,7 +12,16 @@ Data: the real MNIST test images when ``../shared/reference/mnist`` is present
 (the training set is made of shifted and lightly perturbed copies of them, so
 the search finds real near-duplicates), else synthetic strokes.
 
-Run: ``.venv/bin/python benchmarks/bench_verify.py [--queries-brute 100]``.
+3. Floors against ``verify`` of Fashion-MNIST (Debian's files, ``--fashion``), in one
+   run: the inflate-and-hash floor (read each file, sha256 + md5 of its bytes,
+   inflate it, sha256 of the content), the near-duplicate search's own matrix
+   products (the same float32 blocks of pooled images), all 600 million
+   test x train dot products over the 784 pixels in float32 blocks, and
+   ``verify`` with and without ``--no-near``, with the ratios and the load
+   average.  Times are CPU seconds of the process (``time.process_time``, all
+   threads), the best of ``--repeat`` runs; wall seconds are printed too.
+
+Run: ``.venv/bin/python benchmarks/bench_verify.py [--queries-brute 100] [--only fashion]``.
 """
 from __future__ import annotations
 
@@ -59,12 +68,116 @@ def train_from(test, rng, n=60000):
     return out, idx
 
 
+FASHION = Path("/usr/share/datasets/fashion-mnist")
+
+
+def _timed(fn, repeat: int):
+    """(best CPU seconds, best wall seconds, last result) of ``repeat`` calls."""
+    cpu, wall, out = [], [], None
+    for _ in range(repeat):
+        c0, w0 = time.process_time(), time.perf_counter()
+        out = fn()
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    return min(cpu), min(wall), out
+
+
+def _inflate_and_hash(folder: Path) -> int:
+    """The floor of the file checks: every byte read, hashed, inflated and hashed again."""
+    import hashlib
+    try:
+        from isal import isal_zlib as z  # the inflater the package uses when present
+    except ImportError:
+        import zlib as z
+    n = 0
+    for p in sorted(folder.glob("*.gz")):
+        raw = p.read_bytes()
+        hashlib.sha256(raw).digest()
+        hashlib.md5(raw, usedforsecurity=False).digest()
+        content = z.decompress(raw, 31)
+        hashlib.sha256(content).digest()
+        n += len(content)
+    return n
+
+
+def _products(query, base, dims_pooled: bool):
+    """The float32 block products of the search (pooled) or over the full 784 pixels."""
+    from mnistforge.checks.duplicates import _pool, _pool_factor
+
+    if dims_pooled:
+        f = _pool_factor(*query.shape[1:])
+        qf, bf = _pool(query, f), _pool(base, f)
+    else:
+        qf = query.reshape(len(query), -1).astype(np.float32)
+        bf = base.reshape(len(base), -1).astype(np.float32)
+    nb = len(bf)
+    block = int(max(16, min(1024, (16 << 20) // max(1, nb))))  # as find_near_duplicates
+    buf = np.empty((block, nb), np.float32)
+
+    def run():
+        for s in range(0, len(qf), block):
+            e = min(len(qf), s + block)
+            np.matmul(qf[s:e], bf.T, out=buf[: e - s])
+    return run
+
+
+def fashion(folder: Path, repeat: int) -> None:
+    from mnistforge.checks import verify
+    from mnistforge.checks.duplicates import find_near_duplicates
+    from mnistforge.io.idx import read_idx
+
+    load0 = os.getloadavg()
+    train = np.asarray(read_idx(folder / "train-images-idx3-ubyte.gz"))
+    test = np.asarray(read_idx(folder / "t10k-images-idx3-ubyte.gz"))
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["MNISTFORGE_HOME"] = home
+        verify(folder, split="test", near=False)  # imports and first-call costs out of the way
+        rows = {}
+        rows["floor: inflate + hash the 4 files"] = _timed(lambda: _inflate_and_hash(folder),
+                                                           repeat)
+        rows["floor: search's pooled float32 products"] = _timed(_products(test, train, True),
+                                                                 repeat)
+        rows["floor: 600 M test x train products, 784 px, float32"] = _timed(
+            _products(test, train, False), 1)
+        rows["near-duplicate search"] = _timed(lambda: find_near_duplicates(
+            test, train, progress_bar=False), repeat)
+        rows["verify --no-near"] = _timed(lambda: verify(folder, near=False), repeat)
+        rows["verify (all checks)"] = _timed(lambda: verify(folder), repeat)
+    load1 = os.getloadavg()
+    print(f"\nFashion-MNIST ({folder}); load average before {load0[0]:.2f}, after {load1[0]:.2f}; "
+          f"CPU = process_time (all threads), best of {repeat}")
+    for k, (c, w, _) in rows.items():
+        print(f"  {k:<55} CPU {c:7.2f} s   wall {w:7.2f} s")
+    cpu = {k: v[0] for k, v in rows.items()}
+    files = cpu["floor: inflate + hash the 4 files"]
+    full = cpu["floor: 600 M test x train products, 784 px, float32"]
+    own = cpu["floor: search's pooled float32 products"]
+    print(f"  search / its own products: {cpu['near-duplicate search'] / own:.2f}x (target <= 1.5)")
+    print(f"  verify --no-near / inflate+hash: {cpu['verify --no-near'] / files:.2f}x "
+          "(target <= 3)")
+    print(f"  verify / (inflate+hash + 784-px products): "
+          f"{cpu['verify (all checks)'] / (files + full):.2f}x (target <= 0.5)")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--queries-brute", type=int, default=100,
                     help="queries timed with the brute-force loop (extrapolated to 10,000)")
     ap.add_argument("--threshold", type=float, default=None, help="L2 radius (default 128)")
+    ap.add_argument("--fashion", type=Path, default=FASHION,
+                    help="Fashion-MNIST folder for the floors of part 3 (skipped when absent)")
+    ap.add_argument("--repeat", type=int, default=2, help="runs per timing in part 3 (best kept)")
+    ap.add_argument("--only", choices=("fashion",), help="only part 3")
     args = ap.parse_args(argv)
+    if args.only != "fashion":
+        synthetic(args)
+    if (args.fashion / "train-images-idx3-ubyte.gz").is_file():
+        fashion(args.fashion, args.repeat)
+    else:
+        print(f"part 3 skipped: no Fashion-MNIST files in {args.fashion}")
+
+
+def synthetic(args):
 
     from mnistforge.checks import verify
     from mnistforge.checks.duplicates import (DEFAULT_NEAR_L2, find_near_duplicates,
