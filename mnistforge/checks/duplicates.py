@@ -1,6 +1,6 @@
 """Exact and near duplicates, within a split and across train/test.
 
-* **Exact** duplicates: every image's bytes are hashed (BLAKE2b, 64 bits);
+* **Exact** duplicates: every image's bytes are hashed (64 bits, vectorised);
   images sharing a digest are then compared byte for byte, so a hash
   collision can never produce a false report.
 * **Near** duplicates across splits: pairs of images whose L2 distance (pixel
@@ -25,7 +25,6 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 
 import numpy as np
