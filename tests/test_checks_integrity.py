@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -90,3 +91,42 @@ def test_metadata_labels_agree(split):
     md2[4] = (md2[4] + 1) % 10
     r = ic.check_metadata_labels(labels, md2)
     assert r.status == "fail" and r.values["examples"] == [4]
+
+
+def test_parse_hands_the_hash_check_the_content_it_inflated(tmp_path, split):
+    """The content hashes the parse check hands on are those of inflating the file again
+    (sha256, md5, size), and the registry check judges with them as without them: an
+    official file re-compressed passes as ``content``, one with a changed pixel fails."""
+    from mnistforge.checks.hashes import check_registry_files
+    from mnistforge.io.hashing import hash_content
+    from mnistforge.registry import get_file
+
+    images, labels = split
+    pi, pl = tmp_path / "x-images-idx3-ubyte.gz", tmp_path / "x-labels-idx1-ubyte"
+    write_idx(pi, images)
+    write_idx(pl, labels)
+    contents: dict = {}
+    assert ic.check_parse([pi, pl], contents=contents).status == "pass"
+    assert set(contents) == {pi}            # only compressed files: a raw one is read as is
+    assert contents[pi](True) == hash_content(pi)
+    assert contents[pi](False) == hash_content(pi, md5=False)
+
+    src = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "mnist" / \
+        "t10k-labels-idx1-ubyte.gz"
+    if not src.is_file():
+        pytest.skip("no real MNIST test labels in ../shared/reference/mnist")
+    remote = get_file("mnist/t10k-labels-idx1-ubyte.gz")
+    raw = gzip.decompress(src.read_bytes())
+    same = tmp_path / "same" / remote.name       # re-compressed: other bytes, same content
+    changed = tmp_path / "changed" / remote.name  # one label changed
+    for p, content in ((same, raw), (changed, raw[:-1] + bytes([(raw[-1] + 1) % 10]))):
+        p.parent.mkdir()
+        p.write_bytes(gzip.compress(content, compresslevel=1, mtime=0))
+    for p, want in ((same, "pass"), (changed, "fail")):
+        contents = {}
+        ic.check_parse([p], contents=contents)
+        assert p in contents
+        with_them = check_registry_files({p: remote}, contents=contents)
+        without = check_registry_files({p: remote})
+        assert with_them.status == without.status == want
+        assert with_them.values == without.values and with_them.message == without.message

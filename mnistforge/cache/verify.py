@@ -178,13 +178,15 @@ def is_raw_copy(path, remote: RemoteFile) -> bool:
         compression_of(Path(path).name) is None
 
 
-def check_file(path, remote: RemoteFile) -> Verification:
+def check_file(path, remote: RemoteFile, content=None) -> Verification:
     """Re-hash ``path`` and judge it against ``remote``, never raising on a mismatch.
 
     What ``mnistforge verify`` runs (sidecars are not trusted: bit rot keeps
     size and mtime).  ``status`` is one of :data:`STATUS_TEXT`'s keys;
     ``mismatch`` when the hashes disagree.  A decompressed copy of a file whose
-    content nothing pins is ``unpinned``.
+    content nothing pins is ``unpinned``.  ``content``, when given, is
+    ``f(md5) -> (sha256, md5, size)`` of the decompressed bytes, already inflated by the
+    caller (verify's parse check).
     """
     from ..io.hashing import hash_content, hash_file
 
@@ -194,17 +196,17 @@ def check_file(path, remote: RemoteFile) -> Verification:
         sha, md5 = hash_file(path)
         return Verification(str(path), "unpinned", sha, md5, size=path.stat().st_size)
     try:
-        return verify_file(path, remote, use_marker=False, raw=raw)
+        return verify_file(path, remote, use_marker=False, raw=raw, content=content)
     except HashMismatchError as e:
         sha, md5 = hash_file(path)
-        got = None if raw else hash_content(path)
+        got = None if raw else (content(True) if content is not None else hash_content(path))
         csha, cmd5 = (got[0], got[1]) if got else (None, None)
         return Verification(str(path), "mismatch", sha, md5, csha, cmd5, path.stat().st_size,
                             detail=str(e))
 
 
 def verify_file(path, remote: RemoteFile, *, use_marker: bool = True,
-                raw: bool = False) -> Verification:
+                raw: bool = False, content=None) -> Verification:
     """Check ``path`` against ``remote``; return a :class:`Verification` or raise HashMismatchError.
 
     ``raw=True`` checks a decompressed copy against the content hash.  With
@@ -241,7 +243,8 @@ def verify_file(path, remote: RemoteFile, *, use_marker: bool = True,
     status = decide(remote, sha, md5, raw=raw)
     csha = cmd5 = None
     if status is None and not raw and (remote.content_sha256 or remote.content_md5):
-        got = hash_content(path, remote.name, md5=needs_md5(remote, True))
+        got = content(needs_md5(remote, True)) if content is not None else \
+            hash_content(path, remote.name, md5=needs_md5(remote, True))
         if got is not None:
             csha, cmd5, _ = got
             status = decide(remote, sha, md5, csha, cmd5)

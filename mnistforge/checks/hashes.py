@@ -97,7 +97,7 @@ def check_manifest(folder, manifest: Manifest | dict | None = None, *, only=None
     return CheckResult(name, PASS, values, f"{len(outputs)} files match the build manifest")
 
 
-def verify_against_registry(path, remote) -> dict:
+def verify_against_registry(path, remote, content=None) -> dict:
     """Compare one file with its registry entry, re-hashing it (no sidecar is trusted).
 
     Returns a dict with ``status`` in the vocabulary of fetch and load
@@ -107,7 +107,7 @@ def verify_against_registry(path, remote) -> dict:
     ``mismatch``; plus the hashes measured.
     """
     path = Path(path)
-    v = check_file(path, remote)
+    v = check_file(path, remote, content)
     out = {"file": path.name, "pinned_how": remote.pinned_how, "status": v.status,
            "sha256": v.sha256}
     if v.content_sha256:
@@ -117,14 +117,20 @@ def verify_against_registry(path, remote) -> dict:
     return out
 
 
-def check_registry_files(files: dict, name: str = "hashes.registry") -> CheckResult:
+def check_registry_files(files: dict, name: str = "hashes.registry",
+                         contents: dict | None = None) -> CheckResult:
     """Check official files against the registry.
 
     Parameters
     ----------
     files : dict mapping a local path to its :class:`~mnistforge.registry.RemoteFile`
+    contents : dict, optional
+        Content hashers by path from :func:`~mnistforge.checks.integrity.check_parse`
+        (the files inflated once for both checks).
     """
-    rows = [verify_against_registry(p, r) for p, r in sorted(files.items(), key=lambda x: str(x[0]))]
+    contents = contents or {}
+    rows = [verify_against_registry(p, r, contents.get(Path(p)))
+            for p, r in sorted(files.items(), key=lambda x: str(x[0]))]
     by = {}
     for row in rows:
         by.setdefault(row["status"], []).append(row["file"])

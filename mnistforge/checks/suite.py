@@ -271,8 +271,10 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
         # ---- file level
         if root is not None:
             uniq = sorted(set(used_files))
+            contents: dict = {}   # parse inflates each file once; the hash check reuses it
             if uniq:
-                add(run_check("integrity.parse", integrity.check_parse, uniq))
+                add(run_check("integrity.parse", integrity.check_parse, uniq,
+                              contents=contents))
             if ctx.is_build:
                 mroot = getattr(ctx, "folder_manifest_root", ctx.folder)
                 rel = [Path(p).resolve().relative_to(Path(mroot).resolve()).as_posix()
@@ -288,7 +290,9 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
                         files[p] = get_file(f"{info.group}/{_registry_name(info, p)}")
                     except KeyError:
                         pass
-                add(run_check("hashes.registry", hashes.check_registry_files, files))
+                add(run_check("hashes.registry", hashes.check_registry_files, files,
+                              contents=contents))
+            contents.clear()
         elif loaded:
             # verify re-hashes what it verifies: a sidecar is what bit rot fools
             files = _cache_files(info, loaded)
