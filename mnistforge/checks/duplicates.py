@@ -174,6 +174,10 @@ class NearDuplicates:
         return np.unique(self.pairs[:, 0])
 
 
+_ROWS = 8
+"""Rows of a product block compared at a time (8 x 60,000 float32: 1.9 MB, in cache)."""
+
+
 def find_near_duplicates(query, base, threshold: float = DEFAULT_NEAR_L2, *,
                          block: int | None = None, prefilter: bool = True,
                          progress_bar: bool | None = None) -> NearDuplicates:
@@ -227,6 +231,7 @@ def find_near_duplicates(query, base, threshold: float = DEFAULT_NEAR_L2, *,
                    disable=None if progress_bar is None else not progress_bar)
     buf = np.empty((min(block, nq), nb), np.float32)
     mask = np.empty((min(block, nq), nb), np.bool_)
+    tmp = np.empty((_ROWS, nb), np.float32)
     for s in bar:
         e = min(nq, s + block)
         ab = np.matmul(qf[s:e], bf.T, out=buf[: e - s])
@@ -235,8 +240,15 @@ def find_near_duplicates(query, base, threshold: float = DEFAULT_NEAR_L2, *,
         # (per column, using the block's largest query norm) keeps every true
         # pair; exact integer distances are checked below.
         slack = 1e-4 * (qn[s:e].max() + bn) + 1.0
-        ab -= ((bn - slack) / 2)[None, :]
-        hit = np.greater_equal(ab, ((qn[s:e] - t2) / 2)[:, None], out=mask[: e - s])
+        col = (bn - slack) / 2
+        row = ((qn[s:e] - t2) / 2)[:, None]
+        hit = mask[: e - s]
+        # The same float32 subtraction and comparison as ``ab - col >= row``, a few
+        # rows at a time through a buffer that stays in cache: the block is read
+        # once and never written back.
+        for r in range(0, e - s, _ROWS):
+            t = np.subtract(ab[r:r + _ROWS], col, out=tmp[: min(_ROWS, e - s - r)])
+            np.greater_equal(t, row[r:r + _ROWS], out=hit[r:r + _ROWS])
         # flatnonzero + divmod: the same (row, column) pairs in the same order as
         # np.nonzero on the 2-D mask, at a tenth of its cost.
         qi, bj = np.divmod(np.flatnonzero(hit), nb)
