@@ -85,3 +85,19 @@ def test_blocked_search_is_exact_on_random_images(seed, t):
     fast = dp.find_near_duplicates(q, base, t, block=5)
     slow = dp.nearest_brute_force(q, base, t)
     assert fast.pairs.tolist() == slow.pairs.tolist()
+
+
+def test_digests_tell_images_apart_whatever_their_row_length():
+    """Rows padded to whole 8-byte words (5 x 5 = 25 bytes) still separate images that
+    differ only in their last byte; equal images share a digest; the digest is the same
+    for the same bytes in another array (no dependence on position or batch)."""
+    rng = np.random.default_rng(3)
+    for shape in ((5, 5), (28, 28)):
+        x = rng.integers(0, 256, (20000, *shape), dtype=np.uint8)
+        x[1] = x[0]
+        x[2] = x[0]
+        x[2].reshape(-1)[-1] ^= 1
+        d = dp.image_digests(x)
+        assert d[0] == d[1] and d[0] != d[2]
+        assert np.unique(d).size == len(x) - 1
+        assert dp.image_digests(x[[12345]])[0] == d[12345]
