@@ -110,15 +110,20 @@ def atomic_dir(out, *, overwrite: bool = False, inputs=(), owned=None):
         check_replaceable(out, overwrite=overwrite, owned=owned)
         tmp = out.with_name(out.name + ".incomplete")
         _remove_stale(tmp)
-        try:
-            tmp.mkdir()  # (one that appeared meanwhile is not ours: EEXIST, never removed)
-        except OSError as e:
-            raise named_os_error(e, tmp, "output folder") from None
-        try:  # from here on tmp is this run's own: whatever fails, it is removed
+        # made and marked with Ctrl-C held: an interrupted run leaves no unmarked folder (only
+        # a kill between the two steps can, and the next run then names it)
+        with _signals_deferred():
+            try:
+                tmp.mkdir()  # (one that appeared meanwhile is not ours: EEXIST, never removed)
+            except OSError as e:
+                raise named_os_error(e, tmp, "output folder") from None
             try:
                 (tmp / INCOMPLETE_MARK).write_bytes(b"")
             except OSError as e:
+                with contextlib.suppress(OSError):
+                    tmp.rmdir()  # empty: this run made it a moment ago
                 raise named_os_error(e, tmp, "output folder") from None
+        try:  # from here on tmp is this run's own, and marked: whatever fails, it is removed
             try:
                 yield tmp
             except OSError as e:

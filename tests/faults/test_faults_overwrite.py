@@ -431,3 +431,29 @@ def test_two_overwrites_at_once_leave_one_whole_build(tmp_path, built, tiny_sd19
     r = cli("verify", out, "--no-near")
     assert "hashes" in r.stdout and r.returncode == 0, r.stdout + r.stderr
 
+
+
+def test_ctrl_c_right_after_the_temporary_folder_is_made_leaves_it_marked(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from mnistforge.io.outputs import INCOMPLETE_MARK
+
+    out = tmp_path / "o"
+    real_mkdir = Path.mkdir
+
+    def mkdir_then_ctrl_c(self, *a, **kw):
+        real_mkdir(self, *a, **kw)
+        if self.name == "o.incomplete":
+            os.kill(os.getpid(), signal.SIGINT)   # Ctrl-C before the mark is written
+
+    monkeypatch.setattr(Path, "mkdir", mkdir_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_dir(out) as tmp:
+            _owned_folder(tmp, 1)
+    monkeypatch.undo()
+    left = tmp_path / "o.incomplete"
+    assert not left.exists() or (left / INCOMPLETE_MARK).exists()   # never an unmarked folder
+    with atomic_dir(out) as tmp:   # the next run removes what the interrupted one left
+        _owned_folder(tmp, 2)
+    assert (out / "f0.txt").read_text() == "generation 2\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
