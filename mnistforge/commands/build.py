@@ -13,8 +13,7 @@ from ..errors import ConfigError
 from ..registry import emnist_splits
 from . import argtypes
 
-from .common import (add_cache, add_json, add_progress, refuse_existing_output,
-                     require_existing_path, write_json)
+from .common import (add_cache, add_json, add_progress, require_existing_path, write_json)
 
 NAME = "build"
 HELP = "build MNIST/QMNIST/xnist and EMNIST datasets from NIST SD19 (real or synthetic)"
@@ -146,7 +145,6 @@ def run(args) -> int:
         config_for(target, args)
     check_output_folder(args.out, inputs=_inputs(args), overwrite=bool(args.overwrite),
                         owned=build_folder_problems)
-    refuse_existing_output(args.out, args.overwrite)
     require_existing_path(args.sd19, "SD19 source", "a folder of SD19 zips or unpacked trees")
     if getattr(args, "layout", "idx") == "torchvision":
         return build_torchvision(args)

@@ -26,8 +26,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 
-from .common import (add_cache, add_json, add_offline, add_progress, download_flag, refuse_existing_output,
-                     write_json)
+from .common import (add_cache, add_json, add_offline, add_progress, download_flag, write_json)
 from . import argtypes
 
 NAME = "export"
@@ -129,7 +128,6 @@ def run_hf(args) -> int:
     # before any download or loading: the --out path, and what --overwrite would replace
     check_output_folder(out, inputs=_input_folders(args.names), overwrite=args.overwrite,
                         owned=export_problems)
-    refuse_existing_output(out, args.overwrite)
     configs = hf.configs_from_targets(args.names, download=download_flag(args))
     kw = {}
     if args.max_shard_mb:

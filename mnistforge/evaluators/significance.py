@@ -1,5 +1,8 @@
 """How much a difference between classifiers on one shared test set really means.
 
+(Over 600 lines on purpose for now: the intervals, paired tests, bootstrap and tables share one
+vocabulary of joint counts; splitting it into modules is left for a change of its own.)
+
 Three complementary views (``docs/significance.md`` explains when each is right):
 
 * **absolute intervals** for one error rate: Wald (normal approximation) and the

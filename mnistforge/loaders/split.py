@@ -9,10 +9,7 @@ from ..errors import ConfigError, EmptySelectionError, IndexKindError, IndexRang
 from ..log import get_logger
 from ..registry import DatasetInfo
 
-__all__ = ["DatasetSplit", "IMAGE_SHAPE"]
-
-#: every dataset of the registry is 28 x 28
-IMAGE_SHAPE = (28, 28)
+__all__ = ["DatasetSplit"]
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 

@@ -23,3 +23,14 @@ def tiny_sd19(tmp_path_factory):
 
     return synthesize_sd19(tmp_path_factory.mktemp("faults") / "sd19",
                            SynthConfig(scale=0.002, workers=1), progress=False)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, tiny_sd19):
+    """A real `build mnist` folder, one per test module (copy it before changing it)."""
+    from faults_helpers import cli
+
+    out = tmp_path_factory.mktemp("built") / "mnist"
+    r = cli("build", "mnist", "--sd19", tiny_sd19, "--out", out, "--workers", "1")
+    assert r.returncode == 0, r.stderr
+    return out

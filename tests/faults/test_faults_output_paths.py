@@ -85,14 +85,6 @@ COMMANDS = {
 }
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, tiny_sd19):
-    out = tmp_path_factory.mktemp("built") / "mnist"
-    r = cli("build", "mnist", "--sd19", tiny_sd19, "--out", out, "--workers", "1")
-    assert r.returncode == 0, r.stderr
-    return out
-
-
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 @pytest.mark.parametrize("kind", ["symlink", "fifo", "device"])
 def test_every_file_output_refuses_a_link_fifo_or_device(tmp_path, built, command, kind):

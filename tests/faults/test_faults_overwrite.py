@@ -20,15 +20,6 @@ from mnistforge.io.atomic import atomic_dir
 from mnistforge.io.manifest import Manifest, build_folder_problems
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, tiny_sd19):
-    """A real `build mnist` folder (copied by each test before it is changed)."""
-    out = tmp_path_factory.mktemp("built") / "mnist"
-    r = cli("build", "mnist", "--sd19", tiny_sd19, "--out", out, "--workers", "1")
-    assert r.returncode == 0, r.stderr
-    return out
-
-
 def _tree(folder):
     return sorted((str(p.relative_to(folder)), p.read_bytes() if p.is_file() else None)
                   for p in folder.rglob("*"))
