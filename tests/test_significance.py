@@ -305,6 +305,21 @@ def test_keysers_127_difficult_examples_and_8_common_errors(reference_dir):
     assert o["histogram"].tolist() == [10_000 - 127, 73, 28, 18, 8]
 
 
+def test_keysers_127_difficult_examples_cover_every_label(mnist_reference):
+    # Keysers (2006) shows the 127 "difficult examples" (wrong for at least one of SC, SVM,
+    # IDM, CNN) with their labels: every digit 0-9 is among them.  Their labels, read from
+    # the real MNIST test labels at the appendix's indices, per digit, and those of the 8
+    # errors common to all four systems (1-based 948, 1902, 2131, 2183, 3423, 5938, 9730, 9851)
+    from mnistforge.io.idx import read_idx
+
+    w = _keysers_shared(mnist_reference.parent)
+    y = np.asarray(read_idx(mnist_reference / "t10k-labels-idx1-ubyte.gz"))
+    o = sg.error_overlap({k: w[k] for k in ("SC", "SVM", "IDM", "CNN")})
+    per_digit = np.bincount(y[o["union"]], minlength=10)
+    assert per_digit.tolist() == [4, 9, 11, 8, 13, 14, 11, 16, 14, 27] and per_digit.min() > 0
+    assert y[o["common"]].tolist() == [8, 9, 4, 1, 6, 5, 5, 0]
+
+
 def test_keysers_table2_error_rate_differences(reference_dir):
     # Keysers (2006), Table 2: the 10 pairwise error-rate differences (row minus column, in
     # per cent of the 10,000 test images) of SC, SVM, IDM, CNN and CC
