@@ -366,6 +366,7 @@ def test_keysers_table2_svm_over_sc_cell_is_inconsistent_with_the_error_counts(r
     poi = table.poi[table.names.index("SVM"), table.names.index("SC")]
     assert round(poi, 3) == 0.809                      # the table in docs/significance.md
     assert poi == pytest.approx(exact[27], abs=0.005)  # Monte-Carlo error ~0.0012
+    assert math.sqrt(poi * (1 - poi) / 100_000) == pytest.approx(0.0012, abs=1e-4)
 
 
 def test_qmnist_paper_bonferroni_example():
@@ -522,6 +523,38 @@ def test_docs_keysers_example_output_is_a_fresh_run(capsys):
     block = doc.split(head, 1)[1].split("```", 1)[0]
     assert main(["significance", "--example", "keysers2006"]) == 0
     assert capsys.readouterr().out == block
+
+
+def test_docs_keysers_reading_figures_are_computed():
+    # the figures of the "Reading it" bullets of docs/significance.md (they restate the
+    # worked example, whose block the test above regenerates): thresholds, K, p-values, POIs
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "significance.md").read_text()
+    doc = " ".join(doc.split("Reading it:", 1)[1].split("### The QMNIST paper", 1)[0].split())
+    w = _keysers_from(el.load_example("keysers2006"))
+    t = sg.compare_systems(w, resamples=100_000, seed=0)
+    poi = {(a, b): t.poi[t.names.index(a), t.names.index(b)] for a in w for b in w}
+    z = sg.z_one_sided(0.95)
+    for a, b in (("SC", "CNN"), ("SVM", "CNN"), ("CNN", "CC")):
+        c = sg.joint_counts(w[a], w[b])
+        assert f"{z * math.sqrt(c.n12 + c.n21):.1f}" in doc, (a, b)
+    assert "43 + 22 = 65" in doc and "`43 - 22 = 21 >=" in doc
+    assert sg.max_bonferroni_k(43, 22) == 10 and "**K = 10**" in doc
+    assert sg.max_bonferroni_k(36, 22) == 1 and "**K = 1**" in doc
+    assert f"{sg.z_one_sided(1 - 0.05 / 2) * math.sqrt(58):.1f} > 14" in doc      # 14.9
+    assert f"McNemar p = {sg.mcnemar_exact(36, 22):.3f} (one-sided " \
+           f"{sg.mcnemar_exact(36, 22, 'greater'):.3f})" in doc
+    assert f"POI(CNN beats SC) = {poi['CNN', 'SC']:.3f}" in doc
+    assert f"POI = {poi['CNN', 'SVM']:.3f}" in doc
+    assert f"POI {poi['SVM', 'IDM']:.2f}/{poi['IDM', 'SVM']:.2f}" in doc
+    assert f"POI(CC beats CNN) = {poi['CC', 'CNN']:.3f}" in doc
+    ks = [sg.max_bonferroni_k(sg.joint_counts(w[a], w["CC"]).n12,
+                              sg.joint_counts(w[a], w["CC"]).n21) for a in ("SC", "SVM", "IDM")]
+    assert f"(K = {ks[0]}, {ks[1]}, {ks[2]})" in doc
+    r_sc, r_cc = sg.error_rate(w["SC"]), sg.error_rate(w["CC"])
+    assert f"SC ({100 * r_sc.exact[0]:.2f}–{100 * r_sc.exact[1]:.2f} %)" in doc
+    assert f"CC ({100 * r_cc.exact[0]:.2f}–{100 * r_cc.exact[1]:.2f} %)" in doc
 
 
 def test_long_classifier_specs_are_shown_by_a_short_name(tmp_path, capsys):
