@@ -597,6 +597,38 @@ def test_docs_experiment_linear_row_is_a_fresh_run(mnist_reference):
     assert all(r.distance >= r.chord for r in res.images)
 
 
+def test_docs_group_table_is_the_code():
+    # docs/manitest.md's table of parameter kinds: grid steps and bounds are the code's
+    # defaults (the paper's steps), the five groups have the dimensions the page gives, and
+    # the 12-pixel prefilter padding leaves less than the stated 2e-7 of boundary effect
+    from pathlib import Path
+
+    from mnistforge.evaluators.manitest.groups import DEFAULT_BOUNDS, DEFAULT_STEPS, GROUPS
+    from mnistforge.evaluators.manitest.warp import PREFILTER_PAD
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "manitest.md").read_text()
+    table = doc.split("| kind | meaning |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    seen = set()
+    for line in table:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        kinds = [k.strip("` ") for k in cells[0].split(",")]
+        step_text = cells[2].replace(" px", "")
+        step = math.pi / float(step_text[2:]) if step_text.startswith("π/") else float(step_text)
+        bound = cells[3].split()[0].lstrip("±")
+        bound = math.pi if bound == "π" else float(bound)
+        for k in kinds:
+            assert DEFAULT_STEPS[k] == pytest.approx(step), k
+            assert DEFAULT_BOUNDS[k] == pytest.approx((-bound, bound)), k
+            seen.add(k)
+        if "×20" in cells[3]:
+            assert round(math.exp(bound)) == 20
+    assert seen == set(DEFAULT_STEPS)
+    assert {k: g.dim for k, g in GROUPS.items()} == {"rotation": 1, "translation": 2,
+                                                     "dilation-rotation": 2, "similarity": 4,
+                                                     "affine": 6}
+    assert (2 - math.sqrt(3)) ** PREFILTER_PAD < 2e-7     # the cubic prefilter's pole, 0.268
+
+
 @pytest.mark.parametrize("threshold", [1.2, 0.7])
 def test_flip_moves_t_star_to_the_label_change_between_grid_nodes(threshold):
     img = bump()
