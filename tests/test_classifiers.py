@@ -405,6 +405,44 @@ def test_docs_mnist_cv_table_is_a_fresh_run(mnist_reference, deskewed):
         assert _docs_row("classifiers.md", name) == want
 
 
+@pytest.mark.slow
+def test_docs_mnist_cv_elm_row_and_paired_comparisons_are_a_fresh_run(mnist_reference):
+    # the rest of docs/classifiers.md's 5-fold section, from the benchmark that printed it
+    # (benchmarks/table_mnist_cv.py, run on the fixture's files): the ELM row and every
+    # paired comparison the prose quotes (B = 100,000, seed 0, ties counted half)
+    import importlib.util
+    from pathlib import Path
+
+    from mnistforge.evaluators import significance as sg
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "table_mnist_cv.py"
+    spec = importlib.util.spec_from_file_location("table_mnist_cv", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    X, y = _mnist_test(mnist_reference)
+    wrong = bench.cv_wrong(X, y)
+    names = dict(bench.ROWS)
+    for key in wrong:                                   # all eight rows, ELM included
+        assert _docs_row("classifiers.md", names[key]) == bench.row_text(names[key], wrong[key])
+    c = sg.compare_systems(wrong, resamples=100_000, seed=0)
+    pairs = {(p["a"], p["b"]): p for p in c.pairs()}
+    for a, b in (("knn1", "knn3"), ("knn1", "knn5"), ("knn3", "knn5")):
+        assert not pairs[a, b]["paired_worse_at_95"] and not pairs[b, a]["paired_worse_at_95"]
+    p = pairs["knn3", "knn5"]
+    assert (p["n12"], p["n21"], round(p["poi_a_better"], 3)) == (76, 93, 0.905)
+    p = pairs["elm", "knn3"]
+    assert (p["errors_a"], p["errors_b"], p["n12"], p["n21"]) == (527, 470, 269, 212)
+    assert p["paired_worse_at_95"] and p["max_bonferroni_k"] == 10
+    assert round(p["mcnemar_p"], 3) == 0.011
+    assert 1 - p["poi_a_better"] == pytest.approx(0.995, abs=0.0015)   # the CNN table's row
+    plain = ("knn1", "knn3", "knn5", "linear", "elm")
+    for d in ("dknn1", "dknn3"):
+        assert all(round(pairs[d, o]["poi_a_better"], 3) == 1.0 for o in plain), d
+    assert round(pairs["dlinear", "linear"]["poi_a_better"], 3) == 1.0
+    for o in ("knn1", "knn3", "knn5", "elm", "dknn1", "dknn3"):
+        assert round(pairs["dlinear", o]["poi_a_better"], 3) == 0.0, o
+
+
 # ------------------------------------------------------------------ Fashion-MNIST
 def _fashion(fashion_dir, split):
     import mnistforge
