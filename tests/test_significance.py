@@ -416,6 +416,18 @@ def test_qmnist_paper_wald_example_after_50_experiments():
     assert (hi1 - lo1) / 2 == pytest.approx(0.002744, abs=1e-6)
 
 
+def test_qmnist_paper_table3_wald_intervals():
+    # Yadav & Bottou (2019), Table 3 (LeNet-5 trained on MNIST / QMNIST): 0.82 %, 0.81 %,
+    # 0.80 % (+-0.2 %) on the 10,000 MNIST or QMNIST10K images and 1.08 % (+-0.1 %) on the
+    # 50,000 QMNIST50K images: eq. (1)'s 95 % Wald half-widths, rounded to one decimal
+    for rate, n, printed in ((0.0082, 10_000, 0.2), (0.0081, 10_000, 0.2),
+                             (0.0080, 10_000, 0.2), (0.0108, 50_000, 0.1)):
+        lo, hi = sg.wald_interval(round(rate * n), n, 0.95)
+        assert round(100 * (hi - lo) / 2, 1) == printed, (rate, n)
+    lo, hi = sg.wald_interval(540, 50_000, 0.95)
+    assert (hi - lo) / 2 == pytest.approx(0.000905, abs=1e-6)   # 0.09 %: a 5x larger test set
+
+
 def test_qmnist_paper_four_errors_suffice_for_the_paired_test():
     # Yadav & Bottou (2019), section 3.1, after eq. (2): "four additional misclassifications
     # out of 10,000 examples is sufficient to make such a determination" (n12 = 4, n21 = 0:
