@@ -68,6 +68,20 @@ def test_lenet_beats_linear_on_real_mnist(mnist_split):
     assert net < 0.07  # ~3-5 % with 3,000 images; linear ~15 %
 
 
+@pytest.mark.parametrize("arch, width, count", [("lenet5", 16, 61_706), ("cnn", 16, 98_554),
+                                                ("cnn", 32, 241_770)])
+def test_parameter_counts_quoted_in_the_docs(arch, width, count):
+    # docs/classifiers.md: LeNet-5 61,706 parameters for 10 classes, the CNN 98,554
+    # (width=32: 241,770)
+    from mnistforge.classifiers.torch_models import build_network
+
+    net = build_network(arch, 10, (28, 28), width=width)
+    assert sum(p.numel() for p in net.parameters()) == count
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "classifiers.md")
+                    .read_text().split())
+    assert f"{count:,}" in text
+
+
 # ------------------------------------------------------------------ repeatability
 @pytest.mark.parametrize("spec", ["lenet:epochs=2,device=cpu",
                                   "cnn:epochs=2,device=cpu,augment=true"])
