@@ -558,6 +558,9 @@ def _check_against_dijkstra(mnist_reference, spec, group, images):
             assert r.params == [0.9, 0.0] and r.distance < 19.07
             assert ref["length"] == pytest.approx(19.047, abs=0.01)
             assert ref["straight"] == pytest.approx(19.1336, abs=0.01)
+            # docs/manitest.md: the geodesic bends "through rotation by about 0.02 rad"
+            assert 0.015 < np.abs(ref["vertices"][:, 1]).max() < 0.03
+            assert r.path_kind == "bent" and np.abs(np.array(r.refined_path)[:, 1]).max() > 0.01
     return worst
 
 
@@ -595,6 +598,31 @@ def test_docs_experiment_linear_row_is_a_fresh_run(mnist_reference):
     doc = (Path(__file__).resolve().parents[1] / "docs" / "manitest.md").read_text()
     assert row in doc.splitlines()
     assert all(r.distance >= r.chord for r in res.images)
+
+
+def test_docs_experiment_prose_follows_from_its_table():
+    # docs/manitest.md's experiment: the percentages and ratios of "What it shows" are those
+    # of the table's scores (the table's rows: the linear one by the test above, the others
+    # measured with the CLI line the page gives)
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "manitest.md").read_text()
+    section = doc.split("## Experiment:", 1)[1]
+    score = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 6 and cells[1] in ("plain", "augmented"):
+            score[cells[0].split(",")[0], cells[1]] = float(cells[3].split()[0])
+    assert len(score) == 6
+    gain = {k: round(100 * (score[k, "augmented"] / score[k, "plain"] - 1))
+            for k in ("linear", "ELM", "k-NN")}
+    text = " ".join(section.split())
+    assert f"by {gain['linear']} % for the linear classifier and {gain['ELM']} % for the ELM" \
+        in text
+    assert f"by {gain['k-NN']} % for k-NN" in text
+    assert f"yet {gain['linear']} % more invariant" in text
+    assert round(score["k-NN", "plain"] / score["linear", "plain"], 1) == 2.0  # "twice"
+    assert score["linear", "plain"] < score["ELM", "plain"] < score["k-NN", "plain"]
 
 
 def test_docs_group_table_is_the_code():
