@@ -169,7 +169,7 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         return _finish(ds, rows, label_issues, with_metadata)
     ds = _load_files(info, split_name(info, base), root=root, download=download,
                      with_metadata=want_meta, cache=cache, keep_raw=keep_raw, progress=progress,
-                     trust=settings.trust_files(trust_files), check=check)
+                     trust=settings.trust_files(trust_files), check=check, mirrors=mirrors)
     if want_meta and with_metadata != "files":  # the human label votes of the splits a study examined
         from .label_issues import add_label_votes
 
@@ -214,7 +214,7 @@ def _slice(ds: DatasetSplit, rows: str | None) -> DatasetSplit:
 
 
 def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata, cache, keep_raw,
-                progress, trust: bool, check: bool = False) -> DatasetSplit:
+                progress, trust: bool, check: bool = False, mirrors=None) -> DatasetSplit:
     sp = info.split(split)
     src: Origin
     if root is not None:
