@@ -85,7 +85,8 @@ def _write_file(source: Path, remote: RemoteFile, tmp: Path) -> None:
     with open(source, "rb") as f:
         comp = compression.sniff_compression(f.read(8))
     with open(tmp, "wb") as out:
-        if comp == remote.compression:
+        if comp == remote.compression or remote.compression not in ("gz", "xz", "bz2", None):
+            # the same wrapper (or an archive, kept whole): byte for byte
             with open(source, "rb") as f:
                 shutil.copyfileobj(f, out, CHUNK)
             return

@@ -149,16 +149,25 @@ def _file_answer(p: Path) -> CopyAnswer:
     from ..io.compression import sniff_compression
     from ..io.hashing import hash_file, hash_stream
 
-    sha, md5 = hash_file(p, md5=True)
     with open(p, "rb") as f:
         comp = sniff_compression(f.read(8))
+    size = p.stat().st_size
+    # Only a file that can be an official one is hashed: a raw file of an official size, a
+    # compressed one no larger than the largest official content (a 4 GB file is not read).
+    sizes, largest = _official_sizes()
+    if (size not in sizes) if not comp else size > largest:
+        return _unmatched(p, f"its size ({size:,} bytes) is no official file's size")
+    sha, md5 = hash_file(p, md5=True)
     csha = cmd5 = None
     if comp:
         from ..io.compression import open_sniffed
 
         try:
             with open_sniffed(p) as f:
-                csha, cmd5, _ = hash_stream(f, md5=True)
+                csha, cmd5, _ = hash_stream(_Capped(f, largest), md5=True)
+        except _TooBig:
+            return _unmatched(p, f"it decompresses to more than {largest:,} bytes, more than "
+                                 "any official file")
         except (OSError, EOFError, ValueError) as e:
             return CopyAnswer(str(p), "idx", p.name, "damaged",
                               message=f"does not decompress ({type(e).__name__}: {e})",
@@ -179,15 +188,43 @@ def _file_answer(p: Path) -> CopyAnswer:
         else:
             ans.pieces.append(Piece(hit.id, str(p), source=str(p)))
         return ans
+    return _unmatched(p, "neither its bytes nor its content match the registry's hashes")
+
+
+def _unmatched(p: Path, why: str) -> CopyAnswer:
+    """An idx file that is no official file: ``damaged`` when it has an official name."""
     named = _official_names().get(p.name)
     if named is not None:
         dataset, split = _where_in_registry(named.id)
         return CopyAnswer(str(p), "idx", p.name, "damaged", dataset, split,
-                          f"named like {named.id}, but neither its bytes nor its content "
-                          "match the registry's hashes", why_not="damaged or another release")
+                          f"named like {named.id}, but {why}", why_not="damaged or another release")
     return CopyAnswer(str(p), "idx", p.name, "unknown",
-                      message="an idx file the registry does not know",
+                      message=f"an idx file the registry does not know: {why}",
                       why_not="not an official file")
+
+
+def _official_sizes() -> tuple[set[int], int]:
+    """The sizes an official file (or its decompressed content) has, and the largest."""
+    sizes = {n for f in list_files() for n in (f.size, f.content_size) if n}
+    return sizes, max(sizes)
+
+
+class _TooBig(Exception):
+    pass
+
+
+class _Capped:
+    """A reader that stops a decompression past ``limit`` bytes (a gzip bomb is not inflated)."""
+
+    def __init__(self, f, limit: int):
+        self.f, self.left = f, limit
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.left -= len(data)
+        if self.left < 0:
+            raise _TooBig
+        return data
 
 
 # --------------------------------------------------------------------------- other formats
@@ -273,7 +310,12 @@ def examine(path, *, search_cache: bool = True) -> list[CopyAnswer]:
     from ..io.foreign.detect import sniff
 
     p = regular_or_folder(path)
-    kind = sniff(p)
+    try:
+        kind = sniff(p)
+    except FormatError:
+        if p.is_file() and p.name in _official_names():  # e.g. EMNIST's gzip.zip: by its hash
+            return [_file_answer(p)]
+        raise
     if kind == "idx":
         return [_file_answer(f) for f in _idx_files(p)]
     return _array_answers(p, search_cache)
