@@ -169,9 +169,7 @@ def _file_answer(p: Path) -> CopyAnswer:
             return _unmatched(p, f"it decompresses to more than {largest:,} bytes, more than "
                                  "any official file")
         except (OSError, EOFError, ValueError) as e:
-            return CopyAnswer(str(p), "idx", p.name, "damaged",
-                              message=f"does not decompress ({type(e).__name__}: {e})",
-                              why_not="damaged")
+            return _unmatched(p, f"it does not decompress ({type(e).__name__}: {e})", damaged=True)
     else:
         csha, cmd5 = sha, md5
     known = _by_hash()
@@ -191,9 +189,12 @@ def _file_answer(p: Path) -> CopyAnswer:
     return _unmatched(p, "neither its bytes nor its content match the registry's hashes")
 
 
-def _unmatched(p: Path, why: str) -> CopyAnswer:
-    """An idx file that is no official file: ``damaged`` when it has an official name."""
+def _unmatched(p: Path, why: str, damaged: bool = False) -> CopyAnswer:
+    """An idx file that is no official file: ``damaged`` when it has an official name (or
+    ``damaged``: it is not whole)."""
     named = _official_names().get(p.name)
+    if damaged and named is None:
+        return CopyAnswer(str(p), "idx", p.name, "damaged", message=why, why_not="damaged")
     if named is not None:
         dataset, split = _where_in_registry(named.id)
         return CopyAnswer(str(p), "idx", p.name, "damaged", dataset, split,
