@@ -28,10 +28,9 @@ not be reached and where to put the file by hand.  Such a host (``HOST:PORT``)
 is not asked again for the rest of the fetch (every file of a dataset, every
 file of one ``mnistforge fetch``): one warning names it, once.
 
-Mirrors a user controls (``mirrors=``, ``$MNISTFORGE_MIRRORS``, ``fetch --mirror``
-and ``fetch --from URL``; :func:`mnistforge.settings.mirrors`) are tried before
-(or, after the word ``registry``, after) the registry's addresses; what they
-serve is checked against the registry's hashes like any download.
+Mirrors a user controls (``mirrors=``, ``$MNISTFORGE_MIRRORS``, ``fetch --mirror``,
+``fetch --from URL``; :func:`mnistforge.settings.mirrors`) come before (or, after the
+word ``registry``, after) the registry's addresses, checked like any download.
 
 Two processes fetching the same file take turns through ``<name>.lock`` (an
 OS lock): the second waits, then finds the first one's verified file.
@@ -454,11 +453,9 @@ def _host(url: str) -> str:
 
     try:
         parts = urlsplit(url)
-        port = parts.port
+        return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname or url
     except ValueError:
         return url
-    host = parts.hostname or url
-    return f"{host}:{port}" if port else host
 
 
 def _unreachable_reason(e: Exception) -> str | None:
