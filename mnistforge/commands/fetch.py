@@ -162,8 +162,9 @@ def _adopt(args, files, paths) -> int:
         regular_or_folder(p)  # a missing path, a FIFO: said before anything is read
     placed, answers = adopt(paths, files, root=args.cache)
     for a in answers:
+        what = f"{a.dataset} {a.split}" if a.dataset else ""
         print(f"{a.verdict:<12}{a.path}" + (f" [{a.key}]" if a.key and a.format != "idx" else "")
-              + f": {a.message}")
+              + (f": {what}" if a.verdict == "identical" and what else f": {a.message}"))
     records, codes, failed = [], [0], 0
     for f in files:
         if f.id in placed:
@@ -179,6 +180,9 @@ def _adopt(args, files, paths) -> int:
         except OfflineError:
             why = "; ".join(sorted({a.why_not for a in answers if a.why_not and
                                     (a.dataset is None or f.group == _group(a.dataset))}))
+            if not (f.content_sha256 or f.content_md5):
+                why = "; ".join(filter(None, (why, "the registry pins no content hash of it: "
+                                              "only the published file itself is adopted")))
             e = OfflineError(f"{f.id} is in none of these copies and not in the cache"
                              + (f" ({why})" if why else ""),
                              hint="fetch it (without --from), or give a copy that holds it")
