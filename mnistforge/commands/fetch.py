@@ -200,6 +200,7 @@ def _adopt(args, files, paths) -> int:
                             "error_type": type(e).__name__})
             continue
         print(f"ok          {f.id}: present, {r.text}")
+        print(f"            {r.path}")
         records.append({"id": f.id, "status": r.status, "verified": bool(r.verified),
                         "downloaded": False, "path": str(r.path), "sha256": r.sha256})
     print(f"{len(files) - failed} of {len(files)} files in the cache"
