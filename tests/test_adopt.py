@@ -166,18 +166,29 @@ def test_find_copies_names_one_copy_of_each_format(mnist_test, fashion_test, fas
 
 
 def test_find_copies_looks_in_the_well_known_places(mnist_test, tmp_path, monkeypatch, capsys):
+    """Keras' datasets folder, a Hub snapshot in the Hugging Face cache, a torchvision root
+    under ./data: found without being named."""
     x, y = mnist_test
     home = tmp_path / "home"
     write_copy("npz", home / ".keras" / "datasets", x, y)
+    snap = home / "hf" / "hub" / "datasets--ylecun--mnist" / "snapshots" / "0a1b2c"
+    write_copy("parquet", snap, x, y)
+    work = tmp_path / "work"
+    write_copy("torchvision", work / "data", x, y)
     monkeypatch.setenv("HOME", str(home))
-    for var in ("KERAS_HOME", "HF_HOME", "HF_DATASETS_CACHE"):
+    monkeypatch.setenv("HF_HOME", str(home / "hf"))
+    for var in ("KERAS_HOME", "HF_DATASETS_CACHE"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(work)
     rc = main(["find-copies", "--json", "-"])
     doc = json.loads(capsys.readouterr().out)
-    assert rc == 0 and str(home / ".keras" / "datasets") in doc["places"]
-    assert [(c["verdict"], c["dataset"]) for c in doc["copies"]
-            if c["path"].startswith(str(home))] == [("identical", "mnist")]
+    assert rc == 0
+    assert {str(home / ".keras" / "datasets"), str(home / "hf" / "hub"),
+            str(work / "data")} <= set(doc["places"])
+    mine = sorted((c["format"], c["verdict"], c["dataset"], c["split"]) for c in doc["copies"]
+                  if c["path"].startswith(str(tmp_path)))
+    assert mine == [("npz", "identical", "mnist", "test"), ("parquet", "identical", "mnist", "test"),
+                    ("torchvision", "identical", "mnist", "test")]
 
 
 def test_examine_says_why_train_images_cannot_be_adopted(mnist_test, mnist_reference, tmp_path):

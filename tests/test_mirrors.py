@@ -8,7 +8,10 @@ import http.server
 import logging
 import os
 import socket
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -212,3 +215,18 @@ def test_cli_bad_template_is_a_usage_error_before_any_download(server, tmp_path,
     rc = main(["fetch", "mnist", "--cache", str(tmp_path), "--mirror", f"{server.base}/{{dataset}}/{{file}}"])
     assert rc == 2 and "{dataset}" in capsys.readouterr().err
     assert server.requests == [] and not tmp_path.joinpath("mnist").exists()
+
+
+def test_cli_one_line_about_the_dead_host_then_the_files_arrive(mnist_server, tmp_path):
+    """A real process: two files, the first mirror refuses; stderr has one line naming it."""
+    dead = f"127.0.0.1:{closed_port()}"
+    env = dict(os.environ, MNISTFORGE_HOME=str(tmp_path), PYTHONPATH=str(Path(__file__).parents[1]))
+    env.pop("MNISTFORGE_OFFLINE", None)
+    r = subprocess.run([sys.executable, "-m", "mnistforge", "fetch", "mnist/t10k-images-idx3-ubyte.gz",
+                        "mnist/t10k-labels-idx1-ubyte.gz", "--mirror", f"http://{dead}/",
+                        "--mirror", f"{mnist_server.base}/mirror/"],
+                       capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("downloaded, verified") == 2
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and dead in lines[0] and "connection refused" in lines[0], r.stderr
