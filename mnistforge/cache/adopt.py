@@ -69,6 +69,11 @@ def place(remote, *, source=None, arrays: np.ndarray | None = None, root=None,
             else:
                 _write_arrays(np.asarray(arrays), remote, tmp)
             v = verify_file(tmp, remote, use_marker=False)
+            if not v.verified:  # nothing pinned: a copy is adopted only when it can be verified
+                raise ConfigError(f"{remote.id}: the registry pins no hash of it",
+                                  expected="a file the registry's hashes can verify",
+                                  found=f"sha256 {v.sha256}",
+                                  hint="place it by hand if you trust it; nothing was written")
             os.replace(tmp, dest)
         finally:
             with contextlib.suppress(FileNotFoundError):

@@ -195,6 +195,12 @@ def _unmatched(p: Path, why: str, damaged: bool = False) -> CopyAnswer:
     named = _official_names().get(p.name)
     if damaged and named is None:
         return CopyAnswer(str(p), "idx", p.name, "damaged", message=why, why_not="damaged")
+    if named is not None and not damaged and not (named.sha256 or named.md5 or
+                                                  named.content_sha256 or named.content_md5):
+        dataset, split = _where_in_registry(named.id)
+        return CopyAnswer(str(p), "idx", p.name, "unknown", dataset, split,
+                          f"named like {named.id}, which the registry pins no hash of",
+                          why_not="nothing to verify it against")
     if named is not None:
         dataset, split = _where_in_registry(named.id)
         return CopyAnswer(str(p), "idx", p.name, "damaged", dataset, split,

@@ -108,6 +108,13 @@ def candidates(place) -> Iterator[Path]:
     yield from walk(place, DEPTH)
 
 
+def _names_a_class(d: Path) -> bool:
+    """Whether ``d`` holds a torchvision class folder (MNIST/, FashionMNIST/...) or is one."""
+    from ..registry import torchvision_folders
+
+    return d.name in torchvision_folders() or any((d / c).is_dir() for c in torchvision_folders())
+
+
 def _labels_of_a_pair(p: Path) -> bool:
     from ..io.foreign.base import role_of
     from ..io.foreign.detect import _npy_partner
@@ -138,8 +145,8 @@ def _examine(cand: Path, search_cache: bool) -> list[CopyAnswer]:
         return [CopyAnswer(str(cand), "pickle", "", "unknown", message=f"refused, never "
                            f"unpickled: {e}", why_not="a pickle")]
     except FormatError as e:
-        if not _interesting(cand) and cand.is_file():
-            return []
+        if (cand.is_file() and not _interesting(cand)) or (cand.is_dir() and not _names_a_class(cand)):
+            return []  # a folder that merely has a raw/ in it, a file that is not a copy
         return [CopyAnswer(str(cand), "?", "", "unknown", message=f"not readable as a copy: {e}",
                            why_not="unreadable")]
     except (MnistforgeError, OSError, ValueError) as e:
