@@ -15,8 +15,8 @@ from test_foreign_formats import variant, write_copy
 
 import mnistforge
 from mnistforge.cache.download import fetch_file
-from mnistforge.checks.adopt import adopt, examine
-from mnistforge.checks.copies import find_copies
+from mnistforge.checks.adopt import examine
+from mnistforge.checks.copies import adopt, find_copies
 from mnistforge.cli import main
 from mnistforge.io.idx import read_idx
 

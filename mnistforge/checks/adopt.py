@@ -14,10 +14,11 @@ can be adopted as (:class:`Piece`):
   a part (images or labels) whose canonical array, serialised as idx content, has the
   registry's ``content_sha256`` in the official order is that official file's content.
 
-:func:`adopt` places those pieces in the cache (:func:`mnistforge.cache.adopt.place`, which
-checks them once more with the cache's own verification before the rename).  A reordered or
-subset copy, or a part the registry pins no content hash of (MNIST's train images, EMNIST's
-members), is not adoptable, and the answer says why.
+:func:`mnistforge.checks.copies.adopt` places those pieces in the cache
+(:func:`mnistforge.cache.adopt.place`, which checks them once more with the cache's own
+verification before the rename).  A reordered or subset copy, or a part the registry pins no
+content hash of (MNIST's train images, EMNIST's members), is not adoptable, and the answer
+says why.
 """
 from __future__ import annotations
 
@@ -29,12 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import FormatError, MnistforgeError, TargetNotFoundError
+from ..errors import FormatError, TargetNotFoundError
 from ..registry import RemoteFile, get_dataset, list_datasets, list_files
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CopyAnswer", "Piece", "VERDICTS", "adopt", "examine", "regular_or_folder"]
+__all__ = ["CopyAnswer", "Piece", "VERDICTS", "examine", "regular_or_folder"]
 
 #: what a copy can be, as ``find-copies`` says it
 VERDICTS = ("identical", "reordered", "subset", "transformed", "damaged", "unknown")
@@ -326,31 +327,3 @@ def examine(path, *, search_cache: bool = True) -> list[CopyAnswer]:
     if kind == "idx":
         return [_file_answer(f) for f in _idx_files(p)]
     return _array_answers(p, search_cache)
-
-
-def adopt(paths, files=None, *, root=None) -> tuple[dict[str, tuple], list[CopyAnswer]]:
-    """Place in the cache what the copies at ``paths`` give of ``files`` (registry ids; None:
-    anything they give).  Returns ``({file id: (FetchResult, where)}, answers)``; a piece that
-    fails the cache's verification is logged and skipped (another copy may give it)."""
-    from ..cache.adopt import place
-    from ..cache.download import cache_path
-
-    wanted = None if files is None else {getattr(f, "id", f) for f in files}
-    placed: dict[str, tuple] = {}
-    answers: list[CopyAnswer] = []
-    for path in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
-        for ans in examine(path):
-            answers.append(ans)
-            for piece in ans.pieces:
-                if piece.file in placed or (wanted is not None and piece.file not in wanted):
-                    continue
-                if cache_path(piece.file, root).is_file():
-                    continue  # already there: the caller re-verifies it as a fetch would
-                try:
-                    res = place(piece.file, source=piece.source, arrays=piece.array, root=root,
-                                origin=piece.where)
-                except MnistforgeError as e:
-                    logger.warning("%s: not adopted as %s: %s", piece.where, piece.file, e)
-                    continue
-                placed[piece.file] = (res, piece.where)
-    return placed, answers

@@ -1,4 +1,5 @@
-"""Finding copies of the datasets already on this machine (what ``mnistforge find-copies`` runs).
+"""Finding copies of the datasets already on this machine, and adopting them into the cache
+(what ``mnistforge find-copies`` and ``mnistforge fetch NAME --from PATH`` run).
 
 :func:`well_known_places` lists the folders where tools leave their copies: Keras
 (``$KERAS_HOME/datasets``, ``~/.keras/datasets``), the Hugging Face cache (``$HF_DATASETS_CACHE``,
@@ -6,8 +7,9 @@
 (``./data`` and ``~/data``), Debian's ``/usr/share/datasets``.  :func:`candidates` walks a
 folder (a few levels deep, a bounded number of entries, links to folders not followed) and
 yields each copy once: a file in a format the package reads, a torchvision root, a folder of
-parquet shards.  :func:`find_copies` examines each (:func:`mnistforge.checks.adopt.examine`).
-Everything here only reads: nothing is written to, renamed in or removed from what it finds.
+parquet shards.  :func:`find_copies` examines each (:func:`mnistforge.checks.adopt.examine`);
+:func:`adopt` places what they hold of the official files in the cache.  Nothing here writes
+to, renames in or removes from what it finds.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from .adopt import CopyAnswer, examine
 
 logger = get_logger(__name__)
 
-__all__ = ["candidates", "find_copies", "well_known_places"]
+__all__ = ["adopt", "candidates", "find_copies", "well_known_places"]
 
 #: how deep :func:`candidates` looks below a place, and how many entries it visits at most
 DEPTH = 5
@@ -152,3 +154,37 @@ def _examine(cand: Path, search_cache: bool) -> list[CopyAnswer]:
     except (MnistforgeError, OSError, ValueError) as e:
         return [CopyAnswer(str(cand), "?", "", "damaged", message=f"{type(e).__name__}: {e}",
                            why_not="unreadable")]
+
+
+def adopt(paths, files=None, *, root=None) -> tuple[dict[str, tuple], list[CopyAnswer]]:
+    """Place in the cache what the copies at ``paths`` give of ``files`` (registry ids; None:
+    anything they give).  A file is examined as it is (its errors raised); a folder is walked
+    like a place of :func:`find_copies` (a copy in it that cannot be read is said and
+    skipped).  Returns ``({file id: (FetchResult, where)}, answers)``; a piece that fails the
+    cache's verification is logged and skipped (another copy may give it)."""
+    from ..cache.adopt import place
+    from ..cache.download import cache_path
+    from .adopt import regular_or_folder
+
+    wanted = None if files is None else {getattr(f, "id", f) for f in files}
+    placed: dict[str, tuple] = {}
+    answers: list[CopyAnswer] = []
+    for path in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
+        p = regular_or_folder(path)
+        found = examine(p) if p.is_file() else \
+            [a for cand in candidates(p) for a in _examine(cand, True)]
+        for ans in found:
+            answers.append(ans)
+            for piece in ans.pieces:
+                if piece.file in placed or (wanted is not None and piece.file not in wanted):
+                    continue
+                if cache_path(piece.file, root).is_file():
+                    continue  # already there: the caller re-verifies it as a fetch would
+                try:
+                    res = place(piece.file, source=piece.source, arrays=piece.array, root=root,
+                                origin=piece.where)
+                except MnistforgeError as e:
+                    logger.warning("%s: not adopted as %s: %s", piece.where, piece.file, e)
+                    continue
+                placed[piece.file] = (res, piece.where)
+    return placed, answers

@@ -154,7 +154,8 @@ def run(args) -> int:
 def _adopt(args, files, paths) -> int:
     """``fetch NAME --from PATH``: the official files these copies hold, into the cache."""
     from ..cache.download import fetch_file
-    from ..checks.adopt import adopt, regular_or_folder
+    from ..checks.adopt import regular_or_folder
+    from ..checks.copies import adopt
     from ..errors import MnistforgeError, OfflineError
     from .common import exit_code
 
