@@ -199,3 +199,20 @@ def test_examine_says_why_train_images_cannot_be_adopted(mnist_test, mnist_refer
     (a,) = examine(p)
     assert [pc.file for pc in a.pieces] == ["mnist/train-labels-idx1-ubyte.gz"]
     assert "mnist/train-images-idx3-ubyte.gz (the registry pins no content hash of it)" in a.why_not
+
+
+def test_from_one_folder_holding_several_copies_and_a_broken_one(mnist_test, mnist_reference,
+                                                                 tmp_path, caplog):
+    """A Keras .npz, an idx file in a sub-folder and an .npy that does not parse, side by side:
+    the two copies are adopted, the broken file is named and skipped."""
+    x, y = mnist_test
+    d = tmp_path / "downloads"
+    write_copy("npz", d, x, y)
+    (d / "old").mkdir()
+    shutil.copy(mnist_reference / "train-labels-idx1-ubyte.gz", d / "old")
+    (d / "x_train.npy").write_bytes(b"\x93NUMPY garbage")
+    placed, answers = adopt([d], root=tmp_path / "cache")
+    assert sorted(placed) == ["mnist/t10k-images-idx3-ubyte.gz", "mnist/t10k-labels-idx1-ubyte.gz",
+                              "mnist/train-labels-idx1-ubyte.gz"]
+    broken = [a for a in answers if a.path.endswith("x_train.npy")]
+    assert len(broken) == 1 and broken[0].verdict in ("unknown", "damaged") and not broken[0].pieces
