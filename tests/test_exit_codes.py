@@ -99,7 +99,9 @@ def test_an_unknown_option_is_a_usage_error_for_every_command(name, places, caps
 #: a value error of each command (bad values, unknown names, no such path, existing --out)
 USAGE = {
     "info": [["info", "mnits"], ["info", "{missing}/x"]],
-    "fetch": [["fetch", "nope"]],
+    "fetch": [["fetch", "nope"], ["fetch", "mnist", "--from", "{missing}"],
+              ["fetch", "mnist", "--mirror", "http://127.0.0.1:9/{{nmae}}/{{file}}"]],
+    "find-copies": [["find-copies", "{missing}"]],
     "show": [["show", "mnist", "nosuch", "--out", "{out}.png"], ["show", "{missing}/", "--out", "{out}.png"]],
     "synth-sd19": [["synth-sd19", "{out}", "--fields", "q"], ["synth-sd19", "{exists}", "--scale", "0.0005"]],
     "sd19": [["sd19", "info", "{missing}"]],
@@ -152,11 +154,13 @@ NOT_APPLICABLE = {
     "unavailable": {"info": "reads only the registry and the cache's status",
                     "synth-sd19": "needs nothing but the package",
                     "demo": "needs nothing but the package (a synthetic SD19)",
-                    "significance": "reads only its files (a missing extra: below)"},
+                    "significance": "reads only its files (a missing extra: below)",
+                    "find-copies": "reads only what it finds, never downloads"},
     "failed": {"info": "reports a folder's status, checks nothing",
                "synth-sd19": "writes data, reads none", "demo": "its own data (covered by test_demo)",
                "sd19": "sd19 info --strict (test_sd19_cli), build from a damaged SD19 (below)",
-               "build": "a damaged SD19: test_a_damaged_sd19_fails_the_build below"},
+               "build": "a damaged SD19: test_a_damaged_sd19_fails_the_build below",
+               "find-copies": "a survey: a damaged copy is reported as such, exit 0"},
 }
 
 
@@ -295,6 +299,7 @@ WORK = {
     "manitest": ["manitest", "{good}", "--classifier", "linear", "--samples", "2"],
     "demo": ["demo", "--out", "{out}", "--scale", "0.002"],
     "card": ["card", "{good}/emnist-digits-test-labels-idx1-ubyte.gz", "--test", "{good}:test", "--out", "{out}"],
+    "find-copies": ["find-copies", "--only", "{good}"],
 }
 
 

@@ -24,7 +24,13 @@ scheme, a bad ``Location`` or ``Content-Encoding`` fail that mirror with a
 named reason and the next mirror is tried.  A name that does not resolve or a
 refused connection is not retried (it will not heal in seconds): the next
 mirror is tried at once and the error says, in one line, which hosts could
-not be reached and where to put the file by hand.
+not be reached and where to put the file by hand.  Such a host (``HOST:PORT``)
+is not asked again for the rest of the fetch (every file of a dataset, every
+file of one ``mnistforge fetch``): one warning names it, once.
+
+Mirrors a user controls (``mirrors=``, ``$MNISTFORGE_MIRRORS``, ``fetch --mirror``,
+``fetch --from URL``; :func:`mnistforge.settings.mirrors`) come before (or, after the
+word ``registry``, after) the registry's addresses, checked like any download.
 
 Two processes fetching the same file take turns through ``<name>.lock`` (an
 OS lock): the second waits, then finds the first one's verified file.
@@ -144,7 +150,8 @@ def check_network_args(timeout, retries, backoff, deadline=None) -> None:
 
 
 def fetch(name_or_file, *, root=None, progress=None, offline=None, timeout=DEFAULT_TIMEOUT,
-          retries=DEFAULT_RETRIES, backoff=DEFAULT_BACKOFF, deadline=None):
+          retries=DEFAULT_RETRIES, backoff=DEFAULT_BACKOFF, deadline=None, mirrors=None,
+          dead_hosts: set[str] | None = None):
     """Make a registry file (or every file of a dataset) present and verified in the cache.
 
     Parameters
@@ -167,6 +174,12 @@ def fetch(name_or_file, *, root=None, progress=None, offline=None, timeout=DEFAU
         First wait between attempts, doubled each time.
     deadline : float, optional
         Total seconds one attempt may take (default :func:`default_deadline`).
+    mirrors : list of str, str or Mirrors, optional
+        Addresses tried besides the registry's (default ``$MNISTFORGE_MIRRORS``; see
+        :func:`mnistforge.settings.mirrors`).
+    dead_hosts : set, optional
+        Hosts (``HOST:PORT``) found unreachable so far, not asked again; filled in as hosts
+        refuse (default: a new set for this call).
 
     Returns
     -------
@@ -178,7 +191,8 @@ def fetch(name_or_file, *, root=None, progress=None, offline=None, timeout=DEFAU
     OfflineError, DownloadError, HashMismatchError
     """
     kw = dict(root=root, progress=progress, offline=offline, timeout=timeout, retries=retries,
-              backoff=backoff, deadline=deadline)
+              backoff=backoff, deadline=deadline, mirrors=settings.mirrors(mirrors),
+              dead_hosts=set() if dead_hosts is None else dead_hosts)
     if isinstance(name_or_file, str) and "/" not in name_or_file:
         from ..registry import list_datasets
         if name_or_file in list_datasets(None):
@@ -198,8 +212,9 @@ def _pinned(remote: RemoteFile) -> str:
             f"md5 {remote.md5}" if remote.md5 else "no pinned hash")
 
 
-def _missing_message(remote: RemoteFile, dest: Path, explicit: bool) -> str:
-    where = ", ".join(remote.urls) if remote.urls else "(no known URL)"
+def _missing_message(remote: RemoteFile, dest: Path, explicit: bool, urls=None) -> str:
+    urls = remote.urls if urls is None else urls
+    where = ", ".join(urls) if urls else "(no known URL)"
     raw = ""
     if remote.compression in ("gz", "xz", "bz2"):
         raw = f" (or its decompressed content as {dest.parent / remote.raw_name})"
@@ -212,29 +227,40 @@ def _missing_message(remote: RemoteFile, dest: Path, explicit: bool) -> str:
             f"({_pinned(remote)}) and put it at {dest}{raw}, {undo}")
 
 
+def mirror_urls(remote, mirrors=None) -> list[str]:
+    """The addresses of ``remote`` in the order a fetch tries them: the user's mirrors
+    (``mirrors``, else ``$MNISTFORGE_MIRRORS``) around the registry's."""
+    remote = get_file(remote)
+    return settings.mirrors(mirrors).urls(remote.group, remote.name, remote.urls)
+
+
 def fetch_file(remote, *, root=None, progress=None, offline=None, timeout=DEFAULT_TIMEOUT,
                retries=DEFAULT_RETRIES, backoff=DEFAULT_BACKOFF, rehash: bool = False,
-               deadline=None) -> FetchResult:
+               deadline=None, mirrors=None, dead_hosts: set[str] | None = None) -> FetchResult:
     """Fetch one file (see :func:`fetch`); archive members fetch their archive.
 
-    ``rehash`` hashes a cached file even when its sidecar still holds.
+    ``rehash`` hashes a cached file even when its sidecar still holds.  ``mirrors`` and
+    ``dead_hosts``: see :func:`fetch` (pass one set to several calls so that a host that
+    refused is asked once).
     """
     check_network_args(timeout, retries, backoff, deadline)
     remote = get_file(remote)
     if remote.archive:
         arch = fetch_file(remote.archive, root=root, progress=progress, offline=offline,
                           timeout=timeout, retries=retries, backoff=backoff, rehash=rehash,
-                          deadline=deadline)
+                          deadline=deadline, mirrors=mirrors, dead_hosts=dead_hosts)
         return FetchResult(remote, arch.path, "archive" if arch.verified else "unpinned",
                            arch.sha256, arch.downloaded, arch.url, member=remote.member)
     dest = cache_path(remote, root)
     if dest.is_file():
         return _cached(remote, dest, rehash)
+    urls = mirror_urls(remote, mirrors)
     if settings.offline(offline):
-        raise OfflineError(_missing_message(remote, dest, explicit=offline is not None))
-    if not remote.urls:
+        raise OfflineError(_missing_message(remote, dest, explicit=offline is not None, urls=urls))
+    if not urls:
         raise DownloadError(f"{remote.id}: no URL is known for this file",
-                            hint=f"put it at {dest} by hand")
+                            hint=f"put it at {dest} by hand, give a mirror (MNISTFORGE_MIRRORS, "
+                                 "fetch --mirror) or adopt a copy (fetch --from PATH)")
     from ..io.atomic import output_lock
 
     try:
@@ -242,8 +268,9 @@ def fetch_file(remote, *, root=None, progress=None, offline=None, timeout=DEFAUL
         with output_lock(dest, wait=True):
             if dest.is_file():  # another process fetched it while this one waited
                 return _cached(remote, dest, rehash)
-            return _download(remote, dest, progress=progress, timeout=timeout, retries=retries,
-                             backoff=backoff, deadline=deadline)
+            return _download(remote, dest, urls, progress=progress, timeout=timeout,
+                             retries=retries, backoff=backoff, deadline=deadline,
+                             dead=set() if dead_hosts is None else dead_hosts)
     except OSError as e:
         from ..io.atomic import disk_full_error
 
@@ -270,8 +297,8 @@ class _MirrorFailed(Exception):
     pass
 
 
-def _download(remote: RemoteFile, dest: Path, *, progress, timeout, retries, backoff,
-              deadline=None) -> FetchResult:
+def _download(remote: RemoteFile, dest: Path, urls, *, progress, timeout, retries, backoff,
+              deadline=None, dead: set[str]) -> FetchResult:
     import requests
 
     part = dest.with_name(dest.name + PART_SUFFIX)
@@ -280,7 +307,11 @@ def _download(remote: RemoteFile, dest: Path, *, progress, timeout, retries, bac
     bad_hash = False
     with requests.Session() as session:
         session.headers["User-Agent"] = USER_AGENT
-        for url in remote.urls:
+        for url in urls:
+            if _host(url) in dead:  # refused earlier in this fetch: not asked again
+                unreachable.append(f"{_host(url)} skipped (unreachable earlier in this fetch)")
+                failures.append(f"{url}: skipped")
+                continue
             for fresh in (False, True):
                 if fresh:
                     _unlink(part)
@@ -291,7 +322,8 @@ def _download(remote: RemoteFile, dest: Path, *, progress, timeout, retries, bac
                 except _Unreachable as e:
                     unreachable.append(str(e))
                     failures.append(f"{url}: {e}")
-                    logger.warning("%s: %s", url, e)
+                    dead.add(_host(url))
+                    logger.warning("%s; not asking %s again in this fetch", e, _host(url))
                     break
                 except _MirrorFailed as e:
                     failures.append(f"{url}: {e}")
@@ -300,6 +332,7 @@ def _download(remote: RemoteFile, dest: Path, *, progress, timeout, retries, bac
                 try:
                     v = verify_file(part, remote, use_marker=False)
                 except HashMismatchError as e:
+                    e = _say_html(e, part, url)
                     _unlink(part)
                     if resumed and not fresh:
                         # The kept .part may come from another mirror or an older file.
@@ -330,6 +363,19 @@ def _download(remote: RemoteFile, dest: Path, *, progress, timeout, retries, bac
 def _renamed(v: Verification, dest: Path) -> Verification:
     v.path = str(dest)
     return v
+
+
+def _say_html(e: HashMismatchError, part: Path, url: str) -> HashMismatchError:
+    """The same error, saying so when the server sent a web page instead of the file (a login
+    page, a "moved" notice, a captive portal): the usual wrong file a mirror serves."""
+    try:
+        with open(part, "rb") as f:
+            head = f.read(512).lstrip().lower()
+    except OSError:
+        return e
+    if head.startswith((b"<!doctype html", b"<html", b"<?xml", b"<head")):
+        return HashMismatchError(f"{url} served a web page (HTML), not the file; {e}")
+    return e
 
 
 def _unlink(p: Path) -> None:
@@ -402,9 +448,14 @@ class _Unreachable(_MirrorFailed):
 
 
 def _host(url: str) -> str:
+    """``HOST:PORT`` of ``url`` (the port too: two servers on one machine are two hosts)."""
     from urllib.parse import urlsplit
 
-    return urlsplit(url).hostname or url
+    try:
+        parts = urlsplit(url)
+        return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname or url
+    except ValueError:
+        return url
 
 
 def _unreachable_reason(e: Exception) -> str | None:

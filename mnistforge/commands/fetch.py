@@ -1,4 +1,10 @@
-"""``mnistforge fetch NAME...``: download and verify files into the cache."""
+"""``mnistforge fetch NAME...``: download and verify files into the cache.
+
+``--mirror URL`` (repeatable) adds addresses tried before the registry's (the word
+``registry`` among them puts the registry's where it stands; default ``$MNISTFORGE_MIRRORS``);
+``--from URL`` fetches from that address only; ``--from PATH`` adopts a copy already on the
+machine (:mod:`mnistforge.checks.adopt`): nothing is downloaded.
+"""
 from __future__ import annotations
 
 import sys
@@ -19,6 +25,17 @@ def add_arguments(p):
     add_offline(p, "and only check the files")
     p.add_argument("--timeout", type=argtypes.positive_seconds, default=30.0, help="seconds (default 30)")
     p.add_argument("--retries", type=argtypes.int_in(0, 100), default=3, help="retries per mirror (default 3)")
+    p.add_argument("--mirror", action="append", default=None, metavar="URL",
+                   help="an address tried before the registry's (repeatable): a base address "
+                        "(files asked for at URL/{name}/{file}) or a template with {file} and "
+                        "optionally {name} (the dataset folder); the word 'registry' puts the "
+                        "registry's addresses there (default $MNISTFORGE_MIRRORS)")
+    p.add_argument("--from", dest="source", action="append", default=None, metavar="URL|PATH",
+                   help="(repeatable) an http(s) address (base or template, as --mirror): fetch "
+                        "from there only; or a file or folder on this machine (idx, Keras .npz, .npy "
+                        "pairs, CSV, torchvision root, Hub parquet, EMNIST .mat): its content "
+                        "is identified and the official files it holds are placed in the cache, "
+                        "verified, without a download")
     add_progress(p)
     add_json(p, "one record per file (id, status, path, sha256, error)")
 
@@ -55,19 +72,60 @@ def _targets(names):
     return out
 
 
+def is_url(text: str) -> bool:
+    """Whether ``--from`` names an address (``scheme://``) rather than a path."""
+    import re
+
+    return re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text or "") is not None
+
+
+def _sources(args) -> tuple[list[str], list[str]]:
+    """``--from`` split into (addresses, paths); both at once is a usage error."""
+    from ..errors import ConfigError
+
+    given = args.source or []
+    urls = [s for s in given if is_url(s)]
+    paths = [s for s in given if not is_url(s)]
+    if urls and paths:
+        raise ConfigError("--from mixes addresses and paths", expected="addresses (fetch from "
+                          "there) or paths (adopt copies on this machine), not both",
+                          found=" ".join(given))
+    if urls and args.mirror:
+        raise ConfigError("--from URL and --mirror together", expected="one of them",
+                          found=f"--from {' '.join(urls)} --mirror {' '.join(args.mirror)}",
+                          hint="--from URL fetches from that address only; --mirror adds "
+                               "addresses tried before the registry's")
+    return urls, paths
+
+
+def _mirrors(args, urls):
+    """The mirrors of this run: ``--from URL`` alone, else ``--mirror``, else the environment."""
+    from ..settings import mirrors, parse_mirrors
+
+    if urls:
+        return parse_mirrors(urls, source="--from", only=True)
+    return parse_mirrors(args.mirror, source="--mirror") if args.mirror else mirrors()
+
+
 def run(args) -> int:
     from ..errors import MnistforgeError
     from ..cache.download import fetch_file
     from .common import exit_code
 
     files = _targets(args.names)  # unknown names: usage error before any download
+    urls, paths = _sources(args)
+    mirrors = _mirrors(args, urls)  # a bad template: usage error before any download
+    if paths:
+        return _adopt(args, files, paths)
+    dead: set[str] = set()         # a host that refused is asked once for all the files
     failed = unpinned = 0
     codes = [EXIT_OK]
     records = []
     for f in files:
         try:
             r = fetch_file(f, root=args.cache, offline=args.offline, timeout=args.timeout,
-                           retries=args.retries, progress=False if args.no_progress else None)
+                           retries=args.retries, progress=False if args.no_progress else None,
+                           mirrors=mirrors, dead_hosts=dead)
         except MnistforgeError as e:
             failed += 1
             codes.append(exit_code(e))
@@ -91,3 +149,72 @@ def run(args) -> int:
     write_json(args, {"files": records, "failed": failed, "unverified": unpinned})
     # a file that is there but wrong is a failed check (1); one that could not be had, 3
     return EXIT_FAILED if EXIT_FAILED in codes else max(codes) if failed else EXIT_OK
+
+
+def _adopt(args, files, paths) -> int:
+    """``fetch NAME --from PATH``: the official files these copies hold, into the cache."""
+    from ..cache.download import fetch_file
+    from ..checks.adopt import regular_or_folder
+    from ..checks.copies import adopt
+    from ..errors import MnistforgeError, OfflineError
+    from .common import exit_code
+
+    for p in paths:
+        regular_or_folder(p)  # a missing path, a FIFO: said before anything is read
+    placed, answers = adopt(paths, files, root=args.cache)
+    for a in answers:
+        what = f"{a.dataset} {a.split}" if a.dataset else ""
+        print(f"{a.verdict:<12}{a.path}" + (f" [{a.key}]" if a.key and a.format != "idx" else "")
+              + (f": {what}" if a.verdict == "identical" and what else f": {a.message}"))
+    records, codes, failed = [], [0], 0
+    for f in files:
+        if f.id in placed:
+            r, where = placed[f.id]
+            print(f"ok          {f.id}: adopted from {where}, {r.text}")
+            print(f"            {r.path}")
+            records.append({"id": f.id, "status": r.status, "verified": bool(r.verified),
+                            "downloaded": False, "adopted_from": where, "path": str(r.path),
+                            "sha256": r.sha256})
+            continue
+        try:  # not in the copies: already in the cache? (re-verified, never downloaded)
+            r = fetch_file(f, root=args.cache, offline=True)
+        except OfflineError:
+            why = "; ".join(sorted({a.why_not for a in answers if a.why_not and
+                                    (a.dataset is None or f.group == _group(a.dataset))}))
+            if not (f.content_sha256 or f.content_md5):
+                why = "; ".join(filter(None, (why, "the registry pins no content hash of it: "
+                                              "only the published file itself is adopted")))
+            e = OfflineError(f"{f.id} is in none of these copies and not in the cache"
+                             + (f" ({why})" if why else ""),
+                             hint="fetch it (without --from), or give a copy that holds it")
+            failed += 1
+            codes.append(exit_code(e))
+            print(f"MISSING     {f.id}: {e}", file=sys.stderr)
+            records.append({"id": f.id, "status": "missing", "error": str(e),
+                            "error_type": type(e).__name__})
+            continue
+        except MnistforgeError as e:
+            failed += 1
+            codes.append(exit_code(e))
+            print(f"FAILED      {f.id}: {e}", file=sys.stderr)
+            records.append({"id": f.id, "status": "failed", "error": str(e),
+                            "error_type": type(e).__name__})
+            continue
+        print(f"ok          {f.id}: present, {r.text}")
+        print(f"            {r.path}")
+        records.append({"id": f.id, "status": r.status, "verified": bool(r.verified),
+                        "downloaded": False, "path": str(r.path), "sha256": r.sha256})
+    print(f"{len(files) - failed} of {len(files)} files in the cache"
+          + (f", {sum(1 for f in files if f.id in placed)} adopted" if placed else "")
+          + (f", {failed} missing" if failed else ""))
+    write_json(args, {"files": records, "failed": failed, "copies": [a.to_dict() for a in answers]})
+    return EXIT_FAILED if EXIT_FAILED in codes else max(codes) if failed else EXIT_OK
+
+
+def _group(dataset: str) -> str | None:
+    from ..registry import get_dataset
+
+    try:
+        return get_dataset(dataset).group
+    except KeyError:
+        return None

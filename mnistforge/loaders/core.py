@@ -30,7 +30,7 @@ def _view(arr, sl):
 
 def load(name, split="train", *, root=None, download: bool | None = None, with_metadata=False,
          cache=None, keep_raw=None, progress=None, trust_files: bool | None = None,
-         label_issues: str | None = None, check: bool = False) -> DatasetSplit:
+         label_issues: str | None = None, check: bool = False, mirrors=None) -> DatasetSplit:
     """Load one split of a dataset: official files from the cache, or built files.
 
     Parameters
@@ -92,6 +92,11 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         With ``root=``, the folder's files are hashed again (their records in
         ``<cache>/seen/`` are not trusted), and with ``keep_raw=True`` their raw
         copies too (a damaged one is made again).
+    mirrors : list of str or str, optional
+        Addresses tried before the registry's when a file must be downloaded (base
+        addresses or templates with ``{name}`` and ``{file}``; default
+        ``$MNISTFORGE_MIRRORS``; see :func:`mnistforge.settings.mirrors`).  What they serve
+        is checked against the registry's hashes.
     trust_files : bool, optional
         Data from ``root`` passes the trust gate (:mod:`mnistforge.gate`): a
         folder's two files are hashed (once: later loads trust the record while
@@ -164,7 +169,7 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         return _finish(ds, rows, label_issues, with_metadata)
     ds = _load_files(info, split_name(info, base), root=root, download=download,
                      with_metadata=want_meta, cache=cache, keep_raw=keep_raw, progress=progress,
-                     trust=settings.trust_files(trust_files), check=check)
+                     trust=settings.trust_files(trust_files), check=check, mirrors=mirrors)
     if want_meta and with_metadata != "files":  # the human label votes of the splits a study examined
         from .label_issues import add_label_votes
 
@@ -209,7 +214,7 @@ def _slice(ds: DatasetSplit, rows: str | None) -> DatasetSplit:
 
 
 def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata, cache, keep_raw,
-                progress, trust: bool, check: bool = False) -> DatasetSplit:
+                progress, trust: bool, check: bool = False, mirrors=None) -> DatasetSplit:
     sp = info.split(split)
     src: Origin
     if root is not None:
@@ -217,7 +222,7 @@ def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata,
                            check=check)
     else:
         src = CacheOrigin(info, cache=cache, download=download, keep_raw=keep_raw,
-                          progress=progress, check=check)
+                          progress=progress, check=check, mirrors=mirrors)
     fsp = info.file_split(split)
     assert fsp.images and fsp.labels, f"registry: file split {fsp.name} without files"
     gated = isinstance(src, FolderOrigin) and not trust

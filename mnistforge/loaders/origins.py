@@ -83,8 +83,12 @@ class CacheOrigin(_Opening):
     classes: list[str] | None = None
 
     def __init__(self, info: DatasetInfo, *, cache=None, download: bool | None = None,
-                 keep_raw: bool | None = None, progress=None, check: bool = False):
+                 keep_raw: bool | None = None, progress=None, check: bool = False,
+                 mirrors=None):
         self.info = info
+        # parsed now: a bad template is a usage error before anything is read
+        self.mirrors = settings.mirrors(mirrors)
+        self.dead_hosts: set[str] = set()  # a host that refused is asked once per load
         self.check = check  # re-hash every file, trusting no sidecar
         self.cache = settings.cache_home(cache)
         self.offline = settings.offline(None if download is None else not download)
@@ -129,7 +133,8 @@ class CacheOrigin(_Opening):
         from ..cache.raw import make_raw_copy, read_member
 
         res = fetch_file(remote, root=self.cache, progress=self.progress,
-                         offline=self.offline_arg, rehash=self.check)
+                         offline=self.offline_arg, rehash=self.check, mirrors=self.mirrors,
+                         dead_hosts=self.dead_hosts)
         self.status[fname] = res.status
         if self.keep_raw:
             try:

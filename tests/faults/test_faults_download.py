@@ -149,7 +149,7 @@ def test_refused_connections_in_one_line_with_what_to_do(tmp_path, server):
     with pytest.raises(DownloadError) as e:
         fetch(rf, root=tmp_path, retries=3, backoff=5)
     msg = str(e.value)
-    assert "cannot reach 127.0.0.1: connection refused" in msg
+    assert f"cannot reach 127.0.0.1:{port}: connection refused" in msg
     assert "mirrors tried: 2" in msg and SHA in msg and str(tmp_path / "test" / "file.bin") in msg
     assert "\n" not in msg
     # not retried with back-off: 3 retries at 5 s would take 35 s per mirror

@@ -1,0 +1,119 @@
+"""Placing a verified copy of an official file in the cache without a download.
+
+:func:`place` writes ``<cache>/<group>/<name>`` from a file already on the machine (an idx
+file under any name and compression) or from arrays (what a third-party copy held, serialised
+as idx content), and checks it with the cache's own verification
+(:func:`~mnistforge.cache.verify.verify_file`) *before* the rename: the registry's file hash,
+else its decompressed-content hash, decides, as for a download.  A file whose compression
+already matches is copied byte for byte (``exact`` when it is the published file,
+``content`` when a mirror re-compressed it); anything else is written in the registry's
+compression, reproducibly (gzip mtime 0), and accepted by its content.  A file already in the
+cache is never replaced (it is re-verified, as :func:`~mnistforge.cache.download.fetch_file`
+does).  What decides that a copy *is* the official file (the trust gate, the registry's
+hashes) happens above (:mod:`mnistforge.checks.adopt`); this module only writes and checks.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..log import get_logger
+from ..registry import RemoteFile, get_file
+from .download import FetchResult, _cached, cache_path
+from .verify import verify_file, write_marker
+
+logger = get_logger(__name__)
+
+__all__ = ["place", "ADOPT_SUFFIX"]
+
+#: the temporary name a copy is written under before its verification and rename
+ADOPT_SUFFIX = ".adopting"
+CHUNK = 1 << 20
+
+
+def place(remote, *, source=None, arrays: np.ndarray | None = None, root=None,
+          origin: str = "") -> FetchResult:
+    """Put ``remote`` into the cache from ``source`` (an idx file, any compression) or from
+    ``arrays`` (the file's content as an array); return the verified result.
+
+    ``origin`` says where it came from (logged).  Raises
+    :class:`~mnistforge.errors.HashMismatchError` (nothing written) when the bytes are not
+    the registry's file or content.
+    """
+    from ..io.atomic import output_lock
+
+    remote = get_file(remote)
+    if remote.archive:
+        raise ConfigError(f"{remote.id} is kept in the cache inside {remote.archive}",
+                          expected="a file the cache keeps by itself", found=remote.id,
+                          hint=f"adopt the archive {remote.archive} itself")
+    if (source is None) == (arrays is None):
+        raise ConfigError("place() needs one of source= or arrays=", expected="one",
+                          found="both" if source is not None else "neither")
+    dest = cache_path(remote, root)
+    if dest.is_file():
+        return _cached(remote, dest, rehash=False)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with output_lock(dest, wait=True):
+        if dest.is_file():  # another process placed it meanwhile
+            return _cached(remote, dest, rehash=False)
+        tmp = dest.with_name(dest.name + ADOPT_SUFFIX)
+        try:
+            if source is not None:
+                _write_file(Path(source), remote, tmp)
+            else:
+                _write_arrays(np.asarray(arrays), remote, tmp)
+            v = verify_file(tmp, remote, use_marker=False)
+            if not v.verified:  # nothing pinned: a copy is adopted only when it can be verified
+                raise ConfigError(f"{remote.id}: the registry pins no hash of it",
+                                  expected="a file the registry's hashes can verify",
+                                  found=f"sha256 {v.sha256}",
+                                  hint="place it by hand if you trust it; nothing was written")
+            os.replace(tmp, dest)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        v.path = str(dest)
+        write_marker(dest, v, {"adopted_from": origin} if origin else None)
+    logger.info("%s: %s (adopted from %s)", dest, v.text, origin or source or "arrays")
+    return FetchResult(remote, dest, v.status, v.sha256, downloaded=False)
+
+
+def _write_file(source: Path, remote: RemoteFile, tmp: Path) -> None:
+    from ..io import compression
+
+    with open(source, "rb") as f:
+        comp = compression.sniff_compression(f.read(8))
+    with open(tmp, "wb") as out:
+        if comp == remote.compression or remote.compression not in ("gz", "xz", "bz2", None):
+            # the same wrapper (or an archive, kept whole): byte for byte
+            with open(source, "rb") as f:
+                shutil.copyfileobj(f, out, CHUNK)
+            return
+        writer = compression.open_writer(out, remote.compression, 6)
+        with compression.open_sniffed(source) as f:
+            while chunk := f.read(CHUNK):
+                writer.write(chunk)
+        if writer is not out:
+            writer.close()
+
+
+def _write_arrays(arr: np.ndarray, remote: RemoteFile, tmp: Path) -> None:
+    from ..io import compression
+    from ..io.idx import idx_header_bytes
+
+    with open(tmp, "wb") as out:
+        writer = compression.open_writer(out, remote.compression, 6)
+        writer.write(idx_header_bytes(arr.shape, arr.dtype))
+        flat = arr.reshape(-1)
+        be = arr.dtype.newbyteorder(">")
+        step = max(1, CHUNK // max(1, arr.dtype.itemsize))
+        for i in range(0, flat.size, step):
+            writer.write(np.ascontiguousarray(flat[i:i + step], dtype=be).tobytes())
+        if writer is not out:
+            writer.close()

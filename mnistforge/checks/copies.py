@@ -1,0 +1,190 @@
+"""Finding copies of the datasets already on this machine, and adopting them into the cache
+(what ``mnistforge find-copies`` and ``mnistforge fetch NAME --from PATH`` run).
+
+:func:`well_known_places` lists the folders where tools leave their copies: Keras
+(``$KERAS_HOME/datasets``, ``~/.keras/datasets``), the Hugging Face cache (``$HF_DATASETS_CACHE``,
+``$HF_HOME/hub`` and ``/datasets``, ``~/.cache/huggingface``), torchvision's usual roots
+(``./data`` and ``~/data``), Debian's ``/usr/share/datasets``.  :func:`candidates` walks a
+folder (a few levels deep, a bounded number of entries, links to folders not followed) and
+yields each copy once: a file in a format the package reads, a torchvision root, a folder of
+parquet shards.  :func:`find_copies` examines each (:func:`mnistforge.checks.adopt.examine`);
+:func:`adopt` places what they hold of the official files in the cache.  Nothing here writes
+to, renames in or removes from what it finds.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..errors import FormatError, MnistforgeError, UnsafeFormatError
+from ..log import get_logger
+from .adopt import CopyAnswer, examine
+
+logger = get_logger(__name__)
+
+__all__ = ["adopt", "candidates", "find_copies", "well_known_places"]
+
+#: how deep :func:`candidates` looks below a place, and how many entries it visits at most
+DEPTH = 5
+MAX_ENTRIES = 50_000
+#: file names worth reading (their content decides what they are)
+SUFFIXES = (".npz", ".npy", ".csv", ".csv.gz", ".mat", ".parquet", ".zip")
+IDX_HINTS = ("ubyte", "idx1", "idx2", "idx3")
+
+
+def well_known_places(cwd=None, home=None) -> list[Path]:
+    """The folders where other tools keep their copies (those that exist, each once)."""
+    env = os.environ
+    cwd = Path(cwd or os.getcwd())
+    home = Path(home or Path.home())
+    hf_home = Path(env["HF_HOME"]) if env.get("HF_HOME") else home / ".cache" / "huggingface"
+    places = [Path(env["KERAS_HOME"]) / "datasets" if env.get("KERAS_HOME") else None,
+              home / ".keras" / "datasets",
+              Path(env["HF_DATASETS_CACHE"]) if env.get("HF_DATASETS_CACHE") else None,
+              hf_home / "hub", hf_home / "datasets",
+              cwd / "data", home / "data",
+              Path("/usr/share/datasets")]
+    out: list[Path] = []
+    for p in places:
+        if p is not None and p.is_dir() and p.resolve() not in {q.resolve() for q in out}:
+            out.append(p)
+    return out
+
+
+def _interesting(p: Path) -> bool:
+    name = p.name.lower()
+    if name.startswith("."):
+        return False
+    from ..registry import list_files
+
+    return name.endswith(SUFFIXES) or any(h in name for h in IDX_HINTS) or \
+        name in {f.name.lower() for f in list_files()}
+
+
+def _is_torchvision_root(d: Path) -> bool:
+    from ..registry import torchvision_folders
+
+    return (d / "raw").is_dir() or (d / "processed").is_dir() or any(
+        (d / cls / "raw").is_dir() or (d / cls / "processed").is_dir() for cls in torchvision_folders())
+
+
+def candidates(place) -> Iterator[Path]:
+    """Each copy below ``place`` once (see the module doc), in sorted order."""
+    place = Path(place)
+    if place.is_file():
+        yield place
+        return
+    seen = 0
+
+    def walk(d: Path, depth: int) -> Iterator[Path]:
+        nonlocal seen
+        if _is_torchvision_root(d):
+            yield d
+            return
+        try:
+            entries = sorted(d.iterdir())
+        except OSError as e:  # unreadable: said, then the rest
+            logger.info("cannot list %s: %s", d, e)
+            return
+        if any(e.name.endswith(".parquet") for e in entries):
+            yield d  # the shards of one snapshot (or config)
+            return
+        for e in entries:
+            seen += 1
+            if seen > MAX_ENTRIES:
+                return
+            try:
+                st = os.stat(e)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and _interesting(e):
+                if e.name.endswith(".npy") and _labels_of_a_pair(e):
+                    continue  # read with its images file
+                yield e
+            elif stat.S_ISDIR(st.st_mode) and not e.is_symlink() and depth > 0 \
+                    and not e.name.startswith("."):
+                yield from walk(e, depth - 1)
+
+    yield from walk(place, DEPTH)
+
+
+def _names_a_class(d: Path) -> bool:
+    """Whether ``d`` holds a torchvision class folder (MNIST/, FashionMNIST/...) or is one."""
+    from ..registry import torchvision_folders
+
+    return d.name in torchvision_folders() or any((d / c).is_dir() for c in torchvision_folders())
+
+
+def _labels_of_a_pair(p: Path) -> bool:
+    from ..io.foreign.base import role_of
+    from ..io.foreign.detect import _npy_partner
+
+    return role_of(p.name) == "labels" and _npy_partner(p) is not None
+
+
+def find_copies(places=None, *, search_cache: bool = True) -> tuple[list[Path], list[CopyAnswer]]:
+    """Examine every copy in ``places`` (default :func:`well_known_places`); returns the places
+    searched and one answer per split or idx file found (read only)."""
+    where = [Path(p) for p in places] if places else well_known_places()
+    answers: list[CopyAnswer] = []
+    done: set[str] = set()
+    for place in where:
+        for cand in candidates(place):
+            key = os.path.realpath(cand)
+            if key in done:
+                continue
+            done.add(key)
+            answers.extend(_examine(cand, search_cache))
+    return where, answers
+
+
+def _examine(cand: Path, search_cache: bool) -> list[CopyAnswer]:
+    try:
+        return examine(cand, search_cache=search_cache)
+    except UnsafeFormatError as e:
+        return [CopyAnswer(str(cand), "pickle", "", "unknown", message=f"refused, never "
+                           f"unpickled: {e}", why_not="a pickle")]
+    except FormatError as e:
+        if (cand.is_file() and not _interesting(cand)) or (cand.is_dir() and not _names_a_class(cand)):
+            return []  # a folder that merely has a raw/ in it, a file that is not a copy
+        return [CopyAnswer(str(cand), "?", "", "unknown", message=f"not readable as a copy: {e}",
+                           why_not="unreadable")]
+    except (MnistforgeError, OSError, ValueError) as e:
+        return [CopyAnswer(str(cand), "?", "", "damaged", message=f"{type(e).__name__}: {e}",
+                           why_not="unreadable")]
+
+
+def adopt(paths, files=None, *, root=None) -> tuple[dict[str, tuple], list[CopyAnswer]]:
+    """Place in the cache what the copies at ``paths`` give of ``files`` (registry ids; None:
+    anything they give).  A file is examined as it is (its errors raised); a folder is walked
+    like a place of :func:`find_copies` (a copy in it that cannot be read is said and
+    skipped).  Returns ``({file id: (FetchResult, where)}, answers)``; a piece that fails the
+    cache's verification is logged and skipped (another copy may give it)."""
+    from ..cache.adopt import place
+    from ..cache.download import cache_path
+    from .adopt import regular_or_folder
+
+    wanted = None if files is None else {getattr(f, "id", f) for f in files}
+    placed: dict[str, tuple] = {}
+    answers: list[CopyAnswer] = []
+    for path in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
+        p = regular_or_folder(path)
+        found = examine(p) if p.is_file() else \
+            [a for cand in candidates(p) for a in _examine(cand, True)]
+        for ans in found:
+            answers.append(ans)
+            for piece in ans.pieces:
+                if piece.file in placed or (wanted is not None and piece.file not in wanted):
+                    continue
+                if cache_path(piece.file, root).is_file():
+                    continue  # already there: the caller re-verifies it as a fetch would
+                try:
+                    res = place(piece.file, source=piece.source, arrays=piece.array, root=root,
+                                origin=piece.where)
+                except MnistforgeError as e:
+                    logger.warning("%s: not adopted as %s: %s", piece.where, piece.file, e)
+                    continue
+                placed[piece.file] = (res, piece.where)
+    return placed, answers
