@@ -121,7 +121,8 @@ def features_for(classes, metadata_dtype=None, *, pixels: str | None = None, pix
     :data:`PIXEL_FORMATS`), then one ``Value`` per scalar field of
     ``metadata_dtype`` (a NumPy structured dtype), in field order, under their export
     names (:data:`EXPORT_NAMES`; the arrays written get them from :func:`export_metadata`).
-    Fields named ``image``, ``label`` or ``pixels`` are left out.  The loaders' ``.to_hf()`` uses the same definition.
+    Fields named ``image``, ``label`` or ``pixels`` are left out.  The loaders'
+    ``.to_hf()`` uses the same definition.
 
     Examples
     --------
