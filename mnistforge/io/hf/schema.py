@@ -72,7 +72,7 @@ def export_metadata(metadata: np.ndarray | None) -> np.ndarray | None:
     ('writer_id', 'hsf')
     """
     renamed = _renames(None if metadata is None else metadata.dtype)
-    if not renamed:
+    if not renamed or metadata is None:
         return metadata
     from numpy.lib import recfunctions
 
