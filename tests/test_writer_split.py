@@ -169,3 +169,12 @@ def test_writer_split_refuses_what_it_cannot_split(loaded, tmp_path):
 def _digits():
     images, labels, writers, is_test = emnist_letters_rows(1)
     return images, labels % 10, writers, is_test
+
+
+def test_the_same_split_twice_is_refused(loaded):
+    (train, test), _ = loaded
+    with pytest.raises(ConfigError, match="same split is given twice"):
+        writer_split([train, test, train])
+    # two different slices of one split are distinct rows: pooled
+    halves = [train.select(slice(0, 300)), train.select(slice(300, None))]
+    assert len(writer_split(halves, seed=1).train) + len(writer_split(halves, seed=1).test) == len(train)

@@ -143,6 +143,11 @@ def _check_parts(parts: list[DatasetSplit]) -> None:
     if not parts:
         raise ConfigError("nothing to split", expected="one loaded split or several", found="none")
     first = parts[0]
+    seen = [(p.source, p.split, None if p.indices is None else p.indices.tobytes()) for p in parts]
+    twice = next((p for p, key in zip(parts, seen) if seen.count(key) > 1), None)
+    if twice is not None:  # its rows would be pooled twice, each image on a side two times
+        raise ConfigError("the same split is given twice", found=f"{twice.name} {twice.split} "
+                          f"({twice.source})", expected="distinct splits to pool (e.g. [train, test])")
     for p in parts[1:]:
         if p.name != first.name or list(p.classes) != list(first.classes):
             raise ConfigError("the splits to pool are of different datasets",

@@ -66,6 +66,13 @@ def read_mat(path) -> ForeignCopy:
             if not isinstance(part, dict) or "images" not in part or "labels" not in part:
                 continue
             meta = {col: np.asarray(part[k]).reshape(-1) for k, col in META_KEYS.items() if k in part}
+            rows = np.asarray(part["images"]).shape[0] if np.ndim(part["images"]) else 0
+            for col, v in meta.items():  # a writer per image, or none: never a silent mismatch
+                if v.shape[0] != rows:
+                    raise FormatError(f"dataset.{name}: {col}s do not match the images", path=path,
+                                      expected=f"{rows} {col} ids (one per image)",
+                                      found=f"{v.shape[0]}",
+                                      hint="the file is damaged or not EMNIST's layout")
             splits[name] = ForeignSplit(split_of(name) or name, np.asarray(part["images"]),
                                         np.asarray(part["labels"]),
                                         f"{path} [dataset.{name}]", meta, hint)
