@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 QMNIST_FIELDS = ["label", "hsf", "writer", "index_in_writer", "nist_class", "nist_index",
                  "duplicate", "unused"]
 # every metadata column but `label` (it is the label column), as the loaders' hf_features has it;
-# the writer is `writer_id` there (the name Flower's NaturalIdPartitioner examples and LEAF use)
+# the writer is `writer_id` there (as in Flower's FEMNIST on the Hub, for NaturalIdPartitioner)
 EXPORTED_QMNIST = ["hsf", "writer_id", "index_in_writer", "nist_class", "nist_index", "duplicate",
                    "unused"]
 FIELD_OF = dict(zip(EXPORTED_QMNIST, QMNIST_FIELDS[1:]))  # column -> metadata field

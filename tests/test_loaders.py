@@ -297,7 +297,7 @@ def test_to_hf_and_features(tmp_path):
     emnist_build(tmp_path, "letters", 6, 3)
     ds = load("emnist-letters", "test", root=tmp_path, with_metadata=True)
     feats = hf_features(ds)
-    # the writer is `writer_id` in Hugging Face datasets (Flower's NaturalIdPartitioner, LEAF)
+    # the writer is `writer_id` in Hugging Face datasets (as in Flower's FEMNIST, flwrlabs/femnist)
     assert list(feats) == ["image", "label", "writer_id", "hsf", "field", "ascii", "entry", "sd19_row"]
     assert feats["label"].names[0] == "N/A (unused)" and feats["label"].names[1] == "A"
     hf = ds.to_hf()

@@ -27,7 +27,7 @@ PIXELS = "pixels"
 #: nested lists whose per-pixel levels cost ~5x more to read back).
 PIXEL_FORMATS = ("bytes", "array")
 #: Metadata fields that a Hugging Face dataset names otherwise: the writer is ``writer_id``,
-#: the column of LEAF's FEMNIST and of Flower Datasets' examples, so that
+#: the name of the writer column in Flower's FEMNIST on the Hub (``flwrlabs/femnist``), so that
 #: ``NaturalIdPartitioner(partition_by="writer_id")`` partitions an export by writer unchanged.
 #: Loading an export back gives each field its registry name again (:func:`field_name`).
 EXPORT_NAMES = {"writer": "writer_id"}
