@@ -178,3 +178,18 @@ def test_the_same_split_twice_is_refused(loaded):
     # two different slices of one split are distinct rows: pooled
     halves = [train.select(slice(0, 300)), train.select(slice(300, None))]
     assert len(writer_split(halves, seed=1).train) + len(writer_split(halves, seed=1).test) == len(train)
+
+
+def test_splits_made_in_memory_pool_unless_they_are_the_same_arrays():
+    from mnistforge.loaders import DatasetSplit
+    from mnistforge.registry import get_dataset
+
+    def made(first_writer):
+        meta = np.zeros(20, dtype=[("writer", "i4")])
+        meta["writer"] = first_writer + np.arange(20) % 4
+        return DatasetSplit("emnist-digits", "train", np.zeros((20, 28, 28), np.uint8),
+                            np.arange(20) % 10, get_dataset("emnist-digits"), meta)
+    a, b = made(0), made(10)                      # no source, same split name, other rows
+    assert len(writer_split([a, b], seed=2).test) + len(writer_split([a, b], seed=2).train) == 40
+    with pytest.raises(ConfigError, match="same split is given twice"):
+        writer_split([a, a])

@@ -5,12 +5,13 @@ writers sit on both sides.  Their ``.mat`` files record every image's writer
 (``load("emnist-letters.mat", "train", with_metadata=True).metadata["writer"]``),
 so a writer-disjoint split needs no SD19: :func:`writer_split` pools the splits
 given (e.g. the official train and test), shuffles the writers with ``seed`` and
-sends whole writers to the test side until it holds the share of the rows closest
-to ``test_fraction``.  Only the writer ids and the seed decide (not the row order
-of the inputs), so the same files and seed give the same sides.  Each side keeps
-the metadata fields common to the inputs, plus ``from_split`` and ``from_row``
-(where each row came from).  :class:`ClassBalance` reports the class counts of
-each side and how far each side's class shares stray from the pool's.
+sends whole writers, in that order, to the test side while that brings its share
+of the rows closer to ``test_fraction``.  Only the writer ids and the seed decide
+(not the row order of the inputs), so the same files and seed give the same
+sides.  Each side keeps the metadata fields common to the inputs, plus
+``from_split`` and ``from_row`` (where each row came from: the input's split and
+its row there).  :class:`ClassBalance` reports the class counts of each side and
+how far each side's class shares stray from the pool's.
 
 Examples
 --------
@@ -143,7 +144,8 @@ def _check_parts(parts: list[DatasetSplit]) -> None:
     if not parts:
         raise ConfigError("nothing to split", expected="one loaded split or several", found="none")
     first = parts[0]
-    seen = [(p.source, p.split, None if p.indices is None else p.indices.tobytes()) for p in parts]
+    seen = [(p.source, p.split, None if p.indices is None else p.indices.tobytes()) if p.source
+            else id(p.images) for p in parts]  # splits made in memory: the same arrays
     twice = next((p for p, key in zip(parts, seen) if seen.count(key) > 1), None)
     if twice is not None:  # its rows would be pooled twice, each image on a side two times
         raise ConfigError("the same split is given twice", found=f"{twice.name} {twice.split} "
@@ -192,8 +194,8 @@ def writer_split(data: DatasetSplit | Sequence[DatasetSplit], test_fraction: flo
         splits of one dataset, pooled in the order given (e.g. ``[train, test]``).
     test_fraction : float
         The share of the rows wanted on the test side (default 1/7, EMNIST's own):
-        whole writers are moved, so the share reached is the closest one that
-        whole writers allow (``len(result.test) / n``).
+        whole writers are moved, so the share reached is that of the prefix of the
+        shuffled writers closest to it (``len(result.test) / n``).
     seed : int
         The writers' shuffle: the same writer ids and seed give the same sides.
 
@@ -202,7 +204,8 @@ def writer_split(data: DatasetSplit | Sequence[DatasetSplit], test_fraction: flo
     WriterSplit
         ``train`` and ``test`` (:class:`DatasetSplit`, splits ``train-by-writer`` and
         ``test-by-writer``, rows in pooled order; metadata: ``writer``, the other
-        fields common to the inputs, ``from_split``, ``from_row``), ``balance``
+        fields common to the inputs, ``from_split`` and ``from_row``: the input split
+        and the row of it as loaded, before any slice, see ``DatasetSplit.indices``), ``balance``
         (:class:`ClassBalance`), ``writers`` (how many on each side).
     """
     parts = [data] if isinstance(data, DatasetSplit) else list(data)
