@@ -74,9 +74,9 @@ class ClassBalance:
         """The balance of ``sides`` (side -> labels) over ``classes`` (label value -> name)."""
         k = max([len(classes)] + [int(y.max()) + 1 for y in sides.values() if len(y)])
         counts = {s: np.bincount(np.asarray(y, np.int64), minlength=k) for s, y in sides.items()}
-        pool = sum(counts.values())
+        pool = np.sum(list(counts.values()), axis=0)
         labels = np.flatnonzero(pool)
-        names = [str(classes[i]) if i < len(classes) else str(i) for i in labels]
+        names = [str(classes[i]) if i < len(classes) else str(i) for i in labels.tolist()]
         share = pool[labels] / max(1, int(pool.sum()))
         out = cls(labels, names, {s: c[labels] for s, c in counts.items()})
         for s, c in out.counts.items():
