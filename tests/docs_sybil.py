@@ -44,7 +44,8 @@ SHELL_LANGUAGES = {"", "console", "shell", "bash", "sh"}
 # seconds; a hung command fails its block instead of the whole run
 BLOCK_TIMEOUT = int(os.environ.get("MNISTFORGE_DOCS_TIMEOUT", "900"))
 # which module tells that an optional extra is installed
-EXTRAS = {"plot": "matplotlib", "torch": "torch", "hub": "huggingface_hub", "bench": "sklearn"}
+EXTRAS = {"plot": "matplotlib", "torch": "torch", "hub": "huggingface_hub", "bench": "sklearn",
+          "fl": "flwr_datasets"}
 SLOW = re.compile(r"^<!--\s*slow\b.*?-->", re.M | re.S)
 FENCED = re.compile(r"^```[^\n]*\n.*?^```[^\n]*$", re.M | re.S)
 

@@ -247,9 +247,9 @@ def test_writer_metadata_reaches_the_hugging_face_columns(built):
     out, _ = built
     ds = mnistforge.load("emnist-balanced", "test", root=out, with_metadata=True)
     hf = ds.to_hf()
-    for col in ("writer", "hsf", "field", "ascii", "entry", "sd19_row"):
+    for col in ("writer_id", "hsf", "field", "ascii", "entry", "sd19_row"):  # writer: writer_id
         assert col in hf.column_names
-    assert hf["writer"] == ds.metadata["writer"].tolist()
+    assert hf["writer_id"] == ds.metadata["writer"].tolist()
     assert set(hf["field"]) <= {0, 1, 2, 3}
 
 

@@ -302,7 +302,7 @@ def test_emnist_mat_keeps_the_writer_ids(letters, tmp_path):
     path = write_copy("mat", tmp_path, x, y, name="emnist-letters")
     ds = mnistforge.load(path, "test", with_metadata=True)
     assert ds.name == "emnist-letters" and ds.metadata is not None
-    assert ds.metadata["writers"].tolist() == (np.arange(len(y)) % 7 + 100).tolist()
+    assert ds.metadata["writer"].tolist() == (np.arange(len(y)) % 7 + 100).tolist()
     assert np.array_equal(ds.images, x.transpose(0, 2, 1))  # upright, as load gives EMNIST
 
 

@@ -28,8 +28,11 @@ from sd19_helpers import make_tiny_sd19
 ROOT = Path(__file__).resolve().parents[1]
 QMNIST_FIELDS = ["label", "hsf", "writer", "index_in_writer", "nist_class", "nist_index",
                  "duplicate", "unused"]
-# every metadata column but `label` (it is the label column), as the loaders' hf_features has it
-EXPORTED_QMNIST = QMNIST_FIELDS[1:]
+# every metadata column but `label` (it is the label column), as the loaders' hf_features has it;
+# the writer is `writer_id` there (as in Flower's FEMNIST on the Hub, for NaturalIdPartitioner)
+EXPORTED_QMNIST = ["hsf", "writer_id", "index_in_writer", "nist_class", "nist_index", "duplicate",
+                   "unused"]
+FIELD_OF = dict(zip(EXPORTED_QMNIST, QMNIST_FIELDS[1:]))  # column -> metadata field
 
 
 @pytest.fixture(autouse=True)
@@ -127,7 +130,7 @@ def test_roundtrip_with_load_dataset(tmp_path):
     assert ds.features["label"].names == [str(i) for i in range(10)]
     assert list(ds.features) == ["image", "label"] + EXPORTED_QMNIST
     for f in EXPORTED_QMNIST:  # the QMNIST metadata columns survive, with their names
-        assert np.array_equal(np.asarray(ds[f]), meta[f][:900]), f
+        assert np.array_equal(np.asarray(ds[f]), meta[FIELD_OF[f]][:900]), f
 
     test = load_ds(repo, "qmnist", "test", tmp_path)
     assert np.array_equal(ds_images(test), imgs[900:])
@@ -150,7 +153,7 @@ def test_load_hf_split_returns_the_source_arrays(tmp_path):
     assert classes == [str(i) for i in range(10)]
     assert list(got_meta.dtype.names) == EXPORTED_QMNIST
     for f in EXPORTED_QMNIST:
-        assert np.array_equal(got_meta[f], meta[f][900:])
+        assert np.array_equal(got_meta[f], meta[FIELD_OF[f]][900:])
     # mnistforge's split spelling works too
     images2, labels2, classes2, meta2 = hf.load_hf_split(repo, "emnist-letters",
                                                          "train-without-validation")
@@ -569,7 +572,8 @@ def test_cli_exports_a_synthetic_build(builds, tmp_path):
             assert ds.features["label"].names == src.classes
             for f in src.metadata.dtype.names:
                 if f != "label":
-                    assert np.array_equal(np.asarray(ds[f]), src.metadata[f]), (name, f)
+                    col = "writer_id" if f == "writer" else f  # the Hub's name of the writer
+                    assert np.array_equal(np.asarray(ds[col]), src.metadata[f]), (name, f)
             assert ds.features == src.to_hf().features  # one features definition
     text = (repo / "README.md").read_text()
     manifest = json.loads((builds / "qmnist" / "manifest.json").read_text())

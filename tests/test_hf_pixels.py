@@ -36,8 +36,8 @@ def test_pixels_column_round_trips_and_keeps_the_png_column(tmp_path, layout):
     got, got_labels, classes, got_meta = load_hf_split(repo, "toy", "train")
     np.testing.assert_array_equal(got, images)
     np.testing.assert_array_equal(got_labels, labels)
-    assert list(got_meta.dtype.names) == ["writer"]          # pixels is not metadata
-    np.testing.assert_array_equal(got_meta["writer"], meta["writer"])
+    assert list(got_meta.dtype.names) == ["writer_id"]   # pixels is not metadata; writer's Hub name
+    np.testing.assert_array_equal(got_meta["writer_id"], meta["writer"])
 
 
 @pytest.mark.parametrize("layout", ["bytes", "array"])
@@ -90,7 +90,7 @@ def test_bytes_pixels_column_is_plain_and_the_rest_keeps_its_encoding(tmp_path):
     enc = {meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i).encodings
            for i in range(meta.num_columns)}
     assert "RLE_DICTIONARY" not in enc[PIXELS] and "RLE_DICTIONARY" in enc["label"]
-    # image, label, writer: the same values as without the column
+    # image, label, writer_id: the same values as without the column
     t_px, t_plain = pq.read_table(shard), pq.read_table(next((plain / "data" / "toy").glob("*.parquet")))
     assert t_px.drop_columns([PIXELS]).equals(t_plain)
 

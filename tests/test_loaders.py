@@ -297,13 +297,14 @@ def test_to_hf_and_features(tmp_path):
     emnist_build(tmp_path, "letters", 6, 3)
     ds = load("emnist-letters", "test", root=tmp_path, with_metadata=True)
     feats = hf_features(ds)
-    assert list(feats) == ["image", "label", "writer", "hsf", "field", "ascii", "entry", "sd19_row"]
+    # the writer is `writer_id` in Hugging Face datasets (as in Flower's FEMNIST, flwrlabs/femnist)
+    assert list(feats) == ["image", "label", "writer_id", "hsf", "field", "ascii", "entry", "sd19_row"]
     assert feats["label"].names[0] == "N/A (unused)" and feats["label"].names[1] == "A"
     hf = ds.to_hf()
     assert len(hf) == 3 and hf.features == feats
     row = hf[1]
     np.testing.assert_array_equal(np.asarray(row["image"]), ds.images[1])
-    assert row["label"] == ds.labels[1] and row["writer"] == 5001
+    assert row["label"] == ds.labels[1] and row["writer_id"] == 5001
 
 
 def test_to_torch_or_clear_error(tmp_path):

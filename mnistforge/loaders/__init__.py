@@ -7,6 +7,8 @@
 * :func:`hf_features` is the Hugging Face schema of a split (the export's, from
   :mod:`mnistforge.io.hf.schema`).
 * :func:`save_grid` draws a labelled sample grid PNG (Pillow only).
+* :func:`writer_split` re-splits loaded splits by writer (no writer on both sides), with
+  the class balance of each side (:class:`WriterSplit`, :class:`ClassBalance`).
 
 Examples
 --------
@@ -20,10 +22,12 @@ _WHERE = {
     "load": "core", "DatasetSplit": "split", "resolve_target": "targets", "detect_dataset": "targets",
     "datasets_in_folder": "targets", "hf_features": "convert", "hf_columns": "convert", "to_hf": "convert",
     "to_torch": "convert", "save_grid": "grid", "render_grid": "grid", "grid_title": "grid",
+    "writer_split": "writers", "WriterSplit": "writers", "ClassBalance": "writers",
 }
 
 __all__ = ["load", "resolve_target", "detect_dataset", "datasets_in_folder", "DatasetSplit", "hf_features",
-           "hf_columns", "to_hf", "to_torch", "save_grid", "render_grid", "grid_title"]
+           "hf_columns", "to_hf", "to_torch", "save_grid", "render_grid", "grid_title", "writer_split",
+           "WriterSplit", "ClassBalance"]
 
 
 def __getattr__(name):

@@ -10,7 +10,7 @@ import functools
 import numpy as np
 
 from ..errors import ConfigError, require
-from ..io.hf.schema import features_for, metadata_columns
+from ..io.hf.schema import export_metadata, features_for, metadata_columns
 
 __all__ = ["hf_features", "hf_columns", "to_hf", "to_torch"]
 
@@ -25,7 +25,7 @@ def hf_features(split_obj):
     >>> list(f), f["label"].names
     (['image', 'label'], ['0', '1'])
     """
-    meta = getattr(split_obj, "metadata", None)
+    meta = export_metadata(getattr(split_obj, "metadata", None))
     return features_for(split_obj.classes, None if meta is None else meta.dtype)
 
 
@@ -34,7 +34,7 @@ def hf_columns(split_obj, rows=None) -> dict:
     sl = slice(None) if rows is None else rows
     images = np.asarray(split_obj.images[sl])
     cols = {"image": list(images), "label": np.asarray(split_obj.labels[sl]).tolist()}
-    meta = split_obj.metadata
+    meta = export_metadata(split_obj.metadata)
     for f in metadata_columns(None if meta is None else meta.dtype):
         cols[f] = np.asarray(meta[f][sl]).tolist()
     return cols

@@ -234,6 +234,13 @@ def _structured(meta: dict[str, np.ndarray], n: int) -> np.ndarray | None:
     return out
 
 
+def _field_names(meta: dict[str, np.ndarray], info: DatasetInfo) -> dict[str, np.ndarray]:
+    """A copy's metadata under the dataset's field names (an export's ``writer_id`` is ``writer``)."""
+    from ..io.hf.schema import field_name
+
+    return {field_name(k, info.metadata_fields): v for k, v in meta.items()}
+
+
 def pick_split(copy: ForeignCopy, name: str | None, split: str | None) -> ForeignSplit:
     """The split of ``copy`` asked for, also as ``<dataset hint>:<split>`` in a copy of several."""
     if name and split and f"{name}:{split}" in copy.splits:
@@ -364,7 +371,7 @@ def make_split(copy: ForeignCopy, c: Canonical, info: DatasetInfo | None, transp
         info = _adhoc_info(c.hint or "foreign", labels, copy.path)
     stored_transposed = transposed != (info.orientation == "transposed")
     ds = DatasetSplit(info.name, split or c.split or "data", images, labels, info,
-                      _structured(c.metadata, len(labels)) if with_metadata else None,
+                      _structured(_field_names(c.metadata, info), len(labels)) if with_metadata else None,
                       f"{copy.format} {c.where}", {},
                       "transposed" if stored_transposed else "upright")
     ds.changes = list(changes)

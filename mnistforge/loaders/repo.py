@@ -24,7 +24,7 @@ from ..errors import DataMismatchError, IntegrityError, MissingFileError, Mnistf
 from ..io.hashing import THREAD_FROM, sha256_file
 from ..io.hf.parquet import DATA
 from ..io.hf.repo import config_is_synthetic, read_split, recorded_shard_hashes, repo_configs, shard_paths
-from ..io.hf.schema import hf_split_name
+from ..io.hf.schema import field_name, hf_split_name
 from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset
 from .split import DatasetSplit
@@ -273,7 +273,7 @@ def load_split_from_repo(repo_dir, name: str, split: str, *, with_metadata: bool
             cols = {"label": labels.astype(np.int32)}
         else:
             cols = {}
-        cols.update({f: meta[f] for f in meta.dtype.names})
+        cols.update({field_name(f, fields): meta[f] for f in meta.dtype.names})  # writer_id: writer
         order = [f for f in fields if f in cols] + [f for f in cols if f not in fields]
         metadata = np.empty(len(labels), dtype=[(f, cols[f].dtype) for f in order])
         for f in order:

@@ -2,8 +2,9 @@
 
 The layout is a struct ``dataset`` with ``train`` and ``test`` structs holding
 ``images`` (``N x 784`` uint8), ``labels`` (``N x 1``) and ``writers``
-(``N x 1``, the only official source of EMNIST writer ids, kept here as
-metadata), plus ``mapping`` (label -> ASCII codes).  Files with plain
+(``N x 1``, the only official source of EMNIST writer ids, kept here as the
+metadata column ``writer``: the name EMNIST builds give it), plus ``mapping``
+(label -> ASCII codes).  Files with plain
 top-level variables (``x_train``, ``y_train``...) work too.  Read with
 :func:`scipy.io.loadmat` (MATLAB 4/5/7 files; 7.3 files are HDF5 and refused
 with a hint), which builds arrays and structs only: no code runs.
@@ -16,7 +17,7 @@ Examples
 ...         "writers": np.array([[7], [9]])}
 >>> scipy.io.savemat(p, {"dataset": {"train": part, "test": part, "mapping": np.array([[1, 65]])}})
 >>> copy = read_mat(p)
->>> sorted(copy.splits), copy.splits["train"].metadata["writers"].tolist(), copy.hint
+>>> sorted(copy.splits), copy.splits["train"].metadata["writer"].tolist(), copy.hint
 (['test', 'train'], [7, 9], 'emnist-letters')
 """
 from __future__ import annotations
@@ -30,7 +31,8 @@ from .base import ForeignCopy, ForeignSplit, pair_arrays, split_key, split_of
 
 __all__ = ["read_mat"]
 
-META_KEYS = ("writers", "writer")
+#: struct fields kept as metadata -> their column name (the registry's EMNIST field ``writer``)
+META_KEYS = {"writers": "writer", "writer": "writer"}
 
 
 def _loadmat(path):
@@ -63,7 +65,14 @@ def read_mat(path) -> ForeignCopy:
         for name, part in ds.items():
             if not isinstance(part, dict) or "images" not in part or "labels" not in part:
                 continue
-            meta = {k: np.asarray(part[k]).reshape(-1) for k in META_KEYS if k in part}
+            meta = {col: np.asarray(part[k]).reshape(-1) for k, col in META_KEYS.items() if k in part}
+            rows = np.asarray(part["images"]).shape[0] if np.ndim(part["images"]) else 0
+            for col, v in meta.items():  # a writer per image, or none: never a silent mismatch
+                if v.shape[0] != rows:
+                    raise FormatError(f"dataset.{name}: {col}s do not match the images", path=path,
+                                      expected=f"{rows} {col} ids (one per image)",
+                                      found=f"{v.shape[0]}",
+                                      hint="the file is damaged or not EMNIST's layout")
             splits[name] = ForeignSplit(split_of(name) or name, np.asarray(part["images"]),
                                         np.asarray(part["labels"]),
                                         f"{path} [dataset.{name}]", meta, hint)

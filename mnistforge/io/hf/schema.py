@@ -1,9 +1,10 @@
 """The one Hugging Face schema of an MNIST-family split, and the in-memory split it describes.
 
 ``image`` (:class:`datasets.Image`, PNG bytes), ``label`` (:class:`datasets.ClassLabel`
-named by the classes), then one ``Value`` per scalar metadata field. The export
+named by the classes), then one ``Value`` per scalar metadata field, named as
+:data:`EXPORT_NAMES` says (the writer is ``writer_id``). The export
 (:mod:`mnistforge.hub.export`) and the loaders' ``to_hf()`` both use
-:func:`features_for`.
+:func:`features_for` and :func:`export_metadata`.
 """
 from __future__ import annotations
 
@@ -25,6 +26,11 @@ PIXELS = "pixels"
 #: ``array``: ``Array2D((H, W), "uint8")`` (self-describing, but parquet stores it as
 #: nested lists whose per-pixel levels cost ~5x more to read back).
 PIXEL_FORMATS = ("bytes", "array")
+#: Metadata fields that a Hugging Face dataset names otherwise: the writer is ``writer_id``,
+#: the name of the writer column in Flower's FEMNIST on the Hub (``flwrlabs/femnist``), so that
+#: ``NaturalIdPartitioner(partition_by="writer_id")`` partitions an export by writer unchanged.
+#: Loading an export back gives each field its registry name again (:func:`field_name`).
+EXPORT_NAMES = {"writer": "writer_id"}
 
 
 @dataclass
@@ -54,6 +60,39 @@ class SplitData:
                 raise ConfigError("metadata must be a structured array with one record per image",
                                   expected=f"{n} records",
                                   found=f"{len(self.metadata)} records, dtype {self.metadata.dtype}")
+            self.metadata = export_metadata(self.metadata)
+
+
+def export_metadata(metadata: np.ndarray | None) -> np.ndarray | None:
+    """``metadata`` with its fields under their Hugging Face names (:data:`EXPORT_NAMES`): a view,
+    no copy.  A field keeps its name where the new one is taken already.
+
+    >>> m = np.zeros(2, dtype=[("writer", "i4"), ("hsf", "i4")])
+    >>> export_metadata(m).dtype.names
+    ('writer_id', 'hsf')
+    """
+    renamed = _renames(None if metadata is None else metadata.dtype)
+    if not renamed or metadata is None:
+        return metadata
+    from numpy.lib import recfunctions
+
+    return recfunctions.rename_fields(metadata, renamed)
+
+
+def _renames(dtype) -> dict[str, str]:
+    names = () if dtype is None else dtype.names or ()
+    return {f: EXPORT_NAMES[f] for f in names if f in EXPORT_NAMES and EXPORT_NAMES[f] not in names}
+
+
+def field_name(column: str, fields) -> str:
+    """The metadata field an exported ``column`` holds: its registry name when ``fields`` (the
+    dataset's metadata fields) has it, else the column's own name.
+
+    >>> field_name("writer_id", ["writer", "hsf"]), field_name("writer_id", []), field_name("hsf", [])
+    ('writer', 'writer_id', 'hsf')
+    """
+    back = {v: k for k, v in EXPORT_NAMES.items()}
+    return back[column] if column in back and back[column] in fields else column
 
 
 
@@ -80,15 +119,16 @@ def features_for(classes, metadata_dtype=None, *, pixels: str | None = None, pix
     ``pixels`` a ``pixels`` column holding the same images undecoded (``"bytes"``:
     ``Value("binary")``; ``"array"``: ``Array2D(pixels_shape, "uint8")``; see
     :data:`PIXEL_FORMATS`), then one ``Value`` per scalar field of
-    ``metadata_dtype`` (a NumPy structured dtype), in field order.  Fields named
-    ``image``, ``label`` or ``pixels`` are left out.  The loaders' ``.to_hf()``
-    uses the same definition.
+    ``metadata_dtype`` (a NumPy structured dtype), in field order, under their export
+    names (:data:`EXPORT_NAMES`; the arrays written get them from :func:`export_metadata`).
+    Fields named ``image``, ``label`` or ``pixels`` are left out.  The loaders'
+    ``.to_hf()`` uses the same definition.
 
     Examples
     --------
     >>> f = features_for(["0", "1"], np.dtype([("writer", "i4")]))
-    >>> list(f), f["label"].names, f["writer"].dtype
-    (['image', 'label', 'writer'], ['0', '1'], 'int32')
+    >>> list(f), f["label"].names, f["writer_id"].dtype
+    (['image', 'label', 'writer_id'], ['0', '1'], 'int32')
     >>> f = features_for(["0"], pixels="bytes")
     >>> list(f), f["pixels"].dtype
     (['image', 'label', 'pixels'], 'binary')
@@ -100,8 +140,10 @@ def features_for(classes, metadata_dtype=None, *, pixels: str | None = None, pix
     cols = {"image": datasets.Image(), "label": datasets.ClassLabel(names=[str(c) for c in classes])}
     if pixels is not None:
         cols[PIXELS] = pixels_feature(pixels, pixels_shape)
+    renamed = _renames(metadata_dtype)
     for name in metadata_columns(metadata_dtype):
-        cols[name] = datasets.Value(_value_dtype(metadata_dtype[name], name))
+        column = renamed.get(name, name)
+        cols[column] = datasets.Value(_value_dtype(metadata_dtype[name], column))
     return datasets.Features(cols)
 
 
