@@ -43,7 +43,8 @@ from ..registry import get_dataset, list_datasets
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
-__all__ = ["HOW", "NEAR_L2", "Official", "RowMap", "map_rows", "official_splits", "rows_of_map"]
+__all__ = ["HOW", "NEAR_L2", "Official", "RowMap", "copy_map", "identity_map", "join_metadata", "map_rows",
+           "official_metadata", "official_splits", "row_facts"]
 
 #: how a row was mapped (the values of :attr:`RowMap.how`)
 HOW = ("none", "exact", "near", "ambiguous")
@@ -437,7 +438,87 @@ def official_splits(datasets=None, *, cache=None, root=None, image_shape=(28, 28
     return got
 
 
-def rows_of_map(rm: RowMap, info_name: str, split: str):
-    """``(copy rows, official rows)`` of the rows mapped into ``info_name`` ``split``."""
-    rows = np.flatnonzero(rm.mapped & (rm.official_dataset == info_name) & (rm.official_split == split))
-    return rows, rm.index[rows]
+def copy_map(images, labels, *, dataset: str | None = None, claimed: str | None = None,
+             cache=None, officials: list[Official] | None = None,
+             near: bool = True) -> RowMap | None:
+    """The row map of a copy's canonical arrays against what this machine holds: ``officials``
+    if given, else ``dataset``'s official splits in the cache (every dataset's when None).
+    None when there is no official image to map to."""
+    if officials is None:
+        officials = official_splits([dataset] if dataset else None, cache=cache,
+                                    image_shape=tuple(np.asarray(images).shape[1:3]))
+    if not officials:
+        return None
+    rm = map_rows(images, labels, officials, dataset=dataset, claimed=claimed, near=near)
+    logger.info("%s", rm.message())
+    return rm
+
+
+def row_facts(rm: RowMap | None):
+    """The gate's :class:`~mnistforge.gate.content.RowFacts` of a map (None: no map)."""
+    from ..gate.content import RowFacts
+
+    if rm is None:
+        return None
+    mine = rm.mapped & rm._mine()
+    codes, counts = np.unique(rm.code[mine], return_counts=True)
+    split = rm.keys[int(codes[np.argmax(counts)])][1] if codes.size else None
+    return RowFacts(rm.dataset, split, int(mine.sum()), len(rm))
+
+
+def identity_map(dataset: str, split: str, n: int) -> RowMap:
+    """The map of a copy in the official order: row ``i`` is official row ``i``."""
+    return RowMap(((dataset, split),), np.zeros(n, np.int32), np.arange(n, dtype=np.int64),
+                  np.full(n, EXACT, np.uint8), np.zeros(n), dataset=dataset, claimed=split,
+                  label_differs=np.zeros(n, bool), candidates=np.ones(n, np.int32),
+                  sources=["registry content hashes (official order)"])
+
+
+def official_metadata(ds, rm: RowMap, *, cache=None, download=None, votes: bool = True,
+                      required: bool = False) -> np.ndarray | None:
+    """The official metadata of each mapped row of ``ds`` (a copy of ``rm.dataset``): the files'
+    columns and the human label votes, gathered by the map; rows that are no official row of
+    the dataset get -1 (label votes: not examined, no issue).  None when the official splits
+    have no metadata."""
+    from .core import load
+
+    parts = []
+    for k, (name, split) in enumerate(rm.keys):
+        rows = np.flatnonzero(rm.mapped & (rm.code == k))
+        if name != ds.name or not rows.size:
+            continue
+        off = load(name, split, download=False, cache=cache, with_metadata="files")
+        if votes:
+            from .label_issues import add_label_votes
+
+            add_label_votes(off, cache=cache, download=download, required=required)
+        if off.metadata is not None:
+            parts.append((rows, rm.index[rows], off.metadata))
+    if not parts:
+        return None
+    dt = parts[0][2].dtype
+    out = np.zeros(len(rm), dtype=dt)
+    for f in dt.names or ():
+        if out[f].dtype.kind in "iu":
+            out[f] = -1
+    for rows, idx, meta in parts:
+        if meta.dtype != dt:  # splits of one dataset share one schema; a stray one is left out
+            logger.warning("%s: metadata of another schema left out", ds.name)
+            continue
+        out[rows] = meta[idx]
+    return out
+
+
+def join_metadata(own: np.ndarray | None, official: np.ndarray | None) -> np.ndarray | None:
+    """A copy's own metadata columns (``.mat`` writers...) with the official ones after them."""
+    if own is None or official is None:
+        return official if own is None else own
+    names = [f for f in official.dtype.names or () if f not in (own.dtype.names or ())]
+    dt = np.dtype([(f, own.dtype[f]) for f in own.dtype.names or ()]
+                  + [(f, official.dtype[f]) for f in names])
+    out = np.empty(len(own), dtype=dt)
+    for f in own.dtype.names or ():
+        out[f] = own[f]
+    for f in names:
+        out[f] = official[f]
+    return out
