@@ -364,7 +364,8 @@ def _map(ident: Identification, c: Canonical, name: str | None, officials) -> No
         return
     ident.row_map = rm
     s = rm.summary()
-    whole = s["mapped"] == s["rows"] and not s["labels_differ"] and not s["ambiguous"]
+    mine = int(np.count_nonzero(rm.mapped & (rm.official_dataset == rm.dataset)))
+    whole = mine == s["rows"] and not s["labels_differ"] and not s["ambiguous"]
     if not whole or ident.verdict == "reordered" or rm.dataset is None:
         return
     split = max(s["by_split"], key=s["by_split"].get).split(" ", 1)[1]
