@@ -223,10 +223,10 @@ def find_near_duplicates(query, base, threshold: float = DEFAULT_NEAR_L2, *,
             dists.append(np.sqrt(exact[keep]))
     if not pairs:
         return dataclasses.replace(empty, candidates=n_cand)
-    pairs = np.concatenate(pairs).astype(np.int64)
-    dists = np.concatenate(dists)
-    order = np.lexsort((pairs[:, 1], pairs[:, 0]))
-    return NearDuplicates(pairs[order], dists[order], float(threshold), n_cand)
+    found = np.concatenate(pairs).astype(np.int64)
+    l2 = np.concatenate(dists)
+    order = np.lexsort((found[:, 1], found[:, 0]))
+    return NearDuplicates(found[order], l2[order], float(threshold), n_cand)
 
 
 def nearest_brute_force(query, base, threshold: float = DEFAULT_NEAR_L2) -> NearDuplicates:
