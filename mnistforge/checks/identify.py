@@ -18,6 +18,9 @@ For each split of a copy (:mod:`mnistforge.io.foreign`, made canonical by
 ``differs``
     N images or labels differ (first indices listed), when a reference is at
     hand (``--reference``, or the official files already in the cache);
+``superseded``
+    an older release of a dataset the registry knows by its public hashes ("the release
+    of DATE, superseded by ...");
 ``unknown``
     what it resembles: count, classes, label range, orientation cue, and the
     registry splits of that size.
@@ -102,6 +105,8 @@ class Identification:
         elif self.verdict == "reordered":
             text = f"identical content to {self.target} in another order" + (
                 f", after: {after}" if after else "")
+        elif self.verdict == "superseded":
+            text = f"{self.target}, an older release"
         elif self.verdict == "subset":
             text = f"a subset of {self.target}: {self.count:,} official rows" + (
                 f", after: {after}" if after else "")
@@ -348,9 +353,35 @@ def identify(c: Canonical, *, name: str | None = None, reference=None,
     ident.storage = list(c.storage)
     ident.count = len(c)
     ident.where = c.where
+    if ident.verdict in ("differs", "unknown"):
+        _superseded(ident, c)
     if ident.verdict in ("reordered", "differs", "unknown") and (officials is not None or search_cache):
         _map(ident, c, name, officials)
     return ident
+
+
+def _superseded(ident: Identification, c: Canonical) -> None:
+    """A copy whose images, labels or pairs hash as a superseded release's: named as such."""
+    from ..gate.content import ContentHashes
+    from ..registry import find_superseded
+
+    h = ContentHashes(c)
+    tries = [(t, 0, "content_sha256", lambda t=t: h.images(t)) for t in (False, True)]
+    tries += [(False, k, "content_sha256", lambda k=k: h.labels(k)) for k in (0, 1, -1)]
+    tries += [(t, k, "order_free_sha256", lambda t=t, k=k: h.order_free(t, k))
+              for t in (False, True) for k in (0, 1, -1)]
+    for t, k, kind, value in tries:
+        rel = find_superseded(**{kind: value()})
+        if rel is None:
+            continue
+        changes = list(c.changes) + ([transpose_change()] if t else []) + (
+            [shift_change(k, c.labels)] if k else [])
+        ident.verdict, ident.dataset, ident.split = "superseded", rel.dataset, rel.split
+        ident.changes, ident.resembles = changes, {}
+        ident.order = "other" if kind == "order_free_sha256" else "same"
+        ident.note = rel.describe() + (f" (hashes: {rel.source})" if rel.source else "")
+        ident.matched_by = "registry hashes of a superseded release"
+        return
 
 
 def _map(ident: Identification, c: Canonical, name: str | None, officials) -> None:
@@ -400,6 +431,6 @@ def row_map_check(ident: Identification) -> CheckResult | None:
 def identification_check(ident: Identification) -> CheckResult:
     """The answer as a check result: identical/reordered pass, transformed/unknown warn, differs fails."""
     status = {"identical": PASS, "reordered": PASS, "subset": PASS, "transformed": WARN,
-              "unknown": WARN, "differs": FAIL}[ident.verdict]
+              "unknown": WARN, "superseded": WARN, "differs": FAIL}[ident.verdict]
     return CheckResult(f"identify[{ident.key or ident.split or 'data'}]", status, ident.to_dict(),
                        ident.message())
