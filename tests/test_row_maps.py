@@ -171,8 +171,8 @@ def test_fifty_train_rows_in_a_test_copy_are_reported_as_leakage(leaky_npz, fash
     assert ident["leakage"]["rows"] == 50 and ident["leakage"]["by_split"] == {"train": 50}
     assert ident["leakage"]["first_rows"] == where[:10].tolist()
     check = rep[f"row_map[{ident['split_key']}]"]
-    assert check.status == "fail" and "LEAKAGE: 50 rows of this test are official 50 train" \
-        in check.message
+    assert check.status == "fail" and "LEAKAGE: 50 rows of this test split are official " \
+        "rows of train (50)" in check.message
     assert rep.exit_code != 0
     with caplog.at_level(logging.WARNING):
         ds = mnistforge.load("fashion-mnist", "test", root=path)

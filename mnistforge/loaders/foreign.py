@@ -373,9 +373,9 @@ def _say_map(where, rm) -> None:
     s = rm.summary()
     if s["leakage"]["rows"]:
         lk = s["leakage"]
-        logger.warning("%s: leakage: %d rows of this %s split are official %s rows (rows %s...; "
-                       "ds.leakage lists them)", where, lk["rows"], lk["claimed"],
-                       ", ".join(f"{n} {sp}" for sp, n in lk["by_split"].items()),
+        logger.warning("%s: leakage: %d rows of this %s split are official rows of %s (rows "
+                       "%s...; ds.leakage lists them)", where, lk["rows"], lk["claimed"],
+                       ", ".join(f"{sp} ({n})" for sp, n in lk["by_split"].items()),
                        ", ".join(map(str, lk["first_rows"])))
     if s["mapped"] < s["rows"] and s["dataset"]:
         logger.warning("%s: %s", where, rm.message())

@@ -221,8 +221,8 @@ class RowMap:
             text += f"; {s['labels_differ']:,} labels differ from the official ones"
         lk = s["leakage"]
         if lk["rows"]:
-            text += (f"; LEAKAGE: {lk['rows']:,} rows of this {lk['claimed']} are official "
-                     + ", ".join(f"{n:,} {sp}" for sp, n in lk["by_split"].items()) + " rows")
+            text += (f"; LEAKAGE: {lk['rows']:,} rows of this {lk['claimed']} split are official "
+                     "rows of " + ", ".join(f"{sp} ({n:,})" for sp, n in lk["by_split"].items()))
         return text
 
 
