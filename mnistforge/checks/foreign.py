@@ -118,6 +118,7 @@ def identify_copy(path, split: str | None = None, *, reference=None, download=No
 def _officials(reference, ref, search_cache: bool, shape):
     """``dataset -> [Official]``: the reference's splits (every file split of a NAME or FOLDER
     reference), then the cache's official splits (``search_cache``), to map a copy's rows to."""
+    from ..loaders import load
     from ..loaders.rowmap import Official, official_splits
 
     def get(dataset):
@@ -131,9 +132,10 @@ def _officials(reference, ref, search_cache: bool, shape):
                 from ..loaders import resolve_target
 
                 _, _, rroot = resolve_target(os.fspath(reference))
-                got += official_splits([rname], root=rroot, image_shape=tuple(shape))
+                got += official_splits([rname], loader=load, root=rroot, image_shape=tuple(shape))
         if search_cache:
-            got += official_splits([dataset] if dataset else None, image_shape=tuple(shape))
+            got += official_splits([dataset] if dataset else None, loader=load,
+                                   image_shape=tuple(shape))
         seen, out = set(), []
         for o in got:  # the reference's first: one entry per official split
             if (o.dataset, o.split) not in seen:
@@ -145,10 +147,11 @@ def _officials(reference, ref, search_cache: bool, shape):
 
 def _official_metadata(ds, download) -> None:
     """The official metadata (label votes...) of a mapped copy's rows, when at hand."""
+    from ..loaders import load
     from ..loaders.rowmap import join_metadata, official_metadata
 
     try:
-        ds.metadata = join_metadata(ds.metadata, official_metadata(ds, ds.row_map,
+        ds.metadata = join_metadata(ds.metadata, official_metadata(ds, ds.row_map, loader=load,
                                                                    download=download))
     except Exception as e:  # information only: verify goes on without it
         logger.info("official metadata of %s not joined: %s", ds.source, e)

@@ -390,7 +390,10 @@ def _map(ident: Identification, c: Canonical, name: str | None, officials) -> No
     dataset = ident.dataset or name or (c.hint if c.hint in list_datasets() else None)
     if callable(officials):
         officials = officials(dataset)
-    rm = copy_map(c.images, c.labels, dataset=dataset, claimed=c.split, officials=officials)
+    from ..loaders import load
+
+    rm = copy_map(c.images, c.labels, dataset=dataset, claimed=c.split, officials=officials,
+                  loader=load)
     if rm is None or not rm.mapped.any():
         return
     ident.row_map = rm

@@ -248,7 +248,7 @@ def pick_split(copy: ForeignCopy, name: str | None, split: str | None) -> Foreig
 def load_foreign(path, name: str | None = None, split: str | None = "train", *,
                  with_metadata: bool = False, copy: ForeignCopy | None = None, trust: bool = False,
                  label_issues: str | None = None, cache=None, download=None,
-                 progress=None, check: bool = False) -> DatasetSplit:
+                 progress=None, check: bool = False, loader=None) -> DatasetSplit:
     """``load(name, split, root=COPY)`` / ``load(COPY, split)`` on a third-party copy.
 
     The dataset is ``name``, else the registry split the hashes recognise, else
@@ -267,6 +267,8 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
     of another split, logged as a warning); a claimed dataset every row of which maps into it
     passes the gate (verdict ``mapped``).  ``label_issues`` and ``with_metadata`` then use the
     official rows' label votes and metadata; ``label_issues`` needs the official order or a map.
+    ``loader`` (:func:`mnistforge.load`, which passes itself) reads the official splits the
+    map needs; without it no map is made.
     """
     from ..gate import admit
     from .names import parse_split, rows_of
@@ -294,7 +296,7 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
         """The row map against ``dataset``'s official splits in the cache (computed once)."""
         if dataset not in maps and compute:
             maps[dataset] = copy_map(c.images, c.labels, dataset=dataset, claimed=split_claim,
-                                     cache=cache)
+                                     cache=cache, loader=loader)
         return maps.get(dataset)
 
     adm = admit(c.images, c.labels, dataset=name, split=split_claim, route=route_of(copy.format),
@@ -349,7 +351,7 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
         _say_map(fs.where, rm)
     if label_issues is not None or (with_metadata and rm is not None and not verdict.official_order):
         ds = _official_rows(ds, verdict, label_issues, cache=cache, download=download,
-                            progress=progress)
+                            progress=progress, loader=loader)
     if rows is not None:
         ds = ds.select(rows_of(rows, len(ds)), split=f"{ds.split}{rows.replace(' ', '')}")
     if label_issues is not None:
@@ -381,7 +383,8 @@ def _say_map(where, rm) -> None:
         logger.warning("%s: %s", where, rm.message())
 
 
-def _official_rows(ds: DatasetSplit, v, label_issues: str | None, **kw) -> DatasetSplit:
+def _official_rows(ds: DatasetSplit, v, label_issues: str | None, *, loader=None,
+                   **kw) -> DatasetSplit:
     """The label votes (and official metadata) of the split's rows: for the official split in the
     official order (row ``i`` is the official row ``i``), or through the copy's row map; else
     ``label_issues`` is refused."""
@@ -392,12 +395,13 @@ def _official_rows(ds: DatasetSplit, v, label_issues: str | None, **kw) -> Datas
     if official:
         return add_label_votes(ds, root=None, required=True, **kw)
     rm = ds.row_map
-    if rm is not None and rm.dataset == ds.name and rm.mapped.any():
+    if rm is not None and rm.dataset == ds.name and rm.mapped.any() and loader is not None:
         from .rowmap import join_metadata, official_metadata
 
         kw.pop("progress", None)
         try:
-            meta = official_metadata(ds, rm, required=label_issues is not None, **kw)
+            meta = official_metadata(ds, rm, loader=loader, required=label_issues is not None,
+                                     **kw)
         except Exception as e:  # the official metadata cannot be had: a view cannot be made
             if label_issues is not None:
                 raise

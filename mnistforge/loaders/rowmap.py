@@ -412,14 +412,14 @@ def _storage(ds) -> np.ndarray:
     return images.transpose(0, 2, 1) if ds.info.orientation == "transposed" else images
 
 
-def official_splits(datasets=None, *, cache=None, root=None, image_shape=(28, 28)) -> list[Official]:
+def official_splits(datasets=None, *, loader, cache=None, root=None,
+                    image_shape=(28, 28)) -> list[Official]:
     """The official file splits of ``datasets`` (default: every dataset) this machine holds.
 
-    From the cache (verified as every load is; never downloaded: a map uses what is here), or
-    from ``root`` (a folder of official files, for ``verify --reference DIR``).
+    Read with ``loader`` (:func:`mnistforge.load`, passed in: this module sits below it) from
+    the cache (verified as every load is; never downloaded: a map uses what is here), or from
+    ``root`` (a folder of official files, for ``verify --reference DIR``).
     """
-    from .core import load
-
     names = list(datasets) if datasets is not None else list_datasets()
     got = []
     for name in dict.fromkeys(names):
@@ -430,7 +430,7 @@ def official_splits(datasets=None, *, cache=None, root=None, image_shape=(28, 28
             if sp.is_view:
                 continue
             try:
-                ds = load(name, split, root=root, download=False, cache=cache)
+                ds = loader(name, split, root=root, download=False, cache=cache)
             except Exception as e:  # not on this machine (or damaged): nothing to map to
                 logger.debug("no official %s %s to map to: %s", name, split, e)
                 continue
@@ -439,13 +439,15 @@ def official_splits(datasets=None, *, cache=None, root=None, image_shape=(28, 28
 
 
 def copy_map(images, labels, *, dataset: str | None = None, claimed: str | None = None,
-             cache=None, officials: list[Official] | None = None,
+             cache=None, officials: list[Official] | None = None, loader=None,
              near: bool = True) -> RowMap | None:
     """The row map of a copy's canonical arrays against what this machine holds: ``officials``
-    if given, else ``dataset``'s official splits in the cache (every dataset's when None).
-    None when there is no official image to map to."""
+    if given, else ``dataset``'s official splits in the cache (every dataset's when None), read
+    with ``loader``.  None when there is no official image to map to."""
+    if officials is None and loader is None:
+        return None
     if officials is None:
-        officials = official_splits([dataset] if dataset else None, cache=cache,
+        officials = official_splits([dataset] if dataset else None, loader=loader, cache=cache,
                                     image_shape=tuple(np.asarray(images).shape[1:3]))
     if not officials:
         return None
@@ -474,20 +476,18 @@ def identity_map(dataset: str, split: str, n: int) -> RowMap:
                   sources=["registry content hashes (official order)"])
 
 
-def official_metadata(ds, rm: RowMap, *, cache=None, download=None, votes: bool = True,
+def official_metadata(ds, rm: RowMap, *, loader, cache=None, download=None, votes: bool = True,
                       required: bool = False) -> np.ndarray | None:
     """The official metadata of each mapped row of ``ds`` (a copy of ``rm.dataset``): the files'
     columns and the human label votes, gathered by the map; rows that are no official row of
     the dataset get -1 (label votes: not examined, no issue).  None when the official splits
-    have no metadata."""
-    from .core import load
-
+    have no metadata.  ``loader`` is :func:`mnistforge.load`."""
     parts = []
     for k, (name, split) in enumerate(rm.keys):
         rows = np.flatnonzero(rm.mapped & (rm.code == k))
         if name != ds.name or not rows.size:
             continue
-        off = load(name, split, download=False, cache=cache, with_metadata="files")
+        off = loader(name, split, download=False, cache=cache, with_metadata="files")
         if votes:
             from .label_issues import add_label_votes
 
