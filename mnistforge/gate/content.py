@@ -184,13 +184,18 @@ class RowFacts:
     split: str | None
     mapped: int
     rows: int
+    #: rows that are official rows of other datasets: ``(dataset, rows)`` pairs
+    elsewhere: tuple[tuple[str, int], ...] = ()
 
     @property
     def found(self) -> str:
         if not self.dataset or not self.mapped:
-            return "no row is an official row this machine holds"
-        return (f"{self.mapped:,} of {self.rows:,} rows are official {self.dataset} rows "
-                f"(most in {self.split}), {self.rows - self.mapped:,} are not")
+            text = (f"none of the rows is an official {self.dataset} row this machine holds"
+                    if self.dataset else "no row is an official row this machine holds")
+        else:
+            text = (f"{self.mapped:,} of {self.rows:,} rows are official {self.dataset} rows "
+                    f"(most in {self.split}), {self.rows - self.mapped:,} are not")
+        return text + "".join(f"; {n:,} are official {d} rows" for d, n in self.elsewhere)
 
 
 @dataclass(frozen=True)

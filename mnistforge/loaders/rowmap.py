@@ -446,12 +446,21 @@ def copy_map(images, labels, *, dataset: str | None = None, claimed: str | None 
     with ``loader``.  None when there is no official image to map to."""
     if officials is None and loader is None:
         return None
+    shape = tuple(np.asarray(images).shape[1:3])
+    others = officials is None and dataset is not None
     if officials is None:
         officials = official_splits([dataset] if dataset else None, loader=loader, cache=cache,
-                                    image_shape=tuple(np.asarray(images).shape[1:3]))
-    if not officials:
+                                    image_shape=shape)
+    rm = map_rows(images, labels, officials, dataset=dataset, claimed=claimed, near=near) \
+        if officials else None
+    if others and (rm is None or not rm.mapped.all()):  # where the other rows come from
+        more = official_splits([d for d in list_datasets() if d != dataset], loader=loader,
+                               cache=cache, image_shape=shape)
+        if more:
+            officials = officials + more
+            rm = map_rows(images, labels, officials, dataset=dataset, claimed=claimed, near=near)
+    if rm is None:
         return None
-    rm = map_rows(images, labels, officials, dataset=dataset, claimed=claimed, near=near)
     logger.info("%s", rm.message())
     return rm
 
@@ -465,7 +474,9 @@ def row_facts(rm: RowMap | None):
     mine = rm.mapped & rm._mine()
     codes, counts = np.unique(rm.code[mine], return_counts=True)
     split = rm.keys[int(codes[np.argmax(counts)])][1] if codes.size else None
-    return RowFacts(rm.dataset, split, int(mine.sum()), len(rm))
+    names, n = np.unique(rm.official_dataset[rm.mapped & ~mine], return_counts=True)
+    return RowFacts(rm.dataset, split, int(mine.sum()), len(rm),
+                    tuple((str(d), int(k)) for d, k in zip(names, n)))
 
 
 def identity_map(dataset: str, split: str, n: int) -> RowMap:

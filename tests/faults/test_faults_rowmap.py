@@ -99,3 +99,14 @@ def test_an_all_black_image_is_near_no_real_digit(mnist):
     rm = map_rows(np.zeros((1, 28, 28), np.uint8), np.zeros(1), [Official("mnist", "test", x, y)],
                   dataset="mnist")
     assert rm.official_index.tolist() == [-1] and rm.summary()["unmapped"] == 1
+
+
+def test_a_copy_of_fashion_rows_claimed_as_mnist_says_whose_rows_they_are(tmp_path, mnist_cache,
+                                                                         fashion_test):
+    put(mnist_cache, "fashion-mnist", FASHION / IMAGES)
+    put(mnist_cache, "fashion-mnist", FASHION / LABELS)
+    path = write_copy("npz", tmp_path, fashion_test[0][:300], fashion_test[1][:300])
+    with pytest.raises(DataMismatchError, match="none of the rows is an official mnist row"):
+        mnistforge.load("mnist", "test", root=path)
+    with pytest.raises(DataMismatchError, match="300 are official fashion-mnist rows"):
+        mnistforge.load("mnist", "test", root=path)
