@@ -192,3 +192,16 @@ def test_leakage_found_through_a_reference_folder_without_a_cache(leaky_npz, cac
     assert code != 0
     assert ident["leakage"]["rows"] == 50 and ident["leakage"]["first_rows"] == where[:10].tolist()
     assert ident["row_map"]["by_split"] == {"fashion-mnist test": 1000, "fashion-mnist train": 50}
+
+
+def test_an_unnamed_identical_copy_maps_row_to_row_and_takes_label_issues(tmp_path, cache, mnist,
+                                                                          reference_dir):
+    study = reference_dir / "papers" / "northcutt2021-mnist-test-mturk.json"
+    if not study.is_file():
+        pytest.skip(f"the study's file is not at {study}")
+    put(cache, "label-errors", study, "mnist_mturk.json")  # no official images needed
+    path = write_copy("npz", tmp_path, *mnist)
+    ds = mnistforge.load(path, "test")
+    assert ds.name == "mnist" and ds.official_index.tolist() == list(range(10000))
+    clean = mnistforge.load(path, "test", label_issues="exclude")
+    assert sorted(clean.label_issues.dropped) == PAPER_15 and len(clean) == 10000 - 15

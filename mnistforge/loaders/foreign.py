@@ -292,9 +292,9 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
     split_claim = split if split is not None else fs.split
     maps: dict = {}
 
-    def mapped(dataset: str | None, compute: bool = True):
+    def mapped(dataset: str | None):
         """The row map against ``dataset``'s official splits in the cache (computed once)."""
-        if dataset not in maps and compute:
+        if dataset not in maps:
             maps[dataset] = copy_map(c.images, c.labels, dataset=dataset, claimed=split_claim,
                                      cache=cache, loader=loader)
         return maps.get(dataset)
@@ -388,13 +388,14 @@ def _official_rows(ds: DatasetSplit, v, label_issues: str | None, *, loader=None
     """The label votes (and official metadata) of the split's rows: for the official split in the
     official order (row ``i`` is the official row ``i``), or through the copy's row map; else
     ``label_issues`` is refused."""
-    official = v.official_order and v.match is not None and v.match.dataset == ds.name \
-        and v.match.split == ds.split
+    rm = ds.row_map
+    official = (v.official_order and v.match is not None and v.match.dataset == ds.name
+                and v.match.split == ds.split) or (
+        rm is not None and rm.official_order and rm.keys == ((ds.name, ds.split),))
     from .label_issues import add_label_votes
 
-    if official:
-        return add_label_votes(ds, root=None, required=True, **kw)
-    rm = ds.row_map
+    if official:  # row i is official row i: the votes join directly (metadata: the copy's own)
+        return ds if label_issues is None else add_label_votes(ds, root=None, required=True, **kw)
     if rm is not None and rm.dataset == ds.name and rm.mapped.any() and loader is not None:
         from .rowmap import join_metadata, official_metadata
 

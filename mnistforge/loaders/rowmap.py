@@ -103,6 +103,8 @@ class RowMap:
     candidates: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     sources: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the copy is the official split in the official order (row i is official row i)
+    official_order: bool = False
 
     def __len__(self) -> int:
         return int(self.index.shape[0])
@@ -484,7 +486,7 @@ def identity_map(dataset: str, split: str, n: int) -> RowMap:
     return RowMap(((dataset, split),), np.zeros(n, np.int32), np.arange(n, dtype=np.int64),
                   np.full(n, EXACT, np.uint8), np.zeros(n), dataset=dataset, claimed=split,
                   label_differs=np.zeros(n, bool), candidates=np.ones(n, np.int32),
-                  sources=["registry content hashes (official order)"])
+                  sources=["registry content hashes (official order)"], official_order=True)
 
 
 def official_metadata(ds, rm: RowMap, *, loader, cache=None, download=None, votes: bool = True,
