@@ -54,9 +54,9 @@ NEAR_L2 = 128.0
 """The near-match radius (L2 over pixels 0..255, best of nine placements): the value
 ``verify`` uses for re-rendered copies (``checks.reference.DEFAULT_MATCH_L2``)."""
 
-NEAR_BUDGET = 6e8
-"""At most this many (row, official image, placement) comparisons in the near step (a few
-seconds); beyond it the near step is skipped for those rows and the map says so."""
+NEAR_BUDGET = 2e8
+"""At most this many (row, official image, placement) comparisons in the near step (a second or
+two); beyond it the near step is skipped for those rows and the map says so."""
 
 #: how many rows a summary lists
 FIRST = 10
@@ -363,15 +363,19 @@ def map_rows(images, labels, officials: list[Official], *, dataset: str | None =
                   and o.images.shape[1:] == images.shape[1:]] for d in names}
     indexes = {d: _Index(c, officials) for d, c in groups.items() if c}
     # the orientation and first dataset: the claimed one, else where most rows are found
-    copies = {t: _orient(images, t) for t in (False, True)} if images.shape[1] == images.shape[2] \
-        else {False: images}
     sample = np.unique(np.linspace(0, n - 1, min(n, 2000)).astype(np.int64)) if n else np.zeros(0, int)
+    views = {False: images[sample], True: _orient(images[sample], True)}
 
     def hits(d: str, t: bool) -> int:
-        lo, hi = indexes[d].ranges(image_digests(copies[t][sample]))
+        lo, hi = indexes[d].ranges(image_digests(views[t]))
         return int(np.count_nonzero(hi > lo))
 
-    score = {(d, t): hits(d, t) for d in indexes for t in copies}
+    score = {(d, t): hits(d, t) for d in indexes for t in (False, True)}
+    # the transposed copy of every row only where some dataset is found that way
+    square = images.shape[1] == images.shape[2]
+    want_t = square and any(score[d, True] > score[d, False] for d in indexes)
+    copies = {False: images, **({True: _orient(images, True)} if want_t else {})}
+    score = {k: v for k, v in score.items() if k[1] in copies}
     order = sorted(indexes, key=lambda d: (d != dataset, -max(score[d, t] for t in copies)))
     primary = dataset or (order[0] if order and max(score[order[0], t] for t in copies) else None)
     notes: list[str] = []
