@@ -205,3 +205,14 @@ def test_an_unnamed_identical_copy_maps_row_to_row_and_takes_label_issues(tmp_pa
     assert ds.name == "mnist" and ds.official_index.tolist() == list(range(10000))
     clean = mnistforge.load(path, "test", label_issues="exclude")
     assert sorted(clean.label_issues.dropped) == PAPER_15 and len(clean) == 10000 - 15
+
+
+def test_label_issues_relabel_on_a_subset_follows_the_official_rows(subset_csv, mnist_cache):
+    from test_label_issues import MAJORITY_GUESSED, NO_MAJORITY
+
+    ds = mnistforge.load("mnist", "test", root=subset_csv, label_issues="relabel")
+    where = {o: i for i, o in enumerate(SUBSET.tolist())}
+    assert ds.label_issues.dropped == sorted(where[o] for o in NO_MAJORITY if o in where)
+    assert {where[o]: new for o, new in MAJORITY_GUESSED.items() if o in where} == \
+        {i: new for i, (_, new) in ds.label_issues.relabelled.items()}
+    assert len(ds) == 3000 - len(ds.label_issues.dropped)
