@@ -35,6 +35,7 @@ __all__ = [
     "list_files", "dataset_files", "registry_notes", "strip_compression", "COMPRESSIONS",
     "emnist_splits", "balanced_datasets", "LabelAnnotation", "label_annotations",
     "TorchvisionInfo", "torchvision_datasets", "torchvision_folders",
+    "SupersededRelease", "superseded_releases", "find_superseded",
 ]
 
 @dataclass(frozen=True)
@@ -480,3 +481,72 @@ def bibtex(group: str) -> str:
     '@incollection{yadav2019cold,'
     """
     return _raw()["hub"]["bibtex"].get(group, "")
+
+
+# --- superseded releases -------------------------------------------------------
+
+@dataclass(frozen=True)
+class SupersededRelease:
+    """An older release of a dataset's file or split, recognised by its public hashes.
+
+    ``file`` is the registry file it preceded (``kmnist/train-images-idx3-ubyte.gz``), or None
+    for a split-level entry (``order_free_sha256`` of the split's pairs); ``release`` its date;
+    ``superseded_by`` what replaced it and why; ``source`` where the hashes are published.
+    Read from ``superseded_releases`` in ``data/registry.json``.
+    """
+
+    dataset: str
+    split: str | None
+    release: str
+    superseded_by: str
+    file: str | None = None
+    sha256: str | None = None
+    md5: str | None = None
+    size: int | None = None
+    content_sha256: str | None = None
+    content_md5: str | None = None
+    order_free_sha256: str | None = None
+    source: str = ""
+    note: str = ""
+
+    def describe(self) -> str:
+        """``the release of DATE of <dataset> <split> (<file>), superseded by ...``."""
+        what = f"{self.dataset}" + (f" {self.split}" if self.split else "")
+        if self.file:
+            what += f" ({self.file.rsplit('/', 1)[-1]})"
+        return f"the release of {self.release} of {what}, superseded by {self.superseded_by}"
+
+
+_HASH_FIELDS = ("sha256", "md5", "content_sha256", "content_md5", "order_free_sha256")
+
+
+@functools.lru_cache(maxsize=1)
+def _superseded() -> tuple[SupersededRelease, ...]:
+    entries = _raw().get("superseded_releases", {}).get("releases", [])
+    return tuple(SupersededRelease(
+        dataset=e["dataset"], split=e.get("split"), release=e["release"],
+        superseded_by=e["superseded_by"], file=e.get("file"), size=e.get("size"),
+        source=e.get("source", ""), note=e.get("note", ""),
+        **{k: e.get(k) for k in _HASH_FIELDS}) for e in entries)
+
+
+def superseded_releases() -> tuple[SupersededRelease, ...]:
+    """Every superseded release the registry knows (see :class:`SupersededRelease`)."""
+    return _superseded()
+
+
+def find_superseded(**hashes: str | None) -> SupersededRelease | None:
+    """The superseded release one of ``hashes`` (``sha256=``, ``md5=``, ``content_sha256=``,
+    ``content_md5=``, ``order_free_sha256=``) belongs to, or None.
+
+    >>> find_superseded(sha256="0" * 64) is None
+    True
+    """
+    unknown = set(hashes) - set(_HASH_FIELDS)
+    if unknown:
+        raise ConfigError("unknown hash kind", expected=", ".join(_HASH_FIELDS),
+                          found=", ".join(sorted(unknown)))
+    for rel in superseded_releases():
+        if any(v and getattr(rel, k) == v for k, v in hashes.items()):
+            return rel
+    return None

@@ -20,7 +20,8 @@ import numpy as np
 from ..io.foreign import ForeignCopy, read_foreign
 from ..loaders.foreign import canonicalise, foreign_source, make_split
 from ..registry import get_dataset, list_datasets, torchvision_folders
-from .identify import Identification, _official_storage, identification_check, identify
+from .identify import (Identification, _official_storage, identification_check, identify,
+                       row_map_check)
 from .result import VerifyReport
 
 logger = logging.getLogger(__name__)
@@ -95,7 +96,8 @@ def identify_copy(path, split: str | None = None, *, reference=None, download=No
             ref = None
         ident = identify(c, reference=ref, key=key,
                          name=fs.hint if fs.hint in list_datasets() else None,
-                         search_cache=search_cache)
+                         search_cache=search_cache,
+                         officials=_officials(reference, ref, search_cache, c.images.shape[1:3]))
         ident.format = copy.format
         idents.append(ident)
         info = get_dataset(ident.dataset) if ident.dataset in list_datasets() else None
@@ -103,6 +105,9 @@ def identify_copy(path, split: str | None = None, *, reference=None, download=No
         shift = next((int(k[len("labels"):]) for k in kinds if k.startswith("labels")), 0)
         ds = make_split(copy, c, info, "transposed" in kinds, shift, ident.changes,
                         with_metadata=True, split=fs.split or key)
+        if ident.row_map is not None and info is not None and ident.row_map.dataset == info.name:
+            ds.row_map = ident.row_map
+            _official_metadata(ds, download)
         name = key if (fs.split or key) in loaded else (fs.split or key)
         loaded[name] = ds
     suite_ref = reference if reference is not None and (
@@ -110,11 +115,55 @@ def identify_copy(path, split: str | None = None, *, reference=None, download=No
     return copy, loaded, idents, suite_ref
 
 
+def _officials(reference, ref, search_cache: bool, shape):
+    """``dataset -> [Official]``: the reference's splits (every file split of a NAME or FOLDER
+    reference), then the cache's official splits (``search_cache``), to map a copy's rows to."""
+    from ..loaders import load
+    from ..loaders.rowmap import Official, official_splits
+
+    def get(dataset):
+        got = []
+        if ref is not None:
+            rimg, rlab, rname, rsplit, *where = ref
+            got.append(Official(rname, rsplit, np.asarray(rimg), np.asarray(rlab),
+                                where[0] if where else "reference"))
+            if reference is not None and not hasattr(reference, "images") \
+                    and foreign_target(reference) is None and rname in list_datasets():
+                from ..loaders import resolve_target
+
+                _, _, rroot = resolve_target(os.fspath(reference))
+                got += official_splits([rname], loader=load, root=rroot, image_shape=tuple(shape))
+        if search_cache:
+            got += official_splits([dataset] if dataset else None, loader=load,
+                                   image_shape=tuple(shape))
+        seen, out = set(), []
+        for o in got:  # the reference's first: one entry per official split
+            if (o.dataset, o.split) not in seen:
+                seen.add((o.dataset, o.split))
+                out.append(o)
+        return out
+    return get
+
+
+def _official_metadata(ds, download) -> None:
+    """The official metadata (label votes...) of a mapped copy's rows, when at hand."""
+    from ..loaders import load
+    from ..loaders.rowmap import join_metadata, official_metadata
+
+    try:
+        ds.metadata = join_metadata(ds.metadata, official_metadata(ds, ds.row_map, loader=load,
+                                                                   download=download))
+    except Exception as e:  # information only: verify goes on without it
+        logger.info("official metadata of %s not joined: %s", ds.source, e)
+
+
 def finish_report(report: VerifyReport, path, split, copy: ForeignCopy,
                   idents: list[Identification]) -> VerifyReport:
-    """Put the answers first in ``report`` (``identify[<split>]``) and in ``info["identification"]``."""
+    """Put the answers first in ``report`` (``identify[<split>]``, then ``row_map[<split>]`` where
+    a copy's rows were mapped) and in ``info["identification"]``."""
     report.target = os.fspath(path) + (f":{split}" if split else "")
-    report.results[:0] = [identification_check(i) for i in idents]
+    maps = [r for r in (row_map_check(i) for i in idents) if r is not None]
+    report.results[:0] = [identification_check(i) for i in idents] + maps
     report.info.update(format=copy.format, path=os.fspath(path), notes=list(copy.notes),
                        identification=[i.to_dict() for i in idents])
     return report

@@ -114,6 +114,14 @@ def verify_against_registry(path, remote, content=None) -> dict:
         out["content_sha256"] = v.content_sha256
     if v.status == "unpinned" and (remote.sha256 or remote.md5):
         out["note"] = "only the published compressed file is pinned"
+    if v.status == "mismatch":  # an older release the registry knows, named
+        from ..registry import find_superseded
+
+        rel = find_superseded(sha256=v.sha256, content_sha256=v.content_sha256)
+        if rel is not None:
+            out["superseded"] = {"release": rel.release, "superseded_by": rel.superseded_by,
+                                 "dataset": rel.dataset, "split": rel.split,
+                                 "source": rel.source, "description": rel.describe()}
     return out
 
 
@@ -137,6 +145,11 @@ def check_registry_files(files: dict, name: str = "hashes.registry",
     values = {"files": rows, "summary": {k: len(v) for k, v in by.items()}}
     if not rows:
         return CheckResult(name, WARN, values, "no official files to check")
+    old = [r for r in rows if r.get("superseded")]
+    if old:
+        return CheckResult(name, FAIL, values,
+                           f"{len(old)} of {len(rows)} files are an older release ({old[0]['file']}: "
+                           f"{old[0]['superseded']['description']}): fetch the current files")
     if by.get("mismatch"):
         bad = by["mismatch"]
         return CheckResult(name, FAIL, values,

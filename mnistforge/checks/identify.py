@@ -8,12 +8,19 @@ For each split of a copy (:mod:`mnistforge.io.foreign`, made canonical by
 ``reordered``
     identical content in another order (the registry's order-free hash, or a
     reference compared image by image);
+``subset``
+    every row is an official row of one dataset, fewer than the split holds (or
+    rows of several of its splits: leakage), found by the row map
+    (:mod:`mnistforge.loaders.rowmap`) against the official images at hand;
 ``transformed``
     identical after the listed changes (float scaling, inversion,
     transposition, labels offset by one);
 ``differs``
     N images or labels differ (first indices listed), when a reference is at
     hand (``--reference``, or the official files already in the cache);
+``superseded``
+    an older release of a dataset the registry knows by its public hashes ("the release
+    of DATE, superseded by ...");
 ``unknown``
     what it resembles: count, classes, label range, orientation cue, and the
     registry splits of that size.
@@ -46,12 +53,14 @@ import numpy as np
 
 from ..loaders.foreign import (Canonical, Change, Match, label_shift_cue, registry_match,
                                shift_change, transpose_change)
+from ..loaders.rowmap import RowMap, copy_map
 from ..registry import get_dataset, list_datasets
 from .result import FAIL, PASS, WARN, CheckResult
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Identification", "compare_with_reference", "identify", "identification_check"]
+__all__ = ["Identification", "compare_with_reference", "identify", "identification_check",
+           "row_map_check"]
 
 #: how many differing indices an answer lists
 FIRST = 10
@@ -79,6 +88,8 @@ class Identification:
     format: str = ""
     missing: int | None = None
     note: str = ""
+    #: each row's official (dataset, split, index), when official images were at hand
+    row_map: RowMap | None = field(default=None, repr=False)
 
     @property
     def target(self) -> str:
@@ -93,6 +104,11 @@ class Identification:
             text = f"identical to {self.target} after: {after}"
         elif self.verdict == "reordered":
             text = f"identical content to {self.target} in another order" + (
+                f", after: {after}" if after else "")
+        elif self.verdict == "superseded":
+            text = f"{self.target}, an older release"
+        elif self.verdict == "subset":
+            text = f"a subset of {self.target}: {self.count:,} official rows" + (
                 f", after: {after}" if after else "")
         elif self.verdict == "differs":
             parts = []
@@ -124,6 +140,8 @@ class Identification:
                 text += "; same size as " + ", ".join(r["same_size"])
         if self.note:
             text += f"; {self.note}"
+        if self.row_map is not None:
+            text += f"; {self.row_map.message()}"
         return text + (f" [{self.matched_by}]" if self.matched_by else "")
 
     def to_dict(self) -> dict:
@@ -134,7 +152,10 @@ class Identification:
                 "labels_differ": self.labels_differ, "first_images": self.first_images,
                 "first_labels": self.first_labels, "resembles": self.resembles,
                 "count": self.count, "missing": self.missing, "where": self.where,
-                "format": self.format, "note": self.note, "message": self.message()}
+                "format": self.format, "note": self.note,
+                "row_map": None if self.row_map is None else self.row_map.summary(),
+                "leakage": None if self.row_map is None else self.row_map.leakage(),
+                "message": self.message()}
 
 
 # --------------------------------------------------------------------------- reference
@@ -290,12 +311,15 @@ def resemblance(c: Canonical) -> dict:
 
 
 def identify(c: Canonical, *, name: str | None = None, reference=None,
-             search_cache: bool = True, key: str = "") -> Identification:
+             search_cache: bool = True, key: str = "", officials=None) -> Identification:
     """Identify one canonical split (see the module doc).
 
     ``reference``: ``(images, labels, dataset, split[, where])``, images as the
     official files store them, compared image by image; else the registry's hashes; else
     official splits of the same size already in the cache (``search_cache``).
+    ``officials``: a callable ``dataset -> [Official, ...]`` (or a list) of the official
+    splits to map the rows of a copy that is not in the official order to
+    (:mod:`mnistforge.loaders.rowmap`); default: the cache's (``search_cache``).
     """
     ident = None
     if reference is not None:
@@ -329,12 +353,87 @@ def identify(c: Canonical, *, name: str | None = None, reference=None,
     ident.storage = list(c.storage)
     ident.count = len(c)
     ident.where = c.where
+    if ident.verdict in ("differs", "unknown"):
+        _superseded(ident, c)
+    if ident.verdict in ("reordered", "differs", "unknown") and (officials is not None or search_cache):
+        _map(ident, c, name, officials)
     return ident
+
+
+def _superseded(ident: Identification, c: Canonical) -> None:
+    """A copy whose images, labels or pairs hash as a superseded release's: named as such."""
+    from ..gate.content import ContentHashes
+    from ..registry import find_superseded
+
+    h = ContentHashes(c)
+    tries = [(t, 0, "content_sha256", lambda t=t: h.images(t)) for t in (False, True)]
+    tries += [(False, k, "content_sha256", lambda k=k: h.labels(k)) for k in (0, 1, -1)]
+    tries += [(t, k, "order_free_sha256", lambda t=t, k=k: h.order_free(t, k))
+              for t in (False, True) for k in (0, 1, -1)]
+    for t, k, kind, value in tries:
+        rel = find_superseded(**{kind: value()})
+        if rel is None:
+            continue
+        changes = list(c.changes) + ([transpose_change()] if t else []) + (
+            [shift_change(k, c.labels)] if k else [])
+        ident.verdict, ident.dataset, ident.split = "superseded", rel.dataset, rel.split
+        ident.changes, ident.resembles = changes, {}
+        ident.order = "other" if kind == "order_free_sha256" else "same"
+        ident.note = rel.describe() + (f" (hashes: {rel.source})" if rel.source else "")
+        ident.matched_by = "registry hashes of a superseded release"
+        return
+
+
+def _map(ident: Identification, c: Canonical, name: str | None, officials) -> None:
+    """The row map of a copy not in the official order; a copy all of whose rows are official
+    rows of one dataset (fewer than a split, or of several splits) is a ``subset``."""
+    dataset = ident.dataset or name or (c.hint if c.hint in list_datasets() else None)
+    if callable(officials):
+        officials = officials(dataset)
+    from ..loaders import load
+
+    rm = copy_map(c.images, c.labels, dataset=dataset, claimed=c.split, officials=officials,
+                  loader=load)
+    if rm is None or not rm.mapped.any():
+        return
+    ident.row_map = rm
+    s = rm.summary()
+    mine = int(np.count_nonzero(rm.mapped & (rm.official_dataset == rm.dataset)))
+    whole = mine == s["rows"] and not s["labels_differ"] and not s["ambiguous"]
+    if not whole or ident.verdict == "reordered" or rm.dataset is None:
+        return
+    split = max(s["by_split"], key=s["by_split"].get).split(" ", 1)[1]
+    full = get_dataset(rm.dataset).splits[split].count == s["rows"] and not s["duplicates"] \
+        and len(s["by_split"]) == 1
+    kinds = {ch.kind for ch in ident.changes}
+    if ident.verdict == "unknown":
+        ident.changes = list(c.changes)
+        if rm.transposed:
+            ident.changes.append(transpose_change())
+        if rm.shift:
+            ident.changes.append(shift_change(rm.shift, c.labels))
+    elif rm.transposed and "transposed" not in kinds:
+        ident.changes.append(transpose_change())
+    ident.verdict = "reordered" if full else "subset"
+    ident.dataset, ident.split, ident.order = rm.dataset, split, "other"
+    ident.resembles = {}
+    ident.matched_by = "row map by image content"
+
+
+def row_map_check(ident: Identification) -> CheckResult | None:
+    """The row map as a check: leakage fails, rows that map to nothing (or to several official
+    rows) warn; None without a map."""
+    rm = ident.row_map
+    if rm is None:
+        return None
+    s = rm.summary()
+    status = FAIL if s["leakage"]["rows"] else WARN if s["mapped"] < s["rows"] else PASS
+    return CheckResult(f"row_map[{ident.key or ident.split or 'data'}]", status, s, rm.message())
 
 
 def identification_check(ident: Identification) -> CheckResult:
     """The answer as a check result: identical/reordered pass, transformed/unknown warn, differs fails."""
-    status = {"identical": PASS, "reordered": PASS, "transformed": WARN, "unknown": WARN,
-              "differs": FAIL}[ident.verdict]
+    status = {"identical": PASS, "reordered": PASS, "subset": PASS, "transformed": WARN,
+              "unknown": WARN, "superseded": WARN, "differs": FAIL}[ident.verdict]
     return CheckResult(f"identify[{ident.key or ident.split or 'data'}]", status, ident.to_dict(),
                        ident.message())

@@ -36,39 +36,16 @@ import logging
 
 import numpy as np
 
+from ..io.similar import SHIFTS, shift_images  # noqa: F401 - part of this API
 from .result import FAIL, PASS, WARN, CheckResult
 
 logger = logging.getLogger(__name__)
-
-SHIFTS = [(0, 0)] + [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if (dy, dx) != (0, 0)]
-"""The nine placements tried; (0, 0) first so that ties prefer "no shift"."""
 
 DEFAULT_MATCH_L2 = 128.0
 """A pair farther than this (L2, after the best shift) is not the same drawing
 (two different MNIST test digits are never closer than 273)."""
 
 BATCH = 4096
-
-
-def shift_images(images, dy: int, dx: int) -> np.ndarray:
-    """Shift every image by ``dy`` rows and ``dx`` columns, filling with zeros.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> x = np.arange(9, dtype=np.uint8).reshape(1, 3, 3)
-    >>> shift_images(x, 1, 0)[0].tolist()
-    [[0, 0, 0], [0, 1, 2], [3, 4, 5]]
-    """
-    x = np.asarray(images)
-    out = np.zeros_like(x)
-    h, w = x.shape[1:3]
-    src_r = slice(max(0, -dy), h - max(0, dy))
-    dst_r = slice(max(0, dy), h - max(0, -dy))
-    src_c = slice(max(0, -dx), w - max(0, dx))
-    dst_c = slice(max(0, dx), w - max(0, -dx))
-    out[:, dst_r, dst_c] = x[:, src_r, src_c]
-    return out
 
 
 def paired_distances(a, b, *, shifts: bool = True):

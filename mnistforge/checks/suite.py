@@ -36,7 +36,7 @@ from ..registry import balanced_datasets
 from . import duplicates as dup
 from . import hashes, integrity, reference as ref_mod, statistics, writers
 from .label_issues import check_label_issues, has_votes
-from .result import FAIL, PASS, WARN, CheckResult, VerifyReport, load_failure, run_check
+from .result import FAIL, INFO, PASS, WARN, CheckResult, VerifyReport, load_failure, run_check
 
 logger = logging.getLogger(__name__)
 
@@ -308,11 +308,19 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
         n_cls, offset = class_range(ctx, ds)
         add(run_check(f"integrity.labels[{s}]", integrity.check_label_range, ds.labels, n_cls,
                       offset))
+        # a copy whose rows map to official rows (a subset): its size and balance are its own
+        part = getattr(ds, "row_map", None) is not None and bool(ds.row_map.mapped.any())
         if not loaded_given or name:
             want, source = expected_count(ctx, getattr(ds, "split", s) or s)
-            add(run_check(f"integrity.size[{s}]", integrity.check_size, len(ds.labels), want,
-                          source=source))
-        if name in balanced_datasets():
+            if part and want is not None and len(ds.labels) != want:
+                add(CheckResult(f"integrity.size[{s}]", INFO,
+                                {"found": len(ds.labels), "expected": want, "source": source},
+                                f"{len(ds.labels)} images: official rows of a split of {want} "
+                                "(row map)"))
+            else:
+                add(run_check(f"integrity.size[{s}]", integrity.check_size, len(ds.labels), want,
+                              source=source))
+        if name in balanced_datasets() and not part:
             want, _ = expected_count(ctx, s)
             per = want // n_cls if want and want % n_cls == 0 else None
             add(run_check(f"integrity.balance[{s}]", integrity.check_balanced, ds.labels,

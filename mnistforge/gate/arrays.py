@@ -55,7 +55,7 @@ def _record(source, before, key: str, h: ContentHashes, cache) -> None:
 
 def admit(images, labels, *, dataset: str | None, split: str | None, route: str, where,
           trust: bool = False, classes=None, formed: bool = True, source=None,
-          before=None, key: str = "", cache=None, rehash: bool = False) -> Admission:
+          before=None, key: str = "", cache=None, rehash: bool = False, rows=None) -> Admission:
     """Check arrays before they reach a caller; return the :class:`Admission` or raise.
 
     ``images`` (``N x H x W``, bytes in any integer type) and ``labels`` (integers) as the
@@ -71,7 +71,9 @@ def admit(images, labels, *, dataset: str | None, split: str | None, route: str,
     Routes whose rule records (``record == "seen"``: a copy in one file) pass ``source`` (the
     file), ``before`` (its stat before it was read) and ``key`` (the split): the content hashes
     are then kept in ``<cache>/seen/`` and reused while the file keeps its identity, the verdict
-    made again from them (``rehash=True`` hashes again).
+    made again from them (``rehash=True`` hashes again).  ``rows``: a callable giving the
+    :class:`~mnistforge.gate.content.RowFacts` of the arrays, asked only when the hashes do not
+    settle the claim (a subset of official rows: verdict ``mapped``).
 
     >>> import numpy as np
     >>> a = admit(np.zeros((3, 28, 28), np.uint8), np.arange(3), dataset=None, split=None,
@@ -96,7 +98,7 @@ def admit(images, labels, *, dataset: str | None, split: str | None, route: str,
     known = _recorded(source, rkey, cache) if recording and not rehash else None
     h = ContentHashes(c, known)
     verdict = judge(c, dataset, split, where=where, trust=trust, hashes=h,
-                    order_free="order-free sha256" in r.hashes)
+                    order_free="order-free sha256" in r.hashes, rows=rows)
     if recording and h.to_facts() != known:
         _record(source, before, rkey, h, cache)
     return Admission(dataset, split, route, verdict, h)

@@ -12,7 +12,7 @@ registry pins nothing that could tell (EMNIST, KMNIST: then ``unpinned``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from ..io.idx import idx_content_sha256
 from ..registry import DatasetInfo, get_dataset, get_file, list_datasets
 
 __all__ = ["Match", "Verdict", "Arrays", "OPT_OUT", "judge", "registry_match", "pinned_by_content",
-           "ContentHashes"]
+           "ContentHashes", "RowFacts"]
 
 OPT_OUT = ("to load them anyway, pass trust_files=True to mnistforge.load "
            "(command line: MNISTFORGE_TRUST_FILES=1)")
@@ -176,9 +176,34 @@ def _parts(c: Arrays, h: ContentHashes) -> tuple[list[str], list[str]]:
 
 
 @dataclass(frozen=True)
+class RowFacts:
+    """What a row map (:mod:`mnistforge.loaders.rowmap`) found for the gate: ``mapped`` of
+    ``rows`` rows are official rows of ``dataset``, most of them in ``split``."""
+
+    dataset: str | None
+    split: str | None
+    mapped: int
+    rows: int
+    #: rows that are official rows of other datasets: ``(dataset, rows)`` pairs
+    elsewhere: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def found(self) -> str:
+        if not self.dataset or not self.mapped:
+            text = (f"none of the rows is an official {self.dataset} row this machine holds"
+                    if self.dataset else "no row is an official row this machine holds")
+        else:
+            text = (f"{self.mapped:,} of {self.rows:,} rows are official {self.dataset} rows "
+                    f"(most in {self.split}), {self.rows - self.mapped:,} are not")
+        return text + "".join(f"; {n:,} are official {d} rows" for d, n in self.elsewhere)
+
+
+@dataclass(frozen=True)
 class Verdict:
     """The gate's answer on a claim: ``status`` is ``identical`` (images and labels are the
-    claimed split's, official order), ``reordered`` (same content, another order), ``labels``
+    claimed split's, official order), ``reordered`` (same content, another order), ``mapped``
+    (every row is an official row of the claimed dataset, found by image content: a subset or
+    a reordered copy with a row map; most rows in the claimed split), ``labels``
     (labels verified; the registry pins no content hash of the images), ``unpinned`` (the
     registry pins nothing of this dataset's content), ``unclaimed`` (no dataset was named),
     ``trusted`` (``trust_files=True``) or ``refused`` (only from ``judge(..., refuse=False)``)."""
@@ -194,20 +219,24 @@ class Verdict:
 
 def judge(c: Arrays, claimed: str | None, split: str | None, *, where, trust: bool = False,
           match: Match | None = None, hashes: ContentHashes | None = None,
-          refuse: bool = True, order_free: bool = True) -> Verdict:
+          refuse: bool = True, order_free: bool = True,
+          rows: Callable[[], RowFacts | None] | None = None) -> Verdict:
     """The verdict on arrays claimed to be ``claimed`` ``split`` (see the module doc).
 
     ``split`` is checked only when it names a file split of ``claimed``.  Raises
     DataMismatchError when the content is another dataset or split, or no known
     dataset while the registry pins ``claimed``'s content (``refuse=False``: the
-    verdict ``refused`` instead, for a name only the file names suggest).
+    verdict ``refused`` instead, for a name only the file names suggest).  ``rows``, asked
+    only when the hashes do not settle the claim, maps the rows to official ones by content
+    (verdict ``mapped`` when every row is the claimed dataset's).
     """
     h = hashes or ContentHashes(c)
     if match is None:
         match = registry_match(c, claimed, hashes=h, order_free=order_free)
     if not refuse:
         try:
-            return judge(c, claimed, split, where=where, trust=trust, match=match, hashes=h)
+            return judge(c, claimed, split, where=where, trust=trust, match=match, hashes=h,
+                         rows=rows)
         except DataMismatchError:
             return Verdict("refused", match)
     if claimed is None:
@@ -222,6 +251,10 @@ def judge(c: Arrays, claimed: str | None, split: str | None, *, where, trust: bo
         raise _mismatch(c, info, want_split, where, found=f"the data of {match.dataset} {match.split}"
                         + (" (in another order)" if match.order == "other" else ""),
                         suggest=(match.dataset, match.split))
+    facts = rows() if rows is not None else None
+    if facts is not None and facts.dataset == claimed and facts.rows and \
+            facts.mapped == facts.rows and want_split in (None, facts.split):
+        return Verdict("mapped", match)
     imgs, labs = _parts(c, h) if match is not None else ([], [])
     if match is not None and match.dataset == claimed and not match.checkable \
             and want_split in (None, match.split) and not (imgs if match.labels else labs):
@@ -231,7 +264,8 @@ def judge(c: Arrays, claimed: str | None, split: str | None, *, where, trust: bo
         return Verdict("unpinned", None)
     found = "; ".join(p for p in (
         f"images of {', '.join(imgs)}" if imgs else "images of no known dataset",
-        f"labels of {', '.join(labs)}" if labs else "labels of no known dataset"))
+        f"labels of {', '.join(labs)}" if labs else "labels of no known dataset",
+        f"row map: {facts.found}" if facts is not None else "") if p)
     raise _mismatch(c, info, want_split, where, found=f"{len(c.labels):,} rows: {found}")
 
 

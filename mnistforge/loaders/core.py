@@ -140,7 +140,7 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
             return load_foreign(name if root is None else root, None if root is None else name, split,
                                 with_metadata=with_metadata, trust=settings.trust_files(trust_files),
                                 label_issues=label_issues, cache=cache, download=download,
-                                progress=progress, check=check)
+                                progress=progress, check=check, loader=load)
     if root is None and isinstance(name, (str, os.PathLike)) and name not in list_datasets() \
             and Path(name).is_dir():
         from .targets import detect_dataset

@@ -255,7 +255,7 @@ def pick_split(copy: ForeignCopy, name: str | None, split: str | None) -> Foreig
 def load_foreign(path, name: str | None = None, split: str | None = "train", *,
                  with_metadata: bool = False, copy: ForeignCopy | None = None, trust: bool = False,
                  label_issues: str | None = None, cache=None, download=None,
-                 progress=None, check: bool = False) -> DatasetSplit:
+                 progress=None, check: bool = False, loader=None) -> DatasetSplit:
     """``load(name, split, root=COPY)`` / ``load(COPY, split)`` on a third-party copy.
 
     The dataset is ``name``, else the registry split the hashes recognise, else
@@ -268,10 +268,18 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
     contradicts (another dataset or split, or no known dataset where the registry pins the
     named one) raises :class:`~mnistforge.errors.DataMismatchError` unless ``trust``; the
     arrays must be well formed for the dataset (28 x 28, bytes, labels in the class range).
-    ``label_issues`` needs the official split in the official order.
+    A copy that is not the official split in the official order (reordered, a subset) gets a
+    row map (:mod:`mnistforge.loaders.rowmap`) when the official images are in the cache:
+    ``ds.official_index``, ``ds.official_split``, ``ds.leakage`` (rows that are official rows
+    of another split, logged as a warning); a claimed dataset every row of which maps into it
+    passes the gate (verdict ``mapped``).  ``label_issues`` and ``with_metadata`` then use the
+    official rows' label votes and metadata; ``label_issues`` needs the official order or a map.
+    ``loader`` (:func:`mnistforge.load`, which passes itself) reads the official splits the
+    map needs; without it no map is made.
     """
     from ..gate import admit
     from .names import parse_split, rows_of
+    from .rowmap import copy_map, identity_map, row_facts
 
     rows = None
     if split is not None:
@@ -289,23 +297,48 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
     fs = pick_split(copy, name, split)
     c = canonicalise(fs)
     split_claim = split if split is not None else fs.split
+    maps: dict = {}
+
+    def mapped(dataset: str | None):
+        """The row map against ``dataset``'s official splits in the cache (computed once)."""
+        if dataset not in maps:
+            maps[dataset] = copy_map(c.images, c.labels, dataset=dataset, claimed=split_claim,
+                                     cache=cache, loader=loader)
+        return maps.get(dataset)
+
     adm = admit(c.images, c.labels, dataset=name, split=split_claim, route=route_of(copy.format),
                 where=fs.where, trust=trust, formed=False, source=path if before else None,
-                before=before, key=fs.where, cache=cache, rehash=check)
+                before=before, key=fs.where, cache=cache, rehash=check,
+                rows=(lambda: row_facts(mapped(name))) if name else None)
     match = adm.verdict.match
+    verdict = adm.verdict
     if name is None and match is not None and (match.images and match.labels):
         name = match.dataset
     if name is None and fs.hint in list_datasets():
         # a name the file names suggest: kept unless the registry pins that dataset's content
         hinted = judge(c, fs.hint, split_claim, where=fs.where, match=match, hashes=adm.hashes,
-                       refuse=False)
+                       refuse=False, rows=lambda: row_facts(mapped(fs.hint)))
         name = fs.hint if hinted.status != "refused" else None
+        verdict = hinted if name else verdict
         if name is None:
             logger.warning("%s: named like %s, but its content is not %s's (loaded unnamed)",
                            fs.where, fs.hint, fs.hint)
+    if name is None and match is None:  # unrecognised and unnamed: its rows may say what it is
+        facts = row_facts(mapped(None))
+        if facts is not None and facts.dataset and 2 * facts.mapped >= facts.rows:
+            name = facts.dataset
+            maps[name] = maps[None]
+    rm = None
+    if match is not None and match.images and match.labels and match.order == "same" \
+            and match.dataset == name:
+        rm = identity_map(name, match.split, len(c))
+    elif name is not None or None in maps:
+        rm = mapped(name)
     info = get_dataset(name) if name else None
     if match is not None and info is not None and match.dataset == info.name:
         transposed, shift = match.transposed and match.images, match.shift if match.labels else 0
+    elif rm is not None and info is not None and rm.dataset == info.name and rm.mapped.any():
+        transposed, shift = rm.transposed, rm.shift
     else:
         transposed, shift = False, label_shift_cue(c.labels, info) if info else 0
     changes = list(c.changes) + ([transpose_change()] if transposed else []) + (
@@ -319,9 +352,13 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
 
         check_images(ds.images, info, fs.where)
         check_labels(info, ds.split, ds.labels, ds.classes, fs.where)
-    ds.status = {"content": adm.verdict.status}
-    if label_issues is not None:
-        ds = _official_rows(ds, adm, label_issues, cache=cache, download=download, progress=progress)
+    ds.status = {"content": verdict.status}
+    ds.row_map = rm
+    if rm is not None:
+        _say_map(fs.where, rm)
+    if label_issues is not None or (with_metadata and rm is not None and not verdict.official_order):
+        ds = _official_rows(ds, verdict, label_issues, cache=cache, download=download,
+                            progress=progress, loader=loader)
     if rows is not None:
         ds = ds.select(rows_of(rows, len(ds)), split=f"{ds.split}{rows.replace(' ', '')}")
     if label_issues is not None:
@@ -340,23 +377,58 @@ def route_of(fmt: str) -> str:
     return ROUTE_OF_FORMAT.get(fmt, fmt)
 
 
-def _official_rows(ds: DatasetSplit, adm, label_issues: str, **kw) -> DatasetSplit:
-    """The label votes of the split's rows: only for the official split in the official order
-    (row ``i`` is the official row ``i``); ``label_issues`` is refused otherwise."""
-    v = adm.verdict
-    official = v.official_order and v.match is not None and v.match.dataset == ds.name \
-        and v.match.split == ds.split
-    if not official:
-        raise ConfigError(
-            f"label_issues={label_issues!r} needs the official split in the official order",
-            path=ds.source, expected=f"{ds.name} {ds.split} as published (row i = official row i)",
-            found=f"content {v.status}" + (f" ({v.match.dataset} {v.match.split}, order "
-                                           f"{v.match.order})" if v.match is not None else ""),
-            hint="load the official files (mnistforge.load(name, split)) to drop or relabel "
-                 "the known label issues")
+def _say_map(where, rm) -> None:
+    """Leakage and rows that map to nothing, said (the map itself is ``ds.row_map``)."""
+    s = rm.summary()
+    if s["leakage"]["rows"]:
+        lk = s["leakage"]
+        logger.warning("%s: leakage: %d rows of this %s split are official rows of %s (rows "
+                       "%s...; ds.leakage lists them)", where, lk["rows"], lk["claimed"],
+                       ", ".join(f"{sp} ({n})" for sp, n in lk["by_split"].items()),
+                       ", ".join(map(str, lk["first_rows"])))
+    if s["mapped"] < s["rows"] and s["dataset"]:
+        logger.warning("%s: %s", where, rm.message())
+
+
+def _official_rows(ds: DatasetSplit, v, label_issues: str | None, *, loader=None,
+                   **kw) -> DatasetSplit:
+    """The label votes (and official metadata) of the split's rows: for the official split in the
+    official order (row ``i`` is the official row ``i``), or through the copy's row map; else
+    ``label_issues`` is refused."""
+    rm = ds.row_map
+    official = (v.official_order and v.match is not None and v.match.dataset == ds.name
+                and v.match.split == ds.split) or (
+        rm is not None and rm.official_order and rm.keys == ((ds.name, ds.split),))
     from .label_issues import add_label_votes
 
-    return add_label_votes(ds, root=None, required=True, **kw)
+    if official:  # row i is official row i: the votes join directly (metadata: the copy's own)
+        return ds if label_issues is None else add_label_votes(ds, root=None, required=True, **kw)
+    if rm is not None and rm.dataset == ds.name and rm.mapped.any() and loader is not None:
+        from .rowmap import join_metadata, official_metadata
+
+        kw.pop("progress", None)
+        try:
+            meta = official_metadata(ds, rm, loader=loader, required=label_issues is not None,
+                                     **kw)
+        except Exception as e:  # the official metadata cannot be had: a view cannot be made
+            if label_issues is not None:
+                raise
+            logger.warning("%s: official metadata left out: %s", ds.source, e)
+            return ds
+        ds.metadata = join_metadata(ds.metadata, meta)
+        return ds
+    if label_issues is None:
+        return ds
+    raise ConfigError(
+        f"label_issues={label_issues!r} needs the official split in the official order, or its "
+        "official images on this machine to map the rows",
+        path=ds.source, expected=f"{ds.name} {ds.split} as published (row i = official row i), "
+                                 "or a copy whose rows map to official rows",
+        found=f"content {v.status}" + (f" ({v.match.dataset} {v.match.split}, order "
+                                       f"{v.match.order})" if v.match is not None else "")
+        + ("; no official images in the cache to map its rows to" if rm is None else ""),
+        hint="fetch the official files (mnistforge fetch NAME) so the copy's rows can be mapped, "
+             "or load the official files (mnistforge.load(name, split))")
 
 
 def make_split(copy: ForeignCopy, c: Canonical, info: DatasetInfo | None, transposed: bool,

@@ -203,6 +203,8 @@ def clean_view(ds, mode: str | None, keep_metadata: bool):
             ds.indices = ds.indices[keep]
         elif hasattr(ds, "indices"):
             ds.indices = np.flatnonzero(keep)
+        if getattr(ds, "row_map", None) is not None:  # a copy's map follows its rows
+            ds.row_map = ds.row_map.select(keep)
         ds.images, ds.labels, ds.metadata = images, labels, meta
         ds.label_issues = view
     if not keep_metadata:

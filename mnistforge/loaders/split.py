@@ -62,6 +62,15 @@ class DatasetSplit:
         inversion, transposition, labels offset by one); empty otherwise.
     storage : list of str
         For a third-party copy: lossless storage facts (rows flattened, one-hot labels...).
+    row_map : RowMap or None
+        For a third-party copy: each row's official ``(dataset, split, index)`` found by image
+        content (:mod:`mnistforge.loaders.rowmap`); None where no official images were at hand.
+    official_index, official_split : numpy.ndarray or None
+        From ``row_map``: the official row of each row (-1: none) and its split name
+        (``""``: none); None without a map.
+    leakage : dict or None
+        From ``row_map``: the rows that are official rows of another split than this one
+        (``{"rows": n, "by_split": {"train": n}, "first_rows": [...], ...}``).
 
     Examples
     --------
@@ -91,6 +100,22 @@ class DatasetSplit:
         self.synthetic = False
         self.changes: list = []
         self.storage: list[str] = []
+        self.row_map: Any = None
+
+    @property
+    def official_index(self) -> np.ndarray | None:
+        """The official row of each row (``-1``: none), from :attr:`row_map`; None without one."""
+        return None if self.row_map is None else self.row_map.official_index
+
+    @property
+    def official_split(self) -> np.ndarray | None:
+        """The official split of each row (``""``: none), from :attr:`row_map`; None without one."""
+        return None if self.row_map is None else self.row_map.official_split
+
+    @property
+    def leakage(self) -> dict | None:
+        """Rows that are official rows of another split than the one claimed (see :attr:`row_map`)."""
+        return None if self.row_map is None else self.row_map.leakage()
 
     @property
     def orientation(self) -> str:
@@ -151,6 +176,7 @@ class DatasetSplit:
         out.label_issues = self.label_issues
         out.synthetic = self.synthetic
         out.changes, out.storage = list(self.changes), list(self.storage)
+        out.row_map = None if self.row_map is None else self.row_map.select(sel)
         return out
 
     def __repr__(self) -> str:

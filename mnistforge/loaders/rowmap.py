@@ -1,0 +1,541 @@
+"""Row maps: each row of a third-party copy joined to its official ``(dataset, split, index)``.
+
+A copy that holds official images in another order, or only some of them (a Kaggle CSV, an
+OpenML export, a hand-made subset), is joined to the official splits the machine can see (the
+cache, or a reference given to ``verify --reference``) by image content:
+
+1. **exact**: one 64-bit digest per image (:func:`mnistforge.io.similar.image_digests`, vectorised),
+   joined with each dataset's sorted digests by :func:`numpy.searchsorted`; every pair found is
+   compared byte for byte, so a digest collision never maps a row;
+2. **near**, for the rows left: the rule ``verify`` uses for re-rendered copies
+   (:mod:`mnistforge.checks.reference`): the official image within L2 128 (pixels 0..255) under
+   the best of the nine one-pixel placements; searched exactly
+   (:func:`~mnistforge.io.similar.find_near_duplicates`).
+
+A row whose content matches several official rows (an image the official split holds twice, an
+all-black image near many faint ones) is **ambiguous**: no index, counted apart, never guessed.
+Rows that map into another split of the copy's dataset than the one the copy claims (a "test"
+row that is an official train row) are **leakage**.  Both orientations and label offsets -1, 0,
++1 are tried, as for identification.
+
+Examples
+--------
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> train = rng.integers(0, 256, (6, 28, 28), dtype=np.uint8)
+>>> test = rng.integers(0, 256, (5, 28, 28), dtype=np.uint8)
+>>> officials = [Official("toy", "train", train, np.arange(6) % 3),
+...              Official("toy", "test", test, np.arange(5) % 3)]
+>>> copy = np.concatenate([test[[4, 1]], train[[2]]])
+>>> rm = map_rows(copy, np.array([1, 1, 2]), officials, dataset="toy", claimed="test")
+>>> rm.official_index.tolist(), rm.official_split.tolist(), rm.leakage_rows.tolist()
+([4, 1, 2], ['test', 'test', 'train'], [2])
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..io.similar import SHIFTS, find_near_duplicates, image_digests, shift_images
+from ..log import get_logger
+from ..registry import get_dataset, list_datasets
+
+logger = get_logger(__name__)  # logging only when a record could be shown
+
+__all__ = ["HOW", "NEAR_L2", "Official", "RowMap", "copy_map", "identity_map", "join_metadata", "map_rows",
+           "official_metadata", "official_splits", "row_facts"]
+
+#: how a row was mapped (the values of :attr:`RowMap.how`)
+HOW = ("none", "exact", "near", "ambiguous")
+NONE, EXACT, NEAR, AMBIGUOUS = range(4)
+
+NEAR_L2 = 128.0
+"""The near-match radius (L2 over pixels 0..255, best of nine placements): the value
+``verify`` uses for re-rendered copies (``checks.reference.DEFAULT_MATCH_L2``)."""
+
+NEAR_BUDGET = 2e8
+"""At most this many (row, official image, placement) comparisons in the near step (a second or
+two); beyond it the near step is skipped for those rows and the map says so."""
+
+#: how many rows a summary lists
+FIRST = 10
+
+
+@dataclass
+class Official:
+    """One official split as its files store it (EMNIST: transposed), seen on this machine."""
+
+    dataset: str
+    split: str
+    images: np.ndarray
+    labels: np.ndarray
+    where: str = ""
+    _digests: np.ndarray | None = field(default=None, repr=False)
+
+    def digests(self) -> np.ndarray:
+        if self._digests is None:
+            self._digests = image_digests(self.images)
+        return self._digests
+
+
+@dataclass
+class RowMap:
+    """Each row of a copy -> its official row: ``keys[code[i]]`` is ``(dataset, split)``,
+    ``index[i]`` the row there (-1: none), ``how[i]`` an index into :data:`HOW`, ``l2[i]`` the
+    distance (0 exact, NaN none).
+
+    ``dataset`` is the copy's dataset (claimed, or the one most rows map into), ``claimed``
+    the split the copy says it is; ``transposed``/``shift``: the copy's orientation relative
+    to the official files and its label offset (what turns its labels into the official ones).
+    """
+
+    keys: tuple[tuple[str, str], ...]
+    code: np.ndarray
+    index: np.ndarray
+    how: np.ndarray
+    l2: np.ndarray
+    dataset: str | None = None
+    claimed: str | None = None
+    transposed: bool = False
+    shift: int = 0
+    label_differs: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    candidates: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    sources: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: the copy is the official split in the official order (row i is official row i)
+    official_order: bool = False
+
+    def __len__(self) -> int:
+        return int(self.index.shape[0])
+
+    # -- per row
+    @property
+    def mapped(self) -> np.ndarray:
+        return self.index >= 0
+
+    def _names(self, part: int) -> np.ndarray:
+        names = np.array([k[part] for k in self.keys] + [""])
+        return names[np.where(self.index >= 0, self.code, len(self.keys))]
+
+    @property
+    def official_index(self) -> np.ndarray:
+        """The official row of each row (``int64``; -1 where none or ambiguous)."""
+        return self.index
+
+    @property
+    def official_split(self) -> np.ndarray:
+        """The official split name of each row (``""`` where none)."""
+        return self._names(1)
+
+    @property
+    def official_dataset(self) -> np.ndarray:
+        """The official dataset of each row (``""`` where none)."""
+        return self._names(0)
+
+    def _mine(self) -> np.ndarray:
+        ds = np.array([k[0] == self.dataset for k in self.keys] + [False])
+        return ds[np.where(self.code >= 0, self.code, len(self.keys))]
+
+    def in_split(self, split: str) -> np.ndarray:
+        """Rows mapped into ``split`` of the copy's dataset."""
+        try:
+            k = self.keys.index((self.dataset, split))  # type: ignore[arg-type]
+        except ValueError:
+            return np.zeros(len(self), bool)
+        return self.mapped & (self.code == k)
+
+    @property
+    def leakage_rows(self) -> np.ndarray:
+        """Rows mapped into another split of the copy's dataset than the claimed one."""
+        if self.claimed is None or (self.dataset, self.claimed) not in self.keys:
+            return np.zeros(0, np.int64)
+        k = self.keys.index((self.dataset, self.claimed))  # type: ignore[arg-type]
+        # an ambiguous row all of whose candidates lie in one other split counts too
+        placed = self.mapped | ((self.how == AMBIGUOUS) & (self.code >= 0))
+        return np.flatnonzero(placed & self._mine() & (self.code != k))
+
+    @property
+    def duplicate_rows(self) -> np.ndarray:
+        """Mapped rows whose official row another row of the copy maps to as well."""
+        ok = np.flatnonzero(self.mapped)
+        key = self.code[ok].astype(np.int64) * (1 << 40) + self.index[ok]
+        _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+        return ok[counts[np.asarray(inv).reshape(-1)] > 1]
+
+    def select(self, rows) -> RowMap:
+        """The map of the rows ``rows`` (a slice, indices or a mask) of the copy."""
+        pick = {f: getattr(self, f)[rows] for f in ("code", "index", "how", "l2")}
+        extra = {f: getattr(self, f)[rows] if len(getattr(self, f)) == len(self) else getattr(self, f)
+                 for f in ("label_differs", "candidates")}
+        return RowMap(self.keys, dataset=self.dataset, claimed=self.claimed,
+                      transposed=self.transposed, shift=self.shift, sources=list(self.sources),
+                      notes=list(self.notes), **pick, **extra)
+
+    # -- summary
+    def leakage(self) -> dict:
+        """The leakage facts: rows, by official split (``ds.leakage``, ``verify --json``)."""
+        rows = self.leakage_rows
+        by = {}
+        for k in np.unique(self.code[rows]).tolist():
+            by[self.keys[k][1]] = int(np.count_nonzero(self.code[rows] == k))
+        return {"dataset": self.dataset, "claimed": self.claimed, "rows": int(rows.size),
+                "by_split": by, "first_rows": rows[:FIRST].tolist(),
+                "first_official": [[self.keys[self.code[i]][1], int(self.index[i])]
+                                   for i in rows[:FIRST].tolist()]}
+
+    def summary(self) -> dict:
+        """What ``verify --json`` writes under ``row_map``."""
+        m = self.mapped
+        unmapped = np.flatnonzero(~m & (self.how != AMBIGUOUS))
+        ambiguous = np.flatnonzero(self.how == AMBIGUOUS)
+        by = {f"{d} {s}": int(np.count_nonzero(m & (self.code == k)))
+              for k, (d, s) in enumerate(self.keys) if np.any(m & (self.code == k))}
+        differs = np.flatnonzero(self.label_differs) if self.label_differs.size else np.zeros(0, int)
+        dup = self.duplicate_rows
+        return {"rows": len(self), "mapped": int(m.sum()),
+                "exact": int(np.count_nonzero(self.how == EXACT)),
+                "near": int(np.count_nonzero(self.how == NEAR)),
+                "unmapped": int(unmapped.size), "first_unmapped": unmapped[:FIRST].tolist(),
+                "ambiguous": int(ambiguous.size), "first_ambiguous": ambiguous[:FIRST].tolist(),
+                "by_split": by, "dataset": self.dataset, "claimed": self.claimed,
+                "leakage": self.leakage(), "duplicates": int(dup.size),
+                "first_duplicates": dup[:FIRST].tolist(),
+                "labels_differ": int(differs.size), "first_labels_differ": differs[:FIRST].tolist(),
+                "transposed": self.transposed, "label_shift": self.shift,
+                "near_l2": NEAR_L2, "sources": list(self.sources), "notes": list(self.notes)}
+
+    def message(self) -> str:
+        """One line for people."""
+        s = self.summary()
+        where = ", ".join(f"{v:,} into {k}" for k, v in s["by_split"].items()) or "none"
+        text = (f"row map: {s['mapped']:,} of {s['rows']:,} rows map to official rows "
+                f"({s['exact']:,} exact, {s['near']:,} near: {where})")
+        if s["unmapped"]:
+            text += (f"; {s['unmapped']:,} map to none (first: "
+                     f"{', '.join(map(str, s['first_unmapped']))})")
+        if s["ambiguous"]:
+            text += (f"; {s['ambiguous']:,} match several official rows (first: "
+                     f"{', '.join(map(str, s['first_ambiguous']))})")
+        if s["duplicates"]:
+            text += f"; {s['duplicates']:,} rows share their official row with another row"
+        if s["labels_differ"]:
+            text += f"; {s['labels_differ']:,} labels differ from the official ones"
+        lk = s["leakage"]
+        if lk["rows"]:
+            text += (f"; LEAKAGE: {lk['rows']:,} rows of this {lk['claimed']} split are official "
+                     "rows of " + ", ".join(f"{sp} ({n:,})" for sp, n in lk["by_split"].items()))
+        return text
+
+
+def _orient(images: np.ndarray, t: bool) -> np.ndarray:
+    return np.ascontiguousarray(images.transpose(0, 2, 1)) if t else images
+
+
+class _Index:
+    """One dataset's official digests, sorted once: exact lookups by searchsorted."""
+
+    def __init__(self, codes: list[int], officials: list[Official]):
+        self.codes = codes
+        d = np.concatenate([officials[k].digests() for k in codes])
+        self.code = np.concatenate([np.full(len(officials[k].images), k, np.int32) for k in codes])
+        self.row = np.concatenate([np.arange(len(officials[k].images)) for k in codes])
+        self.order = np.argsort(d, kind="stable")
+        self.sorted = d[self.order]
+        self.size = int(d.size)
+
+    def ranges(self, digests: np.ndarray):
+        return (np.searchsorted(self.sorted, digests, "left"),
+                np.searchsorted(self.sorted, digests, "right"))
+
+
+def _equal_rows(copy: np.ndarray, rows: np.ndarray, officials: list[Official], code, index):
+    """Whether ``copy[rows[j]]`` equals official ``(code[j], index[j])`` byte for byte."""
+    ok = np.zeros(rows.size, bool)
+    for k in np.unique(code).tolist():
+        sel = np.flatnonzero(code == k)
+        a = copy[rows[sel]].reshape(sel.size, -1)
+        b = np.asarray(officials[k].images)[index[sel]].reshape(sel.size, -1)
+        ok[sel] = (a == b).all(axis=1)
+    return ok
+
+
+def _exact(copy, idx: _Index, officials, todo: np.ndarray, out: dict) -> None:
+    """Map the rows ``todo`` of ``copy`` (oriented) exactly through ``idx``."""
+    if not todo.size or not idx.size:
+        return
+    d = image_digests(copy[todo])
+    lo, hi = idx.ranges(d)
+    one = np.flatnonzero(hi - lo == 1)
+    if one.size:
+        j = idx.order[lo[one]]
+        code, row = idx.code[j], idx.row[j]
+        eq = _equal_rows(copy, todo[one], officials, code, row)
+        r = todo[one[eq]]
+        out["code"][r], out["index"][r], out["how"][r], out["l2"][r] = code[eq], row[eq], EXACT, 0.0
+        out["candidates"][r] = 1
+    many = np.flatnonzero(hi - lo > 1)
+    if many.size:  # a digest several official rows share: grouped by digest, compared once each
+        uniq, first, inv = np.unique(d[many], return_index=True, return_inverse=True)
+        inv = np.asarray(inv).reshape(-1)
+        for g in range(uniq.size):
+            i = many[first[g]]
+            js = idx.order[lo[i]:hi[i]]
+            eq = _equal_rows(copy, np.full(js.size, todo[i]), officials, idx.code[js], idx.row[js])
+            js = js[eq]
+            rows = todo[many[inv == g]]
+            if js.size == 0:
+                continue
+            out["candidates"][rows] = js.size
+            if js.size == 1:
+                out["code"][rows], out["index"][rows] = idx.code[js[0]], idx.row[js[0]]
+                out["how"][rows], out["l2"][rows] = EXACT, 0.0
+            else:
+                codes = np.unique(idx.code[js])
+                out["code"][rows] = codes[0] if codes.size == 1 else -1
+                out["how"][rows], out["l2"][rows] = AMBIGUOUS, 0.0
+
+
+def _near(copy, officials, codes: list[int], todo: np.ndarray, out: dict, threshold: float,
+          notes: list[str]) -> None:
+    """Map the rows ``todo`` within ``threshold`` (best of nine placements) of one official row."""
+    base = sum(len(officials[k].images) for k in codes)
+    if not todo.size or not base:
+        return
+    found: list[np.ndarray] = []  # rows of (row, code, index, l2 * 1000)
+    left = todo
+    # unshifted first; the eight shifted placements, stacked into one query, only for the rows
+    # no unshifted official image is near
+    for placements in (SHIFTS[:1], SHIFTS[1:]):
+        if not left.size:
+            break
+        if left.size * base * len(placements) > NEAR_BUDGET:
+            notes.append(f"near matching skipped for {left.size:,} rows ({left.size:,} rows x "
+                         f"{base:,} official images x {len(placements)} placements is over the "
+                         "budget; give a reference of the one split, or fewer rows)")
+            break
+        q = np.concatenate([shift_images(copy[left], dy, dx) if (dy, dx) != (0, 0)
+                            else copy[left] for dy, dx in placements])
+        for k in codes:
+            nd = find_near_duplicates(q, officials[k].images, threshold, progress_bar=False)
+            if len(nd):
+                found.append(np.stack([left[nd.pairs[:, 0] % left.size], np.full(len(nd), k),
+                                       nd.pairs[:, 1], np.rint(nd.l2 * 1000)], axis=1)
+                             .astype(np.int64))
+        hit = np.unique(np.concatenate(found)[:, 0]) if found else np.zeros(0, np.int64)
+        left = np.setdiff1d(left, hit)
+    if not found:
+        return
+    f = np.concatenate(found)
+    f = f[np.lexsort((f[:, 3], f[:, 2], f[:, 1], f[:, 0]))]
+    # one candidate per (row, official row): its best placement
+    keep = np.r_[True, (f[1:, 0] != f[:-1, 0]) | (f[1:, 1] != f[:-1, 1]) | (f[1:, 2] != f[:-1, 2])]
+    f = f[keep]
+    rows, start, count = np.unique(f[:, 0], return_index=True, return_counts=True)
+    single = count == 1
+    r, j = rows[single], start[single]
+    out["code"][r], out["index"][r], out["how"][r] = f[j, 1], f[j, 2], NEAR
+    out["l2"][r], out["candidates"][r] = f[j, 3] / 1000.0, 1
+    for r, s0, c in zip(rows[~single].tolist(), start[~single].tolist(), count[~single].tolist()):
+        codes_r = np.unique(f[s0:s0 + c, 1])
+        out["code"][r] = codes_r[0] if codes_r.size == 1 else -1
+        out["how"][r], out["candidates"][r] = AMBIGUOUS, c
+        out["l2"][r] = f[s0:s0 + c, 3].min() / 1000.0
+
+
+def map_rows(images, labels, officials: list[Official], *, dataset: str | None = None,
+             claimed: str | None = None, near: bool = True, threshold: float = NEAR_L2) -> RowMap:
+    """The :class:`RowMap` of a copy's ``images`` (``N x H x W`` as the copy stores them) and
+    ``labels`` against ``officials`` (see the module doc).
+
+    ``dataset`` (the claimed dataset) is searched first, then the others, for the rows still
+    unmapped (exactly only); ``claimed`` is the split the copy says it is (for leakage).
+    """
+    images = np.ascontiguousarray(np.asarray(images))
+    labels = np.asarray(labels, dtype=np.int64)
+    n = len(images)
+    keys = tuple((o.dataset, o.split) for o in officials)
+    out = {"code": np.full(n, -1, np.int32), "index": np.full(n, -1, np.int64),
+           "how": np.zeros(n, np.uint8), "l2": np.full(n, np.nan),
+           "candidates": np.zeros(n, np.int32)}
+    names = list(dict.fromkeys(o.dataset for o in officials))
+    groups = {d: [k for k, o in enumerate(officials) if o.dataset == d
+                  and o.images.shape[1:] == images.shape[1:]] for d in names}
+    indexes = {d: _Index(c, officials) for d, c in groups.items() if c}
+    # the orientation and first dataset: the claimed one, else where most rows are found
+    sample = np.unique(np.linspace(0, n - 1, min(n, 2000)).astype(np.int64)) if n else np.zeros(0, int)
+    views = {False: images[sample], True: _orient(images[sample], True)}
+
+    def hits(d: str, t: bool) -> int:
+        lo, hi = indexes[d].ranges(image_digests(views[t]))
+        return int(np.count_nonzero(hi > lo))
+
+    score = {(d, t): hits(d, t) for d in indexes for t in (False, True)}
+    # the transposed copy of every row only where some dataset is found that way
+    square = images.shape[1] == images.shape[2]
+    want_t = square and any(score[d, True] > score[d, False] for d in indexes)
+    copies = {False: images, **({True: _orient(images, True)} if want_t else {})}
+    score = {k: v for k, v in score.items() if k[1] in copies}
+    order = sorted(indexes, key=lambda d: (d != dataset, -max(score[d, t] for t in copies)))
+    primary = dataset or (order[0] if order and max(score[order[0], t] for t in copies) else None)
+    notes: list[str] = []
+    transposed = False
+    best = {d: max(copies, key=lambda t: (score[d, t], not t)) for d in order}
+    for d in order:  # exact first, every dataset: a row of another dataset is no near candidate
+        _exact(copies[best[d]], indexes[d], officials, np.flatnonzero(out["how"] == NONE), out)
+    if primary in indexes:
+        transposed = best[primary]
+        if near:
+            _near(copies[transposed], officials, groups[primary],
+                  np.flatnonzero(out["how"] == NONE), out, threshold, notes)
+    if dataset is not None and dataset not in indexes:
+        notes.append(f"no official {dataset} images on this machine to map to")
+    rm = RowMap(keys, out["code"], out["index"], out["how"], out["l2"], dataset=primary,
+                claimed=claimed, transposed=bool(transposed), candidates=out["candidates"],
+                sources=[f"{o.dataset} {o.split}: {o.where}" for o in officials], notes=notes)
+    _labels(rm, labels, officials)
+    return rm
+
+
+def _labels(rm: RowMap, labels: np.ndarray, officials: list[Official]) -> None:
+    """The label offset (most agreement over the mapped rows) and the rows whose label differs."""
+    ok = np.flatnonzero(rm.mapped)
+    official = np.zeros(ok.size, np.int64)
+    for k in np.unique(rm.code[ok]).tolist():
+        sel = rm.code[ok] == k
+        official[sel] = np.asarray(officials[k].labels)[rm.index[ok[sel]]]
+    rm.shift = max((0, 1, -1), key=lambda s: int(np.count_nonzero(labels[ok] + s == official)))
+    differs = np.zeros(len(rm), bool)
+    differs[ok] = labels[ok] + rm.shift != official
+    rm.label_differs = differs
+
+
+# --------------------------------------------------------------------------- what the machine sees
+
+def _storage(ds) -> np.ndarray:
+    """A loaded split's images as its files store them (EMNIST: transposed)."""
+    images = np.asarray(ds.images)
+    return images.transpose(0, 2, 1) if ds.info.orientation == "transposed" else images
+
+
+def official_splits(datasets=None, *, loader, cache=None, root=None,
+                    image_shape=(28, 28)) -> list[Official]:
+    """The official file splits of ``datasets`` (default: every dataset) this machine holds.
+
+    Read with ``loader`` (:func:`mnistforge.load`, passed in: this module sits below it) from
+    the cache (verified as every load is; never downloaded: a map uses what is here), or from
+    ``root`` (a folder of official files, for ``verify --reference DIR``).
+    """
+    names = list(datasets) if datasets is not None else list_datasets()
+    got = []
+    for name in dict.fromkeys(names):
+        info = get_dataset(name)
+        if tuple(info.image_shape) != tuple(image_shape):
+            continue
+        for split, sp in info.splits.items():
+            if sp.is_view:
+                continue
+            try:
+                ds = loader(name, split, root=root, download=False, cache=cache)
+            except Exception as e:  # not on this machine (or damaged): nothing to map to
+                logger.debug("no official %s %s to map to: %s", name, split, e)
+                continue
+            got.append(Official(name, split, _storage(ds), np.asarray(ds.labels), ds.source))
+    return got
+
+
+def copy_map(images, labels, *, dataset: str | None = None, claimed: str | None = None,
+             cache=None, officials: list[Official] | None = None, loader=None,
+             near: bool = True) -> RowMap | None:
+    """The row map of a copy's canonical arrays against what this machine holds: ``officials``
+    if given, else ``dataset``'s official splits in the cache (every dataset's when None), read
+    with ``loader``.  None when there is no official image to map to."""
+    if officials is None and loader is None:
+        return None
+    shape = tuple(np.asarray(images).shape[1:3])
+    others = officials is None and dataset is not None
+    if officials is None:
+        officials = official_splits([dataset] if dataset else None, loader=loader, cache=cache,
+                                    image_shape=shape)
+    rm = map_rows(images, labels, officials, dataset=dataset, claimed=claimed, near=near) \
+        if officials else None
+    if others and (rm is None or not rm.mapped.all()):  # where the other rows come from
+        more = official_splits([d for d in list_datasets() if d != dataset], loader=loader,
+                               cache=cache, image_shape=shape)
+        if more:
+            officials = officials + more
+            rm = map_rows(images, labels, officials, dataset=dataset, claimed=claimed, near=near)
+    if rm is None:
+        return None
+    logger.info("%s", rm.message())
+    return rm
+
+
+def row_facts(rm: RowMap | None):
+    """The gate's :class:`~mnistforge.gate.content.RowFacts` of a map (None: no map)."""
+    from ..gate.content import RowFacts
+
+    if rm is None:
+        return None
+    mine = rm.mapped & rm._mine()
+    codes, counts = np.unique(rm.code[mine], return_counts=True)
+    split = rm.keys[int(codes[np.argmax(counts)])][1] if codes.size else None
+    names, n = np.unique(rm.official_dataset[rm.mapped & ~mine], return_counts=True)
+    return RowFacts(rm.dataset, split, int(mine.sum()), len(rm),
+                    tuple((str(d), int(k)) for d, k in zip(names, n)))
+
+
+def identity_map(dataset: str, split: str, n: int) -> RowMap:
+    """The map of a copy in the official order: row ``i`` is official row ``i``."""
+    return RowMap(((dataset, split),), np.zeros(n, np.int32), np.arange(n, dtype=np.int64),
+                  np.full(n, EXACT, np.uint8), np.zeros(n), dataset=dataset, claimed=split,
+                  label_differs=np.zeros(n, bool), candidates=np.ones(n, np.int32),
+                  sources=["registry content hashes (official order)"], official_order=True)
+
+
+def official_metadata(ds, rm: RowMap, *, loader, cache=None, download=None, votes: bool = True,
+                      required: bool = False) -> np.ndarray | None:
+    """The official metadata of each mapped row of ``ds`` (a copy of ``rm.dataset``): the files'
+    columns and the human label votes, gathered by the map; rows that are no official row of
+    the dataset get -1 (label votes: not examined, no issue).  None when the official splits
+    have no metadata.  ``loader`` is :func:`mnistforge.load`."""
+    parts = []
+    for k, (name, split) in enumerate(rm.keys):
+        rows = np.flatnonzero(rm.mapped & (rm.code == k))
+        if name != ds.name or not rows.size:
+            continue
+        off = loader(name, split, download=False, cache=cache, with_metadata="files")
+        if votes:
+            from .label_issues import add_label_votes
+
+            add_label_votes(off, cache=cache, download=download, required=required)
+        if off.metadata is not None:
+            parts.append((rows, rm.index[rows], off.metadata))
+    if not parts:
+        return None
+    dt = parts[0][2].dtype
+    out = np.zeros(len(rm), dtype=dt)
+    for f in dt.names or ():
+        if out[f].dtype.kind in "iu":
+            out[f] = -1
+    for rows, idx, meta in parts:
+        if meta.dtype != dt:  # splits of one dataset share one schema; a stray one is left out
+            logger.warning("%s: metadata of another schema left out", ds.name)
+            continue
+        out[rows] = meta[idx]
+    return out
+
+
+def join_metadata(own: np.ndarray | None, official: np.ndarray | None) -> np.ndarray | None:
+    """A copy's own metadata columns (``.mat`` writers...) with the official ones after them."""
+    if own is None or official is None:
+        return official if own is None else own
+    names = [f for f in official.dtype.names or () if f not in (own.dtype.names or ())]
+    dt = np.dtype([(f, own.dtype[f]) for f in own.dtype.names or ()]
+                  + [(f, official.dtype[f]) for f in names])
+    out = np.empty(len(own), dtype=dt)
+    for f in own.dtype.names or ():
+        out[f] = own[f]
+    for f in names:
+        out[f] = official[f]
+    return out
