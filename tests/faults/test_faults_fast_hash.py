@@ -263,3 +263,83 @@ def test_a_copy_in_one_file_is_identified_by_the_fast_hash(tmp_path, cache, mnis
     np.savez(q, x_test=x, y_test=mnist[1])
     with pytest.raises(DataMismatchError):
         mnistforge.load("mnist", "test", root=q)
+
+
+# --------------------------------------------------------------------------- Hugging Face exports
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory, mnist_reference):
+    pytest.importorskip("datasets")
+    from mnistforge import hub
+
+    out = tmp_path_factory.mktemp("hf") / "mnist"
+    hub.export_hf(out, hub.configs_from_targets([f"{mnist_reference}:test"]), pixels="bytes")
+    return out
+
+
+@pytest.fixture
+def repo(export, tmp_path):
+    out = tmp_path / "hf"
+    shutil.copytree(export, out)
+    return out
+
+
+def _card_edit(repo: Path, old: str, new: str) -> None:
+    card = repo / "README.md"
+    text = card.read_text()
+    assert old in text
+    card.write_text(text.replace(old, new))
+
+
+def test_an_export_records_each_shards_fast_hash(repo):
+    from mnistforge.io.hf.repo import recorded_shard_fast_hashes, recorded_shard_hashes
+
+    fast, sha = recorded_shard_fast_hashes(repo), recorded_shard_hashes(repo)
+    assert fast and set(fast) == set(sha)
+    for rel, digest in fast.items():
+        assert digest == xxh3_parts((repo / rel).read_bytes())
+        assert sha[rel] == hashlib.sha256((repo / rel).read_bytes()).hexdigest()
+
+
+def test_a_first_load_of_an_export_checks_the_fast_hash_and_check_the_sha256(repo, cache, mnist):
+    from mnistforge.errors import IntegrityError
+    from mnistforge.io.hf.repo import recorded_shard_fast_hashes
+
+    rel, digest = next(iter(recorded_shard_fast_hashes(repo).items()))
+    _card_edit(repo, f"`{rel}`: `{digest}`", f"`{rel}`: `{'0' * 32}`")   # the fast hash lies
+    with pytest.raises(IntegrityError, match="xxh3_128 0{32}"):
+        mnistforge.load("mnist", "test", root=repo)                 # so the fast hash was checked
+    ds = mnistforge.load("mnist", "test", root=repo, check=True)    # sha256: the shard is intact
+    np.testing.assert_array_equal(ds.images, mnist[0])
+
+
+def test_a_changed_shard_is_refused_by_the_fast_hash(repo, cache):
+    from mnistforge.errors import IntegrityError
+
+    p = sorted((repo / "data" / "mnist").glob("test-*.parquet"))[0]
+    b = bytearray(p.read_bytes())
+    b[len(b) // 2] ^= 0x01
+    p.write_bytes(bytes(b))
+    with pytest.raises(IntegrityError, match="changed since the export") as e:
+        mnistforge.load("mnist", "test", root=repo)
+    assert "xxh3_128" in str(e.value) and "sha256" in str(e.value)
+
+
+def test_an_export_without_fast_hashes_is_checked_by_sha256(repo, cache, mnist):
+    from mnistforge.errors import IntegrityError
+
+    card = repo / "README.md"
+    text = card.read_text()
+    head, _, tail = text.partition("Shards (xxh3_128):")
+    card.write_text(head + tail.split("\n\n", 2)[-1])        # as an older version wrote it
+    assert "xxh3_128" not in card.read_text()
+    ds = mnistforge.load("mnist", "test", root=repo)
+    np.testing.assert_array_equal(ds.images, mnist[0])
+    p = sorted((repo / "data" / "mnist").glob("test-*.parquet"))[0]
+    b = bytearray(p.read_bytes())
+    b[len(b) // 3] ^= 0x01
+    p.write_bytes(bytes(b))
+    with pytest.raises(IntegrityError, match="changed since the export") as e:
+        mnistforge.load("mnist", "test", root=repo)
+    assert "xxh3_128" not in str(e.value) and "sha256" in str(e.value)

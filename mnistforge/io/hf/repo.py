@@ -65,6 +65,17 @@ def read_card(repo_dir) -> dict:
 
 
 _SHARD_LINE = re.compile(r"^- `([^`]+\.parquet)`: `([0-9a-f]{64})`$", re.M)
+#: the card's "Shards (xxh3_128)" lines (exports from this version on; older ones have none)
+_FAST_LINE = re.compile(r"^- `([^`]+\.parquet)`: `([0-9a-f]{32})`$", re.M)
+
+
+def recorded_shard_fast_hashes(repo_dir) -> dict[str, str]:
+    """``{shard path relative to repo_dir: XXH3-128}`` as the card records them ("Shards
+    (xxh3_128)"); empty for an export written before they were recorded (its sha256 then)."""
+    card = Path(repo_dir) / CARD
+    if not card.is_file():
+        return {}
+    return dict(_FAST_LINE.findall(card.read_text(encoding="utf-8", errors="replace")))
 
 
 def recorded_shard_hashes(repo_dir) -> dict[str, str]:
