@@ -6,6 +6,7 @@ not the datasets: :func:`read_split` returns NumPy arrays; the loaders wrap them
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -147,9 +148,11 @@ def is_hf_repo(root, config: str | None = None) -> bool:
     >>> is_hf_repo("/nonexistent")
     False
     """
-    root = Path(root)
-    if not (root / CARD).is_file() or not (root / DATA).is_dir():
+    # plain strings first: every folder load asks this, and most folders are no export
+    base = os.fspath(root)
+    if not os.path.isfile(os.path.join(base, CARD)) or not os.path.isdir(os.path.join(base, DATA)):
         return False
+    root = Path(root)
     if config is None:
         return any(p.is_dir() for p in (root / DATA).iterdir())
     return (root / DATA / config).is_dir()
