@@ -154,14 +154,18 @@ def xxh3_parts(*parts) -> str:
     return h.hexdigest()
 
 
-def xxh3_file(path, chunk: int = 4 * CHUNK) -> str:
-    """The hex XXH3-128 of a file's bytes (a raw idx file's content)."""
+def xxh3_file(path, chunk: int = CHUNK) -> str:
+    """The hex XXH3-128 of a file's bytes (a raw idx file's content, an export's shard)."""
     import xxhash
 
     h = xxhash.xxh3_128()
-    with open(path, "rb") as f:
-        while b := f.read(chunk):
-            h.update(b)
+    # one buffer read into again and again: a fresh bytes object per read costs a page fault
+    # per page, more than XXH3 itself
+    buf = bytearray(chunk)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(buf):
+            h.update(view[:n])
     return h.hexdigest()
 
 
