@@ -139,7 +139,7 @@ class ContentHashes:
 
 
 def registry_match(c: Arrays, name: str | None = None, *, hashes: ContentHashes | None = None,
-                   order_free: bool = True) -> Match | None:
+                   order_free: bool = True, fast: bool = True) -> Match | None:
     """The registry split ``c`` is, from content hashes (any orientation, label offset -1..+1).
 
     Full matches (images and labels) win over the order-free hash, which wins
@@ -147,7 +147,7 @@ def registry_match(c: Arrays, name: str | None = None, *, hashes: ContentHashes 
     the file names say) is tried first, never trusted alone: a file named
     ``mnist_test.csv`` holding Fashion-MNIST is named by its content.
     """
-    h = hashes or ContentHashes(c)
+    h = hashes or ContentHashes(c, fast=fast)   # fast=False: sha256 only (verify)
     n = len(c.labels)
     cands = sorted(((info, s, sp) for info, s, sp in _file_splits() if sp.count == n),
                    key=lambda cand: cand[0].name != name)
