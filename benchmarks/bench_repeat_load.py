@@ -61,8 +61,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     src, name = (MNIST, "mnist") if (MNIST / IMAGES).is_file() else (FASHION, "fashion-mnist")
     if not (src / IMAGES).is_file():
-        print("no data: neither ../shared/reference/mnist nor Debian's fashion-mnist is here")
-        return 1
+        print("skipped: neither ../shared/reference/mnist nor Debian's fashion-mnist is here")
+        return 0
     work = Path(tempfile.mkdtemp(prefix="bench-repeat-"))
     cache = work / "cache"
     os.environ["MNISTFORGE_HOME"] = str(cache)
