@@ -1,7 +1,8 @@
 """Benchmark the export route's shard check (issue 26): first and repeat loads against the old path.
 
 ``mnistforge.load(..., root=EXPORT)`` now checks every shard it reads against the
-sha256 the export recorded: hashed the first time the shard is seen, then trusted
+hash the export recorded (the card's XXH3-128 of the shard where written, else its sha256):
+hashed the first time the shard is seen, then trusted
 while the file keeps its identity (one small record per shard read, no shard
 bytes).  The old path, measured in the same run, is the same load with
 ``trust_files=True`` (no shard check at all).  Exports measured:

@@ -63,6 +63,9 @@ class RemoteFile:
     member: str | None = None
     pinned: bool = False
     note: str = ""
+    #: XXH3-128 of the decompressed content (:data:`mnistforge.io.hashing.FAST`): how the trust
+    #: gate identifies a copy on a first load; None where not recorded (content_sha256 then)
+    content_xxh3_128: str | None = None
 
     @property
     def compression(self) -> str | None:
@@ -244,7 +247,8 @@ def _files() -> dict[str, RemoteFile]:
             size=d.get("size"), sha256=d.get("sha256"), md5=d.get("md5"),
             content_size=d.get("content_size"), content_sha256=d.get("content_sha256"),
             content_md5=d.get("content_md5"), archive=d.get("archive"), member=d.get("member"),
-            pinned=bool(d.get("pinned")), note=d.get("note", ""))
+            pinned=bool(d.get("pinned")), note=d.get("note", ""),
+            content_xxh3_128=d.get("content_xxh3_128"))
     return out
 
 

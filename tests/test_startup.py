@@ -38,7 +38,7 @@ def test_a_progress_bar_does_not_pull_in_asyncio():
 
 #: what a load that writes, fetches, hashes and decompresses nothing has no use for
 NOT_FOR_A_CACHED_LOAD = (
-    "logging", "hashlib", "gzip", "isal", "lzma", "bz2", "zipfile", "shutil", "tempfile", "random",
+    "logging", "hashlib", "xxhash", "gzip", "isal", "lzma", "bz2", "zipfile", "shutil", "tempfile", "random",
     "importlib.resources", "difflib", "tqdm", "requests", "urllib3", "asyncio", "concurrent.futures",
     "mnistforge.cache.download", "mnistforge.cache.archive", "mnistforge.io.hashing",
     "mnistforge.io.manifest", "mnistforge.loaders.foreign", "mnistforge.loaders.targets",
@@ -80,7 +80,7 @@ def test_a_one_shot_load_of_a_folder_imports_no_logging_codecs_or_readers(raw_fo
     mods = modules_after(code + "\nassert ds.status == {'t10k-images-idx3-ubyte.gz': 'raw', "
                                 "'t10k-labels-idx1-ubyte.gz': 'raw'}, ds.status")
     assert "mnistforge.gate.files" in mods      # the folder's files were checked (from the records)
-    assert "mnistforge.io.hashing" not in mods  # a repeat load hashes nothing
+    assert "mnistforge.io.hashing" not in mods and "xxhash" not in mods  # a repeat load hashes nothing
     assert sorted(m for m in NOT_FOR_RAW_IDX + ("mnistforge.io.foreign", "mnistforge.loaders.foreign")
                   if m in mods) == []
 

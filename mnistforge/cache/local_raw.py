@@ -37,7 +37,7 @@ logger = get_logger(__name__)
 LOCAL_RAW = "local-raw"
 
 
-def copy_path(src, cache) -> Path:
+def copy_path(src, cache, *, real: str | None = None) -> Path:
     """Where the raw copy of compressed file ``src`` lives under ``cache``.
 
     >>> copy_path("/data/fashion/train-images-idx3-ubyte.gz", "/c").name
@@ -47,9 +47,9 @@ def copy_path(src, cache) -> Path:
     """
     import hashlib
 
-    real = os.path.realpath(src)
+    real = real or os.path.realpath(src)
     key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
-    return Path(cache) / LOCAL_RAW / key / strip_compression(Path(real).name)
+    return Path(cache) / LOCAL_RAW / key / strip_compression(os.path.basename(real))
 
 
 def valid_copy(src, cache, *, rehash: bool = False) -> Path | None:
@@ -57,7 +57,8 @@ def valid_copy(src, cache, *, rehash: bool = False) -> Path | None:
 
     Never writes.  ``rehash`` also hashes the copy against its recorded content hash.
     """
-    raw = copy_path(src, cache)
+    real = os.path.realpath(src)    # once: every repeat keep_raw load asks this of each file
+    raw = copy_path(src, cache, real=real)
     rec = read_marker(raw)  # None unless the copy keeps the size and mtime recorded
     if rec is None:
         return None
@@ -65,7 +66,7 @@ def valid_copy(src, cache, *, rehash: bool = False) -> Path | None:
         st = os.stat(src)
     except OSError:
         return None
-    if rec.get("source") != os.path.realpath(src) or rec.get("source_identity") != _identity(st):
+    if rec.get("source") != real or rec.get("source_identity") != _identity(st):
         logger.info("%s changed since its raw copy %s was made", src, raw)
         return None
     if rehash:

@@ -49,26 +49,28 @@ def identity(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
-def record_path(path, cache=None) -> Path:
-    """Where the record of ``path`` lives under ``cache`` (default: the settings' cache)."""
+def record_path(path, cache=None, *, real: str | None = None) -> Path:
+    """Where the record of ``path`` lives under ``cache`` (default: the settings' cache);
+    ``real``: its resolved path, when the caller has it."""
     import hashlib
 
     from ..settings import cache_home
 
-    real = os.path.realpath(path)
+    real = real or os.path.realpath(path)
     key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
     return cache_home(cache) / SEEN / f"{key}.json"
 
 
 def recall(path, cache=None) -> dict | None:
     """The facts recorded for ``path`` while it keeps the identity it had, else None. Never writes."""
+    real = os.path.realpath(path)    # once: every repeat load asks this of each file
     try:
         st = os.stat(path)
-        with open(record_path(path, cache), "rb") as f:
+        with open(record_path(path, cache, real=real), "rb") as f:
             rec = json.loads(f.read())
     except (OSError, ValueError):
         return None
-    if not isinstance(rec, dict) or rec.get("source") != os.path.realpath(path) \
+    if not isinstance(rec, dict) or rec.get("source") != real \
             or rec.get("identity") != identity(st) or not isinstance(rec.get("facts"), dict):
         return None
     return rec["facts"]

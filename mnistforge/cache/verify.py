@@ -72,12 +72,17 @@ class Verification:
 
 
 def decide(remote: RemoteFile, sha256=None, md5=None, content_sha256=None, content_md5=None,
-           *, raw: bool = False) -> str | None:
+           *, raw: bool = False, content_xxh3_128=None) -> str | None:
     """Return the status for the hashes observed, or None when they do not match.
 
     ``raw`` says the hashes are of a decompressed copy (compared with the
-    ``content_*`` hashes only).
+    ``content_*`` hashes only).  ``content_xxh3_128``: the content's fast hash (of a raw
+    copy: its bytes), compared where the registry records one (the trust gate's first look
+    at a folder's copy; a check that promises sha256 passes none).
     """
+    fast = bool(remote.content_xxh3_128 and content_xxh3_128 == remote.content_xxh3_128)
+    if raw and fast:
+        return "raw"
     if raw:
         if remote.content_sha256:
             return "raw" if sha256 == remote.content_sha256 else None
@@ -89,6 +94,8 @@ def decide(remote: RemoteFile, sha256=None, md5=None, content_sha256=None, conte
             return "exact"
     elif remote.md5 and md5 == remote.md5:
         return "exact"
+    if fast:
+        return "content"
     if remote.content_sha256:
         if content_sha256 == remote.content_sha256:
             return "content"

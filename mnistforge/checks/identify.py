@@ -328,7 +328,7 @@ def identify(c: Canonical, *, name: str | None = None, reference=None,
         if r is not None:
             ident = _from_ref(c, r, rname, rsplit, f"compared image by image with {rname} {rsplit}"
                               + (f" ({where[0]})" if where else ""))
-    match = registry_match(c, name) if ident is None else None
+    match = registry_match(c, name, fast=False) if ident is None else None   # verify: sha256
     if ident is None and match is not None and match.images and match.labels:
         ident = _from_match(c, match)
     if ident is None and search_cache:

@@ -96,7 +96,7 @@ def admit(images, labels, *, dataset: str | None, split: str | None, route: str,
     recording = r.record == "seen" and source is not None and before is not None
     rkey = f"content:{key}"
     known = _recorded(source, rkey, cache) if recording and not rehash else None
-    h = ContentHashes(c, known)
+    h = ContentHashes(c, known, fast=not rehash)   # check=True: sha256, as it promises
     verdict = judge(c, dataset, split, where=where, trust=trust, hashes=h,
                     order_free="order-free sha256" in r.hashes, rows=rows)
     if recording and h.to_facts() != known:

@@ -1,9 +1,10 @@
 """What the data is, from its content (images included): the registry's content hashes and
 order-free hashes of arrays, and the gate's verdict on a claimed dataset and split.
 
-:func:`registry_match` recognises arrays from the registry's ``content_sha256`` of the
+:func:`registry_match` recognises arrays from the registry's content hashes of the
 official files (images and labels serialised as idx content, both orientations, label
-offsets -1, 0, +1) and from each split's ``order_free_sha256`` (a copy in another order).
+offsets -1, 0, +1: ``content_xxh3_128`` where recorded, the fastest, else ``content_sha256``)
+and from each split's ``order_free_sha256`` (a copy in another order).
 :func:`judge` turns that into a verdict for a claim (``load("mnist", ..., root=COPY)``):
 the content is the claimed split, or :class:`~mnistforge.errors.DataMismatchError` says
 what it is instead (another dataset, another split, or no known dataset), unless the
@@ -17,7 +18,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from ..errors import DataMismatchError
-from ..io.idx import idx_content_sha256
+from ..io.idx import idx_content_sha256, idx_content_xxh3
 from ..registry import DatasetInfo, get_dataset, get_file, list_datasets
 
 __all__ = ["Match", "Verdict", "Arrays", "OPT_OUT", "judge", "registry_match", "pinned_by_content",
@@ -63,33 +64,56 @@ def _file_splits():
                 yield info, sname, sp
 
 
-def _content(group: str, fname: str | None) -> str | None:
+#: ContentHashes kind -> the registry field it is compared with, and how an array is hashed
+KINDS = {"xxh3": ("content_xxh3_128", idx_content_xxh3),
+         "sha256": ("content_sha256", idx_content_sha256)}
+
+
+def _content(group: str, fname: str | None, fast: bool = True) -> tuple[str, str] | None:
+    """``(kind, hash)`` the registry pins for the content of ``group/fname``: the fast hash
+    where recorded (unless ``fast=False``), else sha256; None when neither."""
     if not fname:
         return None
     try:
-        return get_file(f"{group}/{fname}").content_sha256
+        rf = get_file(f"{group}/{fname}")
     except KeyError:
         return None
+    if fast and rf.content_xxh3_128:
+        return "xxh3", rf.content_xxh3_128
+    return ("sha256", rf.content_sha256) if rf.content_sha256 else None
 
 
 class ContentHashes:
-    """The content hashes of one split's arrays, each computed once (orientation, label offset)."""
+    """The content hashes of one split's arrays, each computed once (orientation, label offset;
+    kind ``sha256`` or ``xxh3``).  ``fast=False`` (``check=True``): sha256 only."""
 
-    def __init__(self, c: Arrays, known: dict | None = None):
+    def __init__(self, c: Arrays, known: dict | None = None, *, fast: bool = True):
         self.c = c
-        self._img: dict[bool, str] = {}
-        self._lab: dict[int, str | None] = {}
+        self.fast = fast
+        self._img: dict[tuple[str, bool], str] = {}
+        self._lab: dict[tuple[str, int], str | None] = {}
         self._free: dict[tuple[bool, int], str] = {}
-        if known:  # recorded by to_facts() for the same arrays
-            self._img = {k == "1": v for k, v in known.get("images", {}).items()}
-            self._lab = {int(k): v for k, v in known.get("labels", {}).items()}
+        if known:  # recorded by to_facts() for the same arrays (older records: sha256 only)
+            for kind, suffix in (("sha256", ""), ("xxh3", "_xxh3")):
+                self._img.update({(kind, k == "1"): v for k, v in known.get("images" + suffix, {}).items()})
+                self._lab.update({(kind, int(k)): v for k, v in known.get("labels" + suffix, {}).items()})
             self._free = {(k[0] == "1", int(k[2:])): v for k, v in known.get("order_free", {}).items()}
 
     def to_facts(self) -> dict:
         """The hashes computed so far, as JSON (``ContentHashes(c, known=...)`` reads them)."""
-        return {"images": {str(int(t)): v for t, v in self._img.items()},
-                "labels": {str(k): v for k, v in self._lab.items()},
-                "order_free": {f"{int(t)},{k}": v for (t, k), v in self._free.items()}}
+        out = {"order_free": {f"{int(t)},{k}": v for (t, k), v in self._free.items()}}
+        for kind, suffix in (("sha256", ""), ("xxh3", "_xxh3")):
+            out["images" + suffix] = {str(int(t)): v for (kd, t), v in self._img.items() if kd == kind}
+            out["labels" + suffix] = {str(k): v for (kd, k), v in self._lab.items() if kd == kind}
+        return out
+
+    def matches_images(self, t: bool, want: tuple[str, str] | None) -> bool:
+        """Whether the images (transposed: ``t``) hash to ``want`` (``(kind, hash)``)."""
+        return want is not None and self.images(t, want[0]) == want[1]
+
+    def matches_labels(self, s: int, want: tuple[str, str] | None) -> bool:
+        """Whether the labels (offset by ``s``) hash to ``want`` (``(kind, hash)``)."""
+        return want is not None and self.labels(s, want[0]) == want[1]
 
     def order_free(self, t: bool, k: int) -> str:
         if (t, k) not in self._free:
@@ -101,21 +125,21 @@ class ContentHashes:
     def oriented(self, t: bool) -> np.ndarray:
         return self.c.images.transpose(0, 2, 1) if t else self.c.images
 
-    def images(self, t: bool) -> str:
-        if t not in self._img:
-            self._img[t] = idx_content_sha256(self.oriented(t))
-        return self._img[t]
+    def images(self, t: bool, kind: str = "sha256") -> str:
+        if (kind, t) not in self._img:
+            self._img[kind, t] = KINDS[kind][1](self.oriented(t))
+        return self._img[kind, t]
 
-    def labels(self, s: int) -> str | None:
-        if s not in self._lab:
+    def labels(self, s: int, kind: str = "sha256") -> str | None:
+        if (kind, s) not in self._lab:
             lab = np.asarray(self.c.labels, dtype=np.int64) + s
-            self._lab[s] = None if lab.size and (lab.min() < 0 or lab.max() > 255) else \
-                idx_content_sha256(lab.astype(np.uint8))
-        return self._lab[s]
+            self._lab[kind, s] = None if lab.size and (lab.min() < 0 or lab.max() > 255) else \
+                KINDS[kind][1](lab.astype(np.uint8))
+        return self._lab[kind, s]
 
 
 def registry_match(c: Arrays, name: str | None = None, *, hashes: ContentHashes | None = None,
-                   order_free: bool = True) -> Match | None:
+                   order_free: bool = True, fast: bool = True) -> Match | None:
     """The registry split ``c`` is, from content hashes (any orientation, label offset -1..+1).
 
     Full matches (images and labels) win over the order-free hash, which wins
@@ -123,7 +147,7 @@ def registry_match(c: Arrays, name: str | None = None, *, hashes: ContentHashes 
     the file names say) is tried first, never trusted alone: a file named
     ``mnist_test.csv`` holding Fashion-MNIST is named by its content.
     """
-    h = hashes or ContentHashes(c)
+    h = hashes or ContentHashes(c, fast=fast)   # fast=False: sha256 only (verify)
     n = len(c.labels)
     cands = sorted(((info, s, sp) for info, s, sp in _file_splits() if sp.count == n),
                    key=lambda cand: cand[0].name != name)
@@ -131,12 +155,12 @@ def registry_match(c: Arrays, name: str | None = None, *, hashes: ContentHashes 
         return None
     partial = None
     for info, s, sp in cands:
-        want_i = _content(info.group, sp.images)
-        want_l = None if sp.labels_column is not None else _content(info.group, sp.labels)
+        want_i = _content(info.group, sp.images, h.fast)
+        want_l = None if sp.labels_column is not None else _content(info.group, sp.labels, h.fast)
         # the first orientation and offset that match: each further one is another hash of
         # the whole array (the transposed images a copy too)
-        ts = next(([t] for t in (False, True) if want_i and h.images(t) == want_i), [])
-        ss = next(([k] for k in (0, 1, -1) if want_l and h.labels(k) == want_l), [])
+        ts = next(([t] for t in (False, True) if h.matches_images(t, want_i)), [])
+        ss = next(([k] for k in (0, 1, -1) if h.matches_labels(k, want_l)), [])
         if ts and ss:
             return Match(info.name, s, ts[0], ss[0], "same")
         if partial is None and (ts or ss):
@@ -166,11 +190,11 @@ def _parts(c: Arrays, h: ContentHashes) -> tuple[list[str], list[str]]:
     for info, s, sp in _file_splits():
         if sp.count != len(c.labels):
             continue
-        want_i = _content(info.group, sp.images)
-        want_l = None if sp.labels_column is not None else _content(info.group, sp.labels)
-        if want_i and any(h.images(t) == want_i for t in (False, True)):
+        want_i = _content(info.group, sp.images, h.fast)
+        want_l = None if sp.labels_column is not None else _content(info.group, sp.labels, h.fast)
+        if any(h.matches_images(t, want_i) for t in (False, True)):
             imgs.append(f"{info.name} {s}")
-        if want_l and any(h.labels(k) == want_l for k in (0, 1, -1)):
+        if any(h.matches_labels(k, want_l) for k in (0, 1, -1)):
             labs.append(f"{info.name} {s}")
     return imgs, labs
 

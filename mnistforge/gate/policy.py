@@ -2,8 +2,8 @@
 may be trusted.  One table, read by the gate's code (:mod:`.files`, :mod:`.content`,
 :mod:`.formed`) and shown in ``docs/reliability.md`` (:func:`policy_rows`).
 
->>> POLICY["idx-folder"].record, POLICY["idx-folder"].hashes[0]
-('seen', 'content sha256')
+>>> POLICY["idx-folder"].record, POLICY["idx-folder"].hashes[:2]
+('seen', ('content xxh3_128', 'content sha256'))
 >>> sorted(r for r, p in POLICY.items() if p.record == "none")[:3]
 ['idx-copy', 'npy', 'parquet']
 """
@@ -30,6 +30,10 @@ class Rule:
     (``sidecar``: next to a cache file, while size and mtime hold; ``seen``:
     ``<cache>/seen/``, while size, mtime, ctime and inode hold; ``none``: hashed
     on every load); ``rehash``: what ``check=True`` re-hashes.
+
+    ``content xxh3_128`` (the registry's ``content_xxh3_128``, where recorded) is the fast
+    hash a first load identifies content by; ``check=True`` skips it and re-hashes with the
+    sha256 that follows it (XXH3 finds damage and other files, not a crafted collision).
     """
 
     route: str
@@ -41,12 +45,12 @@ class Rule:
 
 
 _FOLDER = dict(parts=("labels", "images"), record="seen",
-               rehash="both files, ignoring the records (and the raw copies of keep_raw)")
+               rehash="both files by sha256, ignoring the records (and the raw copies of keep_raw)")
 _ARRAYS = dict(parts=("images", "labels"),
-               hashes=("content sha256", "order-free sha256"), record="none",
-               rehash="nothing more: the arrays are hashed on every load")
+               hashes=("content xxh3_128", "content sha256", "order-free sha256"), record="none",
+               rehash="the arrays by sha256 (they are hashed on every load)")
 #: a copy in one file: the registry's answer is kept while the file keeps its identity
-_ONE_FILE = dict(_ARRAYS, record="seen", rehash="the arrays, ignoring the record")
+_ONE_FILE = dict(_ARRAYS, record="seen", rehash="the arrays by sha256, ignoring the record")
 
 #: route -> rule; the routes are the ``route=`` of :func:`mnistforge.gate.admit`
 POLICY: dict[str, Rule] = {r.route: r for r in (
@@ -55,7 +59,7 @@ POLICY: dict[str, Rule] = {r.route: r for r in (
          rehash="the raw copy and the compressed download"),
     Rule("idx-folder", "registry content (else file) hashes of both files; a match with another "
                        "registry file names it",
-         hashes=("content sha256", "content md5", "sha256", "md5"), **_FOLDER),
+         hashes=("content xxh3_128", "content sha256", "content md5", "sha256", "md5"), **_FOLDER),
     Rule("build-folder", "the build manifest's output hashes of both files",
          hashes=("manifest sha256",), **_FOLDER),
     Rule("torchvision", "registry content and order-free hashes of the arrays (root/<Name>/raw)",
@@ -71,7 +75,8 @@ POLICY: dict[str, Rule] = {r.route: r for r in (
                       "croissant.json); an export that recorded none: registry content and "
                       "order-free hashes of the arrays",
          parts=("shards", "images", "labels"),
-         hashes=("recorded shard sha256", "content sha256", "order-free sha256"), record="seen",
+         hashes=("recorded shard sha256", "content xxh3_128", "content sha256", "order-free sha256"),
+         record="seen",
          rehash="every shard, ignoring the records"),
 )}
 

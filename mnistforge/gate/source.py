@@ -14,6 +14,7 @@ export (``hub/targets``) ask :func:`resolve` instead of each finding the folder 
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,32 +38,40 @@ def read_manifest(folder) -> Manifest | None:
 
 def locate(folder: Path, fname: str) -> Path | None:
     """``folder/<fname>`` under any compression (raw first), or None."""
+    # plain strings for the misses: every load asks this of each file, each suffix
+    name = _locate_name(os.fspath(folder), fname)
+    return None if name is None else Path(folder) / name
+
+
+def _locate_name(folder: str, fname: str) -> str | None:
     stem = strip_compression(fname)
     for suf in COMPRESSIONS:
-        p = folder / (stem + suf)
-        if p.is_file():
-            return p
+        if os.path.isfile(os.path.join(folder, stem + suf)):
+            return stem + suf
     return None
+
+
+def _candidates(root: str, info: DatasetInfo) -> list[str]:
+    out: list[str] = []
+    for sub in ("", info.name, info.group, "gzip", os.path.join(info.group, "gzip")):
+        p = os.path.join(root, sub) if sub else root
+        if p not in out:
+            out.append(p)
+    return out
 
 
 def candidate_folders(root: Path, info: DatasetInfo) -> list[Path]:
     """Folders a dataset's files may be in, under ``root`` (build layouts included)."""
-    root = Path(root)
-    out = [root, root / info.name, root / info.group, root / "gzip", root / info.group / "gzip"]
-    seen, uniq = set(), []
-    for p in out:
-        if p not in seen:
-            seen.add(p)
-            uniq.append(p)
-    return uniq
+    return [Path(p) for p in _candidates(os.fspath(root), info)]
 
 
 def find_dataset_folder(root, info: DatasetInfo) -> Path | None:
     """The first candidate folder holding the images of one of ``info``'s file splits."""
+    # plain strings: every folder load asks this (twice), and Path objects were most of its time
     files = [sp.images for sp in info.splits.values() if sp.images]
-    for folder in candidate_folders(root, info):
-        if folder.is_dir() and any(locate(folder, f) for f in files):
-            return folder
+    for folder in _candidates(os.fspath(root), info):
+        if os.path.isdir(folder) and any(_locate_name(folder, f) for f in files):
+            return Path(folder)
     return None
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .._version import __version__
-from ..io.hashing import sha256_file
+from ..io.hashing import sha256_file, xxh3_file
 from ..io.hf.parquet import PARQUET_OPTIONS, ROW_GROUP_SIZE
 from ..io.hf.png import PNG_COMPRESS_LEVEL
 from ..io.hf.repo import SYNTHETIC_NOTE
@@ -267,6 +267,11 @@ def dataset_card(configs: list[dict], *, repo_id: str | None = None, title: str 
                 digest = sha256_file(Path(folder) / rel) if folder is not None else "?"
                 out.append(f"- `{rel}`: `{digest}`")
         out.append("")
+        if folder is not None:  # the fast hash a first load checks (check=True: the sha256 above)
+            out += ["Shards (xxh3_128):", ""]
+            out += [f"- `{rel}`: `{xxh3_file(Path(folder) / rel)}`"
+                    for s in c["splits"] for rel in s["files"]]
+            out.append("")
         if cfg.caveats:
             out += ["### Caveats", ""] + [f"- {x}" for x in cfg.caveats] + [""]
     out += [

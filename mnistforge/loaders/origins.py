@@ -229,6 +229,7 @@ class FolderOrigin(_Opening):
         self.stats: dict[str, os.stat_result] = {}
         #: hashes of files hashed while they were read (the gate's one-pass read)
         self.hashed: dict[str, dict] = {}
+        self._paths: dict[str, Path | None] = {}
         self.manifest = self.source.manifest
         self.orientation = (self.manifest and self.manifest.storage_orientation) or info.orientation
         self.classes = manifest_classes(self.manifest, info)
@@ -238,7 +239,12 @@ class FolderOrigin(_Opening):
 
     def path_of(self, fname: str) -> Path | None:
         """Where ``fname`` is: in the dataset's folder, else in a sibling build folder
-        (``build all`` writes qmnist's ``nist`` files to ``<out>/xnist``)."""
+        (``build all`` writes qmnist's ``nist`` files to ``<out>/xnist``); found once per load."""
+        if fname not in self._paths:
+            self._paths[fname] = self._find(fname)
+        return self._paths[fname]
+
+    def _find(self, fname: str) -> Path | None:
         p = locate(self.folder, fname)
         if p is not None:
             return p

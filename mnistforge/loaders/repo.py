@@ -2,10 +2,11 @@
 
 What a load of an export checks, before any array reaches the caller:
 
-* every shard it reads against the sha256 the export recorded (the card's "Shards
-  (sha256)" list, or ``croissant.json``): hashed the first time the shard is
-  seen, then trusted while the file keeps its identity (:mod:`mnistforge.cache.seen`);
-  ``check=True`` re-hashes; ``trust_files=True`` skips it.  A missing, swapped
+* every shard it reads against the hash the export recorded (the card's "Shards
+  (xxh3_128)" list, the fast hash, where the export wrote one; else its "Shards (sha256)"
+  or ``croissant.json``): hashed the first time the shard is seen, then trusted while
+  the file keeps its identity (:mod:`mnistforge.cache.seen`); ``check=True`` re-hashes,
+  by sha256; ``trust_files=True`` skips it.  A missing, swapped
   or changed shard is refused, named.  An export that recorded no hashes is
   loaded as *unverified* (a warning);
 * the arrays themselves (:func:`_admit`): shape, type, labels within the classes.
@@ -21,9 +22,10 @@ import numpy as np
 
 from ..cache.seen import forget, identity, recall, remember
 from ..errors import DataMismatchError, IntegrityError, MissingFileError, MnistforgeError
-from ..io.hashing import THREAD_FROM, sha256_file
+from ..io.hashing import THREAD_FROM, sha256_file, xxh3_file
 from ..io.hf.parquet import DATA
-from ..io.hf.repo import config_is_synthetic, read_split, recorded_shard_hashes, repo_configs, shard_paths
+from ..io.hf.repo import (config_is_synthetic, read_split, recorded_shard_fast_hashes,
+                          recorded_shard_hashes, repo_configs, shard_paths)
 from ..io.hf.schema import field_name, hf_split_name
 from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset
@@ -61,17 +63,25 @@ class _Shard(NamedTuple):
     rel: str          # path relative to the export, as the card and croissant.json name it
     path: Path
     digest: str       # the sha256 the export recorded
+    fast: str | None = None   # its XXH3-128, where recorded and not check=True: hashed instead
+
+    @property
+    def want(self) -> str:
+        """The digest the shard is hashed against (the fast one where there is one)."""
+        return self.fast or self.digest
 
 
 def _plan(repo_dir: Path, config: str, splits, cache, check: bool):
-    """``(recorded digests, trusted {rel: sha256}, [shards to hash])``; a shard missing or not
+    """``(recorded digests by kind, trusted {rel: sha256}, [shards to hash])``; a shard missing or not
     recorded is refused here, before any shard is read."""
     recorded = recorded_shard_hashes(repo_dir)
     if not recorded:
         logger.warning("%s: the export recorded no shard sha256 (not written by mnistforge, or by "
                        "an older version): its shards are NOT verified, only the arrays are "
                        "checked", repo_dir)
-        return recorded, {}, []
+        return {"sha256": recorded, "xxh3_128": {}}, {}, []
+    fast = {} if check else recorded_shard_fast_hashes(repo_dir)   # check=True: sha256
+    kinds = {"sha256": recorded, "xxh3_128": fast}
     trusted: dict[str, str] = {}
     todo = []
     for split, rel in _listed(repo_dir, config, splits):
@@ -91,41 +101,47 @@ def _plan(repo_dir: Path, config: str, splits, cache, check: bool):
         if facts is not None and facts.get(SHARD_FACT) == digest:
             trusted[rel] = digest
         else:
-            todo.append(_Shard(split, rel, path, digest))
-    return recorded, trusted, todo
+            todo.append(_Shard(split, rel, path, digest, fast.get(rel)))
+    return kinds, trusted, todo
 
 
 def _hash(todo: list) -> list:
-    """``[(shard, stat before, sha256)]``: each shard hashed once, its identity taken first."""
+    """``[(shard, stat before, digest)]``: each shard hashed once (by its recorded fast hash
+    where there is one, else sha256), its identity taken first."""
     out = []
     for sh in todo:
         before = os.stat(sh.path)
-        out.append((sh, before, sha256_file(sh.path)))
+        out.append((sh, before, xxh3_file(sh.path) if sh.fast else sha256_file(sh.path)))
     return out
 
 
-def _judge(config: str, hashed: list, recorded: dict, cache) -> dict[str, str]:
-    """Refuse the first shard whose hash is not the recorded one (named); record the others."""
+def _judge(config: str, hashed: list, recorded: dict[str, dict[str, str]], cache) -> dict[str, str]:
+    """Refuse the first shard whose hash is not the recorded one (named); record the others.
+    ``recorded``: kind (``sha256``, ``xxh3_128``) -> {shard: digest}, to name a swapped shard."""
     out = {}
     for sh, before, got in hashed:
-        if got != sh.digest:
+        if got != sh.want:
             forget(sh.path, cache)
-            other = next((r for r, d in sorted(recorded.items()) if d == got and r != sh.rel), None)
+            kind = "xxh3_128" if sh.fast else "sha256"
+            want = f"{kind} {sh.want} (recorded by the export" + \
+                (f", with sha256 {sh.digest})" if sh.fast else ")")
+            others = recorded[kind]
+            other = next((r for r, d in sorted(others.items()) if d == got and r != sh.rel), None)
             if other is not None:
                 raise DataMismatchError(f"{config}/{sh.split}: shard holds another shard's data",
                                         path=sh.path,
-                                        expected=f"sha256 {sh.digest} (recorded by the export)",
-                                        found=f"sha256 {got}, the content of {other}",
+                                        expected=want,
+                                        found=f"{kind} {got}, the content of {other}",
                                         hint=_WHAT_TO_DO)
             raise IntegrityError(f"{config}/{sh.split}: shard changed since the export",
-                                 path=sh.path, expected=f"sha256 {sh.digest} (recorded by the export)",
-                                 found=f"sha256 {got}", hint=_WHAT_TO_DO)
+                                 path=sh.path, expected=want,
+                                 found=f"{kind} {got}", hint=_WHAT_TO_DO)
         if not remember(sh.path, {SHARD_FACT: sh.digest}, before=before, cache=cache) \
                 and identity(os.stat(sh.path)) != identity(before):
             raise IntegrityError(f"{config}/{sh.split}: shard changed while it was read",
                                  path=sh.path, expected="the same file before and after reading",
                                  found="another size, time or inode", hint="load it again")
-        out[sh.rel] = got
+        out[sh.rel] = sh.digest
     return out
 
 

@@ -6,6 +6,7 @@ not the datasets: :func:`read_split` returns NumPy arrays; the loaders wrap them
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -65,6 +66,17 @@ def read_card(repo_dir) -> dict:
 
 
 _SHARD_LINE = re.compile(r"^- `([^`]+\.parquet)`: `([0-9a-f]{64})`$", re.M)
+#: the card's "Shards (xxh3_128)" lines (exports from this version on; older ones have none)
+_FAST_LINE = re.compile(r"^- `([^`]+\.parquet)`: `([0-9a-f]{32})`$", re.M)
+
+
+def recorded_shard_fast_hashes(repo_dir) -> dict[str, str]:
+    """``{shard path relative to repo_dir: XXH3-128}`` as the card records them ("Shards
+    (xxh3_128)"); empty for an export written before they were recorded (its sha256 then)."""
+    card = Path(repo_dir) / CARD
+    if not card.is_file():
+        return {}
+    return dict(_FAST_LINE.findall(card.read_text(encoding="utf-8", errors="replace")))
 
 
 def recorded_shard_hashes(repo_dir) -> dict[str, str]:
@@ -136,9 +148,11 @@ def is_hf_repo(root, config: str | None = None) -> bool:
     >>> is_hf_repo("/nonexistent")
     False
     """
-    root = Path(root)
-    if not (root / CARD).is_file() or not (root / DATA).is_dir():
+    # plain strings first: every folder load asks this, and most folders are no export
+    base = os.fspath(root)
+    if not os.path.isfile(os.path.join(base, CARD)) or not os.path.isdir(os.path.join(base, DATA)):
         return False
+    root = Path(root)
     if config is None:
         return any(p.is_dir() for p in (root / DATA).iterdir())
     return (root / DATA / config).is_dir()
