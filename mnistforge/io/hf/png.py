@@ -271,9 +271,12 @@ def _unfilter(raw: np.ndarray) -> np.ndarray:
     n, h, w1 = raw.shape
     w = w1 - 1
     ft = raw[:, :, 0]
-    if ft.max(initial=0) > 4:
+    top = int(ft.max(initial=0))
+    if top > 4:
         raise FormatError("PNG: unknown scanline filter", expected="filter types 0..4",
-                          found=f"type {int(ft.max())}")
+                          found=f"type {top}")
+    if top == 0:              # every row unfiltered (the fast encoder's PNGs): the rows as they are
+        return np.ascontiguousarray(raw[:, :, 1:])
     out = np.empty((n, h, w), np.uint8)
     zero = np.zeros((n, w), np.uint8)
     for r in range(h):
