@@ -18,12 +18,12 @@ from ...errors import ConfigError, FormatError
 
 #: zlib level of the ``pillow`` encoder (6: within 3% of level 9's size at a third of the time).
 PNG_COMPRESS_LEVEL = 6
-#: ISA-L level of the ``fast`` encoder (1 and 2 gave the same bytes on MNIST; 3 is larger).
+#: ISA-L level of the ``fast`` encoder (1 and 2 gave the same sizes on MNIST; 3 is larger).
 ISAL_LEVEL = 1
 #: The PNG encoders by name, with what the dataset card says of each.  ``fast``: filter type 0
 #: ("none") on every row, because on MNIST-like images (mostly black, sharp strokes) it gives
 #: smaller streams than Pillow's per-row choice, at no cost, and ISA-L's deflate (about 3x zlib's
-#: speed); the PNGs are 0.2% smaller than Pillow's on MNIST.  ``pillow``: Pillow's bytes.
+#: speed); the PNGs are 0.1% smaller than Pillow's on MNIST.  ``pillow``: Pillow's bytes.
 PNG_ENCODERS = {
     "fast": f"no scanline filter, deflate by ISA-L (isal_zlib level {ISAL_LEVEL})",
     "pillow": f"Pillow's bytes: its per-row filter choice, zlib level {PNG_COMPRESS_LEVEL}",
