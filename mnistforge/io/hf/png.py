@@ -28,6 +28,8 @@ PNG_ENCODERS = {
     "fast": f"no scanline filter, deflate by ISA-L (isal_zlib level {ISAL_LEVEL})",
     "pillow": f"Pillow's bytes: its per-row filter choice, zlib level {PNG_COMPRESS_LEVEL}",
 }
+#: what ISA-L's inflate raises on a damaged stream
+_InflateError: type[Exception] = getattr(isal_zlib, "error")  # typed as an instance by its stub
 #: The encoder of ``export hf`` unless ``--png`` says otherwise.
 DEFAULT_PNG = "fast"
 # Images per task: encoding threads share the work in chunks of this size.
@@ -259,7 +261,7 @@ def _inflated(h: int, w: int, stream: bytes) -> tuple[int, int, bytes] | None:
     """The scanlines of one zlib stream (ISA-L's inflate: about twice zlib's speed)."""
     try:
         raw = isal_zlib.decompress(stream, bufsize=h * (w + 1))
-    except isal_zlib.error:
+    except _InflateError:
         return None
     if len(raw) != h * (w + 1):
         return None
