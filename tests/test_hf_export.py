@@ -666,3 +666,28 @@ def test_cli_official_format_folder_splits_and_renames(tmp_path, monkeypatch):
     assert main(["export", "hf", str(folder), "--out", str(repo)]) == 2  # exists: usage error
     assert main(["export", "hf", "--out", str(tmp_path / "r3")]) == 2
     assert not (tmp_path / "r2").exists() and not (tmp_path / "r3").exists()
+
+
+def test_cli_png_flag_picks_the_encoder(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from mnistforge.cli import main
+    from mnistforge.io.idx import write_idx
+
+    monkeypatch.setenv("MNISTFORGE_TRUST_FILES", "1")   # toy data under MNIST's official names
+    imgs = digits_like(40, seed=4)
+    folder = tmp_path / "official"
+    folder.mkdir()
+    write_idx(folder / "t10k-images-idx3-ubyte.gz", imgs)
+    write_idx(folder / "t10k-labels-idx1-ubyte.gz", np.arange(40, dtype=np.uint8) % 10)
+    blobs = {}
+    for flag in ("pillow", "fast", None):
+        out = tmp_path / f"r-{flag}"
+        argv = ["export", "hf", f"{folder}:test", "--out", str(out), "--workers", "1", "--no-check"]
+        assert main(argv + (["--png", flag] if flag else [])) == 0
+        shard = next((out / "data" / "mnist").glob("*.parquet"))
+        blobs[flag] = pq.read_table(shard).column("image").combine_chunks().field("bytes").to_pylist()
+    assert blobs["pillow"] == [png.pillow_png(a) for a in imgs]
+    assert blobs[None] == blobs["fast"] != blobs["pillow"]          # fast is the default
+    np.testing.assert_array_equal(hf.decode_pngs(blobs["fast"]), imgs)
+    assert main(["export", "torchvision", "mnist", "--out", str(tmp_path / "tv"), "--png", "fast"]) == 2
