@@ -42,6 +42,43 @@ for split in ("train", "test"):
 """
 
 
+BREAKDOWN = """
+import os, sys, time
+def cpu():
+    t = os.times()
+    return t.user + t.system
+def step(name, t0):
+    print(f"{name}\t{cpu() - t0:.3f}")
+    return cpu()
+t = cpu()
+import datasets
+t = step("import datasets (the naive route pays it too)", t)
+import numpy as np
+from mnistforge import hub
+from mnistforge.io.hf.png import encode_batch
+from mnistforge.io.hf.repo import png_bytes, read_split_table
+from mnistforge.io.idx import read_idx
+t = step("import mnistforge.hub", t)
+folder, out = sys.argv[1], sys.argv[2]
+configs = hub.configs_from_targets([folder])
+t = step("read the idx folder", t)
+hub.export_hf(out, configs)
+t = step("export_hf (PNG encoding, parquet, card, croissant)", t)
+hub.verify_repo(out)
+t = step("verify_repo (the check after writing)", t)
+blobs = png_bytes(read_split_table(out, "mnist", "train"))
+t = cpu()
+hub.decode_pngs(blobs)
+t = step("  of which: decoding the 60,000 train PNGs again", t)
+images = np.asarray(read_idx(os.path.join(folder, "train-images-idx3-ubyte.gz")))
+t = cpu()
+encode_batch(images)
+t = step("encode 60,000 PNGs, fast encoder (default), 1 thread", t)
+encode_batch(images, png="pillow")
+t = step("encode 60,000 PNGs, png='pillow' (Pillow's bytes), 1 thread", t)
+"""
+
+
 def run(cmd, env, cwd) -> tuple[float, float]:
     """(wall, CPU) seconds of one child process (run in ``cwd``: ``-m`` puts it first on sys.path,
     so it must not hold a ``mnistforge/`` of its own)."""
@@ -118,6 +155,13 @@ def main(argv=None) -> int:
         for k in trees:
             print(f"  naive / {k}: {med['naive'][0] / med[k][0]:.2f}x wall, "
                   f"{med['naive'][1] / med[k][1]:.2f}x CPU (target >= 1.5x)")
+        print(f"where the export's CPU goes (one process, load {os.getloadavg()[0]:.1f}):")
+        lines = subprocess.run([sys.executable, "-c", BREAKDOWN, str(folder), str(work / "breakdown")],
+                               env=dict(env, PYTHONPATH=str(ROOT)), cwd=work, capture_output=True,
+                               text=True, check=True).stdout.splitlines()
+        for line in lines:
+            name, sec = line.split("\t")
+            print(f"  {name:<62} {float(sec):6.2f} s CPU")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
