@@ -25,7 +25,7 @@ ISAL_LEVEL = 1
 #: smaller streams than Pillow's per-row choice, at no cost, and ISA-L's deflate (about 3x zlib's
 #: speed); the PNGs are 0.1% smaller than Pillow's on MNIST.  ``pillow``: Pillow's bytes.
 PNG_ENCODERS = {
-    "fast": f"no scanline filter, deflate by ISA-L (isal_zlib level {ISAL_LEVEL})",
+    "fast": f"no scanline filter, deflate by ISA-L's isal_zlib at level {ISAL_LEVEL}",
     "pillow": f"Pillow's bytes: its per-row filter choice, zlib level {PNG_COMPRESS_LEVEL}",
 }
 #: what ISA-L's inflate raises on a damaged stream
