@@ -10,6 +10,13 @@ process plus its worker processes) with its peak memory:
 3. ``build all`` through the CLI (``mnistforge build all --sd19 ... --out ...``), with one
    stage per target it runs: ``qmnist``, ``mnist``, ``xnist``, ``emnist`` (the six EMNIST sets).
 
+Around ``build all`` (before and after it, on the same source, in the same run) the **decode
+floor** is timed: every by_write image decoded once with the package's own decoder on every
+core, nothing kept (``--no-floor`` skips it).  The report gives index + build all over the floor
+(issue 33: within 3x), with the load average over the run.  ``--sha256 FILE`` records the sha256
+of every output file, ``--compare FILE`` fails unless a later build (of other code, on the same
+replica) gives the same bytes.
+
 Memory: a sampling thread sums the resident memory of this process and all its
 descendants every ``--interval`` seconds, as RSS (over-counts pages shared by
 forked workers) and as PSS (shared pages divided among their users: the memory the
@@ -55,6 +62,7 @@ TARGET_ALONE = 0.40
 SD19_CHARACTERS = 814_255
 BLAS_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 TARGET_MEM = 2 * GB
+TARGET_FLOOR = 3.0     # issue 33: index + build all within 3x the decode floor
 
 
 # ---------------------------------------------------------------------------
@@ -252,6 +260,86 @@ def run_alone(stages: Stages, sd19: Path, work: Path, workers, extra=()) -> None
         shutil.rmtree(out)
 
 
+def _decode_only(spec, table, fmt) -> int:
+    """Worker: decode the given by_write files with the package's decoder; only a count travels back."""
+    from mnistforge.sd19.decode import _load_files
+
+    per_file, stacked = _load_files(spec, table, fmt)
+    return len(stacked) if stacked is not None else sum(len(x) for x in per_file)
+
+
+def decode_floor(stages: Stages, sd19: Path, workers, name: str) -> None:
+    """The floor of issue 33: decode every SD19 (by_write) image once, on every core, with the
+    package's own decoder (the index's reader, chunks of 512 files), keeping nothing."""
+    from mnistforge import settings
+    from mnistforge.sd19 import open_sd19
+    from mnistforge.sd19.decode import _chunks, _Pool
+
+    src = open_sd19(sd19, workers=workers)            # the index is cached: no decoding here
+    tree = src.trees["by_write"]
+    fmt = "png" if src.edition == 2 else "mis"
+    table, n = src.files, len(src.index)
+    del src
+    with stages.stage(name) as info, _Pool(settings.workers(workers)) as pool:
+        step = 512 if fmt == "png" else 8
+        jobs = ((tree.spec(), table[s:e], fmt) for s, e in _chunks(len(table), step))
+        info["images"] = done = sum(pool.map(_decode_only, jobs))
+    if done != n:
+        raise SystemExit(f"decode floor: {done} images decoded, the index has {n}")
+
+
+def compression_cpu(out: Path) -> dict:
+    """CPU seconds the build's compressed outputs cost to compress with the package's own writers
+    (gzip as the builders write it, level 6 or 9; xnist's multi-stream xz), each distinct file
+    once (EMNIST's bymerge files are byclass's, copied), on this process's one core; a file whose
+    bytes are not reproduced is listed and not counted.  Byte-identical outputs need this work."""
+    import gzip
+    import hashlib
+    import io
+    import lzma
+
+    from mnistforge.builders.qmnist_files import _xz_parallel
+    from mnistforge.io.compression import open_gzip_writer
+
+    seen, cpu, files, missed = set(), 0.0, 0, []
+    for p in sorted(out.rglob("*")):
+        if p.suffix not in (".gz", ".xz"):
+            continue
+        data = p.read_bytes()
+        digest = hashlib.sha256(data).digest()
+        if digest in seen:
+            continue
+        seen.add(digest)
+        raw = gzip.decompress(data) if p.suffix == ".gz" else lzma.decompress(data)
+        attempts = ([lambda lvl=lvl: _gz(open_gzip_writer, io, raw, lvl) for lvl in (6, 9)]
+                    if p.suffix == ".gz" else [lambda: _xz_parallel(raw)])
+        for attempt in attempts:
+            t = time.process_time()
+            again = attempt()
+            dt = time.process_time() - t
+            if again == data:
+                cpu += dt
+                files += 1
+                break
+        else:
+            missed.append(str(p.relative_to(out)))
+    return {"cpu_s": cpu, "files": files, "not_reproduced": missed}
+
+
+def _gz(open_gzip_writer, io, raw: bytes, level: int) -> bytes:
+    buf = io.BytesIO()
+    with open_gzip_writer(buf, level=level) as gz:
+        gz.write(raw)
+    return buf.getvalue()
+
+
+def output_hashes(out: Path) -> dict:
+    """sha256 of every file of a build, by path under ``out`` (the byte-identity check)."""
+    from mnistforge.io.hashing import sha256_file
+
+    return {str(p.relative_to(out)): sha256_file(p) for p in sorted(out.rglob("*")) if p.is_file()}
+
+
 def count_outputs(out: Path) -> dict:
     """Images per split of every built dataset (from the files' headers)."""
     from mnistforge.io.idx import read_idx_header
@@ -298,6 +386,19 @@ def print_report(result: dict) -> None:
           f"summed RSS {t['peak_rss_bytes'] / GB:.2f} GB; ru_maxrss main "
           f"{result['ru_maxrss']['self_bytes'] / GB:.2f} GB, largest child "
           f"{result['ru_maxrss']['children_bytes'] / GB:.2f} GB")
+    if "floor" in result:
+        f = result["floor"]
+        print(f"decode floor (every by_write image once, all cores; mean of the runs before and "
+              f"after build all): {f['wall_s']:.1f} s wall, {f['cpu_s']:.1f} s CPU; index + build all "
+              f"/ floor: {f['ratio_wall']:.2f}x wall, {f['ratio_cpu']:.2f}x CPU (target <= "
+              f"{TARGET_FLOOR:.0f}x: {'met' if f['ratio_wall'] <= TARGET_FLOOR else 'NOT met'}); "
+              f"load average {f['load'][0]:.1f}-{f['load'][1]:.1f} over the run")
+        if "compression" in result:
+            c = result["compression"]
+            print(f"compression floor (the {c['files']} distinct compressed outputs compressed again with "
+                  f"the package's writers, the same bytes): {c['cpu_s']:.1f} s CPU = "
+                  f"{c['cpu_s'] / f['cpu_s']:.2f}x the decode floor's CPU"
+                  + (f"; not reproduced: {c['not_reproduced']}" if c["not_reproduced"] else ""))
     if "alone" in result:
         a = result["alone"]
         print(f"build mnist alone / build qmnist alone: {a['mnist_s']:.1f} s / {a['qmnist_s']:.1f} s"
@@ -330,6 +431,14 @@ def main(argv=None) -> int:
                     help="passed to the builds (the published tables fix the order)")
     ap.add_argument("--fresh-index", action="store_true",
                     help="delete <sd19>/.mnistforge first, so the index is built")
+    ap.add_argument("--no-floor", action="store_true",
+                    help="skip the decode floor (decoding every by_write image once, before and "
+                         "after build all)")
+    ap.add_argument("--sha256", type=Path, default=None, metavar="FILE",
+                    help="write the sha256 of every output file here (JSON)")
+    ap.add_argument("--compare", type=Path, default=None, metavar="FILE",
+                    help="fail unless every output has the sha256 recorded in FILE (--sha256 of "
+                         "an earlier run, e.g. of the previous code, on the same replica)")
     ap.add_argument("--blas-threads", type=int, default=None,
                     help="set OPENBLAS_NUM_THREADS/OMP_NUM_THREADS (before NumPy is imported)")
     args = ap.parse_args(argv)
@@ -377,7 +486,23 @@ def main(argv=None) -> int:
         if out.exists():
             shutil.rmtree(out)
         extra = ["--qmnist-labels", str(args.qmnist_labels)] if args.qmnist_labels else []
+        if not args.no_floor:
+            decode_floor(stages, sd19, args.workers, "decode floor (before)")
         run_build_all(stages, sd19, out, args.workers, extra)
+        if not args.no_floor:
+            decode_floor(stages, sd19, args.workers, "decode floor (after)")
+        hashes = output_hashes(out)
+        compression = compression_cpu(out) if not args.no_floor else None
+        if args.sha256:
+            args.sha256.parent.mkdir(parents=True, exist_ok=True)
+            args.sha256.write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
+        if args.compare:
+            want = json.loads(args.compare.read_text())
+            differ = sorted(k for k in set(want) | set(hashes) if want.get(k) != hashes.get(k))
+            print(f"outputs against {args.compare}: {len(hashes)} files, "
+                  + ("all byte-identical" if not differ else f"{len(differ)} DIFFER: {differ[:10]}"))
+            if differ:
+                raise SystemExit(1)
 
         disk = {}
         for z in sorted(sd19.glob("*.zip")):
@@ -430,6 +555,17 @@ def main(argv=None) -> int:
     }
     result["targets"]["wall_met"] = result["totals"]["build_wall_s"] < TARGET_WALL_S
     result["targets"]["memory_met"] = result["totals"]["peak_pss_bytes"] < TARGET_MEM
+    floors = [r for r in stages.rows if r["stage"].startswith("decode floor")]
+    if compression is not None:
+        result["compression"] = compression
+    if floors:
+        wall = sum(r["wall_s"] for r in floors) / len(floors)
+        cpu = sum(r["cpu_s"] for r in floors) / len(floors)
+        result["floor"] = {"wall_s": wall, "cpu_s": cpu,
+                           "ratio_wall": result["totals"]["build_wall_s"] / wall,
+                           "ratio_cpu": result["totals"]["build_cpu_s"] / cpu,
+                           "load": [min(min(r["load_start"], r["load_end"]) for r in stages.rows),
+                                    max(max(r["load_start"], r["load_end"]) for r in stages.rows)]}
     if args.alone:
         q, m = by["qmnist alone"]["wall_s"], by["mnist alone"]["wall_s"]
         result["alone"] = {"qmnist_s": q, "mnist_s": m, "ratio": m / q}

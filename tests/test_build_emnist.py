@@ -265,3 +265,19 @@ def test_paper37_letters_load_with_their_own_class_names(sd19, tmp_path):
     chars = np.array([chr(a) for a in ds.metadata["ascii"]])
     named = np.array([ds.classes[k] for k in ds.labels])
     assert np.all((named == chars) | (np.char.upper(named) == np.char.upper(chars)))
+
+
+@pytest.mark.parametrize("orientation", ["official", "upright"])
+def test_worker_processes_convert_the_same_images_as_threads(source, monkeypatch, orientation):
+    # issue 33: decode + convert in each worker process (only 28x28 images travel back);
+    # the images are those of the reader's processes + this process's threads
+    from mnistforge.builders import emnist
+
+    rows = np.random.default_rng(5).permutation(len(source.index))
+    monkeypatch.setattr(emnist, "CONVERT_CHUNK", max(16, len(rows) // 7))   # several tasks, a partial last one
+    threads = emnist.convert_rows(source, rows, orientation=orientation, workers=2, strategy="main")
+    procs = emnist.convert_rows(source, rows, orientation=orientation, workers=2, strategy="workers")
+    one = emnist.convert_rows(source, rows, orientation=orientation, workers=1)
+    assert len(rows) > 2 * emnist.CONVERT_CHUNK and threads.any()
+    np.testing.assert_array_equal(procs, threads)
+    np.testing.assert_array_equal(one, threads)

@@ -256,6 +256,27 @@ def test_reexport_gives_identical_files(tmp_path, monkeypatch):
     assert len(a) >= 5 and a == b
 
 
+def test_both_png_encoders_export_the_same_pixels(tmp_path):
+    # the default (fast) encoder changed the PNG bytes; `png="pillow"` keeps the old ones
+    import pyarrow.parquet as pq
+
+    configs, (imgs, *_) = toy_configs()
+    hf.export_hf(tmp_path / "fast", configs, max_shard_bytes=120_000, workers=1)
+    hf.export_hf(tmp_path / "pil", toy_configs()[0], max_shard_bytes=120_000, workers=1, png="pillow")
+    for split, rows in (("train", imgs[:900]), ("test", imgs[900:])):
+        fast = hf.load_hf_split(tmp_path / "fast", "qmnist", split)[0]
+        pil = hf.load_hf_split(tmp_path / "pil", "qmnist", split)[0]
+        np.testing.assert_array_equal(fast, rows)
+        np.testing.assert_array_equal(pil, rows)
+    shard = sorted((tmp_path / "pil" / "data" / "qmnist").glob("test-*.parquet"))[0]
+    blobs = pq.read_table(shard).column("image").combine_chunks().field("bytes").to_pylist()
+    assert blobs == [png.pillow_png(a) for a in imgs[900:900 + len(blobs)]]
+    assert tree_hashes(tmp_path / "fast") != tree_hashes(tmp_path / "pil")
+    card = (tmp_path / "fast" / "README.md").read_text()
+    assert "`fast` encoder (no scanline filter, deflate by ISA-L" in card
+    assert "`pillow` encoder (Pillow's bytes" in (tmp_path / "pil" / "README.md").read_text()
+
+
 def test_parquet_holds_no_varying_metadata(tmp_path):
     import pyarrow.parquet as pq
 
@@ -269,18 +290,22 @@ def test_parquet_holds_no_varying_metadata(tmp_path):
         assert all(md.row_group(i).num_rows <= hf.ROW_GROUP_SIZE for i in range(md.num_row_groups))
 
 
-def test_png_is_reproducible_and_decodes_like_pillow():
+@pytest.mark.parametrize("encoder", sorted(png.PNG_ENCODERS))
+def test_png_is_reproducible_and_decodes_like_pillow(encoder):
     from PIL import Image
 
     imgs = digits_like(300, seed=9)
-    blobs = [hf.encode_png(a) for a in imgs]
-    assert blobs == [hf.encode_png(a) for a in imgs]
+    blobs = [hf.encode_png(a, png=encoder) for a in imgs]
+    assert blobs == [hf.encode_png(a, png=encoder) for a in imgs]
     assert all(b"tIME" not in b and b"tEXt" not in b for b in blobs)
     kinds = set()
     for b in blobs:
         h, w, raw = png._png_filtered(b)
         kinds |= set(np.frombuffer(raw, np.uint8).reshape(h, w + 1)[:, 0].tolist())
-    assert len(kinds) >= 3  # Pillow's adaptive filtering picks several
+    if encoder == "pillow":
+        assert len(kinds) >= 3  # Pillow's adaptive filtering picks several
+    else:
+        assert kinds == {0}     # fast: every row unfiltered
     pil = np.stack([np.asarray(Image.open(io.BytesIO(b))) for b in blobs])
     fast = hf.decode_pngs(blobs)
     assert np.array_equal(fast, pil) and np.array_equal(fast, imgs)
@@ -645,3 +670,28 @@ def test_cli_official_format_folder_splits_and_renames(tmp_path, monkeypatch):
     assert main(["export", "hf", str(folder), "--out", str(repo)]) == 2  # exists: usage error
     assert main(["export", "hf", "--out", str(tmp_path / "r3")]) == 2
     assert not (tmp_path / "r2").exists() and not (tmp_path / "r3").exists()
+
+
+def test_cli_png_flag_picks_the_encoder(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from mnistforge.cli import main
+    from mnistforge.io.idx import write_idx
+
+    monkeypatch.setenv("MNISTFORGE_TRUST_FILES", "1")   # toy data under MNIST's official names
+    imgs = digits_like(40, seed=4)
+    folder = tmp_path / "official"
+    folder.mkdir()
+    write_idx(folder / "t10k-images-idx3-ubyte.gz", imgs)
+    write_idx(folder / "t10k-labels-idx1-ubyte.gz", np.arange(40, dtype=np.uint8) % 10)
+    blobs = {}
+    for flag in ("pillow", "fast", None):
+        out = tmp_path / f"r-{flag}"
+        argv = ["export", "hf", f"{folder}:test", "--out", str(out), "--workers", "1", "--no-check"]
+        assert main(argv + (["--png", flag] if flag else [])) == 0
+        shard = next((out / "data" / "mnist").glob("*.parquet"))
+        blobs[flag] = pq.read_table(shard).column("image").combine_chunks().field("bytes").to_pylist()
+    assert blobs["pillow"] == [png.pillow_png(a) for a in imgs]
+    assert blobs[None] == blobs["fast"] != blobs["pillow"]          # fast is the default
+    np.testing.assert_array_equal(hf.decode_pngs(blobs["fast"]), imgs)
+    assert main(["export", "torchvision", "mnist", "--out", str(tmp_path / "tv"), "--png", "fast"]) == 2

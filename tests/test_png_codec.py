@@ -1,7 +1,9 @@
-"""The batch PNG encoder writes exactly Pillow's bytes (so exports stay byte-identical) and round-trips."""
+"""The batch PNG encoders: ``pillow`` writes exactly Pillow's bytes; ``fast`` (the default) writes valid PNGs
+that decode, with Pillow and with the package's decoder, to the input pixels, the same bytes every run."""
 from __future__ import annotations
 
 import io
+import platform
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +12,8 @@ from PIL import Image
 
 from mnistforge.io.hf.png import decode_pngs, encode_batch, encode_png, select_filters
 
+#: sha256 of the ``fast`` encoding of the "gradients" batch (isal 1.x, x86-64 with SSE4.2)
+FAST_GRADIENTS_SHA256 = "d39cdcc0a94cfcadf6fbc5021363169cb20a5c2f4e4641ecc3a1e68db8b5669b"
 FASHION = Path("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz")
 
 
@@ -43,15 +47,50 @@ def batches():
 @pytest.mark.parametrize("name", sorted(batches()))
 def test_batch_encoder_writes_pillows_bytes(name):
     images = batches()[name]
-    data, sizes = encode_batch(images)
+    data, sizes = encode_batch(images, png="pillow")
     assert split(data, sizes) == [pillow_png(a) for a in images]
 
 
 def test_round_trip_and_single_image():
     images = batches()["noise"]
-    data, sizes = encode_batch(images)
+    data, sizes = encode_batch(images, png="pillow")
     np.testing.assert_array_equal(decode_pngs(split(data, sizes)), images)
-    assert encode_png(images[3]) == pillow_png(images[3])
+    assert encode_png(images[3], png="pillow") == pillow_png(images[3])
+
+
+@pytest.mark.parametrize("name", sorted(batches()))
+def test_fast_encoder_writes_valid_pngs_of_the_same_pixels(name):
+    images = batches()[name]
+    data, sizes = encode_batch(images)                   # the default encoder
+    blobs = split(data, sizes)
+    for a, b in zip(images, blobs):
+        img = Image.open(io.BytesIO(b))
+        img.verify()                                     # chunk CRCs, structure
+        img = Image.open(io.BytesIO(b))
+        assert img.mode == "L" and img.info == {}        # 8-bit grey, no ancillary chunks
+        np.testing.assert_array_equal(np.asarray(img), a)
+    np.testing.assert_array_equal(decode_pngs(blobs), images)
+    again, again_sizes = encode_batch(images)
+    assert again == data and again_sizes.tolist() == sizes.tolist()   # run to run
+    assert [encode_png(a) for a in images] == blobs      # one image at a time: the same bytes
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="ISA-L's bytes pinned on x86-64")
+def test_fast_encoder_bytes_are_pinned():
+    # a change of ISA-L's output (another version) would change exports' bytes: seen here first
+    import hashlib
+
+    images = batches()["gradients"]
+    data, _ = encode_batch(images)
+    assert encode_batch(images)[0] == data
+    assert hashlib.sha256(data).hexdigest() == FAST_GRADIENTS_SHA256
+
+
+def test_unknown_encoder_is_a_config_error():
+    from mnistforge.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown PNG encoder"):
+        encode_batch(np.zeros((1, 2, 2), np.uint8), png="zopfli")
 
 
 def test_filter_types_are_pillows_choice():
@@ -72,5 +111,5 @@ def test_filters_do_not_depend_on_the_batch_blocks():
     picks = [0, _FILTER_BLOCK - 1, _FILTER_BLOCK, 2 * _FILTER_BLOCK + 1, n - 1]
     for i in picks:
         np.testing.assert_array_equal(whole[i], select_filters(images[i:i + 1])[0])
-    data, sizes = encode_batch(images[_FILTER_BLOCK - 3:_FILTER_BLOCK + 3])
+    data, sizes = encode_batch(images[_FILTER_BLOCK - 3:_FILTER_BLOCK + 3], png="pillow")
     assert split(data, sizes) == [pillow_png(a) for a in images[_FILTER_BLOCK - 3:_FILTER_BLOCK + 3]]

@@ -131,28 +131,83 @@ def _open_source(sd19, show_progress):
     return open_sd19(sd19, progress=show_progress)
 
 
+_WORKER: dict = {}
+#: rows per task of the worker strategy: small enough to share the work, large enough that a
+#: task's fixed costs (reading its zip members, one round trip) stay small
+CONVERT_CHUNK = 2048
+
+
+def _init_worker(src, config, orientation) -> None:
+    from threadpoolctl import threadpool_limits
+
+    # the processes are the parallelism: one BLAS thread each (more oversubscribe the cores)
+    _WORKER.update(src=src, config=config, orientation=orientation,
+                   blas=threadpool_limits(limits=1, user_api="blas"))
+
+
+def _convert_job(rows) -> np.ndarray:
+    """Worker: decode SD19 rows (in this process) and convert them; 28x28 images travel back."""
+    return _convert(_WORKER["src"].read_all(rows, workers=1), _WORKER["config"], _WORKER["orientation"])
+
+
+def _convert(imgs, config, orientation) -> np.ndarray:
+    out = convert_batch(imgs, config)
+    return out.transpose(0, 2, 1) if orientation == "official" else out
+
+
 def convert_rows(src, rows: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFIG, *,
                  orientation: str = "official", workers: int | None = None,
-                 batch_size: int = 4096, show_progress=None) -> np.ndarray:
+                 batch_size: int = 4096, show_progress=None, strategy: str = "workers") -> np.ndarray:
     """Read and convert the given SD19 index rows once; uint8 (len(rows), 28, 28).
 
     Images are returned in storage orientation (transposed for ``"official"``).
-    Reading (the SD19 reader decodes in parallel) overlaps with conversion in a
-    thread pool (NumPy's matrix products release the GIL).
+    ``strategy="workers"`` (default): each worker process decodes *and* converts chunks of
+    :data:`CONVERT_CHUNK` rows, so both use every core and only 28x28 images travel back.
+    ``"main"``: the SD19 reader decodes in its processes while threads of this process
+    convert (the packed 128x128 images travel and are unpacked here).  Same images either way.
     """
+    from collections import deque
+
     rows = np.asarray(rows, np.int64)
     store = np.empty((len(rows), config.out_side, config.out_side), np.uint8)
     if not len(rows):
         return store
-    pos = 0
+    if strategy not in ("workers", "main"):
+        raise ConfigError("invalid strategy", expected="'workers' or 'main'", found=repr(strategy))
     workers = settings.workers(workers)
     bar = progress(total=len(rows), desc="EMNIST convert", unit="char",
                    disable=_disable(show_progress))
+    from ..sd19.reader import SD19Source
+
+    if strategy == "workers" and workers > 1 and len(rows) > CONVERT_CHUNK and isinstance(src, SD19Source):
+        from ..io.workers import named_worker_errors, process_pool
+
+        with bar, named_worker_errors("converting SD19 characters for EMNIST"), \
+                process_pool(workers, initializer=_init_worker, initargs=(src, config, orientation)) as ex:
+            pending: deque = deque()
+
+            def collect():
+                start, fut = pending.popleft()
+                got = fut.result()
+                store[start:start + len(got)] = got
+                bar.update(len(got))
+                return len(got)
+
+            done = 0
+            for s in range(0, len(rows), CONVERT_CHUNK):
+                pending.append((s, ex.submit(_convert_job, rows[s:s + CONVERT_CHUNK])))
+                if len(pending) >= 3 * workers:
+                    done += collect()
+            while pending:
+                done += collect()
+        if done != len(rows):
+            raise BuildError("SD19 reader returned too few characters",
+                             expected=f"{len(rows)} rows", found=f"{done}")
+        return store
+    pos = 0
 
     def job(start, imgs):
-        out = convert_batch(imgs, config)
-        if orientation == "official":
-            out = out.transpose(0, 2, 1)
+        out = _convert(imgs, config, orientation)
         store[start:start + len(out)] = out
         return len(out)
 
@@ -162,7 +217,7 @@ def convert_rows(src, rows: np.ndarray, config: EmnistPreproConfig = DEFAULT_CON
 
     with bar, threadpool_limits(limits=1, user_api="blas"), \
             cf.ThreadPoolExecutor(workers) as pool:
-        pending = []
+        pending_t = []
         for got_rows, imgs in src.read(rows, batch_size=batch_size):
             if len(got_rows) and not np.array_equal(got_rows, rows[pos:pos + len(got_rows)]):
                 raise BuildError("SD19 reader returned rows out of order",
@@ -170,11 +225,11 @@ def convert_rows(src, rows: np.ndarray, config: EmnistPreproConfig = DEFAULT_CON
             # Split each batch so every worker gets a share.
             for part in np.array_split(np.arange(len(imgs)), workers):
                 if len(part):
-                    pending.append(pool.submit(job, pos + part[0], imgs[part[0]:part[-1] + 1]))
+                    pending_t.append(pool.submit(job, pos + part[0], imgs[part[0]:part[-1] + 1]))
             pos += len(got_rows)
-            while len(pending) > 2 * workers:
-                bar.update(pending.pop(0).result())
-        for f in pending:
+            while len(pending_t) > 2 * workers:
+                bar.update(pending_t.pop(0).result())
+        for f in pending_t:
             bar.update(f.result())
     if pos != len(rows):
         raise BuildError("SD19 reader returned too few characters",

@@ -33,7 +33,7 @@ NAME = "export"
 HELP = "export datasets as a Hugging Face Hub dataset repository (parquet + dataset card) or in torchvision's layout"
 
 #: options that only the Hugging Face export takes (refused with ``torchvision``)
-HF_ONLY = ("push", "private", "max_shard_mb", "workers", "no_croissant", "pixels", "no_check")
+HF_ONLY = ("push", "private", "max_shard_mb", "workers", "no_croissant", "pixels", "no_check", "png")
 
 
 def add_arguments(p):
@@ -58,6 +58,10 @@ def add_arguments(p):
                    help="also store the images undecoded in a 'pixels' column, for more disk space: "
                         "plain `datasets` users get NumPy arrays without decoding PNGs (bytes: H*W "
                         "bytes per row, fastest to load; array: Array2D uint8; see docs/huggingface.md)")
+    p.add_argument("--png", choices=["fast", "pillow"], default=None,
+                   help="PNG encoder: fast (default: no scanline filter, ISA-L deflate) or pillow "
+                        "(Pillow's bytes, what every export wrote before the fast encoder; "
+                        "same pixels either way, see docs/huggingface.md)")
     add_offline(p, "official files")
     add_json(p, "the configs, splits and row counts written (and the pushed URL)")
     p.add_argument("--no-check", action="store_true",
@@ -133,6 +137,7 @@ def run_hf(args) -> int:
     if args.max_shard_mb:
         kw["max_shard_bytes"] = int(args.max_shard_mb * 2**20)
     hf.export_hf(out, configs, overwrite=args.overwrite, workers=args.workers, pixels=args.pixels,
+                 png=args.png,
                  croissant=not args.no_croissant, repo_id=args.push,
                  inputs=_input_folders(args.names), **kw)
     if args.no_check and not args.push:

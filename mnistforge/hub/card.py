@@ -11,7 +11,7 @@ import numpy as np
 from .._version import __version__
 from ..io.hashing import sha256_file, xxh3_file
 from ..io.hf.parquet import PARQUET_OPTIONS, ROW_GROUP_SIZE
-from ..io.hf.png import PNG_COMPRESS_LEVEL
+from ..io.hf.png import DEFAULT_PNG, PNG_ENCODERS
 from ..io.hf.repo import SYNTHETIC_NOTE
 from ..io.hf.schema import PIXELS
 from ..registry import license_link, license_text
@@ -23,11 +23,12 @@ DEFAULT_LICENSE = "other"
 
 
 def _software_versions() -> dict:
+    import isal
     import PIL
     import pyarrow
 
     return {"mnistforge": __version__, "pillow": PIL.__version__, "pyarrow": pyarrow.__version__,
-            "zlib": zlib.ZLIB_VERSION, "numpy": np.__version__}
+            "zlib": zlib.ZLIB_VERSION, "isal": isal.__version__, "numpy": np.__version__}
 
 
 def _size_category(n: int) -> str:
@@ -182,8 +183,8 @@ def _pixels_usage(configs: list[dict], where: str) -> list[str]:
 
 
 def dataset_card(configs: list[dict], *, repo_id: str | None = None, title: str | None = None,
-                 folder=None) -> str:
-    """Render README.md: YAML header then the human description.
+                 folder=None, png: str | None = None) -> str:
+    """Render README.md: YAML header then the human description (``png``: the PNG encoder used).
 
     ``configs`` are the per-config summaries built by :func:`export_hf`
     (``config``, ``name``, ``features``, ``splits``).
@@ -277,8 +278,9 @@ def dataset_card(configs: list[dict], *, repo_id: str | None = None, title: str 
     out += [
         "## Reproducibility",
         "",
-        "PNG images are encoded by Pillow at zlib level "
-        f"{PNG_COMPRESS_LEVEL} with no ancillary chunks (no timestamps); parquet files are written "
+        f"PNG images are encoded by mnistforge's `{png or DEFAULT_PNG}` encoder "
+        f"({PNG_ENCODERS[png or DEFAULT_PNG]}) "
+        "with no ancillary chunks (no timestamps); parquet files are written "
         f"by pyarrow ({', '.join(f'{k}={v}' for k, v in PARQUET_OPTIONS.items())}, "
         f"{ROW_GROUP_SIZE} rows per row group"
         + ("; the binary `pixels` column without dictionary"

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..io.atomic import atomic_dir, atomic_file, check_output_folder, unlisted_entries
 from ..io.hf.parquet import MAX_SHARD_BYTES, write_split
+from ..io.hf.png import DEFAULT_PNG, PNG_ENCODERS
 from ..io.hf.repo import CARD, recorded_shard_hashes
 from ..io.hf.schema import PIXEL_FORMATS, SplitData, features_for, hf_split_name
 from .card import dataset_card
@@ -134,7 +135,7 @@ def export_problems(folder) -> list[str]:
 def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
               max_shard_bytes: int = MAX_SHARD_BYTES, workers: int | None = None,
               croissant: bool = True, repo_id: str | None = None, title: str | None = None,
-              inputs=(), pixels: str | None = None) -> dict:
+              inputs=(), pixels: str | None = None, png: str | None = None) -> dict:
     """Write a Hub dataset repository folder holding ``configs``; return its summary.
 
     The folder is built under ``<repo_dir>.incomplete`` and renamed when
@@ -165,6 +166,11 @@ def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
         or ``"array"`` (``Array2D((H, W), "uint8")``:
         ``ds.with_format("numpy", dtype="uint8")[:]["pixels"]``).  None (default):
         the export stays the Hub's usual layout.
+    png : {"fast", "pillow"}, optional
+        The PNG encoder (``export hf --png``; :data:`~mnistforge.io.hf.png.PNG_ENCODERS`).
+        ``"fast"`` (default): no scanline filter, ISA-L's deflate; ``"pillow"``: Pillow's
+        bytes, what every export wrote before the fast encoder became the default.
+        Either way the same data gives the same bytes run to run and decodes to the same pixels.
     repo_id : str, optional
         ``ORG/NAME`` the folder is meant for (used in the card's examples and URLs).
 
@@ -186,6 +192,9 @@ def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
     pixels = pixels or None
     if pixels is not None and pixels not in PIXEL_FORMATS:
         raise ConfigError("unknown pixels layout", expected=" or ".join(PIXEL_FORMATS), found=repr(pixels))
+    png = png or DEFAULT_PNG
+    if png not in PNG_ENCODERS:
+        raise ConfigError("unknown PNG encoder", expected=" or ".join(PNG_ENCODERS), found=repr(png))
     if not configs:
         raise ConfigError("nothing to export", expected="at least one dataset", found="none")
     if len(set(names)) != len(names):
@@ -210,11 +219,11 @@ def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
                                       "fields", expected=str(first_dt), found=f"{dt} in {s}")
                 shapes.add(d.images.shape[1:])
                 splits.append(write_split(tmp, cfg.name, s, d, features,
-                                          max_shard_bytes=max_shard_bytes, workers=workers))
+                                          max_shard_bytes=max_shard_bytes, workers=workers, png=png))
                 del d
             summary["configs"].append({"config": cfg, "name": cfg.name, "features": features,
                                        "splits": splits, "image_shapes": sorted(shapes)})
-        card = dataset_card(summary["configs"], repo_id=repo_id, title=title, folder=tmp)
+        card = dataset_card(summary["configs"], repo_id=repo_id, title=title, folder=tmp, png=png)
         with atomic_file(tmp / CARD, "w") as f:
             f.write(card)
         if croissant:

@@ -129,8 +129,10 @@ def shard_name(split: str, index: int, count: int) -> str:
 
 
 def write_split(folder, config: str, split: str, data: SplitData, features, *,
-                max_shard_bytes: int = MAX_SHARD_BYTES, workers: int | None = None) -> dict:
-    """Write one split's shards under ``folder/data/<config>/``; return its summary."""
+                max_shard_bytes: int = MAX_SHARD_BYTES, workers: int | None = None,
+                png: str | None = None) -> dict:
+    """Write one split's shards under ``folder/data/<config>/`` (PNGs by the encoder ``png``,
+    default :data:`~mnistforge.io.hf.png.DEFAULT_PNG`); return its summary."""
     import pyarrow.parquet as pq
 
     folder = Path(folder)
@@ -140,14 +142,15 @@ def write_split(folder, config: str, split: str, data: SplitData, features, *,
     if missing:
         raise ConfigError(f"{config}/{split}: metadata lacks columns of the features",
                           expected=", ".join(missing), found="nothing")
-    from .png import encode_pngs  # the PNG codec's worker pool: not for reading a repository
+    from .png import DEFAULT_PNG, encode_pngs  # the codec's worker pool: not for reading a repository
 
-    png, offsets = encode_pngs(data.images, workers=workers, desc=f"{config}/{split} PNG")
+    blobs, offsets = encode_pngs(data.images, workers=workers, desc=f"{config}/{split} PNG",
+                                 png=png or DEFAULT_PNG)
     bounds = shard_bounds(offsets, max_shard_bytes)
     files, num_bytes = [], 0
     for i, (lo, hi) in enumerate(bounds):
         rel = f"{DATA}/{config}/{shard_name(split, i, len(bounds))}"
-        table = _table(schema, png, offsets, data.labels, data.metadata, lo, hi, data.images)
+        table = _table(schema, blobs, offsets, data.labels, data.metadata, lo, hi, data.images)
         num_bytes += table.nbytes
         with atomic_file(folder / rel) as f:
             pq.write_table(table, f, row_group_size=ROW_GROUP_SIZE, **writer_options(schema))
