@@ -86,9 +86,9 @@ class RemoteFile:
 
     @property
     def has_raw_copy(self) -> bool:
-        """Whether the cache keeps a decompressed copy of it (an idx file with a compression
-        suffix; an ``.npz`` is read as it is)."""
-        return self.format == "idx" and self.compression in ("gz", "xz", "bz2", "zip")
+        """Whether the cache keeps a decompressed copy of it (a compressed idx file, in an
+        archive or not); an ``.npz`` or a raw idx file is read as it is."""
+        return self.format == "idx" and self.compression in ("gz", "xz", "bz2")
 
     @property
     def pinned_how(self) -> str:

@@ -11,7 +11,9 @@ has one code path:
 through :mod:`mnistforge.cache.download` and, once a compressed file has been
 verified, keeps a decompressed raw copy next to it (``<cache>/<group>/<name
 without .gz>``, with its own ``.sha256`` sidecar) so later loads are memory
-maps.  Opt out with ``keep_raw=False`` or ``MNISTFORGE_KEEP_RAW=0``.
+maps.  Opt out with ``keep_raw=False`` or ``MNISTFORGE_KEEP_RAW=0``.  A file in
+another format the registry declares (``format: npz``) is verified and read as it
+is (:mod:`mnistforge.io.formats`).
 
 :class:`FolderOrigin` serves a folder of idx files under the official names
 (a build folder, or official files you already have); the orientation comes
@@ -110,9 +112,11 @@ class CacheOrigin(_Opening):
             if required:
                 raise
             return None  # e.g. EMNIST metadata: only built folders have it
+        if not remote.has_raw_copy:  # read as it is, in the format the registry declares
+            return self._open_as_is(fname, remote)
         # plain strings on the way to a valid raw copy: pathlib was a tenth of a repeat load
         raw_name = os.path.join(self.cache, remote.group, remote.raw_name)
-        if remote.compression not in (None, "zip") and os.path.isfile(raw_name):
+        if os.path.isfile(raw_name):
             arr = self._open_raw_copy(raw_name, remote)
             if arr is not None:
                 return arr
@@ -144,6 +148,23 @@ class CacheOrigin(_Opening):
             return parse_idx_bytes(read_member(res, remote), f"{res.path}:{res.member}",
                                    compression=remote.compression)
         return read_idx(res.path)
+
+    def _open_as_is(self, fname: str, remote) -> np.ndarray:
+        """A file the cache keeps no decompressed copy of (an ``.npz``, a raw idx file):
+        fetched and verified, then read through :func:`mnistforge.io.formats.read_array`."""
+        from ..cache.download import fetch_file
+        from ..io.formats import read_array
+
+        res = fetch_file(remote, root=self.cache, progress=self.progress,
+                         offline=self.offline_arg, rehash=self.check)
+        self.status[fname] = res.status
+        if res.member:
+            from ..errors import ConfigError
+
+            raise ConfigError(f"registry: {remote.id} is an archive member in format {remote.format}",
+                              expected="idx members (zip members are read as idx)",
+                              found=f"{res.path}:{res.member}")
+        return read_array(res.path, remote.format, remote.array)
 
     def _open_raw_copy(self, raw: str, remote):
         v = check_raw_copy(raw, remote, rehash=self.check)
