@@ -73,10 +73,12 @@ class Mirror:
 
 @dataclass
 class Expected:
-    """What a load of each split must give (images upright, labels as stored)."""
+    """What a load of each split must give (images upright, labels as stored), and the small
+    files under their official names (archive members included)."""
 
     images: dict[str, np.ndarray] = field(default_factory=dict)
     labels: dict[str, np.ndarray] = field(default_factory=dict)
+    files: dict[str, bytes] = field(default_factory=dict)
 
 
 def bundled() -> dict:
@@ -204,7 +206,7 @@ def small_registry(names: list[str], workdir: Path, mirror: Mirror, *, raw: dict
                    seed: int = 0) -> tuple[Path, dict[str, Expected]]:
     """Write a registry file for the datasets ``names`` of ``raw`` (the bundled registry by
     default) whose files are small ones served by ``mirror``; return its path and what each
-    split must load as. Other entries keep their facts; label-vote joins are left out (their
+    split must load as (:class:`Expected`). Other entries keep their facts; label-vote joins are left out (their
     study ids are rows of the full test sets: tests/test_label_issues.py covers them)."""
     raw = copy.deepcopy(raw if raw is not None else bundled())
     rng = np.random.default_rng(seed)
@@ -213,6 +215,7 @@ def small_registry(names: list[str], workdir: Path, mirror: Mirror, *, raw: dict
     for name in names:
         entry, files, exp = _shrink(raw["datasets"][name], rng, raw["files"])
         raw["datasets"][name] = entry
+        exp.files = files
         expected[name] = exp
         group = entry["group"]
         for fname, data in files.items():

@@ -4,7 +4,8 @@ For each registry entry of kind ``dataset``, small files in that entry's own for
 label tables, EMNIST's zip members stored transposed, ``.npz``) are served from a real HTTP
 server on 127.0.0.1 and described by a registry file of the test's own
 (:mod:`registry_mirror`, read through :func:`mnistforge.registry.use_registry`). Then ``load``,
-``info``, ``verify``, ``show``, ``export hf`` and the load of the export must work and agree.
+``info``, ``verify``, ``show``, ``export hf`` and the load of the export must work and agree,
+and so must a load of the same files from a folder (``root=``).
 A new registry entry gets these tests with no code change; the last test adds two entries at
 run time (an idx one and an ``.npz`` one) and runs the same checks on them.
 """
@@ -58,6 +59,18 @@ def check_dataset(name: str, expected, tmp_path) -> None:
         loaded[split] = ds
     again = load(name, "test")   # a repeat load: from the verified copies, the same arrays
     np.testing.assert_array_equal(again.images, loaded["test"].images)
+
+    # the same files in a folder under their official names (root=): the same arrays, through
+    # the trust gate (the files match the registry's hashes)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for fname, data in expected.files.items():
+        (folder / fname).write_bytes(data)
+    for split in info.splits:
+        there = load(name, split, root=folder)
+        np.testing.assert_array_equal(there.images, loaded[split].images, err_msg=split)
+        np.testing.assert_array_equal(there.labels, loaded[split].labels, err_msg=split)
+        assert set(there.status.values()) <= {"exact", "raw", "content"}, there.status
 
     # info: the registry's splits and counts
     assert _cli("info", name, "--json", tmp_path / "info.json") == 0

@@ -271,12 +271,26 @@ class FolderOrigin(_Opening):
         """The build manifest of the folder holding ``path`` (each read once)."""
         return self.source.manifest_of(path.parent)
 
+    def _format(self, fname: str) -> tuple[str, str | None]:
+        """The format the registry declares for ``fname`` (and its ``.npz`` array): ``idx``
+        for a file it does not list (a build's side files)."""
+        try:
+            remote = get_file(f"{self.info.group}/{fname}")
+        except KeyError:
+            return "idx", None
+        return remote.format, remote.array
+
     def length(self, sp: SplitInfo) -> int:
         p = self.path_of(sp.images or "")
         if p is None:
             raise MissingFileError(f"{self.info.name} split {sp.name!r} is missing",
                                    path=self.folder / (sp.images or ""), expected="the images file",
                                    found="no such file (raw, .gz, .xz or .bz2)")
+        fmt, array = self._format(sp.images or "")
+        if fmt != "idx":
+            from ..io.formats import read_array
+
+            return int(read_array(p, fmt, array).shape[0])
         return read_idx_header(p).shape[0]
 
     def _open(self, fname: str, required: bool):
@@ -290,6 +304,11 @@ class FolderOrigin(_Opening):
                 hint="build it with `mnistforge build` or copy it there")
         self.status.setdefault(fname, "local")
         self.stats[fname] = os.stat(p)
+        fmt, array = self._format(fname)
+        if fmt != "idx":   # an .npz under its official name: read as it is
+            from ..io.formats import read_array
+
+            return read_array(p, fmt, array)
         if self.keep_raw and compression_of(p.name) is not None:
             arr = self._open_copy(p)
             if arr is not None:
