@@ -6,8 +6,8 @@ server on 127.0.0.1 and described by a registry file of the test's own
 (:mod:`registry_mirror`, read through :func:`mnistforge.registry.use_registry`). Then ``load``,
 ``info``, ``verify``, ``show``, ``export hf`` and the load of the export must work and agree,
 and so must a load of the same files from a folder (``root=``).
-A new registry entry gets these tests with no code change; the last test adds two entries at
-run time (an idx one and an ``.npz`` one) and runs the same checks on them.
+A new registry entry gets these tests with no code change; the last test adds entries at run
+time (idx files, ``.npz`` files, ``.npz`` members of a zip) and runs the same checks on them.
 """
 from __future__ import annotations
 
@@ -115,9 +115,11 @@ def test_every_registered_dataset(name, mirror, home):
     assert any(f in served for f in files) or any(k.endswith(".zip") for k in mirror.requested)
 
 
-def _toy_entry(fmt: str) -> tuple[dict, dict]:
-    """A registry entry of a dataset the package has never heard of, files in ``fmt``."""
-    tag = f"toy-{fmt}"
+def _toy_entry(kind: str) -> tuple[dict, dict]:
+    """A registry entry of a dataset the package has never heard of: files in idx, in .npz, or
+    .npz members of a zip archive (``zip``)."""
+    tag = f"toy-{kind}"
+    fmt = "npz" if kind == "zip" else kind
     ext = {"idx": ("-images-idx3-ubyte.gz", "-labels-idx1-ubyte.gz"), "npz": ("-imgs.npz", "-labels.npz")}[fmt]
     splits = {s: {"images": f"{tag}-{s}{ext[0]}", "labels": f"{tag}-{s}{ext[1]}", "count": 1}
               for s in ("train", "test")}
@@ -130,20 +132,27 @@ def _toy_entry(fmt: str) -> tuple[dict, dict]:
     if fmt == "npz":
         for f in files.values():
             f.update(format="npz", array="arr_0")
+    if kind == "zip":
+        for f in files.values():
+            f.update(archive=f"{tag}/{tag}.zip", member=f"arrays/{f['name']}")
+        files[f"{tag}/{tag}.zip"] = {"group": tag, "name": f"{tag}.zip", "urls": [], "pinned": False}
+        entry["files"] = [f"{tag}.zip"]
     return entry, files
 
 
 def test_an_entry_added_at_run_time_passes_the_common_tests(mirror, home):
     """Adding a dataset in a known format (idx or .npz) is one registry entry: no code change."""
     raw = bundled()
-    for fmt in ("idx", "npz"):
-        entry, files = _toy_entry(fmt)
-        raw["datasets"][f"toy-{fmt}"] = entry
+    kinds = ("idx", "npz", "zip")
+    for kind in kinds:
+        entry, files = _toy_entry(kind)
+        raw["datasets"][f"toy-{kind}"] = entry
         raw["files"].update(files)
-        raw["hub"]["licenses"][f"toy-{fmt}"] = "cc0-1.0"
-    path, expected = small_registry(["toy-idx", "toy-npz"], home, mirror, raw=raw)
+        raw["hub"]["licenses"][f"toy-{kind}"] = "cc0-1.0"
+    names = [f"toy-{k}" for k in kinds]
+    path, expected = small_registry(names, home, mirror, raw=raw)
     with use_registry(path):
-        for i, name in enumerate(("toy-idx", "toy-npz")):
+        for name in names:
             sub = home / name
             sub.mkdir()
             check_dataset(name, expected[name], sub)

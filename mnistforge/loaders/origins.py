@@ -158,13 +158,16 @@ class CacheOrigin(_Opening):
         res = fetch_file(remote, root=self.cache, progress=self.progress,
                          offline=self.offline_arg, rehash=self.check)
         self.status[fname] = res.status
-        if res.member:
-            from ..errors import ConfigError
+        if not res.member:
+            return read_array(res.path, remote.format, remote.array)
+        from ..cache.raw import read_member
 
-            raise ConfigError(f"registry: {remote.id} is an archive member in format {remote.format}",
-                              expected="idx members (zip members are read as idx)",
-                              found=f"{res.path}:{res.member}")
-        return read_array(res.path, remote.format, remote.array)
+        data = read_member(res, remote)   # checked against the member's own hash
+        if remote.format == "idx":
+            return parse_idx_bytes(data, f"{res.path}:{res.member}", compression=remote.compression)
+        import io
+
+        return read_array(io.BytesIO(data), remote.format, remote.array)
 
     def _open_raw_copy(self, raw: str, remote):
         v = check_raw_copy(raw, remote, rehash=self.check)
