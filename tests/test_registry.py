@@ -222,3 +222,28 @@ def test_debian_fashion_files_verify_by_content(fashion_dir):
         f = R.get_file(f"fashion-mnist/{name}")
         v = verify_file(fashion_dir / name, f, use_marker=False)
         assert v.status == "content" and v.content_sha256 == f.content_sha256
+
+
+def test_the_checks_and_the_card_read_the_entry(tmp_path):
+    """Change a fact in a registry file and the code that uses it follows, with no code change."""
+    import json
+
+    from mnistforge.checks.statistics import expected_style
+    from mnistforge.checks.writers import expects_disjoint_writers
+    from mnistforge.hub.targets import _caveats
+    from mnistforge.loaders.names import dataset_name
+
+    raw = json.loads(open(R.registry_path(), encoding="utf-8").read())
+    fm = raw["datasets"]["fashion-mnist"]
+    fm.update(image_style="mnist", writers_disjoint=True, aliases=["someone/fashion"],
+              card_caveats=["rebuilt-from-sd19"])
+    p = tmp_path / "registry.json"
+    p.write_text(json.dumps(raw, ensure_ascii=False), encoding="utf-8")
+    assert expected_style("fashion-mnist") is None and expects_disjoint_writers("fashion-mnist") is None
+    with R.use_registry(p):
+        info = R.get_dataset("fashion-mnist")
+        assert expected_style("fashion-mnist") == "mnist"
+        assert expects_disjoint_writers("fashion-mnist") is True
+        assert dataset_name("Someone/Fashion") == "fashion-mnist"
+        assert _caveats(info, {}, built=True)[0].startswith("Rebuilt from NIST SD19")
+        assert _caveats(info, {}, built=False) == []
