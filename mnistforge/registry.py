@@ -22,19 +22,23 @@ Examples
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .errors import ConfigError, DatasetNotFoundError
 from .io.compression import COMPRESSIONS, strip_compression  # noqa: F401 - part of this API
+from .io.formats import FORMATS
 
 __all__ = [
     "RemoteFile", "SplitInfo", "DatasetInfo", "get_dataset", "list_datasets", "get_file",
     "list_files", "dataset_files", "registry_notes", "strip_compression", "COMPRESSIONS",
     "emnist_splits", "balanced_datasets", "LabelAnnotation", "label_annotations",
-    "TorchvisionInfo", "torchvision_datasets", "torchvision_folders",
+    "TorchvisionInfo", "torchvision_datasets", "torchvision_folders", "FORMATS", "use_registry",
+    "registry_path", "dataset_by_alias", "label_joins",
     "SupersededRelease", "superseded_releases", "find_superseded",
 ]
 
@@ -66,6 +70,10 @@ class RemoteFile:
     #: XXH3-128 of the decompressed content (:data:`mnistforge.io.hashing.FAST`): how the trust
     #: gate identifies a copy on a first load; None where not recorded (content_sha256 then)
     content_xxh3_128: str | None = None
+    #: how the file's array is stored: ``"idx"`` (default) or ``"npz"`` (:data:`FORMATS`)
+    format: str = "idx"
+    #: the array of an ``.npz`` file (``"arr_0"``, what ``np.savez`` names an unnamed array)
+    array: str | None = None
 
     @property
     def compression(self) -> str | None:
@@ -79,6 +87,12 @@ class RemoteFile:
     def raw_name(self) -> str:
         """Name of the decompressed copy (``t10k-images-idx3-ubyte``)."""
         return strip_compression(self.name)
+
+    @property
+    def has_raw_copy(self) -> bool:
+        """Whether the cache keeps a decompressed copy of it (a compressed idx file, in an
+        archive or not); an ``.npz`` or a raw idx file is read as it is."""
+        return self.format == "idx" and self.compression in ("gz", "xz", "bz2")
 
     @property
     def pinned_how(self) -> str:
@@ -123,6 +137,9 @@ class SplitInfo:
     #: sha256 of the sorted (image, label) digests: the same for a copy in any order
     #: (:func:`mnistforge.io.hashing.order_free_sha256`); None where not computed
     order_free_sha256: str | None = None
+    #: exported only when asked for by ``NAME:SPLIT`` (qmnist's ``nist``: another dataset in all
+    #: but name)
+    opt_in: bool = False
 
     @property
     def is_view(self) -> bool:
@@ -187,6 +204,22 @@ class DatasetInfo:
     source_files: tuple[str, ...] = ()
     #: how torchvision's dataset class reads this dataset (None: torchvision has none)
     torchvision: TorchvisionInfo | None = None
+    #: other names for it (Hugging Face Hub ids such as ``ylecun/mnist``), lower case
+    aliases: tuple[str, ...] = ()
+    #: the frame style its images must show (``"mnist"``: 20x20 box; ``"frame-filling"``: EMNIST);
+    #: None: no expectation (``checks/statistics``)
+    image_style: str | None = None
+    #: handwritten Latin characters and digits: a transposed copy can be told by the strokes
+    #: (``checks/statistics.check_orientation`` judges it); False for clothes, cursive Kuzushiji
+    handwriting: bool = False
+    #: train and test by different writers in the release (True: MNIST, QMNIST; False: EMNIST's
+    #: random split, unless a build says ``split_by=writer``); None: unknown (``checks/writers``)
+    writers_disjoint: bool | None = None
+    #: the dataset card's caveats, by name, in the order shown (the texts: ``hub/targets.CAVEATS``)
+    card_caveats: tuple[str, ...] = ()
+    #: among datasets sharing file names (MNIST, Fashion-MNIST, KMNIST), the one a folder that
+    #: nothing else tells apart is assumed to hold (``loaders/targets.detect_dataset``)
+    assumed_for_shared_names: bool = False
 
     @property
     def split_names(self) -> list[str]:
@@ -224,18 +257,57 @@ class DatasetInfo:
         return [get_file(f"{self.group}/{n}") for n in self.file_names()]
 
 
+_BUNDLED = os.path.join(os.path.dirname(__file__), "data", "registry.json")
+#: the registry file in use (:func:`use_registry`); None: the bundled one
+_path: str | None = None
+
+
 @functools.lru_cache(maxsize=1)
 def _raw() -> dict:
+    if _path is not None:
+        with open(_path, encoding="utf-8") as f:
+            return json.load(f)
     # A plain open: importlib.resources costs a one-shot load more than the parse does.
-    path = os.path.join(os.path.dirname(__file__), "data", "registry.json")
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(_BUNDLED, encoding="utf-8") as f:
             text = f.read()
     except OSError:  # not a folder on disk (a zip): the import system reads it
         from importlib import resources
 
         text = resources.files("mnistforge").joinpath("data/registry.json").read_text("utf-8")
     return json.loads(text)
+
+
+def registry_path() -> str:
+    """The registry file in use (the bundled ``data/registry.json`` unless :func:`use_registry`)."""
+    return _path or _BUNDLED
+
+
+@contextlib.contextmanager
+def use_registry(path: str | os.PathLike | None) -> Iterator[None]:
+    """Read the registry from ``path`` (same schema as ``data/registry.json``) inside the block;
+    ``None``: the bundled one.  For tests and for trying an entry before it is added: an entry
+    of that file loads, verifies, shows and exports with no code change.
+
+    >>> with use_registry(registry_path()):
+    ...     get_dataset("mnist").title
+    'MNIST'
+    """
+    global _path
+    before = _path
+    _path = None if path is None else os.fspath(path)
+    _clear()
+    try:
+        _raw()  # a broken file fails here, not at the first use
+        yield
+    finally:
+        _path = before
+        _clear()
+
+
+def _clear() -> None:
+    for f in (_raw, _files, _datasets, label_annotations, _superseded):
+        f.cache_clear()
 
 
 @functools.lru_cache(maxsize=1)
@@ -248,7 +320,11 @@ def _files() -> dict[str, RemoteFile]:
             content_size=d.get("content_size"), content_sha256=d.get("content_sha256"),
             content_md5=d.get("content_md5"), archive=d.get("archive"), member=d.get("member"),
             pinned=bool(d.get("pinned")), note=d.get("note", ""),
+            format=d.get("format", "idx"), array=d.get("array"),
             content_xxh3_128=d.get("content_xxh3_128"))
+        if out[fid].format not in FORMATS:
+            raise ConfigError(f"registry file {fid}: unknown format", expected=" or ".join(FORMATS),
+                              found=repr(out[fid].format))
     return out
 
 
@@ -264,7 +340,7 @@ def _datasets() -> dict[str, DatasetInfo]:
                 labels_column=s.get("labels_column"), metadata=s.get("metadata"), of=s.get("of"),
                 rows=rows, last=s.get("last"), drop_last=s.get("drop_last"),
                 description=s.get("description", ""),
-                order_free_sha256=s.get("order_free_sha256"))
+                order_free_sha256=s.get("order_free_sha256"), opt_in=bool(s.get("opt_in", False)))
         out[name] = DatasetInfo(
             name=name, group=d["group"], title=d["title"], kind=d["kind"],
             description=d["description"], homepage=d.get("homepage", ""), licence=d["licence"],
@@ -275,7 +351,11 @@ def _datasets() -> dict[str, DatasetInfo]:
             metadata_fields=tuple(d.get("metadata_fields", ())),
             metadata_note=d.get("metadata_note", ""), validation_size=d.get("validation_size"),
             balanced=bool(d.get("balanced", False)), splits=splits, extra_files=tuple(d.get("extra_files", ())),
-            source_files=tuple(d.get("files", ())), torchvision=_torchvision(d.get("torchvision")))
+            source_files=tuple(d.get("files", ())), torchvision=_torchvision(d.get("torchvision")),
+            aliases=tuple(a.lower() for a in d.get("aliases", ())), image_style=d.get("image_style"),
+            handwriting=bool(d.get("handwriting", False)), writers_disjoint=d.get("writers_disjoint"),
+            card_caveats=tuple(d.get("card_caveats", ())),
+            assumed_for_shared_names=bool(d.get("assumed_for_shared_names", False)))
     return out
 
 
@@ -310,6 +390,16 @@ def get_dataset(name: str) -> DatasetInfo:
         raise DatasetNotFoundError(
             f"unknown dataset {name!r}", expected="one of " + ", ".join(_datasets()),
             found=name, hint="run `mnistforge info` for the list") from None
+
+
+def dataset_by_alias(text: str) -> str | None:
+    """The dataset another library's name (a Hub id, the registry's ``aliases``) stands for.
+
+    >>> dataset_by_alias("ylecun/mnist"), dataset_by_alias("nothing/here")
+    ('mnist', None)
+    """
+    key = text.lower()
+    return next((n for n, info in _datasets().items() if key in info.aliases), None)
 
 
 def emnist_splits() -> tuple[str, ...]:
@@ -421,6 +511,8 @@ class LabelAnnotation:
     workers: int
     min_given: int
     rule: str
+    #: how many rows the study covers from ``offset`` on (None: the whole split)
+    rows: int | None = None
 
 
 @functools.lru_cache(maxsize=None)
@@ -439,8 +531,33 @@ def label_annotations(dataset: str | None = None) -> tuple[LabelAnnotation, ...]
                 out.append(LabelAnnotation(
                     file=fid, study=d["study"], dataset=a["dataset"], split=a["split"],
                     offset=int(a.get("offset", 0)), side_file=a["side_file"],
-                    workers=int(d["workers"]), min_given=int(d["min_given"]), rule=d["rule"]))
+                    workers=int(d["workers"]), min_given=int(d["min_given"]), rule=d["rule"],
+                    rows=d.get("rows")))
     return tuple(out)
+
+
+def label_joins(study: str) -> str:
+    """One sentence saying which splits the votes of ``study`` are joined to, from the
+    structured ``applies_to`` entries (dataset, split, offset, the rows the study covers).
+
+    >>> label_joins("label-errors")
+    'Joined to MNIST test and QMNIST test (first 10,000 rows) as metadata by mnistforge.load(..., with_metadata=True).'
+    """
+    parts = []
+    for a in label_annotations():
+        if a.study != study:
+            continue
+        info = get_dataset(a.dataset)
+        n = info.split(a.split).count
+        part = f"{info.title} {a.split}"
+        if a.rows is not None and (a.offset, a.rows) != (0, n):
+            part += (f" (first {a.rows:,} rows)" if a.offset == 0
+                     else f" (rows {a.offset:,} to {a.offset + a.rows - 1:,})")
+        parts.append(part)
+    if not parts:
+        return ""
+    joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"Joined to {joined} as metadata by mnistforge.load(..., with_metadata=True)."
 
 
 # --- publishing facts (Hugging Face licence ids, licence links, BibTeX) --------

@@ -6,12 +6,12 @@ import re
 import pytest
 
 from mnistforge import registry as R
-from mnistforge.errors import DatasetNotFoundError
+from mnistforge.errors import ConfigError, DatasetNotFoundError
 from mnistforge.cache.verify import verify_file
 from mnistforge.io.hashing import hash_content, hash_file
 
 EXPECTED_DATASETS = [
-    "mnist", "fashion-mnist", "kmnist", "qmnist", "emnist-byclass", "emnist-bymerge",
+    "mnist", "fashion-mnist", "kmnist", "kuzushiji-49", "qmnist", "emnist-byclass", "emnist-bymerge",
     "emnist-balanced", "emnist-letters", "emnist-digits", "emnist-mnist"]
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
@@ -109,6 +109,80 @@ def test_published_figures_from_the_spec():
         assert f.urls[0].startswith("https://s3.amazonaws.com/nist-srd/SD19/")
 
 
+def test_kuzushiji49_is_the_npz_release_of_rois_codh_kmnist():
+    """Facts from github.com/rois-codh/kmnist (README.md, download_data.py): file names,
+    counts, URLs, 49 classes (48 hiragana and the iteration mark, k49_classmap.csv order)."""
+    k = R.get_dataset("kuzushiji-49")
+    assert {s: sp.count for s, sp in k.splits.items()} == {"train": 232365, "test": 38547}
+    assert sum(sp.count for sp in k.splits.values()) == 270912
+    assert k.file_names()[:4] == ["k49-train-imgs.npz", "k49-train-labels.npz",
+                                  "k49-test-imgs.npz", "k49-test-labels.npz"]
+    assert len(k.classes) == 49 and k.classes[0] == "あ" and k.classes[43] == "わ"
+    assert k.classes[44:] == ("ゐ", "ゑ", "を", "ん", "ゝ")
+    for f in k.remote_files()[:4]:
+        assert (f.format, f.array, f.pinned, f.has_raw_copy) == ("npz", "arr_0", False, False)
+        assert f.urls == (f"http://codh.rois.ac.jp/kmnist/dataset/k49/{f.name}",)
+    assert R.get_file("kmnist/k49_classmap.csv").urls[0].endswith("/dataset/kmnist/k49_classmap.csv")
+    assert R.hub_license(k.group) == ("cc-by-sa-4.0", None) and not k.handwriting
+
+
+def test_per_dataset_facts_are_entry_fields():
+    """What checks, the card and name lookup need of a dataset is in its entry."""
+    assert R.get_dataset("mnist").aliases == ("ylecun/mnist",)
+    assert R.dataset_by_alias("Zalando-Datasets/Fashion_MNIST") == "fashion-mnist"
+    styles = {n: R.get_dataset(n).image_style for n in R.list_datasets()}
+    assert styles["mnist"] == styles["qmnist"] == "mnist" and styles["emnist-letters"] == "frame-filling"
+    assert styles["fashion-mnist"] is None and styles["kmnist"] is None
+    disjoint = {n: R.get_dataset(n).writers_disjoint for n in R.list_datasets()}
+    assert disjoint["qmnist"] is True and disjoint["emnist-digits"] is False and disjoint["kmnist"] is None
+    assert R.get_dataset("emnist-letters").card_caveats == (
+        "stored-transposed", "letters-variant", "writer-split", "validation-portion")
+    assert [s for s, sp in R.get_dataset("qmnist").splits.items() if sp.opt_in] == ["nist"]
+    assert [n for n in R.list_datasets() if R.get_dataset(n).assumed_for_shared_names] == ["mnist"]
+    from mnistforge.hub.targets import CAVEATS
+
+    assert {c for n in R.list_datasets() for c in R.get_dataset(n).card_caveats} <= set(CAVEATS)
+
+
+def test_label_vote_joins_are_structured():
+    """The join sentence is made from the ``applies_to`` entries, not cut out of prose."""
+    a = R.label_annotations("qmnist")[0]
+    assert (a.dataset, a.split, a.offset, a.rows) == ("qmnist", "test", 0, 10000)
+    assert "Joined" not in R.get_dataset("label-errors").description
+    assert R.label_joins("label-errors") == (
+        "Joined to MNIST test and QMNIST test (first 10,000 rows) as metadata by "
+        "mnistforge.load(..., with_metadata=True).")
+
+
+def test_use_registry_reads_another_file_and_restores(tmp_path):
+    import json
+
+    raw = json.loads(open(R.registry_path(), encoding="utf-8").read())
+    raw["datasets"]["mnist"]["title"] = "MNIST (a test's copy)"
+    p = tmp_path / "registry.json"
+    p.write_text(json.dumps(raw), encoding="utf-8")
+    with R.use_registry(p):
+        assert R.get_dataset("mnist").title == "MNIST (a test's copy)" and R.registry_path() == str(p)
+    assert R.get_dataset("mnist").title == "MNIST"
+    p.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ValueError):
+        with R.use_registry(p):
+            pass
+    assert R.get_dataset("mnist").title == "MNIST"
+
+
+def test_an_unknown_file_format_is_refused(tmp_path):
+    import json
+
+    raw = json.loads(open(R.registry_path(), encoding="utf-8").read())
+    raw["files"]["mnist/t10k-labels-idx1-ubyte.gz"]["format"] = "hdf5"
+    p = tmp_path / "registry.json"
+    p.write_text(json.dumps(raw), encoding="utf-8")
+    with R.use_registry(p):
+        with pytest.raises(ConfigError, match="unknown format"):
+            R.get_file("mnist/t10k-labels-idx1-ubyte.gz")
+
+
 def test_lookup_errors_name_the_choices():
     with pytest.raises(DatasetNotFoundError, match="emnist-letters"):
         R.get_dataset("emnist-letter")
@@ -148,3 +222,28 @@ def test_debian_fashion_files_verify_by_content(fashion_dir):
         f = R.get_file(f"fashion-mnist/{name}")
         v = verify_file(fashion_dir / name, f, use_marker=False)
         assert v.status == "content" and v.content_sha256 == f.content_sha256
+
+
+def test_the_checks_and_the_card_read_the_entry(tmp_path):
+    """Change a fact in a registry file and the code that uses it follows, with no code change."""
+    import json
+
+    from mnistforge.checks.statistics import expected_style
+    from mnistforge.checks.writers import expects_disjoint_writers
+    from mnistforge.hub.targets import _caveats
+    from mnistforge.loaders.names import dataset_name
+
+    raw = json.loads(open(R.registry_path(), encoding="utf-8").read())
+    fm = raw["datasets"]["fashion-mnist"]
+    fm.update(image_style="mnist", writers_disjoint=True, aliases=["someone/fashion"],
+              card_caveats=["rebuilt-from-sd19"])
+    p = tmp_path / "registry.json"
+    p.write_text(json.dumps(raw, ensure_ascii=False), encoding="utf-8")
+    assert expected_style("fashion-mnist") is None and expects_disjoint_writers("fashion-mnist") is None
+    with R.use_registry(p):
+        info = R.get_dataset("fashion-mnist")
+        assert expected_style("fashion-mnist") == "mnist"
+        assert expects_disjoint_writers("fashion-mnist") is True
+        assert dataset_name("Someone/Fashion") == "fashion-mnist"
+        assert _caveats(info, {}, built=True)[0].startswith("Rebuilt from NIST SD19")
+        assert _caveats(info, {}, built=False) == []

@@ -1,11 +1,13 @@
 """Raw (decompressed) copies of verified cache files, so later loads are memory maps.
 
-Once a compressed file (or an archive member) has been verified, the loaders
+Once a compressed idx file (or an archive member) has been verified, the loaders
 keep ``<cache>/<group>/<name without .gz>`` with its own ``.sha256`` sidecar
 (status ``raw`` when the registry pins the content, ``derived`` otherwise).
 Opt out with ``keep_raw=False`` or ``MNISTFORGE_KEEP_RAW=0``.  A load trusts
 the sidecar while the copy keeps its size and mtime; ``mnistforge verify``
-re-hashes.
+re-hashes.  Files the registry declares in another format (``.npz``:
+:attr:`~mnistforge.registry.RemoteFile.has_raw_copy` is false) get no copy: the
+loaders read them as they are through :mod:`mnistforge.io.formats`.
 
 A first load (a compressed file without a valid sidecar) is one read of it:
 :func:`first_raw_copy` hashes it, decompresses it into the raw copy and hashes
@@ -79,7 +81,7 @@ def first_raw_copy(remote: RemoteFile, packed: Path, raw: Path, *,
     cannot be written): the caller then takes the two-step route, which says
     precisely what is wrong.  Nothing is renamed into place before the verdict.
     """
-    if remote.archive or remote.compression not in ("gz", "xz", "bz2") or not remote.content_size:
+    if remote.archive or not remote.has_raw_copy or not remote.content_size:
         return None
     try:
         size = packed.stat().st_size
@@ -170,6 +172,12 @@ def make_raw_copy(res: FetchResult, remote: RemoteFile, raw: Path) -> Verificati
     from ..io.hashing import HashingReader
     from .archive import open_member
 
+    if not remote.has_raw_copy:  # an .npz, a raw idx file: read as it is, never copied onto itself
+        from ..errors import ConfigError
+
+        raise ConfigError(f"{remote.id} has no decompressed copy", path=res.path,
+                          expected="a compressed idx file or an archive member",
+                          found=f"format {remote.format}, compression {remote.compression}")
     logger.info("keeping a decompressed copy of %s at %s", remote.id, raw)
     known = res.status in ("exact", "content") and bool(remote.content_sha256) and not res.member
     try:

@@ -33,6 +33,8 @@ import logging
 
 import numpy as np
 
+from ..errors import DatasetNotFoundError
+from ..registry import get_dataset
 from .result import FAIL, PASS, WARN, CheckResult
 
 logger = logging.getLogger(__name__)
@@ -212,16 +214,21 @@ def _vertical_stroke_mask(labels, classes):
 
 # --------------------------------------------------------------------------- checks
 
-EXPECTED_STYLE = {"mnist": "mnist", "qmnist": "mnist"}
+def _entry(dataset: str | None):
+    """The registry entry of ``dataset``, or None (no name, or a name the registry lacks)."""
+    if not dataset:
+        return None
+    try:
+        return get_dataset(dataset)
+    except DatasetNotFoundError:
+        return None
 
 
 def expected_style(dataset: str | None) -> str | None:
-    """The frame style a dataset must show (None: no expectation, e.g. fashion-mnist)."""
-    if not dataset:
-        return None
-    if dataset.startswith("emnist"):
-        return "frame-filling"
-    return EXPECTED_STYLE.get(dataset)
+    """The frame style a dataset must show: the registry's ``image_style`` (None: no
+    expectation, e.g. fashion-mnist)."""
+    info = _entry(dataset)
+    return info.image_style if info is not None else None
 
 
 def check_statistics(images, split: str = "", dataset: str | None = None, *,
@@ -251,17 +258,14 @@ def check_statistics(images, split: str = "", dataset: str | None = None, *,
     return CheckResult(name, status, values, msg)
 
 
-HANDWRITING_PREFIXES = ("mnist", "qmnist", "emnist")
-
-
 def check_orientation(images, labels=None, classes=None, split: str = "",
                       dataset: str | None = None, *, margin: float = 0.1,
                       name: str | None = None) -> CheckResult:
     """Flag characters that appear transposed (e.g. EMNIST read without transposing).
 
     ``score`` > ``margin``: upright (pass); < ``-margin``: transposed (fail);
-    in between: undecided (warning).  Datasets that are not handwriting
-    (fashion-mnist) and KMNIST's cursive are reported without judgement.
+    in between: undecided (warning).  Datasets the registry does not mark as ``handwriting``
+    (fashion-mnist, KMNIST's cursive) are reported without judgement.
     """
     name = name or f"orientation[{split}]"
     sel = _vertical_stroke_mask(labels, classes)
@@ -270,7 +274,8 @@ def check_orientation(images, labels=None, classes=None, split: str = "",
     t_score = -score  # transposing negates every elongation exactly
     values = {"score": round(score, 4), "cue": cue, "margin": margin,
               "images_used": int(sel.sum()) if cue != "all images" else len(images)}
-    judged = dataset is None or dataset.split("-")[0] in HANDWRITING_PREFIXES
+    info = _entry(dataset)
+    judged = dataset is None or (info is not None and info.handwriting)
     values["judged"] = judged
     desc = f"elongation score {score:+.3f} on {cue} (transposed would be {t_score:+.3f})"
     if not judged:

@@ -25,7 +25,8 @@ import logging
 
 import numpy as np
 
-from ..errors import FormatError
+from ..errors import DatasetNotFoundError, FormatError
+from ..registry import get_dataset
 from .result import FAIL, PASS, WARN, CheckResult
 
 logger = logging.getLogger(__name__)
@@ -69,15 +70,17 @@ def metadata_labels(metadata):
 def expects_disjoint_writers(dataset: str | None, parameters: dict | None = None) -> bool | None:
     """Whether train and test of ``dataset`` must not share writers.
 
-    True for MNIST/QMNIST and writer-disjoint EMNIST builds, False for the
-    official-style EMNIST split, None when unknown.
+    The registry's ``writers_disjoint`` (True for MNIST/QMNIST, False for the
+    official-style EMNIST split), True for a build split by writer
+    (``split_by=writer``), None when unknown.
     """
-    parameters = parameters or {}
-    if dataset in ("mnist", "qmnist"):
-        return True
-    if dataset and dataset.startswith("emnist"):
-        return parameters.get("split_by", "random") == "writer"
-    return None
+    try:
+        known = get_dataset(dataset).writers_disjoint if dataset else None
+    except DatasetNotFoundError:
+        return None
+    if known is None:
+        return None
+    return known or (parameters or {}).get("split_by", "random") == "writer"
 
 
 def check_writers(train_writers, test_writers, *, expect_disjoint: bool | None = True,

@@ -57,12 +57,13 @@ def _split_how(info, sp) -> str:
 def dataset(name: str, cache=None) -> dict:
     """What ``info NAME`` prints, as a dict."""
     from ..cache.download import cache_status
-    from ..registry import get_dataset, get_file
+    from ..registry import get_dataset, get_file, label_joins
     from ..settings import cache_home
 
     info = get_dataset(name)
     doc: dict = {"name": info.name, "title": info.title, "kind": info.kind,
-                 "description": info.description, "homepage": info.homepage,
+                 "description": " ".join(filter(None, (info.description, label_joins(info.name)))),
+                 "homepage": info.homepage,
                  "licence": info.licence, "citation": info.citation}
     if info.kind == "dataset":
         doc.update(stored_orientation=info.orientation, classes=list(info.classes),

@@ -41,7 +41,7 @@ import numpy as np
 from ..errors import ConfigError, MissingFileError, OfflineError, require
 from ..loaders import load
 from ..loaders.origins import locate
-from ..registry import DatasetInfo, TorchvisionInfo, get_dataset, torchvision_datasets
+from ..registry import DatasetInfo, TorchvisionInfo, get_dataset, torchvision_datasets, torchvision_folders
 
 __all__ = ["MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST"]
 
@@ -76,7 +76,8 @@ def _torch(what: str):
 class _MnistFamily:
     """What the five classes share: where the data comes from, items, tensors, repr."""
 
-    #: registry dataset (EMNIST sets it per split)
+    #: registry dataset: the one whose ``torchvision`` entry names this class (EMNIST sets it
+    #: per split)
     _dataset = ""
     _repr_indent = 4
 
@@ -99,6 +100,10 @@ class _MnistFamily:
     # ------------------------------------------------------------------ where from
     @property
     def _info(self) -> DatasetInfo:
+        if not self._dataset:  # the registry's torchvision class -> dataset (a subclass: its base)
+            folders = torchvision_folders()
+            self._dataset = next(folders[c.__name__] for c in type(self).__mro__
+                                 if c.__name__ in folders)
         return get_dataset(self._dataset)
 
     @property
@@ -198,19 +203,13 @@ class MNIST(_MnistFamily):
     """torchvision's ``MNIST(root, train=True, transform=None, target_transform=None,
     download=False)``, verified (see :mod:`mnistforge.compat.torchvision`)."""
 
-    _dataset = "mnist"
-
 
 class FashionMNIST(_MnistFamily):
     """torchvision's ``FashionMNIST``, verified."""
 
-    _dataset = "fashion-mnist"
-
 
 class KMNIST(_MnistFamily):
     """torchvision's ``KMNIST``, verified."""
-
-    _dataset = "kmnist"
 
 
 def _emnist_datasets() -> dict[str, str]:
@@ -251,8 +250,6 @@ class QMNIST(_MnistFamily):
     ``what``: ``train``, ``test``, ``test10k``, ``test50k`` or ``nist``;
     ``compat=False`` makes each target the 8-column row (a torch tensor).
     """
-
-    _dataset = "qmnist"
 
     def __init__(self, root, what: str | None = None, compat: bool = True, train: bool = True,
                  **kwargs: Any) -> None:

@@ -28,7 +28,7 @@ def card_section(config_name: str) -> list[str]:
     info, remote = get_dataset(a.study), get_file(a.file)
     return [
         "### Known label errors (human label votes)", "",
-        f"{info.citation} {info.description.split(' Joined to')[0]}",
+        f"{info.citation} {info.description}",
         "",
         "Columns: `label_votes_given`, `label_votes_guessed`, `label_votes_neither` (how many of the "
         "5 workers chose the given label, the study's guessed label, or neither), `suggested_label` "

@@ -4,6 +4,8 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,14 +19,9 @@ from ..io.hf.schema import SplitData
 from ..io.manifest import Manifest
 from ..loaders import datasets_in_folder, load, resolve_target
 from ..loaders.repo import check_shards
-from ..registry import bibtex, built_license, get_dataset, get_file, hub_license
+from ..registry import DatasetInfo, bibtex, built_license, get_dataset, get_file, hub_license
 from .export import ExportConfig
 
-#: Hub licence identifiers of the official releases (the registry holds the prose).
-#: Splits left out unless asked for by NAME:SPLIT: views duplicate rows of
-#: another split (test10k, validation, ...) and qmnist's ``nist`` is all
-#: 402,953 NIST digits, a different dataset in all but name.
-OPT_IN_SPLITS = ("nist",)
 
 
 def parse_target(text: str) -> tuple[str | None, str]:
@@ -71,9 +68,10 @@ def _split_files_present(info, split: str, root) -> bool:
 def default_splits(name: str, root=None) -> list[str]:
     """Splits exported when a target names no split.
 
-    Every split stored in files (not the views ``test10k``, ``validation``...),
-    except :data:`OPT_IN_SPLITS`; for a folder, only those whose files are
-    there.  An exported repository folder gives the splits it holds.
+    Every split stored in files (not the views ``test10k``, ``validation``...: they
+    duplicate rows of another split), except the registry's ``opt_in`` splits (qmnist's
+    ``nist``, every NIST digit: a different dataset in all but name); for a folder, only
+    those whose files are there.  An exported repository folder gives the splits it holds.
     """
     if root is not None and is_hf_repo(root, name):
         return [s for s in repo_configs(root).get(name, {})]
@@ -81,7 +79,7 @@ def default_splits(name: str, root=None) -> list[str]:
     info = get_dataset(name)
     splits = [s for s, sp in info.splits.items() if not sp.is_view]
     if root is None:
-        return [s for s in splits if s not in OPT_IN_SPLITS]
+        return [s for s in splits if not info.splits[s].opt_in]
     present = [s for s in splits if _split_files_present(info, s, root)]
     return present
 
@@ -163,57 +161,109 @@ def _official_provenance(info, splits) -> dict:
     return files
 
 
+@dataclass(frozen=True)
+class _Facts:
+    """What a caveat may depend on: the dataset, the build's parameters and manifest."""
+
+    info: DatasetInfo
+    params: dict
+    built: bool
+    manifest: Manifest | None
+    synthetic: bool
+    counts: dict
+
+
+def _stored_transposed(f: _Facts) -> list[str]:
+    stored = f.params.get("orientation", "official") if f.built else "official"
+    return ["Orientation fixed: images here are upright. The official EMNIST idx files store "
+            "them transposed (MATLAB column-major)"
+            + (" and so did the build folder this was exported from" if stored == "official" else "")
+            + "; the loader flipped them once, so do not transpose again."]
+
+
+def _letters_variant(f: _Facts) -> list[str]:
+    if f.params.get("letters_variant", "official") == "paper37":
+        return ["This is the EMNIST paper's letters variant (37 classes, 2,400/400 per class), "
+                "not the official 26-class release."]
+    return ["Letters labels are 1..26 as in the official files; label 0 ('N/A (unused)') "
+            "never occurs. Each class holds both cases of its letter.",
+            "The EMNIST paper's table describes a different, earlier letters set "
+            "(37 classes, 88,800/14,800 images); this config is the official 26-class "
+            "release (`mnistforge build emnist-letters --letters-variant paper37` makes "
+            "the paper's)."]
+
+
+def _writer_split(f: _Facts) -> list[str]:
+    if f.params.get("split_by") == "writer":
+        return ["Train/test are writer-disjoint (no writer on both sides), unlike the official "
+                "random split: scores are not comparable with published EMNIST results."]
+    return ["Train and test mix NIST's census and high-school writers with a random split "
+            "(not writer-disjoint), as in the official release: the same writer appears on "
+            "both sides."]
+
+
+def _validation_portion(f: _Facts) -> list[str]:
+    size = f.info.validation_size
+    validation = f.counts.get("validation", size) if f.built else size
+    if not validation:
+        return []
+    return [f"The validation portion ({validation:,} images) is the last part of "
+            "train: do not train on `train` and validate on `validation`; use "
+            "`train_without_validation`."]
+
+
+def _qmnist_test10k(f: _Facts) -> list[str]:
+    return [_qmnist_test_caveat(f.built, f.manifest, f.counts)]
+
+
+def _qmnist_nist_index(f: _Facts) -> list[str]:
+    nist = f.info.split("nist").count
+    digits = _sd19_digits(f.manifest) if f.built else None
+    whole = (f"all {nist:,} SD19 digits" if digits in (None, nist) and not f.synthetic
+             else f"all {digits:,} digits of the source" if digits else "all digits of the source")
+    return ["`duplicate` is the NIST index of an earlier identical image (else 0); `nist_index` "
+            f"is the row in the `nist` split ({whole})."]
+
+
+def _rebuilt_from_sd19(f: _Facts) -> list[str]:
+    if not f.built:
+        return []
+    if f.synthetic:
+        return ["Built from a synthetic SD19 (QMNIST's recipe scaled to the source): the images "
+                "are not MNIST's, and its test set is not MNIST's test set."]
+    return ["Rebuilt from NIST SD19 (QMNIST train + the first 10,000 of QMNIST test): images "
+            "differ slightly from the original MNIST bytes (see the QMNIST paper)."]
+
+
+#: the card caveats a registry entry names (``card_caveats``) -> the lines they add, true of the
+#: data they sit with (a build's from its manifest and parameters)
+CAVEATS: dict[str, Callable[[_Facts], list[str]]] = {
+    "stored-transposed": _stored_transposed,
+    "letters-variant": _letters_variant,
+    "writer-split": _writer_split,
+    "validation-portion": _validation_portion,
+    "qmnist-test10k": _qmnist_test10k,
+    "qmnist-nist-index": _qmnist_nist_index,
+    "rebuilt-from-sd19": _rebuilt_from_sd19,
+}
+
+
 def _caveats(info, params: dict, built: bool, manifest: Manifest | None = None) -> list[str]:
     """The card's caveats, true of the data they sit with: for a build, from its manifest
-    (counts, order, the synthetic mark), not from the official release's facts."""
-    name = info.name
-    out = []
-    synthetic = manifest is not None and manifest.from_synthetic_sd19
-    entry = manifest.dataset(name) if manifest is not None else None
-    counts = entry.counts if entry is not None else {}
-    if name.startswith("emnist"):
-        stored = params.get("orientation", "official") if built else "official"
-        out.append("Orientation fixed: images here are upright. The official EMNIST idx files store "
-                   "them transposed (MATLAB column-major)"
-                   + (" and so did the build folder this was exported from" if stored == "official" else "")
-                   + "; the loader flipped them once, so do not transpose again.")
-        if name == "emnist-letters":
-            if params.get("letters_variant", "official") == "paper37":
-                out.append("This is the EMNIST paper's letters variant (37 classes, 2,400/400 per class), "
-                           "not the official 26-class release.")
-            else:
-                out.append("Letters labels are 1..26 as in the official files; label 0 ('N/A (unused)') "
-                           "never occurs. Each class holds both cases of its letter.")
-                out.append("The EMNIST paper's table describes a different, earlier letters set "
-                           "(37 classes, 88,800/14,800 images); this config is the official 26-class "
-                           "release (`mnistforge build emnist-letters --letters-variant paper37` makes "
-                           "the paper's).")
-        if params.get("split_by") == "writer":
-            out.append("Train/test are writer-disjoint (no writer on both sides), unlike the official "
-                       "random split: scores are not comparable with published EMNIST results.")
-        else:
-            out.append("Train and test mix NIST's census and high-school writers with a random split "
-                       "(not writer-disjoint), as in the official release: the same writer appears on "
-                       "both sides.")
-        validation = counts.get("validation", info.validation_size) if built else info.validation_size
-        if validation:
-            out.append(f"The validation portion ({validation:,} images) is the last part of "
-                       "train: do not train on `train` and validate on `validation`; use "
-                       "`train_without_validation`.")
-    if name == "qmnist":
-        out.append(_qmnist_test_caveat(built, manifest, counts))
-        digits = _sd19_digits(manifest) if built else None
-        whole = ("all 402,953 SD19 digits" if digits in (None, 402953) and not synthetic
-                 else f"all {digits:,} digits of the source" if digits else "all digits of the source")
-        out.append("`duplicate` is the NIST index of an earlier identical image (else 0); `nist_index` "
-                   f"is the row in the `nist` split ({whole}).")
-    if name == "mnist" and built:
-        if synthetic:
-            out.append("Built from a synthetic SD19 (QMNIST's recipe scaled to the source): the images "
-                       "are not MNIST's, and its test set is not MNIST's test set.")
-        else:
-            out.append("Rebuilt from NIST SD19 (QMNIST train + the first 10,000 of QMNIST test): images "
-                       "differ slightly from the original MNIST bytes (see the QMNIST paper).")
+    (counts, order, the synthetic mark), not from the official release's facts.  Which
+    caveats apply is the registry's ``card_caveats`` of the dataset (:data:`CAVEATS`)."""
+    entry = manifest.dataset(info.name) if manifest is not None else None
+    facts = _Facts(info, params, built, manifest,
+                   synthetic=manifest is not None and manifest.from_synthetic_sd19,
+                   counts=entry.counts if entry is not None else {})
+    out: list[str] = []
+    for name in info.card_caveats:
+        try:
+            rule = CAVEATS[name]
+        except KeyError:
+            raise ConfigError(f"registry: unknown card caveat of {info.name}", found=repr(name),
+                              expected="one of " + ", ".join(CAVEATS)) from None
+        out += rule(facts)
     return out
 
 

@@ -76,7 +76,7 @@ def torchvision_of(name: str) -> tuple[DatasetInfo, TorchvisionInfo]:
     info = get_dataset(name)
     if info.torchvision is None:
         raise ConfigError(f"torchvision has no dataset class for {name}",
-                          expected="mnist, fashion-mnist, kmnist, qmnist or an emnist-* dataset",
+                          expected="one of " + ", ".join(torchvision_datasets()),
                           found=name)
     return info, info.torchvision
 

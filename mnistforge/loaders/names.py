@@ -2,8 +2,8 @@
 
 * Dataset names are case-insensitive and ``-``, ``_``, ``/``, ``.`` and spaces
   are equivalent or optional (``MNIST``, ``fashion_mnist``, ``FashionMNIST``,
-  ``emnist/letters``, ``EMNIST-Letters``); a few Hub ids are known too
-  (``ylecun/mnist``).  A typo gets a "did you mean" suggestion, and the list of
+  ``emnist/letters``, ``EMNIST-Letters``); the Hub ids of the registry's ``aliases`` are
+  known too (``ylecun/mnist``).  A typo gets a "did you mean" suggestion, and the list of
   choices in errors holds only the datasets :func:`mnistforge.load` can load.
 * Split names follow the same rule (``train_without_validation`` is
   ``train-without-validation``).
@@ -27,16 +27,9 @@ import os
 import re
 
 from ..errors import ConfigError, DatasetNotFoundError, EmptySelectionError, IndexRangeError, NoSuchPathError
-from ..registry import DatasetInfo, get_dataset, list_datasets
+from ..registry import DatasetInfo, dataset_by_alias, get_dataset, list_datasets
 
 __all__ = ["dataset_name", "split_name", "parse_split", "rows_of", "loadable_datasets"]
-
-#: names other libraries use for the same data (Hugging Face Hub ids, torchvision classes)
-ALIASES = {
-    "ylecun/mnist": "mnist",
-    "zalando-datasets/fashion_mnist": "fashion-mnist",
-    "tanganke/kmnist": "kmnist",
-}
 
 #: endings of the files a path names (third-party copies, idx files, archives): such a name is a path
 _FILE_ENDINGS = (".mat", ".npz", ".npy", ".gz", ".csv", ".parquet", ".arrow", ".zip", ".tar", ".pt",
@@ -96,7 +89,7 @@ def dataset_name(text: str, *, kinds: tuple[str, ...] = ("dataset",)) -> str:
     choices = [n for k in kinds for n in list_datasets(k)]
     if text in choices:
         return text
-    alias = ALIASES.get(text.lower())
+    alias = dataset_by_alias(text)
     if alias in choices:
         return str(alias)
     by_key = {_key(n): n for n in choices}

@@ -11,7 +11,9 @@ has one code path:
 through :mod:`mnistforge.cache.download` and, once a compressed file has been
 verified, keeps a decompressed raw copy next to it (``<cache>/<group>/<name
 without .gz>``, with its own ``.sha256`` sidecar) so later loads are memory
-maps.  Opt out with ``keep_raw=False`` or ``MNISTFORGE_KEEP_RAW=0``.
+maps.  Opt out with ``keep_raw=False`` or ``MNISTFORGE_KEEP_RAW=0``.  A file in
+another format the registry declares (``format: npz``) is verified and read as it
+is (:mod:`mnistforge.io.formats`).
 
 :class:`FolderOrigin` serves a folder of idx files under the official names
 (a build folder, or official files you already have); the orientation comes
@@ -114,9 +116,11 @@ class CacheOrigin(_Opening):
             if required:
                 raise
             return None  # e.g. EMNIST metadata: only built folders have it
+        if not remote.has_raw_copy:  # read as it is, in the format the registry declares
+            return self._open_as_is(fname, remote)
         # plain strings on the way to a valid raw copy: pathlib was a tenth of a repeat load
         raw_name = os.path.join(self.cache, remote.group, remote.raw_name)
-        if remote.compression not in (None, "zip") and os.path.isfile(raw_name):
+        if os.path.isfile(raw_name):
             arr = self._open_raw_copy(raw_name, remote)
             if arr is not None:
                 return arr
@@ -149,6 +153,26 @@ class CacheOrigin(_Opening):
             return parse_idx_bytes(read_member(res, remote), f"{res.path}:{res.member}",
                                    compression=remote.compression)
         return read_idx(res.path)
+
+    def _open_as_is(self, fname: str, remote) -> np.ndarray:
+        """A file the cache keeps no decompressed copy of (an ``.npz``, a raw idx file):
+        fetched and verified, then read through :func:`mnistforge.io.formats.read_array`."""
+        from ..cache.download import fetch_file
+        from ..io.formats import read_array
+
+        res = fetch_file(remote, root=self.cache, progress=self.progress,
+                         offline=self.offline_arg, rehash=self.check)
+        self.status[fname] = res.status
+        if not res.member:
+            return read_array(res.path, remote.format, remote.array)
+        from ..cache.raw import read_member
+
+        data = read_member(res, remote)   # checked against the member's own hash
+        if remote.format == "idx":
+            return parse_idx_bytes(data, f"{res.path}:{res.member}", compression=remote.compression)
+        import io
+
+        return read_array(io.BytesIO(data), remote.format, remote.array)
 
     def _open_raw_copy(self, raw: str, remote):
         v = check_raw_copy(raw, remote, rehash=self.check)
@@ -261,12 +285,26 @@ class FolderOrigin(_Opening):
         """The build manifest of the folder holding ``path`` (each read once)."""
         return self.source.manifest_of(path.parent)
 
+    def _format(self, fname: str) -> tuple[str, str | None]:
+        """The format the registry declares for ``fname`` (and its ``.npz`` array): ``idx``
+        for a file it does not list (a build's side files)."""
+        try:
+            remote = get_file(f"{self.info.group}/{fname}")
+        except KeyError:
+            return "idx", None
+        return remote.format, remote.array
+
     def length(self, sp: SplitInfo) -> int:
         p = self.path_of(sp.images or "")
         if p is None:
             raise MissingFileError(f"{self.info.name} split {sp.name!r} is missing",
                                    path=self.folder / (sp.images or ""), expected="the images file",
                                    found="no such file (raw, .gz, .xz or .bz2)")
+        fmt, array = self._format(sp.images or "")
+        if fmt != "idx":
+            from ..io.formats import read_array
+
+            return int(read_array(p, fmt, array).shape[0])
         return read_idx_header(p).shape[0]
 
     def _open(self, fname: str, required: bool):
@@ -280,6 +318,11 @@ class FolderOrigin(_Opening):
                 hint="build it with `mnistforge build` or copy it there")
         self.status.setdefault(fname, "local")
         self.stats[fname] = os.stat(p)
+        fmt, array = self._format(fname)
+        if fmt != "idx":   # an .npz under its official name: read as it is
+            from ..io.formats import read_array
+
+            return read_array(p, fmt, array)
         if self.keep_raw and compression_of(p.name) is not None:
             arr = self._open_copy(p)
             if arr is not None:

@@ -21,7 +21,8 @@ def detect_dataset(folder) -> str:
 
     Decided by the file names; when several datasets share them (MNIST,
     Fashion-MNIST and KMNIST use the same names) by the build manifest, the
-    folder name, then the hash of the test labels; MNIST otherwise.
+    folder name, then the hash of the test labels; otherwise the one the registry marks
+    ``assumed_for_shared_names`` (MNIST).
     """
     from ..gate.files import file_facts
 
@@ -65,21 +66,23 @@ def detect_dataset(folder) -> str:
         if h.get("sha256") == remote.sha256 or (
                 remote.content_sha256 and h.get("content_sha256") == remote.content_sha256):
             return n
-    family = {"mnist", "fashion-mnist", "kmnist"}
-    if set(pool) <= family and "mnist" in pool:
-        logger.info("%s: MNIST-style file names; assuming mnist (say FOLDER:fashion-mnist "
-                    "or FOLDER:kmnist otherwise)", folder)
-        return "mnist"
+    assumed = [n for n in pool if get_dataset(n).assumed_for_shared_names]
+    if len(assumed) == 1 and _share_file_names(pool, together=True):
+        others = " or ".join(f"FOLDER:{n}" for n in pool if n != assumed[0])
+        logger.info("%s: %s-style file names; assuming %s (say %s otherwise)", folder,
+                    get_dataset(assumed[0]).title, assumed[0], others)
+        return assumed[0]
     raise ConfigError(
         "the folder holds several datasets", path=folder, expected="one dataset",
         found=", ".join(pool), hint=f"pick one with {folder}:{pool[0]}[:SPLIT]")
 
 
-def _share_file_names(names) -> bool:
-    """Whether datasets use the same file names (MNIST, Fashion-MNIST, KMNIST do)."""
+def _share_file_names(names, *, together: bool = False) -> bool:
+    """Whether datasets use the same file names (MNIST, Fashion-MNIST, KMNIST do): some of them
+    (all of them with ``together``)."""
     files = [frozenset(sp.images for sp in get_dataset(n).splits.values() if sp.images)
              for n in names]
-    return len(set(files)) < len(files)
+    return len(set(files)) == 1 if together else len(set(files)) < len(files)
 
 
 def datasets_in_folder(folder) -> list[str]:

@@ -16,6 +16,7 @@ Examples
 from __future__ import annotations
 
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ import numpy as np
 from ...errors import FormatError, UnsafeFormatError
 from .base import ForeignCopy, pair_arrays, role_of, split_of
 
-__all__ = ["load_array", "read_npy_pair", "read_npy_folder", "read_npz"]
+__all__ = ["load_array", "read_npy_pair", "read_npy_folder", "read_npz", "read_npz_array"]
 
 
 def _refuse(path, e: Exception) -> UnsafeFormatError:
@@ -43,6 +44,31 @@ def load_array(path) -> np.ndarray:
             raise _refuse(path, e) from None
         raise FormatError("not a readable .npy file", path=path, expected="a NumPy array",
                           found=str(e)) from e
+
+
+def read_npz_array(path, key: str = "arr_0") -> np.ndarray:
+    """The array ``key`` of an ``.npz`` archive (a release file such as Kuzushiji-49's
+    ``k49-test-imgs.npz``), never unpickling; a missing key or an unreadable file is a
+    :class:`~mnistforge.errors.FormatError` naming what the archive holds."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if key not in z.files:
+                raise FormatError("the .npz archive lacks the array", path=path,
+                                  expected=f"an array named {key!r}",
+                                  found=", ".join(z.files) or "no arrays",
+                                  hint="the file is not the release file: delete it and fetch it again")
+            try:
+                return z[key]
+            except ValueError as e:
+                if "pickle" in str(e).lower() or "object" in str(e).lower():
+                    raise _refuse(f"{path}[{key}]", e) from None
+                raise FormatError("not a readable .npz array", path=f"{path}[{key}]",
+                                  expected="a NumPy array", found=str(e),
+                                  hint="delete it and fetch it again") from None
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as e:
+        raise FormatError("not a readable .npz archive", path=path, expected="a zip of .npy arrays",
+                          found=str(e) or type(e).__name__,
+                          hint="delete it and fetch it again") from e
 
 
 def read_npz(path) -> ForeignCopy:

@@ -1,0 +1,53 @@
+"""The file formats a registry file may declare (``format`` in ``data/registry.json``), each with
+its reader: one table, so that the cache, a folder and a test read a file the same way.
+
+* ``idx``: LeCun's idx files, raw or compressed (:func:`mnistforge.io.idx.read_idx`; raw files
+  are memory-mapped);
+* ``npz``: one array of a NumPy ``.npz`` archive (``array``, ``arr_0`` by default: what
+  ``np.savez`` calls an unnamed array), never unpickled (:func:`mnistforge.io.foreign.npz.read_npz_array`).
+
+>>> import numpy as np, tempfile, os
+>>> p = os.path.join(tempfile.mkdtemp(), "k49-test-labels.npz")
+>>> np.savez_compressed(p, np.arange(3, dtype=np.uint8))
+>>> read_array(p, "npz").tolist(), FORMATS
+([0, 1, 2], ('idx', 'npz'))
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["FORMATS", "READERS", "read_array"]
+
+# The readers import their modules when called: the registry names FORMATS at import time.
+
+
+def _idx(path, array: str | None) -> np.ndarray:
+    from .idx import read_idx
+
+    return read_idx(path)
+
+
+def _npz(path, array: str | None) -> np.ndarray:
+    from .foreign.npz import read_npz_array
+
+    return read_npz_array(path, array or "arr_0")
+
+
+#: format -> reader(path, array name or None)
+READERS: dict[str, Callable[..., np.ndarray]] = {"idx": _idx, "npz": _npz}
+FORMATS: tuple[str, ...] = tuple(READERS)
+
+
+def read_array(path, fmt: str = "idx", array: str | None = None) -> np.ndarray:
+    """The array stored in ``path`` in format ``fmt`` (``array``: the ``.npz`` member)."""
+    try:
+        reader = READERS[fmt]
+    except KeyError:
+        from ..errors import ConfigError
+
+        raise ConfigError("unknown file format", path=path, expected=" or ".join(FORMATS),
+                          found=repr(fmt)) from None
+    return reader(path, array)
