@@ -11,6 +11,10 @@ Files are keyed ``"<group>/<name>"`` (e.g. ``"mnist/train-images-idx3-ubyte.gz"`
 a dataset's files live in the cache folder ``<cache>/<group>/`` under their
 official names, and a build folder uses the same names.
 
+Why this module is long: it is the one reader of ``registry.json`` and every typed view of
+it (datasets, splits, files, label annotations, torchvision names, superseded releases) sits
+next to the parser that fills it, so that a field added to the file is added in one place.
+
 Examples
 --------
 >>> from mnistforge.registry import get_dataset, get_file

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from mnistforge.io.compression import compression_of, open_writer, strip_compression
+from mnistforge.io.hashing import xxh3_parts
 from mnistforge.io.idx import write_idx
 from mnistforge.registry import registry_path
 
@@ -221,13 +222,15 @@ def small_registry(names: list[str], workdir: Path, mirror: Mirror, *, raw: dict
         for fname, data in files.items():
             fid = f"{group}/{fname}"
             f = raw["files"].setdefault(fid, {"group": group, "name": fname})
-            for key in ("md5", "content_md5", "sha256", "size", "content_sha256", "content_size"):
+            for key in ("md5", "content_md5", "sha256", "size", "content_sha256", "content_size",
+                        "content_xxh3_128"):
                 f.pop(key, None)
             f.update(sha256=hashlib.sha256(data).hexdigest(), size=len(data), pinned=True,
                      note="small stand-in made by the test")
             if fname.endswith((".gz", ".xz", ".bz2")):
                 content = _content(fname, data)
-                f.update(content_sha256=hashlib.sha256(content).hexdigest(), content_size=len(content))
+                f.update(content_sha256=hashlib.sha256(content).hexdigest(), content_size=len(content),
+                         content_xxh3_128=xxh3_parts(content))
             if f.get("archive"):
                 archives.setdefault(f["archive"], {})[f["member"]] = data
                 f["urls"] = []
