@@ -29,7 +29,7 @@ from ..errors import FormatError
 __all__ = ["PIXEL_TEXT", "write_leaf_json", "read_leaf_file", "read_leaf_folder", "LEAF_FOLDERS"]
 
 #: ``repr(v / 255)`` of every byte value, as json.dump writes LEAF's ``vec / 255`` floats
-PIXEL_TEXT = np.array([repr(np.float64(v) / 255).encode() for v in range(256)], dtype=object)
+PIXEL_TEXT = np.array([repr(v / 255).encode() for v in range(256)], dtype=object)
 _SEP = b", "
 #: LEAF's folders under ``data/``, in the order preprocess.sh makes them
 LEAF_FOLDERS = ("all_data", "sampled_data", "rem_user_data", "train", "test")

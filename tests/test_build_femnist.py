@@ -1,0 +1,358 @@
+"""``build femnist`` against an independent transcription of LEAF's FEMNIST scripts.
+
+The transcription below follows TalwalkarLab/leaf's data/femnist/preprocess/*.py and
+data/utils/{sample,remove_users,split_data}.py step by step on the unpacked replica (folder
+walks, MD5 of the PNG bytes, Pillow, Python's ``random``), with every directory listing
+sorted (the one change docs/femnist.md states).  It imports nothing of the builder.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import hashlib
+import json
+import os
+import random
+import zipfile
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from mnistforge.builders.femnist import FemnistBuildConfig, build_femnist, file_names
+from mnistforge.cli import main
+from mnistforge.io.idx import read_idx
+from mnistforge.io.leaf import read_leaf_folder
+from mnistforge.sd19 import open_sd19
+from sd19_helpers import make_tiny_sd19
+
+SCALE = 0.03   # ~24,000 characters, ~110 writer folders: two all_data files, as LEAF writes 100 a file
+
+
+# ------------------------------------------------------------------ the transcription of LEAF
+def _ls(d):
+    return sorted(os.listdir(d))
+
+
+@functools.lru_cache(maxsize=2)
+def leaf_all_data(raw):
+    """get_file_dirs.py, get_hashes.py, match_hashes.py, group_by_writer.py, data_to_json.py."""
+    class_files, write_files = [], []
+    bc = os.path.join(raw, "by_class")
+    for cl in [c for c in _ls(bc) if len(c) == 2]:
+        for sub in [s for s in _ls(os.path.join(bc, cl)) if "hsf" in s and "mit" not in s]:
+            for im in _ls(os.path.join(bc, cl, sub)):
+                class_files.append((cl, os.path.join(bc, cl, sub, im)))
+    bw = os.path.join(raw, "by_write")
+    for part in _ls(bw):
+        for writer in _ls(os.path.join(bw, part)):
+            for wtype in _ls(os.path.join(bw, part, writer)):
+                for im in _ls(os.path.join(bw, part, writer, wtype)):
+                    write_files.append((writer, os.path.join(bw, part, writer, wtype, im)))
+
+    def md5(p):
+        with open(p, "rb") as f:
+            return hashlib.md5(f.read()).hexdigest()
+
+    class_hashes = [(c, f, md5(f)) for c, f in class_files]
+    write_hashes = [(w, f, md5(f)) for w, f in write_files]
+    class_hash_dict = {}
+    for i in range(len(class_hashes)):
+        c, f, h = class_hashes[len(class_hashes) - i - 1]
+        class_hash_dict[h] = (c, f)
+    write_class = [(w, f, class_hash_dict[h][0]) for w, f, h in write_hashes]
+    writers, cimages = [], []
+    cw = write_class[0][0]
+    for w, f, c in write_class:
+        if w != cw:
+            writers.append((cw, cimages))
+            cw = w
+            cimages = [(f, c)]
+        cimages.append((f, c))
+    writers.append((cw, cimages))
+
+    def relabel_class(c):
+        if c.isdigit() and int(c) < 40:
+            return int(c) - 30
+        elif int(c, 16) <= 90:
+            return int(c, 16) - 55
+        return int(c, 16) - 61
+
+    files, users, num_samples, user_data = [], [], [], {}
+    for k, (w, lst) in enumerate(writers):
+        users.append(w)
+        num_samples.append(len(lst))
+        user_data[w] = {"x": [], "y": []}
+        for f, c in lst:
+            gray = Image.open(f).convert("L")
+            gray.thumbnail((28, 28), Image.LANCZOS)
+            vec = (np.asarray(gray).copy().flatten() / 255).tolist()
+            user_data[w]["x"].append(vec)
+            user_data[w]["y"].append(relabel_class(c))
+        if len(users) == 100 or k == len(writers) - 1:
+            files.append((f"all_data_{len(files)}.json",
+                          {"users": users, "num_samples": num_samples, "user_data": user_data}))
+            users, num_samples, user_data = [], [], {}
+    return files
+
+
+def leaf_sample(files, iid, fraction, u, seed):
+    rng = random.Random(seed)
+    out, new_user_count = [], 0
+    for f, data in files:
+        data = dict(data, users=list(data["users"]))   # shuffled in place by LEAF: not the cache's
+        num_users = len(data["users"])
+        tot = sum(data["num_samples"])
+        num_new = int(fraction * tot)
+        if iid:
+            raw_list = list(data["user_data"].values())
+            x_list = [i for e in raw_list for i in e["x"]]
+            y_list = [i for e in raw_list for i in e["y"]]
+            n_users = int(round(u * num_users)) or 1
+            new_idx = rng.sample([i for i in range(tot)], num_new)
+            users = [str(i + new_user_count) for i in range(n_users)]
+            xs, ys = [x_list[i] for i in new_idx], [y_list[i] for i in new_idx]
+
+            def divide(seq, g):
+                size = int(len(seq) / g)
+                big = len(seq) - g * size
+                small = g - big
+                gl = [seq[size * i:size * (i + 1)] for i in range(small)]
+                bi = size * small
+                size += 1
+                return gl + [seq[bi + size * i:bi + size * (i + 1)] for i in range(big)]
+
+            user_data = {us: {"x": x, "y": y} for us, x, y in zip(users, divide(xs, n_users),
+                                                                  divide(ys, n_users))}
+            num_samples = [len(user_data[us]["y"]) for us in users]
+            new_user_count += n_users
+        else:
+            users = data["users"]
+            rng.shuffle(users)
+            ctot, user_i, num_samples, user_data = 0, 0, [], {}
+            while ctot < num_new:
+                user = users[user_i]
+                cdata = data["user_data"][user]
+                cn = len(cdata["y"])
+                if ctot + cn > num_new:
+                    cn = num_new - ctot
+                    new_idx = rng.sample([i for i in range(cn)], cn)
+                    cdata = {"x": [cdata["x"][i] for i in new_idx], "y": [cdata["y"][i] for i in new_idx]}
+                num_samples.append(cn)
+                user_data[user] = cdata
+                ctot += cn
+                user_i += 1
+            users = users[:user_i]
+        label = str(fraction)[2:]
+        if iid:
+            label = f"{str(u)[2:]}_{label}"
+        out.append((f"{f[:-5]}_{'iid' if iid else 'niid'}_{label}.json",
+                    {"users": users, "num_samples": num_samples, "user_data": user_data}))
+    return out
+
+
+def leaf_remove(files, k):
+    out = []
+    for f, data in files:
+        keep = [i for i, n in enumerate(data["num_samples"]) if n >= k]
+        users = [data["users"][i] for i in keep]
+        out.append((f"{f[:-5]}_keep_{k}.json",
+                    {"users": users, "num_samples": [data["num_samples"][i] for i in keep],
+                     "user_data": {us: data["user_data"][us] for us in users}}))
+    return out
+
+
+def leaf_split_by_sample(files, frac, seed):
+    rng = random.Random(seed)
+    train, test = [], []
+    label = str(frac)[2:]
+    for f, data in files:
+        ns_tr, ud_tr, ns_te, ud_te, keep = [], {}, [], {}, []
+        for i, u in enumerate(data["users"]):
+            n = len(data["user_data"][u]["y"])
+            if n >= 2:
+                ntr = max(1, int(frac * n))
+                if n == 2:
+                    ntr = 1
+                tr_idx = rng.sample([j for j in range(n)], ntr)
+                te_idx = [j for j in range(n) if j not in tr_idx]
+                if len(tr_idx) >= 1 and len(te_idx) >= 1:
+                    keep.append(i)
+                    ns_tr.append(ntr)
+                    ns_te.append(n - ntr)
+                    ud_tr[u] = {"x": [], "y": []}
+                    ud_te[u] = {"x": [], "y": []}
+                    for j in range(n):
+                        side = ud_tr[u] if j in tr_idx else ud_te[u]
+                        side["x"].append(data["user_data"][u]["x"][j])
+                        side["y"].append(data["user_data"][u]["y"][j])
+        users = [data["users"][i] for i in keep]
+        train.append((f"{f[:-5]}_train_{label}.json",
+                      {"users": users, "num_samples": ns_tr, "user_data": ud_tr}))
+        test.append((f"{f[:-5]}_test_{label}.json",
+                     {"users": users, "num_samples": ns_te, "user_data": ud_te}))
+    return train, test
+
+
+def leaf_split_by_user(files, frac, seed):
+    rng = random.Random(seed)
+    label = str(frac)[2:]
+    user_files = [(u, ns, f) for f, d in files for u, ns in zip(d["users"], d["num_samples"])]
+    data_of = dict(files)
+    n = len(user_files)
+    train_idx = rng.sample([i for i in range(n)], int(frac * n))
+    sides = []
+    for which, members in (("train", [x for i, x in enumerate(user_files) if i in train_idx]),
+                           ("test", [x for i, x in enumerate(user_files) if i not in train_idx])):
+        f = members[-1][2]
+        num_i = f.find("data") + 5
+        rest = f[num_i:]
+        p = rest.find("_")
+        nf = "%s_%d%s" % (f[:num_i - 1], 0, rest[p:] if p != -1 else ".json")
+        sides.append([(f"{nf[:-5]}_{which}_{label}.json",
+                       {"users": [u for u, _, _ in members], "num_samples": [ns for _, ns, _ in members],
+                        "user_data": {u: data_of[ff]["user_data"][u] for u, _, ff in members}})])
+    return sides
+
+
+def leaf_pipeline(raw, *, s="niid", sf=1.0, iu=0.01, k=0, t="sample", tf=0.9,
+                  smplseed=1549786595, spltseed=1549786796):
+    stages = {"all_data": leaf_all_data(str(raw))}
+    cur = stages["all_data"]
+    if s is not None:
+        cur = leaf_sample(cur, s == "iid", sf, iu, smplseed)
+    cur = leaf_remove(cur, k)
+    split = leaf_split_by_user if t == "user" else leaf_split_by_sample
+    stages["train"], stages["test"] = split(cur, tf, spltseed)
+    return stages
+
+
+# ------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory):
+    return make_tiny_sd19(tmp_path_factory.mktemp("sd19"), scale=SCALE, packaging="dir")
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """A smaller replica for the JSON layout (LEAF's JSON takes ~20 bytes a pixel)."""
+    return make_tiny_sd19(tmp_path_factory.mktemp("sd19s"), scale=0.003, packaging="dir")
+
+
+CASES = {
+    "default": ({}, {}),
+    "niid-0.05": (dict(sample="niid", fraction=0.05, min_samples=0, split="sample"),
+                  dict(s="niid", sf=0.05, k=0, t="sample")),
+}
+
+
+def _flat(files):
+    users, ys, xs = [], [], []
+    for _, d in files:
+        for u in d["users"]:
+            users += [u] * len(d["user_data"][u]["y"])
+            ys += d["user_data"][u]["y"]
+            xs += d["user_data"][u]["x"]
+    return users, np.array(ys), np.array(xs).reshape(-1, 28, 28)
+
+
+def _built_split(out, part):
+    names = file_names(part)
+    users = (out / "femnist-users.txt").read_text().splitlines()
+    meta = read_idx(out / names["metadata"])
+    return ([users[i] for i in meta[:, 0]], np.asarray(read_idx(out / names["labels"])),
+            np.asarray(read_idx(out / names["images"])))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_idx_build_equals_leaf_transcription(raw, tmp_path, case):
+    ours, theirs = CASES[case]
+    expected = leaf_pipeline(raw, **theirs)
+    manifest = build_femnist(raw, tmp_path / "out", FemnistBuildConfig(**ours), workers=2)
+    assert len(expected["all_data"]) == 2     # the replica spans two of LEAF's all_data files
+    for part in ("train", "test"):
+        users, ys, xs = _flat(expected[part])
+        got_users, got_y, got_x = _built_split(tmp_path / "out", part)
+        assert got_users == users                       # same writers, same order
+        assert got_y.tolist() == ys.tolist()            # same classes
+        # idx holds 255 - LEAF's value (ink high); LEAF's x is value / 255
+        assert np.abs((255 - got_x.astype(float)) / 255 - xs).max() <= 1 / 255 + 1e-12
+        assert manifest["datasets"]["femnist"][part] == len(ys)
+        assert manifest["parameters"]["writer_counts"][part] == dict(collections.Counter(users))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_leaf_layout_is_the_json_leaf_writes(small, tmp_path, case):
+    ours, theirs = CASES[case]
+    expected = leaf_pipeline(small, **theirs)
+    out = tmp_path / "leaf"
+    build_femnist(small, out, FemnistBuildConfig(layout="leaf", **ours), workers=2)
+    for folder in ("all_data", "train", "test"):
+        names = sorted(p.name for p in (out / "data" / folder).iterdir())
+        assert names == sorted(n for n, _ in expected[folder])
+        for name, data in expected[folder]:
+            # byte for byte what LEAF's json.dump writes
+            assert (out / "data" / folder / name).read_bytes() == json.dumps(data).encode(), name
+    assert (out / "meta" / "sampling_seed.txt").read_text().splitlines()[-1] == "1549786595"
+    back = read_leaf_folder(out)
+    assert sorted(back) == ["all_data", "test", "train"]
+
+
+@pytest.mark.parametrize("theirs,ours", [
+    (dict(s="iid", sf=0.1, iu=0.05, k=0, t="sample"), dict(sample="iid", fraction=0.1, iid_users=0.05)),
+    (dict(s="niid", sf=0.3, k=50, t="user", tf=0.8, smplseed=3, spltseed=4),
+     dict(fraction=0.3, min_samples=50, split="user", train_fraction=0.8, seed=3, split_seed=4)),
+])
+def test_other_leaf_options_match(raw, tmp_path, theirs, ours):
+    expected = leaf_pipeline(raw, **theirs)
+    build_femnist(raw, tmp_path / "o", FemnistBuildConfig(**ours), workers=1)
+    for part in ("train", "test"):
+        users, ys, _ = _flat(expected[part])
+        got_users, got_y, _ = _built_split(tmp_path / "o", part)
+        assert got_users == users
+        assert got_y.tolist() == ys.tolist()
+
+
+def test_rebuild_gives_the_same_bytes_and_cli(raw, tmp_path):
+    a = build_femnist(raw, tmp_path / "a", FemnistBuildConfig(fraction=0.05), workers=2)
+    assert main(["build", "femnist", "--sd19", str(raw), "--out", str(tmp_path / "b"),
+                 "--sf", "0.05", "--workers", "1", "--no-progress"]) == 0
+    b = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert a["outputs"] == b["outputs"]
+    assert b["parameters"]["leaf"]["--sf"] == 0.05
+    assert b["parameters"]["leaf"]["--smplseed"] == 1549786595
+
+
+def test_loads_with_writer_ids(raw, tmp_path):
+    import mnistforge
+
+    build_femnist(raw, tmp_path / "o", FemnistBuildConfig(fraction=0.05), workers=1)
+    ds = mnistforge.load("femnist", "train", root=tmp_path / "o", with_metadata=True)
+    users = (tmp_path / "o" / "femnist-users.txt").read_text().splitlines()
+    assert ds.metadata.dtype.names[0] == "writer_id"
+    # LEAF's user of each row is its writer folder: fWWWW_TT of the row's NIST writer
+    for wid, writer in zip(ds.metadata["writer_id"], ds.metadata["writer"]):
+        assert users[wid].startswith(f"f{writer:04d}_")
+
+
+def test_synthetic_by_class_and_by_write_hold_identical_pngs(tmp_path):
+    """SD19's by_class and by_write hold byte-identical PNGs of each character; so does the
+    replica (LEAF's match_hashes.py relies on it), zipped or not."""
+    zipped = make_tiny_sd19(tmp_path, scale=0.003, packaging="zip")
+    src = open_sd19(zipped)
+
+    def pngs(top):
+        with zipfile.ZipFile(zipped / f"{top}.zip") as zf:
+            return {n: zf.read(n) for n in zf.namelist()
+                    if n.endswith(".png") and (top == "by_write" or "/hsf_" in n)}
+
+    bw, bc = pngs("by_write"), pngs("by_class")
+    by_md5 = collections.defaultdict(set)
+    for n, b in bc.items():
+        by_md5[hashlib.md5(b).hexdigest()].add(n.split("/")[1])
+    assert collections.Counter(hashlib.md5(b).digest() for b in bw.values()) == \
+        collections.Counter(hashlib.md5(b).digest() for b in bc.values())
+    for row in range(0, len(src.index), 97):
+        name = src.member_name(row)
+        folder = f"{int(src.index['ascii'][row]):02x}"
+        assert folder in by_md5[hashlib.md5(bw[name]).hexdigest()], name
