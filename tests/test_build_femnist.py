@@ -356,3 +356,46 @@ def test_synthetic_by_class_and_by_write_hold_identical_pngs(tmp_path):
         name = src.member_name(row)
         folder = f"{int(src.index['ascii'][row]):02x}"
         assert folder in by_md5[hashlib.md5(bw[name]).hexdigest()], name
+
+
+def test_verify_a_femnist_build_and_its_leaf_folder(small, tmp_path):
+    from mnistforge.checks import verify
+
+    build_femnist(small, tmp_path / "idx", FemnistBuildConfig(fraction=0.5), workers=1)
+    build_femnist(small, tmp_path / "leaf", FemnistBuildConfig(fraction=0.5, layout="leaf"), workers=1)
+    rep = verify(tmp_path / "idx", near=False)
+    by = {r.name: r for r in rep.results}
+    assert by["femnist.parameters"].values["leaf"]["--sf"] == 0.5
+    tr = by["femnist.writers[train]"].values
+    manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    assert tr["samples"] == manifest["datasets"]["femnist"]["train"]
+    assert sorted(tr["counts"].values()) == sorted(manifest["parameters"]["writer_counts"]["train"].values())
+    shared = by["femnist.train-test"].values
+    # every image on both sides is one SD19 character LEAF's group_by_writer.py doubled
+    assert shared["test_images_in_train"] == shared["same_sd19_character"]
+
+    leaf = verify(tmp_path / "leaf" / "data")
+    lby = {r.name: r for r in leaf.results}
+    p = lby["femnist.parameters"].values["leaf"]
+    assert (p["-s"], p["--sf"], p["-k"], p["--tf"]) == ("niid", 0.5, 0, 0.9)
+    assert p["--smplseed"] == 1549786595 and p["--spltseed"] == 1549786796
+    # the same data in both layouts: the same counts per writer and class
+    assert lby["femnist.writers[train]"].values["per_class"] == tr["per_class"]
+    assert lby["femnist.train-test"].values["test_images_in_train"] == shared["test_images_in_train"]
+
+
+def test_export_hf_has_writer_id_column(small, tmp_path):
+    pytest.importorskip("datasets")
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "b"
+    build_femnist(small, out, FemnistBuildConfig(fraction=0.5), workers=1)
+    assert main(["export", "hf", str(out), "--out", str(tmp_path / "hf"), "--no-progress"]) == 0
+    users = (out / "femnist-users.txt").read_text().splitlines()
+    counts = json.loads((out / "manifest.json").read_text())["parameters"]["writer_counts"]
+    for part in ("train", "test"):
+        (shard,) = sorted((tmp_path / "hf").rglob(f"{part}-*.parquet"))
+        t = pq.read_table(shard)
+        assert "writer_id" in t.column_names
+        got = collections.Counter(users[i] for i in t.column("writer_id").to_pylist())
+        assert dict(got) == counts[part]
