@@ -399,3 +399,15 @@ def test_export_hf_has_writer_id_column(small, tmp_path):
         assert "writer_id" in t.column_names
         got = collections.Counter(users[i] for i in t.column("writer_id").to_pylist())
         assert dict(got) == counts[part]
+
+
+def test_registry_entry():
+    from mnistforge.registry import get_dataset
+
+    d = get_dataset("femnist")
+    assert d.classes[:10] == tuple("0123456789") and d.classes[10] == "A" and d.classes[36] == "a"
+    assert d.metadata_fields[0] == "writer_id"
+    for part in ("train", "test"):
+        sp = d.split(part)
+        assert (sp.images, sp.labels, sp.metadata) == tuple(file_names(part)[k] for k in
+                                                             ("images", "labels", "metadata"))
