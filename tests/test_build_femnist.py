@@ -1,230 +1,40 @@
 """``build femnist`` against an independent transcription of LEAF's FEMNIST scripts.
 
-The transcription below follows TalwalkarLab/leaf's data/femnist/preprocess/*.py and
-data/utils/{sample,remove_users,split_data}.py step by step on the unpacked replica (folder
-walks, MD5 of the PNG bytes, Pillow, Python's ``random``), with every directory listing
-sorted (the one change docs/femnist.md states).  It imports nothing of the builder.
+The transcription (tests/leaf_transcription.py) follows TalwalkarLab/leaf's
+data/femnist/preprocess/*.py and data/utils/{sample,remove_users,split_data}.py step by step on
+the unpacked replica (folder walks, MD5 of the PNG bytes, Pillow, Python's ``random``), with
+every directory listing sorted (the one change docs/femnist.md states).  It imports nothing of
+the builder.
 """
 from __future__ import annotations
 
 import collections
-import functools
 import hashlib
 import json
-import os
-import random
 import zipfile
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from mnistforge.builders.femnist import FemnistBuildConfig, build_femnist, file_names
 from mnistforge.cli import main
 from mnistforge.io.idx import read_idx
 from mnistforge.io.leaf import read_leaf_folder
 from mnistforge.sd19 import open_sd19
+from leaf_transcription import leaf_all_data_files, leaf_pipeline as _leaf_pipeline
 from sd19_helpers import make_tiny_sd19
 
 SCALE = 0.03   # ~24,000 characters, ~110 writer folders: two all_data files, as LEAF writes 100 a file
 
 
-# ------------------------------------------------------------------ the transcription of LEAF
-def _ls(d):
-    return sorted(os.listdir(d))
+_ALL_DATA: dict = {}
 
 
-@functools.lru_cache(maxsize=2)
-def leaf_all_data(raw):
-    """get_file_dirs.py, get_hashes.py, match_hashes.py, group_by_writer.py, data_to_json.py."""
-    class_files, write_files = [], []
-    bc = os.path.join(raw, "by_class")
-    for cl in [c for c in _ls(bc) if len(c) == 2]:
-        for sub in [s for s in _ls(os.path.join(bc, cl)) if "hsf" in s and "mit" not in s]:
-            for im in _ls(os.path.join(bc, cl, sub)):
-                class_files.append((cl, os.path.join(bc, cl, sub, im)))
-    bw = os.path.join(raw, "by_write")
-    for part in _ls(bw):
-        for writer in _ls(os.path.join(bw, part)):
-            for wtype in _ls(os.path.join(bw, part, writer)):
-                for im in _ls(os.path.join(bw, part, writer, wtype)):
-                    write_files.append((writer, os.path.join(bw, part, writer, wtype, im)))
-
-    def md5(p):
-        with open(p, "rb") as f:
-            return hashlib.md5(f.read()).hexdigest()
-
-    class_hashes = [(c, f, md5(f)) for c, f in class_files]
-    write_hashes = [(w, f, md5(f)) for w, f in write_files]
-    class_hash_dict = {}
-    for i in range(len(class_hashes)):
-        c, f, h = class_hashes[len(class_hashes) - i - 1]
-        class_hash_dict[h] = (c, f)
-    write_class = [(w, f, class_hash_dict[h][0]) for w, f, h in write_hashes]
-    writers, cimages = [], []
-    cw = write_class[0][0]
-    for w, f, c in write_class:
-        if w != cw:
-            writers.append((cw, cimages))
-            cw = w
-            cimages = [(f, c)]
-        cimages.append((f, c))
-    writers.append((cw, cimages))
-
-    def relabel_class(c):
-        if c.isdigit() and int(c) < 40:
-            return int(c) - 30
-        elif int(c, 16) <= 90:
-            return int(c, 16) - 55
-        return int(c, 16) - 61
-
-    files, users, num_samples, user_data = [], [], [], {}
-    for k, (w, lst) in enumerate(writers):
-        users.append(w)
-        num_samples.append(len(lst))
-        user_data[w] = {"x": [], "y": []}
-        for f, c in lst:
-            gray = Image.open(f).convert("L")
-            gray.thumbnail((28, 28), Image.LANCZOS)
-            vec = (np.asarray(gray).copy().flatten() / 255).tolist()
-            user_data[w]["x"].append(vec)
-            user_data[w]["y"].append(relabel_class(c))
-        if len(users) == 100 or k == len(writers) - 1:
-            files.append((f"all_data_{len(files)}.json",
-                          {"users": users, "num_samples": num_samples, "user_data": user_data}))
-            users, num_samples, user_data = [], [], {}
-    return files
-
-
-def leaf_sample(files, iid, fraction, u, seed):
-    rng = random.Random(seed)
-    out, new_user_count = [], 0
-    for f, data in files:
-        data = dict(data, users=list(data["users"]))   # shuffled in place by LEAF: not the cache's
-        num_users = len(data["users"])
-        tot = sum(data["num_samples"])
-        num_new = int(fraction * tot)
-        if iid:
-            raw_list = list(data["user_data"].values())
-            x_list = [i for e in raw_list for i in e["x"]]
-            y_list = [i for e in raw_list for i in e["y"]]
-            n_users = int(round(u * num_users)) or 1
-            new_idx = rng.sample([i for i in range(tot)], num_new)
-            users = [str(i + new_user_count) for i in range(n_users)]
-            xs, ys = [x_list[i] for i in new_idx], [y_list[i] for i in new_idx]
-
-            def divide(seq, g):
-                size = int(len(seq) / g)
-                big = len(seq) - g * size
-                small = g - big
-                gl = [seq[size * i:size * (i + 1)] for i in range(small)]
-                bi = size * small
-                size += 1
-                return gl + [seq[bi + size * i:bi + size * (i + 1)] for i in range(big)]
-
-            user_data = {us: {"x": x, "y": y} for us, x, y in zip(users, divide(xs, n_users),
-                                                                  divide(ys, n_users))}
-            num_samples = [len(user_data[us]["y"]) for us in users]
-            new_user_count += n_users
-        else:
-            users = data["users"]
-            rng.shuffle(users)
-            ctot, user_i, num_samples, user_data = 0, 0, [], {}
-            while ctot < num_new:
-                user = users[user_i]
-                cdata = data["user_data"][user]
-                cn = len(cdata["y"])
-                if ctot + cn > num_new:
-                    cn = num_new - ctot
-                    new_idx = rng.sample([i for i in range(cn)], cn)
-                    cdata = {"x": [cdata["x"][i] for i in new_idx], "y": [cdata["y"][i] for i in new_idx]}
-                num_samples.append(cn)
-                user_data[user] = cdata
-                ctot += cn
-                user_i += 1
-            users = users[:user_i]
-        label = str(fraction)[2:]
-        if iid:
-            label = f"{str(u)[2:]}_{label}"
-        out.append((f"{f[:-5]}_{'iid' if iid else 'niid'}_{label}.json",
-                    {"users": users, "num_samples": num_samples, "user_data": user_data}))
-    return out
-
-
-def leaf_remove(files, k):
-    out = []
-    for f, data in files:
-        keep = [i for i, n in enumerate(data["num_samples"]) if n >= k]
-        users = [data["users"][i] for i in keep]
-        out.append((f"{f[:-5]}_keep_{k}.json",
-                    {"users": users, "num_samples": [data["num_samples"][i] for i in keep],
-                     "user_data": {us: data["user_data"][us] for us in users}}))
-    return out
-
-
-def leaf_split_by_sample(files, frac, seed):
-    rng = random.Random(seed)
-    train, test = [], []
-    label = str(frac)[2:]
-    for f, data in files:
-        ns_tr, ud_tr, ns_te, ud_te, keep = [], {}, [], {}, []
-        for i, u in enumerate(data["users"]):
-            n = len(data["user_data"][u]["y"])
-            if n >= 2:
-                ntr = max(1, int(frac * n))
-                if n == 2:
-                    ntr = 1
-                tr_idx = rng.sample([j for j in range(n)], ntr)
-                te_idx = [j for j in range(n) if j not in tr_idx]
-                if len(tr_idx) >= 1 and len(te_idx) >= 1:
-                    keep.append(i)
-                    ns_tr.append(ntr)
-                    ns_te.append(n - ntr)
-                    ud_tr[u] = {"x": [], "y": []}
-                    ud_te[u] = {"x": [], "y": []}
-                    for j in range(n):
-                        side = ud_tr[u] if j in tr_idx else ud_te[u]
-                        side["x"].append(data["user_data"][u]["x"][j])
-                        side["y"].append(data["user_data"][u]["y"][j])
-        users = [data["users"][i] for i in keep]
-        train.append((f"{f[:-5]}_train_{label}.json",
-                      {"users": users, "num_samples": ns_tr, "user_data": ud_tr}))
-        test.append((f"{f[:-5]}_test_{label}.json",
-                     {"users": users, "num_samples": ns_te, "user_data": ud_te}))
-    return train, test
-
-
-def leaf_split_by_user(files, frac, seed):
-    rng = random.Random(seed)
-    label = str(frac)[2:]
-    user_files = [(u, ns, f) for f, d in files for u, ns in zip(d["users"], d["num_samples"])]
-    data_of = dict(files)
-    n = len(user_files)
-    train_idx = rng.sample([i for i in range(n)], int(frac * n))
-    sides = []
-    for which, members in (("train", [x for i, x in enumerate(user_files) if i in train_idx]),
-                           ("test", [x for i, x in enumerate(user_files) if i not in train_idx])):
-        f = members[-1][2]
-        num_i = f.find("data") + 5
-        rest = f[num_i:]
-        p = rest.find("_")
-        nf = "%s_%d%s" % (f[:num_i - 1], 0, rest[p:] if p != -1 else ".json")
-        sides.append([(f"{nf[:-5]}_{which}_{label}.json",
-                       {"users": [u for u, _, _ in members], "num_samples": [ns for _, ns, _ in members],
-                        "user_data": {u: data_of[ff]["user_data"][u] for u, _, ff in members}})])
-    return sides
-
-
-def leaf_pipeline(raw, *, s="niid", sf=1.0, iu=0.01, k=0, t="sample", tf=0.9,
-                  smplseed=1549786595, spltseed=1549786796):
-    stages = {"all_data": leaf_all_data(str(raw))}
-    cur = stages["all_data"]
-    if s is not None:
-        cur = leaf_sample(cur, s == "iid", sf, iu, smplseed)
-    cur = leaf_remove(cur, k)
-    split = leaf_split_by_user if t == "user" else leaf_split_by_sample
-    stages["train"], stages["test"] = split(cur, tf, spltseed)
-    return stages
+def leaf_pipeline(raw, **options):
+    """The transcription, its all_data stage (the slow one) computed once per replica."""
+    if raw not in _ALL_DATA:
+        _ALL_DATA[raw] = list(leaf_all_data_files(raw))
+    return _leaf_pipeline(raw, all_data=_ALL_DATA[raw], **options)
 
 
 # ------------------------------------------------------------------ fixtures
