@@ -112,6 +112,7 @@ def test_leaf_layout_is_the_json_leaf_writes(small, tmp_path, case):
     (dict(s="iid", sf=0.1, iu=0.05, k=0, t="sample"), dict(sample="iid", fraction=0.1, iid_users=0.05)),
     (dict(s="niid", sf=0.3, k=50, t="user", tf=0.8, smplseed=3, spltseed=4),
      dict(fraction=0.3, min_samples=50, split="user", train_fraction=0.8, seed=3, split_seed=4)),
+    (dict(s=None, k=150, t="sample", tf=0.5), dict(sample=None, min_samples=150, train_fraction=0.5)),
 ])
 def test_other_leaf_options_match(raw, tmp_path, theirs, ours):
     expected = leaf_pipeline(raw, **theirs)
@@ -221,3 +222,40 @@ def test_registry_entry():
         sp = d.split(part)
         assert (sp.images, sp.labels, sp.metadata) == tuple(file_names(part)[k] for k in
                                                              ("images", "labels", "metadata"))
+
+
+def test_without_the_repeated_first_image(small, tmp_path):
+    """--no-repeat-first: all_data holds each SD19 character once (LEAF's holds one more a writer
+    but the first), and no image of one character lands on both sides."""
+    src = open_sd19(small)
+    m = build_femnist(small, tmp_path / "a", FemnistBuildConfig(repeat_first=False), workers=1)
+    exact = build_femnist(small, tmp_path / "b", FemnistBuildConfig(), workers=1)
+    writers = len({(int(r["hsf"]), int(r["writer"]), int(r["template"])) for r in src.index})
+    assert m["parameters"]["all_data"]["samples"] == len(src.index)
+    assert exact["parameters"]["all_data"]["samples"] == len(src.index) + writers - 1
+    rows = {p: read_idx(tmp_path / "a" / file_names(p)["metadata"])[:, 5] for p in ("train", "test")}
+    assert not set(rows["train"].tolist()) & set(rows["test"].tolist())
+    assert len(set(rows["train"].tolist())) == len(rows["train"])
+
+
+@pytest.mark.slow
+def test_full_scale_build(tmp_path):
+    """The full-scale replica (814,255 characters): every character in all_data, each writer
+    folder but the first once more, a writer per folder, LEAF's 62 classes, a rebuild of the
+    same bytes from the cached index (the LEAF transcription at this scale: bench_femnist.py)."""
+    from mnistforge.sd19.synth import SynthConfig, synthesize_sd19
+
+    sd19 = synthesize_sd19(tmp_path / "sd19", SynthConfig(scale=1, hierarchies=("by_write", "by_class")),
+                           progress=False)
+    src = open_sd19(sd19)
+    assert len(src.index) == 814_255
+    m = build_femnist(sd19, tmp_path / "a")
+    folders = len({(int(h), int(w), int(t)) for h, w, t in
+                   zip(src.index["hsf"], src.index["writer"], src.index["template"])})
+    assert m["parameters"]["all_data"] == {"users": folders, "samples": 814_255 + folders - 1}
+    counts = m["datasets"]["femnist"]
+    assert counts["train"] + counts["test"] <= 814_255 + folders - 1
+    labels = np.asarray(read_idx(tmp_path / "a" / file_names("train")["labels"]))
+    assert set(np.unique(labels).tolist()) == set(range(62))
+    again = build_femnist(sd19, tmp_path / "b")
+    assert again["outputs"] == m["outputs"]

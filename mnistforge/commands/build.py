@@ -28,7 +28,7 @@ def add_arguments(p):
     p.add_argument("--out", required=True, type=argtypes.output_folder,
                    help="output folder (built atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
-    p.add_argument("--seed", type=argtypes.seed, default=None,
+    p.add_argument("--seed", "--smplseed", type=argtypes.seed, default=None,
                    help="seed for random splits (EMNIST, default 0); FEMNIST: LEAF's sampling seed "
                         "(--smplseed, default the LEAF paper's 1549786595)")
     p.add_argument("--workers", type=argtypes.workers, default=None, help="processes (default: all cores)")
@@ -64,17 +64,17 @@ def add_arguments(p):
     g = p.add_argument_group("FEMNIST (LEAF's preprocess.sh options; docs/femnist.md)")
     g.add_argument("-s", dest="leaf_sample", choices=["iid", "niid", "none"], default="niid",
                    help="LEAF sampling (default niid; none: all of all_data)")
-    g.add_argument("--sf", dest="leaf_fraction", type=float, default=1.0,
+    g.add_argument("--sf", dest="leaf_fraction", type=float, metavar="F", default=1.0,
                    help="fraction of the data to sample (default 1.0, LEAF's full-sized dataset)")
-    g.add_argument("--iu", dest="leaf_iid_users", type=float, default=0.01,
+    g.add_argument("--iu", dest="leaf_iid_users", type=float, metavar="U", default=0.01,
                    help="iid: users as a fraction of the writers (default 0.01)")
-    g.add_argument("-k", dest="leaf_min_samples", type=int, default=0,
+    g.add_argument("-k", dest="leaf_min_samples", type=int, metavar="K", default=0,
                    help="minimum samples per user (default 0)")
     g.add_argument("-t", dest="leaf_split", choices=["sample", "user"], default="sample",
                    help="train/test split by sample (default) or by user")
-    g.add_argument("--tf", dest="leaf_train_fraction", type=float, default=0.9,
+    g.add_argument("--tf", dest="leaf_train_fraction", type=float, metavar="F", default=0.9,
                    help="fraction in the training set (default 0.9)")
-    g.add_argument("--split-seed", type=argtypes.seed, default=None,
+    g.add_argument("--split-seed", "--spltseed", type=argtypes.seed, default=None, metavar="S",
                    help="LEAF's split seed (--spltseed, default the LEAF paper's 1549786796)")
     g.add_argument("--resize", choices=["thumbnail", "resize"], default="thumbnail",
                    help="thumbnail: LEAF's Image.thumbnail call (this Pillow); resize: plain LANCZOS "
