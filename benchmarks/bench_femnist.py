@@ -42,9 +42,13 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--sf", type=float, default=1.0, help="LEAF's --sf for both sides")
     ap.add_argument("--no-leaf", action="store_true", help="time the build only")
+    ap.add_argument("--zip", action="store_true",
+                    help="synthesise zips (faster to write; LEAF needs folders: with --no-leaf)")
     ap.add_argument("--keep", action="store_true", help="keep the outputs")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
+    if args.zip and not args.no_leaf:
+        ap.error("--zip needs --no-leaf (LEAF's scripts walk unzipped folders)")
 
     from mnistforge.cli import main as cli
     from mnistforge.sd19 import open_sd19
@@ -56,10 +60,10 @@ def main(argv=None) -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     sd19 = args.sd19
     if sd19 is None:
-        sd19 = args.work / f"sd19-x{args.scale:g}"
+        sd19 = args.work / f"sd19-x{args.scale:g}{'-zip' if args.zip else ''}"
         if not (sd19 / "synthetic-sd19.json").is_file():
             with stages.stage("synthesise (not part of a build)", scale=args.scale):
-                synthesize_sd19(sd19, SynthConfig(scale=args.scale, packaging="dir",
+                synthesize_sd19(sd19, SynthConfig(scale=args.scale, packaging="zip" if args.zip else "dir",
                                                   hierarchies=("by_write", "by_class"),
                                                   workers=args.workers), progress=False)
     with stages.stage("index (first open)"):

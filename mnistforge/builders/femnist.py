@@ -325,6 +325,9 @@ def _gzip_text(path: Path, text: str) -> None:
 def _write_idx(tmp: Path, src, parts, px, slot, ascii_, labels_of) -> None:
     from ..io.idx import write_idx
     from ..registry import get_dataset
+    from .emnist import _write_images
+
+    np.subtract(np.uint8(255), px, out=px)   # idx: ink high (LEAF's values are ink low)
 
     all_users: list = []
     seen: dict = {}
@@ -342,7 +345,7 @@ def _write_idx(tmp: Path, src, parts, px, slot, ascii_, labels_of) -> None:
     for p in PARTS:
         users, rows = parts[p]
         names = file_names(p)
-        write_idx(tmp / names["images"], 255 - px[slot[rows]])
+        _write_images(tmp / names["images"], px, slot[rows])   # in chunks: no n x 784 copy
         write_idx(tmp / names["labels"], labels_of[ascii_[rows]])
         meta = np.empty((len(rows), len(METADATA_COLUMNS)), np.int32)
         meta[:, 0] = [seen[u] for u in users]
