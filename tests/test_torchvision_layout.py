@@ -55,7 +55,8 @@ def built(tiny, tmp_path_factory):
 
 def test_every_dataset_names_the_files_torchvision_reads():
     """torchvision reads the release files decompressed, under <Class>/raw (its raw_folder)."""
-    assert torchvision_datasets() == list_datasets()  # every loadable dataset has a torchvision class
+    # every loadable dataset has a torchvision class, but FEMNIST (torchvision has none)
+    assert torchvision_datasets() == [n for n in list_datasets() if n != "femnist"]
     for name in torchvision_datasets():
         info = get_dataset(name)
         tv = info.torchvision
