@@ -70,3 +70,14 @@ def test_user_split_with_no_test_users_is_a_build_error(tiny_sd19, tmp_path):
     with pytest.raises(BuildError, match="no test users"):
         build_femnist(tiny_sd19, tmp_path / "o", FemnistBuildConfig(split="user", train_fraction=1.0))
     assert not (tmp_path / "o").exists()
+
+
+def test_load_without_a_build_says_how_to_build(monkeypatch):
+    import mnistforge
+    from mnistforge.errors import DatasetNotFoundError
+
+    monkeypatch.setenv("MNISTFORGE_OFFLINE", "1")
+    with pytest.raises(DatasetNotFoundError, match="mnistforge build femnist"):
+        mnistforge.load("femnist", "train")
+    r = cli("show", "femnist:train", "--out", "x.png", env={"MNISTFORGE_OFFLINE": "1"})
+    assert r.returncode == 2 and "no published files" in r.stderr
