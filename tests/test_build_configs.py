@@ -48,7 +48,7 @@ def test_every_target_has_a_builder_function():
     table = build_cmd.builders()
     assert table["qmnist"] is build_qmnist and table["mnist"] is build_mnist
     assert table["xnist"] is build_xnist
-    assert set(table) == {"qmnist", "mnist", "xnist", "emnist"} | {
+    assert set(table) == {"qmnist", "mnist", "xnist", "emnist", "femnist"} | {
         f"emnist-{s}" for s in emnist_splits()}
     with pytest.raises(ConfigError, match="unknown build target"):
         build_cmd.config_for("emnist-kanji", parse("x", "--sd19", "s", "--out", "o"))

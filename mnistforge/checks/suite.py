@@ -196,8 +196,11 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
     >>> verify("mnist.npz").info["identification"][0]["verdict"]  # doctest: +SKIP
     'identical'
     """
+    from .femnist import is_leaf_folder, verify_leaf_folder
     from .foreign import finish_report, foreign_target, identify_copy
 
+    if isinstance(target, (str, os.PathLike)) and is_leaf_folder(target):
+        return verify_leaf_folder(target, strict=strict)   # LEAF's JSON (checks/femnist.py)
     foreign = foreign_target(target, split)
     if foreign is not None:  # a third-party copy: say what it is first (checks/foreign.py)
         copy, splits, answers, ref = identify_copy(*foreign, reference=reference, download=download)
@@ -355,6 +358,10 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
                 add(run_check(f"duplicates.near[{a}-{b}]", dup.check_near_across, tr.images,
                               te.images, near_threshold))
     _writer_checks(ctx, loaded, metadata, add)
+    if name == "femnist" and not loaded_given:
+        from .femnist import femnist_build_checks
+
+        femnist_build_checks(ctx.manifest, loaded, add)
 
     # ---- reference
     if reference is not None:

@@ -16,19 +16,21 @@ from . import argtypes
 from .common import (add_cache, add_json, add_progress, require_existing_path, write_json)
 
 NAME = "build"
-HELP = "build MNIST/QMNIST/xnist and EMNIST datasets from NIST SD19 (real or synthetic)"
+HELP = "build MNIST/QMNIST/xnist, EMNIST and FEMNIST datasets from NIST SD19 (real or synthetic)"
 
 #: what ``build all`` builds, in this order, one folder each
 ALL_TARGETS = ("qmnist", "mnist", "xnist", "emnist")
 
 
 def add_arguments(p):
-    p.add_argument("target", help="qmnist, mnist, xnist, emnist, emnist-<split> or all")
+    p.add_argument("target", help="qmnist, mnist, xnist, emnist, emnist-<split>, femnist or all")
     p.add_argument("--sd19", required=True, help="SD19 folder or folder of zips (either edition)")
     p.add_argument("--out", required=True, type=argtypes.output_folder,
                    help="output folder (built atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
-    p.add_argument("--seed", type=argtypes.seed, default=0, help="seed for random splits (EMNIST)")
+    p.add_argument("--seed", "--smplseed", type=argtypes.seed, default=None,
+                   help="seed for random splits (EMNIST, default 0); FEMNIST: LEAF's sampling seed "
+                        "(--smplseed, default the LEAF paper's 1549786595)")
     p.add_argument("--workers", type=argtypes.workers, default=None, help="processes (default: all cores)")
     p.add_argument("--qmnist-labels", default=None,
                    help="folder with the published qmnist-*-labels.tsv.gz fixing the order, "
@@ -54,10 +56,31 @@ def add_arguments(p):
                         "manifest lists every problem")
     p.add_argument("--letters-variant", choices=["official", "paper37"], default="official",
                    help="EMNIST letters: the official 26-class release or the paper's 37 classes")
-    p.add_argument("--layout", choices=["idx", "torchvision"], default="idx",
+    p.add_argument("--layout", choices=["idx", "torchvision", "leaf"], default="idx",
                    help="idx: the release files (.gz) with a manifest; torchvision: OUT/<Class>/raw/ "
                         "with the decompressed files torchvision.datasets.MNIST(root=OUT) and the "
-                        "EMNIST/QMNIST classes read (EMNIST stored transposed, as released)")
+                        "EMNIST/QMNIST classes read (EMNIST stored transposed, as released); "
+                        "leaf (femnist only): LEAF's data/all_data, data/train, data/test JSON files")
+    g = p.add_argument_group("FEMNIST (LEAF's preprocess.sh options; docs/femnist.md)")
+    g.add_argument("-s", dest="leaf_sample", choices=["iid", "niid", "none"], default="niid",
+                   help="LEAF sampling (default niid; none: all of all_data)")
+    g.add_argument("--sf", dest="leaf_fraction", type=float, metavar="F", default=1.0,
+                   help="fraction of the data to sample (default 1.0, LEAF's full-sized dataset)")
+    g.add_argument("--iu", dest="leaf_iid_users", type=float, metavar="U", default=0.01,
+                   help="iid: users as a fraction of the writers (default 0.01)")
+    g.add_argument("-k", dest="leaf_min_samples", type=int, metavar="K", default=0,
+                   help="minimum samples per user (default 0)")
+    g.add_argument("-t", dest="leaf_split", choices=["sample", "user"], default="sample",
+                   help="train/test split by sample (default) or by user")
+    g.add_argument("--tf", dest="leaf_train_fraction", type=float, metavar="F", default=0.9,
+                   help="fraction in the training set (default 0.9)")
+    g.add_argument("--split-seed", "--spltseed", type=argtypes.seed, default=None, metavar="S",
+                   help="LEAF's split seed (--spltseed, default the LEAF paper's 1549786796)")
+    g.add_argument("--resize", choices=["thumbnail", "resize"], default="thumbnail",
+                   help="thumbnail: LEAF's Image.thumbnail call (this Pillow); resize: plain LANCZOS "
+                        "resize, what thumbnail did before Pillow 7")
+    g.add_argument("--no-repeat-first", action="store_true",
+                   help="don't repeat the first image of each writer (LEAF's group_by_writer.py does)")
     add_json(p, "the manifest of each folder built")
     add_cache(p)
     add_progress(p)
@@ -96,15 +119,47 @@ def emnist_config(args, splits=None):
     from ..builders.emnist import EmnistBuildConfig
 
     return EmnistBuildConfig(
-        splits=tuple(splits) if splits is not None else emnist_splits(), seed=args.seed,
+        splits=tuple(splits) if splits is not None else emnist_splits(),
+        seed=0 if args.seed is None else args.seed,
         split_by=args.split_by, letters_variant=args.letters_variant,
         orientation=args.orientation, workers=args.workers, overwrite=bool(args.overwrite),
         allow_incomplete=bool(args.allow_incomplete),
         allow_inconsistent=bool(args.allow_inconsistent))
 
 
+def femnist_config(args):
+    """The :class:`~mnistforge.builders.femnist.FemnistBuildConfig` the flags ask for.
+
+    >>> import argparse
+    >>> p = argparse.ArgumentParser(); add_arguments(p)
+    >>> c = femnist_config(p.parse_args(["femnist", "--sd19", "s", "--out", "o", "--sf", "0.05"]))
+    >>> c.sample, c.fraction, c.seed, c.split_seed
+    ('niid', 0.05, 1549786595, 1549786796)
+    """
+    from ..builders.femnist import FemnistBuildConfig
+    from ..builders.femnist_leaf import PAPER_SAMPLING_SEED, PAPER_SPLIT_SEED
+
+    layout = getattr(args, "layout", "idx")
+    return FemnistBuildConfig(
+        sample=None if args.leaf_sample == "none" else args.leaf_sample,
+        fraction=args.leaf_fraction, iid_users=args.leaf_iid_users,
+        min_samples=args.leaf_min_samples, split=args.leaf_split,
+        train_fraction=args.leaf_train_fraction,
+        seed=PAPER_SAMPLING_SEED if args.seed is None else args.seed,
+        split_seed=PAPER_SPLIT_SEED if args.split_seed is None else args.split_seed,
+        repeat_first=not args.no_repeat_first, resize=args.resize,
+        layout="leaf" if layout == "leaf" else "idx", workers=args.workers,
+        overwrite=bool(args.overwrite), allow_incomplete=bool(args.allow_incomplete),
+        allow_inconsistent=bool(args.allow_inconsistent))
+
+
 def config_for(target: str, args):
     """The build configuration of ``target`` (``emnist-<name>`` builds that one dataset)."""
+    if getattr(args, "layout", "idx") == "leaf" and target != "femnist":
+        raise ConfigError("--layout leaf is for femnist only", expected="build femnist --layout leaf",
+                          found=f"build {target} --layout leaf")
+    if target == "femnist":
+        return femnist_config(args)
     if target in ("qmnist", "mnist", "xnist"):
         return qmnist_config(args)
     if target == "emnist":
@@ -121,14 +176,16 @@ def builders() -> dict:
     readers are not needed for ``mnistforge --help``).
     """
     from ..builders.emnist import build_emnist
+    from ..builders.femnist import build_femnist
     from ..builders.qmnist import build_mnist, build_qmnist, build_xnist
 
     return {"qmnist": build_qmnist, "mnist": build_mnist, "xnist": build_xnist,
-            "emnist": build_emnist, **{f"emnist-{s}": build_emnist for s in emnist_splits()}}
+            "emnist": build_emnist, **{f"emnist-{s}": build_emnist for s in emnist_splits()},
+            "femnist": build_femnist}
 
 
 def _unknown(target: str) -> ConfigError:
-    known = ["qmnist", "mnist", "xnist", "emnist"] + [f"emnist-{s}" for s in emnist_splits()]
+    known = ["qmnist", "mnist", "xnist", "emnist", "femnist"] + [f"emnist-{s}" for s in emnist_splits()]
     return ConfigError(f"unknown build target {target!r}",
                        expected="one of " + ", ".join(sorted(known) + ["all"]), found=target)
 
@@ -147,6 +204,9 @@ def run(args) -> int:
                         owned=build_folder_problems)
     require_existing_path(args.sd19, "SD19 source", "a folder of SD19 zips or unpacked trees")
     if getattr(args, "layout", "idx") == "torchvision":
+        if args.target == "femnist":
+            raise ConfigError("--layout torchvision has no FEMNIST class", expected="--layout idx or leaf",
+                              found="--layout torchvision")
         return build_torchvision(args)
     if args.target == "all":
         return build_all(args)

@@ -317,8 +317,9 @@ def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_n
                          "kind": m.kind or None}
         if synthetic:
             prov["build"]["synthetic_sd19"] = True
-        if params:
-            prov["parameters"] = by_identity(params)
+        if params:  # FEMNIST's per-writer counts (thousands of lines) stay in the manifest
+            prov["parameters"] = by_identity({k: v for k, v in params.items()
+                                              if k != "writer_counts"})
         if m.inputs:  # the sources by identity (names, fingerprint, edition), never local paths
             prov["inputs"] = by_identity(m.inputs)
         # The build folder's files (the idx files this config was read from, among others).

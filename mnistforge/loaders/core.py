@@ -221,6 +221,7 @@ def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata,
         src = FolderOrigin(info, root, cache=cache, keep_raw=settings.keep_raw_for_folders(keep_raw),
                            check=check)
     else:
+        _require_release(info, info.file_split(split))
         src = CacheOrigin(info, cache=cache, download=download, keep_raw=keep_raw,
                           progress=progress, check=check, mirrors=mirrors)
     fsp = info.file_split(split)
@@ -282,6 +283,20 @@ def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata,
     manifest = getattr(src, "manifest", None)
     ds.synthetic = bool(manifest is not None and manifest.from_synthetic_sd19)
     return ds
+
+
+def _require_release(info: DatasetInfo, fsp) -> None:
+    """A dataset with no published files (FEMNIST) loads only from a build folder."""
+    from ..registry import get_file
+
+    try:
+        get_file(f"{info.group}/{fsp.images}")
+    except KeyError:
+        raise DatasetNotFoundError(f"{info.name} has no published files to download",
+                                   expected="a folder built by mnistforge (root=DIR)",
+                                   found="no root given",
+                                   hint=f"build it: `mnistforge build {info.name} --sd19 SD19 --out DIR`, "
+                                        f"then load it with root=DIR") from None
 
 
 def _check_shapes(info, fsp, images, labels, meta, src) -> None:

@@ -1,0 +1,385 @@
+"""Build LEAF's FEMNIST from SD19 (``mnistforge build femnist``).
+
+The recipe is LEAF's (:mod:`.femnist_leaf`, rules and sources in ``docs/femnist.md``): by_write
+characters grouped by writer folder, classes from by_class by image content, a 28 x 28
+Pillow thumbnail (LANCZOS, LEAF's ``ANTIALIAS``), LEAF's sampling, user filter and
+train/test split with LEAF's seeds.  The SD19 index already holds each character's writer,
+class and content hash: only the characters kept are read, once.
+
+Files (``--layout idx``, the default)::
+
+    femnist-<part>-images-idx3-ubyte.gz     uint8 n x 28 x 28, upright, ink high (255 - LEAF's value)
+    femnist-<part>-labels-idx1-ubyte.gz     uint8 n, LEAF's class numbers 0..61
+    femnist-<part>-metadata-idx2-int.gz     int32 n x 6: writer_id, writer, hsf, template, ascii, sd19_row
+    femnist-<part>-sources.tsv.gz           user, writer, character, by_write path (one line a row)
+    femnist-users.txt                       LEAF's user names; writer_id is the line number (from 0)
+    femnist-mapping.txt                     "label ascii"
+    manifest.json
+
+``--layout leaf`` writes LEAF's own folders instead (``data/all_data``, ``data/train``,
+``data/test`` with LEAF's file names and JSON, ``meta/`` with the seeds), plus the manifest.
+
+Examples
+--------
+>>> from mnistforge.builders.femnist import FemnistBuildConfig
+>>> FemnistBuildConfig(fraction=0.05).leaf.fraction
+0.05
+>>> FemnistBuildConfig(fraction=3)
+Traceback (most recent call last):
+...
+mnistforge.errors.ConfigError: invalid --sf (LEAF's sample fraction): expected a fraction in (0, 1], found 3
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import gzip
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import settings
+from ..errors import BuildError, ConfigError
+from ..io.atomic import atomic_dir, atomic_file, check_output_folder
+from ..io.hashing import sha256_file
+from ..io.manifest import DatasetEntry, Manifest, build_folder_problems
+from ..progress import progress
+from . import femnist_leaf as leaf
+
+logger = logging.getLogger(__name__)
+
+SIZE = (28, 28)
+LAYOUTS = ("idx", "leaf")
+METADATA_COLUMNS = ("writer_id", "writer", "hsf", "template", "ascii", "sd19_row")
+PARTS = ("train", "test")
+
+
+def _thumbnail(im):
+    from PIL import Image
+
+    im.thumbnail(SIZE, Image.LANCZOS)   # data_to_json.py (ANTIALIAS is LANCZOS's old name)
+    return im
+
+
+def _resize(im):
+    from PIL import Image
+
+    return im.resize(SIZE, Image.LANCZOS)   # what thumbnail() did before Pillow 7 (no reducing_gap)
+
+
+#: how the 128 x 128 image becomes 28 x 28 (``--resize``)
+RESIZERS = {"thumbnail": _thumbnail, "resize": _resize}
+
+
+def file_names(part: str) -> dict:
+    """Output names of one split, by kind.
+
+    >>> file_names("train")["images"]
+    'femnist-train-images-idx3-ubyte.gz'
+    """
+    return {"images": f"femnist-{part}-images-idx3-ubyte.gz",
+            "labels": f"femnist-{part}-labels-idx1-ubyte.gz",
+            "metadata": f"femnist-{part}-metadata-idx2-int.gz",
+            "sources": f"femnist-{part}-sources.tsv.gz"}
+
+
+def _fraction(name, v, low_open=True):
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
+        and (0 < v <= 1 if low_open else 0 <= v <= 1)
+    if not ok:
+        raise ConfigError(f"invalid {name}", expected="a fraction in (0, 1]", found=v)
+    return float(v)
+
+
+@dataclass(frozen=True)
+class FemnistBuildConfig:
+    """How to build FEMNIST (``mnistforge build femnist``); LEAF's flag names in brackets.
+
+    sample [-s] ``"niid"``, ``"iid"`` or None (no sampling); fraction [--sf]; iid_users [--iu];
+    min_samples [-k]; split [-t] ``"sample"`` or ``"user"``; train_fraction [--tf];
+    seed [--smplseed] and split_seed [--spltseed] (defaults: the LEAF paper's); repeat_first:
+    keep group_by_writer.py's doubled first image of every writer but the first; resize:
+    ``"thumbnail"`` (LEAF's call, today's Pillow) or ``"resize"`` (Pillow < 7's thumbnail);
+    layout ``"idx"`` or ``"leaf"``.
+    """
+
+    sample: str | None = "niid"
+    fraction: float = 1.0
+    iid_users: float = 0.01
+    min_samples: int = 0
+    split: str = "sample"
+    train_fraction: float = 0.9
+    seed: int = leaf.PAPER_SAMPLING_SEED
+    split_seed: int = leaf.PAPER_SPLIT_SEED
+    repeat_first: bool = True
+    resize: str = "thumbnail"
+    layout: str = "idx"
+    workers: int | None = None
+    overwrite: bool = False
+    progress: bool | None = None
+    allow_incomplete: bool = False
+    allow_inconsistent: bool = False
+
+    def __post_init__(self):
+        if self.sample not in ("iid", "niid", None):
+            raise ConfigError("invalid -s (LEAF's sampling)", expected="'iid', 'niid' or none",
+                              found=repr(self.sample))
+        _fraction("--sf (LEAF's sample fraction)", self.fraction)
+        _fraction("--iu (LEAF's iid user fraction)", self.iid_users)
+        _fraction("--tf (LEAF's train fraction)", self.train_fraction)
+        if not isinstance(self.min_samples, int) or isinstance(self.min_samples, bool) \
+                or self.min_samples < 0:
+            raise ConfigError("invalid -k (LEAF's minimum samples per user)",
+                              expected="an integer >= 0", found=self.min_samples)
+        if self.split not in ("sample", "user"):
+            raise ConfigError("invalid -t (LEAF's train/test split)", expected="'sample' or 'user'",
+                              found=repr(self.split))
+        for name in ("seed", "split_seed"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ConfigError(f"invalid FEMNIST {name}", expected="an integer >= 0", found=v)
+        if self.resize not in RESIZERS:
+            raise ConfigError("unknown FEMNIST resize", expected=" or ".join(RESIZERS),
+                              found=repr(self.resize))
+        if self.layout not in LAYOUTS:
+            raise ConfigError("unknown FEMNIST layout", expected=" or ".join(LAYOUTS),
+                              found=repr(self.layout))
+
+    @property
+    def leaf(self) -> leaf.LeafOptions:
+        return leaf.LeafOptions(sample=self.sample, fraction=self.fraction, iid_users=self.iid_users,
+                                min_samples=self.min_samples, split=self.split,
+                                train_fraction=self.train_fraction, sampling_seed=self.seed,
+                                split_seed=self.split_seed, repeat_first=self.repeat_first)
+
+    def leaf_parameters(self) -> dict:
+        """The options under LEAF's preprocess.sh names (for the manifest and verify)."""
+        return {"-s": self.sample, "--sf": self.fraction, "--iu": self.iid_users,
+                "-k": self.min_samples, "-t": self.split, "--tf": self.train_fraction,
+                "--smplseed": self.seed, "--spltseed": self.split_seed,
+                "repeat_first": self.repeat_first, "resize": self.resize}
+
+
+# ----------------------------------------------------------------------------- images
+def leaf_pixels(src, rows, resize: str = "thumbnail", *, workers=None, show_progress=None) -> np.ndarray:
+    """LEAF's 28 x 28 values (0..255, ink low: no inversion) of SD19 rows, read once."""
+    from PIL import Image
+
+    rows = np.asarray(rows, np.int64)
+    out = np.empty((len(rows),) + SIZE, np.uint8)
+    fn = RESIZERS[resize]
+    workers = settings.workers(workers)
+
+    def job(start, imgs):
+        # convert('L') of the 1-bit PNG: ink 0, paper 255
+        grey = np.where(imgs, np.uint8(0), np.uint8(255))
+        for k in range(len(grey)):
+            out[start + k] = np.asarray(fn(Image.fromarray(grey[k], "L")))
+        return len(grey)
+
+    pos = 0
+    disable = None if show_progress is None else not show_progress
+    with progress(total=len(rows), desc="FEMNIST thumbnails", unit="char", disable=disable) as bar, \
+            cf.ThreadPoolExecutor(workers) as pool:
+        pending = []
+        for got, imgs in src.read(rows):
+            for part in np.array_split(np.arange(len(imgs)), workers):
+                if len(part):
+                    pending.append(pool.submit(job, pos + part[0], imgs[part[0]:part[-1] + 1]))
+            pos += len(got)
+            while len(pending) > 2 * workers:
+                bar.update(pending.pop(0).result())
+        for f in pending:
+            bar.update(f.result())
+    if pos != len(rows):
+        raise BuildError("SD19 reader returned too few characters", expected=f"{len(rows)} rows",
+                         found=str(pos))
+    return out
+
+
+# ----------------------------------------------------------------------------- build
+def _flatten(files) -> tuple[list, np.ndarray]:
+    users, rows = [], []
+    for f in files:
+        for u in f.users:
+            users.extend([u] * len(f.rows[u]))
+            rows.extend(f.rows[u])
+    return users, np.asarray(rows, np.int64)
+
+
+def build_femnist(sd19, out, config: FemnistBuildConfig | None = None, **changes) -> dict:
+    """Build FEMNIST from SD19 into ``out`` (atomically); returns the manifest as a dict.
+
+    ``changes`` replace fields of ``config`` (e.g. ``fraction=0.05``).
+    """
+    cfg = dataclasses.replace(config or FemnistBuildConfig(), **changes)
+    out = Path(out)
+    check_output_folder(out, inputs=[sd19], overwrite=cfg.overwrite, owned=build_folder_problems)
+    from ..sd19.nist_table import FIELDS
+    from .emnist import _open_source
+    from .qmnist import check_complete, check_consistent, synthetic_description_path
+
+    src = _open_source(sd19, cfg.progress)
+    missing = check_complete(src, FIELDS, cfg.allow_incomplete)
+    inconsistent = check_consistent(src, FIELDS, cfg.allow_inconsistent)
+    syn = synthetic_description_path(src)
+    index = src.index
+    if len(index) == 0:
+        raise BuildError("SD19 index is empty", path=getattr(src, "path", None),
+                         expected="characters", found="none", hint="check --sd19")
+    ascii_ = leaf.leaf_classes(index)
+    stages = leaf.run_recipe(index, cfg.leaf)
+    labels_of = np.array([leaf.relabel(a) if chr(a).isascii() and chr(a).isalnum() else 255
+                          for a in range(256)], np.uint8)
+
+    parts = {p: _flatten(stages[p]) for p in PARTS}
+    need = np.concatenate([parts[p][1] for p in PARTS])
+    if cfg.layout == "leaf":
+        need = np.concatenate([need, _flatten(stages["all_data"])[1]])
+    need = np.unique(need)
+    logger.info("FEMNIST: %d of %d SD19 characters to read", len(need), len(index))
+    with atomic_dir(out, overwrite=cfg.overwrite, inputs=[getattr(src, "path", sd19)],
+                    owned=build_folder_problems) as tmp:
+        px = leaf_pixels(src, need, cfg.resize, workers=cfg.workers, show_progress=cfg.progress)
+        slot = np.full(len(index), -1, np.int64)
+        slot[need] = np.arange(len(need))
+        if cfg.layout == "leaf":
+            _write_leaf(tmp, stages, px, slot, ascii_, labels_of, cfg)
+        else:
+            _write_idx(tmp, src, parts, px, slot, ascii_, labels_of)
+        counts = {p: len(parts[p][1]) for p in PARTS}
+        writer_counts = {p: _counts(parts[p][0]) for p in PARTS}
+        notes = _notes(cfg, missing, inconsistent, syn)
+        manifest = Manifest(
+            kind="femnist",
+            inputs={"sd19": str(getattr(src, "path", sd19)),
+                    "sd19_fingerprint": getattr(src, "fingerprint", None),
+                    "sd19_edition": getattr(src, "edition", None),
+                    "sd19_characters": int(len(index)),
+                    **({"sd19_missing": missing} if missing else {}),
+                    **({"sd19_inconsistent": inconsistent} if inconsistent else {}),
+                    **({"sd19_synthetic_description_sha256": sha256_file(syn)}
+                       if syn is not None else {})},
+            parameters={"leaf": cfg.leaf_parameters(), "layout": cfg.layout,
+                        "pillow": _pillow_version(), "leaf_source": LEAF_SOURCE,
+                        "users": {p: len(writer_counts[p]) for p in PARTS},
+                        "all_data": {"users": sum(len(f.users) for f in stages["all_data"]),
+                                     "samples": sum(sum(f.num_samples) for f in stages["all_data"])},
+                        "writer_counts": writer_counts},
+            notes=notes, orientation="upright",
+            datasets={"femnist": DatasetEntry(
+                counts=counts, kind="femnist", classes=62,
+                files={f"{p}-{k}": v for p in PARTS for k, v in file_names(p).items()}
+                if cfg.layout == "idx" else None)},
+            metadata_columns=list(METADATA_COLUMNS) if cfg.layout == "idx" else None,
+            split_by="writer" if cfg.split == "user" else "random", sides=counts,
+            synthetic=syn is not None,
+        ).write(tmp)
+    logger.info("FEMNIST: wrote %s", out)
+    return manifest.to_dict()
+
+
+#: the LEAF code transcribed (docs/femnist.md)
+LEAF_SOURCE = "https://github.com/TalwalkarLab/leaf (data/femnist, data/utils) at 09ec454"
+
+
+def _pillow_version() -> str:
+    import PIL
+
+    return PIL.__version__
+
+
+def _counts(users: list) -> dict:
+    out: dict = {}
+    for u in users:
+        out[u] = out.get(u, 0) + 1
+    return out
+
+
+def _notes(cfg, missing, inconsistent, syn) -> list:
+    notes = ["LEAF's FEMNIST recipe (docs/femnist.md); idx images are 255 - LEAF's pixel value "
+             "(ink high, like every idx file here); LEAF's JSON x is value / 255 (ink low)",
+             "writer_id (metadata column 0) is the line of femnist-users.txt holding the LEAF user"]
+    if cfg.repeat_first:
+        notes.append("as LEAF's group_by_writer.py: every writer folder but the first holds its "
+                     "first image twice")
+    if cfg.sample == "iid":
+        notes.append("iid sampling: LEAF's users are numbered groups of random samples, not writers")
+    if missing:
+        notes.append(f"built from an INCOMPLETE SD19 (allow_incomplete): {len(missing)} counts short")
+    if inconsistent:
+        notes.append(f"built from an INCONSISTENT SD19 (allow_inconsistent): {len(inconsistent)} problems")
+    if syn is not None:
+        notes.append("built from a SYNTHETIC SD19: the images are not NIST's handwriting")
+    return notes
+
+
+def _gzip_text(path: Path, text: str) -> None:
+    with atomic_file(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        gz.write(text.encode("utf-8"))
+
+
+def _write_idx(tmp: Path, src, parts, px, slot, ascii_, labels_of) -> None:
+    from ..io.idx import write_idx
+    from ..registry import get_dataset
+    from .emnist import _write_images
+
+    np.subtract(np.uint8(255), px, out=px)   # idx: ink high (LEAF's values are ink low)
+
+    all_users: list = []
+    seen: dict = {}
+    for p in PARTS:
+        for u in parts[p][0]:
+            if u not in seen:
+                seen[u] = len(all_users)
+                all_users.append(u)
+    with atomic_file(tmp / "femnist-users.txt", "w") as f:
+        f.write("".join(u + "\n" for u in all_users))
+    classes = get_dataset("femnist").classes
+    with atomic_file(tmp / "femnist-mapping.txt", "w") as f:
+        f.write("".join(f"{i} {ord(c)}\n" for i, c in enumerate(classes)))
+    idx = src.index
+    for p in PARTS:
+        users, rows = parts[p]
+        names = file_names(p)
+        _write_images(tmp / names["images"], px, slot[rows])   # in chunks: no n x 784 copy
+        write_idx(tmp / names["labels"], labels_of[ascii_[rows]])
+        meta = np.empty((len(rows), len(METADATA_COLUMNS)), np.int32)
+        meta[:, 0] = [seen[u] for u in users]
+        meta[:, 1] = idx["writer"][rows]
+        meta[:, 2] = idx["hsf"][rows]
+        meta[:, 3] = idx["template"][rows]
+        meta[:, 4] = ascii_[rows]
+        meta[:, 5] = rows
+        write_idx(tmp / names["metadata"], meta)
+        lines = ["user\twriter\tcharacter\tpath\n"]
+        lines += [f"{u}\t{int(idx['writer'][r])}\t{chr(int(ascii_[r]))}\t{src.member_name(int(r))}\n"
+                  for u, r in zip(users, rows.tolist())]
+        _gzip_text(tmp / names["sources"], "".join(lines))
+
+
+def _write_leaf(tmp: Path, stages, px, slot, ascii_, labels_of, cfg) -> None:
+    from ..io.leaf import write_leaf_json
+
+    for folder in ("all_data", "train", "test"):
+        d = tmp / "data" / folder
+        d.mkdir(parents=True, exist_ok=True)
+        for f in stages[folder]:
+            data = {u: (px[slot[np.asarray(f.rows[u], np.int64)]],
+                        labels_of[ascii_[np.asarray(f.rows[u], np.int64)]].tolist())
+                    for u in f.users}
+            with atomic_file(d / f.name, "wb") as raw:
+                write_leaf_json(raw, f.users, data)
+    meta = tmp / "meta"
+    meta.mkdir()
+    for name, what, flag, seed in (("sampling_seed.txt", "sampling", "--smplseed", cfg.seed),
+                                   ("split_seed.txt", "split", "--spltseed", cfg.split_seed)):
+        script = "sampling script"   # split_data.py's line says "sampling script" too
+        tool = "utils/sample.py" if what == "sampling" else "utils/split_data.py"
+        with atomic_file(meta / name, "w") as f:
+            # the two lines LEAF's sample.py / split_data.py write
+            f.write(f"# {what}_seed used by {script} - supply as {flag} to preprocess.sh "
+                    f"or --seed to {tool}\n{seed}")

@@ -1,0 +1,83 @@
+"""``build femnist`` with bad LEAF options, an existing --out, a source without classes:
+refused before any work with a named error (and the CLI's usage exit code 2)."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from faults_helpers import cli
+from mnistforge.builders.femnist import FemnistBuildConfig, build_femnist
+from mnistforge.errors import BuildError, ConfigError, OutputExistsError
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--sf", "7"], ["--sf", "fraction in (0, 1]", "found 7"]),
+    (["--sf", "0"], ["--sf", "found 0"]),
+    (["--sf", "nan"], ["--sf", "found nan"]),
+    (["--tf", "1.5"], ["--tf", "found 1.5"]),
+    (["--iu", "-0.1"], ["--iu"]),
+    (["-k", "-3"], ["-k", "integer >= 0", "found -3"]),
+])
+def test_absurd_leaf_options_are_usage_errors(tiny_sd19, tmp_path, flags, words):
+    out = tmp_path / "out"
+    r = cli("build", "femnist", "--sd19", tiny_sd19, "--out", out, *flags)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    for w in words:
+        assert w in r.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("field,value", [("fraction", 2.0), ("min_samples", -1),
+                                         ("min_samples", 1.5), ("split", "writer"),
+                                         ("sample", "random"), ("seed", -1), ("resize", "bicubic")])
+def test_bad_config_fields_raise_config_error(field, value):
+    with pytest.raises(ConfigError):
+        FemnistBuildConfig(**{field: value})
+
+
+def test_existing_out_is_refused_and_left_alone(tiny_sd19, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me")
+    r = cli("build", "femnist", "--sd19", tiny_sd19, "--out", out)
+    assert r.returncode == 2, r.stderr
+    assert "already exists" in r.stderr or "exists" in r.stderr
+    assert (out / "mine.txt").read_text() == "keep me"
+    with pytest.raises(OutputExistsError):
+        build_femnist(tiny_sd19, out)
+
+
+def test_layout_leaf_for_another_target_is_refused(tiny_sd19, tmp_path):
+    r = cli("build", "emnist", "--sd19", tiny_sd19, "--out", tmp_path / "o", "--layout", "leaf")
+    assert r.returncode == 2
+    assert "femnist only" in r.stderr
+
+
+def test_source_without_classes_is_a_build_error(tiny_sd19, tmp_path):
+    """LEAF takes classes from by_class; without it (and without .cls) nothing is guessed."""
+    src = tmp_path / "sd19"
+    src.mkdir()
+    shutil.copy(tiny_sd19 / "by_write.zip", src / "by_write.zip")
+    shutil.copy(tiny_sd19 / "synthetic-sd19.json", src / "synthetic-sd19.json")
+    with pytest.raises(BuildError, match="without a class"):
+        build_femnist(src, tmp_path / "o")
+    assert not (tmp_path / "o").exists()
+
+
+def test_user_split_with_no_test_users_is_a_build_error(tiny_sd19, tmp_path):
+    with pytest.raises(BuildError, match="no test users"):
+        build_femnist(tiny_sd19, tmp_path / "o", FemnistBuildConfig(split="user", train_fraction=1.0))
+    assert not (tmp_path / "o").exists()
+
+
+def test_load_without_a_build_says_how_to_build(monkeypatch):
+    import mnistforge
+    from mnistforge.errors import DatasetNotFoundError
+
+    monkeypatch.setenv("MNISTFORGE_OFFLINE", "1")
+    with pytest.raises(DatasetNotFoundError, match="mnistforge build femnist"):
+        mnistforge.load("femnist", "train")
+    r = cli("show", "femnist:train", "--out", "x.png", env={"MNISTFORGE_OFFLINE": "1"})
+    assert r.returncode == 2 and "no published files" in r.stderr
