@@ -221,6 +221,9 @@ class DatasetInfo:
     writers_disjoint: bool | None = None
     #: the dataset card's caveats, by name, in the order shown (the texts: ``hub/targets.CAVEATS``)
     card_caveats: tuple[str, ...] = ()
+    #: extra checks ``verify`` runs on a build of it, by name (the functions:
+    #: ``checks/suite.BUILD_CHECKS``; ``leaf``: FEMNIST's writer, class and LEAF-parameter checks)
+    build_checks: tuple[str, ...] = ()
     #: among datasets sharing file names (MNIST, Fashion-MNIST, KMNIST), the one a folder that
     #: nothing else tells apart is assumed to hold (``loaders/targets.detect_dataset``)
     assumed_for_shared_names: bool = False
@@ -359,6 +362,7 @@ def _datasets() -> dict[str, DatasetInfo]:
             aliases=tuple(a.lower() for a in d.get("aliases", ())), image_style=d.get("image_style"),
             handwriting=bool(d.get("handwriting", False)), writers_disjoint=d.get("writers_disjoint"),
             card_caveats=tuple(d.get("card_caveats", ())),
+            build_checks=tuple(d.get("build_checks", ())),
             assumed_for_shared_names=bool(d.get("assumed_for_shared_names", False)))
     return out
 

@@ -44,6 +44,17 @@ logger = logging.getLogger(__name__)
 CROSS_PAIRS = (("train", "test"),)
 
 
+def _leaf_checks():
+    from .femnist import femnist_build_checks  # only a FEMNIST build pays for its import
+
+    return femnist_build_checks
+
+
+#: the extra checks a registry entry's ``build_checks`` names -> a function returning the check
+#: ``(manifest, loaded, add)`` (imported when used)
+BUILD_CHECKS = {"leaf": _leaf_checks}
+
+
 class _Ctx:
     """What the checks need to know about the target."""
 
@@ -358,10 +369,9 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
                 add(run_check(f"duplicates.near[{a}-{b}]", dup.check_near_across, tr.images,
                               te.images, near_threshold))
     _writer_checks(ctx, loaded, metadata, add)
-    if name == "femnist" and not loaded_given:
-        from .femnist import femnist_build_checks
-
-        femnist_build_checks(ctx.manifest, loaded, add)
+    if not loaded_given and info is not None:
+        for check in info.build_checks:
+            BUILD_CHECKS[check]()(ctx.manifest, loaded, add)
 
     # ---- reference
     if reference is not None:

@@ -86,11 +86,16 @@ def _renames(dtype) -> dict[str, str]:
 
 def field_name(column: str, fields) -> str:
     """The metadata field an exported ``column`` holds: its registry name when ``fields`` (the
-    dataset's metadata fields) has it, else the column's own name.
+    dataset's metadata fields) has it, else the column's own name (a dataset with a field of
+    that name, FEMNIST's ``writer_id``, keeps it: the export did not rename anything there).
 
     >>> field_name("writer_id", ["writer", "hsf"]), field_name("writer_id", []), field_name("hsf", [])
     ('writer', 'writer_id', 'hsf')
+    >>> field_name("writer_id", ["writer_id", "writer"])
+    'writer_id'
     """
+    if column in fields:
+        return column
     back = {v: k for k, v in EXPORT_NAMES.items()}
     return back[column] if column in back and back[column] in fields else column
 
