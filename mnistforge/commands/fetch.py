@@ -55,6 +55,11 @@ def _targets(names):
             pass
         if base in list_datasets(None):
             files = get_dataset(base).remote_files()
+            if not files:  # FEMNIST: made by a build, never published as files
+                raise DatasetNotFoundError(
+                    f"{base} has no published files to download", expected="a dataset with files",
+                    found=f"{base}: built from SD19 only",
+                    hint=f"build it: `mnistforge build {base} --sd19 SD19 --out DIR`")
         else:
             try:
                 files = [get_file(n)]

@@ -81,3 +81,11 @@ def test_load_without_a_build_says_how_to_build(monkeypatch):
         mnistforge.load("femnist", "train")
     r = cli("show", "femnist:train", "--out", "x.png", env={"MNISTFORGE_OFFLINE": "1"})
     assert r.returncode == 2 and "no published files" in r.stderr
+
+
+def test_fetch_femnist_says_it_is_built_not_downloaded(tmp_path):
+    # it used to print "0 of 0 files in the cache" and exit 0, as if there were nothing to do
+    r = cli("fetch", "femnist", "--cache", tmp_path / "c", env={"MNISTFORGE_OFFLINE": "1"})
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "no published files" in r.stderr and "mnistforge build femnist" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "c" / "femnist").exists()
