@@ -89,3 +89,16 @@ def test_fetch_femnist_says_it_is_built_not_downloaded(tmp_path):
     assert r.returncode == 2, r.stdout + r.stderr
     assert "no published files" in r.stderr and "mnistforge build femnist" in r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "c" / "femnist").exists()
+
+
+def test_info_femnist_gives_no_count_rather_than_zero(tmp_path):
+    # FEMNIST's counts are each build's (its manifest): `info` said "train 0, test 0"
+    import json
+
+    r = cli("info", "femnist", "--json", tmp_path / "i.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "i.json").read_text())
+    assert [sp["count"] for sp in doc["splits"]] == [None, None]
+    r = cli("info", "mnist", "--json", tmp_path / "m.json")
+    assert [sp["count"] for sp in json.loads((tmp_path / "m.json").read_text())["splits"]][:2] \
+        == [60000, 10000]
