@@ -70,7 +70,8 @@ def dataset(name: str, cache=None) -> dict:
         doc.update(stored_orientation=info.orientation, classes=list(info.classes),
                    label_offset=info.label_offset, class_note=info.class_note or None,
                    metadata_fields=list(info.metadata_fields), metadata_note=info.metadata_note or None,
-                   splits=[{"name": sp.name, "count": None if built and not sp.count else sp.count, "how": _split_how(info, sp),
+                   splits=[{"name": sp.name, "count": None if built and not sp.count else sp.count,
+                            "how": _split_how(info, sp),
                             "view": sp.is_view} for sp in info.splits.values()])
     files, seen = [], set()
     for f in info.remote_files():
