@@ -28,6 +28,7 @@ Examples
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,12 +76,13 @@ def cache_home(root=None) -> Path:
 def _cache_folder(path: Path, source: str) -> Path:
     """``path``, unless it (or a folder above it) is a file: then a :class:`ConfigError` saying
     which setting named it (a raw ``NotADirectoryError`` would come later, from deep inside)."""
-    try:
-        is_file = os.path.exists(path) and not os.path.isdir(path)
-    except OSError:  # pragma: no cover - exists() swallows most errors already
-        is_file = False
-    above = next((p for p in path.parents if os.path.exists(p) and not os.path.isdir(p)), None) \
-        if not os.path.exists(path) else None
+    try:  # one stat for the usual case, a folder that exists (this runs on every load)
+        is_file = not stat.S_ISDIR(os.stat(path).st_mode)
+        exists = True
+    except OSError:  # missing (or unreadable: the later use names it)
+        is_file = exists = False
+    above = None if exists else next(
+        (p for p in path.parents if os.path.exists(p) and not os.path.isdir(p)), None)
     if is_file or above is not None:
         raise ConfigError(f"the cache named by {source} is not a folder", path=path,
                           expected="a folder (or a new name) for the cache",
@@ -272,4 +274,10 @@ def mirrors(value=None) -> Mirrors:
     """
     if value is not None:
         return parse_mirrors(value)
-    return parse_mirrors(os.environ.get("MNISTFORGE_MIRRORS") or "", source="MNISTFORGE_MIRRORS")
+    env = os.environ.get("MNISTFORGE_MIRRORS")
+    if not env:  # the common case, on every load: nothing to parse
+        return _NO_MIRRORS
+    return parse_mirrors(env, source="MNISTFORGE_MIRRORS")
+
+
+_NO_MIRRORS = Mirrors()
