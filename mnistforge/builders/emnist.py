@@ -43,9 +43,9 @@ from .. import settings
 from ..errors import BuildError, ConfigError
 from ..io.atomic import atomic_dir, atomic_file, check_output_folder
 from ..io.compression import open_gzip_writer
-from ..io.hashing import sha256_file
 from ..io.manifest import DatasetEntry, Manifest, build_folder_problems
 from ..progress import progress
+from .sources import sd19_inputs
 from .emnist_prepro import DEFAULT_CONFIG, EmnistPreproConfig, convert_batch
 from .emnist_splits import (DATASETS, METADATA_COLUMNS, EmnistSplitConfig, make_metadata,
                             make_splits, mapping_lines, split_sides)
@@ -478,14 +478,8 @@ def _build(sd19, out, cfg: EmnistBuildConfig) -> dict:
         n_side = int(is_test.sum())
         manifest = Manifest(
             kind="emnist",
-            inputs={"sd19": str(getattr(src, "path", sd19)),
-                    "sd19_fingerprint": getattr(src, "fingerprint", None),
-                    "sd19_edition": getattr(src, "edition", None),
-                    "sd19_characters": int(len(index)),
-                    **({"sd19_missing": missing} if missing else {}),
-                    **({"sd19_inconsistent": inconsistent} if inconsistent else {}),
-                    **({"sd19_synthetic_description_sha256": sha256_file(syn)}
-                       if syn is not None else {})},
+            inputs=sd19_inputs(src, sd19, index, missing=missing, inconsistent=inconsistent,
+                               syn=syn),
             parameters={"datasets": names, "orientation": orientation,
                         "split": split_config.as_dict(), "prepro": config.as_dict()},
             notes=notes, orientation=orientation,

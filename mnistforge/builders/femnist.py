@@ -44,9 +44,9 @@ import numpy as np
 from .. import settings
 from ..errors import BuildError, ConfigError
 from ..io.atomic import atomic_dir, atomic_file, check_output_folder
-from ..io.hashing import sha256_file
 from ..io.manifest import DatasetEntry, Manifest, build_folder_problems
 from ..progress import progress
+from .sources import sd19_inputs
 from . import femnist_leaf as leaf
 
 logger = logging.getLogger(__name__)
@@ -255,14 +255,8 @@ def build_femnist(sd19, out, config: FemnistBuildConfig | None = None, **changes
         notes = _notes(cfg, missing, inconsistent, syn)
         manifest = Manifest(
             kind="femnist",
-            inputs={"sd19": str(getattr(src, "path", sd19)),
-                    "sd19_fingerprint": getattr(src, "fingerprint", None),
-                    "sd19_edition": getattr(src, "edition", None),
-                    "sd19_characters": int(len(index)),
-                    **({"sd19_missing": missing} if missing else {}),
-                    **({"sd19_inconsistent": inconsistent} if inconsistent else {}),
-                    **({"sd19_synthetic_description_sha256": sha256_file(syn)}
-                       if syn is not None else {})},
+            inputs=sd19_inputs(src, sd19, index, missing=missing, inconsistent=inconsistent,
+                               syn=syn),
             parameters={"leaf": cfg.leaf_parameters(), "layout": cfg.layout,
                         "pillow": _pillow_version(), "leaf_source": LEAF_SOURCE,
                         "users": {p: len(writer_counts[p]) for p in PARTS},

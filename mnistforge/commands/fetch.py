@@ -112,6 +112,12 @@ def _mirrors(args, urls):
     return parse_mirrors(args.mirror, source="--mirror") if args.mirror else mirrors()
 
 
+def _failure(f, e, status: str) -> dict:
+    """Say on stderr that file ``f`` is ``status`` (failed, missing) because of ``e``; its record."""
+    print(f"{status.upper():<12}{f.id}: {e}", file=sys.stderr)
+    return {"id": f.id, "status": status, "error": str(e), "error_type": type(e).__name__}
+
+
 def run(args) -> int:
     from ..errors import MnistforgeError
     from ..cache.download import fetch_file
@@ -134,9 +140,7 @@ def run(args) -> int:
         except MnistforgeError as e:
             failed += 1
             codes.append(exit_code(e))
-            records.append({"id": f.id, "status": "failed", "error": str(e),
-                            "error_type": type(e).__name__})
-            print(f"FAILED      {f.id}: {e}", file=sys.stderr)
+            records.append(_failure(f, e, "failed"))
             continue
         records.append({"id": f.id, "status": r.status, "verified": bool(r.verified),
                         "downloaded": bool(r.downloaded), "path": str(r.path), "sha256": r.sha256})
@@ -194,16 +198,12 @@ def _adopt(args, files, paths) -> int:
                              hint="fetch it (without --from), or give a copy that holds it")
             failed += 1
             codes.append(exit_code(e))
-            print(f"MISSING     {f.id}: {e}", file=sys.stderr)
-            records.append({"id": f.id, "status": "missing", "error": str(e),
-                            "error_type": type(e).__name__})
+            records.append(_failure(f, e, "missing"))
             continue
         except MnistforgeError as e:
             failed += 1
             codes.append(exit_code(e))
-            print(f"FAILED      {f.id}: {e}", file=sys.stderr)
-            records.append({"id": f.id, "status": "failed", "error": str(e),
-                            "error_type": type(e).__name__})
+            records.append(_failure(f, e, "failed"))
             continue
         print(f"ok          {f.id}: present, {r.text}")
         print(f"            {r.path}")

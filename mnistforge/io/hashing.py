@@ -1,6 +1,7 @@
 """Hashing: the one place that hashes files, streams and decompressed content."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from dataclasses import dataclass
@@ -80,19 +81,10 @@ def hash_content(path, name: str | None = None, *, md5: bool = True) -> tuple[st
     file is not valid for its suffix.
     """
     path = Path(path)
-    comp = compression_of(name or path.name)
-    if comp is None:
+    if compression_of(name or path.name) is None:
         return None
-    try:
-        with open_reader(path, name or path.name) as f:
-            return hash_stream(f, md5=md5)
-    except _compression.DECOMPRESS_ERRORS as e:
-        if isinstance(e, FileNotFoundError):
-            raise
-        raise HashMismatchError(
-            "cannot decompress", path=path, expected=f"a valid .{comp} file",
-            found=f"{type(e).__name__}: {e}",
-            hint="the file is damaged or incomplete: delete it and fetch again") from None
+    with _decompressed(path, name or path.name) as f:
+        return hash_stream(f, md5=md5)
 
 
 def xxh3_content(path) -> str | None:
@@ -101,14 +93,23 @@ def xxh3_content(path) -> str | None:
     import xxhash
 
     path = Path(path)
-    comp = compression_of(path.name)
-    if comp is None:
+    if compression_of(path.name) is None:
         return None
     h = xxhash.xxh3_128()
+    with _decompressed(path, path.name) as f:
+        for b in iter(lambda: f.read(4 * CHUNK), b""):
+            h.update(b)
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def _decompressed(path: Path, name: str):
+    """The decompressed stream of ``path``; a damaged file (while opened or read) is a
+    HashMismatchError saying so, a missing one stays FileNotFoundError."""
+    comp = compression_of(name)
     try:
-        with open_reader(path, path.name) as f:
-            for b in iter(lambda: f.read(4 * CHUNK), b""):
-                h.update(b)
+        with open_reader(path, name) as f:
+            yield f
     except _compression.DECOMPRESS_ERRORS as e:
         if isinstance(e, FileNotFoundError):
             raise
@@ -116,7 +117,6 @@ def xxh3_content(path) -> str | None:
             "cannot decompress", path=path, expected=f"a valid .{comp} file",
             found=f"{type(e).__name__}: {e}",
             hint="the file is damaged or incomplete: delete it and fetch again") from None
-    return h.hexdigest()
 
 
 def sha256_parts(*parts) -> str:
