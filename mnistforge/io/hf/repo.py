@@ -5,6 +5,8 @@ not the datasets: :func:`read_split` returns NumPy arrays; the loaders wrap them
 """
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import os
 import re
@@ -35,11 +37,16 @@ def config_is_synthetic(repo_dir, name: str) -> bool:
 
 
 def read_card(repo_dir) -> dict:
-    """Parse the YAML header of ``repo_dir/README.md``.
+    """Parse the YAML header of ``repo_dir/README.md`` (the caller's own copy).
 
     Raises :class:`MissingFileError` when there is no card and
     :class:`FormatError` when the header is missing or malformed.
     """
+    return copy.deepcopy(_card_header(repo_dir))   # the parse is shared: a caller may change its copy
+
+
+def _card_header(repo_dir) -> dict:
+    """:func:`read_card`'s header, shared with other callers: for readers that change nothing."""
     import yaml
 
     path = Path(repo_dir) / CARD
@@ -52,8 +59,7 @@ def read_card(repo_dir) -> dict:
         raise FormatError("dataset card without YAML header", path=path,
                           expected="a '---' delimited YAML block at the top", found=text[:40])
     try:
-        # libyaml's loader when PyYAML has it (15x faster; a card is parsed on every load)
-        header = yaml.load(m.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        header = _parse_header(m.group(1))
     except yaml.YAMLError as e:
         raise FormatError("dataset card YAML does not parse", path=path, expected="valid YAML",
                           found=str(e).splitlines()[0]) from e
@@ -61,6 +67,16 @@ def read_card(repo_dir) -> dict:
         raise FormatError("dataset card YAML is not a mapping", path=path, expected="a mapping",
                           found=type(header).__name__)
     return header
+
+
+@functools.lru_cache(maxsize=16)
+def _parse_header(text: str):
+    """The card's YAML header parsed, keyed by its text (not by the file's stat: a card changed
+    with its size and mtime kept is parsed again).  A load reads the card up to three times;
+    libyaml's loader where PyYAML has it (15x faster than the pure-Python one)."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 
@@ -160,7 +176,7 @@ def is_hf_repo(root, config: str | None = None) -> bool:
 
 def repo_configs(repo_dir) -> dict[str, dict[str, list[str]]]:
     """``{config: {split: [shard paths relative to repo_dir]}}`` as the card declares them."""
-    header = read_card(repo_dir)
+    header = _card_header(repo_dir)
     out: dict = {}
     for entry in header.get("configs") or []:
         splits = {}
