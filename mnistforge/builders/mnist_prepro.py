@@ -522,7 +522,7 @@ def preprocess(images, config: MnistPreproConfig | None = None) -> np.ndarray:
 # Step 8: duplicates
 # ---------------------------------------------------------------------------
 
-def image_digests(images: np.ndarray) -> np.ndarray:
+def blake2b_image_digests(images: np.ndarray) -> np.ndarray:
     """16-byte blake2b digest of each image's bytes (``S16`` array)."""
     images = np.ascontiguousarray(images)
     flat = images.reshape(images.shape[0], -1)
@@ -533,7 +533,7 @@ def image_digests(images: np.ndarray) -> np.ndarray:
 def duplicate_of(digests, order=None) -> np.ndarray:
     """Step 8: for each image, the position of the earliest identical image, else -1.
 
-    ``digests`` are per-image content digests (:func:`image_digests`), listed in
+    ``digests`` are per-image content digests (:func:`blake2b_image_digests`), listed in
     global order unless ``order`` gives each one's rank (smaller = earlier).
 
     Examples

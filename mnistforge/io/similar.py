@@ -1,6 +1,6 @@
 """Image similarity that knows no dataset: exact per-image digests, near neighbours, shifts.
 
-* :func:`image_digests`: one 64-bit digest per image, vectorised (equal images, equal digests;
+* :func:`xorshift_image_digests`: one 64-bit digest per image, vectorised (equal images, equal digests;
   callers compare bytes where a collision would matter);
 * :func:`find_near_duplicates`: every pair within an L2 radius, exact, blocked, with a pooled
   pre-filter (see its docstring);
@@ -18,7 +18,7 @@ import numpy as np
 
 from ..progress import progress
 
-__all__ = ["DEFAULT_NEAR_L2", "SHIFTS", "NearDuplicates", "find_near_duplicates", "image_digests",
+__all__ = ["DEFAULT_NEAR_L2", "SHIFTS", "NearDuplicates", "find_near_duplicates", "xorshift_image_digests",
            "nearest_brute_force", "shift_images"]
 
 DEFAULT_NEAR_L2 = 128.0
@@ -40,7 +40,7 @@ _DIGEST_KEYS = np.random.default_rng(0x6D6E6973).integers(1, 2**63, 4096, np.uin
 """Odd multipliers, one per 8-byte word of an image (fixed, so digests repeat across runs)."""
 
 
-def image_digests(images) -> np.ndarray:
+def xorshift_image_digests(images) -> np.ndarray:
     """One 64-bit digest per image, as ``uint64``: a multiply-xorshift hash of its bytes.
 
     Only compared for equality within one run (digest groups are then
@@ -51,7 +51,7 @@ def image_digests(images) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> d = image_digests(np.zeros((2, 28, 28), np.uint8))
+    >>> d = xorshift_image_digests(np.zeros((2, 28, 28), np.uint8))
     >>> d.dtype, bool(d[0] == d[1])
     (dtype('uint64'), True)
     """
