@@ -249,7 +249,7 @@ def _run(out: Path, config: DemoConfig) -> DemoResult:
         st.detail = ", ".join(f"{d['dataset']}={d['verify']}" for d in res.datasets)
 
     with _Timer(res, "sample grids"):
-        from .loaders.grid import grid_title, save_grid
+        from .plotting import grid_title, save_grid
         for d in res.datasets:
             for split in GRID_SPLITS.get(d["dataset"], ("train",)):
                 ds = load(d["dataset"], split, root=d["folder"])
