@@ -185,7 +185,7 @@ def _relocate_result(res: DemoResult, work: Path, out: Path) -> None:
     for p in sorted(work.glob("*.json")) + [work / "report.md"]:
         if p.is_file():
             p.write_text(p.read_text(encoding="utf-8").replace(w, o), encoding="utf-8")
-    res.report = write_report(res, work, shown=out)
+    res.report = write_demo_report(res, work, shown=out)
     with open(work / "summary.json", "w") as f:
         json.dump(res.to_json(), f, indent=2, default=str)
     res.report = out / "report.md"
@@ -365,7 +365,7 @@ def _synthetic_line(datasets: list) -> str:
             + ", ".join(unmarked) + ".")
 
 
-def write_report(res: DemoResult, out: Path, shown: Path | None = None) -> Path:
+def write_demo_report(res: DemoResult, out: Path, shown: Path | None = None) -> Path:
     """``out/report.md``: the summary, verify results, pictures, evaluation and where things are
     (paths shown under ``shown``, the final folder, default ``out``)."""
     folder, out = out, shown or out

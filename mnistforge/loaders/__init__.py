@@ -18,12 +18,11 @@ Examples
 ('mnist', 'test', None)
 """
 # Lazy: a one-shot `mnistforge.load(...)` imports only what a load needs, not the
-# converters, grids and target parsing.  ".plotting" (relative to this package) is
-# mnistforge.plotting, where the grids are drawn.
+# converters, grids and target parsing.
 _WHERE = {
     "load": "core", "DatasetSplit": "split", "resolve_target": "targets", "detect_dataset": "targets",
     "datasets_in_folder": "targets", "hf_features": "convert", "hf_columns": "convert", "to_hf": "convert",
-    "to_torch": "convert", "save_grid": ".plotting", "render_grid": ".plotting",
+    "to_torch": "convert", "save_grid": ".plotting", "render_grid": ".plotting",  # mnistforge.plotting
     "grid_title": ".plotting",
     "writer_split": "writers", "WriterSplit": "writers", "ClassBalance": "writers",
 }
