@@ -57,7 +57,8 @@ from . import qmnist_recipe as qr
 from .label_votes import write_label_votes
 from .qmnist_files import (MNIST_FILES, QMNIST_FILES, split_jobs, write_files,
                            write_xnist)
-from .mnist_prepro import MnistPreproConfig, duplicate_of, blake2b_image_digests, preprocess
+from ..io.similar import blake2b_image_digests
+from .mnist_prepro import MnistPreproConfig, duplicate_of, preprocess
 
 logger = logging.getLogger(__name__)
 
