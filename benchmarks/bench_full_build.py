@@ -273,7 +273,7 @@ def decode_floor(stages: Stages, sd19: Path, workers, name: str) -> None:
     package's own decoder (the index's reader, chunks of 512 files), keeping nothing."""
     from mnistforge import settings
     from mnistforge.sd19 import open_sd19
-    from mnistforge.sd19.decode import _chunks, _Pool
+    from mnistforge.sd19.decode import _bounds, _Pool
 
     src = open_sd19(sd19, workers=workers)            # the index is cached: no decoding here
     tree = src.trees["by_write"]
@@ -282,7 +282,7 @@ def decode_floor(stages: Stages, sd19: Path, workers, name: str) -> None:
     del src
     with stages.stage(name) as info, _Pool(settings.workers(workers)) as pool:
         step = 512 if fmt == "png" else 8
-        jobs = ((tree.spec(), table[s:e], fmt) for s, e in _chunks(len(table), step))
+        jobs = ((tree.spec(), table[s:e], fmt) for s, e in _bounds(len(table), step))
         info["images"] = done = sum(pool.map(_decode_only, jobs))
     if done != n:
         raise SystemExit(f"decode floor: {done} images decoded, the index has {n}")

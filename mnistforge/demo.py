@@ -185,7 +185,7 @@ def _relocate_result(res: DemoResult, work: Path, out: Path) -> None:
     for p in sorted(work.glob("*.json")) + [work / "report.md"]:
         if p.is_file():
             p.write_text(p.read_text(encoding="utf-8").replace(w, o), encoding="utf-8")
-    res.report = write_report(res, work, shown=out)
+    res.report = write_demo_report(res, work, shown=out)
     with open(work / "summary.json", "w") as f:
         json.dump(res.to_json(), f, indent=2, default=str)
     res.report = out / "report.md"
@@ -249,7 +249,7 @@ def _run(out: Path, config: DemoConfig) -> DemoResult:
         st.detail = ", ".join(f"{d['dataset']}={d['verify']}" for d in res.datasets)
 
     with _Timer(res, "sample grids"):
-        from .loaders.grid import grid_title, save_grid
+        from .plotting import grid_title, save_grid
         for d in res.datasets:
             for split in GRID_SPLITS.get(d["dataset"], ("train",)):
                 ds = load(d["dataset"], split, root=d["folder"])
@@ -365,7 +365,7 @@ def _synthetic_line(datasets: list) -> str:
             + ", ".join(unmarked) + ".")
 
 
-def write_report(res: DemoResult, out: Path, shown: Path | None = None) -> Path:
+def write_demo_report(res: DemoResult, out: Path, shown: Path | None = None) -> Path:
     """``out/report.md``: the summary, verify results, pictures, evaluation and where things are
     (paths shown under ``shown``, the final folder, default ``out``)."""
     folder, out = out, shown or out

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import mnistforge
-from mnistforge.cache.verify import check_file, read_marker
+from mnistforge.cache.verify import recheck_file, read_marker
 from mnistforge.io.idx import read_idx
 from mnistforge.registry import get_file
 
@@ -35,7 +35,7 @@ def test_first_load_makes_a_raw_copy_with_the_pinned_content(cache):
     assert read_marker(raw)["status"] == "raw"
     assert read_marker(raw)["sha256"] == remote.content_sha256
     # verify re-hashes: the copy really has the pinned content
-    assert check_file(raw, remote).status == "raw"
+    assert recheck_file(raw, remote).status == "raw"
 
 
 def test_repeat_loads_write_nothing(cache):
@@ -56,7 +56,7 @@ def test_bit_rot_in_a_raw_copy_is_found_by_verify(cache):
     raw.write_bytes(bytes(data))
     import os
     os.utime(raw, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and mtime: the sidecar still "holds"
-    assert check_file(raw, get_file("fashion-mnist/t10k-images-idx3-ubyte.gz")).status == "mismatch"
+    assert recheck_file(raw, get_file("fashion-mnist/t10k-images-idx3-ubyte.gz")).status == "mismatch"
 
 
 # --- the one-read first load (first_raw_copy) against the two-step route ---------------------

@@ -11,7 +11,7 @@ from PIL import Image
 from mnistforge.cli import main
 from mnistforge.io.idx import write_idx
 from mnistforge.io.manifest import Manifest
-from mnistforge.loaders import render_grid, save_grid
+from mnistforge.plotting import render_grid, save_grid
 from mnistforge.registry import list_datasets
 
 

@@ -12,7 +12,7 @@ from mnistforge.evaluators.augment import AugmentConfig, apply_similarity, augme
 from mnistforge.evaluators.manitest import (TransformGroup, fast_march, get_group, manitest,
                                             metric, score_image, spline_image, transform_images,
                                             warp_nodes)
-from mnistforge.evaluators.manitest.warp import sample
+from mnistforge.evaluators.manitest.warp import interpolate
 
 H = W = 28
 C = (H - 1) / 2.0
@@ -107,7 +107,7 @@ def test_analytic_metric_matches_finite_differences(order):
 def test_bilinear_sample_is_exactly_linear_between_pixels():
     img = np.zeros((5, 5)); img[2, 2] = 1.0
     spl = spline_image(img, order=1)
-    v, gx, gy = sample(spl, np.array([2.25, 1.5, 30.0]), np.array([2.0, 2.0, 2.0]), True)
+    v, gx, gy = interpolate(spl, np.array([2.25, 1.5, 30.0]), np.array([2.0, 2.0, 2.0]), True)
     np.testing.assert_allclose(v, [0.75, 0.5, 0.0])
     np.testing.assert_allclose(gx, [-1.0, 1.0, 0.0])
 

@@ -213,7 +213,7 @@ class EmnistSplitConfig:
 
 
 @dataclass
-class DatasetSplit:
+class EmnistRowSelection:
     """One EMNIST dataset: source rows and labels of its train and test files.
 
     ``train_rows`` ends with the ``n_validation`` validation rows.
@@ -378,7 +378,7 @@ def _shuffled(rows: np.ndarray, rng) -> np.ndarray:
     return rows[rng.permutation(len(rows))]
 
 
-def full_split(index, is_test: np.ndarray, kind: str, seed: int) -> DatasetSplit:
+def full_split(index, is_test: np.ndarray, kind: str, seed: int) -> EmnistRowSelection:
     """byclass or bymerge: every character, train side then test side, shuffled.
 
     Both use the same random stream, so they hold the same characters in the
@@ -391,12 +391,12 @@ def full_split(index, is_test: np.ndarray, kind: str, seed: int) -> DatasetSplit
     test = _shuffled(rows[is_test], rng)
     n = len(labels)
     quota = {"rule": "all characters of each side (see split_by)", "source_characters": int(n)}
-    return DatasetSplit(kind, kind, class_list(kind), train, labels[train].astype(np.uint8),
+    return EmnistRowSelection(kind, kind, class_list(kind), train, labels[train].astype(np.uint8),
                         test, labels[test].astype(np.uint8), 0, quota)
 
 
 def balanced_split(index, is_test: np.ndarray, name: str, kind: str,
-                   config: EmnistSplitConfig) -> DatasetSplit:
+                   config: EmnistSplitConfig) -> EmnistRowSelection:
     """A balanced dataset: equal per-class counts in train, test and validation."""
     table = label_table(kind)
     classes = class_list(kind)
@@ -457,7 +457,7 @@ def balanced_split(index, is_test: np.ndarray, name: str, kind: str,
             "test": [classes[valid_labels[int(np.argmin(te_counts))]], int(te_counts.min())]},
         "limited_by": limited,
     }
-    return DatasetSplit(name, kind, classes, train, labels_all[train].astype(np.uint8),
+    return EmnistRowSelection(name, kind, classes, train, labels_all[train].astype(np.uint8),
                         test, labels_all[test].astype(np.uint8), int(len(val)), quota)
 
 
@@ -475,7 +475,7 @@ def make_splits(index, names=DATASETS, config: EmnistSplitConfig = EmnistSplitCo
 
     Returns
     -------
-    dict name -> :class:`DatasetSplit`
+    dict name -> :class:`EmnistRowSelection`
 
     Examples
     --------

@@ -43,7 +43,6 @@ True
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import math
 from dataclasses import asdict, dataclass
@@ -51,6 +50,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..errors import ConfigError
+from ..io.similar import blake2b_image_digests  # noqa: F401  (step 8's digests; tests use it here)
 
 logger = logging.getLogger(__name__)
 
@@ -522,18 +522,10 @@ def preprocess(images, config: MnistPreproConfig | None = None) -> np.ndarray:
 # Step 8: duplicates
 # ---------------------------------------------------------------------------
 
-def image_digests(images: np.ndarray) -> np.ndarray:
-    """16-byte blake2b digest of each image's bytes (``S16`` array)."""
-    images = np.ascontiguousarray(images)
-    flat = images.reshape(images.shape[0], -1)
-    return np.array([hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in flat],
-                    dtype="S16")
-
-
 def duplicate_of(digests, order=None) -> np.ndarray:
     """Step 8: for each image, the position of the earliest identical image, else -1.
 
-    ``digests`` are per-image content digests (:func:`image_digests`), listed in
+    ``digests`` are per-image content digests (:func:`blake2b_image_digests`), listed in
     global order unless ``order`` gives each one's rank (smaller = earlier).
 
     Examples

@@ -57,7 +57,8 @@ from . import qmnist_recipe as qr
 from .label_votes import write_label_votes
 from .qmnist_files import (MNIST_FILES, QMNIST_FILES, split_jobs, write_files,
                            write_xnist)
-from .mnist_prepro import MnistPreproConfig, duplicate_of, image_digests, preprocess
+from ..io.similar import blake2b_image_digests
+from .mnist_prepro import MnistPreproConfig, duplicate_of, preprocess
 
 logger = logging.getLogger(__name__)
 
@@ -340,7 +341,7 @@ def _every_digit(src, drows, config: QmnistBuildConfig):
                              workers=config.workers, progress=config.progress,
                              desc="preprocessing every SD19 digit")
     images.setflags(write=False)
-    result = (images, duplicate_of(image_digests(images)))
+    result = (images, duplicate_of(blake2b_image_digests(images)))
     if _SHARED is not None:
         _SHARED.clear()
         _SHARED[_shared_key(src, config)] = result
@@ -482,7 +483,7 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
             if as_published:
                 _check_no_duplicates(imgs, want)
             elif images_all is None:
-                d = duplicate_of(image_digests(imgs))
+                d = duplicate_of(blake2b_image_digests(imgs))
                 if (d >= 0).any():
                     notes.append(f"{int((d >= 0).sum())} selected digits have a final image identical "
                                  "to another selected digit's (duplicates='source' does not exclude "
@@ -510,7 +511,7 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
 
 def _check_no_duplicates(images, gidx) -> None:
     """Step 8 among the selected digits: no two may have identical final images."""
-    d = duplicate_of(image_digests(images))
+    d = duplicate_of(blake2b_image_digests(images))
     if (d >= 0).any():
         k = int(np.flatnonzero(d >= 0)[0])
         raise BuildError(

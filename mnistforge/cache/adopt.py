@@ -1,7 +1,7 @@
 """Placing a verified copy of an official file in the cache without a download.
 
-:func:`place` writes ``<cache>/<group>/<name>`` from a file already on the machine (an idx
-file under any name and compression) or from arrays (what a third-party copy held, serialised
+:func:`place_in_cache` writes ``<cache>/<group>/<name>`` from a file already on the machine (an
+idx file under any name and compression) or from arrays (what a third-party copy held, serialised
 as idx content), and checks it with the cache's own verification
 (:func:`~mnistforge.cache.verify.verify_file`) *before* the rename: the registry's file hash,
 else its decompressed-content hash, decides, as for a download.  A file whose compression
@@ -29,15 +29,15 @@ from .verify import verify_file, write_marker
 
 logger = get_logger(__name__)
 
-__all__ = ["place", "ADOPT_SUFFIX"]
+__all__ = ["place_in_cache", "ADOPT_SUFFIX"]
 
 #: the temporary name a copy is written under before its verification and rename
 ADOPT_SUFFIX = ".adopting"
 CHUNK = 1 << 20
 
 
-def place(remote, *, source=None, arrays: np.ndarray | None = None, root=None,
-          origin: str = "") -> FetchResult:
+def place_in_cache(remote, *, source=None, arrays: np.ndarray | None = None, root=None,
+                   origin: str = "") -> FetchResult:
     """Put ``remote`` into the cache from ``source`` (an idx file, any compression) or from
     ``arrays`` (the file's content as an array); return the verified result.
 
@@ -53,7 +53,7 @@ def place(remote, *, source=None, arrays: np.ndarray | None = None, root=None,
                           expected="a file the cache keeps by itself", found=remote.id,
                           hint=f"adopt the archive {remote.archive} itself")
     if (source is None) == (arrays is None):
-        raise ConfigError("place() needs one of source= or arrays=", expected="one",
+        raise ConfigError("place_in_cache() needs one of source= or arrays=", expected="one",
                           found="both" if source is not None else "neither")
     dest = cache_path(remote, root)
     if dest.is_file():

@@ -185,7 +185,7 @@ def is_raw_copy(path, remote: RemoteFile) -> bool:
         compression_of(Path(path).name) is None
 
 
-def check_file(path, remote: RemoteFile, content=None) -> Verification:
+def recheck_file(path, remote: RemoteFile, content=None) -> Verification:
     """Re-hash ``path`` and judge it against ``remote``, never raising on a mismatch.
 
     What ``mnistforge verify`` runs (sidecars are not trusted: bit rot keeps
@@ -218,7 +218,7 @@ def verify_file(path, remote: RemoteFile, *, use_marker: bool = True,
 
     ``raw=True`` checks a decompressed copy against the content hash.  With
     ``use_marker`` a valid sidecar spares the hashing (what loads do; see
-    :func:`check_file` for the re-hash that ``verify`` does).
+    :func:`recheck_file` for the re-hash that ``verify`` does).
 
     Examples
     --------

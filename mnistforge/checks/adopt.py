@@ -15,7 +15,7 @@ can be adopted as (:class:`Piece`):
   registry's ``content_sha256`` in the official order is that official file's content.
 
 :func:`mnistforge.checks.copies.adopt` places those pieces in the cache
-(:func:`mnistforge.cache.adopt.place`, which checks them once more with the cache's own
+(:func:`mnistforge.cache.adopt.place_in_cache`, which checks them once more with the cache's own
 verification before the rename).  A reordered or subset copy, or a part the registry pins no
 content hash of (MNIST's train images, EMNIST's members), is not adoptable, and the answer
 says why.

@@ -162,7 +162,7 @@ def adopt(paths, files=None, *, root=None) -> tuple[dict[str, tuple], list[CopyA
     like a place of :func:`find_copies` (a copy in it that cannot be read is said and
     skipped).  Returns ``({file id: (FetchResult, where)}, answers)``; a piece that fails the
     cache's verification is logged and skipped (another copy may give it)."""
-    from ..cache.adopt import place
+    from ..cache.adopt import place_in_cache
     from ..cache.download import cache_path
     from .adopt import regular_or_folder
 
@@ -181,8 +181,8 @@ def adopt(paths, files=None, *, root=None) -> tuple[dict[str, tuple], list[CopyA
                 if cache_path(piece.file, root).is_file():
                     continue  # already there: the caller re-verifies it as a fetch would
                 try:
-                    res = place(piece.file, source=piece.source, arrays=piece.array, root=root,
-                                origin=piece.where)
+                    res = place_in_cache(piece.file, source=piece.source, arrays=piece.array,
+                                         root=root, origin=piece.where)
                 except MnistforgeError as e:
                     logger.warning("%s: not adopted as %s: %s", piece.where, piece.file, e)
                     continue

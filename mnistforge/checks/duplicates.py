@@ -29,7 +29,7 @@ import logging
 import numpy as np
 
 from ..io.similar import (DEFAULT_NEAR_L2, NearDuplicates, find_near_duplicates,  # noqa: F401
-                          image_digests, nearest_brute_force)
+                          xorshift_image_digests, nearest_brute_force)
 from .result import PASS, WARN, CheckResult, fail
 
 logger = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def _groups_by_value(keys: np.ndarray):
 def find_exact_duplicates(images, digests=None) -> list:
     """Groups (sorted index arrays) of byte-identical images within one array."""
     images = np.asarray(images)
-    digests = image_digests(images) if digests is None else digests
+    digests = xorshift_image_digests(images) if digests is None else digests
     groups = []
     for g in _groups_by_value(digests):
         g = np.sort(g)
@@ -68,8 +68,8 @@ def find_exact_duplicates(images, digests=None) -> list:
 def find_cross_duplicates(a, b, digests_a=None, digests_b=None) -> np.ndarray:
     """Pairs ``(i, j)`` with ``a[i]`` byte-identical to ``b[j]``, as an ``M x 2`` array."""
     a, b = np.asarray(a), np.asarray(b)
-    da = image_digests(a) if digests_a is None else digests_a
-    db = image_digests(b) if digests_b is None else digests_b
+    da = xorshift_image_digests(a) if digests_a is None else digests_a
+    db = xorshift_image_digests(b) if digests_b is None else digests_b
     common = np.intersect1d(da, db)
     if common.size == 0:
         return np.zeros((0, 2), np.int64)

@@ -15,12 +15,12 @@ Examples
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 
 import numpy as np
 
+from ..io.similar import blake2b_image_digests
 from .result import FAIL, INFO, PASS, WARN, CheckResult, VerifyReport, run_check
 
 __all__ = ["is_leaf_folder", "leaf_parameters_from_names", "check_writers_and_classes",
@@ -71,8 +71,7 @@ def is_leaf_folder(path) -> bool:
 
 
 def _digests(images) -> np.ndarray:
-    imgs = np.ascontiguousarray(images, np.uint8).reshape(len(images), -1)
-    return np.array([hashlib.blake2b(r.tobytes(), digest_size=16).digest() for r in imgs], "S16")
+    return blake2b_image_digests(np.asarray(images, np.uint8))
 
 
 def check_writers_and_classes(users, labels, split: str, n_classes: int = 62) -> CheckResult:

@@ -26,9 +26,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ..cache.verify import check_file
+from ..cache.verify import recheck_file
 from ..io.hashing import sha256_file
-from ..gate.source import read_manifest
+from ..gate.source import read_folder_manifest
 from ..io.manifest import Manifest
 from .result import FAIL, PASS, WARN, CheckResult
 
@@ -53,7 +53,7 @@ def check_manifest(folder, manifest: Manifest | dict | None = None, *, only=None
     only : optional iterable of relative names to restrict the check to
     """
     folder = Path(folder)
-    manifest = read_manifest(folder) if manifest is None else Manifest.coerce(manifest)
+    manifest = read_folder_manifest(folder) if manifest is None else Manifest.coerce(manifest)
     if manifest is None:
         return CheckResult(name, FAIL, {"folder": str(folder)},
                            f"{folder}: no manifest.json; not a build folder")
@@ -107,7 +107,7 @@ def verify_against_registry(path, remote, content=None) -> dict:
     ``mismatch``; plus the hashes measured.
     """
     path = Path(path)
-    v = check_file(path, remote, content)
+    v = recheck_file(path, remote, content)
     out = {"file": path.name, "pinned_how": remote.pinned_how, "status": v.status,
            "sha256": v.sha256}
     if v.content_sha256:

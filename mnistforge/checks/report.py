@@ -23,9 +23,9 @@ import logging
 import re
 from pathlib import Path
 
-import numpy as np
 
 from ..io.atomic import atomic_file, utc_now
+from ..plotting import pair_strip
 from .result import VerifyReport
 
 logger = logging.getLogger(__name__)
@@ -38,30 +38,6 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "check"
 
 
-def pair_strip(rows, scale: int = SCALE):
-    """A Pillow image: one row per ``(image_a, image_b, caption)``, with |a - b| on the right."""
-    from PIL import Image, ImageDraw
-
-    h, w = np.asarray(rows[0][0]).shape
-    cell_w, cell_h = w * scale, h * scale
-    text_w = 330
-    pad = 4
-    canvas = Image.new("L", (3 * (cell_w + pad) + text_w, len(rows) * (cell_h + pad) + pad), 255)
-    draw = ImageDraw.Draw(canvas)
-    for k, (a, b, caption) in enumerate(rows):
-        a = np.asarray(a, np.uint8)
-        b = np.asarray(b, np.uint8)
-        diff = np.abs(a.astype(np.int16) - b.astype(np.int16))
-        # Stretch small differences so a 1-level rounding error is visible.
-        diff = (diff * (255.0 / max(1, diff.max()))).astype(np.uint8)
-        y = pad + k * (cell_h + pad)
-        for j, img in enumerate((a, b, diff)):
-            tile = Image.fromarray(255 - img).resize((cell_w, cell_h), Image.NEAREST)
-            canvas.paste(tile, (j * (cell_w + pad), y))
-        draw.text((3 * (cell_w + pad) + 4, y + cell_h // 2 - 6), str(caption)[:60], fill=0)
-    return canvas
-
-
 def write_report(report: VerifyReport, out_dir) -> Path:
     """Write ``index.html``, ``report.json`` and the pictures into ``out_dir``; return it."""
     out = Path(out_dir)
@@ -72,7 +48,7 @@ def write_report(report: VerifyReport, out_dir) -> Path:
         if not rows:
             continue
         fname = _safe(r.name) + ".png"
-        img = pair_strip(rows[:8])
+        img = pair_strip(rows[:8], SCALE)
         with atomic_file(out / fname) as f:
             img.save(f, format="PNG")
         pictures[r.name] = fname

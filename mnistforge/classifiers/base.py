@@ -28,7 +28,7 @@ REGISTRY = {
     "knn": "knn:KNNClassifier",
     "lenet": "lenet:LeNet5Classifier",
     "lenet5": "lenet:LeNet5Classifier",
-    "cnn": "lenet:SmallCNNClassifier",
+    "cnn": "cnn:SmallCNNClassifier",
 }
 
 

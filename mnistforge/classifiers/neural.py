@@ -1,7 +1,7 @@
 """Training, prediction and pickle-free saving of the neural reference classifiers.
 
-:class:`NeuralClassifier` is the base of ``lenet`` and ``cnn`` (:mod:`.lenet`): a seeded
-mini-batch training loop (SGD with momentum or Adam; one-cycle, cosine or constant learning
+:class:`NeuralClassifier` is the base of ``lenet`` (:mod:`.lenet`) and ``cnn``
+(:mod:`.cnn`): a seeded mini-batch training loop (SGD with momentum or Adam; one-cycle, cosine or constant learning
 rate per step; optional light random similarity augmentation drawn afresh each epoch),
 early stopping on a validation set when one is given (the best epoch's weights are kept),
 and a progress bar per epoch.  torch is imported inside functions only, so listing the

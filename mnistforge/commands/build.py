@@ -280,11 +280,11 @@ def build_torchvision(args) -> int:
 
 def _write_manifests(args, folders: dict) -> None:
     """``--json``: ``{target: {"folder": path, "manifest": manifest.json's content}}``."""
-    from ..gate.source import read_manifest
+    from ..gate.source import read_folder_manifest
 
     doc = {}
     for target, folder in folders.items():
-        m = read_manifest(folder)
+        m = read_folder_manifest(folder)
         doc[target] = {"folder": str(folder), "manifest": m.to_dict() if m is not None else None}
     write_json(args, doc)
 
@@ -302,9 +302,9 @@ def _build_inside(build, args, target: str, folder: Path) -> None:
 
 def describe_build(target: str, out) -> str:
     """One line per output file of a finished build, from its manifest."""
-    from ..gate.source import read_manifest
+    from ..gate.source import read_folder_manifest
 
-    m = read_manifest(out)
+    m = read_folder_manifest(out)
     outputs = m.outputs if m is not None else {}
     total = sum(int(o.get("bytes", 0)) for o in outputs.values())
     lines = [f"built {target} into {Path(out)}: {len(outputs)} files, {total / 1e6:.1f} MB"]

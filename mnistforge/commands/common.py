@@ -87,7 +87,7 @@ def command_environment(args):
 
 
 @contextlib.contextmanager
-def cache_home(args):
+def cache_from_args(args):
     """While a command runs, ``--cache DIR`` is the cache of every library call below it (the
     library reads ``MNISTFORGE_HOME`` through :mod:`mnistforge.settings`); restored after."""
     cache = getattr(args, "cache", None)

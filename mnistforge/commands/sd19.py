@@ -20,7 +20,7 @@ def add_arguments(p):
     add_progress(p)
 
 
-def summarise(src) -> dict:
+def sd19_summary(src) -> dict:
     """The facts ``sd19 info`` prints, as a dict (used by the tests and ``--json``)."""
     import numpy as np
 
@@ -163,7 +163,7 @@ def run(args) -> int:
 
     require_existing_path(args.path, "SD19 source", "a folder of SD19 zips or unpacked trees")
     src = open_sd19(args.path, reindex=args.reindex, workers=args.workers)
-    s = summarise(src)
+    s = sd19_summary(src)
     _print(s)
     write_json(args, s)
     return 1 if (args.strict and s["anomalies"]) else 0

@@ -31,7 +31,8 @@ def run(args) -> int:
     import numpy as np
 
     from ..errors import ConfigError
-    from ..loaders import grid_title, load, resolve_target, save_grid
+    from ..loaders import load, resolve_target
+    from ..plotting import grid_title, save_grid
 
     name, split, root = resolve_target(args.target)
     if split is not None and args.split is not None and split != args.split:

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from .common import (add_cache, add_json, add_offline, add_progress, cache_home, download_flag, terminal_width,
+from .common import (add_cache, add_json, add_offline, add_progress, cache_from_args, download_flag, terminal_width,
                      write_json)
 from . import argtypes
 
@@ -54,7 +54,7 @@ def _parse_metadata(items):
 
 def run(args) -> int:
     targets = expand_targets(args.target)
-    with cache_home(args):
+    with cache_from_args(args):
         results = [verify_one(t, args, several=len(targets) > 1) for t in targets]
     codes = [code for code, _ in results]
     if len(targets) > 1:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..plotting import matrix_picture
 from .card import Card
 
 logger = logging.getLogger(__name__)
@@ -39,36 +40,8 @@ def _png(img) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _matrix_picture(values, row_names, col_names, fmt, vmax=None, *, cell=44):
-    """A heat map drawn with Pillow: white (0) to blue (``vmax``), each cell's value written."""
-    from PIL import Image, ImageDraw
-
-    from ..loaders.grid import _font
-
-    v = np.asarray(values, float)
-    font = _font(12)
-    lab = max(int(font.getlength(str(s))) for s in list(row_names) + list(col_names)) + 10
-    h, w = v.shape
-    img = Image.new("RGB", (lab + w * cell + 4, lab + h * cell + 4), "white")
-    d = ImageDraw.Draw(img)
-    top = float(vmax if vmax is not None else max(v.max(initial=0), 1e-12))
-    for i in range(h):
-        d.text((4, lab + i * cell + cell // 2 - 6), str(row_names[i]), fill="black", font=font)
-        for j in range(w):
-            x, y = lab + j * cell, lab + i * cell
-            t = 0.0 if not np.isfinite(v[i, j]) else min(1.0, max(0.0, v[i, j] / top))
-            fill = (int(255 - 200 * t), int(255 - 160 * t), 255)
-            d.rectangle([x, y, x + cell - 1, y + cell - 1], fill=fill, outline=(200, 200, 200))
-            text = fmt(i, j)
-            d.text((x + (cell - font.getlength(text)) / 2, y + cell // 2 - 6), text,
-                   fill="white" if t > 0.6 else "black", font=font)
-    for j in range(w):
-        d.text((lab + j * cell + 4, 4), str(col_names[j])[:6], fill="black", font=font)
-    return img
-
-
 def _gallery_picture(card: Card, images):
-    from ..loaders.grid import render_grid
+    from ..plotting import render_grid
 
     if not card.gallery:
         return None
@@ -117,11 +90,11 @@ def pictures(card: Card, images) -> tuple[dict, dict]:
         cm = np.asarray(card.confusion)
         off = cm.copy()
         np.fill_diagonal(off, 0)
-        out["confusion"] = _png(_matrix_picture(off, names, names, lambda i, j: str(cm[i, j]),
+        out["confusion"] = _png(matrix_picture(off, names, names, lambda i, j: str(cm[i, j]),
                                                 cell=40 if k <= 10 else 26))
     if card.comparison is not None:
         nm, poi = card.comparison["names"], np.asarray(card.comparison["poi"])
-        out["poi"] = _png(_matrix_picture(poi, nm, nm, lambda i, j: "-" if i == j
+        out["poi"] = _png(matrix_picture(poi, nm, nm, lambda i, j: "-" if i == j
                                           else f"{poi[i, j]:.2f}", vmax=1.0))
     try:
         out["intervals"] = _png(_interval_chart(card))

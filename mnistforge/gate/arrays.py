@@ -7,7 +7,7 @@ import numpy as np
 
 from ..registry import get_dataset
 from .content import ContentHashes, Verdict, judge
-from .formed import check_images, check_labels, check_pair, pixel_range
+from .formed import require_images, require_labels, require_pair, pixel_range
 from .policy import rule
 
 __all__ = ["Admission", "admit"]
@@ -85,9 +85,9 @@ def admit(images, labels, *, dataset: str | None, split: str | None, route: str,
     images, labels = np.asarray(images), np.asarray(labels)
     info = get_dataset(dataset) if dataset else None
     if formed and info is not None:
-        check_images(images, info, where, exact_type=False)
-        check_pair(images, labels, info, where)
-        check_labels(info, split or "", labels, list(classes) if classes else list(info.classes), where)
+        require_images(images, info, where, exact_type=False)
+        require_pair(images, labels, info, where)
+        require_labels(info, split or "", labels, list(classes) if classes else list(info.classes), where)
     elif formed:
         pixel_range(images, where)
     if images.dtype != np.uint8:  # whole bytes (checked above): the hashes are of bytes

@@ -38,7 +38,7 @@ from .policy import POLICY
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
-__all__ = ["check_folder_file", "file_facts", "identify", "OPT_OUT"]
+__all__ = ["check_folder_file", "file_facts", "files_with_hashes", "OPT_OUT"]
 
 
 class _Into:
@@ -265,7 +265,7 @@ def _usage(remote: RemoteFile) -> list[tuple[str, str]]:
     return out
 
 
-def identify(h: dict) -> list[tuple[RemoteFile, list[tuple[str, str]]]]:
+def files_with_hashes(h: dict) -> list[tuple[RemoteFile, list[tuple[str, str]]]]:
     """Registry files whose published or content hashes equal the hashes in ``h``."""
     hits = []
     for rf in list_files():
@@ -321,7 +321,7 @@ def check_folder_file(info: DatasetInfo, split: str, path: Path, fname: str, man
         return status
     # a mismatch: every hash, to say what the file is instead
     h = file_facts(path, ("sha256", "content_sha256"), **kw)
-    hits = [(rf, uses) for rf, uses in identify(h) if rf.id != remote.id]
+    hits = [(rf, uses) for rf, uses in files_with_hashes(h) if rf.id != remote.id]
     pinned = next(f"{k.replace('_', ' ')} {getattr(remote, k)}" for k in
                   ("content_sha256", "sha256", "content_md5", "md5") if getattr(remote, k))
     if hits:

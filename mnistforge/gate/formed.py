@@ -7,7 +7,7 @@ but NumPy.
 >>> import numpy as np
 >>> from mnistforge.registry import get_dataset
 >>> try:
-...     check_images(np.zeros((2, 14, 56), np.uint8), get_dataset("mnist"), "x.npz")
+...     require_images(np.zeros((2, 14, 56), np.uint8), get_dataset("mnist"), "x.npz")
 ... except ValueError as e:
 ...     print(type(e).__name__, str(e)[:48])
 IntegrityError x.npz: mnist: images are not 28 x 28: expected N
@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import FormatError, IntegrityError
 from ..registry import DatasetInfo
 
-__all__ = ["check_images", "check_labels", "check_pair", "pixel_range"]
+__all__ = ["require_images", "require_labels", "require_pair", "pixel_range"]
 
 
 def pixel_range(images: np.ndarray, where) -> None:
@@ -36,7 +36,7 @@ def pixel_range(images: np.ndarray, where) -> None:
                           hint="the images are not bytes: another format or damaged data")
 
 
-def check_images(images: np.ndarray, info: DatasetInfo, where, *, exact_type: bool = True) -> None:
+def require_images(images: np.ndarray, info: DatasetInfo, where, *, exact_type: bool = True) -> None:
     """Images ``N x H x W`` of the registry's size; ``uint8`` (or, with ``exact_type=False``,
     integers whose values are bytes)."""
     if images.ndim != 3 or (exact_type and images.dtype != np.uint8):
@@ -51,7 +51,7 @@ def check_images(images: np.ndarray, info: DatasetInfo, where, *, exact_type: bo
                              hint="the file belongs to another dataset (or a build with other sizes)")
 
 
-def check_pair(images: np.ndarray, labels: np.ndarray, info: DatasetInfo, where, *,
+def require_pair(images: np.ndarray, labels: np.ndarray, info: DatasetInfo, where, *,
                labels_where=None) -> None:
     """Integer labels (read from ``labels_where``, default ``where``), one per image."""
     if not np.issubdtype(labels.dtype, np.integer):
@@ -63,7 +63,7 @@ def check_pair(images: np.ndarray, labels: np.ndarray, info: DatasetInfo, where,
                              expected=f"{images.shape[0]} labels", found=str(labels.shape))
 
 
-def check_labels(info: DatasetInfo, split: str, labels: np.ndarray, classes, where) -> None:
+def require_labels(info: DatasetInfo, split: str, labels: np.ndarray, classes, where) -> None:
     """Every label inside the class range ``0..len(classes) - 1``."""
     if labels.size == 0:
         return

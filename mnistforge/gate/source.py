@@ -25,10 +25,10 @@ from ..registry import DatasetInfo
 if TYPE_CHECKING:
     from ..io.manifest import Manifest
 
-__all__ = ["Source", "candidate_folders", "find_dataset_folder", "locate", "read_manifest", "resolve"]
+__all__ = ["Source", "candidate_folders", "find_dataset_folder", "locate", "read_folder_manifest", "resolve"]
 
 
-def read_manifest(folder) -> Manifest | None:
+def read_folder_manifest(folder) -> Manifest | None:
     """The build manifest (``manifest.json``) of ``folder``, or None: the one place outside
     :mod:`mnistforge.io` that reads one (a :class:`Source` reads each folder's once)."""
     from ..io.manifest import Manifest
@@ -92,7 +92,7 @@ class Source:
             return None
         folder = Path(folder)
         if folder not in self._manifests:
-            self._manifests[folder] = read_manifest(folder)
+            self._manifests[folder] = read_folder_manifest(folder)
         return self._manifests[folder]
 
     @property

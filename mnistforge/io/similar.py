@@ -1,7 +1,8 @@
 """Image similarity that knows no dataset: exact per-image digests, near neighbours, shifts.
 
-* :func:`image_digests`: one 64-bit digest per image, vectorised (equal images, equal digests;
-  callers compare bytes where a collision would matter);
+* :func:`xorshift_image_digests`: one 64-bit digest per image, vectorised (equal images, equal digests;
+  callers compare bytes where a collision would matter); :func:`blake2b_image_digests`: 16 bytes
+  per image (blake2b), where a digest is recorded or trusted alone;
 * :func:`find_near_duplicates`: every pair within an L2 radius, exact, blocked, with a pooled
   pre-filter (see its docstring);
 * :func:`shift_images` and :data:`SHIFTS`: the nine one-pixel placements the QMNIST
@@ -18,7 +19,8 @@ import numpy as np
 
 from ..progress import progress
 
-__all__ = ["DEFAULT_NEAR_L2", "SHIFTS", "NearDuplicates", "find_near_duplicates", "image_digests",
+__all__ = ["DEFAULT_NEAR_L2", "SHIFTS", "NearDuplicates", "find_near_duplicates", "xorshift_image_digests",
+           "blake2b_image_digests",
            "nearest_brute_force", "shift_images"]
 
 DEFAULT_NEAR_L2 = 128.0
@@ -40,7 +42,7 @@ _DIGEST_KEYS = np.random.default_rng(0x6D6E6973).integers(1, 2**63, 4096, np.uin
 """Odd multipliers, one per 8-byte word of an image (fixed, so digests repeat across runs)."""
 
 
-def image_digests(images) -> np.ndarray:
+def xorshift_image_digests(images) -> np.ndarray:
     """One 64-bit digest per image, as ``uint64``: a multiply-xorshift hash of its bytes.
 
     Only compared for equality within one run (digest groups are then
@@ -51,7 +53,7 @@ def image_digests(images) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> d = image_digests(np.zeros((2, 28, 28), np.uint8))
+    >>> d = xorshift_image_digests(np.zeros((2, 28, 28), np.uint8))
     >>> d.dtype, bool(d[0] == d[1])
     (dtype('uint64'), True)
     """
@@ -75,6 +77,26 @@ def image_digests(images) -> np.ndarray:
         h ^= h >> np.uint64(27)
         out[s:s + 8192] = h
     return out
+
+
+def blake2b_image_digests(images) -> np.ndarray:
+    """The 16-byte blake2b digest of each image's bytes, as ``S16``: a per-image identity that is
+    recorded (the SD19 index) or trusted without a byte comparison (a build's duplicates,
+    FEMNIST's images by content), where :func:`xorshift_image_digests` would be too short.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d = blake2b_image_digests(np.zeros((2, 28, 28), np.uint8))
+    >>> d.dtype, bool(d[0] == d[1]), len(d[0])
+    (dtype('S16'), True, 16)
+    """
+    import hashlib
+
+    images = np.ascontiguousarray(images)
+    flat = images.reshape(images.shape[0], -1)
+    return np.array([hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in flat],
+                    dtype="S16")
 
 
 def shift_images(images, dy: int, dx: int) -> np.ndarray:

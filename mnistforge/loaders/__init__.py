@@ -6,7 +6,8 @@
   ``FOLDER``, ``FOLDER:SPLIT``, ``FOLDER:NAME:SPLIT``).
 * :func:`hf_features` is the Hugging Face schema of a split (the export's, from
   :mod:`mnistforge.io.hf.schema`).
-* :func:`save_grid` draws a labelled sample grid PNG (Pillow only).
+* :func:`save_grid`, :func:`render_grid`, :func:`grid_title`: a labelled sample grid PNG
+  (Pillow only), drawn by :mod:`mnistforge.plotting` (re-exported here for callers of a split).
 * :func:`writer_split` re-splits loaded splits by writer (no writer on both sides), with
   the class balance of each side (:class:`WriterSplit`, :class:`ClassBalance`).
 
@@ -21,7 +22,8 @@ Examples
 _WHERE = {
     "load": "core", "DatasetSplit": "split", "resolve_target": "targets", "detect_dataset": "targets",
     "datasets_in_folder": "targets", "hf_features": "convert", "hf_columns": "convert", "to_hf": "convert",
-    "to_torch": "convert", "save_grid": "grid", "render_grid": "grid", "grid_title": "grid",
+    "to_torch": "convert", "save_grid": ".plotting", "render_grid": ".plotting",  # mnistforge.plotting
+    "grid_title": ".plotting",
     "writer_split": "writers", "WriterSplit": "writers", "ClassBalance": "writers",
 }
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import settings
 from ..errors import DatasetNotFoundError, IntegrityError, TargetNotFoundError
-from ..gate.formed import check_images, check_labels, check_pair
+from ..gate.formed import require_images, require_labels, require_pair
 from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
@@ -275,7 +275,7 @@ def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata,
         raise IntegrityError(f"{info.name} {split}: wrong number of rows", path=src.where,
                              expected=f"{sp.count} (registry)", found=str(len(labels)))
     classes = list(src.classes) if src.classes else list(info.classes)
-    check_labels(info, split, stored, classes, f"{src.where}/{fsp.labels}")
+    require_labels(info, split, stored, classes, f"{src.where}/{fsp.labels}")
     logger.info("loaded %s %s: %d images from %s", info.name, split, len(labels), src)
     ds = DatasetSplit(info.name, split, images, labels, info, metadata, str(src), src.status,
                       src.orientation)
@@ -301,8 +301,8 @@ def _require_release(info: DatasetInfo, fsp) -> None:
 
 def _check_shapes(info, fsp, images, labels, meta, src) -> None:
     where = f"{src.where}/{fsp.images}"
-    check_images(images, info, where)
-    check_pair(images, labels, info, where, labels_where=f"{src.where}/{fsp.labels}")
+    require_images(images, info, where)
+    require_pair(images, labels, info, where, labels_where=f"{src.where}/{fsp.labels}")
     if meta is not None and (meta.ndim != 2 or meta.shape[0] != images.shape[0]):
         raise IntegrityError(f"{info.name}: metadata does not match the images", path=where,
                              expected=f"{images.shape[0]} x k", found=str(meta.shape))

@@ -348,10 +348,10 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
     ds = make_split(copy, c, info, transposed, shift, changes, with_metadata=with_metadata,
                     split=fs.split or split)
     if info is not None:  # well formed for the dataset it is said to be
-        from ..gate.formed import check_images, check_labels
+        from ..gate.formed import require_images, require_labels
 
-        check_images(ds.images, info, fs.where)
-        check_labels(info, ds.split, ds.labels, ds.classes, fs.where)
+        require_images(ds.images, info, fs.where)
+        require_labels(info, ds.split, ds.labels, ds.classes, fs.where)
     ds.status = {"content": verdict.status}
     ds.row_map = rm
     if rm is not None:

@@ -4,7 +4,7 @@ A copy that holds official images in another order, or only some of them (a Kagg
 OpenML export, a hand-made subset), is joined to the official splits the machine can see (the
 cache, or a reference given to ``verify --reference``) by image content:
 
-1. **exact**: one 64-bit digest per image (:func:`mnistforge.io.similar.image_digests`, vectorised),
+1. **exact**: one 64-bit digest per image (:func:`mnistforge.io.similar.xorshift_image_digests`, vectorised),
    joined with each dataset's sorted digests by :func:`numpy.searchsorted`; every pair found is
    compared byte for byte, so a digest collision never maps a row;
 2. **near**, for the rows left: the rule ``verify`` uses for re-rendered copies
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..io.similar import SHIFTS, find_near_duplicates, image_digests, shift_images
+from ..io.similar import SHIFTS, find_near_duplicates, xorshift_image_digests, shift_images
 from ..log import get_logger
 from ..registry import get_dataset, list_datasets
 
@@ -75,7 +75,7 @@ class Official:
 
     def digests(self) -> np.ndarray:
         if self._digests is None:
-            self._digests = image_digests(self.images)
+            self._digests = xorshift_image_digests(self.images)
         return self._digests
 
 
@@ -264,7 +264,7 @@ def _exact(copy, idx: _Index, officials, todo: np.ndarray, out: dict) -> None:
     """Map the rows ``todo`` of ``copy`` (oriented) exactly through ``idx``."""
     if not todo.size or not idx.size:
         return
-    d = image_digests(copy[todo])
+    d = xorshift_image_digests(copy[todo])
     lo, hi = idx.ranges(d)
     one = np.flatnonzero(hi - lo == 1)
     if one.size:
@@ -367,7 +367,7 @@ def map_rows(images, labels, officials: list[Official], *, dataset: str | None =
     views = {False: images[sample], True: _orient(images[sample], True)}
 
     def hits(d: str, t: bool) -> int:
-        lo, hi = indexes[d].ranges(image_digests(views[t]))
+        lo, hi = indexes[d].ranges(xorshift_image_digests(views[t]))
         return int(np.count_nonzero(hi > lo))
 
     score = {(d, t): hits(d, t) for d in indexes for t in (False, True)}

@@ -101,14 +101,15 @@ class _Pool:
         self.close()
 
 
-def _chunks(n: int, size: int):
+def _bounds(n: int, size: int):
+    """(start, end) of each block of ``size`` rows out of ``n``."""
     for s in range(0, n, size):
         yield s, min(n, s + size)
 
 
 def _hash_tree(tree: Tree, file_idx, fmt, pool: _Pool, bar, chunk: int):
     table = tree.file_table(file_idx)
-    jobs = ((tree.spec(), table[s:e], fmt) for s, e in _chunks(len(table), chunk))
+    jobs = ((tree.spec(), table[s:e], fmt) for s, e in _bounds(len(table), chunk))
     counts, hashes = [np.zeros(0, np.int64)], [np.zeros(0, "S16")]
     for c, h in pool.map(_job_hash, jobs):
         counts.append(c)

@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import settings
 from ..io.atomic import atomic_file
+from ..io.similar import blake2b_image_digests
 
 logger = logging.getLogger(__name__)
 
@@ -72,11 +73,7 @@ FILE_DTYPE = file_dtype()
 
 def hash_packed(packed: np.ndarray) -> np.ndarray:
     """Hashes of images already packed row-major to ``(n, 2048)`` bytes."""
-    packed = np.ascontiguousarray(packed, np.uint8).reshape(len(packed), -1)
-    out = np.empty(len(packed), "S16")
-    for i in range(len(packed)):
-        out[i] = hashlib.blake2b(packed[i].data, digest_size=16).digest()
-    return out
+    return blake2b_image_digests(np.asarray(packed, np.uint8).reshape(len(packed), -1))
 
 
 def hash_images(images: np.ndarray) -> np.ndarray:

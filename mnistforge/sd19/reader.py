@@ -41,7 +41,7 @@ from ..progress import progress as _progress
 from . import index as _index
 from .ihead import parse_cls
 from .join import JoinReport, join_classes
-from .decode import IMAGE, _chunks, _hash_tree, _job_bits, _Pool
+from .decode import IMAGE, _bounds, _hash_tree, _job_bits, _Pool
 from .trees import HIERARCHIES, Tree, _parse_by_write, _parse_classed, find_trees
 
 
@@ -145,7 +145,7 @@ class SD19Source:
         per_batch = max(1, min(2 * workers, batch_size // 256)) if workers > 1 else 1
         files_all = self.file_of_row[rows]
         entries_all = self.index["entry"][rows] if fmt == "mis" else np.zeros(len(rows), np.int64)
-        batches = list(_chunks(len(rows), batch_size))
+        batches = list(_bounds(len(rows), batch_size))
 
         def jobs():
             for bs, be in batches:

@@ -111,7 +111,7 @@ def _is_torch_module(model) -> bool:
 
 def torch_predictor(model, device=None, batch: int = 1024):
     """Wrap a PyTorch classifier (logits ``N x C``) as an image-batch predictor."""
-    from ...classifiers.lenet import require_torch
+    from ...classifiers.torch_models import require_torch
 
     torch = require_torch()
     dev = torch.device(device) if device else next(

@@ -49,7 +49,7 @@ RING = 4
 
 @dataclass
 class SplineImage:
-    """Interpolation coefficients of one image (or a batch), ready for :func:`sample`."""
+    """Interpolation coefficients of one image (or a batch), ready for :func:`interpolate`."""
 
     coeffs: np.ndarray      # (Hc, Wc) or (B, Hc, Wc), float64
     offset: int             # coefficient index of pixel (0, 0)
@@ -122,7 +122,7 @@ def _weights(c: np.ndarray, order: int, n: int):
     return fl.astype(np.intp), [1.0 - f, f], [-one, one]
 
 
-def sample(spl: SplineImage, qx, qy, derivatives: bool = False):
+def interpolate(spl: SplineImage, qx, qy, derivatives: bool = False):
     """Interpolated values (and x/y derivatives) at image coordinates ``(qx, qy)``.
 
     ``qx``/``qy`` are columns/rows in pixels of the original image, any shape (leading axis
@@ -131,7 +131,7 @@ def sample(spl: SplineImage, qx, qy, derivatives: bool = False):
     Examples
     --------
     >>> spl = spline_image(np.eye(5), order=1)
-    >>> sample(spl, np.array([1.5]), np.array([1.0])).tolist()
+    >>> interpolate(spl, np.array([1.5]), np.array([1.0])).tolist()
     [0.5]
     """
     qx = np.asarray(qx, np.float64)
@@ -199,10 +199,10 @@ def warp_nodes(spl: SplineImage, group, T, jacobian: bool = True):
     h, w = spl.shape
     if not jacobian:
         q, Linv, c = source_points(group, T, spl.shape)
-        return sample(spl, q[..., 0], q[..., 1]).reshape(len(T), h, w)
+        return interpolate(spl, q[..., 0], q[..., 1]).reshape(len(T), h, w)
     L, dL, db = group.linear_and_derivatives(T)                     # (M,d,2,2), (M,d,2)
     q, Linv, c = source_points(group, T, spl.shape, L)
-    val, gx, gy = sample(spl, q[..., 0], q[..., 1], derivatives=True)
+    val, gx, gy = interpolate(spl, q[..., 0], q[..., 1], derivatives=True)
     # grad I(q) . dq/dt_i = -(L^-T grad I(q)) . (dL_i (q - c) + db_i)
     ux = -(Linv[:, 0, 0, None] * gx + Linv[:, 1, 0, None] * gy)     # (M, P)
     uy = -(Linv[:, 0, 1, None] * gx + Linv[:, 1, 1, None] * gy)
@@ -282,4 +282,4 @@ def transform_images(images, group, T, order: int = 3) -> np.ndarray:
                           expected=f"{len(imgs)} rows", found=f"{len(T)}")
     spl = spline_image(imgs, order)
     q, _, _ = source_points(group, T, imgs.shape[1:])
-    return sample(spl, q[..., 0], q[..., 1]).reshape(imgs.shape)
+    return interpolate(spl, q[..., 0], q[..., 1]).reshape(imgs.shape)
