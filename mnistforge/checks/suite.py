@@ -5,24 +5,14 @@ build folder with ``manifest.json``, or a folder of idx files under the
 official names), ``NAME:SPLIT`` / ``FOLDER:SPLIT``, or an already loaded
 split (:class:`mnistforge.loaders.DatasetSplit`, or a dict of them by split).
 
-Checks run, when they apply (see docs/verify.md):
-
-=====================  ============================================================
-``files``              every file of a split is present
-``integrity.parse``    every idx file parses (folders only)
-``hashes.*``           manifest (build folders), registry (official files, folders
-                       or cache)
-``integrity.*``        dtype/shape, counts, label range, size, per-class balance,
-                       metadata labels
-``statistics``         centre of mass, 20x20 box vs frame-filling, pixel histogram
-``orientation``        transposed characters are flagged
-``duplicates.*``       exact within a split, exact and near across train/test
-``writers.*``          writers per split, writers shared by train and test
-``reference``          QMNIST-style match against ``reference``
-=====================  ============================================================
+The checks are the rows of :data:`CHECKS` (a :class:`~.table.Check` each: the result it adds,
+when it applies, the function, its cost), run in order by :func:`~.table.run_checks`;
+docs/verify.md's table of checks is generated from them.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import os
 from collections.abc import Mapping
@@ -37,6 +27,7 @@ from . import duplicates as dup
 from . import hashes, integrity, reference as ref_mod, statistics, writers
 from .label_issues import check_label_issues, has_votes
 from .result import FAIL, INFO, PASS, WARN, CheckResult, VerifyReport, load_failure, run_check
+from .table import ALL, Check, Kind, Scope, run_checks
 
 logger = logging.getLogger(__name__)
 
@@ -55,17 +46,36 @@ def _leaf_checks():
 BUILD_CHECKS = {"leaf": _leaf_checks}
 
 
+@dataclasses.dataclass(eq=False)
 class _Ctx:
-    """What the checks need to know about the target."""
+    """What the checks need to know about the target (the ``ctx`` of every row's ``run``)."""
 
-    def __init__(self, name, info=None, root=None, folder=None, manifest=None, loaded=None):
-        self.name = name
-        self.info = info
-        self.root = root
-        self.folder = folder
-        self.manifest = manifest
-        self.loaded = loaded or {}
-        self.card_counts: dict = {}   # a Hugging Face export: rows per split from its card
+    name: str | None
+    info: object = None
+    root: Path | None = None
+    split: str | None = None          # the split asked for (``TARGET:SPLIT``), if any
+    kind: Kind = "cache"
+    folder: Path | None = None
+    manifest: Manifest | None = None
+    folder_manifest_root: Path | None = None
+    loaded: dict = dataclasses.field(default_factory=dict)
+    card_counts: dict = dataclasses.field(default_factory=dict)  # an HF export: rows per split
+    wanted: list = dataclasses.field(default_factory=list)      # splits to load
+    skipped: set = dataclasses.field(default_factory=set)       # ... whose files are missing
+    used_files: list = dataclasses.field(default_factory=list)
+    contents: dict = dataclasses.field(default_factory=dict)    # parse inflates once for hashes
+    options: dict = dataclasses.field(default_factory=dict)     # verify's keyword arguments
+
+    def items(self, scope: Scope):
+        """(placeholders, item) for each target / split to load / loaded split / pair."""
+        if scope == "target":
+            return [({}, None)]
+        if scope == "wanted":
+            return [({"split": s}, s) for s in self.wanted]
+        if scope == "split":
+            return (({"split": s}, _Split(self, s, ds)) for s, ds in self.loaded.items())
+        return [({"pair": f"{a}-{b}"}, (self.loaded[a], self.loaded[b])) for a, b in CROSS_PAIRS
+                if a in self.loaded and b in self.loaded]
 
     @property
     def is_build(self) -> bool:
@@ -222,13 +232,10 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
             from .report import write_report
             write_report(rep, report_dir)
         return rep
-    from ..loaders import load
-    from ..gate.source import resolve
-    from ..registry import get_dataset, get_file
+    from ..registry import get_dataset
 
     name, sp, root = _resolve(target, split)
     results: list[CheckResult] = []
-    add = results.append
     info = None
     if name:
         try:
@@ -236,151 +243,202 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
         except KeyError:
             info = None
     loaded_given = isinstance(sp, dict)
-    ctx = _Ctx(name, info, root)
+    ctx = _Ctx(name, info, root, options=dict(reference=reference, metadata=metadata,
+                                              near_threshold=near_threshold, download=download,
+                                              near=near))
     label = os.fspath(target) if isinstance(target, (str, os.PathLike)) else \
         f"{name or 'arrays'} ({', '.join(sp) if loaded_given else ''})"
     report = VerifyReport(label, results, strict=strict,
                           info={"dataset": name, "root": str(root) if root else None})
-
     if loaded_given:
-        loaded = sp
-    elif root is not None and name and _hf_splits(root, name) is not None:
-        loaded = _load_hf(ctx, info, sp, add, report, download)
+        ctx.kind, ctx.loaded = "arrays", sp
     else:
-        if root is not None:   # the folder and its manifest, as the gate resolves them
-            source = resolve(root, info)
-            ctx.folder = source.folder
-            ctx.manifest = source.manifest
-            if ctx.manifest is None and ctx.folder is not None and ctx.folder != Path(root):
-                ctx.manifest = source.manifest_of(Path(root))
-                if ctx.manifest is not None:
-                    ctx.folder_manifest_root = Path(root)
-        report.info.update(folder=str(ctx.folder) if ctx.folder else None,
-                           build=ctx.is_build,
-                           source="build folder" if ctx.is_build else
-                           ("folder" if root is not None else "cache"))
-        loaded = {}
-        used_files = []
-        splits = _splits_to_check(info, sp)
-        for s in splits:
-            if root is not None:
-                files = _split_files(info, s, ctx.folder)
-                present = {r: p for r, (f, p) in files.items() if p is not None}
-                missing = [f for r, (f, p) in files.items() if p is None and r != "metadata"]
-                if missing and not present and sp is None:
-                    logger.info("%s: split %s not present, skipped", name, s)
-                    continue
-                if missing:
-                    add(CheckResult(f"files[{s}]", FAIL, {"missing": missing},
-                                    f"{len(missing)} files missing: {', '.join(missing)}"))
-                    continue
-                used_files += list(present.values())
-            try:
-                # the hash checks below judge the files; loading must not refuse them first
-                loaded[s] = load(name, s, root=root, with_metadata=True, download=download,
-                                 trust_files=True)
-            except Exception as e:  # a file that does not load is a finding
-                add(load_failure(f"load[{s}]", e))
-        ctx.loaded = loaded
-        # ---- file level
-        if root is not None:
-            uniq = sorted(set(used_files))
-            contents: dict = {}   # parse inflates each file once; the hash check reuses it
-            if uniq:
-                add(run_check("integrity.parse", integrity.check_parse, uniq,
-                              contents=contents))
-            if ctx.is_build:
-                mroot = getattr(ctx, "folder_manifest_root", ctx.folder)
-                rel = [Path(p).resolve().relative_to(Path(mroot).resolve()).as_posix()
-                       for p in uniq]
-                # The whole build unless one split was asked for: an edit of
-                # any output (even one the loader does not read) is a finding.
-                add(run_check("hashes.manifest", hashes.check_manifest, mroot, ctx.manifest,
-                              only=rel if sp else None))
-            elif uniq:
-                files = {}
-                for p in uniq:
-                    try:
-                        files[p] = get_file(f"{info.group}/{_registry_name(info, p)}")
-                    except KeyError:
-                        pass
-                add(run_check("hashes.registry", hashes.check_registry_files, files,
-                              contents=contents))
-            contents.clear()
-        elif loaded:
-            # verify re-hashes what it verifies: a sidecar is what bit rot fools
-            files = _cache_files(info, loaded)
-            add(run_check("hashes.cache", lambda f: hashes.check_registry_files(
-                f, name="hashes.cache"), files) if files else _cache_status(loaded))
-
-    # ---- per split
-    for s, ds in loaded.items():
-        add(run_check(f"integrity.images[{s}]", integrity.check_images, ds.images))
-        md = getattr(ds, "metadata", None)
-        add(run_check(f"integrity.counts[{s}]", integrity.check_counts, ds.images, ds.labels,
-                      metadata=md))
-        n_cls, offset = class_range(ctx, ds)
-        add(run_check(f"integrity.labels[{s}]", integrity.check_label_range, ds.labels, n_cls,
-                      offset))
-        # a copy whose rows map to official rows (a subset): its size and balance are its own
-        part = getattr(ds, "row_map", None) is not None and bool(ds.row_map.mapped.any())
-        if not loaded_given or name:
-            want, source = expected_count(ctx, getattr(ds, "split", s) or s)
-            if part and want is not None and len(ds.labels) != want:
-                add(CheckResult(f"integrity.size[{s}]", INFO,
-                                {"found": len(ds.labels), "expected": want, "source": source},
-                                f"{len(ds.labels)} images: official rows of a split of {want} "
-                                "(row map)"))
-            else:
-                add(run_check(f"integrity.size[{s}]", integrity.check_size, len(ds.labels), want,
-                              source=source))
-        if name in balanced_datasets() and not part:
-            want, _ = expected_count(ctx, s)
-            per = want // n_cls if want and want % n_cls == 0 else None
-            add(run_check(f"integrity.balance[{s}]", integrity.check_balanced, ds.labels,
-                          per, n_cls, offset))
-        if md is not None:
-            ml = writers.metadata_labels(md)
-            if ml is not None:
-                add(run_check(f"integrity.metadata[{s}]", integrity.check_metadata_labels,
-                              ds.labels, ml))
-        if has_votes(md):  # MNIST/QMNIST test: what humans said about the labels
-            add(run_check(f"label_issues[{s}]", check_label_issues, ds.labels, md, s))
-        add(run_check(f"statistics[{s}]", statistics.check_statistics, ds.images, s, name))
-        add(run_check(f"orientation[{s}]", statistics.check_orientation, ds.images, ds.labels,
-                      getattr(ds, "classes", None), s, name))
-        add(run_check(f"duplicates.within[{s}]", dup.check_exact_within, ds.images, s))
-    if name in balanced_datasets() and "train" in loaded and not loaded_given and \
-            "validation" in getattr(info, "splits", {}):
-        try:
-            val = load(name, "validation", root=root, download=download, trust_files=True)
-            n_cls, offset = class_range(ctx, val)
-            add(run_check("integrity.balance[validation]", integrity.check_balanced,
-                          val.labels, None, n_cls, offset))
-        except Exception as e:
-            add(load_failure("integrity.balance[validation]", e))
-
-    # ---- across splits
-    for a, b in CROSS_PAIRS:
-        if a in loaded and b in loaded:
-            tr, te = loaded[a], loaded[b]
-            add(run_check(f"duplicates.{a}-{b}", dup.check_exact_across, tr.images, te.images))
-            if near:
-                add(run_check(f"duplicates.near[{a}-{b}]", dup.check_near_across, tr.images,
-                              te.images, near_threshold))
-    _writer_checks(ctx, loaded, metadata, add)
-    if not loaded_given and info is not None:
-        for check in info.build_checks:
-            BUILD_CHECKS[check]()(ctx.manifest, loaded, add)
-
-    # ---- reference
-    if reference is not None:
-        _reference_checks(reference, loaded, add, download)
-
+        ctx.split = sp
+        declared = _hf_splits(root, name) if root is not None and name else None
+        if declared is not None:
+            _prepare_hf(ctx, declared, report)
+        else:
+            _prepare_files(ctx, report)
+    run_checks(CHECKS, ctx, results.append)
     if report_dir is not None:
         from .report import write_report
         write_report(report, report_dir)
     return report
+
+
+def _prepare_files(ctx: _Ctx, report: VerifyReport) -> None:
+    """A folder (its files and manifest, as the gate resolves them) or the cache."""
+    from ..gate.source import resolve
+
+    root = ctx.root
+    if root is not None:
+        source = resolve(root, ctx.info)
+        ctx.folder = source.folder
+        ctx.manifest = source.manifest
+        if ctx.manifest is None and ctx.folder is not None and ctx.folder != Path(root):
+            ctx.manifest = source.manifest_of(Path(root))
+            if ctx.manifest is not None:
+                ctx.folder_manifest_root = Path(root)
+        ctx.kind = "build" if ctx.is_build else "folder"
+    report.info.update(folder=str(ctx.folder) if ctx.folder else None,
+                       build=ctx.is_build,
+                       source="build folder" if ctx.is_build else
+                       ("folder" if root is not None else "cache"))
+    ctx.wanted = _splits_to_check(ctx.info, ctx.split)
+
+
+def _prepare_hf(ctx: _Ctx, declared: dict, report: VerifyReport) -> None:
+    """A Hugging Face export: the splits its card declares (rows per split)."""
+    from ..io.hf.schema import hf_split_name
+
+    ctx.kind = "hf"
+    report.info.update(folder=str(ctx.root), build=False, source="Hugging Face export")
+    names = {hf_split_name(s): s for s in (ctx.info.splits if ctx.info is not None else [])}
+    ctx.card_counts = {names.get(s, s): n for s, n in declared.items()}
+    ctx.wanted = [ctx.split] if ctx.split else list(ctx.card_counts)
+
+
+# --------------------------------------------------------------------------- the rows' functions
+# ``run(ctx, item)``: item is None (target), a split name (wanted), a _Split, or a (train, test)
+# pair of loaded splits.
+
+class _Split:
+    """One loaded split and what several rows need of it."""
+
+    def __init__(self, ctx: _Ctx, split: str, ds):
+        self.split, self.ds = split, ds
+        self.metadata = getattr(ds, "metadata", None)
+        self.n_cls, self.offset = class_range(ctx, ds)
+        # a copy whose rows map to official rows (a subset): its size and balance are its own
+        self.part = getattr(ds, "row_map", None) is not None and bool(ds.row_map.mapped.any())
+
+    @functools.cached_property
+    def metadata_labels(self):
+        return writers.metadata_labels(self.metadata) if self.metadata is not None else None
+
+
+def _folder_files(ctx: _Ctx, s: str) -> list[CheckResult]:
+    files = _split_files(ctx.info, s, ctx.folder)
+    present = {r: p for r, (f, p) in files.items() if p is not None}
+    missing = [f for r, (f, p) in files.items() if p is None and r != "metadata"]
+    if missing:
+        ctx.skipped.add(s)
+        if not present and ctx.split is None:
+            logger.info("%s: split %s not present, skipped", ctx.name, s)
+            return []
+        return [CheckResult(f"files[{s}]", FAIL, {"missing": missing},
+                            f"{len(missing)} files missing: {', '.join(missing)}")]
+    ctx.used_files += list(present.values())
+    return []
+
+
+def _card_files(ctx: _Ctx, s: str) -> list[CheckResult]:
+    if s in ctx.card_counts:
+        return []
+    ctx.skipped.add(s)
+    return [CheckResult(f"files[{s}]", FAIL, {"missing": [s]},
+                        f"split {s} is not in the export's card")]
+
+
+def _load_split(ctx: _Ctx, s: str) -> list[CheckResult]:
+    from ..loaders import load
+
+    if s in ctx.skipped:
+        return []
+    try:
+        # the hash checks judge the files (or shards); loading must not refuse them first
+        ctx.loaded[s] = load(ctx.name, s, root=ctx.root, with_metadata=True,
+                             download=ctx.options["download"], trust_files=True)
+    except Exception as e:  # a file that does not load is a finding
+        return [load_failure(f"load[{s}]", e)]
+    return []
+
+
+def _uniq(ctx: _Ctx, _=None) -> list:
+    return sorted(set(ctx.used_files))
+
+
+def _parse(ctx: _Ctx, _) -> CheckResult:
+    return integrity.check_parse(_uniq(ctx), contents=ctx.contents)
+
+
+def _manifest_hashes(ctx: _Ctx, _) -> CheckResult:
+    try:
+        mroot = ctx.folder_manifest_root or ctx.folder
+        rel = [Path(p).resolve().relative_to(Path(mroot).resolve()).as_posix() for p in _uniq(ctx)]
+        # The whole build unless one split was asked for: an edit of
+        # any output (even one the loader does not read) is a finding.
+        return hashes.check_manifest(mroot, ctx.manifest, only=rel if ctx.split else None)
+    finally:
+        ctx.contents.clear()
+
+
+def _registry_hashes(ctx: _Ctx, _) -> CheckResult:
+    from ..registry import get_file
+
+    try:
+        files = {}
+        for p in _uniq(ctx):
+            try:
+                files[p] = get_file(f"{ctx.info.group}/{_registry_name(ctx.info, p)}")
+            except KeyError:
+                pass
+        return hashes.check_registry_files(files, contents=ctx.contents)
+    finally:
+        ctx.contents.clear()
+
+
+def _cache_hashes(ctx: _Ctx, _) -> CheckResult:
+    # verify re-hashes what it verifies: a sidecar is what bit rot fools
+    files = _cache_files(ctx.info, ctx.loaded)
+    return hashes.check_registry_files(files, name="hashes.cache") if files else \
+        _cache_status(ctx.loaded)
+
+
+def _size(ctx: _Ctx, it: _Split) -> CheckResult:
+    ds = it.ds
+    want, source = expected_count(ctx, getattr(ds, "split", it.split) or it.split)
+    if it.part and want is not None and len(ds.labels) != want:
+        return CheckResult(f"integrity.size[{it.split}]", INFO,
+                           {"found": len(ds.labels), "expected": want, "source": source},
+                           f"{len(ds.labels)} images: official rows of a split of {want} "
+                           "(row map)")
+    return integrity.check_size(len(ds.labels), want, source=source)
+
+
+def _balance(ctx: _Ctx, it: _Split) -> CheckResult:
+    want, _ = expected_count(ctx, it.split)
+    per = want // it.n_cls if want and want % it.n_cls == 0 else None
+    return integrity.check_balanced(it.ds.labels, per, it.n_cls, it.offset)
+
+
+def _validation_balance(ctx: _Ctx, _) -> CheckResult:
+    from ..loaders import load
+
+    try:
+        val = load(ctx.name, "validation", root=ctx.root, download=ctx.options["download"],
+                   trust_files=True)
+        n_cls, offset = class_range(ctx, val)
+        return run_check("integrity.balance[validation]", integrity.check_balanced,
+                         val.labels, None, n_cls, offset)
+    except Exception as e:
+        return load_failure("integrity.balance[validation]", e)
+
+
+def _build_checks(ctx: _Ctx, _) -> list[CheckResult]:
+    out: list[CheckResult] = []
+    for check in ctx.info.build_checks:
+        BUILD_CHECKS[check]()(ctx.manifest, ctx.loaded, out.append)
+    return out
+
+
+def _balanced(ctx: _Ctx) -> bool:
+    return ctx.name in balanced_datasets()
+
+
+def _has_validation(ctx: _Ctx, _) -> bool:
+    return _balanced(ctx) and "train" in ctx.loaded and \
+        "validation" in getattr(ctx.info, "splits", {})
 
 
 def _hf_splits(root, name):
@@ -395,41 +453,18 @@ def _hf_splits(root, name):
     return {}
 
 
-def _load_hf(ctx, info, split, add, report, download) -> dict:
-    """A Hugging Face export: shards re-hashed against the export's record, then each split
-    loaded for the same checks as idx files (counts against the card)."""
+def _shard_hashes(ctx: _Ctx, _) -> CheckResult:
+    """A Hugging Face export's shards re-hashed against the export's record."""
     from ..io.hf.repo import recorded_shard_hashes, repo_configs, shard_problems
-    from ..io.hf.schema import hf_split_name
-    from ..loaders import load
 
     root = Path(ctx.root)
-    declared = _hf_splits(root, ctx.name) or {}
-    report.info.update(folder=str(root), build=False, source="Hugging Face export")
     problems = shard_problems(root, {ctx.name: repo_configs(root).get(ctx.name, {})})
     if not recorded_shard_hashes(root):
-        add(CheckResult("hashes.shards", WARN, {"problems": []}, "the export recorded no shard "
-                        "hashes (exported by an older mnistforge): shards not verified"))
-    else:
-        add(CheckResult("hashes.shards", FAIL if problems else PASS, {"problems": problems},
-                        "; ".join(problems) if problems else
-                        "every shard has the sha256 the export recorded"))
-    names = {hf_split_name(s): s for s in (info.splits if info is not None else [])}
-    ctx.card_counts = {names.get(s, s): n for s, n in declared.items()}
-    wanted = [split] if split else list(ctx.card_counts)
-    loaded = {}
-    for s in wanted:
-        if s not in ctx.card_counts:
-            add(CheckResult(f"files[{s}]", FAIL, {"missing": [s]},
-                            f"split {s} is not in the export's card"))
-            continue
-        try:
-            # hashes.shards above judged the shards (re-hashed): loading must not refuse them first
-            loaded[s] = load(ctx.name, s, root=root, with_metadata=True, download=download,
-                             trust_files=True)
-        except Exception as e:  # a split that does not load is a finding
-            add(load_failure(f"load[{s}]", e))
-    ctx.loaded = loaded
-    return loaded
+        return CheckResult("hashes.shards", WARN, {"problems": []}, "the export recorded no shard "
+                           "hashes (exported by an older mnistforge): shards not verified")
+    return CheckResult("hashes.shards", FAIL if problems else PASS, {"problems": problems},
+                       "; ".join(problems) if problems else
+                       "every shard has the sha256 the export recorded")
 
 
 def _registry_name(info, path) -> str:
@@ -484,8 +519,10 @@ def _cache_status(loaded) -> CheckResult:
     return CheckResult("hashes.cache", PASS, values, "verified against the registry: " + msg)
 
 
-def _writer_checks(ctx, loaded, metadata, add):
-    metadata = dict(metadata or {})
+def _writer_checks(ctx: _Ctx, _) -> list[CheckResult]:
+    loaded, out = ctx.loaded, []
+    add = out.append
+    metadata = dict(ctx.options["metadata"] or {})
     wid = {}
     for s in list(loaded) + [s for s in metadata if s not in loaded]:
         md = _as_metadata(metadata.get(s))
@@ -515,11 +552,14 @@ def _writer_checks(ctx, loaded, metadata, add):
                 ctx.name, {"split_by": _split_by(ctx.manifest) or "random"})
             add(run_check(f"writers.{a}-{b}", writers.check_writers, wid[a], wid[b],
                           expect_disjoint=expect))
+    return out
 
 
-def _reference_checks(reference, loaded, add, download):
+def _reference_checks(ctx: _Ctx, _) -> list[CheckResult]:
     from ..loaders import load, resolve_target
 
+    reference, loaded, download, out = ctx.options["reference"], ctx.loaded, ctx.options["download"], []
+    add = out.append
     if hasattr(reference, "images"):
         refs = {getattr(reference, "split", None) or next(iter(loaded), "split"): reference}
         rname = getattr(reference, "name", "reference")
@@ -529,7 +569,7 @@ def _reference_checks(reference, loaded, add, download):
                 add(run_check(f"reference[{s}]", ref_mod.check_reference, loaded[s].images,
                               ds.images, loaded[s].labels, ds.labels, split=s,
                               reference_name=rname))
-        return
+        return out
     rname, rsplit, rroot = resolve_target(os.fspath(reference))
     from ..registry import get_dataset
     rinfo = get_dataset(rname)
@@ -547,3 +587,141 @@ def _reference_checks(reference, loaded, add, download):
         where = f"{rname}:{target_split}" + (f" ({rroot})" if rroot else "")
         add(run_check(f"reference[{s}]", ref_mod.check_reference, ds.images, r.images,
                       ds.labels, r.labels, split=s, reference_name=where))
+    return out
+
+
+# --------------------------------------------------------------------------- the table
+# In report order; consecutive rows of one scope run split by split (every "split" row on
+# train, then on test).  Rows of kind "copy" are added by a copy's identification
+# (checks/foreign.finish_report) ahead of the others, and listed here for the docs.
+
+_FILES = frozenset({"build", "folder"})
+_READ = frozenset({"build", "folder", "cache", "hf"})   # everything but loaded arrays
+_COPY: frozenset[Kind] = frozenset({"copy"})
+
+
+def _a(*names: str):
+    """``when``: the split item's attribute ``names`` hold something."""
+    return lambda ctx, it: all(getattr(it, n) is not None for n in names)
+
+
+def _copy_rows():
+    from .identify import identification_check, row_map_check
+
+    return (
+        Check("identify[{split}]", "target", _COPY, identification_check, "O(n) hashes",
+              "a third-party copy is identical to a registry split, or the same content "
+              "reordered (see above)",
+              "transformed or unknown (warn); images or labels differ (fail)"),
+        Check("row_map[{split}]", "target", _COPY, row_map_check, "O(n) hashes",
+              "the copy's rows map to official rows of one split (a subset)",
+              "rows of several splits of one dataset: leakage (fail)",
+              when_text="a copy whose rows were mapped"),
+    )
+
+
+CHECKS: tuple[Check, ...] = _copy_rows() + (
+    Check("hashes.shards", "target", frozenset({"hf"}), _shard_hashes, "reads files",
+          "every parquet shard has the sha256 the export recorded",
+          "a shard edited, truncated or missing (fail); no hashes recorded (warn)"),
+    Check("files[{split}]", "wanted", _FILES, _folder_files, "metadata only",
+          "every file of the split is in the folder",
+          "a file is missing (fail); a split with no file at all is skipped unless asked for",
+          many=True),
+    Check("files[{split}]", "wanted", frozenset({"hf"}), _card_files, "metadata only",
+          "the split is in the export's card", "a split asked for is not there (fail)",
+          many=True),
+    Check("load[{split}]", "wanted", _READ, _load_split, "inflates",
+          "the loader reads the split", "the loader refuses it (fail, with its message)",
+          many=True),
+    Check("integrity.parse", "target", _FILES, _parse, "inflates",
+          "every idx file parses fully (header, declared length, compression)",
+          "truncated / corrupt file (fail)", when=lambda ctx, _: bool(ctx.used_files)),
+    Check("hashes.manifest", "target", frozenset({"build"}), _manifest_hashes, "reads files",
+          "every output of the build manifest has its sha256 and size",
+          "edited, truncated or deleted output (fail); idx file not in the manifest (warn)"),
+    Check("hashes.registry", "target", frozenset({"folder"}), _registry_hashes, "reads files",
+          "official files match the registry: the published bytes, or the decompressed content",
+          "neither matches (fail); nothing pinned (warn, \"unverified\")",
+          when=lambda ctx, _: bool(ctx.used_files)),
+    Check("hashes.cache", "target", frozenset({"cache"}), _cache_hashes, "reads files",
+          "the cache's files re-hashed against the registry (exact / content / raw / archive)",
+          "unpinned file (warn); a mismatch makes the load fail",
+          when=lambda ctx, _: bool(ctx.loaded)),
+    Check("integrity.images[{split}]", "split", ALL,
+          lambda ctx, it: integrity.check_images(it.ds.images), "O(n) arrays",
+          "uint8 N x 28 x 28", "another dtype or shape (fail)"),
+    Check("integrity.counts[{split}]", "split", ALL,
+          lambda ctx, it: integrity.check_counts(it.ds.images, it.ds.labels,
+                                                 metadata=it.metadata), "O(n) arrays",
+          "images = labels (= metadata rows)", "otherwise (fail)"),
+    Check("integrity.labels[{split}]", "split", ALL,
+          lambda ctx, it: integrity.check_label_range(it.ds.labels, it.n_cls, it.offset),
+          "O(n) arrays", "labels in the class range (EMNIST letters 1..26)",
+          "a label out of range (fail)"),
+    Check("integrity.size[{split}]", "split", ALL, _size, "metadata only",
+          "count equals the build manifest's, else the card's or the registry's",
+          "one image short, or more (fail); a row-mapped subset is reported (info)",
+          when=lambda ctx, it: ctx.kind != "arrays" or bool(ctx.name),
+          when_text="arrays only when their dataset is known"),
+    Check("integrity.balance[{split}]", "split", ALL, _balance, "O(n) arrays",
+          "every class exactly count / classes", "a flipped label breaks it (fail)",
+          when=lambda ctx, it: _balanced(ctx) and not it.part,
+          when_text="balanced datasets (EMNIST balanced, digits, mnist, letters)"),
+    Check("integrity.metadata[{split}]", "split", ALL,
+          lambda ctx, it: integrity.check_metadata_labels(it.ds.labels, it.metadata_labels),
+          "O(n) arrays", "the label column of the metadata (QMNIST column 0) equals the labels",
+          "disagreement (fail)", when=_a("metadata", "metadata_labels"),
+          when_text="metadata with a label column"),
+    Check("label_issues[{split}]", "split", ALL,
+          lambda ctx, it: check_label_issues(it.ds.labels, it.metadata, it.split), "O(n) arrays",
+          "**info**, never pass/warn/fail: the 15 known label errors of Northcutt et al. (2021), "
+          "each with given and suggested label and the votes (`--json`); see "
+          "[label-errors](label-errors.md)",
+          "never (an `info` result ranks with `pass`, `--strict` included)",
+          when=lambda ctx, it: has_votes(it.metadata),
+          when_text="MNIST/QMNIST test with the study's votes"),
+    Check("statistics[{split}]", "split", ALL,
+          lambda ctx, it: statistics.check_statistics(it.ds.images, it.split, ctx.name),
+          "O(n) arrays", "frame style matches the dataset (MNIST/QMNIST: 20x20 box; EMNIST: "
+          "fills the frame)", "style contradicts the dataset (fail); others reported only"),
+    Check("orientation[{split}]", "split", ALL,
+          lambda ctx, it: statistics.check_orientation(it.ds.images, it.ds.labels,
+                                                       getattr(it.ds, "classes", None),
+                                                       it.split, ctx.name),
+          "O(n) arrays", "characters upright", "transposed (fail); undecided (warn)"),
+    Check("duplicates.within[{split}]", "split", ALL,
+          lambda ctx, it: dup.check_exact_within(it.ds.images, it.split), "O(n) hashes",
+          "no byte-identical images", "groups of identical images (warn, with examples)"),
+    Check("integrity.balance[validation]", "target", _READ, _validation_balance,
+          "loads more data", "the validation part of a balanced EMNIST set: every class the "
+          "same count", "a class differs (fail)", when=_has_validation,
+          when_text="balanced datasets whose registry entry has a validation split, train "
+                    "verified"),
+    Check("duplicates.{pair}", "pair", ALL,
+          lambda ctx, p: dup.check_exact_across(p[0].images, p[1].images), "O(n) hashes",
+          "no test image is byte-identical to a training image",
+          "leakage (fail, with index pairs)"),
+    Check("duplicates.near[{pair}]", "pair", ALL,
+          lambda ctx, p: dup.check_near_across(p[0].images, p[1].images,
+                                               ctx.options["near_threshold"]),
+          "O(n^2) near-duplicates", "no test image within L2 128 of a training image",
+          "near copies (warn, counts and closest examples)",
+          when=lambda ctx, _: ctx.options["near"], option="off with `--no-near`"),
+    Check("writers[{split}], writers.{pair}", "target", ALL, _writer_checks, "O(n) arrays",
+          "writers counted; none shared where the dataset keeps them apart; a `--metadata` "
+          "file's label column equals the labels (`integrity.metadata[split]`)",
+          "MNIST/QMNIST/writer-disjoint EMNIST sharing a writer (fail); official-style EMNIST "
+          "sharing writers (warn, with the count)", when_text="metadata with writers",
+          option="more with `--metadata SPLIT=FILE`", many=True),
+    Check("femnist.*", "target", _READ, _build_checks, "O(n) hashes",
+          "the extra checks a registry entry's `build_checks` names (FEMNIST's `leaf`: writers, "
+          "classes, LEAF parameters; docs/femnist.md)", "see docs/femnist.md",
+          when=lambda ctx, _: ctx.info is not None,
+          when_text="an entry with `build_checks`", many=True),
+    Check("reference[{split}]", "target", ALL, _reference_checks, "loads more data",
+          "every image paired, same labels, all pairs within L2 128 after the best shift",
+          "different labels, reference images without counterpart (fail); far pairs (warn)",
+          when=lambda ctx, _: ctx.options["reference"] is not None,
+          option="on with `--reference`", many=True),
+)
