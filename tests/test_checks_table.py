@@ -1,4 +1,4 @@
-"""The table of checks (``checks/table.py``, rows in ``checks/suite.CHECKS``): the runner, the
+"""The table of checks (``checks/table.py``, rows in ``checks/rows.CHECKS``): the runner, the
 rows against what ``verify`` reports, and docs/verify.md's generated section."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mnistforge.checks.result import FAIL, PASS, CheckResult
-from mnistforge.checks.suite import CHECKS
+from mnistforge.checks.rows import CHECKS
 from mnistforge.checks.table import (ALL, BEGIN, END, Check, doc_section, render_markdown,
                                      replace_section, run_checks)
 
@@ -81,7 +81,7 @@ def test_every_result_of_a_build_a_folder_and_arrays_has_its_row(tmp_path, mnist
     for kind, rep in reports.items():
         assert rep.results, kind
         for r in rep.results:
-            assert _rows_for(r.name, kind), f"{kind}: {r.name} has no row in suite.CHECKS"
+            assert _rows_for(r.name, kind), f"{kind}: {r.name} has no row in rows.CHECKS"
     names = [r.name for r in reports["build"].results]
     assert "hashes.manifest" in names and "hashes.registry" not in names   # kinds decide
     assert "files[train]" in [r.name for r in reports["folder"].results]  # no train images
@@ -102,7 +102,7 @@ def test_docs_verify_md_section_is_the_rendered_table():
     page = ROOT / "docs" / "verify.md"
     rendered = render_markdown(CHECKS)
     assert doc_section(page.read_text()) == rendered, (
-        "docs/verify.md's table of checks differs from mnistforge/checks/suite.CHECKS: "
+        "docs/verify.md's table of checks differs from mnistforge/checks/rows.CHECKS: "
         "regenerate it with `.venv/bin/python tools/verify_checks_doc.py`")
     for c in CHECKS:   # every row is in it, by its result name
         assert f"| `{c.label({'split': 'split', 'pair': 'train-test'})}` |" in rendered

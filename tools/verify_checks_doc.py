@@ -1,4 +1,4 @@
-"""Rewrite the table of checks in docs/verify.md from ``mnistforge.checks.suite.CHECKS``.
+"""Rewrite the table of checks in docs/verify.md from ``mnistforge.checks.rows.CHECKS``.
 
     .venv/bin/python tools/verify_checks_doc.py          # rewrite the section in place
     .venv/bin/python tools/verify_checks_doc.py --check  # exit 1 when the page is out of date
@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from mnistforge.checks.suite import CHECKS
+from mnistforge.checks.rows import CHECKS
 from mnistforge.checks.table import doc_section, render_markdown, replace_section
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "verify.md"

@@ -5,128 +5,26 @@ build folder with ``manifest.json``, or a folder of idx files under the
 official names), ``NAME:SPLIT`` / ``FOLDER:SPLIT``, or an already loaded
 split (:class:`mnistforge.loaders.DatasetSplit`, or a dict of them by split).
 
-The checks are the rows of :data:`CHECKS` (a :class:`~.table.Check` each: the result it adds,
+The checks are the rows of :data:`.rows.CHECKS` (a :class:`~.table.Check` each: the result it adds,
 when it applies, the function, its cost), run in order by :func:`~.table.run_checks`;
 docs/verify.md's table of checks is generated from them.
 """
 from __future__ import annotations
 
-import dataclasses
-import functools
 import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import ConfigError
-from ..io.manifest import Manifest
-from ..registry import balanced_datasets
 from . import duplicates as dup
-from . import hashes, integrity, reference as ref_mod, statistics, writers
-from .label_issues import check_label_issues, has_votes
-from .result import FAIL, INFO, PASS, WARN, CheckResult, VerifyReport, load_failure, run_check
-from .table import ALL, Check, Kind, Scope, run_checks
+from .context import Context
+from .rows import BUILD_CHECKS, CHECKS  # noqa: F401 - BUILD_CHECKS: named by the registry docs
+from .result import CheckResult, VerifyReport
+from .table import run_checks
 
 logger = logging.getLogger(__name__)
 
-
-CROSS_PAIRS = (("train", "test"),)
-
-
-def _leaf_checks():
-    from .femnist import femnist_build_checks  # only a FEMNIST build pays for its import
-
-    return femnist_build_checks
-
-
-#: the extra checks a registry entry's ``build_checks`` names -> a function returning the check
-#: ``(manifest, loaded, add)`` (imported when used)
-BUILD_CHECKS = {"leaf": _leaf_checks}
-
-
-@dataclasses.dataclass(eq=False)
-class _Ctx:
-    """What the checks need to know about the target (the ``ctx`` of every row's ``run``)."""
-
-    name: str | None
-    info: object = None
-    root: Path | None = None
-    split: str | None = None          # the split asked for (``TARGET:SPLIT``), if any
-    kind: Kind = "cache"
-    folder: Path | None = None
-    manifest: Manifest | None = None
-    folder_manifest_root: Path | None = None
-    loaded: dict = dataclasses.field(default_factory=dict)
-    card_counts: dict = dataclasses.field(default_factory=dict)  # an HF export: rows per split
-    wanted: list = dataclasses.field(default_factory=list)      # splits to load
-    skipped: set = dataclasses.field(default_factory=set)       # ... whose files are missing
-    used_files: list = dataclasses.field(default_factory=list)
-    contents: dict = dataclasses.field(default_factory=dict)    # parse inflates once for hashes
-    options: dict = dataclasses.field(default_factory=dict)     # verify's keyword arguments
-
-    def items(self, scope: Scope):
-        """(placeholders, item) for each target / split to load / loaded split / pair."""
-        if scope == "target":
-            return [({}, None)]
-        if scope == "wanted":
-            return [({"split": s}, s) for s in self.wanted]
-        if scope == "split":
-            return (({"split": s}, _Split(self, s, ds)) for s, ds in self.loaded.items())
-        return [({"pair": f"{a}-{b}"}, (self.loaded[a], self.loaded[b])) for a, b in CROSS_PAIRS
-                if a in self.loaded and b in self.loaded]
-
-    @property
-    def is_build(self) -> bool:
-        return self.manifest is not None
-
-
-def manifest_entry(manifest: Manifest | None, name: str) -> dict:
-    """The image counts per split a build manifest records for dataset ``name``, if any."""
-    entry = manifest.dataset(name) if manifest is not None and name else None
-    return dict(entry.counts) if entry is not None else {}
-
-
-def _split_by(manifest: Manifest | None) -> str | None:
-    return manifest.split_by if manifest is not None else None
-
-
-def expected_count(ctx: _Ctx, split: str):
-    """(count, source) for a split: build manifest first, then the registry."""
-    entry = manifest_entry(ctx.manifest, ctx.name)
-    if isinstance(entry.get(split), int):
-        return int(entry[split]), "build manifest"
-    if split in ctx.card_counts:
-        return int(ctx.card_counts[split]), "dataset card"
-    if ctx.is_build:
-        # A build from a partial or synthetic SD19 has its own sizes; without
-        # them in the manifest the registry size would be a false alarm.
-        if ctx.info is not None and split in ctx.info.splits and not _synthetic(ctx.manifest):
-            return ctx.info.split(split).count, "registry"
-        return None, "build manifest (no size recorded)"
-    if ctx.info is not None and split in ctx.info.splits:
-        return ctx.info.split(split).count, "registry"
-    return None, "registry"
-
-
-def _synthetic(manifest: Manifest | None) -> bool:
-    return manifest is not None and manifest.from_synthetic_sd19
-
-
-def class_range(ctx: _Ctx, ds) -> tuple[int, int]:
-    """(number of classes, first label) for a split."""
-    info = getattr(ds, "info", None) or ctx.info
-    classes = list(getattr(ds, "classes", None) or (info.classes if info else []))
-    offset = int(info.label_offset) if info is not None else 0
-    entry = ctx.manifest.dataset(ctx.name) if ctx.manifest is not None and ctx.name else None
-    n = len(classes) - offset if classes else int(np.max(ds.labels)) + 1
-    if entry is not None and entry.classes is not None and entry.classes != n:
-        return int(entry.classes), 0  # e.g. the paper's 37-class letters variant
-    return n, offset
-
-
-# --------------------------------------------------------------------------- targets
 
 def _resolve(target, split):
     """-> (name, {split: loaded or None}, root)."""
@@ -150,32 +48,6 @@ def _splits_to_check(info, split):
         return [split]
     return [s for s, sp in info.splits.items() if not sp.is_view]
 
-
-def _split_files(info, split, folder):
-    """{role: path or None} of a file split in ``folder``."""
-    from ..gate.source import locate
-
-    fsp = info.file_split(split)
-    out = {}
-    for role in ("images", "labels", "metadata"):
-        fname = getattr(fsp, role)
-        if fname and (role == "images" or fname != fsp.images):
-            if role == "metadata" and fname == fsp.labels:
-                continue
-            out[role] = (fname, locate(folder, fname) if folder is not None else None)
-    return out
-
-
-def _as_metadata(value):
-    if value is None:
-        return None
-    if isinstance(value, (str, os.PathLike)):
-        from ..io.idx import read_idx
-        return np.asarray(read_idx(value))
-    return np.asarray(value)
-
-
-# --------------------------------------------------------------------------- main
 
 def verify(target, *, reference=None, strict: bool = False, split: str | None = None,
            metadata: Mapping | None = None, near_threshold: float = dup.DEFAULT_NEAR_L2,
@@ -243,7 +115,7 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
         except KeyError:
             info = None
     loaded_given = isinstance(sp, dict)
-    ctx = _Ctx(name, info, root, options=dict(reference=reference, metadata=metadata,
+    ctx = Context(name, info, root, options=dict(reference=reference, metadata=metadata,
                                               near_threshold=near_threshold, download=download,
                                               near=near))
     label = os.fspath(target) if isinstance(target, (str, os.PathLike)) else \
@@ -266,7 +138,7 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
     return report
 
 
-def _prepare_files(ctx: _Ctx, report: VerifyReport) -> None:
+def _prepare_files(ctx: Context, report: VerifyReport) -> None:
     """A folder (its files and manifest, as the gate resolves them) or the cache."""
     from ..gate.source import resolve
 
@@ -287,7 +159,7 @@ def _prepare_files(ctx: _Ctx, report: VerifyReport) -> None:
     ctx.wanted = _splits_to_check(ctx.info, ctx.split)
 
 
-def _prepare_hf(ctx: _Ctx, declared: dict, report: VerifyReport) -> None:
+def _prepare_hf(ctx: Context, declared: dict, report: VerifyReport) -> None:
     """A Hugging Face export: the splits its card declares (rows per split)."""
     from ..io.hf.schema import hf_split_name
 
@@ -296,149 +168,6 @@ def _prepare_hf(ctx: _Ctx, declared: dict, report: VerifyReport) -> None:
     names = {hf_split_name(s): s for s in (ctx.info.splits if ctx.info is not None else [])}
     ctx.card_counts = {names.get(s, s): n for s, n in declared.items()}
     ctx.wanted = [ctx.split] if ctx.split else list(ctx.card_counts)
-
-
-# --------------------------------------------------------------------------- the rows' functions
-# ``run(ctx, item)``: item is None (target), a split name (wanted), a _Split, or a (train, test)
-# pair of loaded splits.
-
-class _Split:
-    """One loaded split and what several rows need of it."""
-
-    def __init__(self, ctx: _Ctx, split: str, ds):
-        self.split, self.ds = split, ds
-        self.metadata = getattr(ds, "metadata", None)
-        self.n_cls, self.offset = class_range(ctx, ds)
-        # a copy whose rows map to official rows (a subset): its size and balance are its own
-        self.part = getattr(ds, "row_map", None) is not None and bool(ds.row_map.mapped.any())
-
-    @functools.cached_property
-    def metadata_labels(self):
-        return writers.metadata_labels(self.metadata) if self.metadata is not None else None
-
-
-def _folder_files(ctx: _Ctx, s: str) -> list[CheckResult]:
-    files = _split_files(ctx.info, s, ctx.folder)
-    present = {r: p for r, (f, p) in files.items() if p is not None}
-    missing = [f for r, (f, p) in files.items() if p is None and r != "metadata"]
-    if missing:
-        ctx.skipped.add(s)
-        if not present and ctx.split is None:
-            logger.info("%s: split %s not present, skipped", ctx.name, s)
-            return []
-        return [CheckResult(f"files[{s}]", FAIL, {"missing": missing},
-                            f"{len(missing)} files missing: {', '.join(missing)}")]
-    ctx.used_files += list(present.values())
-    return []
-
-
-def _card_files(ctx: _Ctx, s: str) -> list[CheckResult]:
-    if s in ctx.card_counts:
-        return []
-    ctx.skipped.add(s)
-    return [CheckResult(f"files[{s}]", FAIL, {"missing": [s]},
-                        f"split {s} is not in the export's card")]
-
-
-def _load_split(ctx: _Ctx, s: str) -> list[CheckResult]:
-    from ..loaders import load
-
-    if s in ctx.skipped:
-        return []
-    try:
-        # the hash checks judge the files (or shards); loading must not refuse them first
-        ctx.loaded[s] = load(ctx.name, s, root=ctx.root, with_metadata=True,
-                             download=ctx.options["download"], trust_files=True)
-    except Exception as e:  # a file that does not load is a finding
-        return [load_failure(f"load[{s}]", e)]
-    return []
-
-
-def _uniq(ctx: _Ctx, _=None) -> list:
-    return sorted(set(ctx.used_files))
-
-
-def _parse(ctx: _Ctx, _) -> CheckResult:
-    return integrity.check_parse(_uniq(ctx), contents=ctx.contents)
-
-
-def _manifest_hashes(ctx: _Ctx, _) -> CheckResult:
-    try:
-        mroot = ctx.folder_manifest_root or ctx.folder
-        rel = [Path(p).resolve().relative_to(Path(mroot).resolve()).as_posix() for p in _uniq(ctx)]
-        # The whole build unless one split was asked for: an edit of
-        # any output (even one the loader does not read) is a finding.
-        return hashes.check_manifest(mroot, ctx.manifest, only=rel if ctx.split else None)
-    finally:
-        ctx.contents.clear()
-
-
-def _registry_hashes(ctx: _Ctx, _) -> CheckResult:
-    from ..registry import get_file
-
-    try:
-        files = {}
-        for p in _uniq(ctx):
-            try:
-                files[p] = get_file(f"{ctx.info.group}/{_registry_name(ctx.info, p)}")
-            except KeyError:
-                pass
-        return hashes.check_registry_files(files, contents=ctx.contents)
-    finally:
-        ctx.contents.clear()
-
-
-def _cache_hashes(ctx: _Ctx, _) -> CheckResult:
-    # verify re-hashes what it verifies: a sidecar is what bit rot fools
-    files = _cache_files(ctx.info, ctx.loaded)
-    return hashes.check_registry_files(files, name="hashes.cache") if files else \
-        _cache_status(ctx.loaded)
-
-
-def _size(ctx: _Ctx, it: _Split) -> CheckResult:
-    ds = it.ds
-    want, source = expected_count(ctx, getattr(ds, "split", it.split) or it.split)
-    if it.part and want is not None and len(ds.labels) != want:
-        return CheckResult(f"integrity.size[{it.split}]", INFO,
-                           {"found": len(ds.labels), "expected": want, "source": source},
-                           f"{len(ds.labels)} images: official rows of a split of {want} "
-                           "(row map)")
-    return integrity.check_size(len(ds.labels), want, source=source)
-
-
-def _balance(ctx: _Ctx, it: _Split) -> CheckResult:
-    want, _ = expected_count(ctx, it.split)
-    per = want // it.n_cls if want and want % it.n_cls == 0 else None
-    return integrity.check_balanced(it.ds.labels, per, it.n_cls, it.offset)
-
-
-def _validation_balance(ctx: _Ctx, _) -> CheckResult:
-    from ..loaders import load
-
-    try:
-        val = load(ctx.name, "validation", root=ctx.root, download=ctx.options["download"],
-                   trust_files=True)
-        n_cls, offset = class_range(ctx, val)
-        return run_check("integrity.balance[validation]", integrity.check_balanced,
-                         val.labels, None, n_cls, offset)
-    except Exception as e:
-        return load_failure("integrity.balance[validation]", e)
-
-
-def _build_checks(ctx: _Ctx, _) -> list[CheckResult]:
-    out: list[CheckResult] = []
-    for check in ctx.info.build_checks:
-        BUILD_CHECKS[check]()(ctx.manifest, ctx.loaded, out.append)
-    return out
-
-
-def _balanced(ctx: _Ctx) -> bool:
-    return ctx.name in balanced_datasets()
-
-
-def _has_validation(ctx: _Ctx, _) -> bool:
-    return _balanced(ctx) and "train" in ctx.loaded and \
-        "validation" in getattr(ctx.info, "splits", {})
 
 
 def _hf_splits(root, name):
@@ -451,294 +180,3 @@ def _hf_splits(root, name):
         if entry.get("config_name") == name:
             return {str(s["name"]): int(s["num_examples"]) for s in entry.get("splits") or []}
     return {}
-
-
-def _shard_hashes(ctx: _Ctx, _) -> CheckResult:
-    """A Hugging Face export's shards re-hashed against the export's record."""
-    from ..io.hf.repo import recorded_shard_hashes, repo_configs, shard_problems
-
-    root = Path(ctx.root)
-    problems = shard_problems(root, {ctx.name: repo_configs(root).get(ctx.name, {})})
-    if not recorded_shard_hashes(root):
-        return CheckResult("hashes.shards", WARN, {"problems": []}, "the export recorded no shard "
-                           "hashes (exported by an older mnistforge): shards not verified")
-    return CheckResult("hashes.shards", FAIL if problems else PASS, {"problems": problems},
-                       "; ".join(problems) if problems else
-                       "every shard has the sha256 the export recorded")
-
-
-def _registry_name(info, path) -> str:
-    """The registry file name behind a local (maybe decompressed) copy."""
-    from ..registry import strip_compression
-
-    stem = strip_compression(Path(path).name)
-    for n in info.file_names():
-        if strip_compression(n) == stem:
-            return n
-    return Path(path).name
-
-
-def _cache_files(info, loaded) -> dict:
-    """{cached path: registry file} behind the loaded splits: each compressed file (or its
-    archive) and each decompressed copy the loads use."""
-    from ..cache.download import cache_path
-    from ..registry import get_file
-    from ..settings import cache_home
-
-    files: dict = {}
-    if info is None:
-        return files
-    for s in loaded:
-        fsp = info.file_split(s)
-        for fname in {fsp.images, fsp.labels, fsp.metadata} - {None}:
-            try:
-                remote = get_file(f"{info.group}/{fname}")
-            except KeyError:
-                continue
-            packed = get_file(remote.archive) if remote.archive else remote
-            if cache_path(remote).is_file():
-                files[cache_path(remote)] = packed
-            raw = cache_home() / remote.group / remote.raw_name
-            if remote.raw_name != remote.name and raw.is_file():
-                files[raw] = remote
-    return files
-
-
-def _cache_status(loaded) -> CheckResult:
-    st = {}
-    for ds in loaded.values():
-        st.update(getattr(ds, "status", {}) or {})
-    values = {"files": st}
-    unpinned = [f for f, v in st.items() if v == "unpinned"]
-    if not st:
-        return CheckResult("hashes.cache", PASS, values, "files verified by the cache earlier")
-    msg = ", ".join(f"{f}: {v}" for f, v in sorted(st.items()))
-    if unpinned:
-        return CheckResult("hashes.cache", WARN, values,
-                           f"{len(unpinned)} files cannot be verified (no hash pinned): {msg}")
-    return CheckResult("hashes.cache", PASS, values, "verified against the registry: " + msg)
-
-
-def _writer_checks(ctx: _Ctx, _) -> list[CheckResult]:
-    loaded, out = ctx.loaded, []
-    add = out.append
-    metadata = dict(ctx.options["metadata"] or {})
-    wid = {}
-    for s in list(loaded) + [s for s in metadata if s not in loaded]:
-        md = _as_metadata(metadata.get(s))
-        ds = loaded.get(s)
-        if md is None and ds is not None:
-            md = getattr(ds, "metadata", None)
-        if md is None:
-            continue
-        if s not in metadata and md.dtype.names and not {"writer", "writer_id"} & set(md.dtype.names):
-            continue  # loaded metadata without writers (MNIST test: only the label votes)
-        if ds is not None and len(md) > len(ds.labels):
-            md = md[: len(ds.labels)]
-        try:
-            wid[s] = writers.writer_ids(md)
-        except Exception as e:
-            add(CheckResult(f"writers[{s}]", FAIL, {"error": type(e).__name__}, str(e)))
-            continue
-        if ds is not None and s in metadata:
-            ml = writers.metadata_labels(md)
-            if ml is not None:
-                add(run_check(f"integrity.metadata[{s}]", integrity.check_metadata_labels,
-                              ds.labels, ml))
-        add(run_check(f"writers[{s}]", writers.check_writer_counts, wid[s], s))
-    for a, b in CROSS_PAIRS:
-        if a in wid and b in wid:
-            expect = writers.expects_disjoint_writers(
-                ctx.name, {"split_by": _split_by(ctx.manifest) or "random"})
-            add(run_check(f"writers.{a}-{b}", writers.check_writers, wid[a], wid[b],
-                          expect_disjoint=expect))
-    return out
-
-
-def _reference_checks(ctx: _Ctx, _) -> list[CheckResult]:
-    from ..loaders import load, resolve_target
-
-    reference, loaded, download, out = ctx.options["reference"], ctx.loaded, ctx.options["download"], []
-    add = out.append
-    if hasattr(reference, "images"):
-        refs = {getattr(reference, "split", None) or next(iter(loaded), "split"): reference}
-        rname = getattr(reference, "name", "reference")
-        for s in loaded:
-            ds = refs.get(s) or (reference if len(loaded) == 1 else None)
-            if ds is not None:
-                add(run_check(f"reference[{s}]", ref_mod.check_reference, loaded[s].images,
-                              ds.images, loaded[s].labels, ds.labels, split=s,
-                              reference_name=rname))
-        return out
-    rname, rsplit, rroot = resolve_target(os.fspath(reference))
-    from ..registry import get_dataset
-    rinfo = get_dataset(rname)
-    for s, ds in loaded.items():
-        target_split = rsplit or s
-        if target_split not in rinfo.splits:
-            add(CheckResult(f"reference[{s}]", WARN, {"reference": rname},
-                            f"{rname} has no split {target_split!r}; nothing to match"))
-            continue
-        try:
-            r = load(rname, target_split, root=rroot, download=download, trust_files=True)
-        except Exception as e:  # offline or not cached: unavailable (exit 3), not a failed check
-            add(load_failure(f"reference[{s}]", e, f"cannot load the reference {rname}:{target_split}: {e}"))
-            continue
-        where = f"{rname}:{target_split}" + (f" ({rroot})" if rroot else "")
-        add(run_check(f"reference[{s}]", ref_mod.check_reference, ds.images, r.images,
-                      ds.labels, r.labels, split=s, reference_name=where))
-    return out
-
-
-# --------------------------------------------------------------------------- the table
-# In report order; consecutive rows of one scope run split by split (every "split" row on
-# train, then on test).  Rows of kind "copy" are added by a copy's identification
-# (checks/foreign.finish_report) ahead of the others, and listed here for the docs.
-
-_FILES = frozenset({"build", "folder"})
-_READ = frozenset({"build", "folder", "cache", "hf"})   # everything but loaded arrays
-_COPY: frozenset[Kind] = frozenset({"copy"})
-
-
-def _a(*names: str):
-    """``when``: the split item's attribute ``names`` hold something."""
-    return lambda ctx, it: all(getattr(it, n) is not None for n in names)
-
-
-def _copy_rows():
-    from .identify import identification_check, row_map_check
-
-    return (
-        Check("identify[{split}]", "target", _COPY, identification_check, "O(n) hashes",
-              "a third-party copy is identical to a registry split, or the same content "
-              "reordered (see above)",
-              "transformed or unknown (warn); images or labels differ (fail)", many=True),
-        Check("row_map[{split}]", "target", _COPY, row_map_check, "O(n) hashes",
-              "the copy's rows map to official rows of one split (a subset)",
-              "rows of several splits of one dataset: leakage (fail)",
-              when_text="a copy whose rows were mapped", many=True),
-    )
-
-
-CHECKS: tuple[Check, ...] = _copy_rows() + (
-    Check("hashes.shards", "target", frozenset({"hf"}), _shard_hashes, "reads files",
-          "every parquet shard has the sha256 the export recorded",
-          "a shard edited, truncated or missing (fail); no hashes recorded (warn)"),
-    Check("files[{split}]", "wanted", _FILES, _folder_files, "metadata only",
-          "every file of the split is in the folder",
-          "a file is missing (fail); a split with no file at all is skipped unless asked for",
-          many=True),
-    Check("files[{split}]", "wanted", frozenset({"hf"}), _card_files, "metadata only",
-          "the split is in the export's card", "a split asked for is not there (fail)",
-          many=True),
-    Check("load[{split}]", "wanted", _READ, _load_split, "inflates",
-          "the loader reads the split", "the loader refuses it (fail, with its message)",
-          many=True),
-    Check("integrity.parse", "target", _FILES, _parse, "inflates",
-          "every idx file parses fully (header, declared length, compression)",
-          "truncated / corrupt file (fail)", when=lambda ctx, _: bool(ctx.used_files),
-          function=integrity.check_parse),
-    Check("hashes.manifest", "target", frozenset({"build"}), _manifest_hashes, "reads files",
-          "every output of the build manifest has its sha256 and size",
-          "edited, truncated or deleted output (fail); idx file not in the manifest (warn)",
-          function=hashes.check_manifest),
-    Check("hashes.registry", "target", frozenset({"folder"}), _registry_hashes, "reads files",
-          "official files match the registry: the published bytes, or the decompressed content",
-          "neither matches (fail); nothing pinned (warn, \"unverified\")",
-          when=lambda ctx, _: bool(ctx.used_files),
-          function=hashes.check_registry_files),
-    Check("hashes.cache", "target", frozenset({"cache"}), _cache_hashes, "reads files",
-          "the cache's files re-hashed against the registry (exact / content / raw / archive)",
-          "unpinned file (warn); a mismatch makes the load fail",
-          when=lambda ctx, _: bool(ctx.loaded)),
-    Check("integrity.images[{split}]", "split", ALL,
-          lambda ctx, it: integrity.check_images(it.ds.images), "O(n) arrays",
-          "uint8 N x 28 x 28", "another dtype or shape (fail)",
-          function=integrity.check_images),
-    Check("integrity.counts[{split}]", "split", ALL,
-          lambda ctx, it: integrity.check_counts(it.ds.images, it.ds.labels,
-                                                 metadata=it.metadata), "O(n) arrays",
-          "images = labels (= metadata rows)", "otherwise (fail)",
-          function=integrity.check_counts),
-    Check("integrity.labels[{split}]", "split", ALL,
-          lambda ctx, it: integrity.check_label_range(it.ds.labels, it.n_cls, it.offset),
-          "O(n) arrays", "labels in the class range (EMNIST letters 1..26)",
-          "a label out of range (fail)",
-          function=integrity.check_label_range),
-    Check("integrity.size[{split}]", "split", ALL, _size, "metadata only",
-          "count equals the build manifest's, else the card's or the registry's",
-          "one image short, or more (fail); a row-mapped subset is reported (info)",
-          when=lambda ctx, it: ctx.kind != "arrays" or bool(ctx.name),
-          when_text="arrays only when their dataset is known",
-          function=integrity.check_size),
-    Check("integrity.balance[{split}]", "split", ALL, _balance, "O(n) arrays",
-          "every class exactly count / classes", "a flipped label breaks it (fail)",
-          when=lambda ctx, it: _balanced(ctx) and not it.part,
-          when_text="datasets the registry marks `balanced`",
-          function=integrity.check_balanced),
-    Check("integrity.metadata[{split}]", "split", ALL,
-          lambda ctx, it: integrity.check_metadata_labels(it.ds.labels, it.metadata_labels),
-          "O(n) arrays", "the label column of the metadata (QMNIST column 0) equals the labels",
-          "disagreement (fail)", when=_a("metadata", "metadata_labels"),
-          when_text="metadata with a label column",
-          function=integrity.check_metadata_labels),
-    Check("label_issues[{split}]", "split", ALL,
-          lambda ctx, it: check_label_issues(it.ds.labels, it.metadata, it.split), "O(n) arrays",
-          "**info**, never pass/warn/fail: the 15 known label errors of Northcutt et al. (2021), "
-          "each with given and suggested label and the votes (`--json`); see "
-          "[label-errors](label-errors.md)",
-          "never (an `info` result ranks with `pass`, `--strict` included)",
-          when=lambda ctx, it: has_votes(it.metadata),
-          when_text="MNIST/QMNIST test with the study's votes",
-          function=check_label_issues),
-    Check("statistics[{split}]", "split", ALL,
-          lambda ctx, it: statistics.check_statistics(it.ds.images, it.split, ctx.name),
-          "O(n) arrays", "frame style matches the dataset (MNIST/QMNIST: 20x20 box; EMNIST: "
-          "fills the frame)", "style contradicts the dataset (fail); others reported only",
-          function=statistics.check_statistics),
-    Check("orientation[{split}]", "split", ALL,
-          lambda ctx, it: statistics.check_orientation(it.ds.images, it.ds.labels,
-                                                       getattr(it.ds, "classes", None),
-                                                       it.split, ctx.name),
-          "O(n) arrays", "characters upright", "transposed (fail); undecided (warn)",
-          function=statistics.check_orientation),
-    Check("duplicates.within[{split}]", "split", ALL,
-          lambda ctx, it: dup.check_exact_within(it.ds.images, it.split), "O(n) hashes",
-          "no byte-identical images", "groups of identical images (warn, with examples)",
-          function=dup.check_exact_within),
-    Check("integrity.balance[validation]", "target", _READ, _validation_balance,
-          "loads more data", "the validation part of a balanced EMNIST set: every class the "
-          "same count", "a class differs (fail)", when=_has_validation,
-          when_text="datasets the registry marks `balanced` with a validation split, train "
-                    "verified",
-          function=integrity.check_balanced),
-    Check("duplicates.{pair}", "pair", ALL,
-          lambda ctx, p: dup.check_exact_across(p[0].images, p[1].images), "O(n) hashes",
-          "no test image is byte-identical to a training image",
-          "leakage (fail, with index pairs)",
-          function=dup.check_exact_across),
-    Check("duplicates.near[{pair}]", "pair", ALL,
-          lambda ctx, p: dup.check_near_across(p[0].images, p[1].images,
-                                               ctx.options["near_threshold"]),
-          "O(n^2) near-duplicates", "no test image within L2 128 of a training image",
-          "near copies (warn, counts and closest examples)",
-          when=lambda ctx, _: ctx.options["near"], option="off with `--no-near`",
-          function=dup.check_near_across),
-    Check("writers[{split}], writers.{pair}", "target", ALL, _writer_checks, "O(n) arrays",
-          "writers counted; none shared where the dataset keeps them apart; a `--metadata` "
-          "file's label column equals the labels (`integrity.metadata[split]`)",
-          "MNIST/QMNIST/writer-disjoint EMNIST sharing a writer (fail); official-style EMNIST "
-          "sharing writers (warn, with the count)", when_text="metadata with writers",
-          option="more with `--metadata SPLIT=FILE`", many=True),
-    Check("femnist.*", "target", _READ, _build_checks, "O(n) hashes",
-          "the extra checks a registry entry's `build_checks` names (FEMNIST's `leaf`: writers, "
-          "classes, LEAF parameters; docs/femnist.md)", "see docs/femnist.md",
-          when=lambda ctx, _: ctx.info is not None,
-          when_text="an entry with `build_checks`", many=True),
-    Check("reference[{split}]", "target", ALL, _reference_checks, "loads more data",
-          "every image paired, same labels, all pairs within L2 128 after the best shift",
-          "different labels, reference images without counterpart (fail); far pairs (warn)",
-          when=lambda ctx, _: ctx.options["reference"] is not None,
-          option="on with `--reference`", many=True,
-          function=ref_mod.check_reference),
-)

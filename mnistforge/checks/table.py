@@ -34,7 +34,7 @@ COSTS: tuple[Cost, ...] = typing.get_args(Cost)
 
 #: the result name's placeholders as the docs show them
 _PLACEHOLDERS = {"split": "split", "pair": "train-test"}
-BEGIN = "<!-- begin: checks table (generated from mnistforge/checks/suite.CHECKS by " \
+BEGIN = "<!-- begin: checks table (generated from mnistforge/checks/rows.CHECKS by " \
         "tools/verify_checks_doc.py; edit the rows, not this table) -->"
 END = "<!-- end: checks table -->"
 
