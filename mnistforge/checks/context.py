@@ -32,13 +32,13 @@ class Context:
     folder: Path | None = None
     manifest: Manifest | None = None
     folder_manifest_root: Path | None = None
-    loaded: dict = dataclasses.field(default_factory=dict)
-    card_counts: dict = dataclasses.field(default_factory=dict)  # an HF export: rows per split
-    wanted: list = dataclasses.field(default_factory=list)      # splits to load
-    skipped: set = dataclasses.field(default_factory=set)       # ... whose files are missing
-    used_files: list = dataclasses.field(default_factory=list)
-    contents: dict = dataclasses.field(default_factory=dict)    # parse inflates once for hashes
-    options: dict = dataclasses.field(default_factory=dict)     # verify's keyword arguments
+    loaded: dict[str, Any] = dataclasses.field(default_factory=dict)
+    card_counts: dict[str, int] = dataclasses.field(default_factory=dict)  # an HF export: rows per split
+    wanted: list[str] = dataclasses.field(default_factory=list)      # splits to load
+    skipped: set[str] = dataclasses.field(default_factory=set)       # ... whose files are missing
+    used_files: list[Path] = dataclasses.field(default_factory=list)
+    contents: dict[Any, Any] = dataclasses.field(default_factory=dict)    # parse inflates once for hashes
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)     # verify's keyword arguments
 
     def items(self, scope: Scope) -> Iterable[tuple[dict[str, str], Any]]:
         """(placeholders, item) for the target / each split to load / loaded split / pair."""
@@ -47,6 +47,20 @@ class Context:
     @property
     def is_build(self) -> bool:
         return self.manifest is not None
+
+    @property
+    def entry(self) -> DatasetInfo:
+        """The registry entry (the rows that use it apply to targets of a known dataset)."""
+        if self.info is None:
+            raise LookupError(f"{self.name or self.root}: no registry entry")
+        return self.info
+
+    @property
+    def where(self) -> Path:
+        """The target's folder (the rows that use it apply to folders and exports)."""
+        if self.root is None:
+            raise LookupError(f"{self.name}: not a folder")
+        return Path(self.root)
 
 
 _ITEMS: dict[Scope, Callable[[Context], Iterable[tuple[dict[str, str], Any]]]] = {
@@ -59,7 +73,7 @@ _ITEMS: dict[Scope, Callable[[Context], Iterable[tuple[dict[str, str], Any]]]] =
 }
 
 
-def manifest_entry(manifest: Manifest | None, name: str) -> dict:
+def manifest_entry(manifest: Manifest | None, name: str | None) -> dict[str, Any]:
     """The image counts per split a build manifest records for dataset ``name``, if any."""
     entry = manifest.dataset(name) if manifest is not None and name else None
     return dict(entry.counts) if entry is not None else {}
@@ -69,7 +83,7 @@ def manifest_split_by(manifest: Manifest | None) -> str | None:
     return manifest.split_by if manifest is not None else None
 
 
-def expected_count(ctx: Context, split: str):
+def expected_count(ctx: Context, split: str) -> tuple[int | None, str]:
     """(count, source) for a split: build manifest first, then the registry."""
     entry = manifest_entry(ctx.manifest, ctx.name)
     if isinstance(entry.get(split), int):
@@ -91,7 +105,7 @@ def _synthetic(manifest: Manifest | None) -> bool:
     return manifest is not None and manifest.from_synthetic_sd19
 
 
-def class_range(ctx: Context, ds) -> tuple[int, int]:
+def class_range(ctx: Context, ds: Any) -> tuple[int, int]:
     """(number of classes, first label) for a split."""
     info = getattr(ds, "info", None) or ctx.info
     classes = list(getattr(ds, "classes", None) or (info.classes if info else []))
@@ -106,7 +120,7 @@ def class_range(ctx: Context, ds) -> tuple[int, int]:
 class SplitItem:
     """One loaded split and what several rows need of it."""
 
-    def __init__(self, ctx: Context, split: str, ds):
+    def __init__(self, ctx: Context, split: str, ds: Any) -> None:
         self.split, self.ds = split, ds
         self.metadata = getattr(ds, "metadata", None)
         self.n_cls, self.offset = class_range(ctx, ds)
@@ -114,5 +128,5 @@ class SplitItem:
         self.part = getattr(ds, "row_map", None) is not None and bool(ds.row_map.mapped.any())
 
     @functools.cached_property
-    def metadata_labels(self):
+    def metadata_labels(self) -> np.ndarray | None:
         return writers.metadata_labels(self.metadata) if self.metadata is not None else None

@@ -19,7 +19,7 @@ from . import hashes, integrity, reference as ref_mod, statistics, writers
 from .context import CROSS_PAIRS, Context, SplitItem, class_range, expected_count, manifest_split_by
 from .label_issues import check_label_issues, has_votes
 from .result import FAIL, INFO, PASS, WARN, CheckResult, load_failure, run_check
-from .table import ALL, Check, Kind
+from .table import ALL, Check, kinds
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def _parse(ctx: Context, _) -> CheckResult:
 
 def _manifest_hashes(ctx: Context, _) -> CheckResult:
     try:
-        mroot = ctx.folder_manifest_root or ctx.folder
+        mroot = ctx.folder_manifest_root or ctx.folder or ctx.where
         rel = [Path(p).resolve().relative_to(Path(mroot).resolve()).as_posix() for p in _uniq(ctx)]
         # The whole build unless one split was asked for: an edit of
         # any output (even one the loader does not read) is a finding.
@@ -122,7 +122,7 @@ def _registry_hashes(ctx: Context, _) -> CheckResult:
         files = {}
         for p in _uniq(ctx):
             try:
-                files[p] = get_file(f"{ctx.info.group}/{_registry_name(ctx.info, p)}")
+                files[p] = get_file(f"{ctx.entry.group}/{_registry_name(ctx.entry, p)}")
             except KeyError:
                 pass
         return hashes.check_registry_files(files, contents=ctx.contents)
@@ -169,7 +169,7 @@ def _validation_balance(ctx: Context, _) -> CheckResult:
 
 def _build_checks(ctx: Context, _) -> list[CheckResult]:
     out: list[CheckResult] = []
-    for check in ctx.info.build_checks:
+    for check in ctx.entry.build_checks:
         BUILD_CHECKS[check]()(ctx.manifest, ctx.loaded, out.append)
     return out
 
@@ -187,8 +187,8 @@ def _shard_hashes(ctx: Context, _) -> CheckResult:
     """A Hugging Face export's shards re-hashed against the export's record."""
     from ..io.hf.repo import recorded_shard_hashes, repo_configs, shard_problems
 
-    root = Path(ctx.root)
-    problems = shard_problems(root, {ctx.name: repo_configs(root).get(ctx.name, {})})
+    root = ctx.where
+    problems = shard_problems(root, {ctx.name: repo_configs(root).get(str(ctx.name), {})})
     if not recorded_shard_hashes(root):
         return CheckResult("hashes.shards", WARN, {"problems": []}, "the export recorded no shard "
                            "hashes (exported by an older mnistforge): shards not verified")
@@ -235,7 +235,7 @@ def _cache_files(info, loaded) -> dict:
 
 
 def _cache_status(loaded) -> CheckResult:
-    st = {}
+    st: dict[str, str] = {}
     for ds in loaded.values():
         st.update(getattr(ds, "status", {}) or {})
     values = {"files": st}
@@ -250,7 +250,7 @@ def _cache_status(loaded) -> CheckResult:
 
 
 def _writer_checks(ctx: Context, _) -> list[CheckResult]:
-    loaded, out = ctx.loaded, []
+    loaded, out = ctx.loaded, list[CheckResult]()
     add = out.append
     metadata = dict(ctx.options["metadata"] or {})
     wid = {}
@@ -288,7 +288,8 @@ def _writer_checks(ctx: Context, _) -> list[CheckResult]:
 def _reference_checks(ctx: Context, _) -> list[CheckResult]:
     from ..loaders import load, resolve_target
 
-    reference, loaded, download, out = ctx.options["reference"], ctx.loaded, ctx.options["download"], []
+    reference, loaded, download = ctx.options["reference"], ctx.loaded, ctx.options["download"]
+    out: list[CheckResult] = []
     add = out.append
     if hasattr(reference, "images"):
         refs = {getattr(reference, "split", None) or next(iter(loaded), "split"): reference}
@@ -324,13 +325,13 @@ def _reference_checks(ctx: Context, _) -> list[CheckResult]:
 # train, then on test).  Rows of kind "copy" are added by a copy's identification
 # (checks/foreign.finish_report) ahead of the others, and listed here for the docs.
 
-_FILES = frozenset({"build", "folder"})
+_FILES = kinds("build", "folder")
 
 
-_READ = frozenset({"build", "folder", "cache", "hf"})   # everything but loaded arrays
+_READ = kinds("build", "folder", "cache", "hf")   # everything but loaded arrays
 
 
-_COPY: frozenset[Kind] = frozenset({"copy"})
+_COPY = kinds("copy")
 
 
 def _a(*names: str):
@@ -354,14 +355,14 @@ def _copy_rows():
 
 
 CHECKS: tuple[Check, ...] = _copy_rows() + (
-    Check("hashes.shards", "target", frozenset({"hf"}), _shard_hashes, "reads files",
+    Check("hashes.shards", "target", kinds("hf"), _shard_hashes, "reads files",
           "every parquet shard has the sha256 the export recorded",
           "a shard edited, truncated or missing (fail); no hashes recorded (warn)"),
     Check("files[{split}]", "wanted", _FILES, _folder_files, "metadata only",
           "every file of the split is in the folder",
           "a file is missing (fail); a split with no file at all is skipped unless asked for",
           many=True),
-    Check("files[{split}]", "wanted", frozenset({"hf"}), _card_files, "metadata only",
+    Check("files[{split}]", "wanted", kinds("hf"), _card_files, "metadata only",
           "the split is in the export's card", "a split asked for is not there (fail)",
           many=True),
     Check("load[{split}]", "wanted", _READ, _load_split, "inflates",
@@ -371,16 +372,16 @@ CHECKS: tuple[Check, ...] = _copy_rows() + (
           "every idx file parses fully (header, declared length, compression)",
           "truncated / corrupt file (fail)", when=lambda ctx, _: bool(ctx.used_files),
           function=integrity.check_parse),
-    Check("hashes.manifest", "target", frozenset({"build"}), _manifest_hashes, "reads files",
+    Check("hashes.manifest", "target", kinds("build"), _manifest_hashes, "reads files",
           "every output of the build manifest has its sha256 and size",
           "edited, truncated or deleted output (fail); idx file not in the manifest (warn)",
           function=hashes.check_manifest),
-    Check("hashes.registry", "target", frozenset({"folder"}), _registry_hashes, "reads files",
+    Check("hashes.registry", "target", kinds("folder"), _registry_hashes, "reads files",
           "official files match the registry: the published bytes, or the decompressed content",
           "neither matches (fail); nothing pinned (warn, \"unverified\")",
           when=lambda ctx, _: bool(ctx.used_files),
           function=hashes.check_registry_files),
-    Check("hashes.cache", "target", frozenset({"cache"}), _cache_hashes, "reads files",
+    Check("hashes.cache", "target", kinds("cache"), _cache_hashes, "reads files",
           "the cache's files re-hashed against the registry (exact / content / raw / archive)",
           "unpinned file (warn); a mismatch makes the load fail",
           when=lambda ctx, _: bool(ctx.loaded)),

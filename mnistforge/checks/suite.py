@@ -144,7 +144,7 @@ def _prepare_files(ctx: Context, report: VerifyReport) -> None:
 
     root = ctx.root
     if root is not None:
-        source = resolve(root, ctx.info)
+        source = resolve(root, ctx.entry)
         ctx.folder = source.folder
         ctx.manifest = source.manifest
         if ctx.manifest is None and ctx.folder is not None and ctx.folder != Path(root):

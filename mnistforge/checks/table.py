@@ -27,6 +27,13 @@ KIND_TEXT: dict[Kind, str] = {
     "arrays": "loaded splits (`DatasetSplit`)",
     "copy": "a third-party copy (identified first, then checked as arrays)"}
 ALL: frozenset[Kind] = frozenset(KINDS)
+
+
+def kinds(*names: Kind) -> frozenset[Kind]:
+    """The kinds of target a row applies to."""
+    return frozenset(names)
+
+
 #: what a check costs, cheapest first
 Cost = Literal["metadata only", "reads files", "inflates", "O(n) arrays", "O(n) hashes",
                "O(n^2) near-duplicates", "loads more data"]
