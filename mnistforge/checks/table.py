@@ -34,7 +34,7 @@ def kinds(*names: Kind) -> frozenset[Kind]:
     return frozenset(names)
 
 
-#: what a check costs, cheapest first
+#: what a check costs (a class, for the docs and for choosing what to skip)
 Cost = Literal["metadata only", "reads files", "inflates", "O(n) arrays", "O(n) hashes",
                "O(n^2) near-duplicates", "loads more data"]
 COSTS: tuple[Cost, ...] = typing.get_args(Cost)
@@ -117,7 +117,7 @@ def _kinds(kinds: frozenset[Kind]) -> str:
 def render_markdown(checks: Sequence[Check]) -> str:
     """The checks table of ``docs/verify.md`` (between :data:`BEGIN` and :data:`END`)."""
     kinds = "; ".join(f"`{k}`: {KIND_TEXT[k]}" for k in KINDS)
-    lines = [BEGIN, "", f"Targets: {kinds}. Cost, cheapest first: {', '.join(COSTS)}.", "",
+    lines = [BEGIN, "", f"Targets: {kinds}. Cost classes: {', '.join(COSTS)}.", "",
              "| check | function | applies to | cost | passes when | fails / warns when |",
              "|---|---|---|---|---|---|"]
     for c in checks:
