@@ -116,8 +116,8 @@ def _kinds(kinds: frozenset[Kind]) -> str:
 
 def render_markdown(checks: Sequence[Check]) -> str:
     """The checks table of ``docs/verify.md`` (between :data:`BEGIN` and :data:`END`)."""
-    kinds = "; ".join(f"`{k}`: {KIND_TEXT[k]}" for k in KINDS)
-    lines = [BEGIN, "", f"Targets: {kinds}. Cost classes: {', '.join(COSTS)}.", "",
+    legend = "; ".join(f"`{k}`: {KIND_TEXT[k]}" for k in KINDS)
+    lines = [BEGIN, "", f"Targets: {legend}. Cost classes: {', '.join(COSTS)}.", "",
              "| check | function | applies to | cost | passes when | fails / warns when |",
              "|---|---|---|---|---|---|"]
     for c in checks:
