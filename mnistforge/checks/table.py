@@ -1,10 +1,11 @@
 """The checks ``verify`` runs, as a table: one :class:`Check` row per check.
 
 A row says which result it adds (``name``, with ``{split}`` / ``{pair}`` filled in), what it
-runs on (``scope``: once per target, per loaded split, per train/test pair), for which kinds of
-target (``kinds``) and when else (``when``), what it costs, and the option that turns it off.
-:func:`run_checks` walks the rows in order (the report's order); :func:`render_markdown` writes
-the table of ``docs/verify.md`` from the same rows (``tools/verify_checks_doc.py`` rewrites it).
+runs on (``scope``: once per target, per split to load, per loaded split, per train/test
+pair), for which kinds of target (``kinds``) and when else (``when``), what it costs, and the
+option that turns it off.  :func:`run_checks` walks the rows in order (the report's order);
+:func:`render_markdown` writes the table of ``docs/verify.md`` from the same rows
+(``tools/verify_checks_doc.py`` rewrites it).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any, Literal, Protocol
 
 from .result import CheckResult, run_check
 
+#: once per target, per split to load (``wanted``), per loaded split, per train/test pair
 Scope = Literal["target", "wanted", "split", "pair"]
 #: build folder (with manifest), folder of idx files, official files from the cache, Hugging
 #: Face export, arrays already loaded (a ``DatasetSplit``, or a third-party copy once identified)
@@ -34,7 +36,7 @@ def kinds(*names: Kind) -> frozenset[Kind]:
     return frozenset(names)
 
 
-#: what a check costs (a class, for the docs and for choosing what to skip)
+#: what a check costs, as a class (for the docs)
 Cost = Literal["metadata only", "reads files", "inflates", "O(n) arrays", "O(n) hashes",
                "O(n^2) near-duplicates", "loads more data"]
 COSTS: tuple[Cost, ...] = typing.get_args(Cost)
