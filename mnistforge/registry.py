@@ -222,7 +222,7 @@ class DatasetInfo:
     #: the dataset card's caveats, by name, in the order shown (the texts: ``hub/targets.CAVEATS``)
     card_caveats: tuple[str, ...] = ()
     #: extra checks ``verify`` runs on a build of it, by name (the functions:
-    #: ``checks/suite.BUILD_CHECKS``; ``leaf``: FEMNIST's writer, class and LEAF-parameter checks)
+    #: ``checks/rows.BUILD_CHECKS``; ``leaf``: FEMNIST's writer, class and LEAF-parameter checks)
     build_checks: tuple[str, ...] = ()
     #: among datasets sharing file names (MNIST, Fashion-MNIST, KMNIST), the one a folder that
     #: nothing else tells apart is assumed to hold (``loaders/targets.detect_dataset``)

@@ -54,7 +54,7 @@ def writer_ids(metadata) -> np.ndarray:
                       found=f"shape {md.shape}")
 
 
-def metadata_labels(metadata):
+def metadata_labels(metadata: object) -> np.ndarray | None:
     """The class label column of the metadata, or None when it has none."""
     md = np.asarray(metadata)
     if md.dtype.names:
