@@ -19,6 +19,7 @@ from ..io.hf.schema import SplitData
 from ..io.manifest import Manifest
 from ..loaders import datasets_in_folder, load, resolve_target
 from ..loaders.repo import check_shards
+from ..loaders.targets import parse_target_text
 from ..registry import DatasetInfo, bibtex, built_license, get_dataset, get_file, hub_license
 from .export import ExportConfig
 
@@ -34,10 +35,8 @@ def parse_target(text: str) -> tuple[str | None, str]:
     >>> parse_target("qmnist")
     (None, 'qmnist')
     """
-    head, sep, rest = text.partition("=")
-    if sep and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", head) and rest:
-        return head, rest
-    return None, text
+    target = parse_target_text(text, config=True)   # the one parser of target strings
+    return target.config, target.text
 
 
 def _source(root, name):
