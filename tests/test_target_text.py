@@ -57,3 +57,19 @@ def test_callers_cut_targets_as_the_parser_does(tmp_path):
     # a path that is not a third-party copy (an empty folder) is not taken for one
     assert foreign_target(f"{tmp_path}/a:b:test") is None
     assert foreign_target("mnist:test") is None
+
+
+def test_export_resolves_each_folder_once(tmp_path, monkeypatch):
+    """hub.targets hands one resolved source to default_splits (was: one resolve per split)."""
+    from mnistforge.hub import targets
+    from mnistforge.registry import get_dataset
+
+    for name in ("train-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz"):
+        (tmp_path / name).write_bytes(b"")        # presence is all default_splits asks
+    real, calls = targets.resolve, []
+    monkeypatch.setattr(targets, "resolve", lambda *a: calls.append(a) or real(*a))
+    assert targets.default_splits("mnist", tmp_path) == ["train", "test"]
+    assert len(calls) == 1
+    source = real(tmp_path, get_dataset("mnist"))
+    assert targets.default_splits("mnist", tmp_path, source=source) == ["train", "test"]
+    assert len(calls) == 1                        # the source given is used, not made again

@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Union
 
 import numpy as np
 
@@ -32,11 +32,10 @@ from .names import dataset_name, parse_split, rows_of, split_name
 from .origins import CacheOrigin, FolderOrigin, Origin
 from .split import DatasetSplit, warn_if_empty
 
-if TYPE_CHECKING:
-    from typing import TypeAlias
-
-    PathArg: TypeAlias = "str | os.PathLike[str]"
-    Metadata: TypeAlias = "bool | Literal['files']"
+#: what a path argument may be; what ``with_metadata`` may be (real objects: the annotations of
+#: :func:`load` resolve at run time, for ``typing.get_type_hints`` and documentation tools)
+PathArg = Union[str, "os.PathLike[str]"]
+Metadata = Union[bool, Literal["files"]]
 
 # Folder detection (.targets) and the trust gate's check of a folder's files (gate.files) are
 # imported where a folder is involved: a load from the cache needs neither (only gate.formed).
@@ -260,6 +259,7 @@ def _read_foreign(route: Route, req: Request) -> DatasetSplit:
     """A third-party copy: its reader identifies, gates and converts it (:mod:`.foreign`)."""
     from .foreign import load_foreign
 
+    assert route.path is not None
     ds: DatasetSplit = load_foreign(
         route.path, route.name, route.split, with_metadata=bool(req.with_metadata),
         trust=req.trust, label_issues=req.label_issues, cache=req.cache, download=req.download,
@@ -271,7 +271,7 @@ def _read_repo(route: Route, req: Request) -> DatasetSplit:
     """A Hugging Face export (README.md + data/<name>/): its shards checked, then read."""
     from .repo import load_split_from_repo
 
-    assert route.name is not None and route.split is not None
+    assert route.root is not None and route.name is not None and route.split is not None
     ds: DatasetSplit = load_split_from_repo(route.root, route.name, route.split,
                                             with_metadata=req.wants_metadata, cache=req.cache,
                                             check=req.check, trust=req.trust)
