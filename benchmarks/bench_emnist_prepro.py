@@ -113,12 +113,12 @@ def bench_build(args):
         m = build_emnist(src, base / "emnist", workers=args.workers)
         t_build, c_build = time.perf_counter() - t0, time.process_time() - c0
         c_all = cpu_all() - ca
-        size = sum(v["bytes"] for v in m["outputs"].values())
+        size = sum(v["bytes"] for v in m.outputs.values())
         print(f"full build of all six datasets, synthetic SD19 scale {args.scale:g} "
               f"({n:,} characters, {args.workers} workers)")
         print(f"  synthesis {t_synth:.1f} s (not part of the build); first open + index "
               f"{t_index:.1f} s")
-        print(f"  build (read zips, convert once, write {len(m['outputs'])} files, "
+        print(f"  build (read zips, convert once, write {len(m.outputs)} files, "
               f"{size / 1e6:.1f} MB): {t_build:.1f} s = {n / t_build:,.0f} characters/s "
               f"(main process CPU {c_build:.1f} s; load average {os.getloadavg()[0]:.1f})")
         print(f"  CPU time of the build, all processes (reader workers included): {c_all:.1f} s "

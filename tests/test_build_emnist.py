@@ -16,6 +16,7 @@ from mnistforge.cli import main
 from mnistforge.errors import BuildError
 from mnistforge.io.idx import read_idx
 from mnistforge.io.hashing import sha256_file
+from mnistforge.io.manifest import Manifest
 from mnistforge.sd19 import open_sd19
 from sd19_helpers import make_tiny_sd19
 
@@ -54,13 +55,15 @@ def test_files_named_like_the_official_release(built):
     assert "emnist-balanced-train-images-idx3-ubyte.gz" in names
     assert "emnist-balanced-test-metadata-idx2-int.gz" in names
     # manifest: sha256 of every output, orientation, per-class quota report
+    # the builder returns the manifest it wrote (not a re-read): equal to what is on disk
+    assert isinstance(manifest, Manifest)
     on_disk = json.loads((out / "manifest.json").read_text())
-    assert on_disk == manifest
-    for rel, info in manifest["outputs"].items():
+    assert on_disk == manifest.to_dict()
+    for rel, info in manifest.outputs.items():
         assert sha256_file(out / rel) == info["sha256"]
-    assert set(manifest["outputs"]) == expected - {"manifest.json"}
-    assert manifest["orientation"] == "official"
-    assert manifest["datasets"]["balanced"]["quota"]["per_class"]["test"] >= 1
+    assert set(manifest.outputs) == expected - {"manifest.json"}
+    assert manifest.orientation == "official"
+    assert manifest.datasets["balanced"].quota["per_class"]["test"] >= 1
     assert not (out.parent / "all.incomplete").exists()
 
 
@@ -96,7 +99,7 @@ def test_balanced_sets_equal_per_class_and_sizes_follow_the_rule(built, source):
     out, manifest = built
     asc = source.index["ascii"]
     for name in ("balanced", "letters", "digits", "mnist"):
-        q = manifest["datasets"][name]["quota"]
+        q = manifest.datasets[name].quota
         table = label_table(name)
         pool = int((table[asc] >= 0).sum())
         scale = min(1.0, pool / official_pool_size(name))
@@ -113,7 +116,7 @@ def test_balanced_sets_equal_per_class_and_sizes_follow_the_rule(built, source):
         per = q["per_class"]
         assert len(idx(out, name, "test", "labels")) == ncls * per["test"]
         assert len(idx(out, name, "train", "labels")) == ncls * per["train"]
-        assert manifest["datasets"][name]["validation"] == ncls * per["validation"]
+        assert manifest.datasets[name].counts["validation"] == ncls * per["validation"]
         # no test image in the training set of any dataset
         tr = idx(out, name, "train", "metadata")[:, 5]
         byc_test = idx(out, "byclass", "test", "metadata")[:, 5]
@@ -156,18 +159,18 @@ def test_round_trip_upright_with_correct_characters(built, source):
 def test_same_seed_byte_identical_other_seed_differs(built, sd19, tmp_path):
     out, manifest = built
     again = build_emnist(sd19, tmp_path / "again", splits=["balanced", "byclass"], seed=7)
-    for rel, info in again["outputs"].items():
-        assert manifest["outputs"][rel]["sha256"] == info["sha256"], rel
+    for rel, info in again.outputs.items():
+        assert manifest.outputs[rel]["sha256"] == info["sha256"], rel
     other = build_emnist(sd19, tmp_path / "other", splits=["balanced"], seed=8)
     rel = file_names("balanced")[("train", "labels")]
-    assert other["outputs"][rel]["sha256"] != manifest["outputs"][rel]["sha256"]
+    assert other.outputs[rel]["sha256"] != manifest.outputs[rel]["sha256"]
 
 
 def test_writer_disjoint_build(sd19, tmp_path):
     out = tmp_path / "w"
     m = build_emnist(sd19, out, splits=["byclass", "balanced", "digits"], seed=1,
                      split_by="writer")
-    assert m["parameters"]["split"]["split_by"] == "writer"
+    assert m.parameters["split"]["split_by"] == "writer"
     for name in ("byclass", "balanced", "digits"):
         tr = idx(out, name, "train", "metadata")[:, 0]
         te = idx(out, name, "test", "metadata")[:, 0]
@@ -218,7 +221,7 @@ def test_digits_only_source_fails_for_letters(tmp_path):
         build_emnist(p, tmp_path / "out", splits=["letters"])
     assert not (tmp_path / "out").exists()
     m = build_emnist(p, tmp_path / "dig", splits=["digits"])
-    assert m["datasets"]["digits"]["test"] >= 10
+    assert m.datasets["digits"].counts["test"] >= 10
 
 
 @pytest.mark.slow
@@ -229,12 +232,12 @@ def test_full_scale_synthetic_build(tmp_path_factory):
     p = make_tiny_sd19(base, scale=scale, hierarchies=("by_write", "by_class"))
     out = base / "emnist"
     m = build_emnist(p, out)
-    n = m["inputs"]["sd19_characters"]
-    assert m["datasets"]["byclass"]["train"] == (6 * n) // 7
-    assert m["datasets"]["byclass"]["test"] == n - (6 * n) // 7
+    n = m.inputs["sd19_characters"]
+    assert m.datasets["byclass"].counts["train"] == (6 * n) // 7
+    assert m.datasets["byclass"].counts["test"] == n - (6 * n) // 7
     if n == 814_255:
         for name in DATASETS:
-            d = m["datasets"][name]
+            d = m.datasets[name].counts
             assert (d["train"], d["test"]) == OFFICIAL_SIZES[name], name
     for name in ("balanced", "letters", "digits", "mnist"):
         ds = mnistforge.load(f"emnist-{name}", "validation", root=out)

@@ -87,8 +87,8 @@ def test_idx_build_equals_leaf_transcription(raw, tmp_path, case):
         assert got_y.tolist() == ys.tolist()            # same classes
         # idx holds 255 - LEAF's value (ink high); LEAF's x is value / 255
         assert np.abs((255 - got_x.astype(float)) / 255 - xs).max() <= 1 / 255 + 1e-12
-        assert manifest["datasets"]["femnist"][part] == len(ys)
-        assert manifest["parameters"]["writer_counts"][part] == dict(collections.Counter(users))
+        assert manifest.datasets["femnist"].counts[part] == len(ys)
+        assert manifest.parameters["writer_counts"][part] == dict(collections.Counter(users))
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -129,7 +129,9 @@ def test_rebuild_gives_the_same_bytes_and_cli(raw, tmp_path):
     assert main(["build", "femnist", "--sd19", str(raw), "--out", str(tmp_path / "b"),
                  "--sf", "0.05", "--workers", "1", "--no-progress"]) == 0
     b = json.loads((tmp_path / "b" / "manifest.json").read_text())
-    assert a["outputs"] == b["outputs"]
+    # the builder returns the manifest it wrote: what is on disk, and the CLI's
+    assert a.to_dict() == json.loads((tmp_path / "a" / "manifest.json").read_text())
+    assert a.outputs == b["outputs"]
     assert b["parameters"]["leaf"]["--sf"] == 0.05
     assert b["parameters"]["leaf"]["--smplseed"] == 1549786595
 
@@ -231,8 +233,8 @@ def test_without_the_repeated_first_image(small, tmp_path):
     m = build_femnist(small, tmp_path / "a", FemnistBuildConfig(repeat_first=False), workers=1)
     exact = build_femnist(small, tmp_path / "b", FemnistBuildConfig(), workers=1)
     writers = len({(int(r["hsf"]), int(r["writer"]), int(r["template"])) for r in src.index})
-    assert m["parameters"]["all_data"]["samples"] == len(src.index)
-    assert exact["parameters"]["all_data"]["samples"] == len(src.index) + writers - 1
+    assert m.parameters["all_data"]["samples"] == len(src.index)
+    assert exact.parameters["all_data"]["samples"] == len(src.index) + writers - 1
     rows = {p: read_idx(tmp_path / "a" / file_names(p)["metadata"])[:, 5] for p in ("train", "test")}
     assert not set(rows["train"].tolist()) & set(rows["test"].tolist())
     assert len(set(rows["train"].tolist())) == len(rows["train"])
@@ -252,10 +254,10 @@ def test_full_scale_build(tmp_path):
     m = build_femnist(sd19, tmp_path / "a")
     folders = len({(int(h), int(w), int(t)) for h, w, t in
                    zip(src.index["hsf"], src.index["writer"], src.index["template"])})
-    assert m["parameters"]["all_data"] == {"users": folders, "samples": 814_255 + folders - 1}
-    counts = m["datasets"]["femnist"]
+    assert m.parameters["all_data"] == {"users": folders, "samples": 814_255 + folders - 1}
+    counts = m.datasets["femnist"].counts
     assert counts["train"] + counts["test"] <= 814_255 + folders - 1
     labels = np.asarray(read_idx(tmp_path / "a" / file_names("train")["labels"]))
     assert set(np.unique(labels).tolist()) == set(range(62))
     again = build_femnist(sd19, tmp_path / "b")
-    assert again["outputs"] == m["outputs"]
+    assert again.outputs == m.outputs

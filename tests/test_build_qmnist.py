@@ -16,7 +16,7 @@ from mnistforge.builders.mnist_prepro import MnistPreproConfig, preprocess, prep
 from mnistforge.builders.qmnist import QmnistBuildConfig, build_mnist, build_qmnist, build_xnist
 from mnistforge.errors import BuildError
 from mnistforge.io.idx import read_idx
-from mnistforge.io.manifest import read_manifest
+from mnistforge.io.manifest import Manifest, read_manifest
 from mnistforge.io.hashing import sha256_file
 
 synth = pytest.importorskip("mnistforge.sd19.synth")
@@ -38,11 +38,24 @@ def source(tiny):
 
 
 @pytest.fixture(scope="module")
-def built(tiny, tmp_path_factory):
+def returned(tiny, tmp_path_factory):
+    """``{target: (folder, the Manifest its builder returned)}``."""
     root = tmp_path_factory.mktemp("built")
     cfg = QmnistBuildConfig(progress=False)
-    return {t: f(tiny, root / t, cfg) for t, f in
+    return {t: (root / t, f(tiny, root / t, cfg)) for t, f in
             (("qmnist", build_qmnist), ("mnist", build_mnist), ("xnist", build_xnist))}
+
+
+@pytest.fixture(scope="module")
+def built(returned):
+    return {t: folder for t, (folder, _) in returned.items()}
+
+
+def test_builders_return_the_manifest_they_wrote(returned):
+    for target, (folder, manifest) in returned.items():
+        assert isinstance(manifest, Manifest) and manifest.kind == target
+        assert manifest.to_dict() == read_manifest(folder), target   # outputs hashed, as on disk
+        assert set(manifest.outputs) == {p.name for p in folder.iterdir()} - {"manifest.json"}
 
 
 def tsv(path):
@@ -188,10 +201,11 @@ def test_rebuild_is_byte_identical_and_atomic(tiny, built, tmp_path):
 
 
 def test_source_duplicate_mode_gives_the_same_qmnist(tiny, built, tmp_path):
-    out = build_qmnist(tiny, tmp_path / "src", QmnistBuildConfig(progress=False, duplicates="source"))
+    out = tmp_path / "src"
+    man = build_qmnist(tiny, out, QmnistBuildConfig(progress=False, duplicates="source"))
     for f in qf.QMNIST_FILES["train"].values():
         assert (out / f).read_bytes() == (built["qmnist"] / f).read_bytes()
-    assert read_manifest(out)["parameters"]["duplicates"] == "source"
+    assert man.parameters["duplicates"] == "source"
 
 
 def test_published_order_followed_and_checked(tiny, built, source, tmp_path):
@@ -204,9 +218,9 @@ def test_published_order_followed_and_checked(tiny, built, source, tmp_path):
     order = {"train": rng.permutation(sel.train), "test": rng.permutation(sel.test)}
     for split, o in order.items():
         qf.write_tsv(labels / f"qmnist-{split}-labels.tsv.gz", table[o])
-    out = build_qmnist(tiny, tmp_path / "ordered", QmnistBuildConfig(progress=False,
-                                                                     qmnist_labels=labels))
-    man = read_manifest(out)
+    out = tmp_path / "ordered"
+    man = build_qmnist(tiny, out, QmnistBuildConfig(progress=False,
+                                                    qmnist_labels=labels)).to_dict()
     assert man["parameters"]["order"] == "published"
     assert not any("order is NOT" in n for n in man["notes"])
     assert set(man["inputs"]["qmnist_labels"]) == {"qmnist-train-labels.tsv.gz",
@@ -238,7 +252,8 @@ def test_mnist_with_published_tables_preprocesses_only_its_digits(tiny, built, s
     real = qb.preprocess_rows
     monkeypatch.setattr(qb, "preprocess_rows", lambda src, rows, *a, **k: (
         asked.append(len(rows)), real(src, rows, *a, **k))[1])
-    out = build_mnist(tiny, tmp_path / "m", QmnistBuildConfig(progress=False, qmnist_labels=labels))
+    out = tmp_path / "m"
+    build_mnist(tiny, out, QmnistBuildConfig(progress=False, qmnist_labels=labels))
     n_test = sel.recipe.mnist_test_size
     assert asked == [sel.train.size + n_test] and asked[0] < len(table)   # not every digit
     base = read_idx(built["xnist"] / qf.XNIST_FILES["images"])
@@ -252,8 +267,8 @@ def test_mnist_with_published_tables_preprocesses_only_its_digits(tiny, built, s
     # inside build all (sharing the pass) the same files come out
     with qb.sharing_preprocessed_digits():
         build_xnist(tiny, tmp_path / "x", QmnistBuildConfig(progress=False))
-        shared = build_mnist(tiny, tmp_path / "m2", QmnistBuildConfig(progress=False,
-                                                                      qmnist_labels=labels))
+        shared = tmp_path / "m2"
+        build_mnist(tiny, shared, QmnistBuildConfig(progress=False, qmnist_labels=labels))
     for split in want:
         for f in qf.MNIST_FILES[split].values():
             assert (shared / f).read_bytes() == (out / f).read_bytes()
@@ -276,10 +291,9 @@ def test_tables_of_another_source_refused(tiny, qmnist_reference, tmp_path):
 
 def test_clean_variant_recorded(tiny, tmp_path):
     cfg = QmnistBuildConfig(progress=False, prepro=MnistPreproConfig(1.0, "true"))
-    out = build_mnist(tiny, tmp_path / "clean", cfg)
-    man = read_manifest(out)
-    assert man["parameters"]["preprocessing"]["variant"] == "clean"
-    assert any("clean variant" in n for n in man["notes"])
+    man = build_mnist(tiny, tmp_path / "clean", cfg)
+    assert man.parameters["preprocessing"]["variant"] == "clean"
+    assert any("clean variant" in n for n in man.notes)
 
 
 def test_cli_build(tiny, tmp_path):
@@ -333,7 +347,8 @@ def test_full_scale_qmnist_and_mnist_match_published_tables(full_layout, qmnist_
                                                             mnist_reference, tmp_path):
     t0 = time.perf_counter()
     cfg = QmnistBuildConfig(qmnist_labels=qmnist_reference)
-    out = build_qmnist(full_layout, tmp_path / "qmnist", cfg)
+    out = tmp_path / "qmnist"
+    build_qmnist(full_layout, out, cfg)
     t_qmnist = time.perf_counter() - t0
     for split in ("train", "test"):
         pub = tsv(qmnist_reference / f"qmnist-{split}-labels.tsv.gz")
@@ -343,7 +358,8 @@ def test_full_scale_qmnist_and_mnist_match_published_tables(full_layout, qmnist_
         assert read_idx(out / qf.QMNIST_FILES[split]["images"]).shape == (60000, 28, 28)
     t1 = time.perf_counter()
     # the published tables fix the selection: mnist preprocesses only its 70,000 digits
-    m = build_mnist(full_layout, tmp_path / "mnist", QmnistBuildConfig(qmnist_labels=qmnist_reference))
+    m = tmp_path / "mnist"
+    build_mnist(full_layout, m, QmnistBuildConfig(qmnist_labels=qmnist_reference))
     t_mnist = time.perf_counter() - t1
     q_train = read_idx(out / qf.QMNIST_FILES["train"]["images"])
     q_test = read_idx(out / qf.QMNIST_FILES["test"]["images"])
@@ -360,7 +376,8 @@ def test_full_scale_qmnist_and_mnist_match_published_tables(full_layout, qmnist_
 
 @pytest.mark.slow
 def test_full_scale_xnist_matches_published_table(full_layout, qmnist_reference, tmp_path):
-    out = build_xnist(full_layout, tmp_path / "xnist", QmnistBuildConfig())
+    out = tmp_path / "xnist"
+    build_xnist(full_layout, out, QmnistBuildConfig())
     got = tsv(out / qf.XNIST_FILES["tsv"])
     pub = tsv(qmnist_reference / "xnist-labels.tsv.xz")
     np.testing.assert_array_equal(got[:, :6], pub[:, :6])

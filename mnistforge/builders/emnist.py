@@ -327,7 +327,7 @@ def build_emnist(sd19, out, config: EmnistBuildConfig | EmnistPreproConfig | Non
                  seed: int | None = None, split_by: str | None = None,
                  letters_variant: str | None = None, orientation: str | None = None,
                  overwrite: bool | None = None, workers: int | None = None,
-                 show_progress=None) -> dict:
+                 show_progress=None) -> Manifest:
     """Build EMNIST datasets from SD19 into ``out`` (atomically).
 
     Parameters
@@ -346,12 +346,14 @@ def build_emnist(sd19, out, config: EmnistBuildConfig | EmnistPreproConfig | Non
 
     Returns
     -------
-    dict : the manifest written to ``out/manifest.json`` (see :mod:`mnistforge.io.manifest`).
+    Manifest
+        The manifest written to ``out/manifest.json`` (see :mod:`mnistforge.io.manifest`),
+        outputs hashed, as written.
 
     Examples
     --------
     >>> m = build_emnist("sd19", "out", EmnistBuildConfig(splits=("mnist",), seed=1))  # doctest: +SKIP
-    >>> m["datasets"]["mnist"]["train"]                            # doctest: +SKIP
+    >>> m.dataset("mnist").counts["train"]                          # doctest: +SKIP
     60000
     """
     config = _with_overrides(config, splits=splits, split_config=split_config, seed=seed,
@@ -381,7 +383,7 @@ def _with_overrides(config, *, splits, split_config, progress, **fields) -> Emni
     return dataclasses.replace(config, **changes) if changes else config
 
 
-def _build(sd19, out, cfg: EmnistBuildConfig) -> dict:
+def _build(sd19, out, cfg: EmnistBuildConfig) -> Manifest:
     config, split_config, orientation = cfg.prepro, cfg.split_config, cfg.orientation
     names, overwrite, show_progress = list(cfg.splits), cfg.overwrite, cfg.progress
     workers = cfg.workers
@@ -489,5 +491,5 @@ def _build(sd19, out, cfg: EmnistBuildConfig) -> dict:
             synthetic=syn is not None,
         ).write(tmp)
     logger.info("EMNIST: wrote %s into %s", ", ".join(names), out)
-    return manifest.to_dict()
+    return manifest
 

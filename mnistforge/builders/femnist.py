@@ -210,8 +210,8 @@ def _flatten(files) -> tuple[list, np.ndarray]:
     return users, np.asarray(rows, np.int64)
 
 
-def build_femnist(sd19, out, config: FemnistBuildConfig | None = None, **changes) -> dict:
-    """Build FEMNIST from SD19 into ``out`` (atomically); returns the manifest as a dict.
+def build_femnist(sd19, out, config: FemnistBuildConfig | None = None, **changes) -> Manifest:
+    """Build FEMNIST from SD19 into ``out`` (atomically); returns the manifest written.
 
     ``changes`` replace fields of ``config`` (e.g. ``fraction=0.05``).
     """
@@ -273,7 +273,7 @@ def build_femnist(sd19, out, config: FemnistBuildConfig | None = None, **changes
             synthetic=syn is not None,
         ).write(tmp)
     logger.info("FEMNIST: wrote %s", out)
-    return manifest.to_dict()
+    return manifest
 
 
 #: the LEAF code transcribed (docs/femnist.md)

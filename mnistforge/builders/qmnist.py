@@ -33,8 +33,9 @@ are byte-identical when repeated.
 Examples
 --------
 >>> from mnistforge.builders.qmnist import build_qmnist, QmnistBuildConfig
->>> build_qmnist("sd19/", "build/qmnist", QmnistBuildConfig(qmnist_labels="download"))  # doctest: +SKIP
-PosixPath('build/qmnist')
+>>> m = build_qmnist("sd19/", "build/qmnist", QmnistBuildConfig(qmnist_labels="download"))  # doctest: +SKIP
+>>> m.dataset("qmnist").counts                                   # doctest: +SKIP
+{'train': 60000, 'test': 60000, 'test10k': 10000, 'test50k': 50000}
 """
 from __future__ import annotations
 
@@ -131,7 +132,7 @@ class QmnistBuildConfig:
 # Public API
 # ---------------------------------------------------------------------------
 
-def build_qmnist(sd19_path, out, config: QmnistBuildConfig | None = None) -> Path:
+def build_qmnist(sd19_path, out, config: QmnistBuildConfig | None = None) -> Manifest:
     """Build QMNIST (train 60,000 + test 60,000 with extended labels) into ``out``.
 
     Parameters
@@ -144,35 +145,37 @@ def build_qmnist(sd19_path, out, config: QmnistBuildConfig | None = None) -> Pat
 
     Returns
     -------
-    Path
-        ``out``.
+    Manifest
+        The manifest written to ``out/manifest.json`` (outputs hashed), as written.
 
     Examples
     --------
-    >>> build_qmnist("sd19/", "build/qmnist")          # doctest: +SKIP
-    PosixPath('build/qmnist')
+    >>> build_qmnist("sd19/", "build/qmnist").kind     # doctest: +SKIP
+    'qmnist'
     """
     return _build("qmnist", sd19_path, out, config or QmnistBuildConfig())
 
 
-def build_mnist(sd19_path, out, config: QmnistBuildConfig | None = None) -> Path:
-    """Build MNIST rebuilt from SD19 (QMNIST train + first 10,000 of QMNIST test) into ``out``.
+def build_mnist(sd19_path, out, config: QmnistBuildConfig | None = None) -> Manifest:
+    """Build MNIST rebuilt from SD19 (QMNIST train + first 10,000 of QMNIST test) into ``out``;
+    returns the manifest written.
 
     Examples
     --------
-    >>> build_mnist("sd19/", "build/mnist", QmnistBuildConfig(qmnist_labels="download"))  # doctest: +SKIP
-    PosixPath('build/mnist')
+    >>> build_mnist("sd19/", "build/mnist", QmnistBuildConfig(qmnist_labels="download")).kind  # doctest: +SKIP
+    'mnist'
     """
     return _build("mnist", sd19_path, out, config or QmnistBuildConfig())
 
 
-def build_xnist(sd19_path, out, config: QmnistBuildConfig | None = None) -> Path:
-    """Build the NIST digit table (every SD19 digit, 28x28, extended labels) into ``out``.
+def build_xnist(sd19_path, out, config: QmnistBuildConfig | None = None) -> Manifest:
+    """Build the NIST digit table (every SD19 digit, 28x28, extended labels) into ``out``;
+    returns the manifest written.
 
     Examples
     --------
-    >>> build_xnist("sd19/", "build/xnist")            # doctest: +SKIP
-    PosixPath('build/xnist')
+    >>> build_xnist("sd19/", "build/xnist").kind       # doctest: +SKIP
+    'xnist'
     """
     config = config or QmnistBuildConfig()
     if config.duplicates != "final":
@@ -359,7 +362,7 @@ def synthetic_description_path(src) -> Path | None:
     return description_path(path)
 
 
-def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
+def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Manifest:
     from ..sd19.reader import open_sd19
 
     t0 = time.perf_counter()
@@ -501,12 +504,12 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Path:
                               test50k=int(max(0, test_rows.size - 10000)))
         # xnist is the "nist" split of the registry's qmnist dataset
         dataset = "mnist" if target == "mnist" else "qmnist"
-        Manifest(kind=target, inputs=inputs, parameters=parameters, notes=notes,
-                 orientation="upright", datasets={dataset: DatasetEntry(counts=counts)},
-                 synthetic=syn is not None).write(tmp)
+        manifest = Manifest(kind=target, inputs=inputs, parameters=parameters, notes=notes,
+                            orientation="upright", datasets={dataset: DatasetEntry(counts=counts)},
+                            synthetic=syn is not None).write(tmp)
     logger.info("built %s into %s in %.1f s (%s)", target, out, time.perf_counter() - t0,
                 ", ".join(f"{k} {v}" for k, v in counts.items()))
-    return out
+    return manifest
 
 
 def _check_no_duplicates(images, gidx) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..io.foreign import ForeignCopy, read_foreign
 from ..loaders.foreign import canonicalise, foreign_source, make_split
+from ..loaders.targets import parse_target_text
 from ..registry import get_dataset, list_datasets, torchvision_folders
 from .identify import (Identification, _official_storage, identification_check, identify,
                        row_map_check)
@@ -33,15 +34,12 @@ def foreign_target(target, split: str | None = None) -> tuple[Path, str | None] 
     """``(path, split)`` when ``target`` (``PATH`` or ``PATH:SPLIT``) is a third-party copy, else None."""
     if not isinstance(target, (str, os.PathLike)):
         return None
-    text = os.fspath(target)
-    if os.path.exists(text):
-        return (Path(text), split) if foreign_source(text) else None
-    parts = text.split(":")  # PATH:SPLIT, or PATH:NAME:SPLIT for a copy of several datasets
-    for k in range(len(parts) - 1, 0, -1):
-        head = ":".join(parts[:k])
-        if os.path.exists(head):
-            return (Path(head), ":".join(parts[k:]) or split) if foreign_source(head) else None
-    return None
+    # PATH, PATH:SPLIT, or PATH:NAME:SPLIT for a copy of several datasets; a file counts
+    found = parse_target_text(target).path_prefix(os.path.exists)
+    if found is None:
+        return None
+    head, rest = found
+    return (Path(head), ":".join(rest) or split) if foreign_source(head) else None
 
 
 def _reference_arrays(reference, split: str | None, download):

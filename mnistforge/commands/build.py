@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..registry import emnist_splits
 from . import argtypes
 
 from .common import (add_cache, add_json, add_progress, require_existing_path, write_json)
+
+if TYPE_CHECKING:
+    from ..io.manifest import Manifest
 
 NAME = "build"
 HELP = "build MNIST/QMNIST/xnist, EMNIST and FEMNIST datasets from NIST SD19 (real or synthetic)"
@@ -213,35 +217,38 @@ def run(args) -> int:
     build = builders().get(args.target)
     if build is None:
         raise _unknown(args.target)
-    build(args.sd19, args.out, config_for(args.target, args))
-    print(describe_build(args.target, args.out))
-    _write_manifests(args, {args.target: Path(args.out)})
+    manifest = build(args.sd19, args.out, config_for(args.target, args))
+    print(describe_build(args.target, args.out, manifest))
+    _write_manifests(args, {args.target: (Path(args.out), manifest)})
     return 0
 
 
 def build_all(args) -> int:
     out = Path(args.out)
-    _build_all_into(args, out)
+    manifests = _build_all_into(args, out)
     for target in ALL_TARGETS:
-        print(describe_build(target, out / target))
+        print(describe_build(target, out / target, manifests[target]))
     print(f"built all datasets into {out}")
-    _write_manifests(args, {t: out / t for t in ALL_TARGETS})
+    _write_manifests(args, {t: (out / t, manifests[t]) for t in ALL_TARGETS})
     return 0
 
 
-def _build_all_into(args, out: Path) -> None:
+def _build_all_into(args, out: Path) -> dict[str, Manifest]:
+    """Build :data:`ALL_TARGETS` into ``out/<target>``; the manifest each builder wrote."""
     from ..builders.qmnist import sharing_preprocessed_digits
     from ..io.atomic import atomic_dir
     from ..io.manifest import build_folder_problems
 
     table = builders()
+    manifests: dict[str, Manifest] = {}
     # One folder per target inside <out>.incomplete; renamed to <out> only when all succeeded.
     with atomic_dir(out, overwrite=args.overwrite, inputs=_inputs(args),
                     owned=build_folder_problems) as tmp:
         with sharing_preprocessed_digits():  # qmnist, mnist, xnist: SD19 preprocessed once
             for target in ALL_TARGETS[:3]:
-                _build_inside(table[target], args, target, tmp)
-        _build_inside(table[ALL_TARGETS[3]], args, ALL_TARGETS[3], tmp)
+                manifests[target] = _build_inside(table[target], args, target, tmp)
+        manifests[ALL_TARGETS[3]] = _build_inside(table[ALL_TARGETS[3]], args, ALL_TARGETS[3], tmp)
+    return manifests
 
 
 def build_torchvision(args) -> int:
@@ -278,14 +285,11 @@ def build_torchvision(args) -> int:
     return 0
 
 
-def _write_manifests(args, folders: dict) -> None:
-    """``--json``: ``{target: {"folder": path, "manifest": manifest.json's content}}``."""
-    from ..gate.source import read_folder_manifest
-
-    doc = {}
-    for target, folder in folders.items():
-        m = read_folder_manifest(folder)
-        doc[target] = {"folder": str(folder), "manifest": m.to_dict() if m is not None else None}
+def _write_manifests(args, built: dict[str, tuple[Path, Manifest]]) -> None:
+    """``--json``: ``{target: {"folder": path, "manifest": manifest.json's content}}``, from
+    the manifests the builders returned (what they wrote, not read back)."""
+    doc = {target: {"folder": str(folder), "manifest": m.to_dict()}
+           for target, (folder, m) in built.items()}
     write_json(args, doc)
 
 
@@ -294,21 +298,26 @@ def _inputs(args) -> list:
     return [args.sd19] + ([labels] if labels not in (None, "download") else [])
 
 
-def _build_inside(build, args, target: str, folder: Path) -> None:
+def _build_inside(build, args, target: str, folder: Path) -> Manifest:
     # the folder is new inside <out>.incomplete: --overwrite applies to <out> only
     config = dataclasses.replace(config_for(target, args), overwrite=False)
-    build(args.sd19, folder / target, config)
+    return build(args.sd19, folder / target, config)
 
 
-def describe_build(target: str, out) -> str:
-    """One line per output file of a finished build, from its manifest."""
-    from ..gate.source import read_folder_manifest
+def describe_build(target: str, out, manifest: Manifest) -> str:
+    """One line per output file of a finished build, from the manifest its builder returned.
 
-    m = read_folder_manifest(out)
-    outputs = m.outputs if m is not None else {}
+    >>> from mnistforge.io.manifest import Manifest
+    >>> m = Manifest(kind="mnist", outputs={"a.gz": {"sha256": "ab" * 32, "bytes": 2_000_000}},
+    ...              notes=["a note"])
+    >>> print(describe_build("mnist", "out", m))
+    built mnist into out: 1 files, 2.0 MB
+      a.gz  abababababababab
+      note: a note
+    """
+    outputs = manifest.outputs
     total = sum(int(o.get("bytes", 0)) for o in outputs.values())
     lines = [f"built {target} into {Path(out)}: {len(outputs)} files, {total / 1e6:.1f} MB"]
     lines += [f"  {name}  {o.get('sha256', '')[:16]}" for name, o in sorted(outputs.items())]
-    for note in (m.notes if m is not None else []):
-        lines.append(f"  note: {note}")
+    lines += [f"  note: {note}" for note in manifest.notes]
     return "\n".join(lines)

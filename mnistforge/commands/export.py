@@ -22,6 +22,7 @@ loaded (and checked) first, with a manifest (:mod:`mnistforge.layouts.torchvisio
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -186,13 +187,13 @@ def push_preflight(repo_id: str) -> None:
 
 def _input_folders(names) -> list[Path]:
     """The folders among ``[CONFIG=]NAME[:SPLIT]`` targets (the output must not overlap them)."""
+    from ..loaders.targets import parse_target_text
+
     found = []
     for n in names:
-        n = n.split("=", 1)[1] if "=" in n.split(":", 1)[0] else n
-        for cut in (n, n.rsplit(":", 1)[0], n.split(":", 1)[0]):
-            if Path(cut).exists():
-                found.append(Path(cut))
-                break
+        path = parse_target_text(n, config=True).path_prefix(os.path.exists)
+        if path is not None:
+            found.append(Path(path[0]))
     return found
 
 

@@ -45,10 +45,11 @@ def _targets(names):
     from ..registry import get_dataset, get_file, list_datasets
 
     from ..loaders.names import dataset_name
+    from ..loaders.targets import parse_target_text
 
     seen, out = set(), []
     for n in names:
-        base = n.split(":")[0]
+        base = parse_target_text(n).parts[0]
         try:
             base = dataset_name(base, kinds=("dataset", "source", "archive"))
         except DatasetNotFoundError:

@@ -25,16 +25,18 @@ def _n(x) -> str:
 
 def run(args) -> int:
     from ..loaders.names import dataset_name
+    from ..loaders.targets import parse_target_text
 
-    if args.name is None:
+    target = parse_target_text(args.name) if args.name is not None else None
+    if target is None:
         doc = overview(args.cache)
         _print_overview(doc)
-    elif os.path.isdir(args.name.split(":")[0]) or (os.sep in args.name and not
-                                                     args.name.lower().startswith("emnist/")):
+    elif os.path.isdir(target.parts[0]) or (os.sep in args.name and not
+                                            args.name.lower().startswith("emnist/")):
         doc = folder(args.name)
         _print_folder(doc)
     else:
-        name = dataset_name(args.name.split(":")[0], kinds=("dataset", "source", "archive"))
+        name = dataset_name(target.parts[0], kinds=("dataset", "source", "archive"))
         doc = dataset(name, args.cache)
         _print_dataset(doc)
     write_json(args, doc)

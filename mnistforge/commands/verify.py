@@ -85,7 +85,10 @@ def verify_one(target: str, args, several: bool = False) -> tuple[int, dict]:
     from ..checks.duplicates import DEFAULT_NEAR_L2
     from ..io.atomic import atomic_file
 
-    tag = target.rsplit(":", 1)[-1] if several else None
+    from ..loaders.targets import parse_target_text
+
+    # FOLDER:NAME, one of several datasets in a folder: its report goes to <report>/NAME
+    tag = parse_target_text(target).parts[-1] if several else None
     report_dir = Path(args.report) / tag if args.report and tag else args.report
     report = verify(target, reference=args.reference, strict=args.strict,
                     metadata=_parse_metadata(args.metadata),

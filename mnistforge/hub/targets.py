@@ -12,13 +12,14 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import ConfigError, MissingFileError, MnistforgeError
-from ..gate.source import locate, resolve
+from ..gate.source import Source, locate, resolve
 from ..io.hashing import sha256_file
 from ..io.hf.repo import CARD, config_is_synthetic, is_hf_repo, read_card, repo_configs, shard_paths
 from ..io.hf.schema import SplitData
 from ..io.manifest import Manifest
 from ..loaders import datasets_in_folder, load, resolve_target
 from ..loaders.repo import check_shards
+from ..loaders.targets import parse_target_text
 from ..registry import DatasetInfo, bibtex, built_license, get_dataset, get_file, hub_license
 from .export import ExportConfig
 
@@ -34,44 +35,31 @@ def parse_target(text: str) -> tuple[str | None, str]:
     >>> parse_target("qmnist")
     (None, 'qmnist')
     """
-    head, sep, rest = text.partition("=")
-    if sep and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", head) and rest:
-        return head, rest
-    return None, text
+    target = parse_target_text(text, config=True)   # the one parser of target strings
+    return target.config, target.text
 
 
-def _source(root, name):
+def _source(root, name) -> Source | None:
     """The gate's resolved source of dataset ``name`` under ``root`` (its folder, its build
     manifest), or None without a root."""
     return None if root is None else resolve(root, get_dataset(name))
 
 
-def _dataset_folder(root, name) -> Path | None:
-    src = _source(root, name)
-    return None if src is None else src.folder
-
-
-def _find_manifest(root, name) -> tuple[Manifest | None, Path | None]:
-    """The manifest describing the build of ``name`` under ``root`` and the folder holding it
-    (:meth:`mnistforge.gate.source.Source.build_manifest`)."""
-    src = _source(root, name)
-    return (None, None) if src is None else src.build_manifest()
-
-
-def _split_files_present(info, split: str, root) -> bool:
-
+def _split_files_present(info, split: str, source: Source | None) -> bool:
     sp = info.file_split(split)
-    folder = _dataset_folder(root, info.name)
+    folder = None if source is None else source.folder
     return bool(sp.images and folder is not None and locate(folder, sp.images))
 
 
-def default_splits(name: str, root=None) -> list[str]:
+def default_splits(name: str, root=None, *, source: Source | None = None) -> list[str]:
     """Splits exported when a target names no split.
 
     Every split stored in files (not the views ``test10k``, ``validation``...: they
     duplicate rows of another split), except the registry's ``opt_in`` splits (qmnist's
     ``nist``, every NIST digit: a different dataset in all but name); for a folder, only
     those whose files are there.  An exported repository folder gives the splits it holds.
+    ``source``: the folder's resolved source (:func:`mnistforge.gate.source.resolve`), when
+    the caller has it already.
     """
     if root is not None and is_hf_repo(root, name):
         return [s for s in repo_configs(root).get(name, {})]
@@ -80,8 +68,8 @@ def default_splits(name: str, root=None) -> list[str]:
     splits = [s for s, sp in info.splits.items() if not sp.is_view]
     if root is None:
         return [s for s in splits if not info.splits[s].opt_in]
-    present = [s for s in splits if _split_files_present(info, s, root)]
-    return present
+    source = source if source is not None else _source(root, name)
+    return [s for s in splits if _split_files_present(info, s, source)]
 
 
 def _looks_local(value: str) -> bool:
@@ -404,6 +392,14 @@ def configs_from_targets(targets, *, download: bool | None = None) -> list[Expor
                 resolved += [(None, (n, None, Path(rest))) for n in names]
                 continue
         resolved.append((config, resolve_target(rest)))
+    sources: dict[tuple[str, str], Source | None] = {}   # each folder's resolved once
+
+    def source_of(name: str, root) -> Source | None:
+        key = (name, str(root))
+        if key not in sources:
+            sources[key] = _source(root, name)
+        return sources[key]
+
     groups: dict = {}
     for config, (name, split, root) in resolved:
         config = config or name
@@ -414,7 +410,7 @@ def configs_from_targets(targets, *, download: bool | None = None) -> list[Expor
                 expected="one dataset per config name",
                 found=f"{g['name']} from {g['root'] or 'the cache'} and {name} from {root or 'the cache'}",
                 hint="name one with CONFIG=TARGET, e.g. rebuilt=build/mnist")
-        for s in ([split] if split else default_splits(name, root)):
+        for s in ([split] if split else default_splits(name, root, source=source_of(name, root))):
             if s not in g["splits"]:
                 g["splits"].append(s)
     out = []
@@ -423,7 +419,8 @@ def configs_from_targets(targets, *, download: bool | None = None) -> list[Expor
             raise MissingFileError(f"no split of {g['name']} found", path=g["root"],
                                    expected="idx files named like the official ones",
                                    found="none", hint="name a split with NAME:SPLIT")
-        manifest, _ = _find_manifest(g["root"], g["name"])
+        src = source_of(g["name"], g["root"])
+        manifest = src.build_manifest()[0] if src is not None else None
         # The first split is loaded now (its classes name the labels), the others when written.
         first = load(g["name"], g["splits"][0], root=g["root"], download=download,
                      with_metadata=True)

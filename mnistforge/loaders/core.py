@@ -1,8 +1,25 @@
-"""``load(name, split, root=None)``: official and built files, from one code path."""
+"""``load(name, split, root=None)``: official and built files, from one code path.
+
+A load is three steps, each its own function:
+
+* **resolution** (:func:`resolve_load`): which route the arguments name (a third-party copy, a
+  Hugging Face export, idx files in a folder or in the cache), the dataset, the folder and the
+  split, before any file is opened;
+* **trust** (:func:`_open_arrays`): a folder's files pass the trust gate (:mod:`mnistforge.gate`)
+  unless the caller trusts them; every route checks shapes, pixels and classes;
+* **conversion** (:func:`_to_split`, :func:`_finish`): the arrays become a
+  :class:`~mnistforge.loaders.split.DatasetSplit` (the registry's view of the split, the
+  orientation, the requested rows, the label-issue view, the metadata asked for).
+
+Each route is one reader in :data:`READERS`.
+"""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, Union
 
 import numpy as np
 
@@ -10,10 +27,15 @@ from .. import settings
 from ..errors import DatasetNotFoundError, IntegrityError, TargetNotFoundError
 from ..gate.formed import require_images, require_labels, require_pair
 from ..log import get_logger
-from ..registry import DatasetInfo, get_dataset, list_datasets
+from ..registry import DatasetInfo, SplitInfo, get_dataset, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
 from .origins import CacheOrigin, FolderOrigin, Origin
 from .split import DatasetSplit, warn_if_empty
+
+#: what a path argument may be; what ``with_metadata`` may be (real objects: the annotations of
+#: :func:`load` resolve at run time, for ``typing.get_type_hints`` and documentation tools)
+PathArg = Union[str, "os.PathLike[str]"]
+Metadata = Union[bool, Literal["files"]]
 
 # Folder detection (.targets) and the trust gate's check of a folder's files (gate.files) are
 # imported where a folder is involved: a load from the cache needs neither (only gate.formed).
@@ -23,14 +45,11 @@ logger = get_logger(__name__)  # logging only when a record could be shown
 __all__ = ["load"]
 
 
-
-def _view(arr, sl):
-    return arr if arr is None or sl is None else arr[sl]
-
-
-def load(name, split="train", *, root=None, download: bool | None = None, with_metadata=False,
-         cache=None, keep_raw=None, progress=None, trust_files: bool | None = None,
-         label_issues: str | None = None, check: bool = False, mirrors=None) -> DatasetSplit:
+def load(name: PathArg, split: str = "train", *, root: PathArg | None = None,
+         download: bool | None = None, with_metadata: Metadata = False,
+         cache: PathArg | None = None, keep_raw: bool | None = None, progress: bool | None = None,
+         trust_files: bool | None = None, label_issues: str | None = None, check: bool = False,
+         mirrors: Sequence[str] | str | None = None) -> DatasetSplit:
     """Load one split of a dataset: official files from the cache, or built files.
 
     Parameters
@@ -125,6 +144,65 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
         from .label_issues import check_mode
 
         check_mode(label_issues)
+    request = Request(with_metadata=with_metadata, label_issues=label_issues, download=download,
+                      cache=cache, keep_raw=keep_raw, progress=progress, check=check,
+                      mirrors=mirrors, trust_files=trust_files)
+    route = resolve_load(name, split, root)
+    return READERS[route.kind](route, request)
+
+
+# --------------------------------------------------------------------------- the request
+
+@dataclass(frozen=True)
+class Request:
+    """What a :func:`load` asks for besides the data's name, split and folder."""
+
+    with_metadata: Metadata = False
+    label_issues: str | None = None
+    download: bool | None = None
+    cache: PathArg | None = None
+    keep_raw: bool | None = None
+    progress: bool | None = None
+    check: bool = False
+    mirrors: Sequence[str] | str | None = None
+    trust_files: bool | None = None
+
+    @property
+    def trust(self) -> bool:
+        """Whether a folder's files skip the trust gate (the argument, else the setting)."""
+        return settings.trust_files(self.trust_files)
+
+    @property
+    def wants_metadata(self) -> bool:
+        """The metadata is read when asked for, and for a label-issue view (it needs the votes)."""
+        return bool(self.with_metadata) or self.label_issues is not None
+
+
+# --------------------------------------------------------------------------- resolution
+
+@dataclass(frozen=True)
+class Route:
+    """Where a load reads from, resolved before any file is opened.
+
+    ``kind`` is the reader (:data:`READERS`): ``foreign`` (a third-party copy at ``path``;
+    ``name`` and ``split`` as given), ``repo`` (a Hugging Face export at ``root``), ``files``
+    (idx files in folder ``root``, or in the cache without one).  ``split`` is then the
+    registry's split name (the export's as typed for a renamed config) and ``rows`` the slice
+    that followed it (``[:100]``), taken in :func:`_finish`.
+    """
+
+    kind: Literal["foreign", "repo", "files"]
+    name: str | None
+    split: str | None
+    root: Path | None = None
+    rows: str | None = None
+    info: DatasetInfo | None = None
+    path: PathArg | None = None
+
+
+def resolve_load(name: PathArg, split: str, root: PathArg | None = None) -> Route:
+    """The :class:`Route` of ``load(name, split, root=root)`` (errors for a folder that is not
+    there, a name that is no dataset, a split it does not have)."""
     if root is None and isinstance(name, str) and "/" not in name and os.sep not in name:
         # a dataset's name wins over a folder of that name in the working directory
         # (torchvision's root holds MNIST/, FashionMNIST/...)
@@ -135,19 +213,15 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
     if root is not None or not (isinstance(name, str) and name in list_datasets()):
         from .targets import foreign_source   # only where a path is involved
         if foreign_source(name, root):  # a third-party copy: npz/npy, CSV, parquet, .mat, torchvision
-            from .foreign import load_foreign
-
-            return load_foreign(name if root is None else root, None if root is None else name, split,
-                                with_metadata=with_metadata, trust=settings.trust_files(trust_files),
-                                label_issues=label_issues, cache=cache, download=download,
-                                progress=progress, check=check, loader=load)
+            if root is None:
+                return Route("foreign", None, split, path=name)
+            return Route("foreign", os.fspath(name), split, path=root)
     if root is None and isinstance(name, (str, os.PathLike)) and name not in list_datasets() \
             and Path(name).is_dir():
         from .targets import detect_dataset
 
         name, root = detect_dataset(name), Path(name)
     base, rows = parse_split(split)
-    want_meta = with_metadata or label_issues is not None
     if root is not None:
         if not Path(root).is_dir():
             raise TargetNotFoundError("no such folder", path=root,
@@ -155,27 +229,13 @@ def load(name, split="train", *, root=None, download: bool | None = None, with_m
                                       found="nothing there")
         # An exported Hugging Face repository (README.md + data/<name>/).
         if _is_repo(root, name):
-            from .repo import load_split_from_repo
-
-            ds = load_split_from_repo(root, name, _repo_split(name, base), with_metadata=want_meta,
-                                      cache=cache, check=check, trust=settings.trust_files(trust_files))
-            return _finish(ds, rows, label_issues, with_metadata)
-    info = get_dataset(dataset_name(name))
+            return Route("repo", os.fspath(name), _repo_split(os.fspath(name), base), Path(root),
+                         rows)
+    info = get_dataset(dataset_name(os.fspath(name)))
     if root is not None and _is_repo(root, info.name):
-        from .repo import load_split_from_repo
-
-        ds = load_split_from_repo(root, info.name, split_name(info, base), with_metadata=want_meta,
-                                  cache=cache, check=check, trust=settings.trust_files(trust_files))
-        return _finish(ds, rows, label_issues, with_metadata)
-    ds = _load_files(info, split_name(info, base), root=root, download=download,
-                     with_metadata=want_meta, cache=cache, keep_raw=keep_raw, progress=progress,
-                     trust=settings.trust_files(trust_files), check=check, mirrors=mirrors)
-    if want_meta and with_metadata != "files":  # the human label votes of the splits a study examined
-        from .label_issues import add_label_votes
-
-        add_label_votes(ds, root=root, cache=cache, download=download, progress=progress,
-                        required=label_issues is not None)
-    return _finish(ds, rows, label_issues, with_metadata)
+        return Route("repo", info.name, split_name(info, base), Path(root), rows, info)
+    return Route("files", info.name, split_name(info, base), None if root is None else Path(root),
+                 rows, info)
 
 
 def _repo_split(name: str, split: str) -> str:
@@ -187,105 +247,74 @@ def _repo_split(name: str, split: str) -> str:
         return split
 
 
-def _finish(ds: DatasetSplit, rows: str | None, label_issues: str | None,
-            with_metadata: bool) -> DatasetSplit:
-    """The requested rows, the label-issue view, and metadata only when asked for."""
-    ds = warn_if_empty(_slice(ds, rows))
-    if label_issues is None and with_metadata:
-        return ds
-    if label_issues is None:
-        ds.metadata = None
-        return ds
-    from .label_issues import clean_view   # the study's machinery only when a view is asked for
-
-    return clean_view(ds, label_issues, with_metadata)
-
-
-def _is_repo(root, name) -> bool:
+def _is_repo(root: PathArg, name: PathArg) -> bool:
     from ..io.hf.repo import is_hf_repo
 
-    return is_hf_repo(root, name)
+    return bool(is_hf_repo(root, os.fspath(name)))
 
 
-def _slice(ds: DatasetSplit, rows: str | None) -> DatasetSplit:
-    if rows is None:
-        return ds
-    return ds.select(rows_of(rows, len(ds)), split=f"{ds.split}{rows.replace(' ', '')}")
+# --------------------------------------------------------------------------- the readers
 
+def _read_foreign(route: Route, req: Request) -> DatasetSplit:
+    """A third-party copy: its reader identifies, gates and converts it (:mod:`.foreign`)."""
+    from .foreign import load_foreign
 
-def _load_files(info: DatasetInfo, split: str, *, root, download, with_metadata, cache, keep_raw,
-                progress, trust: bool, check: bool = False, mirrors=None) -> DatasetSplit:
-    sp = info.split(split)
-    src: Origin
-    if root is not None:
-        src = FolderOrigin(info, root, cache=cache, keep_raw=settings.keep_raw_for_folders(keep_raw),
-                           check=check)
-    else:
-        _require_release(info, info.file_split(split))
-        src = CacheOrigin(info, cache=cache, download=download, keep_raw=keep_raw,
-                          progress=progress, check=check, mirrors=mirrors)
-    fsp = info.file_split(split)
-    assert fsp.images and fsp.labels, f"registry: file split {fsp.name} without files"
-    gated = isinstance(src, FolderOrigin) and not trust
-    if gated:  # the trust gate: the labels file before anything else is read
-        from ..gate.files import check_folder
-
-        check_folder(info, fsp, src, cache=cache, rehash=check)
-        from ..gate.files import open_images
-
-        images = open_images(fsp, src, cache=cache, rehash=check)  # hashed as it is read
-    else:
-        images = src.open(fsp.images)
-    lab = src.open(fsp.labels) if fsp.labels != fsp.images else images
-    meta_raw = None
-    if with_metadata and fsp.metadata:
-        meta_raw = lab if fsp.metadata == fsp.labels else src.open_optional(fsp.metadata)
-    if fsp.labels_column is not None:
-        if lab.ndim != 2 or lab.shape[1] <= fsp.labels_column:
-            raise IntegrityError("label table has the wrong shape", path=fsp.labels,
-                                 expected=f"N x >{fsp.labels_column} columns",
-                                 found=str(lab.shape))
-        labels = lab[:, fsp.labels_column]
-    else:
-        labels = lab
-    _check_shapes(info, fsp, images, labels, meta_raw, src)
-    if gated:  # ... and the images by content, from the array just read
-        from ..gate.files import check_folder_images
-
-        check_folder_images(info, fsp, src, images, cache=cache, rehash=check)
-
-    sl = None
-    n = images.shape[0]
-    if sp.is_view:
-        if sp.rows is not None:
-            sl = slice(sp.rows[0], sp.rows[1])
-        elif sp.last or sp.drop_last:
-            k = src.length(info.split(sp.last or sp.drop_last or ""))
-            if k > n:
-                raise IntegrityError(f"{info.name}: validation larger than train", path=src.where,
-                                     expected=f"at most {n} rows", found=f"{k}")
-            sl = slice(n - k, n) if sp.last else slice(0, n - k)
-    images, labels, meta_raw = _view(images, sl), _view(labels, sl), _view(meta_raw, sl)
-    if src.orientation == "transposed":
-        images = images.transpose(0, 2, 1)
-    stored = np.asarray(labels)  # the file's own (small) type: a cheaper range check
-    labels = np.asarray(labels, dtype=np.int64)
-    metadata = _structured(meta_raw, info) if meta_raw is not None else None
-    if src.kind == "cache" and len(labels) != sp.count:
-        raise IntegrityError(f"{info.name} {split}: wrong number of rows", path=src.where,
-                             expected=f"{sp.count} (registry)", found=str(len(labels)))
-    classes = list(src.classes) if src.classes else list(info.classes)
-    require_labels(info, split, stored, classes, f"{src.where}/{fsp.labels}")
-    logger.info("loaded %s %s: %d images from %s", info.name, split, len(labels), src)
-    ds = DatasetSplit(info.name, split, images, labels, info, metadata, str(src), src.status,
-                      src.orientation)
-    ds.classes = classes
-    manifest = getattr(src, "manifest", None)
-    ds.synthetic = bool(manifest is not None and manifest.from_synthetic_sd19)
+    assert route.path is not None
+    ds: DatasetSplit = load_foreign(
+        route.path, route.name, route.split, with_metadata=bool(req.with_metadata),
+        trust=req.trust, label_issues=req.label_issues, cache=req.cache, download=req.download,
+        progress=req.progress, check=req.check, loader=load)
     return ds
 
 
-def _require_release(info: DatasetInfo, fsp) -> None:
+def _read_repo(route: Route, req: Request) -> DatasetSplit:
+    """A Hugging Face export (README.md + data/<name>/): its shards checked, then read."""
+    from .repo import load_split_from_repo
+
+    assert route.root is not None and route.name is not None and route.split is not None
+    ds: DatasetSplit = load_split_from_repo(route.root, route.name, route.split,
+                                            with_metadata=req.wants_metadata, cache=req.cache,
+                                            check=req.check, trust=req.trust)
+    return _finish(ds, route.rows, req.label_issues, req.with_metadata)
+
+
+def _read_files(route: Route, req: Request) -> DatasetSplit:
+    """idx files, in a folder or the cache: opened (through the gate), then converted."""
+    assert route.info is not None and route.split is not None
+    info, split = route.info, route.split
+    sp = info.split(split)
+    src = _origin(info, split, route.root, req)
+    fsp = info.file_split(split)
+    images, labels, meta = _open_arrays(info, fsp, src, req)
+    ds = _to_split(info, sp, src, images, labels, meta)
+    if req.wants_metadata and req.with_metadata != "files":
+        # the human label votes of the splits a study examined
+        from .label_issues import add_label_votes
+
+        add_label_votes(ds, root=route.root, cache=req.cache, download=req.download,
+                        progress=req.progress, required=req.label_issues is not None)
+    return _finish(ds, route.rows, req.label_issues, req.with_metadata)
+
+
+#: one reader per route (:attr:`Route.kind`)
+READERS: dict[str, Callable[[Route, Request], DatasetSplit]] = {
+    "foreign": _read_foreign,
+    "repo": _read_repo,
+    "files": _read_files,
+}
+
+
+def _origin(info: DatasetInfo, split: str, root: Path | None, req: Request) -> Origin:
+    """Where the files come from: the folder, or the cache (fetched and verified as needed)."""
+    if root is not None:
+        return FolderOrigin(info, root, cache=req.cache,
+                            keep_raw=settings.keep_raw_for_folders(req.keep_raw), check=req.check)
+    _require_release(info, info.file_split(split))
+    return CacheOrigin(info, cache=req.cache, download=req.download, keep_raw=req.keep_raw,
+                       progress=req.progress, check=req.check, mirrors=req.mirrors)
+
+
+def _require_release(info: DatasetInfo, fsp: SplitInfo) -> None:
     """A dataset with no published files (FEMNIST) loads only from a build folder."""
     from ..registry import get_file
 
@@ -299,13 +328,100 @@ def _require_release(info: DatasetInfo, fsp) -> None:
                                         f"then load it with root=DIR") from None
 
 
-def _check_shapes(info, fsp, images, labels, meta, src) -> None:
+# --------------------------------------------------------------------------- trust
+
+def _open_arrays(info: DatasetInfo, fsp: SplitInfo, src: Origin, req: Request,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(images, labels, metadata or None)`` of file split ``fsp``, as stored.
+
+    A folder's files pass the trust gate unless trusted: the labels file (and what it is)
+    before anything else is read, the images hashed as they are read and judged by their
+    content once read.  Shapes, pixels and pairs are checked on every route.
+    """
+    assert fsp.images and fsp.labels, f"registry: file split {fsp.name} without files"
+    gated = isinstance(src, FolderOrigin) and not req.trust
+    if gated:  # the trust gate: the labels file before anything else is read
+        from ..gate.files import check_folder
+
+        check_folder(info, fsp, src, cache=req.cache, rehash=req.check)
+        from ..gate.files import open_images
+
+        images: np.ndarray = open_images(fsp, src, cache=req.cache, rehash=req.check)
+    else:
+        images = src.open(fsp.images)
+    lab = src.open(fsp.labels) if fsp.labels != fsp.images else images
+    meta = None
+    if req.wants_metadata and fsp.metadata:
+        meta = lab if fsp.metadata == fsp.labels else src.open_optional(fsp.metadata)
+    if fsp.labels_column is not None:
+        if lab.ndim != 2 or lab.shape[1] <= fsp.labels_column:
+            raise IntegrityError("label table has the wrong shape", path=fsp.labels,
+                                 expected=f"N x >{fsp.labels_column} columns",
+                                 found=str(lab.shape))
+        labels = lab[:, fsp.labels_column]
+    else:
+        labels = lab
+    _check_shapes(info, fsp, images, labels, meta, src)
+    if gated:  # ... and the images by content, from the array just read
+        from ..gate.files import check_folder_images
+
+        check_folder_images(info, fsp, src, images, cache=req.cache, rehash=req.check)
+    return images, labels, meta
+
+
+def _check_shapes(info: DatasetInfo, fsp: SplitInfo, images: np.ndarray, labels: np.ndarray,
+                  meta: np.ndarray | None, src: Origin) -> None:
     where = f"{src.where}/{fsp.images}"
     require_images(images, info, where)
     require_pair(images, labels, info, where, labels_where=f"{src.where}/{fsp.labels}")
     if meta is not None and (meta.ndim != 2 or meta.shape[0] != images.shape[0]):
         raise IntegrityError(f"{info.name}: metadata does not match the images", path=where,
                              expected=f"{images.shape[0]} x k", found=str(meta.shape))
+
+
+# --------------------------------------------------------------------------- conversion
+
+def _to_split(info: DatasetInfo, sp: SplitInfo, src: Origin, images: np.ndarray,
+              labels: np.ndarray, meta: np.ndarray | None) -> DatasetSplit:
+    """The :class:`DatasetSplit` of the arrays of split ``sp``'s files: the registry's view of
+    them (``test10k``, ``validation``...), upright, labels as int64, metadata as named columns."""
+    split = sp.name
+    sl = _view_rows(info, sp, src, images.shape[0])
+    if sl is not None:
+        images, labels = images[sl], labels[sl]
+        meta = None if meta is None else meta[sl]
+    if src.orientation == "transposed":
+        images = images.transpose(0, 2, 1)
+    stored = np.asarray(labels)  # the file's own (small) type: a cheaper range check
+    labels = np.asarray(labels, dtype=np.int64)
+    metadata = _structured(meta, info) if meta is not None else None
+    if src.kind == "cache" and len(labels) != sp.count:
+        raise IntegrityError(f"{info.name} {split}: wrong number of rows", path=src.where,
+                             expected=f"{sp.count} (registry)", found=str(len(labels)))
+    classes = list(src.classes) if src.classes else list(info.classes)
+    require_labels(info, split, stored, classes, f"{src.where}/{info.file_split(split).labels}")
+    logger.info("loaded %s %s: %d images from %s", info.name, split, len(labels), src)
+    ds = DatasetSplit(info.name, split, images, labels, info, metadata, str(src), src.status,
+                      src.orientation)
+    ds.classes = classes
+    manifest = getattr(src, "manifest", None)
+    ds.synthetic = bool(manifest is not None and manifest.from_synthetic_sd19)
+    return ds
+
+
+def _view_rows(info: DatasetInfo, sp: SplitInfo, src: Origin, n: int) -> slice | None:
+    """The rows of its file split that view ``sp`` is (None: all of them)."""
+    if not sp.is_view:
+        return None
+    if sp.rows is not None:
+        return slice(sp.rows[0], sp.rows[1])
+    if sp.last or sp.drop_last:
+        k = src.length(info.split(sp.last or sp.drop_last or ""))
+        if k > n:
+            raise IntegrityError(f"{info.name}: validation larger than train", path=src.where,
+                                 expected=f"at most {n} rows", found=f"{k}")
+        return slice(n - k, n) if sp.last else slice(0, n - k)
+    return None
 
 
 def _structured(meta: np.ndarray, info: DatasetInfo) -> np.ndarray:
@@ -318,3 +434,24 @@ def _structured(meta: np.ndarray, info: DatasetInfo) -> np.ndarray:
     for i, f in enumerate(dt.names or ()):
         out[f] = meta[:, i]
     return out
+
+
+def _finish(ds: DatasetSplit, rows: str | None, label_issues: str | None,
+            with_metadata: Metadata) -> DatasetSplit:
+    """The requested rows, the label-issue view, and metadata only when asked for."""
+    ds = warn_if_empty(_slice(ds, rows))
+    if label_issues is None and with_metadata:
+        return ds
+    if label_issues is None:
+        ds.metadata = None
+        return ds
+    from .label_issues import clean_view   # the study's machinery only when a view is asked for
+
+    out: DatasetSplit = clean_view(ds, label_issues, bool(with_metadata))
+    return out
+
+
+def _slice(ds: DatasetSplit, rows: str | None) -> DatasetSplit:
+    if rows is None:
+        return ds
+    return ds.select(rows_of(rows, len(ds)), split=f"{ds.split}{rows.replace(' ', '')}")

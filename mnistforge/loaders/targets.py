@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError, DatasetNotFoundError, FormatError, MissingFileError, TargetNotFoundError
@@ -13,7 +15,8 @@ from ..gate.source import locate, resolve
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
-__all__ = ["detect_dataset", "datasets_in_folder", "foreign_source", "resolve_target"]
+__all__ = ["TargetText", "detect_dataset", "datasets_in_folder", "foreign_source",
+           "parse_target_text", "resolve_target"]
 
 
 def detect_dataset(folder) -> str:
@@ -151,9 +154,51 @@ def foreign_source(name, root=None) -> bool:
     return True
 
 
-def _colon_parts(text: str) -> list[str]:
-    """``text`` split at the colons outside ``[...]`` (``mnist:test[:100]`` -> two parts)."""
-    return re.split(r":(?![^\[]*\])", text)
+#: ``CONFIG=`` in front of an export target: a config name, then the target
+_CONFIG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+@dataclass(frozen=True)
+class TargetText:
+    """A target string taken apart, before anything is looked up: the one parser of
+    ``[CONFIG=]NAME[:SPLIT]``, ``PATH[:NAME][:SPLIT]`` (what every command takes).
+
+    ``parts`` are the pieces between the colons outside ``[...]`` slices (``mnist:test[:100]``
+    is two); ``config`` is the ``CONFIG=`` prefix (export targets, asked for with
+    ``config=True`` in :func:`parse_target_text`), ``text`` the target without it.
+
+    >>> t = parse_target_text("rebuilt=build/mnist:test[:10]", config=True)
+    >>> t.config, t.text, t.parts
+    ('rebuilt', 'build/mnist:test[:10]', ('build/mnist', 'test[:10]'))
+    >>> t.path_prefix(lambda p: p == "build/mnist")
+    ('build/mnist', ('test[:10]',))
+    """
+
+    text: str
+    parts: tuple[str, ...]
+    config: str | None = None
+
+    def path_prefix(self, exists: Callable[[str], bool] = os.path.isdir,
+                    ) -> tuple[str, tuple[str, ...]] | None:
+        """``(path, the parts after it)`` for the longest leading parts that ``exists`` says
+        name a path (a folder by default: ``os.path.exists`` for files too), else None."""
+        for k in range(len(self.parts), 0, -1):
+            head = ":".join(self.parts[:k])
+            if head and exists(head):
+                return head, self.parts[k:]
+        return None
+
+
+def parse_target_text(text: str | os.PathLike[str], *, config: bool = False) -> TargetText:
+    """Take a target string apart (:class:`TargetText`); ``config``: an export target, whose
+    ``CONFIG=`` prefix (a name, then ``=`` and a target) is split off."""
+    text = os.fspath(text)
+    name = None
+    if config:
+        head, sep, rest = text.partition("=")
+        if sep and _CONFIG.fullmatch(head) and rest:
+            name, text = head, rest
+    return TargetText(text, tuple(re.split(r":(?![^\[]*\])", text)), name)
 
 
 def _split_of(name: str, split: str | None, root=None) -> str | None:
@@ -186,17 +231,10 @@ def resolve_target(text, default_split=None):
     >>> resolve_target("MNIST:test[:100]")
     ('mnist', 'test[:100]', None)
     """
-    text = os.fspath(text)
-    parts = _colon_parts(text)
-    folder, rest = None, []
-    if os.path.isdir(text):
-        folder = text
-    else:
-        for k in range(len(parts) - 1, 0, -1):
-            head = ":".join(parts[:k])
-            if head and os.path.isdir(head):
-                folder, rest = head, parts[k:]
-                break
+    target = parse_target_text(text)
+    text, parts = target.text, list(target.parts)
+    found = target.path_prefix(os.path.isdir)
+    folder, rest = (found[0], list(found[1])) if found is not None else (None, [])
     if folder is not None:
         name = None
         if rest:
