@@ -9,7 +9,7 @@ import pytest
 
 from mnistforge.checks.result import FAIL, PASS, CheckResult
 from mnistforge.checks.rows import CHECKS
-from mnistforge.checks.table import (ALL, BEGIN, END, Check, doc_section, render_markdown,
+from mnistforge.checks.table import (ALL, BEGIN, END, Check, doc_section, checks_markdown,
                                      replace_section, run_checks)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,7 +100,7 @@ def test_rows_are_well_formed():
 
 def test_docs_verify_md_section_is_the_rendered_table():
     page = ROOT / "docs" / "verify.md"
-    rendered = render_markdown(CHECKS)
+    rendered = checks_markdown(CHECKS)
     assert doc_section(page.read_text()) == rendered, (
         "docs/verify.md's table of checks differs from mnistforge/checks/rows.CHECKS: "
         "regenerate it with `.venv/bin/python tools/verify_checks_doc.py`")

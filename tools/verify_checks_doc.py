@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 
 from mnistforge.checks.rows import CHECKS
-from mnistforge.checks.table import doc_section, render_markdown, replace_section
+from mnistforge.checks.table import doc_section, checks_markdown, replace_section
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "verify.md"
 
 
 def main(argv: list[str]) -> int:
-    text, rendered = PAGE.read_text(), render_markdown(CHECKS)
+    text, rendered = PAGE.read_text(), checks_markdown(CHECKS)
     if doc_section(text) == rendered:
         print(f"{PAGE}: up to date")
         return 0

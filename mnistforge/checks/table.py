@@ -4,7 +4,7 @@ A row says which result it adds (``name``, with ``{split}`` / ``{pair}`` filled 
 runs on (``scope``: once per target, per split to load, per loaded split, per train/test
 pair), for which kinds of target (``kinds``) and when else (``when``), what it costs, and the
 option that turns it off.  :func:`run_checks` walks the rows in order (the report's order);
-:func:`render_markdown` writes the table of ``docs/verify.md`` from the same rows
+:func:`checks_markdown` writes the table of ``docs/verify.md`` from the same rows
 (``tools/verify_checks_doc.py`` rewrites it).
 """
 from __future__ import annotations
@@ -116,7 +116,7 @@ def _kinds(kinds: frozenset[Kind]) -> str:
     return "every target" if kinds == ALL else ", ".join(k for k in KINDS if k in kinds)
 
 
-def render_markdown(checks: Sequence[Check]) -> str:
+def checks_markdown(checks: Sequence[Check]) -> str:
     """The checks table of ``docs/verify.md`` (between :data:`BEGIN` and :data:`END`)."""
     legend = "; ".join(f"`{k}`: {KIND_TEXT[k]}" for k in KINDS)
     lines = [BEGIN, "", f"Targets: {legend}. Cost classes: {', '.join(COSTS)}.", "",
