@@ -56,7 +56,8 @@ from .errors import ConfigError
 __all__ = ["cache_home", "offline", "workers", "progress", "keep_raw", "keep_raw_for_folders",
            "trust_files", "truthy", "Mirrors", "mirrors", "parse_mirrors", "MIRROR_FIELDS",
            "REGISTRY_MARK", "Settings", "Overrides", "current", "using", "given", "activate",
-           "VARIABLES", "usable_cores"]
+           "VARIABLES", "usable_cores", "hf_offline", "hf_token", "hf_endpoint", "hf_home",
+           "hf_datasets_cache", "keras_home"]
 
 #: every environment variable mnistforge reads, and the :class:`Settings` field it sets (the
 #: list in docs/usage.md is tested against this one)
@@ -191,10 +192,8 @@ def current() -> Settings:
     return Settings(
         cache=cache, cache_source=source, offline=_offline(g, env), workers=_workers(g, env),
         progress=_progress(g, env), keep_raw=_keep_raw(g, env), trust_files=_trust(g, env),
-        mirrors=_mirrors(g, env), hf_offline=_hf_offline(g, env),
-        hf_token=g.hf_token if g.hf_token is not None else env.get("HF_TOKEN") or None,
-        hf_endpoint=g.hf_endpoint if g.hf_endpoint is not None else env.get("HF_ENDPOINT") or None,
-        hf_home=_folder(env.get("HF_HOME")),
+        mirrors=_mirrors(g, env), hf_offline=_hf_offline(g, env), hf_token=_hf_token(g, env),
+        hf_endpoint=_hf_endpoint(g, env), hf_home=_folder(env.get("HF_HOME")),
         hf_datasets_cache=_folder(env.get("HF_DATASETS_CACHE")),
         keras_home=_folder(env.get("KERAS_HOME")))
 
@@ -271,6 +270,14 @@ def _mirrors(g: Overrides, env: Environ) -> Mirrors:
 def _hf_offline(g: Overrides, env: Environ) -> bool:
     # the values huggingface_hub reads as true (1, ON, YES, TRUE, any case)
     return g.hf_offline if g.hf_offline is not None else truthy(env.get("HF_HUB_OFFLINE"), False)
+
+
+def _hf_token(g: Overrides, env: Environ) -> str | None:
+    return g.hf_token if g.hf_token is not None else env.get("HF_TOKEN") or None
+
+
+def _hf_endpoint(g: Overrides, env: Environ) -> str | None:
+    return g.hf_endpoint if g.hf_endpoint is not None else env.get("HF_ENDPOINT") or None
 
 
 def _folder(value: str | None) -> Path | None:
@@ -364,6 +371,40 @@ def trust_files(value: bool | None = None) -> bool:
     if value is not None:
         return bool(value)
     return _trust(_GIVEN.get(), os.environ)
+
+
+def hf_offline(value: bool | None = None) -> bool:
+    """``value`` if given, else whether Hugging Face Hub offline mode is on (``HF_HUB_OFFLINE``:
+    ``export hf --push`` sends nothing)."""
+    if value is not None:
+        return bool(value)
+    return _hf_offline(_GIVEN.get(), os.environ)
+
+
+def hf_token(value: str | None = None) -> str | None:
+    """The Hub token: ``value`` if given, else ``HF_TOKEN``, else None (then huggingface_hub's
+    stored login).  Never logged or shown: pass it to the Hub client only."""
+    return value or _hf_token(_GIVEN.get(), os.environ)
+
+
+def hf_endpoint(value: str | None = None) -> str | None:
+    """The Hub's address: ``value`` if given, else ``HF_ENDPOINT``, else None (the public Hub)."""
+    return value or _hf_endpoint(_GIVEN.get(), os.environ)
+
+
+def hf_home() -> Path | None:
+    """``HF_HOME`` (Hugging Face's folder) when set: a place where copies may already be."""
+    return _folder(os.environ.get("HF_HOME"))
+
+
+def hf_datasets_cache() -> Path | None:
+    """``HF_DATASETS_CACHE`` (the datasets library's cache) when set."""
+    return _folder(os.environ.get("HF_DATASETS_CACHE"))
+
+
+def keras_home() -> Path | None:
+    """``KERAS_HOME`` (Keras's folder, datasets under ``datasets/``) when set."""
+    return _folder(os.environ.get("KERAS_HOME"))
 
 
 # --- mirrors a user controls -------------------------------------------------
