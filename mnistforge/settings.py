@@ -17,8 +17,8 @@ variable                   meaning                                             d
 ``HF_ENDPOINT``            another Hub for ``--push``                          the public Hub
 ``XDG_CACHE_HOME``,        where the platform cache lies (Linux, Windows)      ``~/.cache``,
 ``LOCALAPPDATA``                                                               ``~/AppData/Local``
-``HF_HOME``,               other tools' folders where ``fetch --find``         their defaults
-``HF_DATASETS_CACHE``,     looks for copies already on the machine
+``HF_HOME``,               other tools' folders, where ``find-copies`` looks   their defaults
+``HF_DATASETS_CACHE``,     for copies already on the machine
 ``KERAS_HOME``
 =========================  ==================================================  =================
 
