@@ -56,7 +56,7 @@ from .errors import ConfigError
 __all__ = ["cache_home", "offline", "workers", "progress", "keep_raw", "keep_raw_for_folders",
            "trust_files", "truthy", "Mirrors", "mirrors", "parse_mirrors", "MIRROR_FIELDS",
            "REGISTRY_MARK", "Settings", "Overrides", "current", "using", "given", "activate",
-           "VARIABLES", "usable_cores", "hf_offline", "hf_token", "hf_endpoint", "hf_home",
+           "VARIABLES", "usable_cores", "offline_switch", "hf_offline", "hf_token", "hf_endpoint", "hf_home",
            "hf_datasets_cache", "keras_home"]
 
 #: every environment variable mnistforge reads, and the :class:`Settings` field it sets (the
@@ -321,6 +321,19 @@ def offline(value: bool | None = None) -> bool:
     if value is not None:
         return bool(value)
     return _offline(_GIVEN.get(), os.environ)
+
+
+def offline_switch() -> tuple[str, str]:
+    """What turned offline mode on, and how to turn it off, for an error to blame the switch
+    the user really used: ``--offline`` (:func:`using`) or ``MNISTFORGE_OFFLINE=1``.
+
+    >>> with using(offline=True):
+    ...     offline_switch()
+    ('--offline', 'drop --offline')
+    """
+    if _GIVEN.get().offline is not None:
+        return "--offline", "drop --offline"
+    return "MNISTFORGE_OFFLINE=1", "unset MNISTFORGE_OFFLINE"
 
 
 def usable_cores() -> int:

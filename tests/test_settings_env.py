@@ -290,3 +290,16 @@ def test_cli_cache_that_is_a_file_names_the_flag(clean_env, tmp_path, capsys):
     f.write_text("not a folder")
     assert cli.main(["fetch", "mnist", "--offline", "--cache", str(f)]) == 2
     assert "cache= / --cache" in capsys.readouterr().err
+
+
+def test_offline_from_using_is_blamed_on_the_flag_not_the_variable(clean_env, tmp_path):
+    from mnistforge import load
+    from mnistforge.errors import OfflineError
+
+    with settings.using(offline=True, cache=tmp_path), pytest.raises(OfflineError) as e:
+        load("mnist", "test")
+    assert "(--offline)" in str(e.value) and "drop --offline" in str(e.value)
+    assert "MNISTFORGE_OFFLINE" not in str(e.value)
+    clean_env.setenv("MNISTFORGE_OFFLINE", "1")
+    with settings.using(cache=tmp_path), pytest.raises(OfflineError, match="MNISTFORGE_OFFLINE=1"):
+        load("mnist", "test")
