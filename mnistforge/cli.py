@@ -27,7 +27,7 @@ import logging
 import sys
 
 from ._version import __version__
-from .commands.common import (check_outputs, command_environment, flush_streams, output_stream_error,
+from .commands.common import (check_outputs, command_settings, flush_streams, output_stream_error,
                               quiet_stdout)
 from .errors import (EXIT_CODES, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, MnistforgeError,
                      exit_code)
@@ -97,7 +97,7 @@ def main(argv=None) -> int:
         args._json_stdout = sys.stdout
     try:
         with contextlib.redirect_stdout(sys.stderr) if json_stdout else contextlib.nullcontext(), \
-                command_environment(args):
+                command_settings(args):
             check_outputs(args)
             code = int(args._run(args) or 0)
         flush_streams(args)  # a full or closed standard output shows here, not at exit

@@ -218,11 +218,11 @@ def _missing_message(remote: RemoteFile, dest: Path, explicit: bool, urls=None) 
     raw = ""
     if remote.compression in ("gz", "xz", "bz2"):
         raw = f" (or its decompressed content as {dest.parent / remote.raw_name})"
-    # blame the switch the caller really used: the argument, or the environment variable
+    # blame the switch the caller really used: the argument, --offline, or the variable
+    switch, off = settings.offline_switch()
     why, undo = (("downloads are switched off (download=False / --no-download)",
                   "or allow downloads") if explicit else
-                 ("offline mode (MNISTFORGE_OFFLINE=1) forbids downloading it",
-                  "or unset MNISTFORGE_OFFLINE"))
+                 (f"offline mode ({switch}) forbids downloading it", f"or {off}"))
     return (f"{remote.id} is not in the cache and {why}. Download it from {where} "
             f"({_pinned(remote)}) and put it at {dest}{raw}, {undo}")
 

@@ -18,6 +18,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from .. import settings
 from ..errors import FormatError, MnistforgeError, UnsafeFormatError
 from ..log import get_logger
 from .adopt import CopyAnswer, examine
@@ -36,13 +37,13 @@ IDX_HINTS = ("ubyte", "idx1", "idx2", "idx3")
 
 def well_known_places(cwd=None, home=None) -> list[Path]:
     """The folders where other tools keep their copies (those that exist, each once)."""
-    env = os.environ
     cwd = Path(cwd or os.getcwd())
     home = Path(home or Path.home())
-    hf_home = Path(env["HF_HOME"]) if env.get("HF_HOME") else home / ".cache" / "huggingface"
-    places = [Path(env["KERAS_HOME"]) / "datasets" if env.get("KERAS_HOME") else None,
+    hf_home = settings.hf_home() or home / ".cache" / "huggingface"
+    keras_home = settings.keras_home()
+    places = [keras_home / "datasets" if keras_home else None,
               home / ".keras" / "datasets",
-              Path(env["HF_DATASETS_CACHE"]) if env.get("HF_DATASETS_CACHE") else None,
+              settings.hf_datasets_cache(),
               hf_home / "hub", hf_home / "datasets",
               cwd / "data", home / "data",
               Path("/usr/share/datasets")]

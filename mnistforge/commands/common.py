@@ -20,6 +20,7 @@ import shutil
 import sys
 import textwrap
 
+from .. import settings
 from ..errors import (EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE,  # noqa: F401
                       EXIT_USAGE, exit_code)
 
@@ -54,55 +55,31 @@ def add_cache(p) -> None:
 
 
 @contextlib.contextmanager
-def command_environment(args):
+def command_settings(args):
     """While a command runs, its ``--cache DIR``, ``--offline`` and ``--no-progress`` hold for
-    every library call below it (the library reads ``MNISTFORGE_HOME``, ``MNISTFORGE_OFFLINE``
-    and ``MNISTFORGE_PROGRESS`` through :mod:`mnistforge.settings`); restored afterwards.
+    every library call below it (:func:`mnistforge.settings.using`: the environment is not
+    written, and the previous values return afterwards).
 
     >>> import argparse, os
-    >>> before = os.environ.get("MNISTFORGE_PROGRESS")
-    >>> with command_environment(argparse.Namespace(no_progress=True)):
-    ...     os.environ["MNISTFORGE_PROGRESS"]
-    '0'
-    >>> os.environ.get("MNISTFORGE_PROGRESS") == before
+    >>> before = dict(os.environ)
+    >>> with command_settings(argparse.Namespace(no_progress=True, offline=True)):
+    ...     settings.progress(), settings.offline()
+    (False, True)
+    >>> dict(os.environ) == before
     True
     """
-    wanted = {}
-    if getattr(args, "cache", None):
-        wanted["MNISTFORGE_HOME"] = str(args.cache)
-    if getattr(args, "offline", None):
-        wanted["MNISTFORGE_OFFLINE"] = "1"
-    if getattr(args, "no_progress", False):
-        wanted["MNISTFORGE_PROGRESS"] = "0"
-    old = {k: os.environ.get(k) for k in wanted}
-    os.environ.update(wanted)
-    try:
+    with settings.using(cache=getattr(args, "cache", None) or None,
+                        offline=True if getattr(args, "offline", None) else None,
+                        progress=False if getattr(args, "no_progress", False) else None):
         yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @contextlib.contextmanager
 def cache_from_args(args):
-    """While a command runs, ``--cache DIR`` is the cache of every library call below it (the
-    library reads ``MNISTFORGE_HOME`` through :mod:`mnistforge.settings`); restored after."""
-    cache = getattr(args, "cache", None)
-    if cache is None:
+    """While a command runs, ``--cache DIR`` is the cache of every library call below it
+    (:func:`mnistforge.settings.using`); the previous cache returns afterwards."""
+    with settings.using(cache=getattr(args, "cache", None)):
         yield
-        return
-    old = os.environ.get("MNISTFORGE_HOME")
-    os.environ["MNISTFORGE_HOME"] = str(cache)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("MNISTFORGE_HOME", None)
-        else:
-            os.environ["MNISTFORGE_HOME"] = old
 
 
 def require_existing_path(path, what: str, expected: str) -> None:

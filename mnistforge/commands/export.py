@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .. import settings
 from ..errors import ConfigError
 
 from .common import (add_cache, add_json, add_offline, add_progress, download_flag, write_json)
@@ -160,17 +161,16 @@ def push_preflight(repo_id: str) -> None:
     """Fail at once, before any export work, when a push cannot happen: a malformed repository
     id (usage error), Hub offline mode or no token (UploadError, exit 3).  Imports only
     huggingface_hub's token lookup, so it answers in a fraction of a second."""
-    import os
     import re
 
     from ..errors import UploadError
 
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo_id or ""):
         raise ConfigError("invalid Hub repository id", expected="ORG/NAME", found=repr(repo_id))
-    if os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
+    if settings.hf_offline():
         raise UploadError("Hugging Face Hub offline mode is on (HF_HUB_OFFLINE): nothing exported "
                           "or uploaded", hint="unset HF_HUB_OFFLINE to push, or drop --push")
-    token = os.environ.get("HF_TOKEN")
+    token = settings.hf_token()
     if not token:
         try:
             from huggingface_hub import get_token

@@ -1,9 +1,9 @@
 """Upload an exported folder to the Hugging Face Hub (checked first; nothing sent on failure)."""
 from __future__ import annotations
 
-import os
 import re
 
+from .. import settings
 from ..errors import ConfigError
 from ..io.hf.parquet import DATA
 from ..io.hf.repo import CARD, repo_configs
@@ -34,17 +34,16 @@ def push_to_hub(repo_dir, repo_id: str, *, token: str | None = None, private: bo
     except ImportError as e:  # pragma: no cover - installed with datasets
         raise UploadError("huggingface_hub is not installed", expected="huggingface_hub",
                           found="nothing", hint="pip install 'mnistforge[hub]'") from e
-    offline = os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE") \
-        or getattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    offline = settings.hf_offline() or getattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     if offline:
         raise UploadError("Hugging Face Hub offline mode is on (HF_HUB_OFFLINE): nothing uploaded",
                           path=repo_dir, hint="unset HF_HUB_OFFLINE to push")
-    token = token or os.environ.get("HF_TOKEN") or huggingface_hub.get_token()
+    token = settings.hf_token(token) or huggingface_hub.get_token()
     if not token:
         raise UploadError("no Hugging Face token: nothing uploaded", path=repo_dir,
                           expected="a token in HF_TOKEN or from `hf auth login`", found="none",
                           hint="set HF_TOKEN=hf_... (write access to the target organisation)")
-    endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None
+    endpoint = settings.hf_endpoint(endpoint)
     api = HfApi(endpoint=endpoint, token=token)
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)

@@ -21,6 +21,8 @@ import os
 import threading
 import time
 
+from .. import settings
+
 #: How often a worker checks that its parent still lives.
 WATCH_SECONDS = 1.0
 
@@ -32,10 +34,15 @@ def _watch(parent: int) -> None:
             os._exit(3)  # the parent is gone: nobody will read our results
 
 
-def watch_parent(parent: int, initializer=None, initargs=()) -> None:
-    """Worker initializer: start the watchdog, then run ``initializer(*initargs)``."""
+def watch_parent(parent: int, initializer=None, initargs=(),
+                 given: settings.Overrides | None = None) -> None:
+    """Worker initializer: start the watchdog, take the parent's settings (``given``: what
+    :func:`mnistforge.settings.using` made active there, lost by a spawned worker otherwise),
+    then run ``initializer(*initargs)``."""
     threading.Thread(target=_watch, args=(parent,), name="mnistforge-parent-watch",
                      daemon=True).start()
+    if given is not None:
+        settings.activate(given)
     if initializer is not None:
         initializer(*initargs)
 
@@ -44,7 +51,7 @@ def process_pool(workers: int, *, initializer=None, initargs=(), mp_context=None
     """A :class:`~concurrent.futures.ProcessPoolExecutor` whose workers end with their parent."""
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp_context,
                                   initializer=watch_parent,
-                                  initargs=(os.getpid(), initializer, initargs))
+                                  initargs=(os.getpid(), initializer, initargs, settings.given()))
 
 
 @contextlib.contextmanager
