@@ -19,29 +19,31 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:
     import numpy as np
 
+    from .types import StrPath
+
 __all__ = ["FORMATS", "READERS", "read_array"]
 
 # The readers import their modules when called: the registry names FORMATS at import time.
 
 
-def _idx(path, array: str | None) -> np.ndarray:
+def _idx(path: StrPath, array: str | None) -> np.ndarray:
     from .idx import read_idx
 
     return read_idx(path)
 
 
-def _npz(path, array: str | None) -> np.ndarray:
+def _npz(path: StrPath, array: str | None) -> np.ndarray:
     from .foreign.npz import read_npz_array
 
     return read_npz_array(path, array or "arr_0")
 
 
 #: format -> reader(path, array name or None)
-READERS: dict[str, Callable[..., np.ndarray]] = {"idx": _idx, "npz": _npz}
+READERS: dict[str, Callable[[StrPath, str | None], np.ndarray]] = {"idx": _idx, "npz": _npz}
 FORMATS: tuple[str, ...] = tuple(READERS)
 
 
-def read_array(path, fmt: str = "idx", array: str | None = None) -> np.ndarray:
+def read_array(path: StrPath, fmt: str = "idx", array: str | None = None) -> np.ndarray:
     """The array stored in ``path`` in format ``fmt`` (``array``: the ``.npz`` member)."""
     try:
         reader = READERS[fmt]
