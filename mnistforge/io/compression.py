@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Protocol, cast
 
 if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
+
     from .types import StrPath
 
 #: suffix -> compression name, in lookup order ("" = raw first).
@@ -180,7 +182,7 @@ class Decompressor(Protocol):
     @property
     def needs_input(self) -> bool: ...
 
-    def decompress(self, data: bytes, max_length: int = ...) -> bytes: ...
+    def decompress(self, data: ReadableBuffer, max_length: int = ...) -> bytes: ...
 
 
 def decompressor(compression: str) -> Decompressor:
