@@ -18,7 +18,7 @@ from __future__ import annotations
 import zipfile
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["load_array", "read_npy_pair", "read_npy_folder", "read_npz", "read_npz_array"]
 
 
-def _refuse(path: StrPath, e: Exception) -> UnsafeFormatError:
+def _refuse(path: StrPath | IO[bytes], e: Exception) -> UnsafeFormatError:
     return UnsafeFormatError(
         "holds pickled Python objects", path=path, expected="plain numeric arrays",
         found=f"an object array ({e})",
@@ -51,7 +51,7 @@ def load_array(path: StrPath) -> np.ndarray:
                           found=str(e)) from e
 
 
-def read_npz_array(path: StrPath, key: str = "arr_0") -> np.ndarray:
+def read_npz_array(path: StrPath | IO[bytes], key: str = "arr_0") -> np.ndarray:
     """The array ``key`` of an ``.npz`` archive (a release file such as Kuzushiji-49's
     ``k49-test-imgs.npz``), never unpickling; a missing key or an unreadable file is a
     :class:`~mnistforge.errors.FormatError` naming what the archive holds."""
