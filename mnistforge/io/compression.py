@@ -22,12 +22,12 @@ import io
 import os
 import types
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Protocol, cast
+from typing import IO, TYPE_CHECKING, Any, Callable, Protocol, cast, overload
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
-    from .types import StrPath
+    from .types import Readable, StrPath
 
 #: suffix -> compression name, in lookup order ("" = raw first).
 COMPRESSIONS = ("", ".gz", ".xz", ".bz2")
@@ -117,11 +117,18 @@ def strip_compression(name: str) -> str:
     return name[: -len(comp) - 1] if comp else name
 
 
-def open_reader(source: StrPath | IO[bytes], name: StrPath | None = None) -> IO[bytes]:
+@overload
+def open_reader(source: StrPath | IO[bytes], name: StrPath | None = None) -> IO[bytes]: ...
+@overload
+def open_reader(source: Readable, name: StrPath) -> IO[bytes] | Readable: ...
+
+
+def open_reader(source: StrPath | Readable, name: StrPath | None = None) -> IO[bytes] | Readable:
     """A binary reader of the decompressed bytes of ``source`` (a path or a binary file object).
 
     The compression follows the suffix of ``name`` (default: the path's); an
-    uncompressed file is returned as is.
+    uncompressed file is returned as is.  (Any object with ``read(n)`` will do as a
+    compressed ``source``, e.g. a :class:`~mnistforge.io.hashing.HashingReader`.)
     """
     # without ``name``, ``source`` must be a path (a file object is os.fspath's TypeError)
     comp = compression_of(name if name is not None else cast("StrPath", source))
@@ -130,7 +137,7 @@ def open_reader(source: StrPath | IO[bytes], name: StrPath | None = None) -> IO[
     return _open_with(comp, source)
 
 
-def _open_with(comp: str, source: StrPath | IO[bytes]) -> IO[bytes]:
+def _open_with(comp: str, source: StrPath | Readable) -> IO[bytes]:
     """``source`` opened through codec ``comp``'s reader (every codec's reader is a binary file)."""
     return cast("IO[bytes]", _codecs()["CODECS"][comp][0](source))
 

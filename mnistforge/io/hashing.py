@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Protocol
+from typing import IO, TYPE_CHECKING
 
 from ..errors import FormatError, HashMismatchError
 from . import compression as _compression
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     from _typeshed import ReadableBuffer
 
-    from .types import StrPath
+    from .types import Readable, StrPath, Writable
 
 CHUNK = 1 << 20
 #: compressed bytes read per step of :func:`inflate_to` (small enough that the hashing and
@@ -62,7 +62,7 @@ def md5_file(path: StrPath, chunk: int = CHUNK) -> str:
 
 
 
-def hash_stream(f: _Readable, *, md5: bool = True, chunk: int = CHUNK) -> tuple[str, str | None, int]:
+def hash_stream(f: Readable, *, md5: bool = True, chunk: int = CHUNK) -> tuple[str, str | None, int]:
     """sha256 (and md5) and byte count of everything read from binary file object ``f``."""
     h = hashlib.sha256()
     m = hashlib.md5(usedforsecurity=False) if md5 else None
@@ -202,12 +202,6 @@ def order_free_sha256(rows: npt.ArrayLike, keys: npt.ArrayLike) -> str:
     return hashlib.sha256(b"".join(digests)).hexdigest()
 
 
-class _Readable(Protocol):
-    """A binary reader: what :func:`hash_stream` and :class:`HashingReader` read from."""
-
-    def read(self, n: int = ..., /) -> bytes: ...
-
-
 class HashingReader:
     """Read-through wrapper that hashes (sha256 and md5) the bytes as they stream past.
 
@@ -221,7 +215,7 @@ class HashingReader:
     ('ba7816bf', 3)
     """
 
-    def __init__(self, f: _Readable) -> None:
+    def __init__(self, f: Readable) -> None:
         self.f = f
         self._sha = hashlib.sha256()
         self._md5 = hashlib.md5(usedforsecurity=False)
@@ -338,7 +332,7 @@ class Inflated:
     content_size: int
 
 
-def inflate_to(src: StrPath, out: IO[bytes], compression: str, *, md5: bool = False, content: bool = True,
+def inflate_to(src: StrPath, out: Writable, compression: str, *, md5: bool = False, content: bool = True,
                content_md5: bool = False, limit: int | None = None,
                chunk: int = INFLATE_CHUNK, packed: bool = True) -> Inflated:
     """Decompress file ``src`` into binary file object ``out``, reading it once and hashing
