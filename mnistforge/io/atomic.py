@@ -19,18 +19,27 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 # check_output_file, check_output_path, disk_full_error, unlisted_entries: re-exported
 from .outputs import (INCOMPLETE_MARK, check_file, check_lock_path, check_output_file,  # noqa: F401
                       check_output_folder, check_output_path, check_replaceable, disk_full_error,
                       is_marked, lock_path, named_os_error, refuse_in_the_way, unlisted_entries)
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import FrameType
+
+    from .outputs import Owned
+    from .types import StrPath
+
 # tempfile, shutil and datetime are imported where they are used: a load that writes
 # nothing imports this module (through the cache) and should not pay for them.
 
 @contextlib.contextmanager
-def atomic_file(path, mode: str = "wb"):
+def atomic_file(path: StrPath, mode: str = "wb") -> Iterator[IO[Any]]:
     """Open a temporary file next to ``path``; rename it onto ``path`` on success.
 
     On any exception (KeyboardInterrupt included) the temporary file is removed
@@ -75,7 +84,8 @@ def atomic_file(path, mode: str = "wb"):
 
 
 @contextlib.contextmanager
-def atomic_dir(out, *, overwrite: bool = False, inputs=(), owned=None):
+def atomic_dir(out: StrPath, *, overwrite: bool = False, inputs: Iterable[StrPath | None] = (),
+               owned: Owned | None = None) -> Iterator[Path]:
     """Build a folder under ``<out>.incomplete`` and rename it to ``out`` on success.
 
     Yields the temporary folder path.  While it runs, ``<out>.lock`` is held
@@ -213,7 +223,7 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 @contextlib.contextmanager
-def _signals_deferred():
+def _signals_deferred() -> Iterator[None]:
     """Hold SIGINT/SIGTERM/SIGHUP until the block ends, then deliver them.
 
     Python handlers run in the main thread whichever thread the OS hands a signal to, so
@@ -227,11 +237,11 @@ def _signals_deferred():
         yield
         return
     got: list[int] = []
-    old = {}
+    old: dict[int, Callable[[int, FrameType | None], Any] | int | None] = {}
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        num = getattr(signal, name, None)
+        num: int | None = getattr(signal, name, None)
         prev = signal.getsignal(num) if num is not None else None
-        if prev is not None and prev is not signal.SIG_IGN:
+        if num is not None and prev is not None and prev is not signal.SIG_IGN:
             old[num] = signal.signal(num, lambda signum, frame: got.append(signum))
     try:
         yield
@@ -255,7 +265,7 @@ def _remove_stale(tmp: Path) -> None:
 
 
 @contextlib.contextmanager
-def output_lock(out, *, wait: bool = False):
+def output_lock(out: StrPath, *, wait: bool = False) -> Iterator[None]:
     """Hold ``<out>.lock`` (an exclusive OS lock) while ``out`` is written.
 
     Raises :class:`~mnistforge.errors.OutputInUseError` at once when another

@@ -22,7 +22,12 @@ import io
 import os
 import types
 from pathlib import Path
-from typing import Any, Callable
+from typing import IO, TYPE_CHECKING, Any, Callable, Protocol, cast, overload
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
+
+    from .types import Readable, StrPath
 
 #: suffix -> compression name, in lookup order ("" = raw first).
 COMPRESSIONS = ("", ".gz", ".xz", ".bz2")
@@ -93,7 +98,7 @@ def sniff_compression(head: bytes) -> str | None:
     return None
 
 
-def compression_of(name) -> str | None:
+def compression_of(name: StrPath) -> str | None:
     """``"gz"``, ``"xz"``, ``"bz2"`` or ``None`` from a file name (case-insensitive)."""
     s = os.fspath(name).lower() if not isinstance(name, str) else name.lower()
     for suf in COMPRESSIONS[1:]:
@@ -112,33 +117,46 @@ def strip_compression(name: str) -> str:
     return name[: -len(comp) - 1] if comp else name
 
 
-def open_reader(source, name=None):
+@overload
+def open_reader(source: StrPath | IO[bytes], name: StrPath | None = None) -> IO[bytes]: ...
+@overload
+def open_reader(source: Readable, name: StrPath) -> IO[bytes] | Readable: ...
+
+
+def open_reader(source: StrPath | Readable, name: StrPath | None = None) -> IO[bytes] | Readable:
     """A binary reader of the decompressed bytes of ``source`` (a path or a binary file object).
 
     The compression follows the suffix of ``name`` (default: the path's); an
-    uncompressed file is returned as is.
+    uncompressed file is returned as is.  (Any object with ``read(n)`` will do as a
+    compressed ``source``, e.g. a :class:`~mnistforge.io.hashing.HashingReader`.)
     """
-    comp = compression_of(name if name is not None else source)
+    # without ``name``, ``source`` must be a path (a file object is os.fspath's TypeError)
+    comp = compression_of(name if name is not None else cast("StrPath", source))
     if comp is None:
         return open(source, "rb") if isinstance(source, (str, os.PathLike)) else source
-    return _codecs()["CODECS"][comp][0](source)
+    return _open_with(comp, source)
 
 
-def open_sniffed(path):
+def _open_with(comp: str, source: StrPath | Readable) -> IO[bytes]:
+    """``source`` opened through codec ``comp``'s reader (every codec's reader is a binary file)."""
+    return cast("IO[bytes]", _codecs()["CODECS"][comp][0](source))
+
+
+def open_sniffed(path: StrPath) -> IO[bytes]:
     """A binary reader of ``path``'s decompressed bytes, the compression read from its first bytes."""
     with open(path, "rb") as f:
         comp = sniff_compression(f.read(8))
-    return open(path, "rb") if comp is None else _codecs()["CODECS"][comp][0](path)
+    return open(path, "rb") if comp is None else _open_with(comp, path)
 
 
-def open_writer(fileobj, compression: str | None, level: int = 9):
+def open_writer(fileobj: IO[bytes], compression: str | None, level: int = 9) -> IO[bytes]:
     """A reproducible compressing writer over binary ``fileobj`` (``None``: ``fileobj`` itself)."""
     if compression is None:
         return fileobj
-    return _codecs()["CODECS"][compression][1](fileobj, level)
+    return cast("IO[bytes]", _codecs()["CODECS"][compression][1](fileobj, level))
 
 
-def open_text(path):
+def open_text(path: StrPath) -> io.TextIOWrapper:
     """Open a UTF-8 text file for reading, decompressing by its suffix."""
     return io.TextIOWrapper(open_reader(Path(path)), encoding="utf-8")
 
@@ -150,21 +168,41 @@ def gzip_bytes(data: bytes, level: int = 9) -> bytes:
     return gzip.compress(data, compresslevel=level, mtime=0)
 
 
-def open_gzip_writer(fileobj, level: int = 9):
+def open_gzip_writer(fileobj: IO[bytes], level: int = 9) -> IO[bytes]:
     """A reproducible gzip writer over an open binary file (mtime 0, empty name)."""
     return open_writer(fileobj, "gz", level)
 
 
-def decompressor(compression: str):
+class Decompressor(Protocol):
+    """What io reads of an incremental decompressor: zlib's (or ISA-L's) ``decompressobj``,
+    lzma's or bz2's.  ``unconsumed_tail`` exists for ``gz`` only, ``needs_input`` for the others."""
+
+    @property
+    def eof(self) -> bool: ...
+
+    @property
+    def unused_data(self) -> bytes: ...
+
+    @property
+    def unconsumed_tail(self) -> bytes: ...
+
+    @property
+    def needs_input(self) -> bool: ...
+
+    def decompress(self, data: ReadableBuffer, max_length: int = ...) -> bytes: ...
+
+
+def decompressor(compression: str) -> Decompressor:
     """An incremental decompressor object (``decompress(data, max_length)``, ``eof``, ``unused_data``)."""
+    # cast: each codec's object has the attributes its callers read (see Decompressor)
     if compression == "gz":
-        return _codecs()["gz_zlib"].decompressobj(wbits=31)
+        return cast(Decompressor, _codecs()["gz_zlib"].decompressobj(wbits=31))
     if compression == "xz":
         import lzma
 
-        return lzma.LZMADecompressor()
+        return cast(Decompressor, lzma.LZMADecompressor())
     if compression == "bz2":
         import bz2
 
-        return bz2.BZ2Decompressor()
+        return cast(Decompressor, bz2.BZ2Decompressor())
     raise ValueError(f"unknown compression {compression!r}")

@@ -14,34 +14,36 @@ its reader: one table, so that the cache, a folder and a test read a file the sa
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import IO, TYPE_CHECKING, Callable, cast
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from .types import StrPath
 
 __all__ = ["FORMATS", "READERS", "read_array"]
 
 # The readers import their modules when called: the registry names FORMATS at import time.
 
 
-def _idx(path, array: str | None) -> np.ndarray:
+def _idx(path: StrPath | IO[bytes], array: str | None) -> np.ndarray:
     from .idx import read_idx
 
-    return read_idx(path)
+    return read_idx(cast("StrPath", path))  # idx is read by path (a file object: a TypeError there)
 
 
-def _npz(path, array: str | None) -> np.ndarray:
+def _npz(path: StrPath | IO[bytes], array: str | None) -> np.ndarray:
     from .foreign.npz import read_npz_array
 
     return read_npz_array(path, array or "arr_0")
 
 
-#: format -> reader(path, array name or None)
-READERS: dict[str, Callable[..., np.ndarray]] = {"idx": _idx, "npz": _npz}
+#: format -> reader(path, array name or None); ``npz`` also reads an open binary file
+READERS: dict[str, Callable[[StrPath | IO[bytes], str | None], np.ndarray]] = {"idx": _idx, "npz": _npz}
 FORMATS: tuple[str, ...] = tuple(READERS)
 
 
-def read_array(path, fmt: str = "idx", array: str | None = None) -> np.ndarray:
+def read_array(path: StrPath | IO[bytes], fmt: str = "idx", array: str | None = None) -> np.ndarray:
     """The array stored in ``path`` in format ``fmt`` (``array``: the ``.npz`` member)."""
     try:
         reader = READERS[fmt]

@@ -4,12 +4,21 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
+from typing import IO, TYPE_CHECKING
 
 from ..errors import FormatError, HashMismatchError
 from . import compression as _compression
 from .compression import compression_of, open_reader
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from _typeshed import ReadableBuffer
+
+    from .types import Readable, StrPath, Writable
 
 CHUNK = 1 << 20
 #: compressed bytes read per step of :func:`inflate_to` (small enough that the hashing and
@@ -22,7 +31,7 @@ INFLATE_OUT = 1 << 18
 THREAD_FROM = 4 << 20
 
 
-def sha256_file(path, chunk: int = CHUNK) -> str:
+def sha256_file(path: StrPath, chunk: int = CHUNK) -> str:
     """Return the hex sha256 of a file's bytes.
 
     Examples
@@ -42,7 +51,7 @@ def sha256_file(path, chunk: int = CHUNK) -> str:
     return h.hexdigest()
 
 
-def md5_file(path, chunk: int = CHUNK) -> str:
+def md5_file(path: StrPath, chunk: int = CHUNK) -> str:
     """Return the hex md5 of a file's bytes (only where md5 is all that is published)."""
     h = hashlib.md5(usedforsecurity=False)
     with open(path, "rb") as f:
@@ -53,7 +62,7 @@ def md5_file(path, chunk: int = CHUNK) -> str:
 
 
 
-def hash_stream(f, *, md5: bool = True, chunk: int = CHUNK) -> tuple[str, str | None, int]:
+def hash_stream(f: Readable, *, md5: bool = True, chunk: int = CHUNK) -> tuple[str, str | None, int]:
     """sha256 (and md5) and byte count of everything read from binary file object ``f``."""
     h = hashlib.sha256()
     m = hashlib.md5(usedforsecurity=False) if md5 else None
@@ -66,44 +75,44 @@ def hash_stream(f, *, md5: bool = True, chunk: int = CHUNK) -> tuple[str, str | 
     return h.hexdigest(), (m.hexdigest() if m else None), n
 
 
-def hash_file(path, *, md5: bool = True) -> tuple[str, str | None]:
+def hash_file(path: StrPath, *, md5: bool = True) -> tuple[str, str | None]:
     """(sha256, md5) of a file's bytes, in one pass (md5 None unless asked for)."""
     with open(path, "rb") as f:
         sha, digest, _ = hash_stream(f, md5=md5)
     return sha, digest
 
 
-def hash_content(path, name: str | None = None, *, md5: bool = True) -> tuple[str, str | None, int] | None:
+def hash_content(path: StrPath, name: str | None = None, *, md5: bool = True) -> tuple[str, str | None, int] | None:
     """(sha256, md5, size) of a compressed file's decompressed content.
 
     The compression follows the suffix of ``name`` (default: the path's).
     Returns None for an uncompressed file; raises HashMismatchError when the
     file is not valid for its suffix.
     """
-    path = Path(path)
-    if compression_of(name or path.name) is None:
+    p = Path(path)
+    if compression_of(name or p.name) is None:
         return None
-    with _decompressed(path, name or path.name) as f:
+    with _decompressed(p, name or p.name) as f:
         return hash_stream(f, md5=md5)
 
 
-def xxh3_content(path) -> str | None:
+def xxh3_content(path: StrPath) -> str | None:
     """The XXH3-128 of a compressed file's decompressed content (None for an uncompressed
     file); errors as :func:`hash_content`'s."""
     import xxhash
 
-    path = Path(path)
-    if compression_of(path.name) is None:
+    p = Path(path)
+    if compression_of(p.name) is None:
         return None
     h = xxhash.xxh3_128()
-    with _decompressed(path, path.name) as f:
+    with _decompressed(p, p.name) as f:
         for b in iter(lambda: f.read(4 * CHUNK), b""):
             h.update(b)
     return h.hexdigest()
 
 
 @contextlib.contextmanager
-def _decompressed(path: Path, name: str):
+def _decompressed(path: Path, name: str) -> Iterator[IO[bytes]]:
     """The decompressed stream of ``path``; a damaged file (while opened or read) is a
     HashMismatchError saying so, a missing one stays FileNotFoundError."""
     comp = compression_of(name)
@@ -119,7 +128,7 @@ def _decompressed(path: Path, name: str):
             hint="the file is damaged or incomplete: delete it and fetch again") from None
 
 
-def sha256_parts(*parts) -> str:
+def sha256_parts(*parts: ReadableBuffer) -> str:
     """The hex sha256 of byte strings (or buffers) joined, e.g. an idx header and an array's bytes.
 
     >>> sha256_parts(b"a", b"bc") == sha256_parts(b"abc")
@@ -138,7 +147,7 @@ def sha256_parts(*parts) -> str:
 FAST = "xxh3_128"
 
 
-def xxh3_parts(*parts) -> str:
+def xxh3_parts(*parts: ReadableBuffer) -> str:
     """The hex XXH3-128 of byte strings (or buffers) joined, as the registry's ``content_xxh3_128``.
 
     >>> xxh3_parts(b"a", b"bc") == xxh3_parts(b"abc")
@@ -154,7 +163,7 @@ def xxh3_parts(*parts) -> str:
     return h.hexdigest()
 
 
-def xxh3_file(path, chunk: int = CHUNK) -> str:
+def xxh3_file(path: StrPath, chunk: int = CHUNK) -> str:
     """The hex XXH3-128 of a file's bytes (a raw idx file's content, an export's shard)."""
     import xxhash
 
@@ -169,7 +178,7 @@ def xxh3_file(path, chunk: int = CHUNK) -> str:
     return h.hexdigest()
 
 
-def order_free_sha256(rows, keys) -> str:
+def order_free_sha256(rows: npt.ArrayLike, keys: npt.ArrayLike) -> str:
     """A hash of a set of (row, key) items that does not depend on their order.
 
     Each item is hashed as its row's bytes followed by its key as a big-endian
@@ -185,9 +194,10 @@ def order_free_sha256(rows, keys) -> str:
     """
     import numpy as np
 
-    rows = np.ascontiguousarray(rows).reshape(len(rows), -1).view(np.uint8)
-    keys = np.asarray(keys).astype(">i4").view(np.uint8).reshape(len(rows), 4)
-    items = np.ascontiguousarray(np.concatenate([rows, keys], axis=1))
+    a = np.ascontiguousarray(rows)
+    a = a.reshape(len(a), -1).view(np.uint8)
+    k = np.asarray(keys).astype(">i4").view(np.uint8).reshape(len(a), 4)
+    items = np.ascontiguousarray(np.concatenate([a, k], axis=1))
     digests = sorted(hashlib.sha256(r).digest() for r in items)
     return hashlib.sha256(b"".join(digests)).hexdigest()
 
@@ -205,28 +215,28 @@ class HashingReader:
     ('ba7816bf', 3)
     """
 
-    def __init__(self, f):
+    def __init__(self, f: Readable) -> None:
         self.f = f
         self._sha = hashlib.sha256()
         self._md5 = hashlib.md5(usedforsecurity=False)
         self.size = 0
 
-    def read(self, n=-1):
+    def read(self, n: int = -1) -> bytes:
         b = self.f.read(n)
         self._sha.update(b)
         self._md5.update(b)
         self.size += len(b)
         return b
 
-    def readinto(self, buffer) -> int:
+    def readinto(self, buffer: bytearray | memoryview) -> int:
         data = self.read(len(buffer))
         buffer[:len(data)] = data
         return len(data)
 
-    def readable(self):
+    def readable(self) -> bool:
         return True
 
-    def close(self):
+    def close(self) -> None:
         pass
 
     @property
@@ -236,6 +246,12 @@ class HashingReader:
     @property
     def md5(self) -> str:
         return self._md5.hexdigest()
+
+
+#: what :func:`inflate_to` does with each buffer: a hash's ``update``, a file's ``write``
+_Sink = Callable[[bytes], object]
+#: one queued step of :class:`_Tee`: the sinks and the buffer handed to each
+_Job = tuple[Sequence[_Sink], bytes]
 
 
 class _Tee:
@@ -250,7 +266,7 @@ class _Tee:
         import queue
         import threading
 
-        self._q: queue.Queue = queue.Queue(depth)
+        self._q: queue.Queue[_Job | None] = queue.Queue(depth)
         self.error: BaseException | None = None
         self._t = threading.Thread(target=self._run, name="mnistforge-tee", daemon=True)
         self._t.start()
@@ -264,7 +280,7 @@ class _Tee:
                 except BaseException as e:  # handed to the caller's thread
                     self.error = e
 
-    def put(self, fns, buf) -> None:
+    def put(self, fns: Sequence[_Sink], buf: bytes) -> None:
         if self.error is not None:
             raise self.error
         self._q.put((fns, buf))
@@ -272,7 +288,8 @@ class _Tee:
     def __enter__(self) -> _Tee:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self._q.put(None)
         self._t.join()
         if exc_type is None and self.error is not None:
@@ -282,16 +299,17 @@ class _Tee:
 class _Inline:
     """:class:`_Tee`'s interface, run on the caller's thread (a small file)."""
 
-    error = None
+    error: BaseException | None = None
 
-    def put(self, fns, buf) -> None:
+    def put(self, fns: Sequence[_Sink], buf: bytes) -> None:
         for fn in fns:
             fn(buf)
 
     def __enter__(self) -> _Inline:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         pass
 
 
@@ -314,7 +332,7 @@ class Inflated:
     content_size: int
 
 
-def inflate_to(src, out, compression: str, *, md5: bool = False, content: bool = True,
+def inflate_to(src: StrPath, out: Writable, compression: str, *, md5: bool = False, content: bool = True,
                content_md5: bool = False, limit: int | None = None,
                chunk: int = INFLATE_CHUNK, packed: bool = True) -> Inflated:
     """Decompress file ``src`` into binary file object ``out``, reading it once and hashing

@@ -31,14 +31,22 @@ Examples
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import IdxFormatError
 from . import compression as _compression
 from .compression import compression_of, decompressor, open_reader, open_writer
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from _typeshed import ReadableBuffer
+
+    from .types import StrPath
 
 # Writing (atomic files), hashing and the codecs' error table are imported where used: a
 # memory-mapped read of a raw file needs none of them.
@@ -83,7 +91,7 @@ class IdxHeader:
 
     type_code: int
     dtype: np.dtype
-    shape: tuple
+    shape: tuple[int, ...]
     offset: int
 
     @property
@@ -106,7 +114,7 @@ class IdxHeader:
         return TYPE_NAMES[self.type_code]
 
 
-def parse_idx_header(data: bytes, path="<bytes>", *, max_bytes: int = MAX_BYTES) -> IdxHeader:
+def parse_idx_header(data: bytes, path: StrPath = "<bytes>", *, max_bytes: int = MAX_BYTES) -> IdxHeader:
     """Parse and check an idx header from the first bytes of a file.
 
     Parameters
@@ -164,7 +172,7 @@ def parse_idx_header(data: bytes, path="<bytes>", *, max_bytes: int = MAX_BYTES)
     return header
 
 
-def read_idx_header(path, *, max_bytes: int = MAX_BYTES) -> IdxHeader:
+def read_idx_header(path: StrPath, *, max_bytes: int = MAX_BYTES) -> IdxHeader:
     """Read only the header of an idx file (raw or compressed).
 
     Examples
@@ -190,9 +198,9 @@ def read_idx_header(path, *, max_bytes: int = MAX_BYTES) -> IdxHeader:
     return parse_idx_header(head, path, max_bytes=max_bytes)
 
 
-def _decompress_capped(comp: str, data: bytes, limit: int, path) -> bytes:
+def _decompress_capped(comp: str, data: bytes, limit: int, path: StrPath) -> bytes:
     """Decompress at most ``limit`` bytes of (possibly multi-member) data."""
-    chunks = []
+    chunks: list[bytes] = []
     have = 0
     try:
         while data and have < limit:
@@ -218,7 +226,7 @@ def _decompress_capped(comp: str, data: bytes, limit: int, path) -> bytes:
     return b"".join(chunks) if len(chunks) != 1 else chunks[0]
 
 
-def parse_idx_bytes(data: bytes, path="<bytes>", *, compression: str | None = None,
+def parse_idx_bytes(data: bytes, path: StrPath = "<bytes>", *, compression: str | None = None,
                     max_bytes: int = MAX_BYTES) -> np.ndarray:
     """Parse an idx file held in memory (e.g. a member streamed out of a zip).
 
@@ -261,7 +269,7 @@ def parse_idx_bytes(data: bytes, path="<bytes>", *, compression: str | None = No
     return arr
 
 
-def _check_gz_trailer(header: IdxHeader, data, path) -> None:
+def _check_gz_trailer(header: IdxHeader, data: bytes, path: StrPath) -> None:
     """The gzip trailer's size (the last 4 bytes of ``data``) must be the header's, unless the
     file holds several members (``data`` starts with the first of them)."""
     isize = int.from_bytes(data[-4:], "little")
@@ -279,7 +287,11 @@ _INPUT_CHUNK = 1 << 16
 _OUTPUT_CHUNK = 1 << 20
 
 
-def _inflate_into(comp: str, read, out: memoryview, path) -> int:
+#: the next chunk of a compressed stream (``b""`` at its end)
+_Chunks = Callable[[], bytes | memoryview]
+
+
+def _inflate_into(comp: str, read: _Chunks, out: memoryview, path: StrPath) -> int:
     """Decompress the stream ``read()`` yields (chunks; ``b""`` at the end), member after
     member, into ``out``; the number of bytes it holds (``len(out) + 1`` when it holds more).
 
@@ -328,7 +340,7 @@ def _inflate_into(comp: str, read, out: memoryview, path) -> int:
                              found=str(e), hint="the file is damaged: re-download or rebuild it") from e
 
 
-def _inflate_idx(comp: str, read, header: IdxHeader, path) -> np.ndarray:
+def _inflate_idx(comp: str, read: _Chunks, header: IdxHeader, path: StrPath) -> np.ndarray:
     """The array of a compressed idx stream whose ``header`` was checked: inflated into one
     buffer of exactly the size the header gives, byte-swapped in place."""
     total = header.offset + header.nbytes
@@ -342,7 +354,7 @@ def _inflate_idx(comp: str, read, header: IdxHeader, path) -> np.ndarray:
     return arr
 
 
-def _is_multimember_gz(data) -> bool:
+def _is_multimember_gz(data: ReadableBuffer) -> bool:
     import zlib
 
     d = zlib.decompressobj(wbits=31)
@@ -355,7 +367,7 @@ def _is_multimember_gz(data) -> bool:
     return d.eof and bool(d.unused_data.strip(b"\0"))
 
 
-def _check_length(header: IdxHeader, length: int, path) -> None:
+def _check_length(header: IdxHeader, length: int, path: StrPath) -> None:
     want = header.offset + header.nbytes
     if length < want:
         raise IdxFormatError(
@@ -370,7 +382,7 @@ def _check_length(header: IdxHeader, length: int, path) -> None:
             hint="the header is corrupt or two files were concatenated")
 
 
-def read_idx(path, *, mmap: bool = True, max_bytes: int = MAX_BYTES) -> np.ndarray:
+def read_idx(path: StrPath, *, mmap: bool = True, max_bytes: int = MAX_BYTES) -> np.ndarray:
     """Read an idx file (raw, ``.gz``, ``.xz`` or ``.bz2``).
 
     Parameters
@@ -463,7 +475,7 @@ def _regular_file_size(path: Path) -> int:
     return st.st_size
 
 
-def idx_header_bytes(shape, dtype) -> bytes:
+def idx_header_bytes(shape: Sequence[int], dtype: npt.DTypeLike) -> bytes:
     """The header bytes for an array of ``shape`` and ``dtype``."""
     dt = np.dtype(dtype)
     key = dt.newbyteorder("=").str[1:]
@@ -480,7 +492,7 @@ def idx_header_bytes(shape, dtype) -> bytes:
     return bytes([0, 0, code, len(shape)]) + struct.pack(f">{len(shape)}I", *shape)
 
 
-def idx_content_sha256(array) -> str:
+def idx_content_sha256(array: npt.ArrayLike) -> str:
     """The sha256 of the idx file content ``array`` would be written as (header + bytes).
 
     Equal to the registry's ``content_sha256`` of an official file holding the
@@ -494,7 +506,7 @@ def idx_content_sha256(array) -> str:
     return sha256_parts(*_idx_parts(array))
 
 
-def idx_content_xxh3(array) -> str:
+def idx_content_xxh3(array: npt.ArrayLike) -> str:
     """The XXH3-128 of the idx file content ``array`` would be written as (the registry's
     ``content_xxh3_128``; see :data:`mnistforge.io.hashing.FAST`).
 
@@ -506,14 +518,14 @@ def idx_content_xxh3(array) -> str:
     return xxh3_parts(*_idx_parts(array))
 
 
-def _idx_parts(array) -> tuple:
+def _idx_parts(array: npt.ArrayLike) -> tuple[bytes, memoryview]:
     """(header, bytes) of the idx content of ``array`` (big-endian, C order)."""
     arr = np.asarray(array)
     data = np.ascontiguousarray(arr.astype(arr.dtype.newbyteorder(">"), copy=False))
     return idx_header_bytes(arr.shape, arr.dtype), data.reshape(-1).view(np.uint8).data
 
 
-def write_idx(path, array, *, compresslevel: int | None = None,
+def write_idx(path: StrPath, array: npt.ArrayLike, *, compresslevel: int | None = None,
               chunk_bytes: int = 1 << 24) -> None:
     """Write an array as an idx file, atomically and reproducibly.
 
@@ -556,7 +568,7 @@ def write_idx(path, array, *, compresslevel: int | None = None,
             f.close()
 
 
-def decompress_to_raw(src, dst) -> Path:
+def decompress_to_raw(src: StrPath, dst: StrPath) -> Path:
     """Decompress an idx file to a raw copy (atomically), for memory-mapped loads.
 
     The content is validated as idx on the way.
@@ -574,7 +586,7 @@ def decompress_to_raw(src, dst) -> Path:
     return Path(dst)
 
 
-def idx_suffix(array) -> str:
+def idx_suffix(array: npt.ArrayLike) -> str:
     """The conventional file-name part for an array, e.g. ``idx3-ubyte``."""
     arr = np.asarray(array)
     code = CODES[arr.dtype.newbyteorder("=").str[1:]]

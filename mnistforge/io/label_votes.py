@@ -39,10 +39,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import FormatError
+
+if TYPE_CHECKING:
+    from .types import StrPath
 
 __all__ = ["MISSING", "VOTE_KINDS", "FIELDS", "LabelVotes", "parse_mturk_json",
            "read_mturk_json", "issue_mask", "suggested_labels", "dense_columns", "given_mismatches",
@@ -77,7 +81,7 @@ class LabelVotes:
         return int(self.ids.size)
 
 
-def _int(rec, key, where):
+def _int(rec: object, key: str, where: str) -> int:
     v = rec.get(key) if isinstance(rec, dict) else None
     if isinstance(v, bool) or not isinstance(v, int):
         raise FormatError("malformed label-vote record", path=where,
@@ -127,7 +131,7 @@ def parse_mturk_json(text: str | bytes, source: str = "<text>", *,
                       workers=workers, source=str(source))
 
 
-def read_mturk_json(path, *, workers: int = WORKERS) -> LabelVotes:
+def read_mturk_json(path: StrPath, *, workers: int = WORKERS) -> LabelVotes:
     """:func:`parse_mturk_json` of a file (UTF-8 JSON)."""
     return parse_mturk_json(Path(path).read_bytes(), str(path), workers=workers)
 
@@ -172,7 +176,7 @@ def dense_columns(t: LabelVotes, n: int, offset: int = 0,
     return cols
 
 
-def given_mismatches(t: LabelVotes, labels, offset: int = 0) -> int:
+def given_mismatches(t: LabelVotes, labels: np.ndarray, offset: int = 0) -> int:
     """How many study rows inside ``labels`` (id ``i`` at row ``i + offset``) disagree with it.
 
     Zero means the labels are the ones the study saw (its ``given_original_label``).

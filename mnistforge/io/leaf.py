@@ -20,13 +20,20 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, TypedDict
 
 import numpy as np
 
 from ..errors import FormatError
 
-__all__ = ["PIXEL_TEXT", "write_leaf_json", "read_leaf_file", "read_leaf_folder", "LEAF_FOLDERS"]
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from .types import StrPath
+
+__all__ = ["PIXEL_TEXT", "LeafFile", "write_leaf_json", "read_leaf_file", "read_leaf_folder", "LEAF_FOLDERS"]
 
 #: ``repr(v / 255)`` of every byte value, as json.dump writes LEAF's ``vec / 255`` floats
 PIXEL_TEXT = np.array([repr(v / 255).encode() for v in range(256)], dtype=object)
@@ -35,11 +42,21 @@ _SEP = b", "
 LEAF_FOLDERS = ("all_data", "sampled_data", "rem_user_data", "train", "test")
 
 
-def _image_text(img) -> bytes:
+class LeafFile(TypedDict):
+    """One LEAF file as :func:`read_leaf_file` reads it (pixels as floats, labels as ints)."""
+
+    users: list[str]
+    num_samples: list[int]
+    x: dict[str, npt.NDArray[np.float64]]
+    y: dict[str, npt.NDArray[np.int64]]
+
+
+def _image_text(img: npt.ArrayLike) -> bytes:
     return b"[" + _SEP.join(PIXEL_TEXT[np.asarray(img, np.uint8).ravel()].tolist()) + b"]"
 
 
-def write_leaf_json(f, users, data) -> None:
+def write_leaf_json(f: IO[bytes], users: Sequence[str],
+                    data: Mapping[str, tuple[np.ndarray, Sequence[int]]]) -> None:
     """Write one LEAF file to binary stream ``f``.
 
     ``data[u] = (pixels uint8 (n, ...), labels)``: pixels are LEAF's 0..255 values before
@@ -60,12 +77,12 @@ def write_leaf_json(f, users, data) -> None:
     f.write(b"}}")
 
 
-def _bad(path, expected, found) -> FormatError:
+def _bad(path: Path, expected: str, found: object) -> FormatError:
     return FormatError("not a LEAF JSON file", path=path, expected=expected, found=found,
                        hint="give a LEAF data folder (train/, test/, all_data/ ... of *.json)")
 
 
-def read_leaf_file(path) -> dict:
+def read_leaf_file(path: StrPath) -> LeafFile:
     """One LEAF file: ``{"users", "num_samples", "x": {u: float (n, 784)}, "y": {u: int (n,)}}``."""
     path = Path(path)
     try:
@@ -76,7 +93,8 @@ def read_leaf_file(path) -> dict:
     if not isinstance(d, dict) or not {"users", "num_samples", "user_data"} <= set(d):
         raise _bad(path, 'an object with "users", "num_samples", "user_data"',
                    sorted(d) if isinstance(d, dict) else type(d).__name__)
-    xs, ys = {}, {}
+    xs: dict[str, npt.NDArray[np.float64]] = {}
+    ys: dict[str, npt.NDArray[np.int64]] = {}
     for u, n in zip(d["users"], d["num_samples"]):
         ud = d["user_data"].get(u)
         if not isinstance(ud, dict) or "x" not in ud or "y" not in ud:
@@ -93,12 +111,12 @@ def read_leaf_file(path) -> dict:
     return {"users": list(d["users"]), "num_samples": list(d["num_samples"]), "x": xs, "y": ys}
 
 
-def read_leaf_folder(folder) -> dict:
+def read_leaf_folder(folder: StrPath) -> dict[str, dict[str, LeafFile]]:
     """``{subfolder: {file name: read_leaf_file(...)}}`` for LEAF's folders present under
     ``folder`` or ``folder/data`` (sorted by name)."""
     folder = Path(folder)
     base = folder / "data" if (folder / "data").is_dir() else folder
-    out: dict = {}
+    out: dict[str, dict[str, LeafFile]] = {}
     for sub in LEAF_FOLDERS:
         d = base / sub
         if d.is_dir():

@@ -59,12 +59,15 @@ import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, FormatError
 from ..log import get_logger
 from .atomic import atomic_file
 from .outputs import unlisted_entries
+
+if TYPE_CHECKING:
+    from .types import StrPath
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
@@ -110,11 +113,11 @@ class DatasetEntry:
     class_names: list[str] | None = None
     orientation: str | None = None
     files: dict[str, str] | None = None
-    quota: dict | None = None
+    quota: dict[str, Any] | None = None
 
     _KEYS = ("kind", "classes", "class_names", "orientation", "files", "quota")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         clash = sorted(set(self.counts) & set(self._KEYS))
         if clash:
             raise ConfigError("a split count has the name of a dataset-entry key",
@@ -128,7 +131,7 @@ class DatasetEntry:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> DatasetEntry:
+    def from_dict(cls, d: dict[str, Any]) -> DatasetEntry:
         # every integer that is not one of the named keys is a split count
         counts = {k: int(v) for k, v in d.items()
                   if k not in cls._KEYS and isinstance(v, int) and not isinstance(v, bool)}
@@ -148,10 +151,10 @@ class Manifest:
     """
 
     kind: str
-    inputs: dict = field(default_factory=dict)
-    parameters: dict = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    outputs: dict[str, dict] = field(default_factory=dict)
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     datasets: dict[str, DatasetEntry] = field(default_factory=dict)
     orientation: str | None = None
     split_by: str | None = None
@@ -164,7 +167,7 @@ class Manifest:
     #: the layout version the manifest was read from (written manifests are always current)
     schema: int = SCHEMA_VERSION
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.orientation is not None and self.orientation not in ORIENTATIONS + ("transposed",):
             raise ConfigError("unknown image orientation in a manifest",
                               expected=" or ".join(ORIENTATIONS), found=repr(self.orientation))
@@ -212,7 +215,7 @@ class Manifest:
         return None
 
     @classmethod
-    def read(cls, folder, name: str = MANIFEST_NAME) -> Manifest | None:
+    def read(cls, folder: StrPath, name: str = MANIFEST_NAME) -> Manifest | None:
         """The manifest of build folder ``folder``, or None when it has none."""
         p = Path(folder) / name
         if not p.is_file():
@@ -226,7 +229,7 @@ class Manifest:
         return cls.from_dict(d, path=p)
 
     @classmethod
-    def from_dict(cls, d: dict, *, path=None) -> Manifest:
+    def from_dict(cls, d: dict[str, Any], *, path: StrPath | None = None) -> Manifest:
         """A manifest from its JSON form, current or older (no ``schema`` key)."""
         if not isinstance(d, dict):
             raise FormatError("a build manifest must be a JSON object", path=path,
@@ -257,14 +260,14 @@ class Manifest:
         return cls(**known)
 
     @classmethod
-    def coerce(cls, manifest) -> Manifest | None:
+    def coerce(cls, manifest: Manifest | dict[str, Any] | None) -> Manifest | None:
         """A :class:`Manifest` from a Manifest, its dict form or None."""
         if manifest is None or isinstance(manifest, Manifest):
             return manifest
         return cls.from_dict(manifest)
 
     # ------------------------------------------------------------------ writing
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The JSON form (current schema), exactly as :meth:`write` stores it."""
         d: dict[str, Any] = {
             "schema": SCHEMA_VERSION, "kind": self.kind, "package": self.package,
@@ -277,9 +280,10 @@ class Manifest:
             if v is not None:
                 d[k] = v
         # through JSON once: tuples become lists, so the dict equals what is read back
-        return json.loads(json.dumps(d, sort_keys=True))
+        out: dict[str, Any] = json.loads(json.dumps(d, sort_keys=True))
+        return out
 
-    def write(self, folder, name: str = MANIFEST_NAME) -> Manifest:
+    def write(self, folder: StrPath, name: str = MANIFEST_NAME) -> Manifest:
         """Hash every file of ``folder`` into ``outputs`` and write ``folder/name`` atomically.
 
         Files whose name starts with a dot and the manifest itself are not listed.
@@ -288,7 +292,7 @@ class Manifest:
         from .hashing import sha256_file
 
         folder = Path(folder)
-        outputs = {}
+        outputs: dict[str, dict[str, Any]] = {}
         for p in sorted(folder.rglob("*")):
             if p.is_file() and p.name != name and not p.name.startswith("."):
                 rel = p.relative_to(folder).as_posix()
@@ -304,7 +308,7 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(Manifest))
 
 #: the JSON type each field must have when present (checked on reading: a hand-edited
 #: manifest whose ``outputs`` is a list is a FormatError naming the file, not a traceback)
-_TYPES: dict[str, tuple] = {
+_TYPES: dict[str, tuple[type, ...]] = {
     "kind": (str,), "package": (str,), "version": (str,), "python": (str,),
     "inputs": (dict,), "parameters": (dict,), "notes": (list,), "outputs": (dict,),
     "datasets": (dict,), "orientation": (str,), "split_by": (str,), "sides": (dict,),
@@ -312,9 +316,9 @@ _TYPES: dict[str, tuple] = {
 }
 
 
-def _check_structure(d: dict, path) -> None:
+def _check_structure(d: dict[str, Any], path: StrPath | None) -> None:
     """Refuse a manifest whose fields have the wrong JSON types."""
-    names = {dict: "an object", list: "a list", str: "a string"}
+    names: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
     for key, types in _TYPES.items():
         v = d.get(key)
         if v is not None and not isinstance(v, types):
@@ -334,16 +338,16 @@ def _check_structure(d: dict, path) -> None:
 _V0_KEYS = frozenset({"dataset", "counts", "extra"})
 
 
-def _dict(x) -> dict:
+def _dict(x: object) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
 
-def _is_v0(d: dict) -> bool:
+def _is_v0(d: dict[str, Any]) -> bool:
     sides = _dict(d.get("sides"))
     return bool(_V0_KEYS & set(d)) or any(not isinstance(v, int) for v in sides.values())
 
 
-def _upgrade_v0(d: dict) -> dict:
+def _upgrade_v0(d: dict[str, Any]) -> dict[str, Any]:
     """Map a manifest without ``schema`` onto the current fields."""
     params, extra = _dict(d.get("parameters")), _dict(d.get("extra"))
     out = {k: d[k] for k in _FIELDS if k in d and k not in ("schema", "sides", "orientation")}
@@ -370,9 +374,9 @@ def _upgrade_v0(d: dict) -> dict:
 # ---------------------------------------------------------------------------- dict API
 # Older callers pass and receive plain dicts; these keep working on the same schema.
 
-def write_manifest(folder, *, kind: str, inputs: dict, parameters: dict,
-                   notes: list[str] | None = None, extra: dict | None = None,
-                   name: str = MANIFEST_NAME) -> dict:
+def write_manifest(folder: StrPath, *, kind: str, inputs: dict[str, Any], parameters: dict[str, Any],
+                   notes: list[str] | None = None, extra: dict[str, Any] | None = None,
+                   name: str = MANIFEST_NAME) -> dict[str, Any]:
     """Write ``folder/manifest.json`` (see :class:`Manifest`) and return its JSON form.
 
     ``extra`` holds further schema fields (``datasets``, ``orientation``,
@@ -383,7 +387,7 @@ def write_manifest(folder, *, kind: str, inputs: dict, parameters: dict,
     >>> write_manifest(d, kind="demo", inputs={}, parameters={})["schema"]
     1
     """
-    raw = {"kind": kind, "inputs": inputs, "parameters": parameters, "notes": notes or []}
+    raw: dict[str, Any] = {"kind": kind, "inputs": inputs, "parameters": parameters, "notes": notes or []}
     raw.update(extra or {})
     unknown = set(raw) - _FIELDS - _V0_KEYS
     if unknown:
@@ -394,7 +398,7 @@ def write_manifest(folder, *, kind: str, inputs: dict, parameters: dict,
     return m.write(folder, name).to_dict()
 
 
-def build_folder_problems(folder) -> list[str]:
+def build_folder_problems(folder: StrPath) -> list[str]:
     """What ``--overwrite`` would destroy in ``folder`` beyond what mnistforge built there.
 
     A build folder: ``manifest.json`` with its ``schema`` field and ``"package":
@@ -426,7 +430,7 @@ def build_folder_problems(folder) -> list[str]:
     return recorded_folder_problems(folder)
 
 
-def recorded_folder_problems(folder, name: str = MANIFEST_NAME) -> list[str]:
+def recorded_folder_problems(folder: StrPath, name: str = MANIFEST_NAME) -> list[str]:
     """What in ``folder`` its manifest ``name`` (written by :meth:`Manifest.write`) does not list."""
     folder = Path(folder)
     p = folder / name
@@ -448,7 +452,7 @@ def recorded_folder_problems(folder, name: str = MANIFEST_NAME) -> list[str]:
     return unlisted_entries(folder, listed)
 
 
-def read_manifest(folder, name: str = MANIFEST_NAME) -> dict | None:
+def read_manifest(folder: StrPath, name: str = MANIFEST_NAME) -> dict[str, Any] | None:
     """The JSON form (current schema) of a folder's manifest, or None; see :meth:`Manifest.read`."""
     m = Manifest.read(folder, name)
     return None if m is None else m.to_dict()

@@ -18,7 +18,16 @@ arguments when they are parsed.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from ..errors import MnistforgeError
+    from .types import StrPath
+
+#: ``owned(folder)``: what a folder holds that its own record does not list (empty: all listed)
+Owned = Callable[[Path], list[str]]
 
 #: a file inside ``<out>.incomplete`` while it is being built: a stale temporary folder
 #: is removed only when it holds this mark (the package made it), never otherwise
@@ -45,7 +54,7 @@ def _kind(st: os.stat_result) -> str:
     return "a regular file"
 
 
-def _lstat(path: Path, what: str):
+def _lstat(path: Path, what: str) -> os.stat_result | None:
     """``os.lstat(path)`` or None when nothing is there; other failures as named errors."""
     try:
         return os.lstat(path)
@@ -111,7 +120,7 @@ def check_file(path: Path, what: str = "output", writable: bool = True) -> Path:
     return path
 
 
-def check_output_file(path, what: str = "output", writable: bool = True) -> Path | None:
+def check_output_file(path: StrPath, what: str = "output", writable: bool = True) -> Path | None:
     """Refuse, before any work, an output file that exists and is not a regular file.
 
     A symlink (even to a file of yours: the link's target stays untouched), a FIFO,
@@ -135,7 +144,7 @@ def check_output_file(path, what: str = "output", writable: bool = True) -> Path
     return check_file(Path(path), what, writable)
 
 
-def check_output_path(out, inputs=(), writable: bool = True) -> Path:
+def check_output_path(out: StrPath, inputs: Iterable[StrPath | None] = (), writable: bool = True) -> Path:
     """Refuse an output folder that is a file, a symlink, lies under a file, or overlaps an input.
 
     ``out`` must not equal, contain or lie inside any of ``inputs`` (so neither
@@ -193,7 +202,9 @@ def _real(p: Path) -> Path:
         return p.absolute()
 
 
-def unlisted_entries(folder, listed, *, ignore=None, folders=(), limit: int = 10) -> list[str]:
+def unlisted_entries(folder: StrPath, listed: Mapping[str, int | None], *,
+                     ignore: Callable[[str], bool] | None = None, folders: Iterable[str] = (),
+                     limit: int = 10) -> list[str]:
     """What in ``folder`` its record does not list: the entries ``--overwrite`` would destroy.
 
     ``listed`` maps a relative path (``/``-separated) to its recorded size in bytes (None: any
@@ -210,7 +221,7 @@ def unlisted_entries(folder, listed, *, ignore=None, folders=(), limit: int = 10
     import stat
 
     folder = Path(folder)
-    ignore = ignore or (lambda rel: False)
+    skip = ignore or (lambda rel: False)
     parents = {"/".join(r.split("/")[:i]) for r in listed for i in range(1, r.count("/") + 1)}
     parents |= set(folders)
     found: list[str] = []
@@ -223,7 +234,7 @@ def unlisted_entries(folder, listed, *, ignore=None, folders=(), limit: int = 10
             return
         for entry in entries:
             rel = prefix + entry.name
-            if ignore(rel):
+            if skip(rel):
                 continue
             st = entry.stat(follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode):
@@ -244,7 +255,7 @@ def unlisted_entries(folder, listed, *, ignore=None, folders=(), limit: int = 10
     return found
 
 
-def check_replaceable(out, *, overwrite: bool, owned=None) -> None:
+def check_replaceable(out: StrPath, *, overwrite: bool, owned: Owned | None = None) -> None:
     """Refuse an existing ``out`` unless ``overwrite`` and ``owned(out)`` finds nothing foreign.
 
     ``owned(folder) -> list[str]`` names what the folder's own record does not list
@@ -282,26 +293,27 @@ def check_replaceable(out, *, overwrite: bool, owned=None) -> None:
             hint="move those files away (nothing was removed), or choose another --out")
 
 
-def check_output_folder(out, *, inputs=(), overwrite: bool = False, owned=None) -> Path:
+def check_output_folder(out: StrPath, *, inputs: Iterable[StrPath | None] = (), overwrite: bool = False,
+                        owned: Owned | None = None) -> Path:
     """Everything :func:`atomic_dir` refuses, checked before any work: the path
     (:func:`check_output_path`), whether an existing folder may be replaced
     (:func:`check_replaceable`), and what is in the way of ``<out>.lock`` and
     ``<out>.incomplete``.  Returns ``out`` as an absolute path."""
-    out = check_output_path(out, inputs)
-    check_replaceable(out, overwrite=overwrite, owned=owned)
-    check_lock_path(lock_path(out))
-    tmp = out.with_name(out.name + ".incomplete")
+    path = check_output_path(out, inputs)
+    check_replaceable(path, overwrite=overwrite, owned=owned)
+    check_lock_path(lock_path(path))
+    tmp = path.with_name(path.name + ".incomplete")
     # (while a lock file exists another run may be at work there: the locked check decides)
-    if os.path.lexists(tmp) and not is_marked(tmp) and not os.path.lexists(lock_path(out)):
+    if os.path.lexists(tmp) and not is_marked(tmp) and not os.path.lexists(lock_path(path)):
         refuse_in_the_way(tmp)
-    return out
+    return path
 
 
 def is_marked(tmp: Path) -> bool:
     return tmp.is_dir() and not tmp.is_symlink() and (tmp / INCOMPLETE_MARK).exists()
 
 
-def refuse_in_the_way(p: Path):
+def refuse_in_the_way(p: Path) -> NoReturn:
     from ..errors import BuildError
 
     raise BuildError("a folder mnistforge did not write is in the way", path=p,
@@ -309,7 +321,7 @@ def refuse_in_the_way(p: Path):
                      found="something else", hint="move it away and run again")
 
 
-def disk_full_error(e: OSError, where: Path):
+def disk_full_error(e: OSError, where: Path) -> OSError:
     """A full disk as :class:`DiskFullError` naming the path; any other OSError unchanged."""
     import errno
 
@@ -323,7 +335,7 @@ def disk_full_error(e: OSError, where: Path):
                          hint="free some space (nothing half-written was kept) and run again")
 
 
-def _os_errors() -> dict:
+def _os_errors() -> dict[int, tuple[str, str, str, str]]:
     """errno -> (error class name, what, expected, hint) of the failures outputs meet."""
     import errno
 
@@ -352,7 +364,7 @@ def _os_errors() -> dict:
     return table
 
 
-def named_os_error(e: BaseException, where, what: str | None = None):
+def named_os_error(e: BaseException, where: StrPath, what: str | None = None) -> BaseException:
     """An OSError as one named error of :mod:`mnistforge.errors` (path, expected, found, what to do):
     a full disk :class:`DiskFullError`, a read-only or immutable place :class:`NotWritableError`,
     a name too long, a file or folder or link in the way :class:`OutputPathError`.  Errors of the
@@ -369,12 +381,13 @@ def named_os_error(e: BaseException, where, what: str | None = None):
     full = disk_full_error(e, Path(where))
     if full is not e:
         return full
-    entry = _os_errors().get(e.errno)
+    entry = _os_errors().get(e.errno) if e.errno is not None else None
     if entry is None:
         return e
     cls, head, expected, hint = entry
     head = f"{what}: {head}" if what else head
-    return getattr(errors, cls)(head, path=e.filename or where, expected=expected,
+    named: type[MnistforgeError] = getattr(errors, cls)
+    return named(head, path=e.filename or where, expected=expected,
                                 found=os.strerror(e.errno) if e.errno else str(e), hint=hint)
 
 

@@ -14,10 +14,14 @@ of third-party copies (:mod:`mnistforge.loaders.rowmap`).
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..progress import progress
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = ["DEFAULT_NEAR_L2", "SHIFTS", "NearDuplicates", "find_near_duplicates", "xorshift_image_digests",
            "blake2b_image_digests",
@@ -42,7 +46,7 @@ _DIGEST_KEYS = np.random.default_rng(0x6D6E6973).integers(1, 2**63, 4096, np.uin
 """Odd multipliers, one per 8-byte word of an image (fixed, so digests repeat across runs)."""
 
 
-def xorshift_image_digests(images) -> np.ndarray:
+def xorshift_image_digests(images: npt.ArrayLike) -> npt.NDArray[np.uint64]:
     """One 64-bit digest per image, as ``uint64``: a multiply-xorshift hash of its bytes.
 
     Only compared for equality within one run (digest groups are then
@@ -79,7 +83,7 @@ def xorshift_image_digests(images) -> np.ndarray:
     return out
 
 
-def blake2b_image_digests(images) -> np.ndarray:
+def blake2b_image_digests(images: npt.ArrayLike) -> npt.NDArray[np.bytes_]:
     """The 16-byte blake2b digest of each image's bytes, as ``S16``: a per-image identity that is
     recorded (the SD19 index) or trusted without a byte comparison (a build's duplicates,
     FEMNIST's images by content), where :func:`xorshift_image_digests` would be too short.
@@ -99,7 +103,7 @@ def blake2b_image_digests(images) -> np.ndarray:
                     dtype="S16")
 
 
-def shift_images(images, dy: int, dx: int) -> np.ndarray:
+def shift_images(images: npt.ArrayLike, dy: int, dx: int) -> np.ndarray:
     """Shift every image by ``dy`` rows and ``dx`` columns, filling with zeros.
 
     Examples
@@ -120,15 +124,16 @@ def shift_images(images, dy: int, dx: int) -> np.ndarray:
     return out
 
 
-def _pool(images, factor: int) -> np.ndarray:
+def _pool(images: np.ndarray, factor: int) -> npt.NDArray[np.float32]:
     n, h, w = images.shape
     # Integer sums (exact, at most factor^2 * 255) then float32: the same values
     # as summing in float32, without a float copy of every image.
     if images.dtype != np.uint8:
         x = images.reshape(n, h // factor, factor, w // factor, factor).astype(np.float32)
-        return x.sum(axis=(2, 4)).reshape(n, -1) / np.float32(factor)
+        sums: npt.NDArray[np.float32] = x.sum(axis=(2, 4))  # (NumPy's stubs: sum over axes is Any)
+        return sums.reshape(n, -1) / np.float32(factor)
     x = images.reshape(n * (h // factor), factor, w // factor, factor)
-    pooled = x.sum(axis=1, dtype=np.uint16).sum(axis=2, dtype=np.uint16).astype(np.float32)
+    pooled: npt.NDArray[np.float32] = x.sum(axis=1, dtype=np.uint16).sum(axis=2, dtype=np.uint16).astype(np.float32)
     return pooled.reshape(n, -1) / np.float32(factor)
 
 
@@ -148,7 +153,7 @@ class NearDuplicates:
     threshold: float
     candidates: int = 0
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.l2)
 
     @property
@@ -161,7 +166,7 @@ _ROWS = 8
 """Rows of a product block compared at a time (8 x 60,000 float32: 1.9 MB, in cache)."""
 
 
-def find_near_duplicates(query, base, threshold: float = DEFAULT_NEAR_L2, *,
+def find_near_duplicates(query: npt.ArrayLike, base: npt.ArrayLike, threshold: float = DEFAULT_NEAR_L2, *,
                          block: int | None = None, prefilter: bool = True,
                          progress_bar: bool | None = None) -> NearDuplicates:
     """Every pair ``(i, j)`` with ``||query[i] - base[j]||_2 <= threshold``.
@@ -210,7 +215,8 @@ def find_near_duplicates(query, base, threshold: float = DEFAULT_NEAR_L2, *,
         block = int(max(16, min(1024, (16 << 20) // max(1, nb))))  # ~64 MB of float32
     pairs, dists, n_cand = [], [], 0
     starts = range(0, nq, block)
-    bar = progress(starts, desc="near duplicates", unit="block",
+    # (mnistforge.progress is not annotated yet: the bar iterates ``starts``)
+    bar = progress(starts, desc="near duplicates", unit="block",  # type: ignore[no-untyped-call]
                    disable=None if progress_bar is None else not progress_bar)
     buf = np.empty((min(block, nq), nb), np.float32)
     mask = np.empty((min(block, nq), nb), np.bool_)
@@ -251,7 +257,8 @@ def find_near_duplicates(query, base, threshold: float = DEFAULT_NEAR_L2, *,
     return NearDuplicates(found[order], l2[order], float(threshold), n_cand)
 
 
-def nearest_brute_force(query, base, threshold: float = DEFAULT_NEAR_L2) -> NearDuplicates:
+def nearest_brute_force(query: npt.ArrayLike, base: npt.ArrayLike,
+                        threshold: float = DEFAULT_NEAR_L2) -> NearDuplicates:
     """Reference implementation (one query at a time); for tests and the benchmark."""
     query, base = np.asarray(query), np.asarray(base)
     bflat = base.reshape(len(base), -1).astype(np.float32)

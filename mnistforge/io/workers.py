@@ -20,6 +20,9 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Callable, Iterator
+from multiprocessing.context import BaseContext
+from typing import Any
 
 from .. import settings
 
@@ -34,7 +37,8 @@ def _watch(parent: int) -> None:
             os._exit(3)  # the parent is gone: nobody will read our results
 
 
-def watch_parent(parent: int, initializer=None, initargs=(),
+def watch_parent(parent: int, initializer: Callable[..., object] | None = None,
+                 initargs: tuple[Any, ...] = (),
                  given: settings.Overrides | None = None) -> None:
     """Worker initializer: start the watchdog, take the parent's settings (``given``: what
     :func:`mnistforge.settings.using` made active there, lost by a spawned worker otherwise),
@@ -47,7 +51,8 @@ def watch_parent(parent: int, initializer=None, initargs=(),
         initializer(*initargs)
 
 
-def process_pool(workers: int, *, initializer=None, initargs=(), mp_context=None):
+def process_pool(workers: int, *, initializer: Callable[..., object] | None = None,
+                 initargs: tuple[Any, ...] = (), mp_context: BaseContext | None = None) -> cf.ProcessPoolExecutor:
     """A :class:`~concurrent.futures.ProcessPoolExecutor` whose workers end with their parent."""
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp_context,
                                   initializer=watch_parent,
@@ -55,7 +60,7 @@ def process_pool(workers: int, *, initializer=None, initargs=(), mp_context=None
 
 
 @contextlib.contextmanager
-def named_worker_errors(what: str):
+def named_worker_errors(what: str) -> Iterator[None]:
     """Turn a dead worker's ``BrokenProcessPool`` into :class:`~mnistforge.errors.WorkerError`."""
     from concurrent.futures.process import BrokenProcessPool
 

@@ -22,6 +22,7 @@ Examples
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,14 +122,15 @@ def split_key(name: str) -> tuple[str | None, str | None]:
 
 
 def pair_arrays(arrays: dict[str, np.ndarray], where: str, default_split: str | None = None,
-                metadata_of=None) -> dict[str, ForeignSplit]:
+                metadata_of: Callable[[str | None, str | None], dict[str, np.ndarray]] | None = None,
+                ) -> dict[str, ForeignSplit]:
     """Pair image and label arrays by their names into splits.
 
     ``arrays`` maps a key or file name to its array; keys that differ only by
     the role token (``x_train``/``y_train``, ``train-images``/``train-labels``)
     form one split.  A lone pair without a split name gets ``default_split``.
     """
-    groups: dict[tuple, dict[str, tuple[str, np.ndarray]]] = {}
+    groups: dict[tuple[str | None, str | None], dict[str, tuple[str, np.ndarray]]] = {}
     for key, arr in arrays.items():
         role = role_of(key)
         if role is None:

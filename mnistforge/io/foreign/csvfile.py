@@ -19,12 +19,18 @@ from __future__ import annotations
 import io
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...errors import FormatError
 from ..compression import open_sniffed
 from .base import ForeignCopy, ForeignSplit, split_key
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from ..types import StrPath
 
 __all__ = ["read_csv", "read_csv_folder"]
 
@@ -39,7 +45,7 @@ def _is_number(tok: str) -> bool:
     return True
 
 
-def _parse(flat: str, dtype) -> np.ndarray:
+def _parse(flat: str, dtype: npt.DTypeLike) -> np.ndarray:
     """The numbers of ``flat`` up to the first that is not one (older NumPy warns, newer raises)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -66,7 +72,7 @@ def _parse_floats(body: str, ncols: int) -> np.ndarray:
     return np.column_stack([c.to_numpy() for c in table.columns]).reshape(-1)
 
 
-def read_csv(path) -> ForeignCopy:
+def read_csv(path: StrPath) -> ForeignCopy:
     """One CSV file -> a copy with one split (named from the file name, ``data`` otherwise)."""
     path = Path(path)
     with open_sniffed(path) as f:
@@ -111,11 +117,11 @@ def read_csv(path) -> ForeignCopy:
                                                                    hint=hint)}, hint=hint)
 
 
-def read_csv_folder(folder) -> ForeignCopy:
+def read_csv_folder(folder: StrPath) -> ForeignCopy:
     """Every CSV of a folder (``mnist_train.csv`` + ``mnist_test.csv``), one split each."""
     folder = Path(folder)
     splits: dict[str, ForeignSplit] = {}
-    hints = set()
+    hints: set[str | None] = set()
     for p in sorted(folder.iterdir()):
         if ".csv" not in p.name.lower() or not p.is_file():
             continue

@@ -20,12 +20,16 @@ Examples
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...errors import FormatError
 from ..compression import open_sniffed, sniff_compression
 from .base import ForeignCopy, role_of
+
+if TYPE_CHECKING:
+    from ..types import StrPath
 
 __all__ = ["FORMATS", "is_foreign", "read_foreign", "sniff"]
 
@@ -93,7 +97,7 @@ def _sniff_file(path: Path) -> str:
 
 def _sniff_dir(path: Path) -> str:
     files = [p for p in path.iterdir() if p.is_file()]
-    kinds = set()
+    kinds: set[str] = set()
     for p in files:
         if p.name.startswith(".") or role_of(p.name) is None and ".csv" not in p.name.lower():
             continue
@@ -115,7 +119,7 @@ def _sniff_dir(path: Path) -> str:
                       found=", ".join(sorted(p.name for p in files)[:6]) or "an empty folder")
 
 
-def sniff(path) -> str:
+def sniff(path: StrPath) -> str:
     """The format of ``path`` (one of :data:`FORMATS`), from its content."""
     path = Path(path)
     if path.is_dir():
@@ -125,7 +129,7 @@ def sniff(path) -> str:
     return _sniff_file(path)
 
 
-def is_foreign(path) -> bool:
+def is_foreign(path: StrPath) -> bool:
     """Whether ``path`` is a third-party copy this package reads (a file, or a folder in one of
     :data:`FORMATS` other than plain idx folders, which the loaders read by official names)."""
     try:
@@ -141,17 +145,17 @@ _FOLDER_READERS = {"torchvision": ("torchvision", "read_torchvision"), "parquet"
                    "npy": ("npz", "read_npy_folder"), "idx": ("torchvision", "read_idx_folder"),
                    "csv": ("csvfile", "read_csv_folder")}
 _FILE_READERS = {"npz": ("npz", "read_npz"), "csv": ("csvfile", "read_csv"), "parquet": ("parquet", "read_parquet"),
-                 "mat": ("mat", "read_mat"), "npy": ("npz", "read_npy_pair"), "idx": ("torchvision", "read_idx_folder"),
-                 "pickle": ("torchvision", "refuse_pickle")}
+                 "mat": ("mat", "read_mat"), "npy": ("npz", "read_npy_pair"), "idx": ("torchvision", "read_idx_folder")}
 
 
-def _reader(where: tuple[str, str]):
+def _reader(where: tuple[str, str]) -> Callable[..., ForeignCopy]:
     import importlib
 
-    return getattr(importlib.import_module(f"{__package__}.{where[0]}"), where[1])
+    reader: Callable[..., ForeignCopy] = getattr(importlib.import_module(f"{__package__}.{where[0]}"), where[1])
+    return reader
 
 
-def read_foreign(path, *, torchvision_classes: Mapping[str, str] | None = None) -> ForeignCopy:
+def read_foreign(path: StrPath, *, torchvision_classes: Mapping[str, str] | None = None) -> ForeignCopy:
     """Read a third-party copy (see :data:`FORMATS`); pickles raise ``UnsafeFormatError``.
 
     ``torchvision_classes`` maps torchvision class folders to the datasets they hold
@@ -164,7 +168,9 @@ def read_foreign(path, *, torchvision_classes: Mapping[str, str] | None = None) 
     if kind == "pickle":
         bad = path if path.is_file() else next(p for p in sorted(path.iterdir()) if p.is_file()
                                                 and _safe_sniff(p) == "pickle")
-        raise _reader(_FILE_READERS["pickle"])(bad)
+        from .torchvision import refuse_pickle
+
+        raise refuse_pickle(bad)
     if path.is_dir():
         return _reader(_FOLDER_READERS[kind])(path) if kind != "npz" \
             else _reader(_FILE_READERS["npz"])(next(path.glob("*.npz")))

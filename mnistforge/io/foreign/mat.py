@@ -23,11 +23,15 @@ Examples
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...errors import FormatError
 from .base import ForeignCopy, ForeignSplit, pair_arrays, split_key, split_of
+
+if TYPE_CHECKING:
+    from ..types import StrPath
 
 __all__ = ["read_mat"]
 
@@ -35,7 +39,7 @@ __all__ = ["read_mat"]
 META_KEYS = {"writers": "writer", "writer": "writer"}
 
 
-def _loadmat(path):
+def _loadmat(path: Path) -> dict[str, Any]:
     from scipy.io import loadmat
 
     with open(path, "rb") as f:
@@ -47,18 +51,19 @@ def _loadmat(path):
                           hint="save it again with MATLAB's -v7 option, or export the arrays "
                                "to .npz")
     try:
-        return loadmat(path, simplify_cells=True)
+        mat: dict[str, Any] = loadmat(path, simplify_cells=True)
+        return mat
     except (ValueError, TypeError, NotImplementedError, OSError) as e:
         raise FormatError("unreadable .mat file", path=path, expected="a MATLAB 5/7 file",
                           found=str(e)) from e
 
 
-def read_mat(path) -> ForeignCopy:
+def read_mat(path: StrPath) -> ForeignCopy:
     """A ``.mat`` file -> its splits (EMNIST struct layout or paired top-level variables)."""
     path = Path(path)
     mat = _loadmat(path)
     hint, _ = split_key(path.name)
-    notes = []
+    notes: list[str] = []
     ds = mat.get("dataset")
     if isinstance(ds, dict):
         splits = {}

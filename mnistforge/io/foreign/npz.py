@@ -18,16 +18,20 @@ from __future__ import annotations
 import zipfile
 import zlib
 from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
 from ...errors import FormatError, UnsafeFormatError
 from .base import ForeignCopy, pair_arrays, role_of, split_of
 
+if TYPE_CHECKING:
+    from ..types import StrPath
+
 __all__ = ["load_array", "read_npy_pair", "read_npy_folder", "read_npz", "read_npz_array"]
 
 
-def _refuse(path, e: Exception) -> UnsafeFormatError:
+def _refuse(path: StrPath | IO[bytes], e: Exception) -> UnsafeFormatError:
     return UnsafeFormatError(
         "holds pickled Python objects", path=path, expected="plain numeric arrays",
         found=f"an object array ({e})",
@@ -35,10 +39,11 @@ def _refuse(path, e: Exception) -> UnsafeFormatError:
              "(np.savez with uint8/int arrays) and try again")
 
 
-def load_array(path) -> np.ndarray:
+def load_array(path: StrPath) -> np.ndarray:
     """One ``.npy`` file, never unpickling (a memory map when it can be)."""
     try:
-        return np.load(path, allow_pickle=False, mmap_mode="r")
+        arr: np.ndarray = np.load(path, allow_pickle=False, mmap_mode="r")  # a .npy file: one array
+        return arr
     except ValueError as e:
         if "pickle" in str(e).lower() or "object" in str(e).lower():
             raise _refuse(path, e) from None
@@ -46,7 +51,7 @@ def load_array(path) -> np.ndarray:
                           found=str(e)) from e
 
 
-def read_npz_array(path, key: str = "arr_0") -> np.ndarray:
+def read_npz_array(path: StrPath | IO[bytes], key: str = "arr_0") -> np.ndarray:
     """The array ``key`` of an ``.npz`` archive (a release file such as Kuzushiji-49's
     ``k49-test-imgs.npz``), never unpickling; a missing key or an unreadable file is a
     :class:`~mnistforge.errors.FormatError` naming what the archive holds."""
@@ -58,7 +63,8 @@ def read_npz_array(path, key: str = "arr_0") -> np.ndarray:
                                   found=", ".join(z.files) or "no arrays",
                                   hint="the file is not the release file: delete it and fetch it again")
             try:
-                return z[key]
+                arr: np.ndarray = z[key]
+                return arr
             except ValueError as e:
                 if "pickle" in str(e).lower() or "object" in str(e).lower():
                     raise _refuse(f"{path}[{key}]", e) from None
@@ -71,10 +77,10 @@ def read_npz_array(path, key: str = "arr_0") -> np.ndarray:
                           hint="delete it and fetch it again") from e
 
 
-def read_npz(path) -> ForeignCopy:
+def read_npz(path: StrPath) -> ForeignCopy:
     """A ``.npz`` archive of image/label arrays, split by the key names."""
     path = Path(path)
-    arrays = {}
+    arrays: dict[str, np.ndarray] = {}
     try:
         with np.load(path, allow_pickle=False) as z:
             for key in z.files:
@@ -91,7 +97,7 @@ def read_npz(path) -> ForeignCopy:
     return ForeignCopy("npz", path, splits)
 
 
-def read_npy_pair(images, labels) -> ForeignCopy:
+def read_npy_pair(images: StrPath, labels: StrPath) -> ForeignCopy:
     """Two ``.npy`` files: the images and their labels."""
     images, labels = Path(images), Path(labels)
     sp = split_of(images.name)
@@ -102,7 +108,7 @@ def read_npy_pair(images, labels) -> ForeignCopy:
     return ForeignCopy("npy", images, splits)
 
 
-def read_npy_folder(folder) -> ForeignCopy:
+def read_npy_folder(folder: StrPath) -> ForeignCopy:
     """Every ``.npy`` image/label pair of a folder (``x_train.npy``/``y_train.npy``...)."""
     folder = Path(folder)
     arrays = {p.name: load_array(p) for p in sorted(folder.glob("*.npy")) if role_of(p.name)}

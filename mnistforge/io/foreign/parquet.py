@@ -21,12 +21,18 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...errors import FormatError
 from ..hf.png import decode_pngs
 from .base import SPLIT_TOKENS, ForeignCopy, ForeignSplit
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..types import StrPath
 
 __all__ = ["read_parquet"]
 
@@ -44,7 +50,7 @@ def _shards(path: Path) -> dict[tuple[str | None, str], list[Path]]:
     return groups
 
 
-def _columns(table, where):
+def _columns(table: pa.Table, where: Path) -> tuple[str, str, list[str]]:
     import pyarrow as pa
 
     names = table.column_names
@@ -62,7 +68,7 @@ def _columns(table, where):
     return image, label, [c for c in ints if c != label]
 
 
-def _read_group(paths: list[Path]):
+def _read_group(paths: list[Path]) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], str]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -86,14 +92,14 @@ def _read_group(paths: list[Path]):
     return images, np.asarray(labels), meta, where
 
 
-def read_parquet(path) -> ForeignCopy:
+def read_parquet(path: StrPath) -> ForeignCopy:
     """A parquet file or a snapshot folder -> one split per (config folder, split name)."""
     path = Path(path)
     groups = _shards(path)
     if not groups:
         raise FormatError("no parquet files", path=path, expected="*.parquet shards", found="none")
     hints = {h for h, _ in groups}
-    splits = {}
+    splits: dict[str, ForeignSplit] = {}
     for (hint, split), paths in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         images, labels, meta, where = _read_group(paths)
         ours = SPLIT_TOKENS.get(split.lower(), split.replace("_", "-"))

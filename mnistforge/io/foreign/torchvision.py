@@ -27,16 +27,22 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...errors import FormatError, UnsafeFormatError
 from ..compression import strip_compression
 from ..idx import read_idx
 from .base import ForeignCopy, pair_arrays
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..types import StrPath
+
 __all__ = ["raw_folders", "read_idx_folder", "read_torchvision", "refuse_pickle"]
 
 
-def refuse_pickle(path, what: str = "a pickle") -> UnsafeFormatError:
+def refuse_pickle(path: StrPath, what: str = "a pickle") -> UnsafeFormatError:
     """The error for a pickle-based file (``torch.save`` output, ``.pkl``): never loaded."""
     return UnsafeFormatError(
         f"refused: {what}", path=path, expected="idx, npz/npy, CSV, parquet or .mat data",
@@ -51,12 +57,12 @@ def _is_idx_name(name: str) -> bool:
     return re.search(r"[-.]idx\d", name) is not None and not name.endswith((".pt", ".pkl", ".zip"))
 
 
-def read_idx_folder(folder, hint: str | None = None, fmt: str = "idx") -> ForeignCopy:
+def read_idx_folder(folder: StrPath, hint: str | None = None, fmt: str = "idx") -> ForeignCopy:
     """Every idx image/label pair of a folder, paired by file name (any idx names)."""
     folder = Path(folder)
     files = sorted(p for p in folder.iterdir() if p.is_file() and _is_idx_name(p.name))
-    arrays = {}
-    seen = set()
+    arrays: dict[str, np.ndarray] = {}
+    seen: set[str] = set()
     for p in files:  # sorted: a decompressed twin (torchvision keeps both) comes first
         if strip_compression(p.name) in seen:
             continue
@@ -71,7 +77,7 @@ def read_idx_folder(folder, hint: str | None = None, fmt: str = "idx") -> Foreig
     return ForeignCopy(fmt, folder, splits, hint=hint)
 
 
-def raw_folders(root, classes: Mapping[str, str] | None = None) -> list[tuple[str | None, Path]]:
+def raw_folders(root: StrPath, classes: Mapping[str, str] | None = None) -> list[tuple[str | None, Path]]:
     """``[(dataset hint, raw folder)]`` under a torchvision root (``root/<Name>/raw`` or ``root/raw``);
     ``classes`` maps a class folder to the dataset it holds (see the module doc)."""
     root = Path(root)
@@ -85,12 +91,12 @@ def raw_folders(root, classes: Mapping[str, str] | None = None) -> list[tuple[st
     return out
 
 
-def _processed(root) -> list[Path]:
+def _processed(root: StrPath) -> list[Path]:
     root = Path(root)
     return sorted(root.glob("processed/*.pt")) + sorted(root.glob("*/processed/*.pt"))
 
 
-def read_torchvision(root, classes: Mapping[str, str] | None = None) -> ForeignCopy:
+def read_torchvision(root: StrPath, classes: Mapping[str, str] | None = None) -> ForeignCopy:
     """A torchvision root (or one ``<Name>`` folder of it) -> the splits of its ``raw/`` idx files
     (``classes``: class folder -> dataset, for the hint)."""
     root = Path(root)

@@ -4,12 +4,19 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from ...errors import ConfigError
 from ..atomic import atomic_file
 from .schema import PIXELS, SplitData
+
+if TYPE_CHECKING:
+    import datasets
+    import pyarrow as pa
+
+    from ..types import StrPath
 
 #: Rows per parquet row group: ~250 KB of MNIST-sized PNGs, small enough for the
 #: Hub's dataset viewer and for streaming, large enough to read fast.
@@ -26,7 +33,17 @@ DATA = "data"
 SHARD_RE = re.compile(r"^(?P<split>\w+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.parquet$")
 
 
-def _schema(features):
+class SplitSummary(TypedDict):
+    """What :func:`write_split` wrote of one split (the card's ``splits`` entry and its files)."""
+
+    name: str
+    files: list[str]
+    num_examples: int
+    num_bytes: int
+    download_size: int
+
+
+def _schema(features: datasets.Features) -> pa.Schema:
     """The parquet schema: exactly what ``datasets`` itself writes for ``features``.
 
     Its metadata holds only the feature definition (``{"info": {"features": ...}}``):
@@ -39,7 +56,7 @@ def _schema(features):
     return schema
 
 
-def _pixels(field, images: np.ndarray):
+def _pixels(field: pa.Field, images: np.ndarray) -> pa.Array:
     """The ``pixels`` column of uint8 images over one flat buffer, no copies per row:
     binary values of H*W bytes, or ``Array2D`` nested lists."""
     import pyarrow as pa
@@ -58,8 +75,8 @@ def _pixels(field, images: np.ndarray):
     return pa.ExtensionArray.from_storage(field.type, lists)
 
 
-def _table(schema, data: bytes, offsets: np.ndarray, labels, metadata, lo: int, hi: int,
-           images=None):
+def _table(schema: pa.Schema, data: bytes, offsets: np.ndarray, labels: np.ndarray,
+           metadata: np.ndarray | None, lo: int, hi: int, images: np.ndarray | None = None) -> pa.Table:
     import pyarrow as pa
 
     n = hi - lo
@@ -70,8 +87,10 @@ def _table(schema, data: bytes, offsets: np.ndarray, labels, metadata, lo: int, 
     cols = [image, pa.array(np.asarray(labels[lo:hi], dtype=np.int64))]
     for f in list(schema)[2:]:
         if f.name == PIXELS:
+            assert images is not None  # (a pixels column is written from the images)
             cols.append(_pixels(f, np.asarray(images[lo:hi])))
             continue
+        assert metadata is not None  # (write_split checked that it holds every column)
         col = metadata[f.name][lo:hi]
         if pa.types.is_string(f.type):
             cols.append(pa.array([str(v.decode() if isinstance(v, bytes) else v) for v in col], pa.string()))
@@ -85,7 +104,7 @@ def _table(schema, data: bytes, offsets: np.ndarray, labels, metadata, lo: int, 
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def writer_options(schema) -> dict:
+def writer_options(schema: pa.Schema) -> dict[str, Any]:
     """:data:`PARQUET_OPTIONS` for ``schema``: a binary ``pixels`` column is not
     dictionary-encoded (every value differs; the fallback from a dictionary only
     slows reading).  Other columns keep the dictionary: their bytes are unchanged."""
@@ -128,9 +147,9 @@ def shard_name(split: str, index: int, count: int) -> str:
     return f"{split}-{index:05d}-of-{count:05d}.parquet"
 
 
-def write_split(folder, config: str, split: str, data: SplitData, features, *,
+def write_split(folder: StrPath, config: str, split: str, data: SplitData, features: datasets.Features, *,
                 max_shard_bytes: int = MAX_SHARD_BYTES, workers: int | None = None,
-                png: str | None = None) -> dict:
+                png: str | None = None) -> SplitSummary:
     """Write one split's shards under ``folder/data/<config>/`` (PNGs by the encoder ``png``,
     default :data:`~mnistforge.io.hf.png.DEFAULT_PNG`); return its summary."""
     import pyarrow.parquet as pq
@@ -147,7 +166,8 @@ def write_split(folder, config: str, split: str, data: SplitData, features, *,
     blobs, offsets = encode_pngs(data.images, workers=workers, desc=f"{config}/{split} PNG",
                                  png=png or DEFAULT_PNG)
     bounds = shard_bounds(offsets, max_shard_bytes)
-    files, num_bytes = [], 0
+    files: list[str] = []
+    num_bytes = 0
     for i, (lo, hi) in enumerate(bounds):
         rel = f"{DATA}/{config}/{shard_name(split, i, len(bounds))}"
         table = _table(schema, blobs, offsets, data.labels, data.metadata, lo, hi, data.images)

@@ -10,13 +10,21 @@ import functools
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...errors import DatasetNotFoundError, FormatError, MissingFileError
 from .parquet import DATA
 from .schema import PIXELS, hf_split_name
+
+if TYPE_CHECKING:
+    import datasets
+    import pyarrow as pa
+
+    from ..types import StrPath
 
 CARD = "README.md"
 #: The first lines of a config section (``## Config `NAME```) of a card whose data was built
@@ -26,7 +34,7 @@ SYNTHETIC_NOTE = ("**Synthetic data.** Built from a synthetic SD19 replica (`mni
                   "describe the pipeline, not the real dataset.")
 
 
-def config_is_synthetic(repo_dir, name: str) -> bool:
+def config_is_synthetic(repo_dir: StrPath, name: str) -> bool:
     """Whether the card of ``repo_dir`` marks config ``name`` synthetic (its first lines)."""
     try:
         text = (Path(repo_dir) / CARD).read_text(encoding="utf-8")
@@ -36,7 +44,7 @@ def config_is_synthetic(repo_dir, name: str) -> bool:
     return head in text and text.split(head, 1)[1].lstrip("\n").startswith(SYNTHETIC_NOTE)
 
 
-def read_card(repo_dir) -> dict:
+def read_card(repo_dir: StrPath) -> dict[str, Any]:
     """Parse the YAML header of ``repo_dir/README.md`` (the caller's own copy).
 
     Raises :class:`MissingFileError` when there is no card and
@@ -45,7 +53,7 @@ def read_card(repo_dir) -> dict:
     return copy.deepcopy(_card_header(repo_dir))   # the parse is shared: a caller may change its copy
 
 
-def _card_header(repo_dir) -> dict:
+def _card_header(repo_dir: StrPath) -> dict[str, Any]:
     """:func:`read_card`'s header, shared with other callers: for readers that change nothing."""
     import yaml
 
@@ -70,7 +78,7 @@ def _card_header(repo_dir) -> dict:
 
 
 @functools.lru_cache(maxsize=16)
-def _parse_header(text: str):
+def _parse_header(text: str) -> object:
     """The card's YAML header parsed, keyed by its text (not by the file's stat: a card changed
     with its size and mtime kept is parsed again).  A load reads the card up to three times;
     libyaml's loader where PyYAML has it (15x faster than the pure-Python one)."""
@@ -86,7 +94,7 @@ _SHARD_LINE = re.compile(r"^- `([^`]+\.parquet)`: `([0-9a-f]{64})`$", re.M)
 _FAST_LINE = re.compile(r"^- `([^`]+\.parquet)`: `([0-9a-f]{32})`$", re.M)
 
 
-def recorded_shard_fast_hashes(repo_dir) -> dict[str, str]:
+def recorded_shard_fast_hashes(repo_dir: StrPath) -> dict[str, str]:
     """``{shard path relative to repo_dir: XXH3-128}`` as the card records them ("Shards
     (xxh3_128)"); empty for an export written before they were recorded (its sha256 then)."""
     card = Path(repo_dir) / CARD
@@ -95,7 +103,7 @@ def recorded_shard_fast_hashes(repo_dir) -> dict[str, str]:
     return dict(_FAST_LINE.findall(card.read_text(encoding="utf-8", errors="replace")))
 
 
-def recorded_shard_hashes(repo_dir) -> dict[str, str]:
+def recorded_shard_hashes(repo_dir: StrPath) -> dict[str, str]:
     """``{shard path relative to repo_dir: sha256}`` as the export recorded them.
 
     The card lists every shard under "Shards (sha256)"; ``croissant.json``
@@ -119,7 +127,7 @@ def recorded_shard_hashes(repo_dir) -> dict[str, str]:
     return out
 
 
-def shard_problems(repo_dir, configs=None) -> list[str]:
+def shard_problems(repo_dir: StrPath, configs: Mapping[str, Mapping[str, list[str]]] | None = None) -> list[str]:
     """Every shard against the sha256 the export recorded (card / croissant): re-hashed, never
     trusted.  A shard missing, changed, swapped with another, or present but not recorded is a
     problem; a folder exported before hashes were recorded gives none (nothing to compare)."""
@@ -130,7 +138,7 @@ def shard_problems(repo_dir, configs=None) -> list[str]:
     configs = repo_configs(repo_dir) if configs is None else configs
     folders = tuple(f"{DATA}/{c}/" for c in configs)
     recorded = {r: d for r, d in recorded.items() if r.startswith(folders)}
-    problems = []
+    problems: list[str] = []
     listed = {p for splits in configs.values() for paths in splits.values() for p in paths}
     for rel, digest in sorted(recorded.items()):
         p = repo_dir / rel
@@ -156,7 +164,7 @@ def shard_problems(repo_dir, configs=None) -> list[str]:
     return problems
 
 
-def is_hf_repo(root, config: str | None = None) -> bool:
+def is_hf_repo(root: StrPath, config: str | None = None) -> bool:
     """True when ``root`` looks like an exported repository (README.md + data/<config>/).
 
     Examples
@@ -174,12 +182,12 @@ def is_hf_repo(root, config: str | None = None) -> bool:
     return (root / DATA / config).is_dir()
 
 
-def repo_configs(repo_dir) -> dict[str, dict[str, list[str]]]:
+def repo_configs(repo_dir: StrPath) -> dict[str, dict[str, list[str]]]:
     """``{config: {split: [shard paths relative to repo_dir]}}`` as the card declares them."""
     header = _card_header(repo_dir)
-    out: dict = {}
+    out: dict[str, dict[str, list[str]]] = {}
     for entry in header.get("configs") or []:
-        splits = {}
+        splits: dict[str, list[str]] = {}
         files = entry.get("data_files") or []
         if isinstance(files, (str, list)) and not (files and isinstance(files[0], dict)):
             files = [{"split": "train", "path": files}]
@@ -190,7 +198,7 @@ def repo_configs(repo_dir) -> dict[str, dict[str, list[str]]]:
     return out
 
 
-def shard_paths(repo_dir, config: str, split: str) -> list[Path]:
+def shard_paths(repo_dir: StrPath, config: str, split: str) -> list[Path]:
     repo_dir = Path(repo_dir)
     configs = repo_configs(repo_dir)
     if config not in configs:
@@ -201,7 +209,7 @@ def shard_paths(repo_dir, config: str, split: str) -> list[Path]:
     if name not in splits:
         raise DatasetNotFoundError(f"split {split!r} not in config {config!r}", path=repo_dir / CARD,
                                    expected="one of " + ", ".join(splits), found=split)
-    paths = []
+    paths: list[Path] = []
     for pattern in splits[name]:
         hits = sorted(repo_dir.glob(pattern)) if any(ch in pattern for ch in "*?[") \
             else [repo_dir / pattern]
@@ -217,12 +225,12 @@ def shard_paths(repo_dir, config: str, split: str) -> list[Path]:
     return paths
 
 
-def read_split_table(repo_dir, config: str, split: str):
+def read_split_table(repo_dir: StrPath, config: str, split: str) -> pa.Table:
     """The split as one pyarrow Table (all shards, in order)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    tables = []
+    tables: list[pa.Table] = []
     for p in shard_paths(repo_dir, config, split):
         try:
             tables.append(pq.read_table(p))
@@ -237,7 +245,7 @@ def read_split_table(repo_dir, config: str, split: str):
     return pa.concat_tables(tables)
 
 
-def features_of(table, repo_dir, config):
+def features_of(table: pa.Table, repo_dir: StrPath, config: str) -> datasets.Features:
     import datasets
 
     meta = table.schema.metadata or {}
@@ -251,15 +259,16 @@ def features_of(table, repo_dir, config):
                       expected="huggingface schema metadata or dataset_info", found="neither")
 
 
-def png_bytes(table) -> list:
+def png_bytes(table: pa.Table) -> list[bytes]:
     """The PNG bytes of a table's ``image`` column (struct of bytes and path, or plain binary)."""
     import pyarrow as pa
 
     image = table.column("image").combine_chunks()
-    return (image.field("bytes") if pa.types.is_struct(image.type) else image).to_pylist()
+    blobs: list[bytes] = (image.field("bytes") if pa.types.is_struct(image.type) else image).to_pylist()
+    return blobs
 
 
-def _png_size(blob) -> tuple[int, int] | None:
+def _png_size(blob: bytes | bytearray | memoryview) -> tuple[int, int] | None:
     """(height, width) from a PNG's IHDR chunk, or None when ``blob`` is not a PNG."""
     blob = bytes(blob[:24])
     if len(blob) < 24 or blob[12:16] != b"IHDR":
@@ -267,13 +276,15 @@ def _png_size(blob) -> tuple[int, int] | None:
     return int.from_bytes(blob[20:24], "big"), int.from_bytes(blob[16:20], "big")
 
 
-def pixels_of(table) -> np.ndarray:
+def pixels_of(table: pa.Table) -> np.ndarray:
     """The ``pixels`` column as an N x H x W uint8 array, without decoding.
 
     ``Array2D`` columns carry their shape; binary columns (H*W bytes per row)
     take it from the first row's PNG header.
     """
     import pyarrow as pa
+
+    flat: np.ndarray
 
     col = table.column(PIXELS).combine_chunks()
     if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type):
@@ -305,7 +316,8 @@ def pixels_of(table) -> np.ndarray:
     return flat.astype(np.uint8, copy=False).reshape(n, h, w)
 
 
-def read_split(repo_dir, config: str, split: str):
+def read_split(repo_dir: StrPath, config: str, split: str
+               ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray | None]:
     """Load one split of an exported repository as NumPy arrays.
 
     Returns ``(images, labels, classes, metadata)``: uint8 N x 28 x 28 upright
@@ -334,11 +346,11 @@ def read_split(repo_dir, config: str, split: str):
     labels = table.column("label").to_numpy().astype(np.int64)
     label_feat = features["label"]
     classes = list(getattr(label_feat, "names", None) or [])
-    metadata = None
+    metadata: np.ndarray | None = None
     extra = [c for c in table.column_names if c not in ("image", "label", PIXELS)]
     if extra:
         cols = {c: table.column(c).to_numpy(zero_copy_only=False) for c in extra}
-        dtype = []
+        dtype: list[tuple[str, np.dtype]] = []
         for c, v in cols.items():
             dt = v.dtype if v.dtype != object else np.dtype(f"U{max((len(str(x)) for x in v), default=1)}")
             dtype.append((c, dt))

@@ -9,11 +9,16 @@ named by the classes), then one ``Value`` per scalar metadata field, named as
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...errors import ConfigError
+
+if TYPE_CHECKING:
+    import datasets
 
 #: Metadata fields not exported: ``label`` repeats the label column (the
 #: loaders' rule), ``image`` would clash.
@@ -44,7 +49,7 @@ class SplitData:
     labels: np.ndarray
     metadata: np.ndarray | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.images = np.asarray(self.images)
         self.labels = np.asarray(self.labels)
         if self.images.ndim != 3 or self.images.dtype != np.uint8:
@@ -79,12 +84,12 @@ def export_metadata(metadata: np.ndarray | None) -> np.ndarray | None:
     return recfunctions.rename_fields(metadata, renamed)
 
 
-def _renames(dtype) -> dict[str, str]:
+def _renames(dtype: np.dtype | None) -> dict[str, str]:
     names = () if dtype is None else dtype.names or ()
     return {f: EXPORT_NAMES[f] for f in names if f in EXPORT_NAMES and EXPORT_NAMES[f] not in names}
 
 
-def field_name(column: str, fields) -> str:
+def field_name(column: str, fields: Collection[str]) -> str:
     """The metadata field an exported ``column`` holds: its registry name when ``fields`` (the
     dataset's metadata fields) has it, else the column's own name (a dataset with a field of
     that name, FEMNIST's ``writer_id``, keeps it: the export did not rename anything there).
@@ -117,7 +122,8 @@ def hf_split_name(split: str) -> str:
 
 
 
-def features_for(classes, metadata_dtype=None, *, pixels: str | None = None, pixels_shape=None):
+def features_for(classes: Iterable[object], metadata_dtype: np.dtype | None = None, *,
+                 pixels: str | None = None, pixels_shape: Sequence[int] | None = None) -> datasets.Features:
     """The :class:`datasets.Features` of an exported config.
 
     ``image`` (Image), ``label`` (ClassLabel named by ``classes``), with
@@ -147,12 +153,13 @@ def features_for(classes, metadata_dtype=None, *, pixels: str | None = None, pix
         cols[PIXELS] = pixels_feature(pixels, pixels_shape)
     renamed = _renames(metadata_dtype)
     for name in metadata_columns(metadata_dtype):
+        assert metadata_dtype is not None  # (it has columns)
         column = renamed.get(name, name)
         cols[column] = datasets.Value(_value_dtype(metadata_dtype[name], column))
     return datasets.Features(cols)
 
 
-def pixels_feature(pixels: str, shape=None):
+def pixels_feature(pixels: str, shape: Sequence[int] | None = None) -> datasets.Value | datasets.Array2D:
     """The feature of the ``pixels`` column in layout ``pixels`` (one of :data:`PIXEL_FORMATS`)."""
     import datasets
 
@@ -165,7 +172,7 @@ def pixels_feature(pixels: str, shape=None):
                       found=f"{pixels!r}, shape {shape}")
 
 
-def metadata_columns(metadata_dtype) -> list[str]:
+def metadata_columns(metadata_dtype: np.dtype | None) -> list[str]:
     """Names of the metadata fields exported as columns (all but :data:`SKIPPED_METADATA`)."""
     if metadata_dtype is None or metadata_dtype.names is None:
         return []
