@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from .types import StrPath
 
-__all__ = ["PIXEL_TEXT", "LeafFile", "write_leaf_json", "read_leaf_file", "read_leaf_folder", "LEAF_FOLDERS"]
+__all__ = ["PIXEL_TEXT", "LeafFileContent", "write_leaf_json", "read_leaf_file", "read_leaf_folder", "LEAF_FOLDERS"]
 
 #: ``repr(v / 255)`` of every byte value, as json.dump writes LEAF's ``vec / 255`` floats
 PIXEL_TEXT = np.array([repr(v / 255).encode() for v in range(256)], dtype=object)
@@ -42,7 +42,7 @@ _SEP = b", "
 LEAF_FOLDERS = ("all_data", "sampled_data", "rem_user_data", "train", "test")
 
 
-class LeafFile(TypedDict):
+class LeafFileContent(TypedDict):
     """One LEAF file as :func:`read_leaf_file` reads it (pixels as floats, labels as ints)."""
 
     users: list[str]
@@ -82,7 +82,7 @@ def _bad(path: Path, expected: str, found: object) -> FormatError:
                        hint="give a LEAF data folder (train/, test/, all_data/ ... of *.json)")
 
 
-def read_leaf_file(path: StrPath) -> LeafFile:
+def read_leaf_file(path: StrPath) -> LeafFileContent:
     """One LEAF file: ``{"users", "num_samples", "x": {u: float (n, 784)}, "y": {u: int (n,)}}``."""
     path = Path(path)
     try:
@@ -111,12 +111,12 @@ def read_leaf_file(path: StrPath) -> LeafFile:
     return {"users": list(d["users"]), "num_samples": list(d["num_samples"]), "x": xs, "y": ys}
 
 
-def read_leaf_folder(folder: StrPath) -> dict[str, dict[str, LeafFile]]:
+def read_leaf_folder(folder: StrPath) -> dict[str, dict[str, LeafFileContent]]:
     """``{subfolder: {file name: read_leaf_file(...)}}`` for LEAF's folders present under
     ``folder`` or ``folder/data`` (sorted by name)."""
     folder = Path(folder)
     base = folder / "data" if (folder / "data").is_dir() else folder
-    out: dict[str, dict[str, LeafFile]] = {}
+    out: dict[str, dict[str, LeafFileContent]] = {}
     for sub in LEAF_FOLDERS:
         d = base / sub
         if d.is_dir():
