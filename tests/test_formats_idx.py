@@ -268,3 +268,19 @@ def test_gzip_backends_agree(tmp_path, monkeypatch, backend):
     p.write_bytes(data[:40] + bytes(200) + data[240:])
     with pytest.raises(IdxFormatError):
         read_idx(p)
+
+
+def test_bz2_idx_whose_first_block_is_larger_than_the_header_prefix(tmp_path):
+    """A bz2 block gives no output until all of it is read (up to ~900 kB): 200 random images
+    compress to one 157 kB block, more than the 64 KiB prefix the header was read from."""
+    import bz2
+
+    from mnistforge.io.idx import parse_idx_bytes, read_idx, write_idx
+
+    images = np.random.default_rng(0).integers(0, 256, (200, 28, 28), dtype=np.uint8)
+    path = tmp_path / "images-idx3-ubyte.bz2"
+    write_idx(path, images)
+    assert path.stat().st_size > 1 << 16
+    assert len(bz2.BZ2Decompressor().decompress(path.read_bytes()[:1 << 16])) == 0
+    np.testing.assert_array_equal(read_idx(path), images)
+    np.testing.assert_array_equal(parse_idx_bytes(path.read_bytes(), compression="bz2"), images)

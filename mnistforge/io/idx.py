@@ -198,6 +198,24 @@ def read_idx_header(path: StrPath, *, max_bytes: int = MAX_BYTES) -> IdxHeader:
     return parse_idx_header(head, path, max_bytes=max_bytes)
 
 
+#: the most header an idx file has (magic + 255 dimensions)
+_MAX_HEADER = 4 + 4 * 255
+
+
+def _header_prefix(comp: str, prefix: Callable[[int], bytes], path: StrPath) -> bytes:
+    """The first (up to :data:`_MAX_HEADER`) decompressed bytes, from a prefix of the stream
+    (``prefix(n)``: its first ``n`` bytes): 64 KiB, grown while it gives too little.  A bz2
+    block gives no output until all of it (up to about 900 kB) is read: a 64 KiB prefix of a
+    bz2 idx file of random pixels decompressed to nothing."""
+    n = 1 << 16
+    while True:
+        data = prefix(n)
+        head = _decompress_capped(comp, data, _MAX_HEADER, path)
+        if len(head) >= _MAX_HEADER or len(data) < n or n >= 1 << 22:
+            return head
+        n <<= 2
+
+
 def _decompress_capped(comp: str, data: bytes, limit: int, path: StrPath) -> bytes:
     """Decompress at most ``limit`` bytes of (possibly multi-member) data."""
     chunks: list[bytes] = []
@@ -251,7 +269,7 @@ def parse_idx_bytes(data: bytes, path: StrPath = "<bytes>", *, compression: str 
         # we let the decompressor allocate its claimed size.
         # A 64 KiB prefix of the stream is plenty for 1 KiB of header, and the
         # decompressor then never copies the whole input into unconsumed_tail.
-        head = _decompress_capped(compression, data[:1 << 16], 4 + 4 * 255, path)
+        head = _header_prefix(compression, lambda n: data[:n], path)
         header = parse_idx_header(head, path, max_bytes=max_bytes)
         if compression == "gz" and len(data) >= 18:
             _check_gz_trailer(header, data, path)
@@ -438,8 +456,11 @@ def read_idx(path: StrPath, *, mmap: bool = True, max_bytes: int = MAX_BYTES) ->
                              hint="pass max_bytes= if the file really is that large")
     with open(path, "rb") as f:
         # the header from a prefix of the stream, checked before anything large is allocated
-        prefix = f.read(1 << 16)
-        head = _decompress_capped(comp, prefix, 4 + 4 * 255, path)
+        def prefix(n: int) -> bytes:
+            f.seek(0)
+            return f.read(n)
+
+        head = _header_prefix(comp, prefix, path)
         header = parse_idx_header(head, path, max_bytes=max_bytes)
         if comp == "gz" and size >= 18:
             f.seek(size - 4)
