@@ -9,8 +9,16 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (layer 0 stays cheap)
+if TYPE_CHECKING:
+    from types import ModuleType
 
-def describe(path=None, expected=None, found=None, hint=None, what=None) -> str:
+    #: what a message may name as its path
+    PathArg = str | os.PathLike[str]
+
+
+def describe(path: PathArg | None = None, expected: object = None, found: object = None,
+             hint: str | None = None, what: str | None = None) -> str:
     """Build a uniform error message.
 
     Examples
@@ -39,7 +47,8 @@ def describe(path=None, expected=None, found=None, hint=None, what=None) -> str:
 class MnistforgeError(Exception):
     """Base class of every error raised on purpose by mnistforge."""
 
-    def __init__(self, message: str = "", *, path=None, expected=None, found=None, hint=None):
+    def __init__(self, message: str = "", *, path: PathArg | None = None, expected: object = None,
+                 found: object = None, hint: str | None = None) -> None:
         if path is not None or expected is not None or found is not None or hint is not None:
             message = describe(path, expected, found, hint, what=message or None)
         super().__init__(message)
@@ -181,7 +190,7 @@ class MissingDependencyError(MnistforgeError, ImportError):
     """An optional dependency (an extra such as ``[torch]`` or ``[plot]``) is not installed."""
 
 
-def require(module: str, extra: str, purpose: str):
+def require(module: str, extra: str, purpose: str) -> ModuleType:
     """Import optional ``module`` or raise :class:`MissingDependencyError` naming the extra.
 
     Examples
