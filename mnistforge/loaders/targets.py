@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
 
 from ..errors import ConfigError, DatasetNotFoundError, FormatError, MissingFileError, TargetNotFoundError
 from ..log import get_logger
@@ -210,6 +211,13 @@ def _split_of(name: str, split: str | None, root: Path | None = None) -> str | N
     if rows and root is None and count:
         rows_of(rows, count)  # a bad slice of a registry split is a usage error before any load
     return full + (rows or "")
+
+
+@overload
+def resolve_target(text: str | os.PathLike[str], default_split: str) -> tuple[str, str, Path | None]: ...
+@overload
+def resolve_target(text: str | os.PathLike[str],
+                   default_split: None = None) -> tuple[str, str | None, Path | None]: ...
 
 
 def resolve_target(text: str | os.PathLike[str],
