@@ -179,7 +179,7 @@ def check_shards(repo_dir: PathArg, config: str, splits: Iterable[str] | None = 
 
 @contextlib.contextmanager
 def _checked(repo_dir: PathArg, config: str, splits: Iterable[str] | None, *, cache: PathArg | None,
-             check: bool) -> Iterator[None]:
+             check: bool) -> Iterator[bool]:
     """:func:`check_shards` around reading the shards: the unseen ones are hashed on a thread
     while the body parses them (hashing and parquet both release the GIL), and judged before
     the body's result is used; a read that fails on a damaged shard reports the damage.
