@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 from ..errors import ConfigError, DatasetNotFoundError, FormatError, MissingFileError, TargetNotFoundError
 from ..log import get_logger
@@ -14,13 +14,16 @@ from ..registry import get_dataset, get_file, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
 from ..gate.source import locate, resolve
 
+if TYPE_CHECKING:
+    from ..errors import PathArg
+
 logger = get_logger(__name__)  # logging only when a record could be shown
 
 __all__ = ["TargetText", "detect_dataset", "datasets_in_folder", "foreign_source",
            "parse_target_text", "resolve_target"]
 
 
-def detect_dataset(folder: str | os.PathLike[str]) -> str:
+def detect_dataset(folder: PathArg) -> str:
     """Which registry dataset a folder of idx files holds.
 
     Decided by the file names; when several datasets share them (MNIST,
@@ -89,7 +92,7 @@ def _share_file_names(names: list[str], *, together: bool = False) -> bool:
     return len(set(files)) == 1 if together else len(set(files)) < len(files)
 
 
-def datasets_in_folder(folder: str | os.PathLike[str]) -> list[str]:
+def datasets_in_folder(folder: PathArg) -> list[str]:
     """Every registry dataset whose files are in ``folder`` (a build folder may hold several).
 
     Datasets sharing file names (MNIST, Fashion-MNIST, KMNIST) are told apart
@@ -128,7 +131,7 @@ def _holds_dataset_files(folder: Path, name: object = None) -> bool:
     return any(resolve(folder, get_dataset(n)).folder is not None for n in names)
 
 
-def foreign_source(name: object, root: str | os.PathLike[str] | None = None) -> bool:
+def foreign_source(name: object, root: PathArg | None = None) -> bool:
     """Whether ``load(name, root=root)`` (or ``load(name)`` with ``name`` a path) is a third-party
     copy: a file, or a folder that is neither idx files under official names nor our Hub export.
 
@@ -214,13 +217,13 @@ def _split_of(name: str, split: str | None, root: Path | None = None) -> str | N
 
 
 @overload
-def resolve_target(text: str | os.PathLike[str], default_split: str) -> tuple[str, str, Path | None]: ...
+def resolve_target(text: PathArg, default_split: str) -> tuple[str, str, Path | None]: ...
 @overload
-def resolve_target(text: str | os.PathLike[str],
+def resolve_target(text: PathArg,
                    default_split: None = None) -> tuple[str, str | None, Path | None]: ...
 
 
-def resolve_target(text: str | os.PathLike[str],
+def resolve_target(text: PathArg,
                    default_split: str | None = None) -> tuple[str, str | None, Path | None]:
     """Parse a CLI target into ``(name, split, root)``.
 
