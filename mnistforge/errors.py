@@ -9,8 +9,26 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (layer 0 stays cheap)
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import IO
 
-def describe(path=None, expected=None, found=None, hint=None, what=None) -> str:
+    #: what a message may name as its path
+    PathArg = str | os.PathLike[str]
+    #: a path, or an open binary file (named by its ``name``, as ``read_array`` may be given one)
+    Where = PathArg | IO[bytes]
+
+
+def _named(path: Where) -> str:
+    """``path`` as a message names it: the path itself, or an open file's name."""
+    if isinstance(path, (str, bytes, os.PathLike)):
+        return os.fspath(path)
+    return str(getattr(path, "name", "<open file>"))
+
+
+def describe(path: Where | None = None, expected: object = None, found: object = None,
+             hint: str | None = None, what: str | None = None) -> str:
     """Build a uniform error message.
 
     Examples
@@ -19,7 +37,7 @@ def describe(path=None, expected=None, found=None, hint=None, what=None) -> str:
     'a.gz: expected magic 2051, found magic 7. re-download the file'
     """
     parts = []
-    head = os.fspath(path) if path is not None else ""
+    head = _named(path) if path is not None else ""
     if what:
         head = f"{head}: {what}" if head else what
     body = []
@@ -39,11 +57,12 @@ def describe(path=None, expected=None, found=None, hint=None, what=None) -> str:
 class MnistforgeError(Exception):
     """Base class of every error raised on purpose by mnistforge."""
 
-    def __init__(self, message: str = "", *, path=None, expected=None, found=None, hint=None):
+    def __init__(self, message: str = "", *, path: Where | None = None, expected: object = None,
+                 found: object = None, hint: str | None = None) -> None:
         if path is not None or expected is not None or found is not None or hint is not None:
             message = describe(path, expected, found, hint, what=message or None)
         super().__init__(message)
-        self.path = os.fspath(path) if path is not None else None
+        self.path = _named(path) if path is not None else None
         self.expected = expected
         self.found = found
         self.hint = hint
@@ -181,7 +200,7 @@ class MissingDependencyError(MnistforgeError, ImportError):
     """An optional dependency (an extra such as ``[torch]`` or ``[plot]``) is not installed."""
 
 
-def require(module: str, extra: str, purpose: str):
+def require(module: str, extra: str, purpose: str) -> ModuleType:
     """Import optional ``module`` or raise :class:`MissingDependencyError` naming the extra.
 
     Examples

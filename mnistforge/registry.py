@@ -32,6 +32,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import ConfigError, DatasetNotFoundError
 from .io.compression import COMPRESSIONS, strip_compression  # noqa: F401 - part of this API
@@ -203,7 +204,7 @@ class DatasetInfo:
     #: every split holds exactly as many images of each class (EMNIST balanced,
     #: letters, digits, mnist)
     balanced: bool = False
-    splits: dict = field(default_factory=dict)
+    splits: dict[str, SplitInfo] = field(default_factory=dict)
     extra_files: tuple[str, ...] = ()
     source_files: tuple[str, ...] = ()
     #: how torchvision's dataset class reads this dataset (None: torchvision has none)
@@ -270,7 +271,7 @@ _path: str | None = None
 
 
 @functools.lru_cache(maxsize=1)
-def _raw() -> dict:
+def _raw() -> Any:  # the parsed registry.json (its schema: docs/architecture.md#a-registry-entry)
     if _path is not None:
         with open(_path, encoding="utf-8") as f:
             return json.load(f)
@@ -291,7 +292,7 @@ def registry_path() -> str:
 
 
 @contextlib.contextmanager
-def use_registry(path: str | os.PathLike | None) -> Iterator[None]:
+def use_registry(path: str | os.PathLike[str] | None) -> Iterator[None]:
     """Read the registry from ``path`` (same schema as ``data/registry.json``) inside the block;
     ``None``: the bundled one.  For tests and for trying an entry before it is added: an entry
     of that file loads, verifies, shows and exports with no code change.
@@ -354,7 +355,7 @@ def _datasets() -> dict[str, DatasetInfo]:
             citation=d["citation"], classes=tuple(d.get("classes", ())),
             class_note=d.get("class_note", ""), orientation=d.get("orientation", "upright"),
             label_offset=int(d.get("label_offset", 0)),
-            image_shape=tuple(d.get("image_shape", (28, 28))),  # type: ignore[arg-type]
+            image_shape=tuple(d.get("image_shape", (28, 28))),
             metadata_fields=tuple(d.get("metadata_fields", ())),
             metadata_note=d.get("metadata_note", ""), validation_size=d.get("validation_size"),
             balanced=bool(d.get("balanced", False)), splits=splits, extra_files=tuple(d.get("extra_files", ())),
@@ -367,7 +368,7 @@ def _datasets() -> dict[str, DatasetInfo]:
     return out
 
 
-def _torchvision(d: dict | None) -> TorchvisionInfo | None:
+def _torchvision(d: dict[str, Any] | None) -> TorchvisionInfo | None:
     if not d:
         return None
     return TorchvisionInfo(
@@ -463,7 +464,7 @@ def list_files() -> list[RemoteFile]:
     return list(_files().values())
 
 
-def get_file(name) -> RemoteFile:
+def get_file(name: str | RemoteFile) -> RemoteFile:
     """Return a :class:`RemoteFile` by id (``"group/name"``) or by unique file name.
 
     A :class:`RemoteFile` is returned as is.
@@ -609,7 +610,8 @@ def bibtex(group: str) -> str:
     >>> bibtex("qmnist").splitlines()[0]
     '@incollection{yadav2019cold,'
     """
-    return _raw()["hub"]["bibtex"].get(group, "")
+    entry: str = _raw()["hub"]["bibtex"].get(group, "")
+    return entry
 
 
 # --- superseded releases -------------------------------------------------------

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -124,7 +124,7 @@ class _MnistFamily:
         info, tv = self._info, self._tv
         raw = Path(self.raw_folder)
         files = tv.files[info.file_split(split).name]
-        meta = "files" if info.file_split(split).labels_column is not None else False
+        meta: bool | Literal["files"] = "files" if info.file_split(split).labels_column is not None else False
         if raw.is_dir() and all(locate(raw, f) is not None for f in files):
             return load(info.name, split, root=raw, with_metadata=meta)
         try:

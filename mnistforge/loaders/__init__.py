@@ -17,6 +17,18 @@ Examples
 >>> resolve_target("mnist:test")
 ('mnist', 'test', None)
 """
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:  # the names _WHERE resolves lazily, typed for mypy (the drawing ones stay Any)
+    from typing import Any
+
+    from .convert import hf_columns, hf_features, to_hf, to_torch
+    from .core import load
+    from .split import DatasetSplit
+    from .targets import datasets_in_folder, detect_dataset, resolve_target
+    from .writers import ClassBalance, WriterSplit, writer_split
+
 # Lazy: a one-shot `mnistforge.load(...)` imports only what a load needs, not the
 # converters, grids and target parsing.
 _WHERE = {
@@ -32,7 +44,7 @@ __all__ = ["load", "resolve_target", "detect_dataset", "datasets_in_folder", "Da
            "WriterSplit", "ClassBalance"]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name in _WHERE:
         import importlib
 
@@ -42,5 +54,5 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(list(globals()) + __all__)

@@ -6,16 +6,23 @@ same definition the export writes, so loaded and exported datasets agree.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ConfigError, require
 from ..io.hf.schema import export_metadata, features_for, metadata_columns
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from .split import DatasetSplit
+
 __all__ = ["hf_features", "hf_columns", "to_hf", "to_torch"]
 
 
-def hf_features(split_obj):
+def hf_features(split_obj: DatasetSplit) -> Any:  # datasets.Features (an optional dependency)
     """The :class:`datasets.Features` of a loaded split (see :func:`~mnistforge.io.hf.schema.features_for`).
 
     Examples
@@ -29,18 +36,20 @@ def hf_features(split_obj):
     return features_for(split_obj.classes, None if meta is None else meta.dtype)
 
 
-def hf_columns(split_obj, rows=None) -> dict:
+def hf_columns(split_obj: DatasetSplit,
+               rows: slice | Sequence[int] | npt.NDArray[Any] | None = None) -> dict[str, list[Any]]:
     """Column data for :func:`hf_features` (images as ``uint8`` arrays), optionally for ``rows``."""
     sl = slice(None) if rows is None else rows
     images = np.asarray(split_obj.images[sl])
-    cols = {"image": list(images), "label": np.asarray(split_obj.labels[sl]).tolist()}
+    cols: dict[str, list[Any]] = {"image": list(images), "label": np.asarray(split_obj.labels[sl]).tolist()}
     meta = export_metadata(split_obj.metadata)
-    for f in metadata_columns(None if meta is None else meta.dtype):
-        cols[f] = np.asarray(meta[f][sl]).tolist()
+    if meta is not None:  # no metadata: no columns
+        for f in metadata_columns(meta.dtype):
+            cols[f] = np.asarray(meta[f][sl]).tolist()
     return cols
 
 
-def to_hf(split_obj):
+def to_hf(split_obj: DatasetSplit) -> Any:  # datasets.Dataset (an optional dependency)
     """A :class:`datasets.Dataset` of the split (PNG-encoded images, class labels, metadata)."""
     from datasets import Dataset
 
@@ -51,14 +60,15 @@ _DTYPES = ("uint8", "float32")
 
 
 @functools.lru_cache(maxsize=1)
-def _torch_dataset_class():
+def _torch_dataset_class() -> type[Any]:
     torch = require("torch", "torch", "DatasetSplit.to_torch()")
     from torch.utils.data import Dataset
 
-    class SplitDataset(Dataset):
+    class SplitDataset(Dataset):  # type: ignore[misc, unused-ignore]  # torch optional: Any without it
         """A loaded split as a ``torch.utils.data.Dataset`` (see :meth:`DatasetSplit.to_torch`)."""
 
-        def __init__(self, split_obj, transform=None, target_transform=None, dtype="uint8"):
+        def __init__(self, split_obj: DatasetSplit, transform: Callable[[Any], Any] | None = None,
+                     target_transform: Callable[[int], Any] | None = None, dtype: str = "uint8") -> None:
             self.images = split_obj.images
             self.labels = np.asarray(split_obj.labels, dtype=np.int64)
             self.classes = list(split_obj.classes)
@@ -68,7 +78,7 @@ def _torch_dataset_class():
         def __len__(self) -> int:
             return int(self.labels.shape[0])
 
-        def __getitem__(self, i):
+        def __getitem__(self, i: int) -> tuple[Any, Any]:
             # np.array copies the (possibly read-only, memory-mapped) row: torch gets a writable array
             img = torch.from_numpy(np.array(self.images[i], dtype=np.uint8)).unsqueeze(0)
             if self.dtype == "float32":
@@ -81,11 +91,11 @@ def _torch_dataset_class():
             return img, label
 
         @property
-        def targets(self):
+        def targets(self) -> Any:  # a torch.Tensor
             return torch.from_numpy(self.labels.copy())
 
         @property
-        def data(self):
+        def data(self) -> Any:  # a torch.Tensor
             return torch.from_numpy(np.array(self.images, dtype=np.uint8))
 
         def __repr__(self) -> str:
@@ -97,13 +107,14 @@ def _torch_dataset_class():
     return SplitDataset
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name == "SplitDataset":
         return _torch_dataset_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def to_torch(split_obj, transform=None, target_transform=None, *, dtype="uint8"):
+def to_torch(split_obj: DatasetSplit, transform: Callable[[Any], Any] | None = None,
+             target_transform: Callable[[int], Any] | None = None, *, dtype: object = "uint8") -> Any:
     """A ``torch.utils.data.Dataset`` of ``(1 x 28 x 28 image tensor, int label)`` pairs.
 
     ``dtype`` is ``"uint8"`` (pixels 0..255) or ``"float32"`` (pixels in

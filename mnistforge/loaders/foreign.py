@@ -33,6 +33,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +44,11 @@ from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset, list_datasets, torchvision_folders
 from .split import DatasetSplit
 from .targets import foreign_source  # noqa: F401 - part of this API (in .targets: a load asks it first)
+
+if TYPE_CHECKING:
+    from ..errors import PathArg
+    from ..gate.content import Verdict
+    from .rowmap import Loader, RowMap
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
@@ -62,7 +68,7 @@ class Change:
     kind: str
     description: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, str]:
         return {"kind": self.kind, "description": self.description}
 
 
@@ -140,7 +146,7 @@ def _looks_inverted(x: np.ndarray) -> bool:
     return float(np.median(frame)) > 127
 
 
-def _labels(y: np.ndarray, n: int, where: str, storage: list[str], meta: dict) -> np.ndarray:
+def _labels(y: np.ndarray, n: int, where: str, storage: list[str], meta: dict[str, np.ndarray]) -> np.ndarray:
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
@@ -216,7 +222,7 @@ def to_upright(images_official: np.ndarray, info: DatasetInfo | None) -> np.ndar
 
 # --------------------------------------------------------------------------- load
 
-def _adhoc_info(name: str, labels: np.ndarray, path) -> DatasetInfo:
+def _adhoc_info(name: str, labels: np.ndarray, path: PathArg) -> DatasetInfo:
     top = int(labels.max()) if labels.size else 0
     return DatasetInfo(name=name, group=name, title=name, kind="dataset",
                        description=f"third-party copy {path}", homepage="", licence="unknown",
@@ -252,10 +258,10 @@ def pick_split(copy: ForeignCopy, name: str | None, split: str | None) -> Foreig
     return copy.split(split)
 
 
-def load_foreign(path, name: str | None = None, split: str | None = "train", *,
+def load_foreign(path: PathArg, name: str | None = None, split: str | None = "train", *,
                  with_metadata: bool = False, copy: ForeignCopy | None = None, trust: bool = False,
-                 label_issues: str | None = None, cache=None, download=None,
-                 progress=None, check: bool = False, loader=None) -> DatasetSplit:
+                 label_issues: str | None = None, cache: PathArg | None = None, download: bool | None = None,
+                 progress: bool | None = None, check: bool = False, loader: Loader | None = None) -> DatasetSplit:
     """``load(name, split, root=COPY)`` / ``load(COPY, split)`` on a third-party copy.
 
     The dataset is ``name``, else the registry split the hashes recognise, else
@@ -297,9 +303,9 @@ def load_foreign(path, name: str | None = None, split: str | None = "train", *,
     fs = pick_split(copy, name, split)
     c = canonicalise(fs)
     split_claim = split if split is not None else fs.split
-    maps: dict = {}
+    maps: dict[str | None, RowMap | None] = {}
 
-    def mapped(dataset: str | None):
+    def mapped(dataset: str | None) -> RowMap | None:
         """The row map against ``dataset``'s official splits in the cache (computed once)."""
         if dataset not in maps:
             maps[dataset] = copy_map(c.images, c.labels, dataset=dataset, claimed=split_claim,
@@ -377,7 +383,7 @@ def route_of(fmt: str) -> str:
     return ROUTE_OF_FORMAT.get(fmt, fmt)
 
 
-def _say_map(where, rm) -> None:
+def _say_map(where: str, rm: RowMap) -> None:
     """Leakage and rows that map to nothing, said (the map itself is ``ds.row_map``)."""
     s = rm.summary()
     if s["leakage"]["rows"]:
@@ -390,8 +396,8 @@ def _say_map(where, rm) -> None:
         logger.warning("%s: %s", where, rm.message())
 
 
-def _official_rows(ds: DatasetSplit, v, label_issues: str | None, *, loader=None,
-                   **kw) -> DatasetSplit:
+def _official_rows(ds: DatasetSplit, v: Verdict, label_issues: str | None, *, loader: Loader | None = None,
+                   **kw: Any) -> DatasetSplit:
     """The label votes (and official metadata) of the split's rows: for the official split in the
     official order (row ``i`` is the official row ``i``), or through the copy's row map; else
     ``label_issues`` is refused."""

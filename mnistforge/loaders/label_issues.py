@@ -32,6 +32,7 @@ import logging
 from dataclasses import dataclass, field
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +45,15 @@ from ..io.label_votes import (FIELDS, MISSING, LabelVotes, dense_columns, read_m
 from ..io.label_votes import given_mismatches as check_given_labels
 from ..registry import DatasetInfo, LabelAnnotation, get_dataset, get_file, label_annotations
 from ..gate.source import locate, resolve
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from ..errors import PathArg
+    from .split import DatasetSplit
+
+    #: label-vote columns by name (:data:`~mnistforge.io.label_votes.FIELDS`)
+    Columns = dict[str, npt.NDArray[Any]]
 
 logger = logging.getLogger(__name__)
 
@@ -62,16 +72,17 @@ class LabelIssueView:
 
     mode: str
     study: str
-    dropped: list = field(default_factory=list)
-    relabelled: dict = field(default_factory=dict)
+    dropped: list[int] = field(default_factory=list)
+    #: row -> (label as published, label now)
+    relabelled: dict[int, tuple[int, int]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "study": self.study, "dropped": list(self.dropped),
                 "relabelled": {str(k): v for k, v in self.relabelled.items()}}
 
 
-def study_path(ann: LabelAnnotation | str, *, cache=None, download: bool | None = None,
-               progress=None):
+def study_path(ann: LabelAnnotation | str, *, cache: PathArg | None = None, download: bool | None = None,
+               progress: bool | None = None) -> Path:
     """The study's file in the cache, fetched and verified like any dataset file."""
     fid = ann.file if isinstance(ann, LabelAnnotation) else ann
     # None lets fetch read MNISTFORGE_OFFLINE itself, so its error names the switch really used
@@ -79,7 +90,7 @@ def study_path(ann: LabelAnnotation | str, *, cache=None, download: bool | None 
     return fetch_file(fid, root=cache, offline=offline, progress=progress).path
 
 
-def read_study(path, file_id: str = "label-errors/mnist_mturk.json") -> LabelVotes:
+def read_study(path: PathArg, file_id: str = "label-errors/mnist_mturk.json") -> LabelVotes:
     """Verify ``path`` against the registry's sha256 of ``file_id``, then parse it.
 
     A copy with any other content raises :class:`~mnistforge.errors.HashMismatchError`.
@@ -108,13 +119,13 @@ def split_offset(info: DatasetInfo, split: str) -> tuple[LabelAnnotation, int] |
     return None
 
 
-def _missing(n: int) -> dict[str, np.ndarray]:
+def _missing(n: int) -> Columns:
     cols = {f: np.full(n, MISSING, dtype=np.int32) for f in FIELDS[:4]}
     cols["label_issue"] = np.zeros(n, dtype=bool)
     return cols
 
 
-def side_table(folder, ann: LabelAnnotation) -> dict[str, np.ndarray] | None:
+def side_table(folder: PathArg, ann: LabelAnnotation) -> Columns | None:
     """The columns in a folder's side file of ``ann`` (a build's), or None when there is none."""
     p = locate(Path(folder), ann.side_file)
     if p is None:
@@ -122,7 +133,7 @@ def side_table(folder, ann: LabelAnnotation) -> dict[str, np.ndarray] | None:
     return table_to_columns(np.asarray(read_idx(p)), str(p))
 
 
-def _folder_columns(info: DatasetInfo, split: str, n: int, root) -> dict | None:
+def _folder_columns(info: DatasetInfo, split: str, n: int, root: PathArg) -> Columns | None:
     folder = resolve(root, info).folder
     if folder is None:
         return None
@@ -143,8 +154,9 @@ def _folder_columns(info: DatasetInfo, split: str, n: int, root) -> dict | None:
     return _missing(n) if any(locate(Path(folder), a.side_file) for a in anns) else None
 
 
-def label_columns(ds, *, root=None, cache=None, download: bool | None = None, progress=None,
-                  required: bool = False) -> dict[str, np.ndarray] | None:
+def label_columns(ds: DatasetSplit, *, root: PathArg | None = None, cache: PathArg | None = None,
+                  download: bool | None = None, progress: bool | None = None,
+                  required: bool = False) -> Columns | None:
     """The label-vote columns of a loaded (whole) split, or None where none apply.
 
     Official files (``root`` None: the cache) get the study's file from the
@@ -184,7 +196,7 @@ def label_columns(ds, *, root=None, cache=None, download: bool | None = None, pr
     return dense_columns(v, n, offset, ann.min_given)
 
 
-def add_label_votes(ds, **kw):
+def add_label_votes(ds: DatasetSplit, **kw: Any) -> DatasetSplit:
     """``ds`` with the label-vote columns appended to its metadata (see :func:`label_columns`)."""
     cols = label_columns(ds, **kw)
     if cols is not None:
@@ -192,19 +204,20 @@ def add_label_votes(ds, **kw):
     return ds
 
 
-def clean_view(ds, mode: str | None, keep_metadata: bool):
+def clean_view(ds: DatasetSplit, mode: str | None, keep_metadata: bool) -> DatasetSplit:
     """Apply ``load(..., label_issues=mode)`` to ``ds`` in place; drop the metadata unless kept."""
     if mode is not None:
         images, labels, meta, view = apply_label_issues(mode, ds.name, ds.split, ds.images,
                                                         ds.labels, ds.metadata)
         keep = np.ones(len(ds), dtype=bool)
         keep[view.dropped] = False
-        if getattr(ds, "indices", None) is not None:
-            ds.indices = ds.indices[keep]
+        indices, row_map = getattr(ds, "indices", None), getattr(ds, "row_map", None)
+        if indices is not None:
+            ds.indices = indices[keep]
         elif hasattr(ds, "indices"):
             ds.indices = np.flatnonzero(keep)
-        if getattr(ds, "row_map", None) is not None:  # a copy's map follows its rows
-            ds.row_map = ds.row_map.select(keep)
+        if row_map is not None:  # a copy's map follows its rows
+            ds.row_map = row_map.select(keep)
         ds.images, ds.labels, ds.metadata = images, labels, meta
         ds.label_issues = view
     if not keep_metadata:
@@ -212,7 +225,7 @@ def clean_view(ds, mode: str | None, keep_metadata: bool):
     return ds
 
 
-def join_columns(metadata: np.ndarray | None, cols: dict[str, np.ndarray]) -> np.ndarray:
+def join_columns(metadata: npt.NDArray[np.void] | None, cols: Columns) -> npt.NDArray[np.void]:
     """``metadata`` (a structured array or None) with the label-vote columns appended."""
     n = len(cols["label_issue"])
     base = [] if metadata is None else [(f, metadata.dtype[f]) for f in metadata.dtype.names or ()]
@@ -232,8 +245,9 @@ def check_mode(mode: str | None) -> None:
                           found=repr(mode))
 
 
-def apply_label_issues(mode: str, name: str, split: str, images, labels, metadata,
-                       study: str = "label-errors"):
+def apply_label_issues(mode: str, name: str, split: str, images: npt.NDArray[np.uint8], labels: npt.ArrayLike,
+                       metadata: npt.NDArray[np.void] | None, study: str = "label-errors",
+                       ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.void], LabelIssueView]:
     """``(images, labels, metadata, view)`` after ``mode`` (``exclude`` or ``relabel``).
 
     ``metadata`` must hold the label-vote columns.  Rows not examined are kept.
@@ -289,7 +303,7 @@ def study_info(ann: LabelAnnotation) -> DatasetInfo:
 
 
 def study_votes(name: str, split: str, *, download: bool | None = None,
-                cache=None) -> tuple[LabelVotes, int] | None:
+                cache: PathArg | None = None) -> tuple[LabelVotes, int] | None:
     """``(votes, offset)`` of a split the study annotates (id ``i`` at row ``i + offset``), or None.
 
     ``split`` is a registry split (a view such as ``test10k`` included); the study's

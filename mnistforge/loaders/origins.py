@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -37,7 +38,10 @@ from ..io.idx import parse_idx_bytes, read_idx, read_idx_header
 from ..registry import DatasetInfo, SplitInfo, get_file
 
 if TYPE_CHECKING:
+    from ..errors import PathArg
     from ..io.manifest import Manifest
+    from ..registry import RemoteFile
+    from ..settings import Mirrors
 
 # ``locate``, ``candidate_folders``, ``find_dataset_folder`` live in gate.source (re-exported
 # here).  Fetching, making raw copies and reading build manifests import their modules where they
@@ -84,9 +88,9 @@ class CacheOrigin(_Opening):
     kind = "cache"
     classes: list[str] | None = None
 
-    def __init__(self, info: DatasetInfo, *, cache=None, download: bool | None = None,
-                 keep_raw: bool | None = None, progress=None, check: bool = False,
-                 mirrors=None):
+    def __init__(self, info: DatasetInfo, *, cache: PathArg | None = None, download: bool | None = None,
+                 keep_raw: bool | None = None, progress: bool | None = None, check: bool = False,
+                 mirrors: str | Sequence[str] | Mirrors | None = None) -> None:
         self.info = info
         # parsed now: a bad template is a usage error before anything is read
         self.mirrors = settings.mirrors(mirrors)
@@ -108,7 +112,7 @@ class CacheOrigin(_Opening):
     def length(self, sp: SplitInfo) -> int:
         return sp.count
 
-    def _open(self, fname: str, required: bool):
+    def _open(self, fname: str, required: bool) -> np.ndarray | None:
         fid = f"{self.info.group}/{fname}"
         try:
             remote = get_file(fid)
@@ -154,7 +158,7 @@ class CacheOrigin(_Opening):
                                    compression=remote.compression)
         return read_idx(res.path)
 
-    def _open_as_is(self, fname: str, remote) -> np.ndarray:
+    def _open_as_is(self, fname: str, remote: RemoteFile) -> np.ndarray:
         """A file the cache keeps no decompressed copy of (an ``.npz``, a raw idx file):
         fetched and verified, then read through :func:`mnistforge.io.formats.read_array`."""
         from ..cache.download import fetch_file
@@ -174,7 +178,7 @@ class CacheOrigin(_Opening):
 
         return read_array(io.BytesIO(data), remote.format, remote.array)
 
-    def _open_raw_copy(self, raw: str, remote):
+    def _open_raw_copy(self, raw: str, remote: RemoteFile) -> np.ndarray | None:
         v = check_raw_copy(raw, remote, rehash=self.check)
         if v is None:
             return None
@@ -184,7 +188,7 @@ class CacheOrigin(_Opening):
             remote.name, "derived")
         return read_raw_copy(raw)
 
-    def _recheck_download(self, remote) -> None:
+    def _recheck_download(self, remote: RemoteFile) -> None:
         """Re-hash the cached compressed file of ``remote`` (when kept), never trusting its
         sidecar; a mismatch raises HashMismatchError (`mnistforge fetch` gets it again)."""
         from ..cache.download import cache_path
@@ -195,7 +199,7 @@ class CacheOrigin(_Opening):
             verify_file(packed, remote, use_marker=False)
 
 
-def read_raw_copy(raw) -> np.ndarray | None:
+def read_raw_copy(raw: PathArg) -> np.ndarray | None:
     """A raw copy the package made, memory-mapped; one that does not parse is removed (with
     its sidecar) and None returned, so that the caller makes it again."""
     try:
@@ -206,7 +210,7 @@ def read_raw_copy(raw) -> np.ndarray | None:
         return None
 
 
-def manifest_classes(manifest: Manifest | None, info: DatasetInfo) -> list | None:
+def manifest_classes(manifest: Manifest | None, info: DatasetInfo) -> list[str] | None:
     """The class names a build manifest records for this dataset, if any.
 
     A build can differ from the registry's class list (EMNIST letters built as
@@ -229,8 +233,8 @@ class FolderOrigin(_Opening):
 
     kind = "folder"
 
-    def __init__(self, info: DatasetInfo, root, *, cache=None, keep_raw: bool = False,
-                 check: bool = False):
+    def __init__(self, info: DatasetInfo, root: PathArg, *, cache: PathArg | None = None,
+                 keep_raw: bool = False, check: bool = False) -> None:
         self.info = info
         self.keep_raw = keep_raw
         self.check = check
@@ -252,7 +256,7 @@ class FolderOrigin(_Opening):
         #: each file's stat just before it was read (the gate records hashes under it)
         self.stats: dict[str, os.stat_result] = {}
         #: hashes of files hashed while they were read (the gate's one-pass read)
-        self.hashed: dict[str, dict] = {}
+        self.hashed: dict[str, dict[str, Any]] = {}
         self._paths: dict[str, Path | None] = {}
         self.manifest = self.source.manifest
         self.orientation = (self.manifest and self.manifest.storage_orientation) or info.orientation
@@ -305,9 +309,9 @@ class FolderOrigin(_Opening):
             from ..io.formats import read_array
 
             return int(read_array(p, fmt, array).shape[0])
-        return read_idx_header(p).shape[0]
+        return int(read_idx_header(p).shape[0])
 
-    def _open(self, fname: str, required: bool):
+    def _open(self, fname: str, required: bool) -> np.ndarray | None:
         p = self.path_of(fname)
         if p is None:
             if not required:

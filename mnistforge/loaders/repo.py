@@ -16,7 +16,8 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import NamedTuple
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -32,6 +33,16 @@ from ..registry import DatasetInfo, get_dataset
 from .split import DatasetSplit
 from ..gate.content import OPT_OUT
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from ..errors import PathArg
+
+    #: what :func:`mnistforge.io.hf.repo.read_split` returns: ``(images, labels, classes, metadata)``
+    Arrays = tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], list[str], npt.NDArray[np.void] | None]
+    #: ``(shard, its stat before it was read, the digest it hashed to)``
+    Hashed = tuple["_Shard", os.stat_result, str]
+
 logger = get_logger(__name__)
 
 #: the fact a seen record of a shard holds: the recorded sha256 the shard was found to have
@@ -42,12 +53,12 @@ _WHAT_TO_DO = ("restore the shard from the original export or export the data ag
                "(`mnistforge verify REPO_DIR` lists every damaged shard); " + OPT_OUT)
 
 
-def _listed(repo_dir: Path, config: str, splits) -> list[tuple[str, str]]:
+def _listed(repo_dir: Path, config: str, splits: Iterable[str] | None) -> list[tuple[str, str]]:
     """``[(split, shard path relative to repo_dir)]`` the card lists for ``splits`` of ``config``
     (every split when None); glob patterns (a folder written by others) expanded."""
     declared = repo_configs(repo_dir).get(config, {})
     names = list(declared) if splits is None else [hf_split_name(s) for s in splits]
-    out = []
+    out: list[tuple[str, str]] = []
     for split in names:
         for pattern in declared.get(split, []):
             if any(ch in pattern for ch in "*?["):
@@ -71,7 +82,8 @@ class _Shard(NamedTuple):
         return self.fast or self.digest
 
 
-def _plan(repo_dir: Path, config: str, splits, cache, check: bool):
+def _plan(repo_dir: Path, config: str, splits: Iterable[str] | None, cache: PathArg | None,
+          check: bool) -> tuple[dict[str, dict[str, str]], dict[str, str], list[_Shard]]:
     """``(recorded digests by kind, trusted {rel: sha256}, [shards to hash])``; a shard missing or not
     recorded is refused here, before any shard is read."""
     recorded = recorded_shard_hashes(repo_dir)
@@ -83,7 +95,7 @@ def _plan(repo_dir: Path, config: str, splits, cache, check: bool):
     fast = {} if check else recorded_shard_fast_hashes(repo_dir)   # check=True: sha256
     kinds = {"sha256": recorded, "xxh3_128": fast}
     trusted: dict[str, str] = {}
-    todo = []
+    todo: list[_Shard] = []
     for split, rel in _listed(repo_dir, config, splits):
         path = repo_dir / rel
         digest = recorded.get(rel)
@@ -105,20 +117,21 @@ def _plan(repo_dir: Path, config: str, splits, cache, check: bool):
     return kinds, trusted, todo
 
 
-def _hash(todo: list) -> list:
+def _hash(todo: list[_Shard]) -> list[Hashed]:
     """``[(shard, stat before, digest)]``: each shard hashed once (by its recorded fast hash
     where there is one, else sha256), its identity taken first."""
-    out = []
+    out: list[Hashed] = []
     for sh in todo:
         before = os.stat(sh.path)
         out.append((sh, before, xxh3_file(sh.path) if sh.fast else sha256_file(sh.path)))
     return out
 
 
-def _judge(config: str, hashed: list, recorded: dict[str, dict[str, str]], cache) -> dict[str, str]:
+def _judge(config: str, hashed: list[Hashed], recorded: dict[str, dict[str, str]],
+           cache: PathArg | None) -> dict[str, str]:
     """Refuse the first shard whose hash is not the recorded one (named); record the others.
     ``recorded``: kind (``sha256``, ``xxh3_128``) -> {shard: digest}, to name a swapped shard."""
-    out = {}
+    out: dict[str, str] = {}
     for sh, before, got in hashed:
         if got != sh.want:
             forget(sh.path, cache)
@@ -145,7 +158,8 @@ def _judge(config: str, hashed: list, recorded: dict[str, dict[str, str]], cache
     return out
 
 
-def check_shards(repo_dir, config: str, splits=None, *, cache=None, check: bool = False) -> dict[str, str]:
+def check_shards(repo_dir: PathArg, config: str, splits: Iterable[str] | None = None, *,
+                 cache: PathArg | None = None, check: bool = False) -> dict[str, str]:
     """Check the shards of ``config`` (of ``splits``; default every split) against the sha256
     the export recorded; return ``{shard path relative to repo_dir: sha256}``.
 
@@ -164,7 +178,8 @@ def check_shards(repo_dir, config: str, splits=None, *, cache=None, check: bool 
 
 
 @contextlib.contextmanager
-def _checked(repo_dir, config: str, splits, *, cache, check: bool):
+def _checked(repo_dir: PathArg, config: str, splits: Iterable[str] | None, *, cache: PathArg | None,
+             check: bool) -> Iterator[bool]:
     """:func:`check_shards` around reading the shards: the unseen ones are hashed on a thread
     while the body parses them (hashing and parquet both release the GIL), and judged before
     the body's result is used; a read that fails on a damaged shard reports the damage.
@@ -192,8 +207,8 @@ def _checked(repo_dir, config: str, splits, *, cache, check: bool):
         _judge(config, hashed.result(), recorded, cache)
 
 
-def _admit(arrays: tuple, info: DatasetInfo, split: str, where: str, *, registered: bool,
-           vouched: bool) -> tuple:
+def _admit(arrays: Arrays, info: DatasetInfo, split: str, where: str, *, registered: bool,
+           vouched: bool) -> Arrays:
     """The arrays read from an export, through the trust gate, before they become a DatasetSplit.
 
     ``arrays`` is ``(images, labels, classes, metadata)`` as
@@ -215,13 +230,14 @@ def _admit(arrays: tuple, info: DatasetInfo, split: str, where: str, *, register
     return arrays
 
 
-def _rows(repo_dir, name: str, split: str) -> int:
+def _rows(repo_dir: PathArg, name: str, split: str) -> int:
     import pyarrow.parquet as pq
 
     return sum(pq.ParquetFile(p).metadata.num_rows for p in shard_paths(repo_dir, name, split))
 
 
-def _view_of(repo_dir, name: str, split: str, with_metadata: bool, cache, check: bool, trust: bool):
+def _view_of(repo_dir: PathArg, name: str, split: str, with_metadata: bool, cache: PathArg | None,
+             check: bool, trust: bool) -> DatasetSplit | None:
     """A registry view (``validation``, ``test10k``...) the export did not store, from its base split."""
     try:
         info = get_dataset(name)
@@ -249,8 +265,8 @@ def _view_of(repo_dir, name: str, split: str, with_metadata: bool, cache, check:
     return view
 
 
-def load_split_from_repo(repo_dir, name: str, split: str, *, with_metadata: bool = False,
-                         cache=None, check: bool = False, trust: bool = False):
+def load_split_from_repo(repo_dir: PathArg, name: str, split: str, *, with_metadata: bool = False,
+                         cache: PathArg | None = None, check: bool = False, trust: bool = False) -> DatasetSplit:
     """``mnistforge.load(name, split, root=repo_dir)`` on an exported repository.
 
     Returns a :class:`mnistforge.loaders.DatasetSplit` equal to what the idx
@@ -286,12 +302,13 @@ def load_split_from_repo(repo_dir, name: str, split: str, *, with_metadata: bool
                                            vouched=vouched)
     metadata = None
     if with_metadata and meta is not None:
-        fields = list(info.metadata_fields) or list(meta.dtype.names)
-        if "label" in fields and "label" not in meta.dtype.names:
+        names = meta.dtype.names or ()  # (a structured array: never None)
+        fields = list(info.metadata_fields) or list(names)
+        if "label" in fields and "label" not in names:
             cols = {"label": labels.astype(np.int32)}
         else:
             cols = {}
-        cols.update({field_name(f, fields): meta[f] for f in meta.dtype.names})  # writer_id: writer
+        cols.update({field_name(f, fields): meta[f] for f in names})  # writer_id: writer
         order = [f for f in fields if f in cols] + [f for f in cols if f not in fields]
         metadata = np.empty(len(labels), dtype=[(f, cols[f].dtype) for f in order])
         for f in order:

@@ -33,13 +33,27 @@ Examples
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..io.similar import SHIFTS, find_near_duplicates, xorshift_image_digests, shift_images
 from ..log import get_logger
 from ..registry import get_dataset, list_datasets
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from ..errors import PathArg
+    from ..gate.content import RowFacts
+    from .split import DatasetSplit, Rows
+
+    #: :func:`mnistforge.load` (passed in: this module sits below it)
+    Loader = Callable[..., DatasetSplit]
+    #: the per-row columns a map is built in (``code``, ``index``, ``how``, ``l2``, ``candidates``)
+    Columns = dict[str, npt.NDArray[Any]]
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
@@ -68,12 +82,12 @@ class Official:
 
     dataset: str
     split: str
-    images: np.ndarray
-    labels: np.ndarray
+    images: npt.NDArray[np.uint8]
+    labels: npt.NDArray[np.int64]
     where: str = ""
-    _digests: np.ndarray | None = field(default=None, repr=False)
+    _digests: npt.NDArray[Any] | None = field(default=None, repr=False)
 
-    def digests(self) -> np.ndarray:
+    def digests(self) -> npt.NDArray[Any]:
         if self._digests is None:
             self._digests = xorshift_image_digests(self.images)
         return self._digests
@@ -91,16 +105,16 @@ class RowMap:
     """
 
     keys: tuple[tuple[str, str], ...]
-    code: np.ndarray
-    index: np.ndarray
-    how: np.ndarray
-    l2: np.ndarray
+    code: npt.NDArray[np.int32]
+    index: npt.NDArray[np.int64]
+    how: npt.NDArray[np.uint8]
+    l2: npt.NDArray[np.float64]
     dataset: str | None = None
     claimed: str | None = None
     transposed: bool = False
     shift: int = 0
-    label_differs: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
-    candidates: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    label_differs: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+    candidates: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
     sources: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: the copy is the official split in the official order (row i is official row i)
@@ -111,59 +125,61 @@ class RowMap:
 
     # -- per row
     @property
-    def mapped(self) -> np.ndarray:
+    def mapped(self) -> npt.NDArray[np.bool_]:
         return self.index >= 0
 
-    def _names(self, part: int) -> np.ndarray:
+    def _names(self, part: int) -> npt.NDArray[np.str_]:
         names = np.array([k[part] for k in self.keys] + [""])
         return names[np.where(self.index >= 0, self.code, len(self.keys))]
 
     @property
-    def official_index(self) -> np.ndarray:
+    def official_index(self) -> npt.NDArray[np.int64]:
         """The official row of each row (``int64``; -1 where none or ambiguous)."""
         return self.index
 
     @property
-    def official_split(self) -> np.ndarray:
+    def official_split(self) -> npt.NDArray[np.str_]:
         """The official split name of each row (``""`` where none)."""
         return self._names(1)
 
     @property
-    def official_dataset(self) -> np.ndarray:
+    def official_dataset(self) -> npt.NDArray[np.str_]:
         """The official dataset of each row (``""`` where none)."""
         return self._names(0)
 
-    def _mine(self) -> np.ndarray:
+    def _mine(self) -> npt.NDArray[np.bool_]:
         ds = np.array([k[0] == self.dataset for k in self.keys] + [False])
         return ds[np.where(self.code >= 0, self.code, len(self.keys))]
 
-    def in_split(self, split: str) -> np.ndarray:
+    def in_split(self, split: str) -> npt.NDArray[np.bool_]:
         """Rows mapped into ``split`` of the copy's dataset."""
         try:
-            k = self.keys.index((self.dataset, split))  # type: ignore[arg-type]
+            k = self.keys.index((self.dataset, split))
         except ValueError:
             return np.zeros(len(self), bool)
-        return self.mapped & (self.code == k)
+        rows: npt.NDArray[np.bool_] = self.mapped & (self.code == k)
+        return rows
 
     @property
-    def leakage_rows(self) -> np.ndarray:
+    def leakage_rows(self) -> npt.NDArray[np.intp]:
         """Rows mapped into another split of the copy's dataset than the claimed one."""
         if self.claimed is None or (self.dataset, self.claimed) not in self.keys:
             return np.zeros(0, np.int64)
-        k = self.keys.index((self.dataset, self.claimed))  # type: ignore[arg-type]
+        k = self.keys.index((self.dataset, self.claimed))
         # an ambiguous row all of whose candidates lie in one other split counts too
         placed = self.mapped | ((self.how == AMBIGUOUS) & (self.code >= 0))
         return np.flatnonzero(placed & self._mine() & (self.code != k))
 
     @property
-    def duplicate_rows(self) -> np.ndarray:
+    def duplicate_rows(self) -> npt.NDArray[np.intp]:
         """Mapped rows whose official row another row of the copy maps to as well."""
         ok = np.flatnonzero(self.mapped)
         key = self.code[ok].astype(np.int64) * (1 << 40) + self.index[ok]
         _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
-        return ok[counts[np.asarray(inv).reshape(-1)] > 1]
+        rows: npt.NDArray[np.intp] = ok[counts[np.asarray(inv).reshape(-1)] > 1]
+        return rows
 
-    def select(self, rows) -> RowMap:
+    def select(self, rows: Rows) -> RowMap:
         """The map of the rows ``rows`` (a slice, indices or a mask) of the copy."""
         pick = {f: getattr(self, f)[rows] for f in ("code", "index", "how", "l2")}
         extra = {f: getattr(self, f)[rows] if len(getattr(self, f)) == len(self) else getattr(self, f)
@@ -173,10 +189,10 @@ class RowMap:
                       notes=list(self.notes), **pick, **extra)
 
     # -- summary
-    def leakage(self) -> dict:
+    def leakage(self) -> dict[str, Any]:
         """The leakage facts: rows, by official split (``ds.leakage``, ``verify --json``)."""
         rows = self.leakage_rows
-        by = {}
+        by: dict[str, int] = {}
         for k in np.unique(self.code[rows]).tolist():
             by[self.keys[k][1]] = int(np.count_nonzero(self.code[rows] == k))
         return {"dataset": self.dataset, "claimed": self.claimed, "rows": int(rows.size),
@@ -184,7 +200,7 @@ class RowMap:
                 "first_official": [[self.keys[self.code[i]][1], int(self.index[i])]
                                    for i in rows[:FIRST].tolist()]}
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """What ``verify --json`` writes under ``row_map``."""
         m = self.mapped
         unmapped = np.flatnonzero(~m & (self.how != AMBIGUOUS))
@@ -228,14 +244,14 @@ class RowMap:
         return text
 
 
-def _orient(images: np.ndarray, t: bool) -> np.ndarray:
+def _orient(images: npt.NDArray[np.uint8], t: bool) -> npt.NDArray[np.uint8]:
     return np.ascontiguousarray(images.transpose(0, 2, 1)) if t else images
 
 
 class _Index:
     """One dataset's official digests, sorted once: exact lookups by searchsorted."""
 
-    def __init__(self, codes: list[int], officials: list[Official]):
+    def __init__(self, codes: list[int], officials: list[Official]) -> None:
         self.codes = codes
         d = np.concatenate([officials[k].digests() for k in codes])
         self.code = np.concatenate([np.full(len(officials[k].images), k, np.int32) for k in codes])
@@ -244,12 +260,13 @@ class _Index:
         self.sorted = d[self.order]
         self.size = int(d.size)
 
-    def ranges(self, digests: np.ndarray):
+    def ranges(self, digests: npt.NDArray[Any]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
         return (np.searchsorted(self.sorted, digests, "left"),
                 np.searchsorted(self.sorted, digests, "right"))
 
 
-def _equal_rows(copy: np.ndarray, rows: np.ndarray, officials: list[Official], code, index):
+def _equal_rows(copy: npt.NDArray[np.uint8], rows: npt.NDArray[np.integer[Any]], officials: list[Official],
+                code: npt.NDArray[np.integer[Any]], index: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.bool_]:
     """Whether ``copy[rows[j]]`` equals official ``(code[j], index[j])`` byte for byte."""
     ok = np.zeros(rows.size, bool)
     for k in np.unique(code).tolist():
@@ -260,7 +277,8 @@ def _equal_rows(copy: np.ndarray, rows: np.ndarray, officials: list[Official], c
     return ok
 
 
-def _exact(copy, idx: _Index, officials, todo: np.ndarray, out: dict) -> None:
+def _exact(copy: npt.NDArray[np.uint8], idx: _Index, officials: list[Official], todo: npt.NDArray[np.intp],
+           out: Columns) -> None:
     """Map the rows ``todo`` of ``copy`` (oriented) exactly through ``idx``."""
     if not todo.size or not idx.size:
         return
@@ -296,13 +314,13 @@ def _exact(copy, idx: _Index, officials, todo: np.ndarray, out: dict) -> None:
                 out["how"][rows], out["l2"][rows] = AMBIGUOUS, 0.0
 
 
-def _near(copy, officials, codes: list[int], todo: np.ndarray, out: dict, threshold: float,
-          notes: list[str]) -> None:
+def _near(copy: npt.NDArray[np.uint8], officials: list[Official], codes: list[int], todo: npt.NDArray[np.intp],
+          out: Columns, threshold: float, notes: list[str]) -> None:
     """Map the rows ``todo`` within ``threshold`` (best of nine placements) of one official row."""
     base = sum(len(officials[k].images) for k in codes)
     if not todo.size or not base:
         return
-    found: list[np.ndarray] = []  # rows of (row, code, index, l2 * 1000)
+    found: list[npt.NDArray[np.int64]] = []  # rows of (row, code, index, l2 * 1000)
     left = todo
     # unshifted first; the eight shifted placements, stacked into one query, only for the rows
     # no unshifted official image is near
@@ -343,7 +361,7 @@ def _near(copy, officials, codes: list[int], todo: np.ndarray, out: dict, thresh
         out["l2"][r] = f[s0:s0 + c, 3].min() / 1000.0
 
 
-def map_rows(images, labels, officials: list[Official], *, dataset: str | None = None,
+def map_rows(images: npt.ArrayLike, labels: npt.ArrayLike, officials: list[Official], *, dataset: str | None = None,
              claimed: str | None = None, near: bool = True, threshold: float = NEAR_L2) -> RowMap:
     """The :class:`RowMap` of a copy's ``images`` (``N x H x W`` as the copy stores them) and
     ``labels`` against ``officials`` (see the module doc).
@@ -355,7 +373,7 @@ def map_rows(images, labels, officials: list[Official], *, dataset: str | None =
     labels = np.asarray(labels, dtype=np.int64)
     n = len(images)
     keys = tuple((o.dataset, o.split) for o in officials)
-    out = {"code": np.full(n, -1, np.int32), "index": np.full(n, -1, np.int64),
+    out: Columns = {"code": np.full(n, -1, np.int32), "index": np.full(n, -1, np.int64),
            "how": np.zeros(n, np.uint8), "l2": np.full(n, np.nan),
            "candidates": np.zeros(n, np.int32)}
     names = list(dict.fromkeys(o.dataset for o in officials))
@@ -376,8 +394,8 @@ def map_rows(images, labels, officials: list[Official], *, dataset: str | None =
     want_t = square and any(score[d, True] > score[d, False] for d in indexes)
     copies = {False: images, **({True: _orient(images, True)} if want_t else {})}
     score = {k: v for k, v in score.items() if k[1] in copies}
-    order = sorted(indexes, key=lambda d: (d != dataset, -max(score[d, t] for t in copies)))
-    primary = dataset or (order[0] if order and max(score[order[0], t] for t in copies) else None)
+    order: list[str] = sorted(indexes, key=lambda d: (d != dataset, -max(score[d, t] for t in copies)))
+    primary = dataset or (order[0] if order and max(score[order[0], t] for t in copies) != 0 else None)
     notes: list[str] = []
     transposed = False
     best = {d: max(copies, key=lambda t: (score[d, t], not t)) for d in order}
@@ -397,7 +415,7 @@ def map_rows(images, labels, officials: list[Official], *, dataset: str | None =
     return rm
 
 
-def _labels(rm: RowMap, labels: np.ndarray, officials: list[Official]) -> None:
+def _labels(rm: RowMap, labels: npt.NDArray[np.int64], officials: list[Official]) -> None:
     """The label offset (most agreement over the mapped rows) and the rows whose label differs."""
     ok = np.flatnonzero(rm.mapped)
     official = np.zeros(ok.size, np.int64)
@@ -412,14 +430,14 @@ def _labels(rm: RowMap, labels: np.ndarray, officials: list[Official]) -> None:
 
 # --------------------------------------------------------------------------- what the machine sees
 
-def _storage(ds) -> np.ndarray:
+def _storage(ds: DatasetSplit) -> npt.NDArray[np.uint8]:
     """A loaded split's images as its files store them (EMNIST: transposed)."""
     images = np.asarray(ds.images)
     return images.transpose(0, 2, 1) if ds.info.orientation == "transposed" else images
 
 
-def official_splits(datasets=None, *, loader, cache=None, root=None,
-                    image_shape=(28, 28)) -> list[Official]:
+def official_splits(datasets: Iterable[str] | None = None, *, loader: Loader, cache: PathArg | None = None,
+                    root: PathArg | None = None, image_shape: tuple[int, ...] = (28, 28)) -> list[Official]:
     """The official file splits of ``datasets`` (default: every dataset) this machine holds.
 
     Read with ``loader`` (:func:`mnistforge.load`, passed in: this module sits below it) from
@@ -427,7 +445,7 @@ def official_splits(datasets=None, *, loader, cache=None, root=None,
     ``root`` (a folder of official files, for ``verify --reference DIR``).
     """
     names = list(datasets) if datasets is not None else list_datasets()
-    got = []
+    got: list[Official] = []
     for name in dict.fromkeys(names):
         info = get_dataset(name)
         if tuple(info.image_shape) != tuple(image_shape):
@@ -444,9 +462,9 @@ def official_splits(datasets=None, *, loader, cache=None, root=None,
     return got
 
 
-def copy_map(images, labels, *, dataset: str | None = None, claimed: str | None = None,
-             cache=None, officials: list[Official] | None = None, loader=None,
-             near: bool = True) -> RowMap | None:
+def copy_map(images: npt.ArrayLike, labels: npt.ArrayLike, *, dataset: str | None = None,
+             claimed: str | None = None, cache: PathArg | None = None, officials: list[Official] | None = None,
+             loader: Loader | None = None, near: bool = True) -> RowMap | None:
     """The row map of a copy's canonical arrays against what this machine holds: ``officials``
     if given, else ``dataset``'s official splits in the cache (every dataset's when None), read
     with ``loader``.  None when there is no official image to map to."""
@@ -455,11 +473,13 @@ def copy_map(images, labels, *, dataset: str | None = None, claimed: str | None 
     shape = tuple(np.asarray(images).shape[1:3])
     others = officials is None and dataset is not None
     if officials is None:
+        assert loader is not None  # (one of the two is given: see above)
         officials = official_splits([dataset] if dataset else None, loader=loader, cache=cache,
                                     image_shape=shape)
     rm = map_rows(images, labels, officials, dataset=dataset, claimed=claimed, near=near) \
         if officials else None
     if others and (rm is None or not rm.mapped.all()):  # where the other rows come from
+        assert loader is not None  # (others: no officials were given, so a loader was)
         more = official_splits([d for d in list_datasets() if d != dataset], loader=loader,
                                cache=cache, image_shape=shape)
         if more:
@@ -471,7 +491,7 @@ def copy_map(images, labels, *, dataset: str | None = None, claimed: str | None 
     return rm
 
 
-def row_facts(rm: RowMap | None):
+def row_facts(rm: RowMap | None) -> RowFacts | None:
     """The gate's :class:`~mnistforge.gate.content.RowFacts` of a map (None: no map)."""
     from ..gate.content import RowFacts
 
@@ -493,13 +513,14 @@ def identity_map(dataset: str, split: str, n: int) -> RowMap:
                   sources=["registry content hashes (official order)"], official_order=True)
 
 
-def official_metadata(ds, rm: RowMap, *, loader, cache=None, download=None, votes: bool = True,
-                      required: bool = False) -> np.ndarray | None:
+def official_metadata(ds: DatasetSplit, rm: RowMap, *, loader: Loader, cache: PathArg | None = None,
+                      download: bool | None = None, votes: bool = True,
+                      required: bool = False) -> npt.NDArray[np.void] | None:
     """The official metadata of each mapped row of ``ds`` (a copy of ``rm.dataset``): the files'
     columns and the human label votes, gathered by the map; rows that are no official row of
     the dataset get -1 (label votes: not examined, no issue).  None when the official splits
     have no metadata.  ``loader`` is :func:`mnistforge.load`."""
-    parts = []
+    parts: list[tuple[npt.NDArray[np.intp], npt.NDArray[np.int64], npt.NDArray[np.void]]] = []
     for k, (name, split) in enumerate(rm.keys):
         rows = np.flatnonzero(rm.mapped & (rm.code == k))
         if name != ds.name or not rows.size:
@@ -526,7 +547,8 @@ def official_metadata(ds, rm: RowMap, *, loader, cache=None, download=None, vote
     return out
 
 
-def join_metadata(own: np.ndarray | None, official: np.ndarray | None) -> np.ndarray | None:
+def join_metadata(own: npt.NDArray[np.void] | None,
+                  official: npt.NDArray[np.void] | None) -> npt.NDArray[np.void] | None:
     """A copy's own metadata columns (``.mat`` writers...) with the official ones after them."""
     if own is None or official is None:
         return official if own is None else own

@@ -1,13 +1,24 @@
 """``DatasetSplit``: one loaded split (images, labels, classes, metadata) and its conversions."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, overload
 
 import numpy as np
 
 from ..errors import ConfigError, EmptySelectionError, IndexKindError, IndexRangeError
 from ..log import get_logger
 from ..registry import DatasetInfo
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from .foreign import Change
+    from .label_issues import LabelIssueView
+    from .rowmap import RowMap
+
+    #: what selects rows: a slice, integer indices or a boolean mask (see DatasetSplit.select)
+    Rows = slice | Sequence[int] | Sequence[bool] | npt.NDArray[np.integer[Any]] | npt.NDArray[np.bool_]
 
 __all__ = ["DatasetSplit"]
 
@@ -83,8 +94,10 @@ class DatasetSplit:
     ((28, 28), 3, 2, [4, 0])
     """
 
-    def __init__(self, name, split, images, labels, info: DatasetInfo, metadata=None,
-                 source="", status=None, stored_orientation="upright", *, indices=None):
+    def __init__(self, name: str, split: str, images: npt.NDArray[np.uint8], labels: npt.NDArray[np.int64],
+                 info: DatasetInfo, metadata: npt.NDArray[np.void] | None = None, source: str = "",
+                 status: dict[str, str] | None = None, stored_orientation: str = "upright", *,
+                 indices: npt.NDArray[np.int64] | None = None) -> None:
         self.name = name
         self.split = split
         self.images = images
@@ -96,24 +109,24 @@ class DatasetSplit:
         self.status = dict(status or {})
         self.stored_orientation = stored_orientation
         self.indices = indices
-        self.label_issues: Any = None
+        self.label_issues: LabelIssueView | None = None
         self.synthetic = False
-        self.changes: list = []
+        self.changes: list[Change] = []
         self.storage: list[str] = []
-        self.row_map: Any = None
+        self.row_map: RowMap | None = None
 
     @property
-    def official_index(self) -> np.ndarray | None:
+    def official_index(self) -> npt.NDArray[np.int64] | None:
         """The official row of each row (``-1``: none), from :attr:`row_map`; None without one."""
         return None if self.row_map is None else self.row_map.official_index
 
     @property
-    def official_split(self) -> np.ndarray | None:
+    def official_split(self) -> npt.NDArray[np.str_] | None:
         """The official split of each row (``""``: none), from :attr:`row_map`; None without one."""
         return None if self.row_map is None else self.row_map.official_split
 
     @property
-    def leakage(self) -> dict | None:
+    def leakage(self) -> dict[str, Any] | None:
         """Rows that are official rows of another split than the one claimed (see :attr:`row_map`)."""
         return None if self.row_map is None else self.row_map.leakage()
 
@@ -125,11 +138,16 @@ class DatasetSplit:
     def __len__(self) -> int:
         return int(self.labels.shape[0])
 
-    def __iter__(self) -> Iterator[tuple[np.ndarray, int]]:
+    def __iter__(self) -> Iterator[tuple[npt.NDArray[np.uint8], int]]:
         for i in range(len(self)):
             yield self.images[i], int(self.labels[i])
 
-    def __getitem__(self, key: Any):
+    @overload
+    def __getitem__(self, key: int | np.integer[Any]) -> tuple[npt.NDArray[np.uint8], int]: ...
+    @overload
+    def __getitem__(self, key: Rows) -> DatasetSplit: ...
+
+    def __getitem__(self, key: Any) -> tuple[npt.NDArray[np.uint8], int] | DatasetSplit:
         if isinstance(key, (bool, np.bool_)):  # before int: True is an int to Python
             raise IndexKindError("a dataset is not indexed by a bool", found=repr(key),
                                  expected="a row number, a slice, integer indices or a boolean "
@@ -145,7 +163,7 @@ class DatasetSplit:
                                  hint=f"use ds[{int(f)}]" if f == f and abs(f) < 2**63 else None)
         return self.select(key)
 
-    def select(self, rows, split: str | None = None) -> DatasetSplit:
+    def select(self, rows: Rows, split: str | None = None) -> DatasetSplit:
         """A smaller split of the rows ``rows`` (slice, integer array or boolean mask).
 
         A slice keeps the images a view (of the memory map when there is one);
@@ -180,15 +198,16 @@ class DatasetSplit:
         return out
 
     def __repr__(self) -> str:
-        meta = f", metadata={list(self.metadata.dtype.names)}" if self.metadata is not None else ""
+        meta = f", metadata={list(self.metadata.dtype.names or ())}" if self.metadata is not None else ""
         return (f"DatasetSplit({self.name!r}, {self.split!r}, n={len(self)}, "
                 f"classes={len(self.classes)}{meta}, source={self.source!r})")
 
-    def to_numpy(self):
+    def to_numpy(self) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
         """``(images, labels)`` as NumPy arrays (images may be a read-only memory map)."""
         return self.images, self.labels
 
-    def to_torch(self, transform=None, target_transform=None, *, dtype="uint8"):
+    def to_torch(self, transform: Callable[[Any], Any] | None = None,
+                 target_transform: Callable[[int], Any] | None = None, *, dtype: object = "uint8") -> Any:
         """A ``torch.utils.data.Dataset`` of ``(image, label)`` pairs, like torchvision's MNIST.
 
         Images are ``1 x 28 x 28`` tensors (channel first), ``uint8`` by default or
@@ -202,7 +221,7 @@ class DatasetSplit:
         from .convert import to_torch
         return to_torch(self, transform=transform, target_transform=target_transform, dtype=dtype)
 
-    def to_hf(self):
+    def to_hf(self) -> Any:  # a datasets.Dataset (an optional dependency)
         """A Hugging Face ``datasets.Dataset`` (see :func:`mnistforge.loaders.hf_features`)."""
         from .convert import to_hf
         return to_hf(self)
@@ -218,7 +237,7 @@ def _row(i: int, n: int) -> int:
     return i + n if i < 0 else i
 
 
-def _index_array(rows, n: int) -> np.ndarray:
+def _index_array(rows: object, n: int) -> npt.NDArray[np.int64]:
     """``rows`` (integer indices or a boolean mask over ``n`` rows) as checked int64 indices."""
     arr = np.asarray(rows)
     if arr.dtype == object and arr.ndim == 1 and all(

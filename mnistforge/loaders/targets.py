@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, overload
 
 from ..errors import ConfigError, DatasetNotFoundError, FormatError, MissingFileError, TargetNotFoundError
 from ..log import get_logger
@@ -13,13 +14,16 @@ from ..registry import get_dataset, get_file, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
 from ..gate.source import locate, resolve
 
+if TYPE_CHECKING:
+    from ..errors import PathArg
+
 logger = get_logger(__name__)  # logging only when a record could be shown
 
 __all__ = ["TargetText", "detect_dataset", "datasets_in_folder", "foreign_source",
            "parse_target_text", "resolve_target"]
 
 
-def detect_dataset(folder) -> str:
+def detect_dataset(folder: PathArg) -> str:
     """Which registry dataset a folder of idx files holds.
 
     Decided by the file names; when several datasets share them (MNIST,
@@ -59,7 +63,7 @@ def detect_dataset(folder) -> str:
         info = get_dataset(n)
         test = info.splits.get("test")
         p = locate(folder, test.labels) if test and test.labels else None
-        if p is None:
+        if p is None or test is None:  # (no test split: no path either)
             continue
         try:
             remote = get_file(f"{info.group}/{test.labels}")
@@ -80,7 +84,7 @@ def detect_dataset(folder) -> str:
         found=", ".join(pool), hint=f"pick one with {folder}:{pool[0]}[:SPLIT]")
 
 
-def _share_file_names(names, *, together: bool = False) -> bool:
+def _share_file_names(names: list[str], *, together: bool = False) -> bool:
     """Whether datasets use the same file names (MNIST, Fashion-MNIST, KMNIST do): some of them
     (all of them with ``together``)."""
     files = [frozenset(sp.images for sp in get_dataset(n).splits.values() if sp.images)
@@ -88,19 +92,19 @@ def _share_file_names(names, *, together: bool = False) -> bool:
     return len(set(files)) == 1 if together else len(set(files)) < len(files)
 
 
-def datasets_in_folder(folder) -> list[str]:
+def datasets_in_folder(folder: PathArg) -> list[str]:
     """Every registry dataset whose files are in ``folder`` (a build folder may hold several).
 
     Datasets sharing file names (MNIST, Fashion-MNIST, KMNIST) are told apart
     by :func:`mnistforge.loaders.detect_dataset`.
     """
-    by_folder: dict = {}
+    by_folder: dict[Path, list[str]] = {}
     folder = Path(folder)
     for n in list_datasets():
         f = resolve(folder, get_dataset(n)).folder
         if f is not None:
             by_folder.setdefault(f, []).append(n)
-    names = []
+    names: list[str] = []
     for f, ns in by_folder.items():
         if len(ns) > 1 and _share_file_names(ns):
             try:
@@ -113,7 +117,7 @@ def datasets_in_folder(folder) -> list[str]:
     return names
 
 
-def _holds_dataset_files(folder: Path, name=None) -> bool:
+def _holds_dataset_files(folder: Path, name: object = None) -> bool:
     """Whether the files of some registry dataset are in ``folder``: what
     ``bool(datasets_in_folder(folder))`` says, without telling datasets apart (no hashing),
     and trying ``name`` first (a folder load names its dataset)."""
@@ -127,7 +131,7 @@ def _holds_dataset_files(folder: Path, name=None) -> bool:
     return any(resolve(folder, get_dataset(n)).folder is not None for n in names)
 
 
-def foreign_source(name, root=None) -> bool:
+def foreign_source(name: object, root: PathArg | None = None) -> bool:
     """Whether ``load(name, root=root)`` (or ``load(name)`` with ``name`` a path) is a third-party
     copy: a file, or a folder that is neither idx files under official names nor our Hub export.
 
@@ -201,7 +205,7 @@ def parse_target_text(text: str | os.PathLike[str], *, config: bool = False) -> 
     return TargetText(text, tuple(re.split(r":(?![^\[]*\])", text)), name)
 
 
-def _split_of(name: str, split: str | None, root=None) -> str | None:
+def _split_of(name: str, split: str | None, root: Path | None = None) -> str | None:
     if split is None:
         return None
     base, rows = parse_split(split)
@@ -212,7 +216,15 @@ def _split_of(name: str, split: str | None, root=None) -> str | None:
     return full + (rows or "")
 
 
-def resolve_target(text, default_split=None):
+@overload
+def resolve_target(text: PathArg, default_split: str) -> tuple[str, str, Path | None]: ...
+@overload
+def resolve_target(text: PathArg,
+                   default_split: None = None) -> tuple[str, str | None, Path | None]: ...
+
+
+def resolve_target(text: PathArg,
+                   default_split: str | None = None) -> tuple[str, str | None, Path | None]:
     """Parse a CLI target into ``(name, split, root)``.
 
     ``text`` may be ``NAME``, ``NAME:SPLIT``, ``FOLDER``, ``FOLDER:SPLIT``,

@@ -34,7 +34,7 @@ largest relative deviation from the pool's class shares: train 11.1% (class '0')
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -105,7 +105,7 @@ class ClassBalance:
         return "largest relative deviation from the pool's class shares: " + ", ".join(
             f"{s} {self.max_deviation[s]:.1%} (class {self.worst[s]!r})" for s in self.counts)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"classes": self.names, "counts": {s: c.tolist() for s, c in self.counts.items()},
                 "max_deviation": dict(self.max_deviation), "worst": dict(self.worst)}
 
@@ -121,7 +121,7 @@ class WriterSplit:
     seed: int
     test_fraction: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"seed": self.seed, "test_fraction": self.test_fraction,
                 "rows": {"train": len(self.train), "test": len(self.test)},
                 "writers": dict(self.writers), "balance": self.balance.to_dict()}
