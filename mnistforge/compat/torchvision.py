@@ -34,14 +34,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import numpy as np
 
 from ..errors import ConfigError, MissingFileError, OfflineError, require
 from ..loaders import load
-from ..loaders.origins import locate
+from ..gate.source import locate
 from ..registry import DatasetInfo, TorchvisionInfo, get_dataset, torchvision_datasets, torchvision_folders
+
+if TYPE_CHECKING:
+    from ..io.types import StrPath
+    from ..loaders.split import DatasetSplit
 
 __all__ = ["MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST"]
 
@@ -49,11 +53,12 @@ __all__ = ["MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST"]
 class _StandardTransform:
     """torchvision's ``StandardTransform``: both transforms, and their repr."""
 
-    def __init__(self, transform=None, target_transform=None):
+    def __init__(self, transform: Callable[[Any], Any] | None = None,
+                 target_transform: Callable[[Any], Any] | None = None) -> None:
         self.transform = transform
         self.target_transform = target_transform
 
-    def __call__(self, input, target):
+    def __call__(self, input: Any, target: Any) -> tuple[Any, Any]:
         if self.transform is not None:
             input = self.transform(input)
         if self.target_transform is not None:
@@ -69,7 +74,7 @@ class _StandardTransform:
         return "\n".join(body)
 
 
-def _torch(what: str):
+def _torch(what: str) -> Any:
     return require("torch", "torch", f"mnistforge.compat's {what} (torch tensors, as torchvision's)")
 
 
@@ -81,8 +86,10 @@ class _MnistFamily:
     _dataset = ""
     _repr_indent = 4
 
-    def __init__(self, root, train: bool = True, transform: Callable | None = None,
-                 target_transform: Callable | None = None, download: bool = False) -> None:
+    def __init__(self, root: StrPath, train: bool = True,
+                 transform: Callable[[Any], Any] | None = None,
+                 target_transform: Callable[[Any], Any] | None = None,
+                 download: bool = False) -> None:
         if isinstance(root, str):
             root = os.path.expanduser(root)
         self.root = root
@@ -120,7 +127,7 @@ class _MnistFamily:
         """``<root>/<Class>/raw``, as torchvision's."""
         return os.path.join(self.root, self._tv.folder)
 
-    def _load(self, split: str, download: bool):
+    def _load(self, split: str, download: bool) -> DatasetSplit:
         info, tv = self._info, self._tv
         raw = Path(self.raw_folder)
         files = tv.files[info.file_split(split).name]
@@ -151,14 +158,14 @@ class _MnistFamily:
         return np.asarray(self.loaded.labels, dtype=np.int64)
 
     @property
-    def data(self):
+    def data(self) -> Any:
         """The images, a ``torch.uint8`` tensor ``N x 28 x 28`` (needs torch)."""
         if self._data is None:
             self._data = _torch(".data").from_numpy(np.array(self._images, dtype=np.uint8))
         return self._data
 
     @property
-    def targets(self):
+    def targets(self) -> Any:
         """The targets, a ``torch.int64`` tensor (QMNIST: ``N x 8``; needs torch)."""
         if self._targets is None:
             self._targets = _torch(".targets").from_numpy(np.array(self._target_array()))
@@ -231,7 +238,7 @@ class EMNIST(_MnistFamily):
 
     splits = tuple(_emnist_datasets())
 
-    def __init__(self, root, split: str, *, upright: bool = True, **kwargs: Any) -> None:
+    def __init__(self, root: StrPath, split: str, *, upright: bool = True, **kwargs: Any) -> None:
         if split not in self.splits:
             raise ConfigError(f"unknown EMNIST split {split!r}", expected=", ".join(self.splits),
                               found=repr(split))
@@ -251,7 +258,7 @@ class QMNIST(_MnistFamily):
     ``compat=False`` makes each target the 8-column row (a torch tensor).
     """
 
-    def __init__(self, root, what: str | None = None, compat: bool = True, train: bool = True,
+    def __init__(self, root: StrPath, what: str | None = None, compat: bool = True, train: bool = True,
                  **kwargs: Any) -> None:
         what = what if what is not None else ("train" if train else "test")
         subsets = self._tv.what
@@ -267,6 +274,7 @@ class QMNIST(_MnistFamily):
 
     def _target_array(self) -> np.ndarray:
         meta = self.loaded.metadata
+        assert meta is not None   # QMNIST is loaded with its metadata (with_metadata="files")
         return np.stack([np.asarray(meta[f], np.int64) for f in self._info.metadata_fields], axis=1)
 
     def _target(self, index: int) -> Any:

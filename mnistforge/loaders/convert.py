@@ -64,7 +64,7 @@ def _torch_dataset_class() -> type[Any]:
     torch = require("torch", "torch", "DatasetSplit.to_torch()")
     from torch.utils.data import Dataset
 
-    class SplitDataset(Dataset):  # type: ignore[misc, unused-ignore]  # torch optional: Any without it
+    class SplitDataset(Dataset):  # type: ignore[misc, type-arg, unused-ignore]  # torch optional: Any without it
         """A loaded split as a ``torch.utils.data.Dataset`` (see :meth:`DatasetSplit.to_torch`)."""
 
         def __init__(self, split_obj: DatasetSplit, transform: Callable[[Any], Any] | None = None,
