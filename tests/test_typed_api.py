@@ -1,0 +1,33 @@
+"""`make lint` (run by `make test`) type-checks the public API strictly (issue 28): the modules
+the issue names are in ``[tool.mypy]``'s files, with ``strict = true``."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the test extra installs tomli there
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+TYPED = ["mnistforge/__init__.py", "mnistforge/io", "mnistforge/loaders", "mnistforge/registry.py",
+         "mnistforge/settings.py", "mnistforge/errors.py"]
+
+
+def _config() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+
+
+def test_mypy_is_strict_over_the_typed_api():
+    cfg = _config()
+    assert cfg.get("strict") is True
+    missing = [m for m in TYPED if m not in cfg["files"]]
+    assert not missing, f"pyproject [tool.mypy] files lacks {missing}"
+
+
+def test_make_lint_runs_mypy_and_make_test_runs_lint():
+    make = (ROOT / "Makefile").read_text()
+    lint = make.split("\nlint:", 1)[1].split("\n\n", 1)[0]
+    assert "-m mypy" in lint
+    assert any(line.startswith("test:") and "lint" in line for line in make.splitlines())
