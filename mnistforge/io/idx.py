@@ -20,6 +20,10 @@ Raw files open as read-only memory maps. Every malformed input raises
 and what was found, *before* anything large is allocated: the header is parsed
 and checked first, and decompression is capped at the size the header claims.
 
+Why this module is long: it is one format's reader and writer, and most of its length is the
+checks a hostile file needs (header, trailer, capped and streamed decompression of three
+codecs, the content hash of the decompressed bytes), each next to the read it guards.
+
 Examples
 --------
 >>> import numpy as np, tempfile, os
