@@ -167,10 +167,12 @@ def using(*, cache: PathArg | None = None, offline: bool | None = None,
     """While the block runs, the values given (not None) hold for every call below it in this
     context, over the environment and outer blocks; the previous ones return afterwards.
 
-    >>> with using(cache="/tmp/a"):
+    >>> import os, tempfile
+    >>> folder = os.path.join(tempfile.mkdtemp(), "cache")
+    >>> with using(cache=folder):
     ...     with using(offline=True):
-    ...         str(cache_home()), offline()
-    ('/tmp/a', True)
+    ...         str(cache_home()) == folder, offline()
+    (True, True)
     """
     values = Overrides(
         cache=None if cache is None else Path(cache),
