@@ -28,8 +28,9 @@ from pathlib import Path
 from ..io.atomic import atomic_file
 from ..log import get_logger
 from ..io.compression import compression_of, strip_compression
+from .seen import cache_key, known, learn, stamp
 from .seen import identity as _identity
-from .verify import Verification, read_marker, write_marker
+from .verify import MARKER_SUFFIX, Verification, read_marker, write_marker
 
 logger = get_logger(__name__)
 
@@ -55,10 +56,19 @@ def copy_path(src, cache, *, real: str | None = None) -> Path:
 def valid_copy(src, cache, *, rehash: bool = False) -> Path | None:
     """The raw copy of ``src`` if its sidecar still describes ``src`` and the copy, else None.
 
-    Never writes.  ``rehash`` also hashes the copy against its recorded content hash.
+    Never writes.  ``rehash`` also hashes the copy against its recorded content hash.  Without
+    it, the answer is kept in memory while ``src``, the copy and its sidecar keep their
+    identities (:func:`~mnistforge.cache.seen.known`): a repeat load asks three ``stat`` calls.
     """
-    real = os.path.realpath(src)    # once: every repeat keep_raw load asks this of each file
+    key = ("local raw copy", os.fspath(src), cache_key(cache))
+    if not rehash:
+        hit = known(key)
+        if hit is not None:
+            return Path(hit)
+    real = os.path.realpath(src)    # once: every first keep_raw load asks this of each file
     raw = copy_path(src, cache, real=real)
+    side = os.fspath(raw) + MARKER_SUFFIX
+    stamps = ((os.fspath(src), stamp(src)), (os.fspath(raw), stamp(raw)), (side, stamp(side)))
     rec = read_marker(raw)  # None unless the copy keeps the size and mtime recorded
     if rec is None:
         return None
@@ -77,6 +87,7 @@ def valid_copy(src, cache, *, rehash: bool = False) -> Path | None:
             logger.warning("%s: raw copy of %s does not match its record (sha256 %s, recorded %s); "
                            "making it again", raw, src, sha, rec.get("sha256"))
             return None
+    learn(key, os.fspath(raw), stamps)
     return raw
 
 

@@ -14,6 +14,13 @@ file damaged with its size and mtime restored is hashed again.  A record is
 never required: a missing, read-only or damaged cache only means hashing again.
 The folder ``<cache>/seen`` holds nothing else and may be deleted at any time.
 
+Within one process, what was derived from files (a record read, a folder found, a sidecar
+parsed) is also kept in memory by :func:`known` / :func:`learn`, keyed by the identity of every
+file and folder it came from: a repeat load asks one ``stat`` of each instead of reading and
+parsing again.  An identity younger than :data:`RACY_NS` is never kept (timestamps have a
+granularity: a change in the same tick would keep the identity), so what a memo says is what
+reading again would say.
+
 >>> import os, tempfile
 >>> d = tempfile.mkdtemp(); f = os.path.join(d, "x.bin"); _ = open(f, "wb").write(b"abc")
 >>> remember(f, {"sha256": "ba78..."}, cache=d, before=os.stat(f))
@@ -28,16 +35,27 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 from ..log import get_logger
 
 logger = get_logger(__name__)
 
-__all__ = ["SEEN", "identity", "record_path", "recall", "remember", "forget"]
+__all__ = ["SEEN", "identity", "record_path", "recall", "remember", "forget", "stamp", "known",
+           "learn"]
 
 #: the cache's sub-folder for records of files outside the cache
 SEEN = "seen"
+
+#: an identity whose ctime is less than this old (ns) is not kept in memory: a file's
+#: timestamps move in ticks (a jiffy; a second on ext3, two on FAT), so a change within the tick
+#: of the identity would not show in it
+RACY_NS = 3_000_000_000
+#: at most this many entries are kept in memory (then all are dropped)
+MEMO_SIZE = 4096
+_MEMO: dict = {}
+_MISS = object()
 
 
 def identity(st: os.stat_result) -> list[int]:
@@ -47,6 +65,56 @@ def identity(st: os.stat_result) -> list[int]:
     ``cp -p`` and ``tar`` restore), and a replaced file gets a new inode.
     """
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def stamp(path) -> tuple[int, int, int, int] | None:
+    """The :func:`identity` of ``path`` (a file or a folder, links followed) now; None when
+    there is nothing there."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def known(key, default=None):
+    """What :func:`learn` kept under ``key`` while every path it came from keeps its
+    identity, else ``default`` (and the entry is dropped)."""
+    hit = _MEMO.get(key, _MISS)
+    if hit is _MISS:
+        return default
+    stamps, value = hit
+    for p, s in stamps:
+        if stamp(p) != s:
+            _MEMO.pop(key, None)
+            return default
+    return value
+
+
+def learn(key, value, stamps) -> None:
+    """Keep ``value``, derived from the paths of ``stamps`` (``(path, stamp(path))`` pairs taken
+    *before* it was derived; None: nothing there), for :func:`known`.  Not kept when one of the
+    identities is too young to be told from a change in the same tick (:data:`RACY_NS`)."""
+    young = time.time_ns() - RACY_NS
+    if any(s is not None and s[2] > young for _, s in stamps):
+        _MEMO.pop(key, None)
+        return
+    if len(_MEMO) >= MEMO_SIZE:
+        _MEMO.clear()
+    _MEMO[key] = (tuple(stamps), value)
+
+
+def cache_key(cache=None) -> tuple:
+    """What decides which cache ``cache`` names (the argument, else the environment), for the
+    key of a memo that depends on it; cheaper than resolving it."""
+    if cache is not None:
+        return (os.fspath(cache),)
+    env = os.environ
+    return (None, env.get("MNISTFORGE_HOME"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
+
+
+def _st_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def record_path(path, cache=None, *, real: str | None = None) -> Path:
@@ -62,17 +130,26 @@ def record_path(path, cache=None, *, real: str | None = None) -> Path:
 
 
 def recall(path, cache=None) -> dict | None:
-    """The facts recorded for ``path`` while it keeps the identity it had, else None. Never writes."""
-    real = os.path.realpath(path)    # once: every repeat load asks this of each file
+    """The facts recorded for ``path`` while it keeps the identity it had, else None. Never writes.
+
+    Read once per process while the file and its record keep their identities (:func:`known`)."""
+    key = ("recall", os.fspath(path), cache_key(cache))
+    facts = known(key)
+    if facts is not None:
+        return dict(facts)
+    real = os.path.realpath(path)    # once: every first load asks this of each file
     try:
         st = os.stat(path)
-        with open(record_path(path, cache, real=real), "rb") as f:
+        rp = record_path(path, cache, real=real)
+        with open(rp, "rb") as f:
+            rst = os.fstat(f.fileno())
             rec = json.loads(f.read())
     except (OSError, ValueError):
         return None
     if not isinstance(rec, dict) or rec.get("source") != real \
             or rec.get("identity") != identity(st) or not isinstance(rec.get("facts"), dict):
         return None
+    learn(key, dict(rec["facts"]), ((os.fspath(path), _st_stamp(st)), (os.fspath(rp), _st_stamp(rst))))
     return rec["facts"]
 
 

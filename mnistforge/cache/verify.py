@@ -135,7 +135,15 @@ def read_marker(path) -> dict | None:
     """The sidecar record of ``path`` if it still describes the file, else None."""
     # plain strings and a binary read: every repeat load reads two sidecars, and pathlib
     # and a text decoder were a third of its time
+    # Parsed once per process while the file and its sidecar keep their identities (seen.known)
+    from .seen import known, learn, stamp
+
     p = os.fspath(path)
+    key = ("marker", p)
+    rec = known(key)
+    if rec is not None:
+        return dict(rec)
+    stamps = ((p, stamp(p)), (p + MARKER_SUFFIX, stamp(p + MARKER_SUFFIX)))
     try:
         with open(p + MARKER_SUFFIX, "rb") as f:
             rec = json.loads(f.read())
@@ -146,6 +154,7 @@ def read_marker(path) -> dict | None:
         return None
     if rec.get("size") != st.st_size or rec.get("mtime_ns") != st.st_mtime_ns:
         return None
+    learn(key, dict(rec), stamps)
     return rec
 
 

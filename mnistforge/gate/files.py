@@ -96,9 +96,13 @@ def open_images(fsp, src, *, cache=None, rehash: bool = False) -> np.ndarray:
     """The images array of ``fsp`` from folder origin ``src``: a compressed file not yet recorded
     is read and hashed in one pass (:func:`read_hashed`), its hashes recorded; else ``src.open``."""
     path = src.path_of(fsp.images) if fsp.images else None
-    if path is None or getattr(src, "keep_raw", False) or compression_of(path.name) is None \
-            or (not rehash and recall(path, cache) is not None):
+    if path is None or getattr(src, "keep_raw", False) or compression_of(path.name) is None:
         return src.open(fsp.images)
+    facts = None if rehash else recall(path, cache)
+    if facts is not None:   # recorded: what check_folder_images compares, recalled once per load
+        arr = src.open(fsp.images)
+        src.hashed[fsp.images] = facts
+        return arr
     st = os.stat(path)
     # the content hash decides where the registry pins it: the file's bytes only otherwise
     packed, content, fast = _what_to_hash(src, fsp.images, path, st, rehash=rehash)

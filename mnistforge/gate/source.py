@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..cache.seen import known, learn, stamp
 from ..io.compression import COMPRESSIONS, strip_compression
 from ..registry import DatasetInfo
 
@@ -36,6 +37,21 @@ def read_folder_manifest(folder) -> Manifest | None:
     return Manifest.read(folder)
 
 
+def _manifest(folder: str) -> Manifest | None:
+    """:func:`read_folder_manifest`, kept in memory while the folder and its ``manifest.json`` keep
+    their identities (a manifest is read, never changed, by its users)."""
+    from ..io.manifest import MANIFEST_NAME
+
+    path = os.path.join(folder, MANIFEST_NAME)
+    key = ("manifest", folder)
+    hit = known(key, _NONE)
+    if hit is _NONE:
+        stamps = [(folder, stamp(folder)), (path, stamp(path))]
+        hit = read_folder_manifest(folder)
+        learn(key, hit, stamps)
+    return hit
+
+
 def locate(folder: Path, fname: str) -> Path | None:
     """``folder/<fname>`` under any compression (raw first), or None."""
     # plain strings for the misses: every load asks this of each file, each suffix
@@ -43,7 +59,29 @@ def locate(folder: Path, fname: str) -> Path | None:
     return None if name is None else Path(folder) / name
 
 
+def _found(key, folder: str, probe):
+    """``probe()``'s answer about what ``folder`` holds, kept in memory (:func:`known`) while
+    ``folder`` keeps its identity (a file added, removed or renamed there changes it): a repeat
+    load asks one ``stat``, not one per name and suffix.  Not kept when a link was found (its
+    target may go away on its own)."""
+    hit = known(key, _NONE)
+    if hit is not _NONE:
+        return hit
+    before = stamp(folder)
+    got = probe()
+    if not (isinstance(got, str) and os.path.islink(os.path.join(folder, got))):
+        learn(key, got, ((folder, before),))
+    return got
+
+
+_NONE = object()
+
+
 def _locate_name(folder: str, fname: str) -> str | None:
+    return _found(("locate", folder, fname), folder, lambda: _probe_name(folder, fname))
+
+
+def _probe_name(folder: str, fname: str) -> str | None:
     stem = strip_compression(fname)
     for suf in COMPRESSIONS:
         if os.path.isfile(os.path.join(folder, stem + suf)):
@@ -68,11 +106,20 @@ def candidate_folders(root: Path, info: DatasetInfo) -> list[Path]:
 def find_dataset_folder(root, info: DatasetInfo) -> Path | None:
     """The first candidate folder holding the images of one of ``info``'s file splits."""
     # plain strings: every folder load asks this (twice), and Path objects were most of its time
-    files = [sp.images for sp in info.splits.values() if sp.images]
-    for folder in _candidates(os.fspath(root), info):
-        if os.path.isdir(folder) and any(_locate_name(folder, f) for f in files):
-            return Path(folder)
-    return None
+    # kept in memory while each folder looked in keeps its identity (see _found)
+    files = tuple(sp.images for sp in info.splits.values() if sp.images)
+    key = ("dataset folder", os.fspath(root), info.name, files)
+    hit = known(key, _NONE)
+    if hit is _NONE:
+        stamps = []
+        hit = None
+        for folder in _candidates(os.fspath(root), info):
+            stamps.append((folder, stamp(folder)))
+            if os.path.isdir(folder) and any(_probe_name(folder, f) for f in files):
+                hit = folder
+                break
+        learn(key, hit, stamps)
+    return None if hit is None else Path(hit)
 
 
 @dataclass
@@ -90,10 +137,10 @@ class Source:
         """The build manifest of ``folder`` (read once), or None."""
         if folder is None:
             return None
-        folder = Path(folder)
-        if folder not in self._manifests:
-            self._manifests[folder] = read_folder_manifest(folder)
-        return self._manifests[folder]
+        key = os.fspath(folder)
+        if key not in self._manifests:
+            self._manifests[key] = _manifest(key)
+        return self._manifests[key]
 
     @property
     def manifest(self) -> Manifest | None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from ..errors import ConfigError, DatasetNotFoundError, FormatError, MissingFile
 from ..log import get_logger
 from ..registry import get_dataset, get_file, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
-from ..gate.source import locate, resolve
+from ..gate.source import find_dataset_folder, locate, resolve
 
 if TYPE_CHECKING:
     from ..errors import PathArg
@@ -128,7 +129,7 @@ def _holds_dataset_files(folder: Path, name: object = None) -> bool:
         first = None
     if first is not None:
         names = [first] + [n for n in names if n != first]
-    return any(resolve(folder, get_dataset(n)).folder is not None for n in names)
+    return any(find_dataset_folder(folder, get_dataset(n)) is not None for n in names)
 
 
 def foreign_source(name: object, root: PathArg | None = None) -> bool:
@@ -144,11 +145,15 @@ def foreign_source(name: object, root: PathArg | None = None) -> bool:
         if not isinstance(name, (str, os.PathLike)) or str(name) in list_datasets():
             return False
         root = name
-    p = Path(root)
-    if p.is_file():
+    try:   # one stat (every folder load asks this)
+        mode = os.stat(root).st_mode
+    except (OSError, ValueError):
+        return False
+    if stat.S_ISREG(mode):
         return True
-    if not p.is_dir() or is_hf_repo(p) or _holds_dataset_files(p, name):
+    if not stat.S_ISDIR(mode) or is_hf_repo(root) or _holds_dataset_files(root, name):
         return False  # official names (or our export): the loaders' own path
+    p = Path(root)
     from ..io.foreign import sniff   # the third-party readers only for other folders
 
     try:
