@@ -1,0 +1,198 @@
+"""Repeat loads in one process (issue 33): what a load keeps in memory never hides a change.
+
+A load keeps what it derived from files (a folder's records in ``<cache>/seen/``, which folder
+holds the files, a raw copy's sidecar, a build manifest) while every file and folder it came
+from keeps its identity (:func:`mnistforge.cache.seen.known`).  Each case here lets the memory
+take hold (``RACY_NS`` shortened to 50 ms, then a pause longer than that: identities younger
+than it are never kept), checks that it did, then changes the files as a careless or hostile
+user would between two loads of the same process, and asserts what a fresh process would say.
+Real files: MNIST's test set (``../shared/reference/mnist``).
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mnistforge
+from mnistforge.cache import seen
+from mnistforge.cache.local_raw import copy_path
+from mnistforge.cache.seen import record_path
+from mnistforge.errors import DataMismatchError, MnistforgeError
+from mnistforge.io.idx import read_idx, write_idx
+
+IMAGES, LABELS = "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"
+RAW_IMAGES, RAW_LABELS = IMAGES[:-3], LABELS[:-3]
+
+
+@pytest.fixture()
+def quick_memo(monkeypatch):
+    """Identities kept from 50 ms of age on (the default waits 3 s); an empty memory."""
+    monkeypatch.setattr(seen, "RACY_NS", 50_000_000)
+    monkeypatch.setattr(seen, "_MEMO", {})
+
+
+@pytest.fixture(scope="module")
+def mnist(mnist_reference):
+    return np.asarray(read_idx(mnist_reference / IMAGES)), np.asarray(read_idx(mnist_reference / LABELS))
+
+
+def settle():
+    time.sleep(0.12)   # older than RACY_NS: the next load keeps what it reads
+
+
+def remembered(path) -> bool:
+    """Whether the memory holds the recalled record of ``path``."""
+    return any(k[0] == "recall" and k[1] == os.fspath(path) for k in seen._MEMO)
+
+
+def loaded_twice(d: Path, mnist, **kw):
+    """Load ``d`` (recorded), let the identities age, load again (kept in memory)."""
+    mnistforge.load("mnist", "test", root=d, **kw)
+    settle()
+    ds = mnistforge.load("mnist", "test", root=d, **kw)
+    np.testing.assert_array_equal(ds.images, mnist[0])
+    return ds
+
+
+def raw_folder(tmp_path: Path, mnist_reference: Path) -> Path:
+    d = tmp_path / "raw"
+    d.mkdir()
+    for f in (IMAGES, LABELS):
+        write_idx(d / f[:-3], read_idx(mnist_reference / f))
+    return d
+
+
+def flip_in_place(p: Path, offset: int) -> None:
+    """One byte changed in place, the size and mtime restored (ctime cannot be)."""
+    st = p.stat()
+    with open(p, "r+b") as f:
+        f.seek(offset)
+        b = f.read(1)
+        f.seek(offset)
+        f.write(bytes([b[0] ^ 0x01]))
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert p.stat().st_size == st.st_size and p.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_a_repeat_load_is_served_from_memory(tmp_path, cache, quick_memo, mnist_reference, mnist):
+    d = raw_folder(tmp_path, mnist_reference)
+    loaded_twice(d, mnist)
+    assert remembered(d / RAW_IMAGES) and remembered(d / RAW_LABELS)
+    # the records are no longer read: one removed changes nothing while the file is unchanged
+    record_path(d / RAW_IMAGES, cache).unlink()
+    np.testing.assert_array_equal(mnistforge.load("mnist", "test", root=d).images, mnist[0])
+
+
+def test_damage_with_size_and_mtime_kept_is_caught_after_a_remembered_load(
+        tmp_path, cache, quick_memo, mnist_reference, mnist):
+    d = raw_folder(tmp_path, mnist_reference)
+    loaded_twice(d, mnist)
+    assert remembered(d / RAW_IMAGES)
+    flip_in_place(d / RAW_IMAGES, 16 + 28 * 28 * 5 + 300)
+    with pytest.raises(DataMismatchError, match="not mnist's"):
+        mnistforge.load("mnist", "test", root=d)
+
+
+def test_a_file_replaced_with_the_same_size_and_mtime_is_hashed_again(
+        tmp_path, cache, quick_memo, mnist_reference, mnist):
+    d = raw_folder(tmp_path, mnist_reference)
+    loaded_twice(d, mnist)
+    p = d / RAW_IMAGES
+    st = p.stat()
+    other = mnist[0].copy()
+    other[9, 14, 14] ^= 0x10
+    write_idx(tmp_path / "other", other)                      # same size, other bytes
+    os.utime(tmp_path / "other", ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(tmp_path / "other", p)                         # a new inode, the old mtime
+    assert p.stat().st_ino != st.st_ino and p.stat().st_mtime_ns == st.st_mtime_ns
+    with pytest.raises(DataMismatchError, match="not mnist's"):
+        mnistforge.load("mnist", "test", root=d)
+
+
+def test_a_record_changed_after_it_was_remembered_is_read_again(
+        tmp_path, cache, quick_memo, mnist_reference, mnist):
+    d = raw_folder(tmp_path, mnist_reference)
+    loaded_twice(d, mnist)
+    rec = record_path(d / RAW_IMAGES, cache)
+    text = rec.read_text()
+    # a record that lies about the file (its identity kept): what a fresh process would believe
+    rec.write_text(text.replace('"content_xxh3_128": "', '"content_xxh3_128": "00'))
+    assert rec.read_text() != text
+    with pytest.raises(DataMismatchError):
+        mnistforge.load("mnist", "test", root=d)
+    # check=True hashes again and records afresh; the next load believes the file
+    np.testing.assert_array_equal(mnistforge.load("mnist", "test", root=d, check=True).images,
+                                  mnist[0])
+    np.testing.assert_array_equal(mnistforge.load("mnist", "test", root=d).images, mnist[0])
+
+
+def test_a_raw_file_put_beside_the_gz_after_a_remembered_load_is_the_one_read(
+        tmp_path, cache, quick_memo, mnist_reference, mnist):
+    d = tmp_path / "gz"
+    d.mkdir()
+    for f in (IMAGES, LABELS):
+        shutil.copy(mnist_reference / f, d / f)
+    loaded_twice(d, mnist)
+    bad = mnist[0].copy()
+    bad[0, 10, 10] ^= 0x20
+    write_idx(d / RAW_IMAGES, bad)          # raw files come first: the folder changed
+    with pytest.raises(DataMismatchError, match="not mnist's"):
+        mnistforge.load("mnist", "test", root=d)
+    (d / RAW_IMAGES).unlink()               # and gone again: the .gz, as before
+    np.testing.assert_array_equal(mnistforge.load("mnist", "test", root=d).images, mnist[0])
+
+
+def test_keep_raw_source_damaged_in_place_after_a_remembered_load(
+        tmp_path, cache, quick_memo, mnist_reference, mnist):
+    d = tmp_path / "gz"
+    d.mkdir()
+    for f in (IMAGES, LABELS):
+        shutil.copy(mnist_reference / f, d / f)
+    loaded_twice(d, mnist, keep_raw=True)
+    assert any(k[0] == "local raw copy" for k in seen._MEMO)
+    raw = copy_path(d / IMAGES, cache)
+    assert raw.is_file()
+    # the source re-written with other content at the same size and mtime
+    other = mnist[0].copy()
+    other[3, 3, 3] ^= 0x40
+    st = (d / IMAGES).stat()
+    data = gzip.compress(bytes(16) + other.tobytes(), mtime=0)
+    with open(d / IMAGES, "r+b") as f:      # in place: same inode; size as it was
+        f.write(data[:st.st_size].ljust(st.st_size, b"\0"))
+        f.truncate(st.st_size)
+    os.utime(d / IMAGES, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with pytest.raises(MnistforgeError):    # its copy is not used; the source itself is refused
+        mnistforge.load("mnist", "test", root=d, keep_raw=True)
+
+
+def test_a_manifest_added_or_edited_after_a_remembered_load_is_read(tmp_path, cache, quick_memo,
+                                                                    mnist_reference, mnist):
+    from mnistforge.io.manifest import write_manifest
+
+    d = raw_folder(tmp_path, mnist_reference)
+    assert "built" not in loaded_twice(d, mnist).status.values()
+    write_manifest(d, kind="mnist", inputs={}, parameters={})   # records the files' hashes
+    assert set(mnistforge.load("mnist", "test", root=d).status.values()) == {"built"}
+    settle()
+    assert set(mnistforge.load("mnist", "test", root=d).status.values()) == {"built"}
+    m = d / "manifest.json"
+    sha = json.loads(m.read_text())["outputs"][RAW_IMAGES]
+    sha = sha["sha256"] if isinstance(sha, dict) else sha
+    m.write_text(m.read_text().replace(sha, "0" * 64))          # edited in place
+    with pytest.raises(DataMismatchError, match="changed since it was built"):
+        mnistforge.load("mnist", "test", root=d)
+
+
+def test_young_identities_are_not_kept(tmp_path, cache, monkeypatch, mnist_reference, mnist):
+    monkeypatch.setattr(seen, "_MEMO", {})
+    d = raw_folder(tmp_path, mnist_reference)           # files a few ms old (RACY_NS: 3 s)
+    for _ in range(2):
+        mnistforge.load("mnist", "test", root=d)
+    assert not remembered(d / RAW_IMAGES) and not remembered(d / RAW_LABELS)
