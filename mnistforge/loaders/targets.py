@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
+from ..cache.seen import known, learn, stamp
 from ..errors import ConfigError, DatasetNotFoundError, FormatError, MissingFileError, TargetNotFoundError
 from ..log import get_logger
 from ..registry import get_dataset, get_file, list_datasets
@@ -132,6 +133,16 @@ def _holds_dataset_files(folder: Path, name: object = None) -> bool:
     return any(find_dataset_folder(folder, get_dataset(n)) is not None for n in names)
 
 
+def _files_here(root: PathArg, name: object) -> bool:
+    """Whether ``root`` itself (not a sub-folder) holds the files of dataset ``name``."""
+    try:
+        info = get_dataset(dataset_name(name))
+    except (DatasetNotFoundError, TypeError):
+        return False
+    found = find_dataset_folder(root, info)
+    return found is not None and os.fspath(found) == os.fspath(root)
+
+
 def foreign_source(name: object, root: PathArg | None = None) -> bool:
     """Whether ``load(name, root=root)`` (or ``load(name)`` with ``name`` a path) is a third-party
     copy: a file, or a folder that is neither idx files under official names nor our Hub export.
@@ -145,14 +156,24 @@ def foreign_source(name: object, root: PathArg | None = None) -> bool:
         if not isinstance(name, (str, os.PathLike)) or str(name) in list_datasets():
             return False
         root = name
-    try:   # one stat (every folder load asks this)
+    # a folder holding the named dataset's files itself: kept in memory while it keeps its
+    # identity (no file added, removed or renamed there; cache.seen.known)
+    key = ("idx folder", os.fspath(root), name if isinstance(name, str) else None)
+    if known(key):
+        return False
+    before = stamp(root)
+    try:
         mode = os.stat(root).st_mode
     except (OSError, ValueError):
         return False
     if stat.S_ISREG(mode):
         return True
-    if not stat.S_ISDIR(mode) or is_hf_repo(root) or _holds_dataset_files(root, name):
-        return False  # official names (or our export): the loaders' own path
+    if not stat.S_ISDIR(mode) or is_hf_repo(root):
+        return False  # our export: the loaders' own path
+    if _holds_dataset_files(root, name):   # official names: the loaders' own path
+        if _files_here(root, name):
+            learn(key, True, ((os.fspath(root), before),))
+        return False
     p = Path(root)
     from ..io.foreign import sniff   # the third-party readers only for other folders
 
