@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import FormatError, HashMismatchError, IdxFormatError, MnistforgeError
 from ..log import get_logger
+from ..io.atomic import atomic_file
 from ..registry import RemoteFile
 from .verify import (Verification, decide, marker_path, needs_md5, read_marker, remove_with_marker,
                      verify_file, write_marker)
@@ -98,8 +99,6 @@ def first_raw_copy(remote: RemoteFile, packed: Path, raw: Path, *,
     content = not exact_possible or not remote.content_sha256
     logger.info("verifying %s and keeping a decompressed copy at %s", packed, raw)
     try:
-        from ..io.atomic import atomic_file   # a load whose copy is valid writes nothing
-
         with atomic_file(raw) as out:
             got = inflate_to(packed, out, remote.compression, md5=needs_md5(remote), content=content,
                              content_md5=content and needs_md5(remote, True),
@@ -182,8 +181,6 @@ def make_raw_copy(res: FetchResult, remote: RemoteFile, raw: Path) -> Verificati
     logger.info("keeping a decompressed copy of %s at %s", remote.id, raw)
     known = res.status in ("exact", "content") and bool(remote.content_sha256) and not res.member
     try:
-        from ..io.atomic import atomic_file   # a load whose copy is valid writes nothing
-
         with atomic_file(raw) as out:
             cm = open_member(res.path, res.member) if res.member else open(res.path, "rb")
             with cm as f:
