@@ -28,7 +28,7 @@ from pathlib import Path
 from ..io.atomic import atomic_file
 from ..log import get_logger
 from ..io.compression import compression_of, strip_compression
-from .seen import cache_key, known, learn, stamp
+from .seen import cache_key, known, learn, path_key, stamp
 from .seen import identity as _identity
 from .verify import MARKER_SUFFIX, Verification, read_marker, write_marker
 
@@ -46,11 +46,8 @@ def copy_path(src, cache, *, real: str | None = None) -> Path:
     >>> copy_path("/a/x-idx1-ubyte.gz", "/c") != copy_path("/b/x-idx1-ubyte.gz", "/c")
     True
     """
-    import hashlib
-
     real = real or os.path.realpath(src)
-    key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
-    return Path(cache) / LOCAL_RAW / key / strip_compression(os.path.basename(real))
+    return Path(cache) / LOCAL_RAW / path_key(real) / strip_compression(os.path.basename(real))
 
 
 def valid_copy(src, cache, *, rehash: bool = False) -> Path | None:

@@ -36,7 +36,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from ..log import get_logger
 
@@ -54,8 +56,9 @@ SEEN = "seen"
 RACY_NS = 3_000_000_000
 #: at most this many entries are kept in memory (then all are dropped)
 MEMO_SIZE = 4096
-_MEMO: dict = {}
-_MISS = object()
+#: an identity: size, mtime_ns, ctime_ns, inode (:func:`identity`)
+Stamp = tuple[int, int, int, int]
+_MEMO: dict[object, tuple[tuple[tuple[str, Stamp | None], ...], Any]] = {}
 
 
 def identity(st: os.stat_result) -> list[int]:
@@ -67,7 +70,7 @@ def identity(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
-def stamp(path) -> tuple[int, int, int, int] | None:
+def stamp(path: str | os.PathLike[str]) -> Stamp | None:
     """The :func:`identity` of ``path`` (a file or a folder, links followed) now; None when
     there is nothing there."""
     try:
@@ -77,11 +80,11 @@ def stamp(path) -> tuple[int, int, int, int] | None:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
-def known(key, default=None):
+def known(key: object, default: Any = None) -> Any:
     """What :func:`learn` kept under ``key`` while every path it came from keeps its
     identity, else ``default`` (and the entry is dropped)."""
-    hit = _MEMO.get(key, _MISS)
-    if hit is _MISS:
+    hit = _MEMO.get(key)
+    if hit is None:
         return default
     stamps, value = hit
     for p, s in stamps:
@@ -91,7 +94,7 @@ def known(key, default=None):
     return value
 
 
-def learn(key, value, stamps) -> None:
+def learn(key: object, value: Any, stamps: Iterable[tuple[str, Stamp | None]]) -> None:
     """Keep ``value``, derived from the paths of ``stamps`` (``(path, stamp(path))`` pairs taken
     *before* it was derived; None: nothing there), for :func:`known`.  Not kept when one of the
     identities is too young to be told from a change in the same tick (:data:`RACY_NS`)."""
@@ -104,7 +107,7 @@ def learn(key, value, stamps) -> None:
     _MEMO[key] = (tuple(stamps), value)
 
 
-def cache_key(cache=None) -> tuple:
+def cache_key(cache: str | os.PathLike[str] | None = None) -> tuple[str | None, ...]:
     """What decides which cache ``cache`` names (the argument, else the environment), for the
     key of a memo that depends on it; cheaper than resolving it."""
     if cache is not None:
@@ -113,23 +116,35 @@ def cache_key(cache=None) -> tuple:
     return (None, env.get("MNISTFORGE_HOME"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
 
 
-def _st_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+def _st_stamp(st: os.stat_result) -> Stamp:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def record_path(path, cache=None, *, real: str | None = None) -> Path:
     """Where the record of ``path`` lives under ``cache`` (default: the settings' cache);
     ``real``: its resolved path, when the caller has it."""
-    import hashlib
-
     from ..settings import cache_home
 
     real = real or os.path.realpath(path)
-    key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
-    return cache_home(cache) / SEEN / f"{key}.json"
+    return cache_home(cache) / SEEN / f"{path_key(real)}.json"
 
 
-def recall(path, cache=None) -> dict | None:
+def path_key(real: str) -> str:
+    """The name a record (or a raw copy's folder) of resolved path ``real`` is kept under: the
+    first 32 hex digits of its sha256.  CPython's own sha256 module where it has one: importing
+    :mod:`hashlib` loads OpenSSL, 3 ms of a first load in a fresh process."""
+    try:
+        from _sha256 import sha256   # CPython 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # CPython 3.12+
+        except ImportError:
+            from hashlib import sha256
+    return str(sha256(os.fsencode(real)).hexdigest())[:32]
+
+
+def recall(path: str | os.PathLike[str], cache: str | os.PathLike[str] | None = None
+           ) -> dict[str, Any] | None:
     """The facts recorded for ``path`` while it keeps the identity it had, else None. Never writes.
 
     Read once per process while the file and its record keep their identities (:func:`known`)."""

@@ -40,16 +40,19 @@ def read_folder_manifest(folder) -> Manifest | None:
 def _manifest(folder: str) -> Manifest | None:
     """:func:`read_folder_manifest`, kept in memory while the folder and its ``manifest.json`` keep
     their identities (a manifest is read, never changed, by its users)."""
-    from ..io.manifest import MANIFEST_NAME
-
-    path = os.path.join(folder, MANIFEST_NAME)
+    path = os.path.join(folder, MANIFEST)
     key = ("manifest", folder)
     hit = known(key, _NONE)
     if hit is _NONE:
         stamps = [(folder, stamp(folder)), (path, stamp(path))]
-        hit = read_folder_manifest(folder)
+        # most folders have none: io.manifest (and its imports) only for one that has
+        hit = None if stamps[1][1] is None else read_folder_manifest(folder)
         learn(key, hit, stamps)
     return hit
+
+
+#: :data:`mnistforge.io.manifest.MANIFEST_NAME` (not imported for a folder without one)
+MANIFEST = "manifest.json"
 
 
 def locate(folder: Path, fname: str) -> Path | None:

@@ -196,3 +196,18 @@ def test_young_identities_are_not_kept(tmp_path, cache, monkeypatch, mnist_refer
     for _ in range(2):
         mnistforge.load("mnist", "test", root=d)
     assert not remembered(d / RAW_IMAGES) and not remembered(d / RAW_LABELS)
+
+
+def test_the_manifest_name_looked_for_is_the_one_written():
+    from mnistforge.gate.source import MANIFEST
+    from mnistforge.io.manifest import MANIFEST_NAME
+
+    assert MANIFEST == MANIFEST_NAME
+
+
+def test_record_names_are_the_sha256_of_the_resolved_path(tmp_path):
+    import hashlib
+
+    real = os.path.realpath(tmp_path / "x.gz")
+    assert seen.path_key(real) == hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
+    assert seen.record_path(tmp_path / "x.gz", tmp_path / "c").stem == seen.path_key(real)
