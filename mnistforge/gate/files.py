@@ -15,8 +15,8 @@ the labels file before reading anything else and the images file once it is read
 Hashes are computed the first time a file is seen and kept in ``<cache>/seen/``
 (:mod:`mnistforge.cache.seen`): a repeat load costs a ``stat`` and a record read while the
 file keeps its size, mtime, ctime and inode (in the same process, a ``stat`` of the file and of
-its record: the record is kept in memory, :func:`~mnistforge.cache.seen.known`).  The verdict is re-made from the recorded
-hashes on every load (a registry update is honoured at once); ``check=True`` hashes again.
+its record: the record is kept in memory, :func:`~mnistforge.cache.seen.known`).  The verdict
+is re-made from the recorded hashes on every load (a registry update is honoured at once); ``check=True`` hashes again.
 A mismatch raises :class:`~mnistforge.errors.DataMismatchError` saying what the files are
 instead and how to load them anyway: ``load(..., trust_files=True)``, or
 ``MNISTFORGE_TRUST_FILES=1`` on the command line.
