@@ -314,7 +314,7 @@ def use_registry(path: str | os.PathLike[str] | None) -> Iterator[None]:
 
 
 def _clear() -> None:
-    for f in (_raw, _files, _datasets, _names_of, label_annotations, _superseded):
+    for f in (_raw, _files, _datasets, label_annotations, _superseded):
         f.cache_clear()
 
 

@@ -28,7 +28,8 @@ from pathlib import Path
 from ..io.atomic import atomic_file
 from ..log import get_logger
 from ..io.compression import compression_of, strip_compression
-from .seen import cache_key, known, learn, path_key, stamp
+from ..settings import cache_key
+from .seen import known, learn, path_key, stamp
 from .seen import identity as _identity
 from .verify import MARKER_SUFFIX, Verification, read_marker, write_marker
 

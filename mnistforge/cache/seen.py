@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..log import get_logger
+from ..settings import cache_key
 
 logger = get_logger(__name__)
 
@@ -105,15 +106,6 @@ def learn(key: object, value: Any, stamps: Iterable[tuple[str, Stamp | None]]) -
     if len(_MEMO) >= MEMO_SIZE:
         _MEMO.clear()
     _MEMO[key] = (tuple(stamps), value)
-
-
-def cache_key(cache: str | os.PathLike[str] | None = None) -> tuple[str | None, ...]:
-    """What decides which cache ``cache`` names (the argument, else the environment), for the
-    key of a memo that depends on it; cheaper than resolving it."""
-    if cache is not None:
-        return (os.fspath(cache),)
-    env = os.environ
-    return (None, env.get("MNISTFORGE_HOME"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
 
 
 def _st_stamp(st: os.stat_result) -> Stamp:

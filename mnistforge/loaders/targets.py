@@ -119,7 +119,7 @@ def datasets_in_folder(folder: PathArg) -> list[str]:
     return names
 
 
-def _holds_dataset_files(folder: Path, name: object = None) -> bool:
+def _holds_dataset_files(folder: PathArg, name: object = None) -> bool:
     """Whether the files of some registry dataset are in ``folder``: what
     ``bool(datasets_in_folder(folder))`` says, without telling datasets apart (no hashing),
     and trying ``name`` first (a folder load names its dataset)."""
@@ -135,9 +135,11 @@ def _holds_dataset_files(folder: Path, name: object = None) -> bool:
 
 def _files_here(root: PathArg, name: object) -> bool:
     """Whether ``root`` itself (not a sub-folder) holds the files of dataset ``name``."""
+    if not isinstance(name, str):
+        return False
     try:
         info = get_dataset(dataset_name(name))
-    except (DatasetNotFoundError, TypeError):
+    except DatasetNotFoundError:
         return False
     found = find_dataset_folder(root, info)
     return found is not None and os.fspath(found) == os.fspath(root)
