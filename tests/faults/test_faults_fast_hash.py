@@ -343,3 +343,56 @@ def test_an_export_without_fast_hashes_is_checked_by_sha256(repo, cache, mnist):
     with pytest.raises(IntegrityError, match="changed since the export") as e:
         mnistforge.load("mnist", "test", root=repo)
     assert "xxh3_128" not in str(e.value) and "sha256" in str(e.value)
+
+
+# --------------------------------------------------------------------------- a file replaced mid-read
+
+
+def test_a_published_file_replaced_while_its_bytes_are_hashed_is_never_told_exact(
+        tmp_path, cache, mnist_reference, mnist, monkeypatch):
+    # a registry in which the mirror's copy of MNIST's test images is the published file (its
+    # bytes pinned), so a first folder load hashes those bytes on a second thread while it reads
+    # the images.  Here the file is replaced (a new inode: Fashion-MNIST's test images) after
+    # its published bytes were hashed and before the images are read: the hash of the bytes
+    # must not vouch for what was read
+    if not (FASHION / IMAGES).is_file():
+        pytest.skip("no Fashion-MNIST")
+    import threading
+
+    from mnistforge import registry
+    from mnistforge.io import hashing
+    from mnistforge.loaders.origins import FolderOrigin
+
+    raw = json.loads(Path(registry.registry_path()).read_text())
+    entry = raw["files"][f"mnist/{IMAGES}"]
+    entry["sha256"] = hashlib.sha256((mnist_reference / IMAGES).read_bytes()).hexdigest()
+    entry["size"] = (mnist_reference / IMAGES).stat().st_size
+    reg = tmp_path / "registry.json"
+    reg.write_text(json.dumps(raw))
+    d = tmp_path / "folder"
+    d.mkdir()
+    for fname in (IMAGES, LABELS):
+        shutil.copy(mnist_reference / fname, d / fname)
+    new = tmp_path / "fashion.gz"
+    new.write_bytes(gzip.compress(gzip.decompress((FASHION / IMAGES).read_bytes()), mtime=0))
+    swapped = threading.Event()
+    real_hash, real_open = hashing.sha256_file, FolderOrigin.open
+
+    def hash_then_swap(path, *a, **k):
+        got = real_hash(path, *a, **k)
+        if Path(path) == d / IMAGES:
+            os.replace(new, d / IMAGES)    # another program replaces the file
+            swapped.set()
+        return got
+
+    def open_after_the_swap(self, fname):
+        if fname == IMAGES:
+            assert swapped.wait(10)
+        return real_open(self, fname)
+
+    monkeypatch.setattr(hashing, "sha256_file", hash_then_swap)
+    monkeypatch.setattr(FolderOrigin, "open", open_after_the_swap)
+    with registry.use_registry(reg), pytest.raises(DataMismatchError, match="fashion-mnist"):
+        mnistforge.load("mnist", "test", root=d)
+    assert swapped.is_set()
+    assert not record_path(d / IMAGES, cache).exists()   # nothing recorded of a changing file
