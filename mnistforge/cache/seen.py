@@ -45,8 +45,8 @@ from ..settings import cache_key
 
 logger = get_logger(__name__)
 
-__all__ = ["SEEN", "identity", "record_path", "recall", "remember", "forget", "stamp", "known",
-           "learn"]
+__all__ = ["SEEN", "identity", "record_path", "recall", "remember", "forget", "stamp", "stamp_of",
+           "known", "learn"]
 
 #: the cache's sub-folder for records of files outside the cache
 SEEN = "seen"
@@ -75,10 +75,9 @@ def stamp(path: str | os.PathLike[str]) -> Stamp | None:
     """The :func:`identity` of ``path`` (a file or a folder, links followed) now; None when
     there is nothing there."""
     try:
-        st = os.stat(path)
+        return stamp_of(os.stat(path))
     except (OSError, ValueError):
         return None
-    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def known(key: object, default: Any = None) -> Any:
@@ -108,7 +107,8 @@ def learn(key: object, value: Any, stamps: Iterable[tuple[str, Stamp | None]]) -
     _MEMO[key] = (tuple(stamps), value)
 
 
-def _st_stamp(st: os.stat_result) -> Stamp:
+def stamp_of(st: os.stat_result) -> Stamp:
+    """:func:`identity` of a ``stat`` result already taken, as :func:`stamp` gives it."""
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
@@ -156,7 +156,7 @@ def recall(path: str | os.PathLike[str], cache: str | os.PathLike[str] | None = 
     if not isinstance(rec, dict) or rec.get("source") != real \
             or rec.get("identity") != identity(st) or not isinstance(rec.get("facts"), dict):
         return None
-    learn(key, dict(rec["facts"]), ((os.fspath(path), _st_stamp(st)), (os.fspath(rp), _st_stamp(rst))))
+    learn(key, dict(rec["facts"]), ((os.fspath(path), stamp_of(st)), (os.fspath(rp), stamp_of(rst))))
     return rec["facts"]
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
-from ..cache.seen import known, learn, stamp
+from ..cache.seen import known, learn, stamp_of
 from ..errors import ConfigError, DatasetNotFoundError, FormatError, MissingFileError, TargetNotFoundError
 from ..log import get_logger
 from ..registry import get_dataset, get_file, list_datasets
@@ -163,11 +163,11 @@ def foreign_source(name: object, root: PathArg | None = None) -> bool:
     key = ("idx folder", os.fspath(root), name if isinstance(name, str) else None)
     if known(key):
         return False
-    before = stamp(root)
     try:
-        mode = os.stat(root).st_mode
+        st = os.stat(root)   # one stat: the kind of path and the identity the memo keeps
     except (OSError, ValueError):
         return False
+    before, mode = stamp_of(st), st.st_mode
     if stat.S_ISREG(mode):
         return True
     if not stat.S_ISDIR(mode) or is_hf_repo(root):

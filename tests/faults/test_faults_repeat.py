@@ -81,6 +81,15 @@ def flip_in_place(p: Path, offset: int) -> None:
     assert p.stat().st_size == st.st_size and p.stat().st_mtime_ns == st.st_mtime_ns
 
 
+def gz_folder(tmp_path, mnist_reference):
+    """A folder of its own holding MNIST's test files (.gz)."""
+    d = tmp_path / "gz"
+    d.mkdir()
+    for f in (IMAGES, LABELS):
+        shutil.copy(mnist_reference / f, d / f)
+    return d
+
+
 def test_a_repeat_load_is_served_from_memory(tmp_path, cache, quick_memo, mnist_reference, mnist):
     d = raw_folder(tmp_path, mnist_reference)
     loaded_twice(d, mnist)
@@ -135,10 +144,7 @@ def test_a_record_changed_after_it_was_remembered_is_read_again(
 
 def test_a_raw_file_put_beside_the_gz_after_a_remembered_load_is_the_one_read(
         tmp_path, cache, quick_memo, mnist_reference, mnist):
-    d = tmp_path / "gz"
-    d.mkdir()
-    for f in (IMAGES, LABELS):
-        shutil.copy(mnist_reference / f, d / f)
+    d = gz_folder(tmp_path, mnist_reference)
     loaded_twice(d, mnist)
     bad = mnist[0].copy()
     bad[0, 10, 10] ^= 0x20
@@ -151,10 +157,7 @@ def test_a_raw_file_put_beside_the_gz_after_a_remembered_load_is_the_one_read(
 
 def test_keep_raw_source_damaged_in_place_after_a_remembered_load(
         tmp_path, cache, quick_memo, mnist_reference, mnist):
-    d = tmp_path / "gz"
-    d.mkdir()
-    for f in (IMAGES, LABELS):
-        shutil.copy(mnist_reference / f, d / f)
+    d = gz_folder(tmp_path, mnist_reference)
     loaded_twice(d, mnist, keep_raw=True)
     assert any(k[0] == "local raw copy" for k in seen._MEMO)
     raw = copy_path(d / IMAGES, cache)
