@@ -57,3 +57,79 @@ def test_an_unwritable_or_damaged_cache_only_means_hashing_again(tmp_path):
     assert recall(f, cache=tmp_path / "c") is None
     forget(f, cache=tmp_path / "c")
     assert not record_path(f, tmp_path / "c").exists()
+
+
+# --- one look per load (one_look): each identity taken once, misses end the run of hits ----
+
+def _aged(tmp_path, monkeypatch, name="a.bin"):
+    """A file whose identity the memory keeps at once (RACY_NS 0), and an empty memory."""
+    from mnistforge.cache import seen
+
+    monkeypatch.setattr(seen, "RACY_NS", 0)
+    monkeypatch.setattr(seen, "_MEMO", {})
+    f = tmp_path / name
+    f.write_bytes(b"x" * 10)
+    return seen, os.fspath(f)
+
+
+def test_one_look_takes_each_identity_once(tmp_path, monkeypatch):
+    seen, f = _aged(tmp_path, monkeypatch)
+    seen.learn("a", 1, [(f, seen.stamp(f))])
+    seen.learn("b", 2, [(f, seen.stamp(f))])
+    calls = []
+    real = seen.stamp
+    monkeypatch.setattr(seen, "stamp", lambda p: calls.append(p) or real(p))
+    with seen.one_look():
+        assert (seen.known("a"), seen.known("b")) == (1, 2)
+        assert seen.looked() == ((f, real(f)),)
+    assert calls == [f]                      # one stat for both entries
+    assert seen.known("a") == 1 and calls == [f, f]   # outside a look: every time
+
+
+def test_a_miss_forgets_what_the_look_took_and_ends_its_run_of_hits(tmp_path, monkeypatch):
+    seen, f = _aged(tmp_path, monkeypatch)
+    seen.learn("a", 1, [(f, seen.stamp(f))])
+    with seen.one_look():
+        assert seen.known("a") == 1 and seen.looked()
+        assert seen.known("absent") is None
+        assert seen.looked() is None         # what follows a miss may have written files
+    with seen.one_look():
+        assert seen.known("absent", miss_counts=False) is None
+        assert seen.known("a") == 1 and seen.looked() == ((f, seen.stamp(f)),)
+        seen.not_from_memos()                # e.g. a folder listed
+        assert seen.looked() is None
+
+
+def test_a_change_inside_a_look_is_seen_by_the_next_look(tmp_path, monkeypatch):
+    seen, f = _aged(tmp_path, monkeypatch)
+    seen.learn("a", 1, [(f, seen.stamp(f))])
+    with seen.one_look():
+        assert seen.known("a") == 1
+    with open(f, "ab") as h:
+        h.write(b"y")
+    with seen.one_look():
+        assert seen.known("a") is None
+
+
+def test_a_look_inside_a_look_counts_as_a_miss_of_the_outer_one(tmp_path, monkeypatch):
+    seen, f = _aged(tmp_path, monkeypatch)
+    seen.learn("a", 1, [(f, seen.stamp(f))])
+    with seen.one_look():
+        assert seen.known("a") == 1
+        with seen.one_look():                # a load that loads: it may write files
+            assert seen.known("a") == 1 and seen.looked()
+        assert seen.looked() is None
+
+
+def test_the_cache_key_is_asked_once_per_look(monkeypatch, tmp_path):
+    from mnistforge.cache import seen
+
+    asked = []
+    monkeypatch.setattr(seen, "cache_key", lambda c: asked.append(c) or ("k", c))
+    with seen.one_look():
+        assert seen.memo_cache_key(None) == seen.memo_cache_key(None) == ("k", None)
+    assert asked == [None]
+    monkeypatch.setenv("MNISTFORGE_HOME", str(tmp_path))   # a new look asks again
+    with seen.one_look():
+        seen.memo_cache_key(None)
+    assert asked == [None, None]

@@ -28,8 +28,7 @@ from pathlib import Path
 from ..io.atomic import atomic_file
 from ..log import get_logger
 from ..io.compression import compression_of, strip_compression
-from ..settings import cache_key
-from .seen import known, learn, path_key, stamp
+from .seen import known, learn, memo_cache_key, path_key, stamp
 from .seen import identity as _identity
 from .verify import MARKER_SUFFIX, Verification, read_marker, write_marker
 
@@ -58,11 +57,11 @@ def valid_copy(src, cache, *, rehash: bool = False) -> Path | None:
     it, the answer is kept in memory while ``src``, the copy and its sidecar keep their
     identities (:func:`~mnistforge.cache.seen.known`): a repeat load asks three ``stat`` calls.
     """
-    key = ("local raw copy", os.fspath(src), cache_key(cache))
+    key = ("local raw copy", os.fspath(src), memo_cache_key(cache))
     if not rehash:
         hit = known(key)
         if hit is not None:
-            return Path(hit)
+            return hit   # a Path (immutable: kept as it is)
     real = os.path.realpath(src)    # once: every first keep_raw load asks this of each file
     raw = copy_path(src, cache, real=real)
     side = os.fspath(raw) + MARKER_SUFFIX
@@ -72,10 +71,14 @@ def valid_copy(src, cache, *, rehash: bool = False) -> Path | None:
         return None
     try:
         st = os.stat(src)
+        copy_st = os.stat(raw)
     except OSError:
         return None
     if rec.get("source") != real or rec.get("source_identity") != _identity(st):
         logger.info("%s changed since its raw copy %s was made", src, raw)
+        return None
+    if rec.get("copy_identity") != _identity(copy_st):
+        logger.info("%s is not the raw copy of %s that was made (replaced or rewritten)", raw, src)
         return None
     if rehash:
         from ..io.hashing import sha256_file
@@ -85,7 +88,7 @@ def valid_copy(src, cache, *, rehash: bool = False) -> Path | None:
             logger.warning("%s: raw copy of %s does not match its record (sha256 %s, recorded %s); "
                            "making it again", raw, src, sha, rec.get("sha256"))
             return None
-    learn(key, os.fspath(raw), stamps)
+    learn(key, raw, stamps)
     return raw
 
 
@@ -118,7 +121,9 @@ def make_copy(src, cache, *, content_size: int | None = None) -> Path | None:
     if _identity(os.stat(src)) != _identity(before):
         logger.warning("%s changed while it was read; its raw copy is not recorded", src)
         return None
+    # the copy's own identity too: one replaced with the size and mtime its sidecar records
+    # (a new inode, a new ctime) is then made again, not served
     write_marker(raw, Verification(str(raw), "derived", got.content_sha256 or ""),
                  extra={"source": os.path.realpath(src), "source_identity": _identity(before),
-                        "source_sha256": got.sha256})
+                        "source_sha256": got.sha256, "copy_identity": _identity(os.stat(raw))})
     return raw

@@ -37,6 +37,7 @@ import json
 import os
 import time
 from collections.abc import Iterable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,8 @@ from ..settings import cache_key
 logger = get_logger(__name__)
 
 __all__ = ["SEEN", "identity", "record_path", "recall", "remember", "forget", "stamp", "stamp_of",
-           "known", "learn"]
+           "known", "learn", "unlearn", "one_look", "looked", "not_from_memos",
+           "memo_cache_key"]
 
 #: the cache's sub-folder for records of files outside the cache
 SEEN = "seen"
@@ -60,6 +62,9 @@ MEMO_SIZE = 4096
 #: an identity: size, mtime_ns, ctime_ns, inode (:func:`identity`)
 Stamp = tuple[int, int, int, int]
 _MEMO: dict[object, tuple[tuple[tuple[str, Stamp | None], ...], Any]] = {}
+#: the :class:`_Look` of the :class:`one_look` block running in this context (None: none)
+_LOOK: ContextVar[_Look | None] = ContextVar("mnistforge_look", default=None)
+_UNSEEN = object()
 
 
 def identity(st: os.stat_result) -> list[int]:
@@ -80,18 +85,112 @@ def stamp(path: str | os.PathLike[str]) -> Stamp | None:
         return None
 
 
-def known(key: object, default: Any = None) -> Any:
+def known(key: object, default: Any = None, *, miss_counts: bool = True) -> Any:
     """What :func:`learn` kept under ``key`` while every path it came from keeps its
-    identity, else ``default`` (and the entry is dropped)."""
+    identity, else ``default`` (and the entry is dropped).
+
+    ``miss_counts=False``: a miss does not end the current look's run of hits
+    (:func:`looked`): for a memo of what other memos decide, whose miss only means asking them."""
+    look = _LOOK.get()
     hit = _MEMO.get(key)
     if hit is None:
+        if look is not None and miss_counts:
+            look.missed()
         return default
     stamps, value = hit
     for p, s in stamps:
-        if stamp(p) != s:
+        if look is None:
+            now = stamp(p)
+        else:
+            now = look.stamps.get(p, _UNSEEN)
+            if now is _UNSEEN:
+                now = look.stamps[p] = stamp(p)
+        if now != s:
             _MEMO.pop(key, None)
+            if look is not None and miss_counts:
+                look.missed()
             return default
     return value
+
+
+def unlearn(key: object) -> None:
+    """Drop what :func:`learn` kept under ``key`` (it proved wrong in a way no identity shows)."""
+    _MEMO.pop(key, None)
+
+
+class _Look:
+    """What one :class:`one_look` block has seen: the identities :func:`known` took (path ->
+    stamp), :func:`memo_cache_key`'s answers, and how many times a memo missed."""
+
+    __slots__ = ("stamps", "keys", "misses")
+
+    def __init__(self) -> None:
+        self.stamps: dict[str, Stamp | None] = {}
+        self.keys: dict[object, tuple[str | None, ...]] = {}
+        self.misses = 0
+
+    def missed(self) -> None:
+        # what follows a miss may write files: every identity is taken again after it
+        self.stamps.clear()
+        self.misses += 1
+
+
+class one_look:
+    """Inside the block, :func:`known` takes each path's identity once, not once per memo
+    entry that names it (a repeat load asks about its folder five times).
+
+    Sound because the package writes only after a miss, and a miss forgets every identity
+    taken so far; the block is for work that does not re-hash (a load without ``check``).
+    :func:`looked` lets a caller keep what the block derived from memo hits alone, under every
+    identity they were checked against.  A block inside another (a load that loads) counts as
+    a miss of the outer one: it may have written files.
+
+    >>> with one_look():
+    ...     known(("nothing", "kept")) is None
+    True
+    """
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> one_look:
+        self._token = _LOOK.set(_Look())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _LOOK.reset(self._token)
+        outer = _LOOK.get()
+        if outer is not None:
+            outer.missed()
+
+
+def looked() -> tuple[tuple[str, Stamp | None], ...] | None:
+    """Every identity the current :class:`one_look` has taken, if every memo it asked hit (and
+    nothing was derived another way, :func:`not_from_memos`); else None.  What the block
+    derived then depends on those identities alone: it may be kept under them (:func:`learn`)."""
+    look = _LOOK.get()
+    if look is None or look.misses:
+        return None
+    return tuple(look.stamps.items())
+
+
+def not_from_memos() -> None:
+    """Say that what is being derived now read the disk outside :func:`known` (a folder
+    listed, say): :func:`looked` then answers None."""
+    look = _LOOK.get()
+    if look is not None:
+        look.missed()
+
+
+def memo_cache_key(cache: str | os.PathLike[str] | None) -> tuple[str | None, ...]:
+    """:func:`mnistforge.settings.cache_key` of ``cache``, asked once per :class:`one_look`
+    (a repeat load wants it for each file's memo entries; it reads five variables)."""
+    look = _LOOK.get()
+    if look is None:
+        return cache_key(cache)
+    got = look.keys.get(cache)
+    if got is None:
+        got = look.keys[cache] = cache_key(cache)
+    return got
 
 
 def learn(key: object, value: Any, stamps: Iterable[tuple[str, Stamp | None]]) -> None:
@@ -140,7 +239,7 @@ def recall(path: str | os.PathLike[str], cache: str | os.PathLike[str] | None = 
     """The facts recorded for ``path`` while it keeps the identity it had, else None. Never writes.
 
     Read once per process while the file and its record keep their identities (:func:`known`)."""
-    key = ("recall", os.fspath(path), cache_key(cache))
+    key = ("recall", os.fspath(path), memo_cache_key(cache))
     facts = known(key)
     if facts is not None:
         return dict(facts)

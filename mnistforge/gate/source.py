@@ -14,6 +14,7 @@ export (``hub/targets``) ask :func:`resolve` instead of each finding the folder 
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,8 +59,16 @@ MANIFEST = "manifest.json"
 def locate(folder: Path, fname: str) -> Path | None:
     """``folder/<fname>`` under any compression (raw first), or None."""
     # plain strings for the misses: every load asks this of each file, each suffix
-    name = _locate_name(os.fspath(folder), fname)
-    return None if name is None else Path(folder) / name
+    folder = os.fspath(folder)
+    name = _locate_name(folder, fname)
+    return None if name is None else _path(os.path.join(folder, name))
+
+
+@functools.lru_cache(maxsize=1024)
+def _path(path: str) -> Path:
+    """``Path(path)``, made once: a repeat load asks for the same few paths, and a ``Path``
+    costs more than the ``stat`` that checks the file (they are immutable: safe to share)."""
+    return Path(path)
 
 
 def _found(key, folder: str, probe):
@@ -122,7 +131,7 @@ def find_dataset_folder(root, info: DatasetInfo) -> Path | None:
                 hit = folder
                 break
         learn(key, hit, stamps)
-    return None if hit is None else Path(hit)
+    return None if hit is None else _path(hit)
 
 
 @dataclass
@@ -161,5 +170,5 @@ class Source:
 
 def resolve(root, info: DatasetInfo) -> Source:
     """The :class:`Source` of ``info`` under folder ``root``."""
-    root = Path(root)
+    root = root if isinstance(root, Path) else Path(root)
     return Source(root, info, find_dataset_folder(root, info))

@@ -34,6 +34,7 @@ Examples
 """
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -438,7 +439,7 @@ def read_idx(path: StrPath, *, mmap: bool = True, max_bytes: int = MAX_BYTES) ->
     >>> read_idx(p).tolist()
     [1, -2]
     """
-    path = Path(path)
+    path = os.fspath(path)   # a string: a Path object costs a repeat load more than its stat
     comp = compression_of(path)
     size = _regular_file_size(path)
     if comp is None:
@@ -477,11 +478,10 @@ def read_idx(path: StrPath, *, mmap: bool = True, max_bytes: int = MAX_BYTES) ->
         return _inflate_idx(comp, lambda: f.read(_INPUT_CHUNK), header, path)
 
 
-def _regular_file_size(path: Path) -> int:
+def _regular_file_size(path: StrPath) -> int:
     """The size of ``path`` if it is a regular file; a directory, a FIFO, a device or a symlink
     loop is an :class:`IdxFormatError` (a FIFO would block the read for ever)."""
     import errno
-    import os
     import stat
 
     try:

@@ -26,6 +26,7 @@ import numpy as np
 from .. import settings
 from ..errors import DatasetNotFoundError, IntegrityError, TargetNotFoundError
 from ..gate.formed import require_images, require_labels, require_pair
+from ..cache.seen import one_look
 from ..log import get_logger
 from ..registry import DatasetInfo, SplitInfo, get_dataset, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
@@ -147,8 +148,12 @@ def load(name: PathArg, split: str = "train", *, root: PathArg | None = None,
     request = Request(with_metadata=with_metadata, label_issues=label_issues, download=download,
                       cache=cache, keep_raw=keep_raw, progress=progress, check=check,
                       mirrors=mirrors, trust_files=trust_files)
-    route = resolve_load(name, split, root)
-    return READERS[route.kind](route, request)
+    if check:   # re-hashing may rewrite files mid-load: every identity is taken fresh
+        route = resolve_load(name, split, root)
+        return READERS[route.kind](route, request)
+    with one_look():
+        route = resolve_load(name, split, root)
+        return READERS[route.kind](route, request)
 
 
 # --------------------------------------------------------------------------- the request
@@ -223,7 +228,7 @@ def resolve_load(name: PathArg, split: str, root: PathArg | None = None) -> Rout
         name, root = detect_dataset(name), Path(name)
     base, rows = parse_split(split)
     if root is not None:
-        if not Path(root).is_dir():
+        if not os.path.isdir(root):
             raise TargetNotFoundError("no such folder", path=root,
                                       expected="a folder of idx files or a Hugging Face export",
                                       found="nothing there")
@@ -232,7 +237,7 @@ def resolve_load(name: PathArg, split: str, root: PathArg | None = None) -> Rout
             return Route("repo", os.fspath(name), _repo_split(os.fspath(name), base), Path(root),
                          rows)
     info = get_dataset(dataset_name(os.fspath(name)))
-    if root is not None and _is_repo(root, info.name):
+    if root is not None and info.name != name and _is_repo(root, info.name):  # asked already
         return Route("repo", info.name, split_name(info, base), Path(root), rows, info)
     return Route("files", info.name, split_name(info, base), None if root is None else Path(root),
                  rows, info)
@@ -340,6 +345,18 @@ def _open_arrays(info: DatasetInfo, fsp: SplitInfo, src: Origin, req: Request,
     """
     assert fsp.images and fsp.labels, f"registry: file split {fsp.name} without files"
     gated = isinstance(src, FolderOrigin) and not req.trust
+    wanted = (fsp.images, fsp.labels) + ((fsp.metadata,) if req.wants_metadata and fsp.metadata
+                                         else ())
+    key = None
+    if gated and not req.check:   # a verdict kept from a load answered by memory alone
+        from ..gate import kept
+
+        assert isinstance(src, FolderOrigin)
+        key = kept.verdict_key(info, fsp, src, req.cache, req.wants_metadata)
+        arrays = kept.kept_arrays(key, src)
+        if arrays is not None:
+            return _arranged(info, fsp, src, arrays[fsp.images], arrays[fsp.labels],
+                             arrays[wanted[2]] if len(wanted) > 2 else None)
     if gated:  # the trust gate: the labels file before anything else is read
         from ..gate.files import check_folder
 
@@ -353,6 +370,21 @@ def _open_arrays(info: DatasetInfo, fsp: SplitInfo, src: Origin, req: Request,
     meta = None
     if req.wants_metadata and fsp.metadata:
         meta = lab if fsp.metadata == fsp.labels else src.open_optional(fsp.metadata)
+    images, labels, meta = _arranged(info, fsp, src, images, lab, meta)
+    if gated:  # ... and the images by content, from the array just read
+        from ..gate.files import check_folder_images
+
+        check_folder_images(info, fsp, src, images, cache=req.cache, rehash=req.check)
+        if key is not None and isinstance(src, FolderOrigin):
+            kept.keep_verdict(key, src, wanted)
+    return images, labels, meta
+
+
+def _arranged(info: DatasetInfo, fsp: SplitInfo, src: Origin, images: np.ndarray,
+              lab: np.ndarray, meta: np.ndarray | None,
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(images, labels, metadata)`` from the files' arrays: the labels column of a label
+    table taken, and every shape checked."""
     if fsp.labels_column is not None:
         if lab.ndim != 2 or lab.shape[1] <= fsp.labels_column:
             raise IntegrityError("label table has the wrong shape", path=fsp.labels,
@@ -362,10 +394,6 @@ def _open_arrays(info: DatasetInfo, fsp: SplitInfo, src: Origin, req: Request,
     else:
         labels = lab
     _check_shapes(info, fsp, images, labels, meta, src)
-    if gated:  # ... and the images by content, from the array just read
-        from ..gate.files import check_folder_images
-
-        check_folder_images(info, fsp, src, images, cache=req.cache, rehash=req.check)
     return images, labels, meta
 
 

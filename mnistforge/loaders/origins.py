@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import settings
 from ..cache.raw import check_raw_copy, discard_raw_copy
+from ..cache.seen import not_from_memos
 from ..errors import DiskFullError, IdxFormatError, MissingFileError, NotWritableError
 from ..gate.source import candidate_folders, find_dataset_folder, locate, resolve  # noqa: F401 - re-exported
 from ..log import get_logger
@@ -206,6 +207,7 @@ def read_raw_copy(raw: PathArg) -> np.ndarray | None:
         return read_idx(raw)
     except IdxFormatError as e:
         logger.warning("%s; rebuilding the raw copy", e)
+        not_from_memos()   # a write no memo saw coming
         discard_raw_copy(raw)
         return None
 
@@ -239,7 +241,7 @@ class FolderOrigin(_Opening):
         self.keep_raw = keep_raw
         self.check = check
         self.cache = settings.cache_home(cache) if keep_raw else None
-        root = Path(root)
+        root = root if isinstance(root, Path) else Path(root)
         self.source = resolve(root, info)   # the folder and its manifest, found once
         folder = self.source.folder
         if folder is None:
@@ -258,6 +260,9 @@ class FolderOrigin(_Opening):
         #: hashes of files hashed while they were read (the gate's one-pass read)
         self.hashed: dict[str, dict[str, Any]] = {}
         self._paths: dict[str, Path | None] = {}
+        #: the idx file each file was read from (its raw copy with ``keep_raw``); None: another
+        #: format (read by :mod:`mnistforge.io.formats`)
+        self.read_from: dict[str, str | None] = {}
         self.manifest = self.source.manifest
         self.orientation = (self.manifest and self.manifest.storage_orientation) or info.orientation
         self.classes = manifest_classes(self.manifest, info)
@@ -276,6 +281,7 @@ class FolderOrigin(_Opening):
         p = locate(self.folder, fname)
         if p is not None:
             return p
+        not_from_memos()   # the sibling folders are listed, not remembered
         others = candidate_folders(self.root, self.info)
         if self.root.is_dir():
             others += sorted(d for d in self.root.iterdir() if d.is_dir())
@@ -326,16 +332,20 @@ class FolderOrigin(_Opening):
         if fmt != "idx":   # an .npz under its official name: read as it is
             from ..io.formats import read_array
 
+            self.read_from[fname] = None
             return read_array(p, fmt, array)
         if self.keep_raw and compression_of(p.name) is not None:
-            arr = self._open_copy(p)
-            if arr is not None:
-                return arr
+            got = self._open_copy(p)
+            if got is not None:
+                self.read_from[fname] = got[1]
+                return got[0]
+        self.read_from[fname] = os.fspath(p)
         return read_idx(p)
 
-    def _open_copy(self, p: Path) -> np.ndarray | None:
-        """The raw copy of compressed ``p`` in the cache, made when missing or stale; None when
-        it cannot be made (the caller reads ``p`` itself, which names what is wrong)."""
+    def _open_copy(self, p: Path) -> tuple[np.ndarray, str] | None:
+        """The raw copy of compressed ``p`` in the cache, made when missing or stale, and its
+        path; None when it cannot be made (the caller reads ``p`` itself, which names what is
+        wrong)."""
         from ..cache.local_raw import make_copy, valid_copy
         from ..errors import FormatError
 
@@ -350,4 +360,5 @@ class FolderOrigin(_Opening):
                 return None
             if raw is None:
                 return None
-        return read_raw_copy(raw)
+        arr = read_raw_copy(raw)
+        return None if arr is None else (arr, os.fspath(raw))

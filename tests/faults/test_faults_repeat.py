@@ -26,6 +26,7 @@ from mnistforge.cache.local_raw import copy_path
 from mnistforge.cache.seen import record_path
 from mnistforge.errors import DataMismatchError, MnistforgeError
 from mnistforge.io.idx import read_idx, write_idx
+from mnistforge.registry import registry_path, use_registry
 
 IMAGES, LABELS = "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"
 RAW_IMAGES, RAW_LABELS = IMAGES[:-3], LABELS[:-3]
@@ -214,3 +215,121 @@ def test_record_names_are_the_sha256_of_the_resolved_path(tmp_path):
     real = os.path.realpath(tmp_path / "x.gz")
     assert seen.path_key(real) == hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
     assert seen.record_path(tmp_path / "x.gz", tmp_path / "c").stem == seen.path_key(real)
+
+
+# --- the gate's verdict kept for repeat loads (mnistforge.gate.kept) --------------------------
+# Once a whole load of a folder is answered by the gate's memos alone, the next one maps the
+# files that load let through without walking the gate: each change below must end that.
+
+def verdicts(d) -> list[tuple]:
+    return [k for k in seen._MEMO if k[0] == "gate verdict" and k[1] == os.fspath(d)]
+
+
+def kept(d, mnist, **kw):
+    """Load ``d`` until the gate's verdict is kept (recorded, aged, answered from memory)."""
+    for _ in range(3):
+        ds = mnistforge.load("mnist", "test", root=d, **kw)
+        np.testing.assert_array_equal(ds.images, mnist[0])
+        np.testing.assert_array_equal(ds.labels, mnist[1])
+        settle()
+    assert verdicts(d), "the verdict was never kept"
+    return ds
+
+
+def test_a_kept_verdict_gives_the_same_split(tmp_path, cache, quick_memo, mnist_reference, mnist):
+    d = raw_folder(tmp_path, mnist_reference)
+    first = kept(d, mnist)
+    again = mnistforge.load("mnist", "test", root=d)
+    assert again.status == first.status and again.source == first.source
+    np.testing.assert_array_equal(again.images, mnist[0])
+    assert not again.images.flags.writeable          # still the read-only map of the file
+
+
+@pytest.mark.parametrize("name", [RAW_IMAGES, RAW_LABELS])
+def test_damage_with_size_and_mtime_kept_ends_a_kept_verdict(tmp_path, cache, quick_memo,
+                                                             mnist_reference, mnist, name):
+    d = raw_folder(tmp_path, mnist_reference)
+    kept(d, mnist)
+    flip_in_place(d / name, 16 + 28 * 28 * 7 + 200 if name == RAW_IMAGES else 8 + 123)
+    with pytest.raises(DataMismatchError, match="not mnist's"):
+        mnistforge.load("mnist", "test", root=d)
+
+
+def test_a_manifest_added_after_a_kept_verdict_is_obeyed(tmp_path, cache, quick_memo,
+                                                         mnist_reference, mnist):
+    from mnistforge.io.manifest import write_manifest
+
+    d = raw_folder(tmp_path, mnist_reference)
+    kept(d, mnist)
+    write_manifest(d, kind="mnist", inputs={}, parameters={})
+    m = d / "manifest.json"
+    rec = json.loads(m.read_text())
+    sha = rec["outputs"][RAW_LABELS]
+    sha = sha["sha256"] if isinstance(sha, dict) else sha
+    m.write_text(m.read_text().replace(sha, "0" * 64))     # a manifest the files do not match
+    with pytest.raises(DataMismatchError, match="changed since it was built"):
+        mnistforge.load("mnist", "test", root=d)
+
+
+def test_a_raw_file_put_beside_the_gz_after_a_kept_verdict_is_read(tmp_path, cache, quick_memo,
+                                                                   mnist_reference, mnist):
+    d = gz_folder(tmp_path, mnist_reference)
+    kept(d, mnist)
+    bad = mnist[0].copy()
+    bad[5, 9, 9] ^= 0x08
+    write_idx(d / RAW_IMAGES, bad)
+    with pytest.raises(DataMismatchError, match="not mnist's"):
+        mnistforge.load("mnist", "test", root=d)
+
+
+def test_another_registry_is_asked_again(tmp_path, cache, quick_memo, mnist_reference, mnist):
+    d = raw_folder(tmp_path, mnist_reference)
+    kept(d, mnist)
+    reg = json.loads(open(registry_path(), encoding="utf-8").read())
+    entry = reg["files"]["mnist/t10k-labels-idx1-ubyte.gz"]
+    for k in ("content_sha256", "content_md5", "content_xxh3_128"):
+        if entry.get(k):
+            entry[k] = "0" * len(entry[k])       # pins other labels than these
+    other = tmp_path / "registry.json"
+    other.write_text(json.dumps(reg), encoding="utf-8")
+    with use_registry(other), pytest.raises(DataMismatchError):
+        mnistforge.load("mnist", "test", root=d)
+    np.testing.assert_array_equal(mnistforge.load("mnist", "test", root=d).labels, mnist[1])
+
+
+def test_a_raw_copy_removed_after_a_kept_verdict_is_made_again(tmp_path, cache, quick_memo,
+                                                                mnist_reference, mnist):
+    d = gz_folder(tmp_path, mnist_reference)
+    kept(d, mnist, keep_raw=True)
+    raw = copy_path(d / IMAGES, cache)
+    raw.unlink()
+    ds = mnistforge.load("mnist", "test", root=d, keep_raw=True)
+    np.testing.assert_array_equal(ds.images, mnist[0])
+    assert raw.is_file()
+
+
+def test_a_raw_copy_replaced_by_other_pixels_after_a_kept_verdict_is_not_served(
+        tmp_path, cache, quick_memo, mnist_reference, mnist):
+    d = gz_folder(tmp_path, mnist_reference)
+    kept(d, mnist, keep_raw=True)
+    raw = copy_path(d / IMAGES, cache)
+    bad = mnist[0].copy()
+    bad[1, 1, 1] ^= 0x02
+    write_idx(tmp_path / "bad", bad)
+    shutil.copystat(raw, tmp_path / "bad")           # the size and mtime its sidecar records
+    os.replace(tmp_path / "bad", raw)
+    ds = mnistforge.load("mnist", "test", root=d, keep_raw=True)
+    np.testing.assert_array_equal(ds.images, mnist[0])
+
+
+def test_check_and_trust_files_neither_use_nor_keep_a_verdict(tmp_path, cache, quick_memo,
+                                                               mnist_reference, mnist):
+    d = raw_folder(tmp_path, mnist_reference)
+    for kw in ({"check": True}, {"trust_files": True}) * 3:
+        mnistforge.load("mnist", "test", root=d, **kw)
+        settle()
+    assert not verdicts(d)
+    kept(d, mnist)
+    flip_in_place(d / RAW_IMAGES, 16 + 28 * 28 * 2 + 50)
+    with pytest.raises(DataMismatchError):     # check=True hashes again, whatever is kept
+        mnistforge.load("mnist", "test", root=d, check=True)
