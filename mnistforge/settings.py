@@ -295,20 +295,31 @@ def cache_home(root: PathArg | None = None) -> Path:
     Linux: ``$XDG_CACHE_HOME/mnistforge`` (``~/.cache/mnistforge``); macOS:
     ``~/Library/Caches/mnistforge``; Windows: ``%LOCALAPPDATA%\\mnistforge\\Cache``.
     """
-    if root is not None:
-        return _cache_folder(Path(root).expanduser(), _GIVEN_CACHE)
-    return _cache_folder(*_cache_setting(_GIVEN.get(), os.environ))
+    key = cache_key(root)
+    named = _NAMED.get(key)
+    if named is None:   # a Path and ~ expanded once per setting: every load asks this
+        named = (Path(root).expanduser(), _GIVEN_CACHE) if root is not None else \
+            _cache_setting(_GIVEN.get(), os.environ)
+        if len(_NAMED) >= 64:
+            _NAMED.clear()
+        _NAMED[key] = named
+    return _cache_folder(*named)
+
+
+#: :func:`cache_home`'s folders before they are checked, by :func:`cache_key` (what decides them)
+_NAMED: dict[tuple[str | None, ...], tuple[Path, str]] = {}
 
 
 def cache_key(root: PathArg | None = None) -> tuple[str | None, ...]:
     """What decides which folder :func:`cache_home` names (``root``, :func:`using`'s ``cache``,
     the variables), for the key of a memo that depends on it: cheaper than resolving it (no
     ``Path``, no ``stat``), and equal whenever the cache is the same."""
+    if root is None:
+        root = _GIVEN.get().cache
     if root is not None:
-        return (os.fspath(root),)
-    given = _GIVEN.get().cache
-    if given is not None:
-        return (os.fspath(given),)
+        path = os.fspath(root)
+        # "~/x" names another folder when HOME changes
+        return (path, os.path.expanduser("~")) if path.startswith("~") else (path,)
     env = os.environ
     return (None, env.get("MNISTFORGE_HOME"), env.get("XDG_CACHE_HOME"), env.get("LOCALAPPDATA"),
             os.path.expanduser("~"))   # what Path.home() in _platform_cache answers

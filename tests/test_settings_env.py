@@ -303,3 +303,23 @@ def test_offline_from_using_is_blamed_on_the_flag_not_the_variable(clean_env, tm
     clean_env.setenv("MNISTFORGE_OFFLINE", "1")
     with settings.using(cache=tmp_path), pytest.raises(OfflineError, match="MNISTFORGE_OFFLINE=1"):
         load("mnist", "test")
+
+
+def test_the_cache_folder_follows_every_change_of_what_names_it(tmp_path, monkeypatch):
+    """cache_home keeps its Path per cache_key: a changed variable, HOME for a ``~`` folder or
+    using(...) must still name the new folder."""
+    for name in ("MNISTFORGE_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "h1"))
+    assert settings.cache_home() == tmp_path / "h1" / ".cache" / "mnistforge"
+    assert settings.cache_home("~/c") == tmp_path / "h1" / "c"
+    monkeypatch.setenv("HOME", str(tmp_path / "h2"))
+    assert settings.cache_home() == tmp_path / "h2" / ".cache" / "mnistforge"
+    assert settings.cache_home("~/c") == tmp_path / "h2" / "c"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert settings.cache_home() == tmp_path / "xdg" / "mnistforge"
+    monkeypatch.setenv("MNISTFORGE_HOME", str(tmp_path / "m"))
+    assert settings.cache_home() == tmp_path / "m"
+    with settings.using(cache="~/given"):
+        assert settings.cache_home() == tmp_path / "h2" / "given"
+    assert settings.cache_home() == tmp_path / "m"
