@@ -13,7 +13,7 @@ than idx.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..cache.seen import known, learn, looked, memo_cache_key, unlearn
 from ..errors import MnistforgeError
@@ -23,10 +23,19 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ..io.types import StrPath
-    from ..loaders.origins import FolderOrigin
     from ..registry import DatasetInfo, SplitInfo
 
 __all__ = ["verdict_key", "kept_arrays", "keep_verdict"]
+
+
+class FolderOrigin(Protocol):
+    """What this module asks of :class:`mnistforge.loaders.origins.FolderOrigin` (the gate sits
+    below the loaders: it names the attributes, not the class)."""
+
+    where: str
+    keep_raw: bool
+    status: dict[str, str]
+    read_from: dict[str, str | None]
 
 
 def verdict_key(info: DatasetInfo, fsp: SplitInfo, src: FolderOrigin, cache: StrPath | None,
