@@ -12,6 +12,7 @@ Examples
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import numpy as np
@@ -21,21 +22,27 @@ from .result import FAIL, PASS, CheckResult, fail, result
 logger = logging.getLogger(__name__)
 
 
-def check_parse(paths, name: str = "integrity.parse", contents: dict | None = None) -> CheckResult:
+def check_parse(paths, name: str = "integrity.parse", contents: dict | None = None,
+                parsed: dict | None = None) -> CheckResult:
     """Every idx file parses completely (header, declared size, compression).
 
     A truncated or corrupted file fails with the reader's own message.  With
     ``contents`` (a dict), each compressed file that parses gets an entry
     ``{path: hash(md5) -> (sha256, md5 or None, size)}`` hashing the content
-    just inflated, so the hash check need not inflate the file again.
+    just inflated, so the hash check need not inflate the file again.  ``parsed``:
+    ``{resolved path: (array, identity)}`` of files a load has just parsed with the same
+    reader (:class:`mnistforge.loaders.origins.recorded_reads`): taken while the file keeps
+    that identity (:func:`mnistforge.cache.seen.stamp`), so each file is inflated once.
     """
+    from ..cache.seen import stamp
     from ..io.idx import read_idx
 
     paths = [Path(p) for p in paths]
     shapes, errors = {}, {}
     for p in paths:
         try:
-            a = read_idx(p, mmap=True)
+            hit = parsed.get(os.path.realpath(p)) if parsed else None
+            a = hit[0] if hit is not None and hit[1] == stamp(p) else read_idx(p, mmap=True)
             shapes[p.name] = list(a.shape)
             if contents is not None and not isinstance(a, np.memmap):
                 hasher = _content_hasher(p, a)

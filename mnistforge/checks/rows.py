@@ -84,13 +84,16 @@ def _card_files(ctx: Context, s: str) -> list[CheckResult]:
 
 def _load_split(ctx: Context, s: str) -> list[CheckResult]:
     from ..loaders import load
+    from ..loaders.origins import recorded_reads
 
     if s in ctx.skipped:
         return []
     try:
         # the hash checks judge the files (or shards); loading must not refuse them first
-        ctx.loaded[s] = load(ctx.name, s, root=ctx.root, with_metadata=True,
-                             download=ctx.options["download"], trust_files=True)
+        with recorded_reads() as reads:
+            ctx.loaded[s] = load(ctx.name, s, root=ctx.root, with_metadata=True,
+                                 download=ctx.options["download"], trust_files=True)
+        ctx.parsed.update(reads)
     except Exception as e:  # a file that does not load is a finding
         return [load_failure(f"load[{s}]", e)]
     return []
@@ -101,7 +104,10 @@ def _uniq(ctx: Context, _=None) -> list:
 
 
 def _parse(ctx: Context, _) -> CheckResult:
-    return integrity.check_parse(_uniq(ctx), contents=ctx.contents)
+    try:
+        return integrity.check_parse(_uniq(ctx), contents=ctx.contents, parsed=ctx.parsed)
+    finally:
+        ctx.parsed.clear()   # the arrays are not kept past the check
 
 
 def _manifest_hashes(ctx: Context, _) -> CheckResult:

@@ -22,15 +22,16 @@ from the folder's ``manifest.json`` when it says so, else from the registry.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Sequence
+from contextvars import ContextVar
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from .. import settings
 from ..cache.raw import check_raw_copy, discard_raw_copy
-from ..cache.seen import not_from_memos
+from ..cache.seen import Stamp, not_from_memos, stamp_of
 from ..errors import DiskFullError, IdxFormatError, MissingFileError, NotWritableError
 from ..gate.source import candidate_folders, find_dataset_folder, locate, resolve  # noqa: F401 - re-exported
 from ..log import get_logger
@@ -200,6 +201,28 @@ class CacheOrigin(_Opening):
             verify_file(packed, remote, use_marker=False)
 
 
+#: inside :class:`recorded_reads`: resolved path -> (the array a folder's idx file gave, the
+#: file's identity just before it was read)
+_READS: ContextVar[dict[str, tuple[np.ndarray, Stamp]] | None] = ContextVar("mnistforge_reads",
+                                                                            default=None)
+
+
+class recorded_reads:
+    """Inside the block, every idx file a :class:`FolderOrigin` reads is noted with its array
+    (``with recorded_reads() as reads``): a caller that would parse the same files again (verify's
+    parse check) takes the arrays while each file keeps its identity."""
+
+    __slots__ = ("_token", "reads")
+
+    def __enter__(self) -> dict[str, tuple[np.ndarray, Stamp]]:
+        self.reads: dict[str, tuple[np.ndarray, Stamp]] = {}
+        self._token = _READS.set(self.reads)
+        return self.reads
+
+    def __exit__(self, *exc: object) -> None:
+        _READS.reset(self._token)
+
+
 def read_raw_copy(raw: PathArg) -> np.ndarray | None:
     """A raw copy the package made, memory-mapped; one that does not parse is removed (with
     its sidecar) and None returned, so that the caller makes it again."""
@@ -340,7 +363,11 @@ class FolderOrigin(_Opening):
                 self.read_from[fname] = got[1]
                 return got[0]
         self.read_from[fname] = os.fspath(p)
-        return read_idx(p)
+        arr = read_idx(p)
+        reads = _READS.get()
+        if reads is not None:   # verify's parse check takes this array instead of inflating again
+            reads[os.path.realpath(p)] = (arr, stamp_of(self.stats[fname]))
+        return arr
 
     def _open_copy(self, p: Path) -> tuple[np.ndarray, str] | None:
         """The raw copy of compressed ``p`` in the cache, made when missing or stale, and its
