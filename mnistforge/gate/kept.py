@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["verdict_key", "kept_arrays", "keep_verdict"]
 
 
-class FolderOrigin(Protocol):
+class FolderLike(Protocol):
     """What this module asks of :class:`mnistforge.loaders.origins.FolderOrigin` (the gate sits
     below the loaders: it names the attributes, not the class)."""
 
@@ -38,7 +38,7 @@ class FolderOrigin(Protocol):
     read_from: dict[str, str | None]
 
 
-def verdict_key(info: DatasetInfo, fsp: SplitInfo, src: FolderOrigin, cache: StrPath | None,
+def verdict_key(info: DatasetInfo, fsp: SplitInfo, src: FolderLike, cache: StrPath | None,
                 with_metadata: bool) -> tuple[object, ...]:
     """What decides the gate's verdict besides the files: the folder, the dataset, the file
     split, raw copies or not, the cache (records and copies live there), the registry."""
@@ -46,7 +46,7 @@ def verdict_key(info: DatasetInfo, fsp: SplitInfo, src: FolderOrigin, cache: Str
             memo_cache_key(cache), generation(), bool(with_metadata and fsp.metadata))
 
 
-def kept_arrays(key: tuple[object, ...], src: FolderOrigin) -> dict[str, np.ndarray] | None:
+def kept_arrays(key: tuple[object, ...], src: FolderLike) -> dict[str, np.ndarray] | None:
     """The files of the verdict kept under ``key``, mapped again (``src.status`` set as that
     load left it), or None: the gate must run."""
     hit = known(key, miss_counts=False)   # a miss here only means asking the gate's own memos
@@ -64,7 +64,7 @@ def kept_arrays(key: tuple[object, ...], src: FolderOrigin) -> dict[str, np.ndar
     return arrays
 
 
-def keep_verdict(key: tuple[object, ...], src: FolderOrigin, fnames: tuple[str, ...]) -> None:
+def keep_verdict(key: tuple[object, ...], src: FolderLike, fnames: tuple[str, ...]) -> None:
     """Keep what the gate just let through, if this whole load was answered by memo hits and
     every one of ``fnames`` was read as an idx file."""
     stamps = looked()
