@@ -321,7 +321,10 @@ def cache_key(root: PathArg | None = None) -> tuple[str | None, ...]:
         # "~/x" names another folder when HOME changes
         return (path, os.path.expanduser("~")) if path.startswith("~") else (path,)
     env = os.environ
-    return (None, env.get("MNISTFORGE_HOME"), env.get("XDG_CACHE_HOME"), env.get("LOCALAPPDATA"),
+    home = env.get("MNISTFORGE_HOME")
+    if home:   # the others do not matter then (and each read of the environment costs)
+        return (None, home, os.path.expanduser("~") if home.startswith("~") else None)
+    return (None, None, env.get("XDG_CACHE_HOME"), env.get("LOCALAPPDATA"),
             os.path.expanduser("~"))   # what Path.home() in _platform_cache answers
 
 

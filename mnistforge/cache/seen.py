@@ -47,7 +47,7 @@ from ..settings import cache_key
 logger = get_logger(__name__)
 
 __all__ = ["SEEN", "identity", "record_path", "recall", "remember", "forget", "stamp", "stamp_of",
-           "known", "learn", "unlearn", "one_look", "looked", "not_from_memos",
+           "known", "learn", "unlearn", "one_look", "looked", "looked_at", "not_from_memos",
            "memo_cache_key"]
 
 #: the cache's sub-folder for records of files outside the cache
@@ -171,6 +171,13 @@ def looked() -> tuple[tuple[str, Stamp | None], ...] | None:
     if look is None or look.misses:
         return None
     return tuple(look.stamps.items())
+
+
+def looked_at(path: str) -> Stamp | None:
+    """The identity the current :class:`one_look` took of ``path`` (None: none taken, or
+    nothing there)."""
+    look = _LOOK.get()
+    return None if look is None else look.stamps.get(path)
 
 
 def not_from_memos() -> None:

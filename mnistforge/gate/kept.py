@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from ..cache.seen import known, learn, looked, memo_cache_key, unlearn
+from ..cache.seen import known, learn, looked, looked_at, memo_cache_key, unlearn
 from ..errors import MnistforgeError
 from ..registry import generation
 
@@ -55,13 +55,18 @@ def kept_arrays(key: tuple[object, ...], src: FolderLike) -> dict[str, np.ndarra
     files, status = hit
     from ..io.idx import read_idx
 
-    try:
-        arrays = {fname: read_idx(path) for fname, path in files.items()}
+    try:   # each file's size from the identity just checked: no second stat
+        arrays = {fname: read_idx(path, size=_size(path)) for fname, path in files.items()}
     except (OSError, MnistforgeError):   # the gate, run in full, says what is wrong
         unlearn(key)
         return None
     src.status.update(status)
     return arrays
+
+
+def _size(path: str) -> int | None:
+    st = looked_at(path)
+    return None if st is None else st[0]
 
 
 def keep_verdict(key: tuple[object, ...], src: FolderLike, fnames: tuple[str, ...]) -> None:

@@ -215,9 +215,12 @@ def resolve_load(name: PathArg, split: str, root: PathArg | None = None) -> Rout
             name = dataset_name(name)
         except DatasetNotFoundError:
             pass
+    folder_known = False   # root: a folder of name's idx files seen before, unchanged since
     if root is not None or not (isinstance(name, str) and name in list_datasets()):
-        from .targets import foreign_source   # only where a path is involved
-        if foreign_source(name, root):  # a third-party copy: npz/npy, CSV, parquet, .mat, torchvision
+        from .targets import foreign_source, idx_folder_known   # only where a path is involved
+        folder_known = root is not None and idx_folder_known(name, root)
+        # a third-party copy: npz/npy, CSV, parquet, .mat, torchvision
+        if not folder_known and foreign_source(name, root):
             if root is None:
                 return Route("foreign", None, split, path=name)
             return Route("foreign", os.fspath(name), split, path=root)
@@ -227,7 +230,7 @@ def resolve_load(name: PathArg, split: str, root: PathArg | None = None) -> Rout
 
         name, root = detect_dataset(name), Path(name)
     base, rows = parse_split(split)
-    if root is not None:
+    if root is not None and not folder_known:
         if not os.path.isdir(root):
             raise TargetNotFoundError("no such folder", path=root,
                                       expected="a folder of idx files or a Hugging Face export",
@@ -237,7 +240,8 @@ def resolve_load(name: PathArg, split: str, root: PathArg | None = None) -> Rout
             return Route("repo", os.fspath(name), _repo_split(os.fspath(name), base), Path(root),
                          rows)
     info = get_dataset(dataset_name(os.fspath(name)))
-    if root is not None and info.name != name and _is_repo(root, info.name):  # asked already
+    if root is not None and not folder_known and info.name != name \
+            and _is_repo(root, info.name):   # (a name asked already is not asked again)
         return Route("repo", info.name, split_name(info, base), Path(root), rows, info)
     return Route("files", info.name, split_name(info, base), None if root is None else Path(root),
                  rows, info)

@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import settings
 from ..cache.raw import check_raw_copy, discard_raw_copy
-from ..cache.seen import Stamp, not_from_memos, stamp_of
+from ..cache.seen import Stamp, looked_at, not_from_memos, stamp_of
 from ..errors import DiskFullError, IdxFormatError, MissingFileError, NotWritableError
 from ..gate.source import candidate_folders, find_dataset_folder, locate, resolve  # noqa: F401 - re-exported
 from ..log import get_logger
@@ -225,9 +225,11 @@ class recorded_reads:
 
 def read_raw_copy(raw: PathArg) -> np.ndarray | None:
     """A raw copy the package made, memory-mapped; one that does not parse is removed (with
-    its sidecar) and None returned, so that the caller makes it again."""
+    its sidecar) and None returned, so that the caller makes it again.  Its size comes from the
+    identity this load's checks took of it, when they did (no second ``stat``)."""
+    st = looked_at(os.fspath(raw))
     try:
-        return read_idx(raw)
+        return read_idx(raw, size=None if st is None else st[0])
     except IdxFormatError as e:
         logger.warning("%s; rebuilding the raw copy", e)
         not_from_memos()   # a write no memo saw coming
@@ -263,7 +265,8 @@ class FolderOrigin(_Opening):
         self.info = info
         self.keep_raw = keep_raw
         self.check = check
-        self.cache = settings.cache_home(cache) if keep_raw else None
+        self._cache_arg = cache
+        self._cache: Path | None = None
         root = root if isinstance(root, Path) else Path(root)
         self.source = resolve(root, info)   # the folder and its manifest, found once
         folder = self.source.folder
@@ -292,6 +295,14 @@ class FolderOrigin(_Opening):
 
     def __str__(self) -> str:
         return f"folder {self.folder}"
+
+    @property
+    def cache(self) -> Path | None:
+        """The cache the raw copies go to (``keep_raw``), resolved when first needed: a load the
+        gate's kept verdict serves never asks (:mod:`mnistforge.gate.kept`)."""
+        if self.keep_raw and self._cache is None:
+            self._cache = settings.cache_home(self._cache_arg)
+        return self._cache
 
     def path_of(self, fname: str) -> Path | None:
         """Where ``fname`` is: in the dataset's folder, else in a sibling build folder

@@ -145,6 +145,17 @@ def _files_here(root: PathArg, name: object) -> bool:
     return found is not None and os.fspath(found) == os.fspath(root)
 
 
+def _idx_folder_key(name: object, root: PathArg) -> tuple[object, ...]:
+    return ("idx folder", os.fspath(root), name if isinstance(name, str) else None)
+
+
+def idx_folder_known(name: object, root: PathArg) -> bool:
+    """Whether :func:`foreign_source` found ``root`` to be a folder of ``name``'s idx files and
+    it keeps the identity it had then: still that folder, and still no export (a ``README.md``
+    added would change it), so a load need not ask either again."""
+    return bool(known(_idx_folder_key(name, root)))
+
+
 def foreign_source(name: object, root: PathArg | None = None) -> bool:
     """Whether ``load(name, root=root)`` (or ``load(name)`` with ``name`` a path) is a third-party
     copy: a file, or a folder that is neither idx files under official names nor our Hub export.
@@ -160,7 +171,7 @@ def foreign_source(name: object, root: PathArg | None = None) -> bool:
         root = name
     # a folder holding the named dataset's files itself: kept in memory while it keeps its
     # identity (no file added, removed or renamed there; cache.seen.known)
-    key = ("idx folder", os.fspath(root), name if isinstance(name, str) else None)
+    key = _idx_folder_key(name, root)
     if known(key):
         return False
     try:
