@@ -333,3 +333,30 @@ def test_check_and_trust_files_neither_use_nor_keep_a_verdict(tmp_path, cache, q
     flip_in_place(d / RAW_IMAGES, 16 + 28 * 28 * 2 + 50)
     with pytest.raises(DataMismatchError):     # check=True hashes again, whatever is kept
         mnistforge.load("mnist", "test", root=d, check=True)
+
+
+def _outcome(d, **kw):
+    try:
+        ds = mnistforge.load("mnist", "test", root=d, **kw)
+    except Exception as e:  # noqa: BLE001 - the outcome compared is the error's kind and text
+        return type(e).__name__, str(e)
+    return "loaded", ds.status
+
+
+@pytest.mark.parametrize("change", ["export added", "folder removed", "file in its place"])
+def test_a_known_folder_changed_into_something_else_is_asked_again(
+        tmp_path, cache, quick_memo, mnist_reference, mnist, change):
+    """A folder known to hold the idx files is not asked again whether it is a folder or an
+    export while it keeps its identity; changed, a load says what a fresh process says."""
+    d = raw_folder(tmp_path, mnist_reference)
+    kept(d, mnist)
+    if change == "export added":
+        (d / "README.md").write_text("---\nconfigs: []\n---\n")
+        (d / "data" / "mnist").mkdir(parents=True)
+    else:
+        shutil.rmtree(d)
+        if change == "file in its place":
+            d.write_bytes(b"not a folder")
+    with_memory = _outcome(d)
+    seen._MEMO.clear()                       # what a fresh process says
+    assert with_memory == _outcome(d) and with_memory[0] != "loaded"
