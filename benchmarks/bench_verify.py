@@ -102,7 +102,7 @@ def _inflate_and_hash(folder: Path) -> int:
 
 def _products(query, base, dims_pooled: bool):
     """The float32 block products of the search (pooled) or over the full 784 pixels."""
-    from mnistforge.checks.duplicates import _pool, _pool_factor
+    from mnistforge.io.similar import _pool, _pool_factor
 
     if dims_pooled:
         f = _pool_factor(*query.shape[1:])

@@ -101,3 +101,24 @@ def test_digests_tell_images_apart_whatever_their_row_length():
         assert d[0] == d[1] and d[0] != d[2]
         assert np.unique(d).size == len(x) - 1
         assert dp.xorshift_image_digests(x[[12345]])[0] == d[12345]
+
+
+def test_the_near_search_in_column_tiles_finds_what_brute_force_finds(monkeypatch):
+    """The products are made and compared a tile of columns at a time: tiles that do not divide
+    the base (and a tile of one column) give the pairs, distances and candidates of one tile."""
+    from mnistforge.io import similar
+
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 40, (301, 28, 28), dtype=np.uint8)
+    query = base[rng.choice(301, 40, replace=False)].copy()
+    query[:, 5:9, 5:9] += rng.integers(0, 3, (40, 4, 4), dtype=np.uint8)
+    query[::3] = rng.integers(0, 256, (14, 28, 28), dtype=np.uint8)   # far from everything
+    want = similar.nearest_brute_force(query, base, 30.0)
+    got = {}
+    for cols in (1, 7, 64, 10_000):
+        monkeypatch.setattr(similar, "_COLS", cols)
+        nd = similar.find_near_duplicates(query, base, 30.0, block=16)
+        got[cols] = (nd.pairs.tolist(), np.round(nd.l2, 4).tolist(), nd.candidates)
+    assert len(set(map(repr, got.values()))) == 1
+    assert got[7][0] == want.pairs.tolist() and len(want) > 10
+    np.testing.assert_allclose(got[7][1], want.l2, rtol=1e-5)
