@@ -225,7 +225,11 @@ def find_near_duplicates(query: npt.ArrayLike, base: npt.ArrayLike, threshold: f
     cols = min(nb, _COLS)
     buf = np.empty((min(block, nq), cols), np.float32)
     mask = np.empty((min(block, nq), cols), np.bool_)
-    bft = np.ascontiguousarray(bf.T)
+    # one more dimension: a 1 for every query, -col for every base image, so that the product
+    # itself is a.b - col (no pass over it to subtract)
+    qf1 = np.concatenate([qf, np.ones((nq, 1), np.float32)], axis=1)
+    bft = np.empty((qf1.shape[1], nb), np.float32)
+    bft[:-1] = bf.T
     for s in bar:
         e = min(nq, s + block)
         slack = 1e-4 * (qn[s:e].max() + bn) + 1.0
@@ -233,13 +237,12 @@ def find_near_duplicates(query: npt.ArrayLike, base: npt.ArrayLike, threshold: f
         # float32 rounding of a.b is far below 1e-4 of the norms, so the slack
         # (per column, using the block's largest query norm) keeps every true
         # pair; exact integer distances are checked below.
-        col = (bn - slack) / 2
+        np.negative((bn - slack) / 2, out=bft[-1])
         row = ((qn[s:e] - t2) / 2)[:, None]
         for c in range(0, nb, cols):
             d = min(nb, c + cols)
-            ab = np.matmul(qf[s:e], bft[:, c:d], out=buf[: e - s, : d - c])
-            t = np.subtract(ab, col[c:d], out=ab)
-            hit = np.greater_equal(t, row, out=mask[: e - s, : d - c])
+            ab = np.matmul(qf1[s:e], bft[:, c:d], out=buf[: e - s, : d - c])
+            hit = np.greater_equal(ab, row, out=mask[: e - s, : d - c])
             # flatnonzero + divmod: the same (row, column) pairs as np.nonzero, at a tenth of
             # its cost
             qi, bj = np.divmod(np.flatnonzero(hit), d - c)
