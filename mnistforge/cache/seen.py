@@ -276,6 +276,7 @@ def remember(path, facts: dict, *, before: os.stat_result, cache=None) -> bool:
     from ..errors import MnistforgeError
     from ..io.atomic import atomic_file
 
+    not_from_memos()   # a write: nothing derived in this look may rest on what it saw before
     try:
         if identity(os.stat(path)) != identity(before):
             logger.warning("%s changed while it was read; not recorded as checked", path)
@@ -292,6 +293,7 @@ def remember(path, facts: dict, *, before: os.stat_result, cache=None) -> bool:
 
 def forget(path, cache=None) -> None:
     """Remove the record of ``path`` (a file found damaged must be hashed again next time)."""
+    not_from_memos()
     try:
         os.unlink(record_path(path, cache))
     except OSError:

@@ -117,7 +117,9 @@ def write_marker(path, v: Verification, extra: dict | None = None) -> None:
     """Record a successful check of ``path`` (keyed on its size and mtime), with ``extra``
     fields where the caller needs more (e.g. what a copy was made from)."""
     from ..io.atomic import atomic_file
+    from .seen import not_from_memos
 
+    not_from_memos()   # a write: nothing derived in this look may rest on what it saw before
     path = Path(path)
     st = path.stat()
     rec = {k: val for k, val in asdict(v).items() if k not in ("path", "detail", "from_marker")}

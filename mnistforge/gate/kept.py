@@ -57,7 +57,7 @@ def kept_arrays(key: tuple[object, ...], src: FolderLike) -> dict[str, np.ndarra
 
     try:   # each file's size from the identity just checked: no second stat
         arrays = {fname: read_idx(path, size=_size(path)) for fname, path in files.items()}
-    except (OSError, MnistforgeError):   # the gate, run in full, says what is wrong
+    except (OSError, ValueError, MnistforgeError):   # the gate, run in full, says what is wrong
         unlearn(key)
         return None
     src.status.update(status)
