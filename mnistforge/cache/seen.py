@@ -47,7 +47,7 @@ from ..settings import cache_key
 logger = get_logger(__name__)
 
 __all__ = ["SEEN", "identity", "record_path", "recall", "remember", "forget", "stamp", "stamp_of",
-           "known", "learn", "unlearn", "one_look", "looked", "looked_at", "not_from_memos",
+           "known", "learn", "unlearn", "one_look", "looked", "looked_size", "not_from_memos",
            "memo_cache_key"]
 
 #: the cache's sub-folder for records of files outside the cache
@@ -173,11 +173,13 @@ def looked() -> tuple[tuple[str, Stamp | None], ...] | None:
     return tuple(look.stamps.items())
 
 
-def looked_at(path: str) -> Stamp | None:
-    """The identity the current :class:`one_look` took of ``path`` (None: none taken, or
-    nothing there)."""
+def looked_size(path: str) -> int | None:
+    """The size in the identity the current :class:`one_look` took of ``path`` (None: none
+    taken, or nothing there): a file mapped right after its identity was checked needs no
+    second ``stat``."""
     look = _LOOK.get()
-    return None if look is None else look.stamps.get(path)
+    st = None if look is None else look.stamps.get(path)
+    return None if st is None else st[0]
 
 
 def not_from_memos() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from ..cache.seen import known, learn, looked, looked_at, memo_cache_key, unlearn
+from ..cache.seen import known, learn, looked, looked_size, memo_cache_key, unlearn
 from ..errors import MnistforgeError
 from ..registry import generation
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ..io.types import StrPath
-    from ..registry import DatasetInfo, SplitInfo
+    from ..registry import DatasetInfo
 
 __all__ = ["verdict_key", "kept_arrays", "keep_verdict"]
 
@@ -38,12 +38,12 @@ class FolderLike(Protocol):
     read_from: dict[str, str | None]
 
 
-def verdict_key(info: DatasetInfo, fsp: SplitInfo, src: FolderLike, cache: StrPath | None,
-                with_metadata: bool) -> tuple[object, ...]:
-    """What decides the gate's verdict besides the files: the folder, the dataset, the file
-    split, raw copies or not, the cache (records and copies live there), the registry."""
-    return ("gate verdict", src.where, info.name, fsp.name, bool(src.keep_raw),
-            memo_cache_key(cache), generation(), bool(with_metadata and fsp.metadata))
+def verdict_key(info: DatasetInfo, src: FolderLike, cache: StrPath | None,
+                fnames: tuple[str, ...]) -> tuple[object, ...]:
+    """What decides the gate's verdict besides the files: the folder, the dataset, the files
+    read, raw copies or not, the cache (records and copies live there), the registry."""
+    return ("gate verdict", src.where, info.name, fnames, bool(src.keep_raw),
+            memo_cache_key(cache), generation())
 
 
 def kept_arrays(key: tuple[object, ...], src: FolderLike) -> dict[str, np.ndarray] | None:
@@ -56,17 +56,12 @@ def kept_arrays(key: tuple[object, ...], src: FolderLike) -> dict[str, np.ndarra
     from ..io.idx import read_idx
 
     try:   # each file's size from the identity just checked: no second stat
-        arrays = {fname: read_idx(path, size=_size(path)) for fname, path in files.items()}
+        arrays = {fname: read_idx(path, size=looked_size(path)) for fname, path in files.items()}
     except (OSError, ValueError, MnistforgeError):   # the gate, run in full, says what is wrong
         unlearn(key)
         return None
     src.status.update(status)
     return arrays
-
-
-def _size(path: str) -> int | None:
-    st = looked_at(path)
-    return None if st is None else st[0]
 
 
 def keep_verdict(key: tuple[object, ...], src: FolderLike, fnames: tuple[str, ...]) -> None:

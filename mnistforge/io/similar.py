@@ -181,8 +181,9 @@ def find_near_duplicates(query: npt.ArrayLike, base: npt.ArrayLike, threshold: f
     threshold : float
         L2 radius over pixel values 0..255.
     block : int, optional
-        Query rows per matrix product (memory ~ ``block * len(base) * 4``
-        bytes); default: as many as fit in about 256 MB, at most 1024.
+        Query rows per block, which share one slack (their products are made
+        ``_COLS`` columns at a time: memory ~ ``block * _COLS * 4`` bytes);
+        default ``2**24 // len(base)`` rows, 16 to 1024.
     prefilter : bool
         Use the pooled pre-filter (else the full 784-value products).
 
@@ -213,7 +214,7 @@ def find_near_duplicates(query: npt.ArrayLike, base: npt.ArrayLike, threshold: f
     qflat = query.reshape(nq, -1)
     bflat = base.reshape(nb, -1)
     if block is None:
-        block = int(max(16, min(1024, (16 << 20) // max(1, nb))))  # ~64 MB of float32
+        block = int(max(16, min(1024, (16 << 20) // max(1, nb))))  # 279 rows for 60,000
     pairs, dists, n_cand = [], [], 0
     starts = range(0, nq, block)
     # (mnistforge.progress is not annotated yet: the bar iterates ``starts``)

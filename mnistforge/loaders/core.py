@@ -15,6 +15,7 @@ Each route is one reader in :data:`READERS`.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,9 +25,9 @@ from typing import Literal, Union
 import numpy as np
 
 from .. import settings
+from ..cache.seen import one_look
 from ..errors import DatasetNotFoundError, IntegrityError, TargetNotFoundError
 from ..gate.formed import require_images, require_labels, require_pair
-from ..cache.seen import one_look
 from ..log import get_logger
 from ..registry import DatasetInfo, SplitInfo, get_dataset, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
@@ -148,10 +149,8 @@ def load(name: PathArg, split: str = "train", *, root: PathArg | None = None,
     request = Request(with_metadata=with_metadata, label_issues=label_issues, download=download,
                       cache=cache, keep_raw=keep_raw, progress=progress, check=check,
                       mirrors=mirrors, trust_files=trust_files)
-    if check:   # re-hashing may rewrite files mid-load: every identity is taken fresh
-        route = resolve_load(name, split, root)
-        return READERS[route.kind](route, request)
-    with one_look():
+    # check=True re-hashes and may rewrite files mid-load: every identity is taken fresh
+    with contextlib.nullcontext() if check else one_look():
         route = resolve_load(name, split, root)
         return READERS[route.kind](route, request)
 
@@ -356,7 +355,7 @@ def _open_arrays(info: DatasetInfo, fsp: SplitInfo, src: Origin, req: Request,
         from ..gate import kept
 
         assert isinstance(src, FolderOrigin)
-        key = kept.verdict_key(info, fsp, src, req.cache, req.wants_metadata)
+        key = kept.verdict_key(info, src, req.cache, wanted)
         arrays = kept.kept_arrays(key, src)
         if arrays is not None:
             return _arranged(info, fsp, src, arrays[fsp.images], arrays[fsp.labels],

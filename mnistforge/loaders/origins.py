@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import settings
 from ..cache.raw import check_raw_copy, discard_raw_copy
-from ..cache.seen import Stamp, looked_at, not_from_memos, stamp_of
+from ..cache.seen import Stamp, looked_size, not_from_memos, stamp_of
 from ..errors import DiskFullError, IdxFormatError, MissingFileError, NotWritableError
 from ..gate.source import candidate_folders, find_dataset_folder, locate, resolve  # noqa: F401 - re-exported
 from ..log import get_logger
@@ -227,9 +227,8 @@ def read_raw_copy(raw: PathArg) -> np.ndarray | None:
     """A raw copy the package made, memory-mapped; one that does not parse is removed (with
     its sidecar) and None returned, so that the caller makes it again.  Its size comes from the
     identity this load's checks took of it, when they did (no second ``stat``)."""
-    st = looked_at(os.fspath(raw))
     try:
-        return read_idx(raw, size=None if st is None else st[0])
+        return read_idx(raw, size=looked_size(os.fspath(raw)))
     except IdxFormatError as e:
         logger.warning("%s; rebuilding the raw copy", e)
         not_from_memos()   # a write no memo saw coming

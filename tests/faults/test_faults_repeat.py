@@ -82,6 +82,12 @@ def flip_in_place(p: Path, offset: int) -> None:
     assert p.stat().st_size == st.st_size and p.stat().st_mtime_ns == st.st_mtime_ns
 
 
+def manifest_sha(m: Path, name: str) -> str:
+    """The sha256 the build manifest ``m`` records for output ``name``."""
+    out = json.loads(m.read_text())["outputs"][name]
+    return out["sha256"] if isinstance(out, dict) else out
+
+
 def gz_folder(tmp_path, mnist_reference):
     """A folder of its own holding MNIST's test files (.gz)."""
     d = tmp_path / "gz"
@@ -187,9 +193,7 @@ def test_a_manifest_added_or_edited_after_a_remembered_load_is_read(tmp_path, ca
     settle()
     assert set(mnistforge.load("mnist", "test", root=d).status.values()) == {"built"}
     m = d / "manifest.json"
-    sha = json.loads(m.read_text())["outputs"][RAW_IMAGES]
-    sha = sha["sha256"] if isinstance(sha, dict) else sha
-    m.write_text(m.read_text().replace(sha, "0" * 64))          # edited in place
+    m.write_text(m.read_text().replace(manifest_sha(m, RAW_IMAGES), "0" * 64))   # edited in place
     with pytest.raises(DataMismatchError, match="changed since it was built"):
         mnistforge.load("mnist", "test", root=d)
 
@@ -263,10 +267,7 @@ def test_a_manifest_added_after_a_kept_verdict_is_obeyed(tmp_path, cache, quick_
     kept(d, mnist)
     write_manifest(d, kind="mnist", inputs={}, parameters={})
     m = d / "manifest.json"
-    rec = json.loads(m.read_text())
-    sha = rec["outputs"][RAW_LABELS]
-    sha = sha["sha256"] if isinstance(sha, dict) else sha
-    m.write_text(m.read_text().replace(sha, "0" * 64))     # a manifest the files do not match
+    m.write_text(m.read_text().replace(manifest_sha(m, RAW_LABELS), "0" * 64))   # files differ
     with pytest.raises(DataMismatchError, match="changed since it was built"):
         mnistforge.load("mnist", "test", root=d)
 
