@@ -17,9 +17,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m mnistforge demo --out demo-out --overwrite
 
-# Lint and type check first (seconds), then the tests and the docstring examples.
+# Lint and type check first (seconds), then the tests and the docstring examples, on two
+# processes (pytest-xdist; a file's tests stay on one worker, in order: the docs' examples
+# share a namespace per page). JOBS=1 runs them in this process.
+JOBS ?= 2
 test: lint
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n $(JOBS) --dist loadfile
 
 lint: $(STAMP)
 	$(PY) -m ruff check mnistforge tests benchmarks

@@ -89,9 +89,9 @@ def test_idx_folder_of_the_real_files_loads_and_is_recorded(tmp_path, cache, mni
 
 
 def test_idx_folder_fashion_images_behind_mnist_labels(tmp_path, cache, mnist_reference):
-    d = folder_of(tmp_path, FASHION / IMAGES, mnist_reference / LABELS)
     if not (FASHION / IMAGES).is_file():
         pytest.skip("no Fashion-MNIST")
+    d = folder_of(tmp_path, FASHION / IMAGES, mnist_reference / LABELS)
     with pytest.raises(DataMismatchError, match="fashion-mnist test"):
         mnistforge.load("mnist", "test", root=d)
 
