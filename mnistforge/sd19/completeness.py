@@ -16,24 +16,27 @@ Examples
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any, Sequence
 
 import numpy as np
 
 from .nist_table import FIELD_NAMES, FIELDS, PARTITIONS
+from .reader import SD19Source
 from .synth.config import DESCRIPTION
 
 __all__ = ["description_path", "synthetic_description", "expected_counts", "shortfalls",
            "source_shortfalls"]
 
 
-def description_path(path) -> Path:
+def description_path(path: str | os.PathLike[str]) -> Path:
     """Where the ``synthetic-sd19.json`` of the source at ``path`` (a folder, or a zip in it) lies."""
     path = Path(path)
     return (path if path.is_dir() or not path.suffix else path.parent) / DESCRIPTION
 
 
-def synthetic_description(path) -> dict | None:
+def synthetic_description(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The source's own ``synthetic-sd19.json`` (parsed), or None for a real-like source.
 
     This, not the source's path, is what marks a build synthetic: a file that is absent,
@@ -49,10 +52,11 @@ def synthetic_description(path) -> dict | None:
     if not isinstance(d, dict) or not isinstance(d.get("partitions"), dict) \
             or not all(isinstance(c, dict) for c in d["partitions"].values()):
         return None
-    return d
+    desc_doc: dict[str, Any] = d
+    return desc_doc
 
 
-def expected_counts(path) -> tuple[dict, str]:
+def expected_counts(path: str | os.PathLike[str]) -> tuple[dict[str, dict[str, int]], str]:
     """``({"hsf_N": {field: count}}, what)`` a source at ``path`` should hold."""
     d = synthetic_description(path)
     if d is not None:
@@ -65,7 +69,8 @@ def expected_counts(path) -> tuple[dict, str]:
             "NIST's published counts")
 
 
-def shortfalls(index, expected: dict, fields=FIELDS) -> list[str]:
+def shortfalls(index: np.ndarray, expected: dict[str, dict[str, int]],
+               fields: Sequence[str] = FIELDS) -> list[str]:
     """One line per partition and field (of ``fields``) holding fewer characters than expected."""
     hsf = np.asarray(index["hsf"]).astype(np.int64)
     fld = np.asarray(index["field"])
@@ -83,7 +88,8 @@ def shortfalls(index, expected: dict, fields=FIELDS) -> list[str]:
     return out
 
 
-def source_shortfalls(src, fields=FIELDS) -> tuple[list[str], str]:
+def source_shortfalls(src: SD19Source, fields: Sequence[str] = FIELDS) -> tuple[list[str], str]:
+
     """(shortfalls, what they are measured against) for an opened :class:`SD19Source`."""
     expected, what = expected_counts(src.path)
     return shortfalls(src.index, expected, fields), what

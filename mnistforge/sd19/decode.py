@@ -5,8 +5,10 @@ import concurrent.futures as cf
 import logging
 import os
 from collections import deque
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import SD19FormatError
 from ..io.workers import named_worker_errors, process_pool
@@ -20,13 +22,16 @@ from .zipdir import ZipListing, read_members
 logger = logging.getLogger(__name__)
 
 IMAGE = 128
+_T = TypeVar("_T")
 
 # --- parallel decoding ------------------------------------------------------------------------
 
-def _load_files(spec, table, fmt):
+def _load_files(spec: tuple[str, str, str], table: np.ndarray,
+                fmt: str) -> tuple[list[npt.NDArray[np.bool_]], npt.NDArray[np.bool_] | None]:
     """Decode the files of ``table`` (FILE_DTYPE rows): list of bool arrays (n_i, 128, 128)."""
     kind, location, prefix = spec
     names = [prefix + t.decode() for t in table["name"]]
+    blobs: list[bytes]
     if kind == "zip":
         lst = ZipListing(location, names, table["offset"], table["csize"], table["usize"],
                          table["method"], table["crc"])
@@ -36,6 +41,7 @@ def _load_files(spec, table, fmt):
         where = [os.path.join(location, n) for n in names]
         blobs = []
         for p in where:
+
             with open(p, "rb") as f:
                 blobs.append(f.read())
     if fmt == "png":
@@ -44,7 +50,7 @@ def _load_files(spec, table, fmt):
     return [read_mis(b, name=w) for b, w in zip(blobs, where)], None
 
 
-def _job_hash(spec, table, fmt):
+def _job_hash(spec: tuple[str, str, str], table: np.ndarray, fmt: str) -> tuple[np.ndarray, np.ndarray]:
     """Worker: (entries per file, content hash of every character) of the given files."""
     per_file, stacked = _load_files(spec, table, fmt)
     if stacked is not None:
@@ -53,7 +59,8 @@ def _job_hash(spec, table, fmt):
     return counts, np.concatenate([_index.hash_images(x) for x in per_file])
 
 
-def _job_bits(spec, table, fmt, file_pos, entries):
+def _job_bits(spec: tuple[str, str, str], table: np.ndarray, fmt: str, file_pos: np.ndarray,
+              entries: np.ndarray) -> npt.NDArray[np.uint8]:
     """Worker: packed images for the (file position, entry) pairs, in that order."""
     per_file, stacked = _load_files(spec, table, fmt)
     out = np.empty((len(file_pos), IMAGE * IMAGE // 8), np.uint8)
@@ -70,17 +77,18 @@ def _job_bits(spec, table, fmt, file_pos, entries):
 class _Pool:
     """A process pool used as an ordered, windowed map; runs inline with one worker."""
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int) -> None:
         self.workers = workers
         self.ex: cf.ProcessPoolExecutor | None = process_pool(workers) if workers > 1 else None
 
-    def map(self, fn, jobs, window: int | None = None):
+    def map(self, fn: Callable[..., _T], jobs: Iterable[tuple[Any, ...]],
+            window: int | None = None) -> Iterator[_T]:
         if self.ex is None:
             for j in jobs:
                 yield fn(*j)
             return
         window = window or 4 * self.workers
-        pending: deque = deque()
+        pending: deque[cf.Future[_T]] = deque()
         it = iter(jobs)
         with named_worker_errors("decoding SD19 images"):
             for j in it:
@@ -90,24 +98,26 @@ class _Pool:
             while pending:
                 yield pending.popleft().result()
 
-    def close(self):
+    def close(self) -> None:
         if self.ex is not None:
             self.ex.shutdown(wait=True, cancel_futures=True)
 
-    def __enter__(self):
+    def __enter__(self) -> _Pool:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def _bounds(n: int, size: int):
+def _bounds(n: int, size: int) -> Iterator[tuple[int, int]]:
     """(start, end) of each block of ``size`` rows out of ``n``."""
     for s in range(0, n, size):
         yield s, min(n, s + size)
 
 
-def _hash_tree(tree: Tree, file_idx, fmt, pool: _Pool, bar, chunk: int):
+def _hash_tree(tree: Tree, file_idx: npt.ArrayLike, fmt: str, pool: _Pool, bar: Any,
+               chunk: int) -> tuple[np.ndarray, np.ndarray]:
+
     table = tree.file_table(file_idx)
     jobs = ((tree.spec(), table[s:e], fmt) for s, e in _bounds(len(table), chunk))
     counts, hashes = [np.zeros(0, np.int64)], [np.zeros(0, "S16")]

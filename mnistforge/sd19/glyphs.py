@@ -37,7 +37,10 @@ import logging
 import math
 from dataclasses import dataclass
 
+from typing import Sequence
+
 import numpy as np
+import numpy.typing as npt
 from PIL import Image, ImageDraw
 
 logger = logging.getLogger(__name__)
@@ -49,13 +52,13 @@ FONTS = ("futural", "cursive")
 
 
 @functools.lru_cache(maxsize=None)
-def _font(name: str) -> dict:
+def _font(name: str) -> dict[str, tuple[npt.NDArray[np.float64], ...]]:
     """Strokes of every printable glyph of a built-in Hershey font, as float arrays."""
     from HersheyFonts import HersheyFonts
 
     font = HersheyFonts()
     font.load_default_font(name)
-    out = {}
+    out: dict[str, tuple[npt.NDArray[np.float64], ...]] = {}
     for ch, glyph in font.all_glyphs.items():
         strokes = tuple(np.asarray(s, dtype=np.float64) for s in glyph.strokes if len(s) >= 1)
         if strokes:
@@ -63,7 +66,7 @@ def _font(name: str) -> dict:
     return out
 
 
-def _variant_strokes(ch: str, font: str, variant: int) -> tuple:
+def _variant_strokes(ch: str, font: str, variant: int) -> tuple[npt.NDArray[np.float64], ...]:
     """Glyph strokes with the common hand-printed variants people actually use."""
     strokes = _font(font).get(ch) or _font("futural")[ch]
     if variant == 0:
@@ -173,7 +176,7 @@ def _subdivide(points: np.ndarray, step: float) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
-def _template(ch: str, font: str, variant: int):
+def _template(ch: str, font: str, variant: int) -> tuple[np.ndarray, tuple[int, ...], float]:
     """Subdivided strokes of a glyph, concatenated.
 
     Returns ``(points (n, 2), stroke lengths, glyph height in font units)``.
@@ -198,14 +201,15 @@ class _Batch:
     pens: np.ndarray          # (n,) pen width in pixels
     disks: np.ndarray         # (N,) bool: stroke ends and sharp turns get a round pen disk
 
-    def strokes(self, i: int) -> list:
+    def strokes(self, i: int) -> list[np.ndarray]:
         """The strokes of character ``i`` as a list of (k, 2) arrays."""
         s = self.stroke_start[self.char_strokes[i]:self.char_strokes[i + 1] + 1]
         return [self.points[a:b] for a, b in zip(s[:-1], s[1:])]
 
 
-def _geometry(codes, style: WriterStyle, rng: np.random.Generator, small: np.ndarray,
-              touch: np.ndarray) -> _Batch:
+def _geometry(codes: bytes | Sequence[int] | np.ndarray, style: WriterStyle, rng: np.random.Generator,
+              small: np.ndarray, touch: np.ndarray) -> _Batch:
+
     """Distorted strokes of every character of a batch, computed for the whole batch at once."""
     n = len(codes)
     templates = []
@@ -289,7 +293,7 @@ def _specks(draw: ImageDraw.ImageDraw, pts: np.ndarray, rng: np.random.Generator
                 break
 
 
-def _draw_batch(batch: _Batch, out: np.ndarray, specks: np.ndarray, rng) -> None:
+def _draw_batch(batch: _Batch, out: np.ndarray, specks: np.ndarray, rng: np.random.Generator) -> None:
     """Rasterise every character of a batch into ``out`` (Pillow, one image per character)."""
     flat = batch.points.ravel().tolist()
     radius = np.repeat(batch.pens / 2.0, np.diff(batch.char_start))
@@ -326,7 +330,7 @@ class HardCases:
     touch: float = 0.015
 
 
-def render_characters(codes, style: WriterStyle, rng: np.random.Generator,
+def render_characters(codes: bytes | Sequence[int] | np.ndarray, style: WriterStyle, rng: np.random.Generator,
                       hard: HardCases = HardCases()) -> np.ndarray:
     """Render characters of one writer as 128x128 binary images (True = ink).
 
@@ -396,4 +400,6 @@ def roughen(images: np.ndarray, p: float, rng: np.random.Generator, take: float 
         shrunk[:, :, 1:] &= images[:, :, :-1]
         shrunk[:, :, :-1] &= images[:, :, 1:]
         out &= ~(images & ~shrunk & (noise < int(round(p * take * 256))))
-    return out
+    roughened: np.ndarray = out
+    return roughened
+

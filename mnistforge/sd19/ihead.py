@@ -33,11 +33,14 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any, Iterable, Iterator
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import SD19FormatError
 from ..io.atomic import atomic_file
+from ..io.types import StrPath, Writable
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +122,7 @@ def _field_text(raw: bytes) -> str:
     return raw.split(b"\0", 1)[0].decode("ascii", "replace").strip()
 
 
-def parse_ihead(data: bytes, path=None) -> IheadHeader:
+def parse_ihead(data: bytes, path: StrPath | None = None) -> IheadHeader:
     """Parse the length record and IHEAD header at the start of ``data``.
 
     ``path`` only names the file in error messages.  Raises
@@ -141,7 +144,7 @@ def parse_ihead(data: bytes, path=None) -> IheadHeader:
                                      else repr(data[:LENGTH_RECORD])),
                               hint="this is not a NIST .mis file or its header is corrupt; "
                                    "re-copy it from the SD19 distribution")
-    values = {}
+    values: dict[str, Any] = {}
     pos = LENGTH_RECORD
     for name, size in _FIELDS:
         raw = data[pos:pos + size]
@@ -164,7 +167,7 @@ def parse_ihead(data: bytes, path=None) -> IheadHeader:
     return h
 
 
-def _check_geometry(h: IheadHeader, where) -> None:
+def _check_geometry(h: IheadHeader, where: StrPath) -> None:
     problems = []
     if h.depth != 1:
         problems.append(f"depth {h.depth} (binary rasters have depth 1)")
@@ -202,7 +205,7 @@ _BOMB_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def _large_images_allowed():
+def _large_images_allowed() -> Iterator[None]:
     # A by_class train_XX.mis can exceed Pillow's decompression-bomb limit; the size was
     # already validated against the header, so lift the limit for this decode only.
     from PIL import Image
@@ -222,7 +225,7 @@ _LIBTIFF_LINE = re.compile(rb"^(Fax[34]\w*|TIFF\w*|\w*Decode\w*|\w*Strip\w*): ",
 
 
 @contextlib.contextmanager
-def _libtiff_messages():
+def _libtiff_messages() -> Iterator[list[str]]:
     """Collect what libtiff writes to stderr meanwhile; anything else is passed on."""
     found: list[str] = []
     try:
@@ -272,7 +275,7 @@ def _tiff_wrap(strip: bytes, width: int, height: int, compression: int) -> bytes
     return b"".join(out)
 
 
-def g4_decode(strip: bytes, width: int, height: int, path=None) -> np.ndarray:
+def g4_decode(strip: bytes, width: int, height: int, path: StrPath | None = None) -> npt.NDArray[np.bool_]:
     """Decode a raw CCITT Group 4 strip to a bool array ``(height, width)``, ``True`` = bit 1.
 
     Examples
@@ -322,7 +325,8 @@ def g4_encode(image: np.ndarray) -> bytes:
     data = buf.getvalue()
     with _large_images_allowed():
         t = Image.open(io.BytesIO(data))
-        offsets, counts = t.tag_v2[273], t.tag_v2[279]
+        # Image.open gives a TiffImageFile here, which has tag_v2; Pillow types it as ImageFile
+        offsets, counts = t.tag_v2[273], t.tag_v2[279]  # type: ignore[attr-defined]
     if len(offsets) != 1:
         raise RuntimeError(f"libtiff wrote {len(offsets)} strips, expected 1")
     return data[offsets[0]:offsets[0] + counts[0]]
@@ -330,14 +334,14 @@ def g4_encode(image: np.ndarray) -> bytes:
 
 # --- MIS files --------------------------------------------------------------------------
 
-def _read_bytes(path_or_bytes) -> tuple[bytes, object]:
+def _read_bytes(path_or_bytes: StrPath | bytes | bytearray | memoryview) -> tuple[bytes, StrPath]:
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         return bytes(path_or_bytes), "<MIS bytes>"
     with open(path_or_bytes, "rb") as f:
         return f.read(), os.fspath(path_or_bytes)
 
 
-def read_mis_header(path_or_bytes) -> IheadHeader:
+def read_mis_header(path_or_bytes: StrPath | bytes | bytearray | memoryview) -> IheadHeader:
     """Parse only the header of a ``.mis`` file (a path or its bytes)."""
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         return parse_ihead(bytes(path_or_bytes[:LENGTH_RECORD + IHEAD_SIZE]))
@@ -351,7 +355,7 @@ def read_mis_header(path_or_bytes) -> IheadHeader:
 G4_ZERO_RUN = bytes(4)
 
 
-def _check_not_zeroed(strip: bytes, h: IheadHeader, where) -> None:
+def _check_not_zeroed(strip: bytes, h: IheadHeader, where: StrPath) -> None:
     at = strip.find(G4_ZERO_RUN)
     if at < 0:
         return
@@ -368,7 +372,8 @@ def _check_not_zeroed(strip: bytes, h: IheadHeader, where) -> None:
                                "the SD19 distribution")
 
 
-def read_mis(path_or_bytes, *, name=None) -> np.ndarray:
+def read_mis(path_or_bytes: StrPath | bytes | bytearray | memoryview, *,
+             name: StrPath | None = None) -> npt.NDArray[np.bool_]:
     """Read every entry of a ``.mis`` file as bool ``(n, par_y, par_x)``, ``True`` = ink.
 
     ``path_or_bytes`` is a path or the file's bytes (e.g. read from a zip);
@@ -414,7 +419,7 @@ def read_mis(path_or_bytes, *, name=None) -> np.ndarray:
     return bits.reshape(h.n_entries, h.par_y, h.par_x)
 
 
-def write_mis(path_or_fileobj, images, *, id: str = "", created: str = "",
+def write_mis(path_or_fileobj: StrPath | Writable, images: npt.ArrayLike, *, id: str = "", created: str = "",
               parent: str = "", compress: int = COMPRESS_G4) -> IheadHeader:
     """Write bool images ``(n, 128, 128)`` (``True`` = ink) as one IHEAD ``.mis`` file.
 
@@ -451,7 +456,7 @@ def _lines(text: str) -> list[str]:
     return [ln.strip() for ln in text.splitlines() if ln.strip()]
 
 
-def parse_cls(text: str, path=None) -> np.ndarray:
+def parse_cls(text: str, path: StrPath | None = None) -> npt.NDArray[np.uint8]:
     """Parse ``.cls`` text (count, then one hex ASCII class per line) to ``uint8`` codes."""
     where = path if path is not None else "<.cls text>"
     lines = _lines(text)
@@ -475,12 +480,12 @@ def parse_cls(text: str, path=None) -> np.ndarray:
     return codes.astype(np.uint8)
 
 
-def format_cls(ascii_codes) -> str:
+def format_cls(ascii_codes: npt.ArrayLike) -> str:
     codes = [int(c) for c in np.asarray(ascii_codes).ravel()]
     return "".join([f"{len(codes)}\n"] + [f"{c:02x}\n" for c in codes])
 
 
-def read_cls(path) -> np.ndarray:
+def read_cls(path: StrPath) -> npt.NDArray[np.uint8]:
     """Read a ``.cls`` file: ``uint8`` array of ASCII codes, one per entry.
 
     Examples
@@ -494,13 +499,13 @@ def read_cls(path) -> np.ndarray:
         return parse_cls(f.read(), path=path)
 
 
-def write_cls(path, ascii_codes) -> None:
+def write_cls(path: StrPath, ascii_codes: npt.ArrayLike) -> None:
     """Write a ``.cls`` file (count line, then lower-case hex codes), atomically."""
     with atomic_file(path, "w") as f:
         f.write(format_cls(ascii_codes))
 
 
-def parse_mit(text: str, path=None) -> list[tuple[str, int]]:
+def parse_mit(text: str, path: StrPath | None = None) -> list[tuple[str, int]]:
     """Parse ``.mit`` text (count, then ``path index`` lines)."""
     where = path if path is not None else "<.mit text>"
     lines = _lines(text)
@@ -509,7 +514,7 @@ def parse_mit(text: str, path=None) -> list[tuple[str, int]]:
                               expected="a count line followed by 'path index' lines", found="no lines")
     try:
         count = int(lines[0])
-        entries = []
+        entries: list[tuple[str, int]] = []
         for ln in lines[1:]:
             p, idx = ln.rsplit(None, 1)
             entries.append((p, int(idx)))
@@ -522,18 +527,19 @@ def parse_mit(text: str, path=None) -> list[tuple[str, int]]:
     return entries
 
 
-def format_mit(entries) -> str:
+def format_mit(entries: Iterable[tuple[str, int]]) -> str:
     entries = list(entries)
     return "".join([f"{len(entries)}\n"] + [f"{p} {int(i)}\n" for p, i in entries])
 
 
-def read_mit(path) -> list[tuple[str, int]]:
+def read_mit(path: StrPath) -> list[tuple[str, int]]:
     """Read a ``.mit`` file: list of ``(by_write .mis path, entry index)``."""
     with open(path, "r", encoding="ascii", errors="replace") as f:
         return parse_mit(f.read(), path=path)
 
 
-def write_mit(path, entries) -> None:
+def write_mit(path: StrPath, entries: Iterable[tuple[StrPath, int]]) -> None:
+
     """Write a ``.mit`` file from ``[(mis_path, index), ...]``, atomically."""
     with atomic_file(path, "w") as f:
         f.write(format_mit((str(Path(p).as_posix()) if not isinstance(p, str) else p, i)

@@ -25,8 +25,10 @@ import json
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
 
 from .. import settings
 from ..io.atomic import atomic_file
@@ -121,7 +123,8 @@ def _writable(folder: Path) -> bool:
     return os.access(probe, os.W_OK)
 
 
-def save_cache(source: Path, fingerprint: str, arrays: dict, meta: dict) -> Path | None:
+def save_cache(source: Path, fingerprint: str, arrays: dict[str, np.ndarray],
+               meta: dict[str, Any]) -> Path | None:
     """Save ``arrays`` (name -> ndarray) and ``meta`` for ``source``; returns the folder used."""
     for folder in cache_dirs(source):
         try:
@@ -142,7 +145,7 @@ def save_cache(source: Path, fingerprint: str, arrays: dict, meta: dict) -> Path
     return None
 
 
-def load_cache(source: Path, fingerprint: str):
+def load_cache(source: Path, fingerprint: str) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
     """Return ``(arrays, meta)`` cached for ``source`` with this fingerprint, else ``None``."""
     for folder in cache_dirs(source):
         meta_path = folder / "sd19-index.json"

@@ -26,10 +26,13 @@ Examples
 """
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import numpy as np
 
 from .completeness import expected_counts, synthetic_description
 from .nist_table import DUPLICATE_DIGITS, FIELD_NAMES, FIELDS, PARTITIONS
+from .reader import SD19Source
 
 __all__ = ["repeated_entries", "source_problems", "TWO_FORM_WRITERS"]
 
@@ -39,7 +42,7 @@ TWO_FORM_WRITERS = frozenset({3951})
 SHOWN = 5
 
 
-def _groups(index) -> np.ndarray:
+def _groups(index: np.ndarray) -> np.ndarray:
     """A new-group flag per row: (partition, writer, template, field) differs from the row before."""
     new = np.zeros(len(index), bool)
     new[:1] = True
@@ -49,7 +52,7 @@ def _groups(index) -> np.ndarray:
     return new
 
 
-def repeated_entries(index) -> np.ndarray:
+def repeated_entries(index: np.ndarray) -> np.ndarray:
     """Rows whose entry number does not exceed the previous entry's of the same field file."""
     e = np.asarray(index["entry"], np.int64)
     if len(e) < 2:
@@ -58,7 +61,7 @@ def repeated_entries(index) -> np.ndarray:
     return np.flatnonzero(~new[1:] & (e[1:] <= e[:-1])) + 1
 
 
-def _folder(index, r) -> str:
+def _folder(index: np.ndarray, r: int) -> str:
     return f"hsf_{int(index['hsf'][r])}/f{int(index['writer'][r]):04d}_{int(index['template'][r]):02d}"
 
 
@@ -66,7 +69,7 @@ def _more(n: int) -> str:
     return f" (and {n - SHOWN} more)" if n > SHOWN else ""
 
 
-def _repeated(src, keep) -> list[str]:
+def _repeated(src: SD19Source, keep: np.ndarray) -> list[str]:
     index = src.index
     rows = [int(r) for r in repeated_entries(index) if keep[r]]
     if not rows:
@@ -87,7 +90,7 @@ def _repeated(src, keep) -> list[str]:
     return out
 
 
-def _expected_duplicates(desc) -> dict:
+def _expected_duplicates(desc: dict[str, Any] | None) -> dict[str, int]:
     """Duplicated characters a source may hold, per field."""
     if desc is not None:
         n = desc.get("duplicates")
@@ -95,13 +98,13 @@ def _expected_duplicates(desc) -> dict:
     return {"d": DUPLICATE_DIGITS}
 
 
-def _folder_ids(index) -> np.ndarray:
+def _folder_ids(index: np.ndarray) -> np.ndarray:
     return (np.asarray(index["hsf"]).astype(np.int64) * 1_000_000
             + np.asarray(index["writer"]).astype(np.int64) * 100
             + np.asarray(index["template"]).astype(np.int64))
 
 
-def _duplicates(src, keep, desc, what) -> list[str]:
+def _duplicates(src: SD19Source, keep: np.ndarray, desc: dict[str, Any] | None, what: str) -> list[str]:
     index = src.index
     dup = np.asarray(index["duplicate_of"], np.int64)
     fld = np.asarray(index["field"])
@@ -120,7 +123,7 @@ def _duplicates(src, keep, desc, what) -> list[str]:
     folders, per_folder = np.unique(fid[keep], return_counts=True)
     size = dict(zip(folders.tolist(), per_folder.tolist()))
     # the same images in two writer folders: one writer's files under another writer's name
-    pairs: dict = {}
+    pairs: dict[tuple[int, int], list[int]] = {}
     for r in copies[fid[dup[copies]] != fid[copies]]:
         pairs.setdefault((int(fid[dup[r]]), int(fid[r])), []).append(int(r))
     ranked = sorted(pairs.items(), key=lambda kv: -len(kv[1]))
@@ -145,7 +148,7 @@ def _duplicates(src, keep, desc, what) -> list[str]:
     return out
 
 
-def _surplus(src, keep, fields, what) -> list[str]:
+def _surplus(src: SD19Source, keep: np.ndarray, fields: Sequence[str], what: str) -> list[str]:
     index = src.index
     expected, _ = expected_counts(src.path)
     hsf = np.asarray(index["hsf"]).astype(np.int64)
@@ -165,7 +168,7 @@ def _surplus(src, keep, fields, what) -> list[str]:
     return out
 
 
-def _writers(src, keep, desc, what) -> list[str]:
+def _writers(src: SD19Source, keep: np.ndarray, desc: dict[str, Any] | None, what: str) -> list[str]:
     index = src.index
     rows = np.flatnonzero(keep)
     if not len(rows):
@@ -199,7 +202,8 @@ def _writers(src, keep, desc, what) -> list[str]:
     return out
 
 
-def source_problems(src, fields=FIELDS) -> tuple[list[str], str]:
+def source_problems(src: SD19Source, fields: Sequence[str] = FIELDS) -> tuple[list[str], str]:
+
     """(problems, what they are measured against) of an opened :class:`SD19Source`, for the
     characters of ``fields``: one sentence per problem, naming the files."""
     desc = synthetic_description(src.path)

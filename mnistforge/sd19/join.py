@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+from typing import Any, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import JoinError
 
@@ -43,7 +46,7 @@ class JoinReport:
     joined: int = 0
     unjoined_rows: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
     ambiguous_rows: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
-    unmatched_other: list = dataclasses.field(default_factory=list)   # names of unpaired characters
+    unmatched_other: list[str] = dataclasses.field(default_factory=list)   # names of unpaired characters
     count_mismatches: int = 0                         # keys with different copy counts on each side
 
     @property
@@ -58,7 +61,7 @@ class JoinReport:
             s += f", {self.count_mismatches} duplicate groups with different copy counts"
         return s
 
-    def to_dict(self, limit: int = 50) -> dict:
+    def to_dict(self, limit: int = 50) -> dict[str, Any]:
         return {"other": self.other, "rows": self.rows, "joined": self.joined,
                 "unjoined_rows": self.unjoined_rows[:limit].tolist(),
                 "n_unjoined": int(len(self.unjoined_rows)),
@@ -69,17 +72,18 @@ class JoinReport:
                 "count_mismatches": self.count_mismatches}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "JoinReport":
+    def from_dict(cls, d: dict[str, Any]) -> "JoinReport":
         # The cache keeps only the first rows of each list (counts are exact).
         r = cls(other=d.get("other", ""), rows=d.get("rows", 0), joined=d.get("joined", 0),
                 count_mismatches=d.get("count_mismatches", 0))
         r.unjoined_rows = np.asarray(d.get("unjoined_rows", []), np.int64)
         r.ambiguous_rows = np.asarray(d.get("ambiguous_rows", []), np.int64)
         r.unmatched_other = list(d.get("unmatched_other", []))
-        r.n_unjoined = d.get("n_unjoined", len(r.unjoined_rows))
+        # an attribute outside the fields (to_dict and eq stay as they are): the exact count
+        setattr(r, "n_unjoined", d.get("n_unjoined", len(r.unjoined_rows)))
         return r
 
-    def raise_if_failed(self, path=None) -> None:
+    def raise_if_failed(self, path: str | os.PathLike[str] | None = None) -> None:
         """Raise :class:`JoinError` listing the first failures unless the join is complete."""
         if self.ok:
             return
@@ -92,7 +96,7 @@ class JoinReport:
                              "or build non-strictly to leave these characters out")
 
 
-def _keys(hsf, field, hashes) -> np.ndarray:
+def _keys(hsf: npt.ArrayLike, field: npt.ArrayLike | None, hashes: npt.ArrayLike) -> np.ndarray:
     hsf = np.asarray(hsf, np.uint8)
     n = len(hsf)
     k = np.zeros((n, 18), np.uint8)
@@ -103,8 +107,10 @@ def _keys(hsf, field, hashes) -> np.ndarray:
     return k.view("S18").ravel()
 
 
-def join_classes(hsf, field, hashes, other_hsf, other_field, other_ascii, other_hashes,
-                 other_names, *, other: str = "", rows=None):
+def join_classes(hsf: npt.ArrayLike, field: npt.ArrayLike | None, hashes: np.ndarray,
+                 other_hsf: npt.ArrayLike, other_field: npt.ArrayLike | None, other_ascii: npt.ArrayLike,
+                 other_hashes: npt.ArrayLike, other_names: Sequence[str], *, other: str = "",
+                 rows: npt.ArrayLike | None = None) -> tuple[npt.NDArray[np.uint8], JoinReport]:
     """Give each (partition, field, hash) a class from the other tree's characters.
 
     Parameters
@@ -145,10 +151,11 @@ def join_classes(hsf, field, hashes, other_hsf, other_field, other_ascii, other_
     single = found & (a_count == 1) & (b_hi - b_lo == 1)
     out[a_order[single]] = other_ascii[b_order[b_lo[single]]]
 
-    ambiguous = []
+    ambiguous: list[int] = []
     mismatches = 0
     multi = np.flatnonzero(found & ~single)
-    done_groups = set()
+    done_groups: set[int] = set()
+
     for p in multi:
         g = int(a_grp_start[p])
         if g in done_groups:

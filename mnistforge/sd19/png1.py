@@ -26,8 +26,10 @@ from __future__ import annotations
 import io
 import struct
 import zlib
+from typing import Iterable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import SD19FormatError
 
@@ -44,7 +46,7 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
 _IEND = _chunk(b"IEND", b"")
 
 
-def encode_png1(image) -> bytes:
+def encode_png1(image: npt.ArrayLike) -> bytes:
     """Encode a 2-D bool image (``True`` = ink) as a 1-bit greyscale PNG, ink black.
 
     The bytes depend only on the pixels (and on zlib's level-6 output, stable
@@ -63,14 +65,14 @@ def encode_png1(image) -> bytes:
                      _chunk(b"IDAT", zlib.compress(raw.tobytes(), 6)), _IEND))
 
 
-def _parse(data: bytes):
+def _parse(data: bytes) -> tuple[int, int, int, int, int, bytes]:
     """Return (width, height, bitdepth, colortype, interlace, idat bytes) or raise."""
     if data[:8] != PNG_SIGNATURE:
         raise ValueError("not a PNG (bad signature)")
     pos = 8
     n = len(data)
     ihdr = None
-    idat = []
+    idat: list[bytes] = []
     while pos + 8 <= n:
         length, kind = struct.unpack_from(">I4s", data, pos)
         body = data[pos + 8:pos + 8 + length]
@@ -95,7 +97,7 @@ _IHDR = struct.Struct(">IIBBBBB")
 _LEN_KIND = struct.Struct(">I4s")
 
 
-def _fast_raw(data: bytes, size: int):
+def _fast_raw(data: bytes, size: int) -> bytes | None:
     """Inflated scanlines of a ``size`` x ``size`` 1-bit grey PNG, or None for other kinds.
 
     The common layout (IHDR, one IDAT, IEND) is read at fixed offsets; anything
@@ -122,7 +124,7 @@ def _fast_raw(data: bytes, size: int):
     return raw
 
 
-def _unfilter(rows: np.ndarray) -> np.ndarray | None:
+def _unfilter(rows: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8] | None:
     """Undo filters 0/1/2 on a batch ``(b, h, stride)``; None when Average/Paeth occur."""
     ftype = rows[..., 0]
     if ftype.max(initial=0) == 0:
@@ -151,7 +153,8 @@ def _pillow_decode(data: bytes) -> np.ndarray:
     return np.asarray(im.convert("L")) < 128
 
 
-def decode_png1_many(blobs, *, names=None, size: int = SIZE) -> np.ndarray:
+def decode_png1_many(blobs: Iterable[bytes], *, names: Sequence[str] | None = None,
+                     size: int = SIZE) -> npt.NDArray[np.bool_]:
     """Decode many PNGs to bool ``(n, size, size)``, ``True`` = ink (black).
 
     ``names`` (same length) are used in error messages.  Raises
@@ -161,8 +164,8 @@ def decode_png1_many(blobs, *, names=None, size: int = SIZE) -> np.ndarray:
     blobs = list(blobs)
     n = len(blobs)
     stride = size // 8 + 1
-    raws = []
-    slow = []
+    raws: list[bytes] = []
+    slow: list[int] = []
     blank = bytes(stride * size)
     for k, data in enumerate(blobs):
         try:
@@ -183,7 +186,7 @@ def decode_png1_many(blobs, *, names=None, size: int = SIZE) -> np.ndarray:
         un = _unfilter(rows)
         if un is not None:
             # sample 0 = black = ink: flip the packed bytes, then 0/1 bytes are valid bools
-            return np.unpackbits(un ^ 0xFF, axis=-1, count=size).view(bool)
+            return np.unpackbits(un ^ np.uint8(0xFF), axis=-1, count=size).view(bool)
     out = np.empty((n, size, size), bool)
     idx = np.flatnonzero(fast)
     if len(idx):
@@ -191,7 +194,8 @@ def decode_png1_many(blobs, *, names=None, size: int = SIZE) -> np.ndarray:
         slow.extend(idx[odd].tolist())
         idx = idx[~odd]
         un = _unfilter(rows[idx])
-        out[idx] = np.unpackbits(un ^ 0xFF, axis=-1, count=size).view(bool)
+        assert un is not None  # the rows with Average/Paeth filters went to the slow list above
+        out[idx] = np.unpackbits(un ^ np.uint8(0xFF), axis=-1, count=size).view(bool)
     for k in sorted(slow):
         try:
             img = _pillow_decode(blobs[k])
@@ -203,6 +207,9 @@ def decode_png1_many(blobs, *, names=None, size: int = SIZE) -> np.ndarray:
     return out
 
 
-def decode_png1(data: bytes, *, name=None) -> np.ndarray:
+def decode_png1(data: bytes, *, name: str | None = None) -> npt.NDArray[np.bool_]:
+
     """Decode one PNG to a bool ``(128, 128)`` array, ``True`` = ink (black)."""
-    return decode_png1_many([data], names=None if name is None else [name])[0]
+    one: npt.NDArray[np.bool_] = decode_png1_many([data], names=None if name is None else [name])[0]
+    return one
+

@@ -31,9 +31,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from pathlib import Path
+from typing import Any, Iterator
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import settings
 from ..errors import MissingSourceError, SD19FormatError
@@ -54,10 +57,10 @@ __all__ = ["open_sd19", "SD19Source", "HIERARCHIES", "Tree", "find_trees"]
 class SD19Source:
     """An opened SD19 source (see :func:`open_sd19`)."""
 
-    def __init__(self, path: Path, trees: dict, edition: int, index: np.ndarray,
+    def __init__(self, path: Path, trees: dict[str, Tree], edition: int, index: np.ndarray,
                  files: np.ndarray, file_of_row: np.ndarray, fingerprint: str,
-                 join_report: JoinReport | None, anomalies: list, cls_present: bool,
-                 workers: int, progress=None):
+                 join_report: JoinReport | None, anomalies: list[str], cls_present: bool,
+                 workers: int, progress: bool | None = None) -> None:
         self.path = path
         self.trees = trees
         self.edition = edition
@@ -72,7 +75,7 @@ class SD19Source:
         self._progress = progress
 
     @property
-    def hierarchies(self) -> tuple:
+    def hierarchies(self) -> tuple[str, ...]:
         return tuple(sorted(self.trees))
 
     @property
@@ -95,7 +98,8 @@ class SD19Source:
         """Rows of the digits, in walk order (row k has ``digit_index`` k)."""
         return np.flatnonzero(self.index["field"] == b"d")
 
-    def read(self, rows, *, batch_size: int = 4096, workers: int | None = None):
+    def read(self, rows: npt.ArrayLike, *, batch_size: int = 4096,
+             workers: int | None = None) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]]:
         """Yield ``(rows_batch, images)`` for ``rows`` in the given order.
 
         ``images`` is bool ``(b, 128, 128)``, ``True`` = ink.  Decoding runs in
@@ -110,7 +114,8 @@ class SD19Source:
         for r, packed in self._iter_packed(rows, batch_size, workers):
             yield r, np.unpackbits(packed, axis=1).view(bool).reshape(-1, IMAGE, IMAGE)
 
-    def read_all(self, rows, *, batch_size: int = 4096, workers: int | None = None) -> np.ndarray:
+    def read_all(self, rows: npt.ArrayLike, *, batch_size: int = 4096,
+                 workers: int | None = None) -> npt.NDArray[np.bool_]:
         """All images of ``rows`` at once: bool ``(len(rows), 128, 128)``.
 
         The rows are read in walk order whatever their order here (fastest for
@@ -126,11 +131,13 @@ class SD19Source:
             pos += len(r)
         return np.unpackbits(packed, axis=1).view(bool).reshape(-1, IMAGE, IMAGE)
 
-    def read_packed(self, rows, *, batch_size: int = 4096, workers: int | None = None):
+    def read_packed(self, rows: npt.ArrayLike, *, batch_size: int = 4096,
+                    workers: int | None = None) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]]:
         """Like :meth:`read` but images packed row-major with ``np.packbits``: ``(b, 2048)`` uint8."""
         yield from self._iter_packed(rows, batch_size, workers)
 
-    def _iter_packed(self, rows, batch_size, workers):
+    def _iter_packed(self, rows: npt.ArrayLike, batch_size: int,
+                     workers: int | None) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]]:
         rows = np.asarray(rows, np.int64).ravel()
         if len(rows) and (rows.min() < 0 or rows.max() >= len(self.index)):
             raise IndexError(f"rows must lie in 0..{len(self.index) - 1}")
@@ -147,7 +154,7 @@ class SD19Source:
         entries_all = self.index["entry"][rows] if fmt == "mis" else np.zeros(len(rows), np.int64)
         batches = list(_bounds(len(rows), batch_size))
 
-        def jobs():
+        def jobs() -> Iterator[tuple[Any, ...]]:
             for bs, be in batches:
                 step = -(-(be - bs) // per_batch)
                 for s in range(bs, be, step):
@@ -158,7 +165,8 @@ class SD19Source:
         with _Pool(workers) as pool:
             results = pool.map(_job_bits, jobs(), window=2 * per_batch)
             for bs, be in batches:
-                parts, got = [], 0
+                parts: list[npt.NDArray[np.uint8]] = []
+                got = 0
                 while got < be - bs:
                     r = next(results)
                     parts.append(r)
@@ -166,7 +174,7 @@ class SD19Source:
                 yield rows[bs:be], (np.concatenate(parts) if len(parts) > 1 else parts[0])
 
 
-def open_sd19(path, *, progress=None, cache: bool = True, reindex: bool = False,
+def open_sd19(path: str | os.PathLike[str], *, progress: bool | None = None, cache: bool = True, reindex: bool = False,
               strict: bool = False, workers: int | None = None) -> SD19Source:
     """Open an SD19 source and return an :class:`SD19Source` with its index.
 
@@ -216,7 +224,7 @@ def open_sd19(path, *, progress=None, cache: bool = True, reindex: bool = False,
     return src
 
 
-def _fingerprint(trees: dict) -> str:
+def _fingerprint(trees: dict[str, Tree]) -> str:
     h = hashlib.blake2b(digest_size=16)
     for name in sorted(trees):
         for item in trees[name].fingerprint_items():
@@ -224,7 +232,8 @@ def _fingerprint(trees: dict) -> str:
     return "sd19-" + h.hexdigest()
 
 
-def _build(path: Path, trees: dict, fp: str, workers: int, progress, strict: bool) -> SD19Source:
+def _build(path: Path, trees: dict[str, Tree], fp: str, workers: int, progress: bool | None,
+           strict: bool) -> SD19Source:
     bw = trees["by_write"]
     edition, recs, cls_files, anomalies = _parse_by_write(bw)
     fmt = "png" if edition == 2 else "mis"
@@ -276,7 +285,7 @@ def _build(path: Path, trees: dict, fp: str, workers: int, progress, strict: boo
     return src
 
 
-def _entry_gaps(idx, edition) -> list:
+def _entry_gaps(idx: np.ndarray, edition: int) -> list[str]:
     """Anomalies: field files whose entries are not numbered 0..n-1 (2nd edition)."""
     if edition != 2 or not len(idx):
         return []
@@ -295,19 +304,21 @@ def _entry_gaps(idx, edition) -> list:
     return out
 
 
-def _classes_from_cls(bw: Tree, idx, cls_files: dict, recs, per, edition):
+def _classes_from_cls(bw: Tree, idx: np.ndarray, cls_files: dict[tuple[int, int, int, str], int],
+                      recs: list[tuple[Any, ...]], per: np.ndarray,
+                      edition: int) -> tuple[npt.NDArray[np.uint8], bool]:
     asc = np.zeros(len(idx), np.uint8)
     if not cls_files:
         return asc, False
     # rows of each (hsf, writer, template, field) group, in walk order
     key_of_rec = [(r[4], r[5], r[6], r[7]) for r in recs]
-    rows_of_key: dict = {}
+    rows_of_key: dict[tuple[Any, ...], tuple[int, ...]] = {}
     if edition == 1:
         bounds = np.searchsorted(per, np.arange(len(recs) + 1))
         for i, k in enumerate(key_of_rec):
             rows_of_key[k] = (int(bounds[i]), int(bounds[i + 1]))
     else:
-        first = {}
+        first: dict[tuple[Any, ...], list[int]] = {}
         for i, k in enumerate(key_of_rec):
             if k not in first:
                 first[k] = [i, i + 1]
@@ -331,7 +342,9 @@ def _classes_from_cls(bw: Tree, idx, cls_files: dict, recs, per, edition):
     return asc, True
 
 
-def _join(trees, idx, need, asc, pool, disable, anomalies) -> JoinReport:
+def _join(trees: dict[str, Tree], idx: np.ndarray, need: npt.NDArray[np.intp], asc: npt.NDArray[np.uint8],
+          pool: _Pool, disable: bool | None, anomalies: list[str]) -> JoinReport:
+
     """Give rows ``need`` a class by content from by_field or by_class."""
     for name in ("by_field", "by_class"):
         if name not in trees:

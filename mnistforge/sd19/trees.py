@@ -6,8 +6,10 @@ import logging
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import MissingSourceError, SD19FormatError
 from . import index as _index
@@ -48,11 +50,11 @@ class Tree:
     kind: str                    # "zip" or "dir"
     location: Path               # the zip file, or the hierarchy's folder
     prefix: str = ""             # zip: member prefix before the relative names
-    _names: list | None = None
+    _names: list[str] | None = None
     _listing: ZipListing | None = None
-    _pos: dict | None = None
+    _pos: dict[str, int] | None = None
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         # Sent to worker processes: the listing is re-made there only if needed.
         state = dict(self.__dict__)
         state.update(_names=None, _listing=None, _pos=None)
@@ -74,7 +76,7 @@ class Tree:
             self._listing = lst.take(order)
             self._names = [n[len(pre):] for n in self._listing.names]
         else:
-            names = []
+            names: list[str] = []
             root = str(self.location)
             for dirpath, dirnames, filenames in os.walk(root):
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
@@ -85,15 +87,16 @@ class Tree:
             self._names = names
 
     @property
-    def names(self) -> list:
+    def names(self) -> list[str]:
         self._list()
+        assert self._names is not None  # _list() filled it
         return self._names
 
-    def file_table(self, idx) -> np.ndarray:
+    def file_table(self, idx: npt.ArrayLike) -> np.ndarray:
         """:data:`~mnistforge.sd19.index.FILE_DTYPE` rows for files ``idx``."""
-        self._list()
+        all_names = self.names
         idx = np.asarray(idx, np.int64)
-        names = [self._names[i].encode() for i in idx]
+        names = [all_names[i].encode() for i in idx]
         t = np.zeros(len(idx), _index.file_dtype(max(map(len, names), default=1)))
         t["name"] = names
         if self._listing is not None:
@@ -101,7 +104,7 @@ class Tree:
                 t[f] = getattr(self._listing, f)[idx]
         return t
 
-    def spec(self) -> tuple:
+    def spec(self) -> tuple[str, str, str]:
         """What a worker needs to open this tree itself (picklable, small)."""
         return (self.kind, str(self.location), self.prefix)
 
@@ -112,18 +115,19 @@ class Tree:
             with open(self.location / name, "rb") as f:
                 return f.read()
         if self._pos is None:
-            self._pos = {n: i for i, n in enumerate(self._names)}
+            self._pos = {n: i for i, n in enumerate(self.names)}
         i = self._pos[name]
+        assert self._listing is not None  # a zip tree's _list() made it
         return read_members(self.location, self._listing, [i])[0]
 
-    def fingerprint_items(self) -> list:
+    def fingerprint_items(self) -> list[tuple[str, int, int]]:
         """(name, size, mtime) items identifying this tree's content."""
         if self.kind == "zip":
             st = os.stat(self.location)
             return [(f"{self.location.name}:{self.prefix}", st.st_size, st.st_mtime_ns)]
         # Folder: every directory's mtime and entry count, without a stat per image
         # (adding, removing or renaming a file changes its folder's mtime).
-        items = []
+        items: list[tuple[str, int, int]] = []
         root = str(self.location)
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
@@ -137,10 +141,10 @@ class Tree:
         return items
 
 
-def _zip_hierarchies(zpath: Path) -> dict:
+def _zip_hierarchies(zpath: Path) -> dict[str, str]:
     """Hierarchies inside one zip: name -> member prefix."""
     stem = zpath.stem.lower()
-    found = {}
+    found: dict[str, str] = {}
     # A zip named after its hierarchy only needs its first members to find the prefix.
     limit = 64 if stem in HIERARCHIES else None
     lst = list_zip(zpath, name_filter=lambda n: n.lower().endswith(_INTERESTING), limit=limit)
@@ -155,10 +159,12 @@ def _zip_hierarchies(zpath: Path) -> dict:
     return found
 
 
-def find_trees(path) -> dict:
+def find_trees(path: str | os.PathLike[str]) -> dict[str, Tree]:
     """Locate the hierarchies under ``path``: ``{hierarchy: Tree}`` (folders win over zips)."""
     path = Path(path)
-    trees: dict = {}
+    trees: dict[str, Tree] = {}
+    zips: list[Path]
+    base: Path | None
     if path.is_file() and path.suffix.lower() == ".zip":
         zips, base = [path], None
     elif path.is_dir():
@@ -193,17 +199,20 @@ def find_trees(path) -> dict:
 class _Chars:
     """Characters of a classed tree (by_class or by_field), as files (+ entries for .mis)."""
 
-    files: list           # file indices in the tree
+    files: list[int]      # file indices in the tree
     hsf: np.ndarray       # per file
     field: np.ndarray | None
     ascii: np.ndarray     # per file
     fmt: str              # "png" or "mis"
 
 
-def _parse_by_write(tree: Tree):
+def _parse_by_write(tree: Tree) -> tuple[int, list[tuple[Any, ...]], dict[tuple[int, int, int, str], int], list[str]]:
     """Files of by_write in walk order, and the .cls files: (edition, records, cls)."""
     names = tree.names
-    png, mis, cls, other = [], [], {}, 0
+    png: list[tuple[int, re.Match[str]]] = []
+    mis: list[tuple[int, re.Match[str]]] = []
+    cls: dict[tuple[int, int, int, str], int] = {}
+    other = 0
     for i, n in enumerate(names):
         m = _BW_PNG.match(n)
         if m:
@@ -228,8 +237,8 @@ def _parse_by_write(tree: Tree):
                                  expected="hsf_N/fWWWW_TT/dWWWW_TT/*.png or hsf_N/fWWWW_TT/dWWWW_TT.mis",
                                  found=f"{len(names)} files, none of them SD19 characters")
     edition = 2 if png else 1
-    recs = []
-    anomalies = []
+    recs: list[tuple[Any, ...]] = []
+    anomalies: list[str] = []
     for i, m in (png or mis):
         hsf, w, t, f = int(m[1]), int(m[2]), int(m[3]), m[4].lower()
         if hsf not in _PART_RANK:
@@ -247,8 +256,12 @@ def _parse_by_write(tree: Tree):
 
 def _parse_classed(tree: Tree) -> _Chars | None:
     """Characters of by_class (hsf_N sets only) or by_field, file by file, in tree order."""
-    files, hsf, field, asc = [], [], [], []
-    fmt = None
+    files: list[int] = []
+    hsf: list[int] = []
+    field: list[str] = []
+    asc: list[int] = []
+    fmt = "png"
+
     for i, n in enumerate(tree.names):
         if tree.hierarchy == "by_class":
             m = _BC_PNG.match(n) or _BC_MIS.match(n)

@@ -38,8 +38,10 @@ import posixpath
 import re
 import struct
 import zlib
+from typing import BinaryIO, Callable
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import SD19FormatError, UnsafeArchiveError
 
@@ -67,7 +69,7 @@ class ZipListing:
     """Central directory of a zip as arrays (one entry per member, in directory order)."""
 
     path: str
-    names: list
+    names: list[str]
     offset: np.ndarray    # int64: local header offset
     csize: np.ndarray     # int64: compressed size
     usize: np.ndarray     # int64: uncompressed size
@@ -77,13 +79,13 @@ class ZipListing:
     def __len__(self) -> int:
         return len(self.names)
 
-    def take(self, idx) -> "ZipListing":
+    def take(self, idx: npt.ArrayLike) -> "ZipListing":
         idx = np.asarray(idx, np.int64)
         return ZipListing(self.path, [self.names[i] for i in idx], self.offset[idx],
                           self.csize[idx], self.usize[idx], self.method[idx], self.crc[idx])
 
 
-def check_member_name(name: str, archive=None) -> None:
+def check_member_name(name: str, archive: str | os.PathLike[str] | None = None) -> None:
     """Raise :class:`UnsafeArchiveError` when ``name`` could escape the archive's folder."""
     if ".." not in name and ":" not in name and "\\" not in name and "\0" not in name \
             and not name.startswith("/"):
@@ -99,7 +101,7 @@ def check_member_name(name: str, archive=None) -> None:
                                  found=repr(name), hint="refusing this archive; get a clean copy")
 
 
-def _find_eocd(f, size: int, path) -> tuple[int, int, int]:
+def _find_eocd(f: BinaryIO, size: int, path: str) -> tuple[int, int, int]:
     tail_len = min(size, 65557 + 20 + 56)
     f.seek(size - tail_len)
     tail = f.read(tail_len)
@@ -121,8 +123,8 @@ def _find_eocd(f, size: int, path) -> tuple[int, int, int]:
     return int(n_total), int(cd_size), int(cd_off)
 
 
-def list_zip(path, *, max_member_size: int = DEFAULT_MAX_MEMBER, name_filter=None,
-             limit: int | None = None) -> ZipListing:
+def list_zip(path: str | os.PathLike[str], *, max_member_size: int = DEFAULT_MAX_MEMBER,
+             name_filter: Callable[[str], bool] | None = None, limit: int | None = None) -> ZipListing:
     """Parse the central directory of ``path`` into a :class:`ZipListing`.
 
     ``name_filter(name) -> bool`` keeps only matching members (directories are
@@ -140,7 +142,12 @@ def list_zip(path, *, max_member_size: int = DEFAULT_MAX_MEMBER, name_filter=Non
                                   hint="the download is incomplete; fetch it again")
         f.seek(cd_off)
         cd = f.read(cd_size if limit is None else min(cd_size, 1 << 20))
-    names, offs, cs, us, meth, crcs = [], [], [], [], [], []
+    names: list[str] = []
+    offs: list[int] = []
+    cs: list[int] = []
+    us: list[int] = []
+    meth: list[int] = []
+    crcs: list[int] = []
     pos = 0
     unpack = _CEN_FMT.unpack_from
     for _ in range(n_total):
@@ -191,7 +198,7 @@ def list_zip(path, *, max_member_size: int = DEFAULT_MAX_MEMBER, name_filter=Non
                       np.array(us, np.int64), np.array(meth, np.uint16), np.array(crcs, np.uint32))
 
 
-def _zip64_extra(extra: bytes, csize, usize, off):
+def _zip64_extra(extra: bytes, csize: int, usize: int, off: int) -> tuple[int, int, int]:
     p = 0
     while p + 4 <= len(extra):
         tag, ln = struct.unpack_from("<2H", extra, p)
@@ -208,7 +215,7 @@ def _zip64_extra(extra: bytes, csize, usize, off):
     return csize, usize, off
 
 
-_FDS: dict = {}
+_FDS: dict[tuple[int, str], int] = {}
 
 
 def _fd(path: str) -> int:
@@ -221,7 +228,8 @@ def _fd(path: str) -> int:
     return fd
 
 
-def read_members(path, listing: ZipListing, idx, *, gap: int = 1 << 16) -> list[bytes]:
+def read_members(path: str | os.PathLike[str], listing: ZipListing, idx: npt.ArrayLike, *,
+                 gap: int = 1 << 16) -> list[bytes]:
     """Return the inflated bytes of members ``idx`` of ``listing`` (in that order).
 
     Members close together in the file are fetched with one ``pread`` (runs
@@ -235,7 +243,7 @@ def read_members(path, listing: ZipListing, idx, *, gap: int = 1 << 16) -> list[
     offs = listing.offset[idx]
     ends = offs + 30 + listing.csize[idx] + 1024   # local name + extra fit in the slack
     order = np.argsort(offs, kind="stable")
-    out: list = [None] * len(idx)
+    out: list[bytes] = [b""] * len(idx)
     start = 0
     while start < len(order):
         stop = start + 1

@@ -71,12 +71,13 @@ class SynthConfig:
     edition: int = 2
     packaging: str = "zip"
     seed: int = 0
-    layout: str | os.PathLike | None = None
+    layout: str | os.PathLike[str] | None = None
     fields: str = "dulc"
-    hierarchies: tuple = HIERARCHIES
+    hierarchies: tuple[str, ...] = HIERARCHIES
     by_write_cls: bool = False
-    layout_partitions: tuple | None = None
-    layout_writers: tuple | None = None
+    layout_partitions: tuple[int, ...] | None = None
+    layout_writers: tuple[int, ...] | None = None
+
     workers: int | None = None
     overwrite: bool = False
 

@@ -8,8 +8,10 @@ import dataclasses
 import logging
 import os
 from pathlib import Path
+from typing import Any, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from ...errors import ConfigError, FormatError, MissingFileError
 from ...io.compression import open_reader
@@ -21,13 +23,13 @@ logger = logging.getLogger(__name__)
 # --------------------------------------------------------------------------------------------
 # Class proportions per field
 
-def _apportion(total: int, weights) -> np.ndarray:
+def _apportion(total: int, weights: npt.ArrayLike) -> npt.NDArray[np.int64]:
     """Integers proportional to ``weights`` summing exactly to ``total`` (largest remainder)."""
     w = np.asarray(weights, dtype=np.float64)
     if total <= 0 or w.sum() <= 0:
         return np.zeros(len(w), dtype=np.int64)
     exact = w / w.sum() * total
-    out = np.floor(exact).astype(np.int64)
+    out: npt.NDArray[np.int64] = np.floor(exact).astype(np.int64)
     rest = int(total - out.sum())
     if rest:
         order = np.lexsort((np.arange(len(w)), -(exact - out)))  # ties: lowest index first
@@ -35,7 +37,7 @@ def _apportion(total: int, weights) -> np.ndarray:
     return out
 
 
-def _water_fill(totals: np.ndarray, amount: int) -> np.ndarray:
+def _water_fill(totals: npt.ArrayLike, amount: int) -> npt.NDArray[np.int64]:
     """Integer ``x <= totals`` with ``sum(x) == amount``, as equal as the caps allow."""
     totals = np.asarray(totals, dtype=np.int64)
     lo, hi = 0, int(totals.max())
@@ -45,7 +47,7 @@ def _water_fill(totals: np.ndarray, amount: int) -> np.ndarray:
             lo = q
         else:
             hi = q - 1
-    x = np.minimum(totals, lo)
+    x: npt.NDArray[np.int64] = np.minimum(totals, lo)
     rest = amount - int(x.sum())
     room = np.flatnonzero(x < totals)
     x[room[:rest]] += 1
@@ -86,7 +88,7 @@ def field_class_counts() -> dict[str, dict[int, int]]:
 # --------------------------------------------------------------------------------------------
 # The xnist table
 
-def read_xnist_table(path) -> np.ndarray:
+def read_xnist_table(path: str | os.PathLike[str]) -> npt.NDArray[np.int64]:
     """Read a QMNIST/xnist extended-label table (tsv, optionally .xz/.gz/.bz2) as int64 (n, 8).
 
     Vectorised: the whole text is split once and converted by NumPy.
@@ -139,30 +141,33 @@ _FOLDER_DTYPE = np.dtype([("hsf", "u1"), ("writer", "i2"), ("template", "u1"),
                           ("start", "i8"), ("stop", "i8")])
 
 
-def _rng(config: SynthConfig, *key) -> np.random.Generator:
+def _rng(config: SynthConfig, *key: int) -> np.random.Generator:
     return np.random.default_rng([int(config.seed) & 0xFFFFFFFF, *key])
 
 
-def _writer_sizes(total: int, n: int, rng) -> np.ndarray:
+def _writer_sizes(total: int, n: int, rng: np.random.Generator) -> npt.NDArray[np.int64]:
     """Split ``total`` characters over ``n`` writers, >= 1 each when possible, varied sizes."""
     if n == 0:
         return np.zeros(0, np.int64)
     base = 1 if total >= n else 0
     share = rng.dirichlet(np.full(n, _SPREAD))
-    return base + rng.multinomial(total - base * n, share)
+    sizes: npt.NDArray[np.int64] = base + rng.multinomial(total - base * n, share)
+    return sizes
 
 
-def _templates(rng, n: int, distinct_sorted: bool = False) -> np.ndarray:
+def _templates(rng: np.random.Generator, n: int, distinct_sorted: bool = False) -> npt.NDArray[np.int64]:
     if distinct_sorted:
-        return np.sort(rng.choice(TEMPLATES, n, replace=False))
+        picked: npt.NDArray[np.int64] = np.sort(rng.choice(TEMPLATES, n, replace=False))
+        return picked
     return rng.integers(0, TEMPLATES, n)
 
 
-def _field_sequences(config, counts: dict[tuple[int, str], int], fields: str) -> dict:
+def _field_sequences(config: SynthConfig, counts: dict[tuple[int, str], int],
+                     fields: str) -> dict[tuple[int, str], npt.NDArray[np.uint8]]:
     """Class sequence per (partition, field): exact class totals, shuffled, cut by partition."""
     rng = _rng(config, 11)
     props = field_class_counts()
-    out = {}
+    out: dict[tuple[int, str], npt.NDArray[np.uint8]] = {}
     for f in fields:
         parts = [p for p in nt.PARTITION_ORDER if counts.get((p, f), 0) > 0]
         total = sum(counts[(p, f)] for p in parts)
@@ -177,8 +182,9 @@ def _field_sequences(config, counts: dict[tuple[int, str], int], fields: str) ->
     return out
 
 
-def _scaled_counts(config, fields: str, factor=None) -> dict[tuple[int, str], int]:
-    counts = {}
+def _scaled_counts(config: SynthConfig, fields: str,
+                   factor: dict[int, float] | None = None) -> dict[tuple[int, str], int]:
+    counts: dict[tuple[int, str], int] = {}
     for p in nt.PARTITION_ORDER:
         part = nt.PARTITIONS[p]
         for f in fields:
@@ -190,7 +196,8 @@ def _scaled_counts(config, fields: str, factor=None) -> dict[tuple[int, str], in
     return counts
 
 
-def _assemble(folders_meta, per_folder_codes, fields: str) -> Plan:
+def _assemble(folders_meta: Sequence[tuple[int, int, int]], per_folder_codes: Sequence[dict[str, np.ndarray]],
+              fields: str) -> Plan:
     """Build the plan arrays from folder metadata and per-folder {field: codes}."""
     n = sum(len(c) for fc in per_folder_codes for c in fc.values())
     rows = np.zeros(n, PLAN_DTYPE)
@@ -221,7 +228,8 @@ def _plan_scaled(config: SynthConfig) -> Plan:
     fields = config.fields
     counts = _scaled_counts(config, fields)
     seqs = _field_sequences(config, counts, fields)
-    folders_meta, per_folder = [], []
+    folders_meta: list[tuple[int, int, int]] = []
+    per_folder: list[dict[str, np.ndarray]] = []
     for p in nt.PARTITION_ORDER:
         part = nt.PARTITIONS[p]
         rng = _rng(config, 12, p)
@@ -248,7 +256,7 @@ def _plan_scaled(config: SynthConfig) -> Plan:
     return plan
 
 
-def _place_duplicates(plan: Plan, rng, n_dup: int = nt.DUPLICATE_DIGITS) -> None:
+def _place_duplicates(plan: Plan, rng: np.random.Generator, n_dup: int = nt.DUPLICATE_DIGITS) -> None:
     """Mark ``n_dup`` later digits as copies of earlier ones (same writer folder and class)."""
     rows = plan.rows
     digits = np.flatnonzero(rows["field"] == b"d")
@@ -256,8 +264,8 @@ def _place_duplicates(plan: Plan, rng, n_dup: int = nt.DUPLICATE_DIGITS) -> None
         raise ConfigError("scale too small for SD19's duplicated digits",
                           expected=f"at least {2 * n_dup} digits", found=f"{len(digits)}",
                           hint="use a larger --scale")
-    used = set()
-    pairs = []
+    used: set[int] = set()
+    pairs: list[tuple[int, int]] = []
     # Same folder, same class: like the three real ones.
     folder_ids = rng.permutation(np.unique(rows["folder"][digits]))
     for k in folder_ids.tolist():
@@ -298,6 +306,7 @@ def _place_duplicates(plan: Plan, rng, n_dup: int = nt.DUPLICATE_DIGITS) -> None
 
 
 def _plan_layout(config: SynthConfig) -> Plan:
+    assert config.layout is not None  # plan_sd19 plans from a layout only when there is one
     table = read_xnist_table(config.layout)
     where = os.fspath(config.layout)
     keep = np.ones(len(table), bool)
@@ -353,15 +362,17 @@ def _plan_layout(config: SynthConfig) -> Plan:
     factor = {p: n_writers[p] / nt.DIGIT_WRITERS[p] for p in nt.PARTITION_ORDER}
     counts = _scaled_counts(config, others, factor) if others else {}
     seqs = _field_sequences(config, counts, others) if others else {}
-    sizes_other = {}
+    sizes_other: dict[tuple[int, str], dict[int, tuple[Any, Any]]] = {}
     for p in nt.PARTITION_ORDER:
-        k = np.flatnonzero(f_hsf == p)
+        in_p = np.flatnonzero(f_hsf == p)
         prng = _rng(config, 22, p)
         for f in others:
             if counts.get((p, f), 0) > 0:
-                cut = np.concatenate([[0], np.cumsum(_writer_sizes(counts[(p, f)], len(k), prng))])
-                sizes_other[(p, f)] = dict(zip(k.tolist(), zip(cut[:-1], cut[1:])))
-    folders_meta, per_folder = [], []
+                cut = np.concatenate([[0], np.cumsum(_writer_sizes(counts[(p, f)], len(in_p), prng))])
+                sizes_other[(p, f)] = dict(zip(in_p.tolist(), zip(cut[:-1], cut[1:])))
+    folders_meta: list[tuple[int, int, int]] = []
+    per_folder: list[dict[str, np.ndarray]] = []
+
     codes = (0x30 + cls).astype(np.uint8)
     for k, (s, n) in enumerate(zip(starts.tolist(), sizes.tolist())):
         p = int(f_hsf[k])

@@ -1,11 +1,13 @@
 """Rendering the planned characters in worker processes, spilled to disk in walk order."""
 from __future__ import annotations
 
+import concurrent.futures as cf
 import hashlib
 import logging
 import mmap
 import zlib
 from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 
@@ -17,11 +19,15 @@ from .config import PARALLEL_MIN, SynthConfig
 from .plan import Plan
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+#: one rendering job: (seed, edition, [(writer, template, hsf, codes), ...])
+_Job = tuple[int, int, list[tuple[int, int, int, bytes]]]
 
 # --------------------------------------------------------------------------------------------
 # Rendering (worker processes)
 
-def _render_job(job):
+def _render_job(job: _Job) -> tuple[bytes, np.ndarray, bytes]:
     """Render a group of writer folders; returns (blob, lengths, digests) of per-character payloads.
 
     Payload: the PNG (2nd edition) or ``zlib(packbits(image))`` (1st edition).
@@ -29,7 +35,7 @@ def _render_job(job):
     seed, edition, folders = job
     from ..png1 import encode_png1
 
-    blobs = []
+    blobs: list[bytes] = []
     for writer, template, hsf, codes in folders:
         style = draw_writer_style(np.random.default_rng([seed, 1, writer]))
         rng = np.random.default_rng([seed, 2, writer, template, hsf])
@@ -45,9 +51,10 @@ def _render_job(job):
     return b"".join(blobs), lengths, digests
 
 
-def _jobs(config: SynthConfig, plan: Plan, chunk: int):
+def _jobs(config: SynthConfig, plan: Plan, chunk: int) -> Iterator[_Job]:
     rows, folders = plan.rows, plan.folders
-    batch, size = [], 0
+    batch: list[tuple[int, int, int, bytes]] = []
+    size = 0
     for f in folders:
         codes = rows["ascii"][f["start"]:f["stop"]].tobytes()
         batch.append((int(f["writer"]), int(f["template"]), int(f["hsf"]), codes))
@@ -62,12 +69,12 @@ def _jobs(config: SynthConfig, plan: Plan, chunk: int):
 class _Spill:
     """Per-character payloads in a flat temporary file, read back by row."""
 
-    def __init__(self, path: Path, n: int):
+    def __init__(self, path: Path, n: int) -> None:
         self.path = path
         self.offsets = np.zeros(n + 1, np.int64)
         self._f = open(path, "wb")
         self._n = 0
-        self._map = None
+        self._map: mmap.mmap | None = None
         # Row -> row whose payload it shows (the three duplicates show their original's).
         self.alias = np.arange(n)
 
@@ -83,8 +90,9 @@ class _Spill:
             with open(self.path, "rb") as f:
                 self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
-    def __getitem__(self, row: int) -> bytes:
+    def __getitem__(self, row: int | np.integer[Any]) -> bytes:
         row = self.alias[row]
+        assert self._map is not None  # finish() mapped the payloads (rows hold at least one byte)
         return self._map[self.offsets[row]:self.offsets[row + 1]]
 
     def close(self) -> None:
@@ -95,7 +103,7 @@ class _Spill:
         self.path.unlink(missing_ok=True)
 
 
-def _render_all(config: SynthConfig, plan: Plan, spill: _Spill, bar) -> None:
+def _render_all(config: SynthConfig, plan: Plan, spill: _Spill, bar: Any) -> None:
     n = len(plan)
     if config.workers:
         workers = config.workers
@@ -104,6 +112,8 @@ def _render_all(config: SynthConfig, plan: Plan, spill: _Spill, bar) -> None:
     # Jobs group whole writer folders; how they are grouped does not change any byte.
     chunk = int(min(1000, max(50, n // (4 * workers))))
     jobs = _jobs(config, plan, chunk)
+    results: Iterator[tuple[bytes, np.ndarray, bytes]]
+    pool: cf.ProcessPoolExecutor | None
     if workers <= 1 or n < PARALLEL_MIN:
         results = map(_render_job, jobs)
         pool = None
@@ -113,7 +123,7 @@ def _render_all(config: SynthConfig, plan: Plan, spill: _Spill, bar) -> None:
         results = _bounded_map(pool, _render_job, jobs, 4 * workers)
     try:
         done = 0
-        digests = []
+        digests: list[bytes] = []
         for blob, lengths, dig in _named(results, "rendering the synthetic SD19"):
             spill.append(blob, lengths)
             digests.append(dig)
@@ -143,14 +153,15 @@ def _check_distinct(digests: np.ndarray, plan: Plan) -> None:
                          hint="this is a bug in mnistforge.sd19.glyphs; try another --seed")
 
 
-def _named(results, what):
+def _named(results: Iterable[_T], what: str) -> Iterator[_T]:
     """Iterate ``results``; a dead worker is a :class:`WorkerError`, not a BrokenProcessPool."""
     with named_worker_errors(what):
         yield from results
 
 
-def _bounded_map(pool, fn, items, ahead: int):
-    pending = []
+def _bounded_map(pool: cf.Executor, fn: Callable[[_T], _R], items: Iterable[_T], ahead: int) -> Iterator[_R]:
+    pending: list[cf.Future[_R]] = []
+
     it = iter(items)
     for item in it:
         pending.append(pool.submit(fn, item))

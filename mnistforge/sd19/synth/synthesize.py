@@ -8,10 +8,12 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ...io.atomic import atomic_dir, check_output_folder, unlisted_entries
+from ...io.atomic import atomic_dir
+from ...io.outputs import check_output_folder, unlisted_entries
 from ...progress import progress as _progress_bar
 from .. import nist_table as nt
 from .config import DESCRIPTION, SynthConfig
@@ -24,9 +26,9 @@ logger = logging.getLogger(__name__)
 # --------------------------------------------------------------------------------------------
 # Entry points
 
-def _describe(config: SynthConfig, plan: Plan) -> dict:
+def _describe(config: SynthConfig, plan: Plan) -> dict[str, Any]:
     rows = plan.rows
-    counts = {}
+    counts: dict[str, dict[str, int]] = {}
     for p in nt.PARTITION_ORDER:
         sel = rows["hsf"] == p
         counts[f"hsf_{p}"] = {
@@ -54,7 +56,8 @@ def _describe(config: SynthConfig, plan: Plan) -> dict:
     }
 
 
-def synthesize_sd19(out, config: SynthConfig = SynthConfig(), progress=None) -> Path:
+def synthesize_sd19(out: str | os.PathLike[str], config: SynthConfig = SynthConfig(),
+                    progress: bool | None = None) -> Path:
     """Write a synthetic SD19 into the new folder ``out`` (atomically) and return its path.
 
     ``out`` then holds ``by_write.zip``, ``by_class.zip``, ... (``packaging="zip"``) or
@@ -142,9 +145,9 @@ def _tree_size(folder: Path) -> tuple[int, int, list[Path]]:
     return files, size, odd
 
 
-def _outputs(folder: Path) -> dict:
+def _outputs(folder: Path) -> dict[str, dict[str, int]]:
     """``{top-level name: {"bytes": n}}`` for files, ``{"files": n, "bytes": n}`` for folders."""
-    out = {}
+    out: dict[str, dict[str, int]] = {}
     for p in sorted(folder.iterdir()):
         if p.name.startswith(".") or p.name == DESCRIPTION:
             continue
@@ -156,7 +159,8 @@ def _outputs(folder: Path) -> dict:
     return out
 
 
-def synthetic_sd19_problems(folder) -> list[str]:
+def synthetic_sd19_problems(folder: str | os.PathLike[str]) -> list[str]:
+
     """What ``--overwrite`` would destroy in ``folder`` beyond what ``synth-sd19`` wrote there:
     anything its ``synthetic-sd19.json`` (``outputs``) does not list, at the recorded sizes
     (the SD19 index cache a read leaves in ``.mnistforge/`` is the package's too).  Inside a

@@ -6,6 +6,8 @@ import logging
 import struct
 import zlib
 from pathlib import Path
+from types import TracebackType
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -20,11 +22,11 @@ logger = logging.getLogger(__name__)
 # --------------------------------------------------------------------------------------------
 # Hierarchies: sets (former .mis files) and their members
 
-def _folder_name(hsf, writer, template) -> str:
+def _folder_name(hsf: int, writer: int, template: int) -> str:
     return f"hsf_{hsf}/f{writer:04d}_{template:02d}"
 
 
-def _sets(plan: Plan, hierarchy: str):
+def _sets(plan: Plan, hierarchy: str) -> Iterator[tuple[str, np.ndarray]]:
     """Yield (set path inside the hierarchy, rows) for every former ``.mis`` file, rows in walk order."""
     rows = plan.rows
     if hierarchy == "by_write":
@@ -82,28 +84,28 @@ def _strip_set(set_path: str) -> tuple[str, str]:
 class _Writer:
     """Writes members of one hierarchy into a zip (sorted names) or a folder."""
 
-    def __init__(self, root: Path, hierarchy: str, packaging: str):
+    def __init__(self, root: Path, hierarchy: str, packaging: str) -> None:
         self.packaging = packaging
         self.hierarchy = hierarchy
-        self.members: list[tuple[str, object]] = []
+        self.members: list[tuple[str, bytes | int | np.integer[Any]]] = []
         self.root = root
 
-    def add(self, name: str, payload) -> None:
+    def add(self, name: str, payload: bytes | int | np.integer[Any]) -> None:
         """``payload``: bytes, or an int row of the spill (resolved at write time)."""
         self.members.append((f"{self.hierarchy}/{name}", payload))
 
-    def write(self, spill: _Spill, bar) -> None:
+    def write(self, spill: _Spill, bar: Any) -> None:
         self.members.sort(key=lambda m: m[0])
         if self.packaging == "zip":
             self._write_zip(spill, bar)
         else:
             self._write_dir(spill, bar)
 
-    def _data(self, payload, spill):
+    def _data(self, payload: bytes | int | np.integer[Any], spill: _Spill) -> bytes:
         return spill[payload] if isinstance(payload, (int, np.integer)) else payload
 
-    def _write_zip(self, spill, bar) -> None:
-        dirs = set()
+    def _write_zip(self, spill: _Spill, bar: Any) -> None:
+        dirs: set[str] = set()
         with _StoredZip(self.root / f"{self.hierarchy}.zip") as zf:
             for name, payload in self.members:
                 # Directory entries first, as zip tools write them (readers must cope either way).
@@ -116,8 +118,8 @@ class _Writer:
                 zf.add(name, self._data(payload, spill))
                 bar.update(1)
 
-    def _write_dir(self, spill, bar) -> None:
-        made = set()
+    def _write_dir(self, spill: _Spill, bar: Any) -> None:
+        made: set[Path] = set()
         for name, payload in self.members:
             path = self.root / name
             if path.parent not in made:
@@ -140,16 +142,17 @@ class _StoredZip:
     _DOS_DATE = ((ZIP_DATE[0] - 1980) << 9) | (ZIP_DATE[1] << 5) | ZIP_DATE[2]
     _DOS_TIME = (ZIP_DATE[3] << 11) | (ZIP_DATE[4] << 5) | (ZIP_DATE[5] // 2)
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path) -> None:
         self.path = path
         self._f = open(path, "wb")
-        self._central = []
+        self._central: list[bytes] = []
         self._pos = 0
 
-    def __enter__(self):
+    def __enter__(self) -> _StoredZip:
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is None:
             self._finish()
         self._f.close()
@@ -191,7 +194,8 @@ class _StoredZip:
 
 
 def _hierarchy_members(config: SynthConfig, plan: Plan, hierarchy: str, writer: _Writer,
-                       spill: _Spill, mit_paths) -> None:
+                       spill: _Spill, mit_paths: np.ndarray | None) -> None:
+
     from ..ihead import format_cls, format_mit, write_mis
 
     rows = plan.rows
@@ -213,7 +217,9 @@ def _hierarchy_members(config: SynthConfig, plan: Plan, hierarchy: str, writer: 
         writer.add(f"{set_path}.mis", buf.getvalue())
         writer.add(f"{set_path}.cls", format_cls(rows["ascii"][r]).encode("ascii"))
         if hierarchy != "by_write":
-            entries = zip(mit_paths[r].tolist(), rows["entry"][r].tolist())
+            assert mit_paths is not None  # the 1st edition's: synthesize_sd19 passes them
+            entries = zip(
+mit_paths[r].tolist(), rows["entry"][r].tolist())
             writer.add(f"{set_path}.mit", format_mit(entries).encode("ascii"))
 
 
