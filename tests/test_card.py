@@ -26,6 +26,7 @@ import pytest
 import mnistforge
 from mnistforge.cli import main
 from mnistforge.evaluators import card as cd
+from mnistforge.evaluators import errorlists as el
 from mnistforge.evaluators import label_issues as kli
 from mnistforge.evaluators import significance as sg
 from mnistforge.evaluators.errorlists import load_example, write_predictions
@@ -171,7 +172,7 @@ def _has_matplotlib() -> bool:
 
 def test_the_json_round_trips_and_equals_the_card(mnist_npy, tmp_path):
     path, ds, pred = mnist_npy
-    (system,) = cd.read_card_inputs([path], np.asarray(ds.labels))
+    (system,) = el.read_inputs([path], np.asarray(ds.labels))
     card = cd.build_card(system, ds, resamples=500, gallery_limit=5)
     d = card.to_dict()
     assert json.loads(json.dumps(d)) == d
@@ -225,13 +226,18 @@ def test_a_prediction_file_of_another_test_set_is_refused(mnist_cache, tmp_path,
     assert "does not match the predictions' labels" in capsys.readouterr().err
 
 
-def test_read_label_file_reads_csv_with_header_and_scores(tmp_path):
+def test_read_labels_reads_csv_with_header_and_scores(tmp_path):
     c = tmp_path / "p.csv"
     c.write_text("id,pred\n0,3\n1,4\n")
-    assert cd.read_label_file(c).tolist() == [3, 4]
+    assert el.read_labels(c, 10).tolist() == [3, 4]
+    c.write_text("pred,row\n4,1\n3,0\n")        # the row column orders them
+    assert el.read_labels(c, 10).tolist() == [3, 4]
     s = tmp_path / "s.npy"
     np.save(s, np.array([[0.1, 0.9], [0.8, 0.2]]))
-    assert cd.read_label_file(s).tolist() == [1, 0]
+    assert el.read_labels(s, 2).tolist() == [1, 0]
+    t = tmp_path / "s.tsv"
+    t.write_text("0.1\t0.9\n0.8\t0.2\n")
+    assert el.read_labels(t, 2).tolist() == [1, 0]
 
 
 def test_qmnist_gap_matches_the_two_error_rates():

@@ -14,6 +14,7 @@ from . import argtypes
 
 np = lazy_import("numpy")
 cd = lazy_import("mnistforge.evaluators.card")
+el = lazy_import("mnistforge.evaluators.errorlists")
 ch = lazy_import("mnistforge.evaluators.card_html")
 
 NAME = "card"
@@ -53,7 +54,7 @@ def run(args) -> int:
     name, split, root = resolve_target(args.test, default_split="test")
     ds = load(name, split, root=root, download=download_flag(args))
     labels = np.asarray(ds.labels)
-    systems = cd.read_card_inputs(args.files, labels)
+    systems = el.read_inputs(args.files, labels, len(ds.classes))
     for s in systems:   # the trust gate has loaded it; prediction files must be about this one
         if s.labels is not None and s.metadata.get("labels_from") != "test set":
             check_test_set(args.test, s.n, s.labels)

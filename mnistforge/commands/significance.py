@@ -100,7 +100,7 @@ def _print_tables(comp: sg.Comparison, systems):
         print(f"{row['a']:<{width}} {row['b']:<{width}} {row['errors_a']:5d} {row['errors_b']:5d}"
               f" {row['n12']:5d} {row['n21']:5d} {row['poi_a_better']:9.3f}"
               f" {row['poi_a_better_strict']:7.3f}"
-              f" {'yes' if row['paired_worse'] else 'no':>8} {row['max_bonferroni_k']:7d}"
+              f" {'yes' if row['paired_worse'] else 'no':>8} {sg.format_k(row['max_bonferroni_k']):>7}"
               f" {row['mcnemar_p']:10.3g}")
 
 

@@ -11,18 +11,16 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, FormatError
 from . import significance as sg
-from .errorlists import SystemOutput, load_example, read_systems
+from .errorlists import SystemOutput, load_example
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Card", "GalleryItem", "build_card", "read_label_file", "read_card_inputs",
-           "significant_difference", "qmnist_gap", "confusion_matrix", "GALLERY_RULE"]
+__all__ = ["Card", "GalleryItem", "build_card", "significant_difference", "qmnist_gap",
+           "confusion_matrix", "GALLERY_RULE"]
 
 #: how the gallery is ordered (said on the page)
 GALLERY_RULE = ("known label errors first, then by test-set row (0-based), the first "
@@ -75,75 +73,6 @@ class Card:
         d["rate"] = self.rate.to_dict()
         d["gallery"] = [asdict(g) for g in self.gallery]
         return d
-
-
-# --------------------------------------------------------------------------- inputs
-def read_label_file(path, name: str | None = None) -> np.ndarray:
-    """Predicted labels, one per test row in official order, from ``.npy`` or ``.csv``.
-
-    A ``.csv`` holds one integer per line (a non-numeric first line is a header; with
-    several columns the last is the prediction).
-    """
-    p = Path(path)
-    if p.suffix.lower() == ".npy":
-        try:
-            a = np.load(p, allow_pickle=False)
-        except ValueError as e:
-            raise FormatError("not a NumPy array of labels", path=p, expected="a .npy of "
-                              "integers (no pickled objects)", found=str(e)) from e
-    else:
-        rows = [ln.strip() for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()]
-        if rows and not rows[0].split(",")[-1].strip().lstrip("-").isdigit():
-            rows = rows[1:]
-        try:
-            a = np.array([int(r.split(",")[-1]) for r in rows], dtype=np.int64)
-        except ValueError as e:
-            raise FormatError("malformed predictions", path=p, expected="one integer label "
-                              "per line (or the last of comma-separated columns)",
-                              found=str(e)) from e
-    a = np.asarray(a)
-    if a.ndim == 2 and a.shape[1] > 1:   # scores or probabilities: the argmax is the prediction
-        a = a.argmax(axis=1)
-    a = a.reshape(-1)
-    if a.dtype.kind not in "iu" and not (a.dtype.kind == "f" and np.all(a == np.round(a))):
-        raise FormatError("predictions are not labels", path=p, expected="integer labels",
-                          found=f"dtype {a.dtype}")
-    return a.astype(np.int64)
-
-
-def read_card_inputs(paths, labels: np.ndarray) -> list[SystemOutput]:
-    """Systems from prediction files, error lists, ``.npy`` or ``.csv`` label files.
-
-    ``labels`` are the test set's; a file of another length is a
-    :class:`~mnistforge.errors.TestSetMismatchError`.  Systems read from ``.npy``/``.csv``
-    carry ``metadata["labels_from"] = "test set"`` (their labels are the test set's own).
-    """
-    from ..errors import TestSetMismatchError
-    from .errorlists import _is_prediction_file
-
-    n = int(labels.size)
-    systems: list[SystemOutput] = []
-    for path in paths:
-        p = Path(path)
-        if p.suffix.lower() in (".npy", ".csv"):
-            pred = read_label_file(p)
-            wrong = pred != labels if pred.size == n else np.ones(pred.size, bool)  # refused below
-            found = [SystemOutput(p.name.split(".")[0], wrong, "", pred, np.asarray(labels),
-                                  str(p), {"labels_from": "test set"})]
-        else:   # a prediction file knows its size; an error list is told it
-            found = read_systems([p], n=None if _is_prediction_file(p) else n)
-        for s in found:
-            if s.n != n:
-                raise TestSetMismatchError("the predictions do not match the test set", path=p,
-                                           expected=f"{n} predictions (one per test row)",
-                                           found=f"{s.n}", hint="predict every row of "
-                                           "the test set, in its official order")
-        systems.extend(found)
-    names = [s.name for s in systems]
-    if len(set(names)) != len(names):
-        raise ConfigError("two systems share a name", expected="distinct file names",
-                          found=", ".join(names), hint="rename the files")
-    return systems
 
 
 # --------------------------------------------------------------------------- numbers

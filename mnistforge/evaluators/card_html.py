@@ -17,6 +17,7 @@ import numpy as np
 
 from ..plotting import matrix_picture
 from .card import Card
+from .significance import format_k
 
 logger = logging.getLogger(__name__)
 
@@ -113,11 +114,6 @@ def _iv(iv) -> str:
     return f"[{100 * iv[0]:.2f}, {100 * iv[1]:.2f}] %"
 
 
-def _k(k: int) -> str:
-    # K can have hundreds of digits (a difference of hundreds of errors): its magnitude is the point
-    return str(k) if k < 10**6 else f"{float(k):.2g}" if k < 10**300 else "> 1e300"
-
-
 #: (key, title, paragraphs, table rows (first = header) or None, picture name or None)
 Section = tuple[str, str, list[str], "list[list[str]] | None", "str | None"]
 
@@ -161,7 +157,7 @@ def _sections(card: Card) -> list[Section]:
                 continue
             rows.append([p["a"], p["b"], str(p["errors_a"]), str(p["errors_b"]), str(p["n12"]),
                          str(p["n21"]), f"{p['mcnemar_p']:.3g}", f"{p['poi_a_better']:.3f}",
-                         "yes" if p["paired_worse"] else "no", _k(p["max_bonferroni_k"])])
+                         "yes" if p["paired_worse"] else "no", format_k(p["max_bonferroni_k"])])
         comb = card.combination or {}
         cr = comb.get("rate", {})
         paras = [f"Bootstrap B = {card.resamples} (seed {card.seed}, ties counted half). "

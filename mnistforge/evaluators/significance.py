@@ -51,7 +51,7 @@ __all__ = [
     "mcnemar_exact", "PairedTest", "paired_test", "Bootstrap", "probability_of_improvement",
     "probability_of_improvement_from_counts", "probability_of_improvement_resampled",
     "Comparison", "compare_systems", "error_overlap", "majority_vote", "plurality_vote",
-    "plot_poi", "check_test_set",
+    "plot_poi", "check_test_set", "format_k", "MAX_K", "MAX_COUNT",
 ]
 
 
@@ -98,8 +98,38 @@ def z_one_sided(confidence: float = 0.95) -> float:
 
 
 # --------------------------------------------------------------------------- one system
+#: largest count (errors, samples, disagreements, comparisons) accepted: beyond any test set, and
+#: where floats stop holding integers exactly
+MAX_COUNT = 2**53
+#: largest Bonferroni ``K`` reported: any larger one says the same (no correction undoes the
+#: verdict), and Python refuses to print an integer of more than 4,300 digits
+MAX_K = 10**1000
+
+
+def _count(value, what: str) -> int:
+    """``value`` as a count in ``0..MAX_COUNT``, or a :class:`ConfigError` naming it."""
+    try:
+        v = int(value)
+    except (TypeError, ValueError, OverflowError):   # None, "x", inf, nan
+        v = -1
+    if not 0 <= v <= MAX_COUNT or (isinstance(value, float) and value != v):
+        raise ConfigError(f"invalid {what}", expected=f"a whole number in 0..{MAX_COUNT:,}",
+                          found=repr(value))
+    return v
+
+
+def format_k(k: int) -> str:
+    """A Bonferroni ``K`` as shown: whole below a million, else its magnitude.
+
+    >>> format_k(63), format_k(10**200), format_k(MAX_K)
+    ('63', '1e+200', '>= 1e1000')
+    """
+    return str(k) if k < 10**6 else f"{float(k):.2g}" if k < 10**300 else (
+        ">= 1e1000" if k >= MAX_K else f"~1e{len(str(k)) - 1}")
+
+
 def _check_count(errors, n):
-    errors, n = int(errors), int(n)
+    errors, n = _count(errors, "error count"), _count(n, "test-set size")
     if n <= 0 or not 0 <= errors <= n:
         raise ConfigError("invalid error count", expected="0 <= errors <= n and n > 0",
                           found=f"errors={errors}, n={n}")
@@ -175,7 +205,7 @@ def error_rate(wrong_or_errors, n: int | None = None, confidence: float = 0.95) 
         wrong = _as_wrong(wrong_or_errors)
         errors, n = int(wrong.sum()), wrong.size
     else:
-        errors = int(wrong_or_errors)
+        errors = wrong_or_errors
     errors, n = _check_count(errors, n)
     return ErrorRate(errors, n, float(confidence), errors / n,
                      wald_interval(errors, n, confidence), exact_interval(errors, n, confidence))
@@ -266,7 +296,7 @@ def paired_worse(n12: int, n21: int, confidence: float = 0.95, k: int = 1) -> bo
     >>> paired_worse(30, 10), paired_worse(20, 12)
     (True, False)
     """
-    n12, n21, k = int(n12), int(n21), int(k)
+    n12, n21, k = _count(n12, "n12"), _count(n21, "n21"), _count(k, "number of comparisons")
     if k < 1:
         raise ConfigError("invalid number of comparisons", expected="k >= 1", found=k)
     if n12 <= n21:
@@ -280,7 +310,7 @@ def max_bonferroni_k(n12: int, n21: int, confidence: float = 0.95) -> int:
     """Largest ``K`` for which "system 1 is worse" survives a Bonferroni correction.
 
     The largest integer ``K`` with ``n12 - n21 >= z(eta/K) * sqrt(n12 + n21)``;
-    0 when the conclusion does not hold even for ``K = 1``.  Solved in closed form,
+    0 when the conclusion does not hold even for ``K = 1``; at most :data:`MAX_K`.  Solved in closed form,
     ``K <= eta / Phi(-(n12 - n21) / sqrt(n12 + n21))``, then checked against
     :func:`paired_worse` at the boundary so both always agree.
 
@@ -289,12 +319,14 @@ def max_bonferroni_k(n12: int, n21: int, confidence: float = 0.95) -> int:
     >>> max_bonferroni_k(30, 10), max_bonferroni_k(20, 12)
     (63, 0)
     """
-    n12, n21 = int(n12), int(n21)
+    n12, n21 = _count(n12, "n12"), _count(n21, "n21")
     eta = _eta(confidence)
     if n12 <= n21 or not paired_worse(n12, n21, confidence):
         return 0
     x = (n12 - n21) / math.sqrt(n12 + n21)
     log_k = math.log(eta) - float(_special().log_ndtr(-x))
+    if log_k >= math.log(MAX_K):   # (at most MAX_K: see there)
+        return MAX_K
     if log_k > 700:  # beyond float range: report the (astronomical) bound from the logarithm
         return int(decimal.Decimal(log_k).exp().to_integral_value(decimal.ROUND_FLOOR))
     k = max(1, int(math.floor(math.exp(log_k))))
@@ -316,7 +348,7 @@ def mcnemar_exact(n12: int, n21: int, alternative: str = "two-sided") -> float:
     >>> round(mcnemar_exact(10, 2), 4)
     0.0386
     """
-    n12, n21 = int(n12), int(n21)
+    n12, n21 = _count(n12, "n12"), _count(n21, "n21")
     if n12 + n21 == 0:
         return 1.0
     return float(_stats().binomtest(n12, n12 + n21, 0.5, alternative=alternative).pvalue)

@@ -4,6 +4,7 @@ stays text on the page and in the Markdown."""
 from __future__ import annotations
 
 import json
+import shutil
 from html.parser import HTMLParser
 
 import numpy as np
@@ -53,11 +54,11 @@ def test_scores_that_are_not_labels_are_refused(test_folder, tmp_path, capsys):
     f = tmp_path / "p.npy"
     np.save(f, np.linspace(0, 1, N))            # 1-D floats: probabilities, not labels
     assert main(["card", str(f), "--test", f"{test_folder}:test", "--out", str(tmp_path / "c")]) == 1
-    assert "predictions are not labels" in capsys.readouterr().err
+    assert "a prediction is a fraction" in capsys.readouterr().err
     c = tmp_path / "p.csv"
     c.write_text("pred\n1\nseven\n")
     assert main(["card", str(c), "--test", f"{test_folder}:test", "--out", str(tmp_path / "c")]) == 1
-    assert "malformed predictions" in capsys.readouterr().err
+    assert "malformed label" in capsys.readouterr().err
 
 
 def test_a_csv_of_the_wrong_length_is_a_usage_error(test_folder, tmp_path, capsys):
@@ -87,15 +88,104 @@ def test_a_file_named_like_html_stays_text(test_folder, tmp_path, capsys):
     assert json.loads(js.read_text())["system"] == "<script>alert(1)<"
 
 
-def test_labels_outside_the_classes_are_errors_named_as_unknown(test_folder, tmp_path, capsys):
+@pytest.mark.parametrize("value", [-1, -3, 99, 2**63 - 1])
+def test_labels_outside_the_classes_are_refused_naming_the_row(test_folder, tmp_path, capsys,
+                                                               value):
     f = tmp_path / "p.npy"
-    np.save(f, np.full(N, 99))
+    np.save(f, np.where(np.arange(N) == 7, value, np.arange(N) % 10))
+    assert _card(f, test_folder, tmp_path) == 1
+    err = capsys.readouterr().err
+    assert "outside the classes" in err and f"{value} at row 7" in err and "0..9" in err
+
+
+def _card(f, test_folder, tmp_path, *more) -> int:
+    shutil.rmtree(tmp_path / "c", ignore_errors=True)   # (a card written by a call before)
+    code = main(["card", *map(str, [f, *more]), "--test", f"{test_folder}:test", "--out",
+                 str(tmp_path / "c"), "--bootstrap", "10"])
+    if code:
+        assert not (tmp_path / "c").exists()
+    return code
+
+
+def _save(tmp_path, name, a):
+    np.save(tmp_path / name, a)
+    return tmp_path / name
+
+
+def test_floats_that_are_no_labels_are_refused(test_folder, tmp_path, capsys):
+    for bad, said in ((np.inf, "NaN or infinity"), (np.nan, "NaN or infinity"),
+                      (1e30, "outside the classes"), (2.5, "a fraction")):
+        a = (np.arange(N) % 10).astype(float)
+        a[4] = bad
+        assert _card(_save(tmp_path, "f.npy", a), test_folder, tmp_path) == 1
+        err = capsys.readouterr().err
+        assert said in err and "row 4" in err
+
+
+def test_score_matrices_need_one_finite_column_per_class(test_folder, tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    scores = rng.random((N, 10))
+    scores[np.arange(N), np.arange(N) % 10] = 2.0       # argmax = the true label
+    assert _card(_save(tmp_path, "s.npy", scores), test_folder, tmp_path) == 0
+    capsys.readouterr()
+    scores[11] = np.nan
+    assert _card(_save(tmp_path, "s.npy", scores), test_folder, tmp_path) == 1
+    assert "row 11" in capsys.readouterr().err
+    assert _card(_save(tmp_path, "s.npy", rng.random((N, 3))), test_folder, tmp_path) == 1
+    assert "one column per class" in capsys.readouterr().err
+
+
+def test_a_csv_with_two_columns_needs_a_header_saying_which_is_the_prediction(test_folder,
+                                                                              tmp_path, capsys):
+    c = tmp_path / "p.csv"
+    c.write_text("".join(f"{i % 10},{i}\n" for i in range(N)))      # (prediction, row)
+    assert _card(c, test_folder, tmp_path) == 1
+    assert "which one is the prediction" in capsys.readouterr().err
+    c.write_text("prediction,row\n" + "".join(f"{i % 10},{i}\n" for i in reversed(range(N))))
     js = tmp_path / "c.json"
-    assert main(["card", str(f), "--test", f"{test_folder}:test", "--out", str(tmp_path / "c"),
-                 "--json", str(js)]) == 0
-    doc = json.loads(js.read_text())
-    assert doc["rate"]["errors"] == N and {g["predicted_name"] for g in doc["gallery"]} == {"?"}
-    assert sum(map(sum, doc["confusion"])) == 0     # no cell for a class that does not exist
+    assert _card(c, test_folder, tmp_path, "--json", js) == 0
+    assert json.loads(js.read_text())["rate"]["errors"] == 0     # ordered by the row column
+
+
+@pytest.mark.parametrize("encoding,said", [("utf-16", "UTF-16"), ("latin-1", "not UTF-8")])
+def test_a_csv_in_another_encoding_is_refused_by_name(test_folder, tmp_path, capsys, encoding,
+                                                      said):
+    c = tmp_path / "p.csv"
+    c.write_bytes(("prédiction\n" + "".join(f"{i % 10}\n" for i in range(N))).encode(encoding))
+    assert _card(c, test_folder, tmp_path) == 1
+    assert said in capsys.readouterr().err
+
+
+def test_a_23_digit_label_is_refused(test_folder, tmp_path, capsys):
+    c = tmp_path / "p.csv"
+    c.write_text("12345678901234567890123\n" * N)
+    assert _card(c, test_folder, tmp_path) == 1
+    assert "outside the classes" in capsys.readouterr().err
+
+
+def test_an_error_list_of_another_test_set_size_is_refused(test_folder, tmp_path, capsys):
+    e = tmp_path / "e.tsv"
+    e.write_text("# n: 60000\nA\tsome system\t1,2,3\n")
+    assert _card(e, test_folder, tmp_path) == 2
+    assert "60000 (its '# n:' line)" in capsys.readouterr().err
+    e.write_text("A\tsome system\t1,2,3\n")                  # no '# n:': the test set's
+    assert _card(e, test_folder, tmp_path) == 0
+
+
+def test_a_fifo_a_device_or_a_link_loop_is_refused_before_it_is_opened(test_folder, tmp_path,
+                                                                       capsys):
+    import os
+    import subprocess
+    import sys
+
+    fifo, loop = tmp_path / "p.csv", tmp_path / "loop.csv"
+    os.mkfifo(fifo)
+    os.symlink(loop, loop)
+    for f, said in ((fifo, "FIFO"), ("/dev/zero", "character device"), (loop, "link loop")):
+        r = subprocess.run([sys.executable, "-m", "mnistforge", "card", str(f), "--test",
+                            f"{test_folder}:test", "--out", str(tmp_path / "c")],
+                           capture_output=True, text=True, timeout=60)   # never blocks
+        assert r.returncode == 1 and said in r.stderr and "Traceback" not in r.stderr
 
 
 def test_a_prediction_file_of_another_size_names_the_test_set_not_an_option(test_folder, tmp_path,
