@@ -7,7 +7,6 @@ Examples
 
 
 def __getattr__(name: str) -> object:
-
     # Lazy, so that importing a sibling module does not pull in the readers.
     if name in ("open_sd19", "SD19Source"):
         from . import reader

@@ -89,7 +89,6 @@ def shortfalls(index: np.ndarray, expected: dict[str, dict[str, int]],
 
 
 def source_shortfalls(src: SD19Source, fields: Sequence[str] = FIELDS) -> tuple[list[str], str]:
-
     """(shortfalls, what they are measured against) for an opened :class:`SD19Source`."""
     expected, what = expected_counts(src.path)
     return shortfalls(src.index, expected, fields), what

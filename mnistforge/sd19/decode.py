@@ -41,7 +41,6 @@ def _load_files(spec: tuple[str, str, str], table: np.ndarray,
         where = [os.path.join(location, n) for n in names]
         blobs = []
         for p in where:
-
             with open(p, "rb") as f:
                 blobs.append(f.read())
     if fmt == "png":
@@ -117,7 +116,6 @@ def _bounds(n: int, size: int) -> Iterator[tuple[int, int]]:
 
 def _hash_tree(tree: Tree, file_idx: npt.ArrayLike, fmt: str, pool: _Pool, bar: Any,
                chunk: int) -> tuple[np.ndarray, np.ndarray]:
-
     table = tree.file_table(file_idx)
     jobs = ((tree.spec(), table[s:e], fmt) for s, e in _bounds(len(table), chunk))
     counts, hashes = [np.zeros(0, np.int64)], [np.zeros(0, "S16")]

@@ -36,7 +36,6 @@ import functools
 import logging
 import math
 from dataclasses import dataclass
-
 from typing import Sequence
 
 import numpy as np
@@ -209,7 +208,6 @@ class _Batch:
 
 def _geometry(codes: bytes | Sequence[int] | np.ndarray, style: WriterStyle, rng: np.random.Generator,
               small: np.ndarray, touch: np.ndarray) -> _Batch:
-
     """Distorted strokes of every character of a batch, computed for the whole batch at once."""
     n = len(codes)
     templates = []
@@ -402,4 +400,3 @@ def roughen(images: np.ndarray, p: float, rng: np.random.Generator, take: float 
         out &= ~(images & ~shrunk & (noise < int(round(p * take * 256))))
     roughened: np.ndarray = out
     return roughened
-

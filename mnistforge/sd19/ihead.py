@@ -539,7 +539,6 @@ def read_mit(path: StrPath) -> list[tuple[str, int]]:
 
 
 def write_mit(path: StrPath, entries: Iterable[tuple[StrPath, int]]) -> None:
-
     """Write a ``.mit`` file from ``[(mis_path, index), ...]``, atomically."""
     with atomic_file(path, "w") as f:
         f.write(format_mit((str(Path(p).as_posix()) if not isinstance(p, str) else p, i)

@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-
 from .. import settings
 from ..io.atomic import atomic_file
 from ..io.similar import blake2b_image_digests

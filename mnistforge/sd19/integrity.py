@@ -203,7 +203,6 @@ def _writers(src: SD19Source, keep: np.ndarray, desc: dict[str, Any] | None, wha
 
 
 def source_problems(src: SD19Source, fields: Sequence[str] = FIELDS) -> tuple[list[str], str]:
-
     """(problems, what they are measured against) of an opened :class:`SD19Source`, for the
     characters of ``fields``: one sentence per problem, naming the files."""
     desc = synthetic_description(src.path)

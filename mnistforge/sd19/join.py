@@ -155,7 +155,6 @@ def join_classes(hsf: npt.ArrayLike, field: npt.ArrayLike | None, hashes: np.nda
     mismatches = 0
     multi = np.flatnonzero(found & ~single)
     done_groups: set[int] = set()
-
     for p in multi:
         g = int(a_grp_start[p])
         if g in done_groups:

@@ -208,8 +208,6 @@ def decode_png1_many(blobs: Iterable[bytes], *, names: Sequence[str] | None = No
 
 
 def decode_png1(data: bytes, *, name: str | None = None) -> npt.NDArray[np.bool_]:
-
     """Decode one PNG to a bool ``(128, 128)`` array, ``True`` = ink (black)."""
     one: npt.NDArray[np.bool_] = decode_png1_many([data], names=None if name is None else [name])[0]
     return one
-

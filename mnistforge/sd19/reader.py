@@ -344,7 +344,6 @@ def _classes_from_cls(bw: Tree, idx: np.ndarray, cls_files: dict[tuple[int, int,
 
 def _join(trees: dict[str, Tree], idx: np.ndarray, need: npt.NDArray[np.intp], asc: npt.NDArray[np.uint8],
           pool: _Pool, disable: bool | None, anomalies: list[str]) -> JoinReport:
-
     """Give rows ``need`` a class by content from by_field or by_class."""
     for name in ("by_field", "by_class"):
         if name not in trees:

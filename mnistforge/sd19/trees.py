@@ -261,7 +261,6 @@ def _parse_classed(tree: Tree) -> _Chars | None:
     field: list[str] = []
     asc: list[int] = []
     fmt = "png"
-
     for i, n in enumerate(tree.names):
         if tree.hierarchy == "by_class":
             m = _BC_PNG.match(n) or _BC_MIS.match(n)

@@ -77,7 +77,6 @@ class SynthConfig:
     by_write_cls: bool = False
     layout_partitions: tuple[int, ...] | None = None
     layout_writers: tuple[int, ...] | None = None
-
     workers: int | None = None
     overwrite: bool = False
 

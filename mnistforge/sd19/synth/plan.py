@@ -372,7 +372,6 @@ def _plan_layout(config: SynthConfig) -> Plan:
                 sizes_other[(p, f)] = dict(zip(in_p.tolist(), zip(cut[:-1], cut[1:])))
     folders_meta: list[tuple[int, int, int]] = []
     per_folder: list[dict[str, np.ndarray]] = []
-
     codes = (0x30 + cls).astype(np.uint8)
     for k, (s, n) in enumerate(zip(starts.tolist(), sizes.tolist())):
         p = int(f_hsf[k])

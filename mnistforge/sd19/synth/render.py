@@ -161,7 +161,6 @@ def _named(results: Iterable[_T], what: str) -> Iterator[_T]:
 
 def _bounded_map(pool: cf.Executor, fn: Callable[[_T], _R], items: Iterable[_T], ahead: int) -> Iterator[_R]:
     pending: list[cf.Future[_R]] = []
-
     it = iter(items)
     for item in it:
         pending.append(pool.submit(fn, item))

@@ -160,7 +160,6 @@ def _outputs(folder: Path) -> dict[str, dict[str, int]]:
 
 
 def synthetic_sd19_problems(folder: str | os.PathLike[str]) -> list[str]:
-
     """What ``--overwrite`` would destroy in ``folder`` beyond what ``synth-sd19`` wrote there:
     anything its ``synthetic-sd19.json`` (``outputs``) does not list, at the recorded sizes
     (the SD19 index cache a read leaves in ``.mnistforge/`` is the package's too).  Inside a

@@ -195,7 +195,6 @@ class _StoredZip:
 
 def _hierarchy_members(config: SynthConfig, plan: Plan, hierarchy: str, writer: _Writer,
                        spill: _Spill, mit_paths: np.ndarray | None) -> None:
-
     from ..ihead import format_cls, format_mit, write_mis
 
     rows = plan.rows
@@ -218,8 +217,7 @@ def _hierarchy_members(config: SynthConfig, plan: Plan, hierarchy: str, writer: 
         writer.add(f"{set_path}.cls", format_cls(rows["ascii"][r]).encode("ascii"))
         if hierarchy != "by_write":
             assert mit_paths is not None  # the 1st edition's: synthesize_sd19 passes them
-            entries = zip(
-mit_paths[r].tolist(), rows["entry"][r].tolist())
+            entries = zip(mit_paths[r].tolist(), rows["entry"][r].tolist())
             writer.add(f"{set_path}.mit", format_mit(entries).encode("ascii"))
 
 
