@@ -14,7 +14,7 @@ from ..errors import ConfigError
 from ..registry import emnist_splits
 from . import argtypes
 
-from .common import (add_cache, add_json, add_progress, require_existing_path, write_json)
+from .common import (add_inputs, add_cache, add_json, add_progress, require_existing_path, write_json)
 
 if TYPE_CHECKING:
     from ..io.manifest import Manifest
@@ -27,6 +27,7 @@ ALL_TARGETS = ("qmnist", "mnist", "xnist", "emnist")
 
 
 def add_arguments(p):
+    add_inputs(p, "sd19", "qmnist_labels")
     p.add_argument("target", help="qmnist, mnist, xnist, emnist, emnist-<split>, femnist or all")
     p.add_argument("--sd19", required=True, help="SD19 folder or folder of zips (either edition)")
     p.add_argument("--out", required=True, type=argtypes.output_folder,

@@ -8,7 +8,7 @@ and the numbers as JSON with ``--json``.
 """
 from __future__ import annotations
 
-from .common import (add_cache, add_json, add_offline, download_flag, lazy_import,
+from .common import (add_inputs, add_cache, add_json, add_offline, download_flag, lazy_import,
                      refuse_existing_output, require_existing_path, write_json)
 from . import argtypes
 
@@ -22,6 +22,7 @@ HELP = "a results card (HTML, Markdown, JSON) for a predictions file on a test s
 
 
 def add_arguments(p):
+    add_inputs(p, "files", "test")
     p.add_argument("files", nargs="+", metavar="PREDICTIONS",
                    help="the system carded, then any to compare with it: prediction files, "
                         "error lists, .npy or .csv predicted labels (official row order)")

@@ -145,18 +145,43 @@ def write_json(args, doc, *, default=None) -> str | None:
     return str(path)
 
 
+def add_inputs(p, *dests: str) -> None:
+    """Name the arguments (``dest``) that are the command's inputs: no output of it may be,
+    hold or lie in one (:func:`check_outputs`)."""
+    p.set_defaults(_inputs=dests)
+
+
+def input_paths(args) -> list[str]:
+    """The paths among the command's inputs (:func:`add_inputs`): a value, or the folder of
+    ``FOLDER:SPLIT``, that exists on disk (a dataset name or URL is no path)."""
+    paths = []
+    for dest in getattr(args, "_inputs", ()):
+        value = getattr(args, dest, None)
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, str) and item:   # FOLDER, FOLDER:SPLIT, CONFIG=FOLDER, SPLIT=FILE
+                forms = [f for b in (item, item.split("=", 1)[-1])
+                         for f in (b, b.rsplit(":", 1)[0], b.split(":", 1)[0])]
+                path = next((f for f in forms if f and os.path.lexists(f)), None)
+                if path is not None:
+                    paths.append(path)
+    return paths
+
+
 def check_outputs(args) -> None:
     """Before a command's work: every output named on its command line (``--json``, ``--out``,
     ``--plot``, ``--report``...; :func:`~mnistforge.commands.argtypes.output_file`) checked in
-    full, a folder that cannot be written included (:mod:`mnistforge.io.outputs`)."""
-    from ..io.outputs import check_output_file, check_output_path
+    full, a folder that cannot be written included, and apart from every input of the command
+    (:func:`add_inputs`; :func:`mnistforge.io.outputs.check_apart`)."""
+    from ..io.outputs import check_apart, check_output_file, check_output_path
     from .argtypes import OutputFile, OutputFolder
 
+    inputs = input_paths(args)
     for value in vars(args).values():
         if isinstance(value, OutputFile):
             check_output_file(value)
+            check_apart(value, inputs)
         elif isinstance(value, OutputFolder):
-            check_output_path(value)
+            check_output_path(value, inputs)
 
 
 def flush_streams(args) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 
-from .common import add_cache, add_json, add_offline, add_progress, lazy_import, write_json
+from .common import add_inputs, add_cache, add_json, add_offline, add_progress, lazy_import, write_json
 from . import argtypes
 
 # loaded when the command runs: `mnistforge --help` stays free of NumPy
@@ -22,6 +22,7 @@ HELP = "fit a reference classifier (linear, elm, knn, lenet) on one split and te
 
 
 def add_arguments(p):
+    add_inputs(p, "train", "test", "validation", "load_model", "mnist", "qmnist")
     p.add_argument("classifier", metavar="CLASSIFIER", nargs="?", default=None,
                    help="spec such as linear, linear:ridge=1, knn:k=3, elm:hidden=2000,seed=0, "
                         "lenet:epochs=10, cnn (lenet/cnn need the [torch] extra); optional "
@@ -149,16 +150,25 @@ def _neural_options(args):
 
 def _check_outputs(args) -> None:
     """Before any work: every file this run will write is a regular file or a new name (a
-    symlink, FIFO or device is refused), ``--predictions`` with ``--protocol`` a folder."""
-    from ..io.outputs import check_output_file, check_output_path
+    symlink, FIFO or device is refused), ``--predictions`` with ``--protocol`` a folder; none
+    of them an input (the training or test folder, the model loaded)."""
+    from ..io.outputs import check_apart, check_output_file, check_output_path
+    from .common import input_paths
 
+    inputs = input_paths(args)
+    if args.load_model:
+        from ..classifiers.neural import model_paths
+
+        inputs += [str(p) for p in model_paths(args.load_model)]
     if args.predictions:
         (check_output_path if args.protocol else check_output_file)(args.predictions)
+        check_apart(args.predictions, inputs, "--predictions output")
     if args.save_model:
         from ..classifiers.neural import model_paths
 
         for p in model_paths(args.save_model):
             check_output_file(p, "--save-model")
+            check_apart(p, inputs, "--save-model output")
 
 
 def run(args) -> int:

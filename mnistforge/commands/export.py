@@ -28,7 +28,7 @@ from pathlib import Path
 from .. import settings
 from ..errors import ConfigError
 
-from .common import (add_cache, add_json, add_offline, add_progress, download_flag, write_json)
+from .common import (add_inputs, add_cache, add_json, add_offline, add_progress, download_flag, write_json)
 from . import argtypes
 
 NAME = "export"
@@ -39,6 +39,7 @@ HF_ONLY = ("push", "private", "max_shard_mb", "workers", "no_croissant", "pixels
 
 
 def add_arguments(p):
+    add_inputs(p, "names")
     p.add_argument("format", choices=["hf", "torchvision"],
                    help="output format (hf: Hugging Face Hub repository; torchvision: "
                         "ROOT/<Class>/raw/ as torchvision.datasets.MNIST(root) reads it)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import EXIT_FAILED, EXIT_OK, add_cache, add_json, add_offline, add_progress, \
+from .common import add_inputs, EXIT_FAILED, EXIT_OK, add_cache, add_json, add_offline, add_progress, \
     write_json
 from . import argtypes
 
@@ -18,6 +18,7 @@ HELP = "download and verify official files into the cache (datasets, emnist, sd1
 
 
 def add_arguments(p):
+    add_inputs(p, "source")
     p.add_argument("names", nargs="+", metavar="NAME",
                    help="dataset (mnist, qmnist, emnist-letters...), source (sd19, "
                         "sd19-1st-edition, emnist) or file id (mnist/t10k-images-idx3-ubyte.gz)")

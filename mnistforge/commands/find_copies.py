@@ -7,13 +7,14 @@ it is (identical / reordered / subset / transformed / damaged / unknown) and whe
 """
 from __future__ import annotations
 
-from .common import EXIT_OK, add_json, terminal_width, wrap, write_json
+from .common import add_inputs, EXIT_OK, add_json, terminal_width, wrap, write_json
 
 NAME = "find-copies"
 HELP = "find copies of the datasets on this machine, say what each is and whether fetch --from adopts it"
 
 
 def add_arguments(p):
+    add_inputs(p, "dirs")
     p.add_argument("dirs", nargs="*", metavar="DIR",
                    help="folders (or files) to look in as well as the well-known places")
     p.add_argument("--only", action="store_true",

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 
-from .common import add_cache, add_json, terminal_width, wrap, write_json
+from .common import add_inputs, add_cache, add_json, terminal_width, wrap, write_json
 
 NAME = "info"
 HELP = "list the datasets, or describe one (splits, counts, classes, files, cache status)"
 
 
 def add_arguments(p):
+    add_inputs(p, "name")
     p.add_argument("name", nargs="?", help="dataset, source (sd19, emnist) or folder of idx files "
                                            "(a build folder may hold several datasets)")
     add_cache(p)

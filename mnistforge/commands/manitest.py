@@ -5,7 +5,7 @@ import logging
 
 from ..errors import ConfigError, EmptySelectionError
 
-from .common import add_cache, add_json, add_offline, write_json
+from .common import add_inputs, add_cache, add_json, add_offline, write_json
 from . import argtypes
 
 NAME = "manitest"
@@ -15,6 +15,7 @@ logger = logging.getLogger(__name__)
 
 
 def add_arguments(p):
+    add_inputs(p, "target", "train")
     p.add_argument("target", metavar="NAME[:SPLIT]",
                    help="images to score: dataset name or folder of idx files (default split test)")
     p.add_argument("--classifier", required=True, metavar="SPEC",

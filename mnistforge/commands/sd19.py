@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-from .common import add_json, add_progress, require_existing_path, write_json
+from .common import add_inputs, add_json, add_progress, require_existing_path, write_json
 from . import argtypes
 
 NAME = "sd19"
@@ -10,6 +10,7 @@ HELP = "inspect an SD19 source (real or synthetic): edition, hierarchies, counts
 
 
 def add_arguments(p):
+    add_inputs(p, "path")
     p.add_argument("action", choices=["info"], help="info: summarise the source")
     p.add_argument("path", help="folder holding the SD19 zips (by_write.zip, ...) or unpacked trees")
     p.add_argument("--reindex", action="store_true", help="ignore the cached index and walk the source again")

@@ -1,7 +1,7 @@
 """``mnistforge show NAME [SPLIT] --out grid.png``: a labelled sample grid as a PNG."""
 from __future__ import annotations
 
-from .common import add_cache, add_offline, add_progress, download_flag
+from .common import add_inputs, add_cache, add_offline, add_progress, download_flag
 from . import argtypes
 
 NAME = "show"
@@ -9,6 +9,7 @@ HELP = "draw a labelled grid of sample images of a dataset split (or folder) as 
 
 
 def add_arguments(p):
+    add_inputs(p, "target", "root")
     p.add_argument("target", metavar="NAME[:SPLIT]",
                    help="dataset name, NAME:SPLIT (e.g. mnist:test, emnist-letters:train[:1000]), "
                         "or folder of idx files (FOLDER[:NAME][:SPLIT])")

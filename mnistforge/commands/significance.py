@@ -8,7 +8,7 @@ the error overlap and, with ``--combine``, the majority-vote combination.
 from __future__ import annotations
 
 from ..errors import ConfigError, require
-from .common import add_cache, add_json, add_offline, lazy_import, write_json
+from .common import add_inputs, add_cache, add_json, add_offline, lazy_import, write_json
 from . import argtypes
 
 # loaded when the command runs: `mnistforge --help` stays free of NumPy
@@ -22,6 +22,7 @@ HELP = ("how significant differences between classifiers on one test set are "
 
 
 def add_arguments(p):
+    add_inputs(p, "files", "test_set")
     p.add_argument("files", nargs="*", metavar="FILE",
                    help="prediction files or error-list files (name, description, 1-based indices)")
     p.add_argument("--names", nargs="+", default=None, help="rename the systems, in order")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError, require
 
-from .common import add_cache, add_json, add_offline, write_json
+from .common import add_inputs, add_cache, add_json, add_offline, write_json
 from . import argtypes
 
 NAME = "tarp"
@@ -52,6 +52,7 @@ def parse_point(text: str):
 
 
 def add_arguments(p):
+    add_inputs(p, "target")
     p.add_argument("target", metavar="NAME[:SPLIT]", help="dataset name or folder of idx files")
     p.add_argument("--task", required=True, help="0v1, A,B, 0,2v1,3, Avrest or even-odd")
     p.add_argument("--n", default="1,10,100", help="directions per node (list)")

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from .common import (add_cache, add_json, add_offline, add_progress, cache_from_args, download_flag, terminal_width,
-                     write_json)
+from .common import (add_inputs, add_cache, add_json, add_offline, add_progress, cache_from_args, download_flag,
+                     terminal_width, write_json)
 from . import argtypes
 
 NAME = "verify"
@@ -16,6 +16,7 @@ HELP = "check a dataset (name, build folder or folder of idx files): integrity, 
 
 
 def add_arguments(p):
+    add_inputs(p, "target", "reference", "metadata")
     p.add_argument("target", help="NAME, NAME:SPLIT, FOLDER or FOLDER:SPLIT, or a third-party copy "
                                   "PATH[:SPLIT] (Keras .npz, .npy pair, CSV, torchvision root, "
                                   "parquet snapshot, EMNIST .mat): said what it is first")

@@ -158,7 +158,7 @@ def check_output_path(out: StrPath, inputs: Iterable[StrPath | None] = (), writa
     ...
     mnistforge.errors.ConfigError: /data: the output folder contains an input ...
     """
-    from ..errors import ConfigError, OutputPathError
+    from ..errors import OutputPathError
 
     out = Path(os.path.abspath(out))  # "." or "x/.." have no name to put a suffix on
     st = _lstat(out, "output folder")
@@ -176,23 +176,49 @@ def check_output_path(out: StrPath, inputs: Iterable[StrPath | None] = (), writa
     _check_name_length(out, "output folder")
     if writable:
         _check_writable(out, "output folder")
-    real_out = _real(out)
+    check_apart(out, inputs, "output folder")
+    return out
+
+
+def check_apart(out: StrPath, inputs: Iterable[StrPath | None], what: str = "output") -> None:
+    """Refuse an output (file or folder) that is an input (a link or hard link to one
+    included), lies inside an input folder, or holds an input: writing it would replace or
+    remove what the command reads.  ``-`` (standard output) and None inputs are skipped.
+
+    >>> check_apart("/data/out.json", ["/data/sd19", None])
+    >>> check_apart("/data/sd19/x.json", ["/data/sd19"])  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ...
+    mnistforge.errors.ConfigError: /data/sd19/x.json: the output is inside an input: ...
+    """
+    from ..errors import ConfigError
+
+    if os.fspath(out) == "-":
+        return
+    real_out = _real(Path(os.path.abspath(out)))
     for inp in inputs:
         if inp is None:
             continue
         real_in = _real(Path(inp))
-        if real_out == real_in:
-            what = "the output folder is an input"
+        if real_out == real_in or _same_file(real_out, real_in):
+            found = f"the {what} is an input"
         elif real_out in real_in.parents:
-            what = "the output folder contains an input"
+            found = f"the {what} contains an input"
         elif real_in in real_out.parents:
-            what = "the output folder is inside an input"
+            found = f"the {what} is inside an input"
         else:
             continue
-        raise ConfigError(what, path=out, expected="an output folder apart from every input",
-                          found=f"input {inp}",
-                          hint="choose an --out that neither holds nor lies in the inputs")
-    return out
+        raise ConfigError(found, path=out, expected=f"an {what} apart from every input",
+                          found=f"input {os.fspath(inp)}",
+                          hint="choose another path: the command would replace or hide what "
+                               "it reads (nothing was written)")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _real(p: Path) -> Path:
