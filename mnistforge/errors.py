@@ -8,16 +8,13 @@ what to do; :func:`describe` builds such a message consistently.
 from __future__ import annotations
 
 import os
+from types import ModuleType
+from typing import IO, Union
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (layer 0 stays cheap)
-if TYPE_CHECKING:
-    from types import ModuleType
-    from typing import IO
-
-    #: what a message may name as its path
-    PathArg = str | os.PathLike[str]
-    #: a path, or an open binary file (named by its ``name``, as ``read_array`` may be given one)
-    Where = PathArg | IO[bytes]
+#: what a message may name as its path
+PathArg = Union[str, "os.PathLike[str]"]
+#: a path, or an open binary file (named by its ``name``, as ``read_array`` may be given one)
+Where = Union[PathArg, IO[bytes]]
 
 
 def _named(path: Where) -> str:

@@ -314,26 +314,8 @@ def use_registry(path: str | os.PathLike[str] | None) -> Iterator[None]:
 
 
 def _clear() -> None:
-    global _generation
     for f in (_raw, _files, _datasets, label_annotations, _superseded):
         f.cache_clear()
-    _generation += 1
-
-
-#: how many times the registry in use changed (:func:`use_registry`)
-_generation = 0
-
-
-def generation() -> int:
-    """A number that changes whenever the registry in use does (:func:`use_registry`): part of
-    the key of anything a process keeps that the registry decided.
-
-    >>> before = generation()
-    >>> with use_registry(None):
-    ...     generation() != before
-    True
-    """
-    return _generation
 
 
 @functools.lru_cache(maxsize=1)

@@ -25,12 +25,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from typing import Any
+
+from ..errors import FormatError
 from ..io.atomic import atomic_file
-from ..log import get_logger
 from ..io.compression import compression_of, strip_compression
-from .seen import known, learn, memo_cache_key, path_key, stamp
+from ..io.hashing import inflate_to, sha256_file
+from ..log import get_logger
 from .seen import identity as _identity
-from .verify import MARKER_SUFFIX, Verification, read_marker, write_marker
+from .seen import path_key
+from .verify import Verification, read_marker, write_marker
 
 logger = get_logger(__name__)
 
@@ -38,7 +42,7 @@ logger = get_logger(__name__)
 LOCAL_RAW = "local-raw"
 
 
-def copy_path(src, cache, *, real: str | None = None) -> Path:
+def copy_path(src: str | os.PathLike[str], cache: str | os.PathLike[str], *, real: str | None = None) -> Path:
     """Where the raw copy of compressed file ``src`` lives under ``cache``.
 
     >>> copy_path("/data/fashion/train-images-idx3-ubyte.gz", "/c").name
@@ -50,22 +54,14 @@ def copy_path(src, cache, *, real: str | None = None) -> Path:
     return Path(cache) / LOCAL_RAW / path_key(real) / strip_compression(os.path.basename(real))
 
 
-def valid_copy(src, cache, *, rehash: bool = False) -> Path | None:
-    """The raw copy of ``src`` if its sidecar still describes ``src`` and the copy, else None.
-
-    Never writes.  ``rehash`` also hashes the copy against its recorded content hash.  Without
-    it, the answer is kept in memory while ``src``, the copy and its sidecar keep their
-    identities (:func:`~mnistforge.cache.seen.known`): a repeat load asks three ``stat`` calls.
-    """
-    key = ("local raw copy", os.fspath(src), memo_cache_key(cache))
-    if not rehash:
-        hit = known(key)
-        if hit is not None:
-            return hit   # a Path (immutable: kept as it is)
-    real = os.path.realpath(src)    # once: every first keep_raw load asks this of each file
+def valid_copy(src: str | os.PathLike[str], cache: str | os.PathLike[str], *, rehash: bool = False
+               ) -> tuple[Path, dict[str, Any]] | None:
+    """The raw copy of ``src`` and its sidecar record if the record still describes ``src`` and
+    the copy, else None.  Never writes.  ``rehash`` also hashes the copy against its recorded
+    content hash.  The record's ``source_sha256`` and ``sha256`` (of the content) are the hashes of
+    the source's bytes and content as the copy was made from them: what the trust gate judges."""
+    real = os.path.realpath(src)
     raw = copy_path(src, cache, real=real)
-    side = os.fspath(raw) + MARKER_SUFFIX
-    stamps = ((os.fspath(src), stamp(src)), (os.fspath(raw), stamp(raw)), (side, stamp(side)))
     rec = read_marker(raw)  # None unless the copy keeps the size and mtime recorded
     if rec is None:
         return None
@@ -81,18 +77,16 @@ def valid_copy(src, cache, *, rehash: bool = False) -> Path | None:
         logger.info("%s is not the raw copy of %s that was made (replaced or rewritten)", raw, src)
         return None
     if rehash:
-        from ..io.hashing import sha256_file
-
         sha = sha256_file(raw)
         if sha != rec.get("sha256"):
             logger.warning("%s: raw copy of %s does not match its record (sha256 %s, recorded %s); "
                            "making it again", raw, src, sha, rec.get("sha256"))
             return None
-    learn(key, raw, stamps)
-    return raw
+    return raw, rec
 
 
-def make_copy(src, cache, *, content_size: int | None = None) -> Path | None:
+def make_copy(src: str | os.PathLike[str], cache: str | os.PathLike[str], *,
+              content_size: int | None = None) -> Path | None:
     """Decompress ``src`` into its raw copy under ``cache`` and record the sidecar.
 
     ``content_size`` (from the idx header) caps the decompression and must be
@@ -102,9 +96,6 @@ def make_copy(src, cache, *, content_size: int | None = None) -> Path | None:
     stream or a wrong length (nothing renamed into place) and ``OSError`` when
     the cache cannot be written.
     """
-    from ..errors import FormatError
-    from ..io.hashing import inflate_to
-
     src = Path(src)
     comp = compression_of(src.name)
     if comp is None:

@@ -117,9 +117,7 @@ def write_marker(path, v: Verification, extra: dict | None = None) -> None:
     """Record a successful check of ``path`` (keyed on its size and mtime), with ``extra``
     fields where the caller needs more (e.g. what a copy was made from)."""
     from ..io.atomic import atomic_file
-    from .seen import not_from_memos
 
-    not_from_memos()   # a write: nothing derived in this look may rest on what it saw before
     path = Path(path)
     st = path.stat()
     rec = {k: val for k, val in asdict(v).items() if k not in ("path", "detail", "from_marker")}
@@ -135,17 +133,7 @@ def write_marker(path, v: Verification, extra: dict | None = None) -> None:
 
 def read_marker(path) -> dict | None:
     """The sidecar record of ``path`` if it still describes the file, else None."""
-    # plain strings and a binary read: every repeat load reads two sidecars, and pathlib
-    # and a text decoder were a third of its time
-    # Parsed once per process while the file and its sidecar keep their identities (seen.known)
-    from .seen import known, learn, stamp
-
     p = os.fspath(path)
-    key = ("marker", p)
-    rec = known(key)
-    if rec is not None:
-        return dict(rec)
-    stamps = ((p, stamp(p)), (p + MARKER_SUFFIX, stamp(p + MARKER_SUFFIX)))
     try:
         with open(p + MARKER_SUFFIX, "rb") as f:
             rec = json.loads(f.read())
@@ -156,7 +144,6 @@ def read_marker(path) -> dict | None:
         return None
     if rec.get("size") != st.st_size or rec.get("mtime_ns") != st.st_mtime_ns:
         return None
-    learn(key, dict(rec), stamps)
     return rec
 
 

@@ -38,9 +38,6 @@ class Context:
     skipped: set[str] = dataclasses.field(default_factory=set)       # ... whose files are missing
     used_files: list[Path] = dataclasses.field(default_factory=list)
     contents: dict[Any, Any] = dataclasses.field(default_factory=dict)    # parse inflates once for hashes
-    #: the arrays the loads read from the folder's idx files (resolved path -> (array, identity)):
-    #: the parse check takes them instead of inflating each file again
-    parsed: dict[str, Any] = dataclasses.field(default_factory=dict)
     options: dict[str, Any] = dataclasses.field(default_factory=dict)     # verify's keyword arguments
 
     def items(self, scope: Scope) -> Iterable[tuple[dict[str, str], Any]]:

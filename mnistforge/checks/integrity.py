@@ -12,37 +12,39 @@ Examples
 from __future__ import annotations
 
 import logging
-import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from ..io.types import StrPath
 from .result import FAIL, PASS, CheckResult, fail, result
 
 logger = logging.getLogger(__name__)
 
+#: ``content(md5) -> (sha256, md5 or None, size)`` of a file's decompressed bytes (:func:`check_parse`)
+ContentHasher = Callable[[bool], tuple[str, str | None, int]]
 
-def check_parse(paths, name: str = "integrity.parse", contents: dict | None = None,
-                parsed: dict | None = None) -> CheckResult:
+
+def check_parse(paths: Iterable[StrPath], name: str = "integrity.parse",
+                contents: dict[Path, ContentHasher] | None = None) -> CheckResult:
     """Every idx file parses completely (header, declared size, compression).
 
     A truncated or corrupted file fails with the reader's own message.  With
     ``contents`` (a dict), each compressed file that parses gets an entry
     ``{path: hash(md5) -> (sha256, md5 or None, size)}`` hashing the content
-    just inflated, so the hash check need not inflate the file again.  ``parsed``:
-    ``{resolved path: (array, identity)}`` of files a load has just parsed with the same
-    reader (:class:`mnistforge.loaders.origins.recorded_reads`): taken while the file keeps
-    that identity (:func:`mnistforge.cache.seen.stamp`), so each file is inflated once.
+    just inflated, so the hash check need not inflate the file again.
     """
-    from ..cache.seen import stamp
     from ..io.idx import read_idx
 
-    paths = [Path(p) for p in paths]
-    shapes, errors = {}, {}
-    for p in paths:
+    files = [Path(p) for p in paths]
+    shapes: dict[str, list[int]] = {}
+    errors: dict[str, str] = {}
+    for p in files:
         try:
-            hit = parsed.get(os.path.realpath(p)) if parsed else None
-            a = hit[0] if hit is not None and hit[1] == stamp(p) else read_idx(p, mmap=True)
+            a = read_idx(p, mmap=True)
             shapes[p.name] = list(a.shape)
             if contents is not None and not isinstance(a, np.memmap):
                 hasher = _content_hasher(p, a)
@@ -54,17 +56,17 @@ def check_parse(paths, name: str = "integrity.parse", contents: dict | None = No
                 _ = a.reshape(-1)[-1:].copy() if a.size else None
         except Exception as e:
             errors[p.name] = f"{type(e).__name__}: {e}"
-    values = {"files": len(paths), "shapes": shapes, "errors": errors}
-    if not paths:
+    values = {"files": len(files), "shapes": shapes, "errors": errors}
+    if not files:
         return fail(name, values, "no idx files found")
     if errors:
         first = next(iter(errors.items()))
-        return fail(name, values, f"{len(errors)} of {len(paths)} files do not parse "
+        return fail(name, values, f"{len(errors)} of {len(files)} files do not parse "
                                   f"({first[0]}: {first[1]})")
-    return CheckResult(name, PASS, values, f"{len(paths)} files parse")
+    return CheckResult(name, PASS, values, f"{len(files)} files parse")
 
 
-def _content_hasher(path: Path, arr: np.ndarray):
+def _content_hasher(path: Path, arr: np.ndarray) -> ContentHasher | None:
     """A function hashing the decompressed bytes of ``path`` from its parsed array: the
     header bytes (read again, a few bytes) then the payload as the file stores it."""
     from ..io.compression import compression_of, open_reader
@@ -78,7 +80,7 @@ def _content_hasher(path: Path, arr: np.ndarray):
     if len(head) != offset or not arr.flags.c_contiguous:
         return None
 
-    def content(md5: bool):
+    def content(md5: bool) -> tuple[str, str | None, int]:
         import hashlib
 
         h = hashlib.sha256(head)
@@ -90,8 +92,8 @@ def _content_hasher(path: Path, arr: np.ndarray):
     return content
 
 
-def check_images(images, name: str = "integrity.images",
-                 shape=(28, 28), dtype=np.uint8) -> CheckResult:
+def check_images(images: np.ndarray, name: str = "integrity.images",
+                 shape: tuple[int, ...] = (28, 28), dtype: npt.DTypeLike = np.uint8) -> CheckResult:
     """Images are a ``N x 28 x 28`` array of ``uint8``."""
     images = np.asarray(images) if not hasattr(images, "shape") else images
     values = {"shape": list(images.shape), "dtype": str(images.dtype)}
@@ -106,7 +108,8 @@ def check_images(images, name: str = "integrity.images",
                        f"{images.shape[0]} x {' x '.join(map(str, shape))} {images.dtype}")
 
 
-def check_counts(images, labels, name: str = "integrity.counts", metadata=None) -> CheckResult:
+def check_counts(images: np.ndarray, labels: np.ndarray, name: str = "integrity.counts",
+                 metadata: np.ndarray | None = None) -> CheckResult:
     """Images, labels (and metadata rows when given) agree in count."""
     n_img, n_lab = len(images), len(labels)
     values = {"images": n_img, "labels": n_lab}
@@ -121,7 +124,7 @@ def check_counts(images, labels, name: str = "integrity.counts", metadata=None) 
     return result(name, ok, values, msg if ok else "count mismatch: " + msg)
 
 
-def check_label_range(labels, n_classes: int, offset: int = 0,
+def check_label_range(labels: npt.ArrayLike, n_classes: int, offset: int = 0,
                       name: str = "integrity.labels") -> CheckResult:
     """Every label lies in ``offset .. offset + n_classes - 1``.
 
@@ -129,7 +132,7 @@ def check_label_range(labels, n_classes: int, offset: int = 0,
     """
     labels = np.asarray(labels)
     lo, hi = offset, offset + n_classes - 1
-    values = {"classes": n_classes, "range": [lo, hi]}
+    values: dict[str, Any] = {"classes": n_classes, "range": [lo, hi]}
     if labels.size == 0:
         return fail(name, values, "no labels")
     mn, mx = int(labels.min()), int(labels.max())
@@ -158,7 +161,7 @@ def check_size(n: int, expected: int | None, name: str = "integrity.size",
     return result(name, ok, values, msg)
 
 
-def check_balanced(labels, expected_per_class: int | None = None, n_classes: int | None = None,
+def check_balanced(labels: npt.ArrayLike, expected_per_class: int | None = None, n_classes: int | None = None,
                    offset: int = 0, name: str = "integrity.balance") -> CheckResult:
     """Per-class counts of a balanced dataset are exactly equal.
 
@@ -168,7 +171,7 @@ def check_balanced(labels, expected_per_class: int | None = None, n_classes: int
     labels = np.asarray(labels).astype(np.int64)
     k = n_classes if n_classes is not None else int(labels.max()) + 1 - offset
     counts = np.bincount(labels - offset, minlength=k)[:k] if labels.size else np.zeros(k, int)
-    values = {"per_class_min": int(counts.min()), "per_class_max": int(counts.max()),
+    values: dict[str, Any] = {"per_class_min": int(counts.min()), "per_class_max": int(counts.max()),
               "expected_per_class": expected_per_class}
     if expected_per_class is not None:
         off = np.flatnonzero(counts != expected_per_class)
@@ -183,7 +186,8 @@ def check_balanced(labels, expected_per_class: int | None = None, n_classes: int
     return CheckResult(name, PASS, values, f"{k} classes x {counts[0]}")
 
 
-def check_metadata_labels(labels, metadata_labels, name: str = "integrity.metadata") -> CheckResult:
+def check_metadata_labels(labels: npt.ArrayLike, metadata_labels: npt.ArrayLike,
+                          name: str = "integrity.metadata") -> CheckResult:
     """The label column of the metadata agrees with the label file."""
     labels = np.asarray(labels).astype(np.int64)
     meta = np.asarray(metadata_labels).astype(np.int64)[: len(labels)]
@@ -191,7 +195,7 @@ def check_metadata_labels(labels, metadata_labels, name: str = "integrity.metada
         return fail(name, {"labels": len(labels), "metadata": len(meta)},
                     f"metadata has {len(meta)} rows for {len(labels)} labels")
     bad = np.flatnonzero(meta != labels)
-    values = {"rows": len(labels), "disagree": int(bad.size)}
+    values: dict[str, Any] = {"rows": len(labels), "disagree": int(bad.size)}
     if bad.size:
         values["examples"] = bad[:10].tolist()
         return fail(name, values, f"{bad.size} labels disagree with the metadata "

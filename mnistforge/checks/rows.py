@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ..registry import balanced_datasets
+from ..io.manifest import Manifest
+from ..io.types import StrPath
+from ..registry import DatasetInfo, RemoteFile, balanced_datasets
 from . import duplicates as dup
 from . import hashes, integrity, reference as ref_mod, statistics, writers
 from .context import CROSS_PAIRS, Context, SplitItem, class_range, expected_count, manifest_split_by
@@ -24,7 +28,11 @@ from .table import ALL, Check, kinds
 logger = logging.getLogger(__name__)
 
 
-def _leaf_checks():
+#: an extra check of a build: ``(manifest, loaded splits, add)``
+BuildCheck = Callable[[Manifest | None, dict[str, Any], Callable[[CheckResult], None]], None]
+
+
+def _leaf_checks() -> BuildCheck:
     from .femnist import femnist_build_checks  # only a FEMNIST build pays for its import
 
     return femnist_build_checks
@@ -32,15 +40,15 @@ def _leaf_checks():
 
 #: the extra checks a registry entry's ``build_checks`` names -> a function returning the check
 #: ``(manifest, loaded, add)`` (imported when used)
-BUILD_CHECKS = {"leaf": _leaf_checks}
+BUILD_CHECKS: dict[str, Callable[[], BuildCheck]] = {"leaf": _leaf_checks}
 
 
-def _split_files(info, split, folder):
+def _split_files(info: DatasetInfo, split: str, folder: Path | None) -> dict[str, tuple[str, Path | None]]:
     """{role: path or None} of a file split in ``folder``."""
     from ..gate.source import locate
 
     fsp = info.file_split(split)
-    out = {}
+    out: dict[str, tuple[str, Path | None]] = {}
     for role in ("images", "labels", "metadata"):
         fname = getattr(fsp, role)
         if fname and (role == "images" or fname != fsp.images):
@@ -50,7 +58,7 @@ def _split_files(info, split, folder):
     return out
 
 
-def _as_metadata(value):
+def _as_metadata(value: Any) -> np.ndarray | None:
     if value is None:
         return None
     if isinstance(value, (str, os.PathLike)):
@@ -60,7 +68,7 @@ def _as_metadata(value):
 
 
 def _folder_files(ctx: Context, s: str) -> list[CheckResult]:
-    files = _split_files(ctx.info, s, ctx.folder)
+    files = _split_files(ctx.entry, s, ctx.folder)
     present = {r: p for r, (f, p) in files.items() if p is not None}
     missing = [f for r, (f, p) in files.items() if p is None and r != "metadata"]
     if missing:
@@ -84,33 +92,28 @@ def _card_files(ctx: Context, s: str) -> list[CheckResult]:
 
 def _load_split(ctx: Context, s: str) -> list[CheckResult]:
     from ..loaders import load
-    from ..loaders.origins import recorded_reads
 
     if s in ctx.skipped:
         return []
     try:
         # the hash checks judge the files (or shards); loading must not refuse them first
-        with recorded_reads() as reads:
-            ctx.loaded[s] = load(ctx.name, s, root=ctx.root, with_metadata=True,
-                                 download=ctx.options["download"], trust_files=True)
-        ctx.parsed.update(reads)
+        assert ctx.name is not None, "a target read from files has a dataset name"
+        ctx.loaded[s] = load(ctx.name, s, root=ctx.root, with_metadata=True,
+                             download=ctx.options["download"], trust_files=True)
     except Exception as e:  # a file that does not load is a finding
         return [load_failure(f"load[{s}]", e)]
     return []
 
 
-def _uniq(ctx: Context, _=None) -> list:
+def _uniq(ctx: Context, _: object = None) -> list[Path]:
     return sorted(set(ctx.used_files))
 
 
-def _parse(ctx: Context, _) -> CheckResult:
-    try:
-        return integrity.check_parse(_uniq(ctx), contents=ctx.contents, parsed=ctx.parsed)
-    finally:
-        ctx.parsed.clear()   # the arrays are not kept past the check
+def _parse(ctx: Context, _: object) -> CheckResult:
+    return integrity.check_parse(_uniq(ctx), contents=ctx.contents)
 
 
-def _manifest_hashes(ctx: Context, _) -> CheckResult:
+def _manifest_hashes(ctx: Context, _: object) -> CheckResult:
     try:
         mroot = ctx.folder_manifest_root or ctx.folder or ctx.where
         rel = [Path(p).resolve().relative_to(Path(mroot).resolve()).as_posix() for p in _uniq(ctx)]
@@ -121,11 +124,11 @@ def _manifest_hashes(ctx: Context, _) -> CheckResult:
         ctx.contents.clear()
 
 
-def _registry_hashes(ctx: Context, _) -> CheckResult:
+def _registry_hashes(ctx: Context, _: object) -> CheckResult:
     from ..registry import get_file
 
     try:
-        files = {}
+        files: dict[Path, RemoteFile] = {}
         for p in _uniq(ctx):
             try:
                 files[p] = get_file(f"{ctx.entry.group}/{_registry_name(ctx.entry, p)}")
@@ -136,7 +139,7 @@ def _registry_hashes(ctx: Context, _) -> CheckResult:
         ctx.contents.clear()
 
 
-def _cache_hashes(ctx: Context, _) -> CheckResult:
+def _cache_hashes(ctx: Context, _: object) -> CheckResult:
     # verify re-hashes what it verifies: a sidecar is what bit rot fools
     files = _cache_files(ctx.info, ctx.loaded)
     return hashes.check_registry_files(files, name="hashes.cache") if files else \
@@ -160,10 +163,11 @@ def _balance(ctx: Context, it: SplitItem) -> CheckResult:
     return integrity.check_balanced(it.ds.labels, per, it.n_cls, it.offset)
 
 
-def _validation_balance(ctx: Context, _) -> CheckResult:
+def _validation_balance(ctx: Context, _: object) -> CheckResult:
     from ..loaders import load
 
     try:
+        assert ctx.name is not None, "a balanced dataset has a name"
         val = load(ctx.name, "validation", root=ctx.root, download=ctx.options["download"],
                    trust_files=True)
         n_cls, offset = class_range(ctx, val)
@@ -173,7 +177,7 @@ def _validation_balance(ctx: Context, _) -> CheckResult:
         return load_failure("integrity.balance[validation]", e)
 
 
-def _build_checks(ctx: Context, _) -> list[CheckResult]:
+def _build_checks(ctx: Context, _: object) -> list[CheckResult]:
     out: list[CheckResult] = []
     for check in ctx.entry.build_checks:
         BUILD_CHECKS[check]()(ctx.manifest, ctx.loaded, out.append)
@@ -184,16 +188,17 @@ def _balanced(ctx: Context) -> bool:
     return ctx.name in balanced_datasets()
 
 
-def _has_validation(ctx: Context, _) -> bool:
+def _has_validation(ctx: Context, _: object) -> bool:
     return _balanced(ctx) and "train" in ctx.loaded and \
         "validation" in getattr(ctx.info, "splits", {})
 
 
-def _shard_hashes(ctx: Context, _) -> CheckResult:
+def _shard_hashes(ctx: Context, _: object) -> CheckResult:
     """A Hugging Face export's shards re-hashed against the export's record."""
     from ..io.hf.repo import recorded_shard_hashes, repo_configs, shard_problems
 
     root = ctx.where
+    assert ctx.name is not None, "an export is read for a named config"
     problems = shard_problems(root, {ctx.name: repo_configs(root).get(str(ctx.name), {})})
     if not recorded_shard_hashes(root):
         return CheckResult("hashes.shards", WARN, {"problems": []}, "the export recorded no shard "
@@ -203,7 +208,7 @@ def _shard_hashes(ctx: Context, _) -> CheckResult:
                        "every shard has the sha256 the export recorded")
 
 
-def _registry_name(info, path) -> str:
+def _registry_name(info: DatasetInfo, path: StrPath) -> str:
     """The registry file name behind a local (maybe decompressed) copy."""
     from ..registry import strip_compression
 
@@ -214,14 +219,14 @@ def _registry_name(info, path) -> str:
     return Path(path).name
 
 
-def _cache_files(info, loaded) -> dict:
+def _cache_files(info: DatasetInfo | None, loaded: dict[str, Any]) -> dict[Path, RemoteFile]:
     """{cached path: registry file} behind the loaded splits: each compressed file (or its
     archive) and each decompressed copy the loads use."""
     from ..cache.download import cache_path
     from ..registry import get_file
     from ..settings import cache_home
 
-    files: dict = {}
+    files: dict[Path, RemoteFile] = {}
     if info is None:
         return files
     for s in loaded:
@@ -240,7 +245,7 @@ def _cache_files(info, loaded) -> dict:
     return files
 
 
-def _cache_status(loaded) -> CheckResult:
+def _cache_status(loaded: dict[str, Any]) -> CheckResult:
     st: dict[str, str] = {}
     for ds in loaded.values():
         st.update(getattr(ds, "status", {}) or {})
@@ -255,11 +260,11 @@ def _cache_status(loaded) -> CheckResult:
     return CheckResult("hashes.cache", PASS, values, "verified against the registry: " + msg)
 
 
-def _writer_checks(ctx: Context, _) -> list[CheckResult]:
+def _writer_checks(ctx: Context, _: object) -> list[CheckResult]:
     loaded, out = ctx.loaded, list[CheckResult]()
     add = out.append
     metadata = dict(ctx.options["metadata"] or {})
-    wid = {}
+    wid: dict[str, np.ndarray] = {}
     for s in list(loaded) + [s for s in metadata if s not in loaded]:
         md = _as_metadata(metadata.get(s))
         ds = loaded.get(s)
@@ -291,7 +296,7 @@ def _writer_checks(ctx: Context, _) -> list[CheckResult]:
     return out
 
 
-def _reference_checks(ctx: Context, _) -> list[CheckResult]:
+def _reference_checks(ctx: Context, _: object) -> list[CheckResult]:
     from ..loaders import load, resolve_target
 
     reference, loaded, download = ctx.options["reference"], ctx.loaded, ctx.options["download"]
@@ -340,23 +345,24 @@ _READ = kinds("build", "folder", "cache", "hf")   # everything but loaded arrays
 _COPY = kinds("copy")
 
 
-def _a(*names: str):
+def _a(*names: str) -> Callable[[Any, Any], bool]:
     """``when``: the split item's attribute ``names`` hold something."""
     return lambda ctx, it: all(getattr(it, n) is not None for n in names)
 
 
-def _copy_rows():
+def _copy_rows() -> tuple[Check, ...]:
     from .identify import identification_check, row_map_check
 
     return (
-        Check("identify[{split}]", "target", _COPY, identification_check, "O(n) hashes",
+        Check("identify[{split}]", "target", _COPY, lambda ctx, ident: identification_check(ident), "O(n) hashes",
               "a third-party copy is identical to a registry split, or the same content "
               "reordered (see above)",
-              "transformed or unknown (warn); images or labels differ (fail)", many=True),
-        Check("row_map[{split}]", "target", _COPY, row_map_check, "O(n) hashes",
+              "transformed or unknown (warn); images or labels differ (fail)", many=True,
+              function=identification_check),
+        Check("row_map[{split}]", "target", _COPY, lambda ctx, ident: row_map_check(ident), "O(n) hashes",
               "the copy's rows map to official rows of one split (a subset)",
               "rows of several splits of one dataset: leakage (fail)",
-              when_text="a copy whose rows were mapped", many=True),
+              when_text="a copy whose rows were mapped", many=True, function=row_map_check),
     )
 
 

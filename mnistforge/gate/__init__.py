@@ -12,25 +12,11 @@ One place decides, for the official cache, idx and build folders, third-party co
 * **that it is well formed** (:mod:`.formed`): shape, type, pixel and class range.
 
 What each route checks is one table, :data:`.policy.POLICY`.  Arrays from any route go
-through :func:`admit`.  Modules are imported on use: a load from the cache imports only
-:mod:`.formed`.
+through :func:`admit`.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .arrays import Admission, admit
-    from .policy import POLICY, Rule
+from .arrays import Admission, admit
+from .policy import POLICY, Rule
 
 __all__ = ["Admission", "POLICY", "Rule", "admit"]
-
-_HOME = {"Admission": "arrays", "admit": "arrays", "POLICY": "policy", "Rule": "policy"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
-    raise AttributeError(name)

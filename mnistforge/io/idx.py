@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +46,7 @@ import numpy as np
 from ..errors import IdxFormatError
 from . import compression as _compression
 from .compression import compression_of, decompressor, open_reader, open_writer
+from .hashing import sha256_parts, xxh3_parts
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -483,6 +484,113 @@ def read_idx(path: StrPath, *, mmap: bool = True, max_bytes: int = MAX_BYTES,
         return _inflate_idx(comp, lambda: f.read(_INPUT_CHUNK), header, path)
 
 
+@dataclass(frozen=True)
+class FileRead:
+    """One file read once: the array and every hash of it come from the same bytes.
+
+    ``array`` lives in process memory (never a map of the file: a later write to the file
+    cannot change it); ``packed`` are the file's bytes, ``content`` the decompressed ones (the
+    same for a raw file); ``before``/``after``: ``fstat`` of the descriptor around the read (they
+    differ when the file was written while it was read)."""
+
+    path: str
+    array: np.ndarray
+    packed: bytes
+    content: memoryview
+    before: os.stat_result
+    after: os.stat_result
+    #: hashes known without the bytes (a raw copy's record of the file it was made from)
+    known: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def steady(self) -> bool:
+        """Whether the file kept its identity (size, mtime, ctime, inode) while it was read."""
+        b, a = self.before, self.after
+        return (b.st_size, b.st_mtime_ns, b.st_ctime_ns, b.st_ino) == \
+            (a.st_size, a.st_mtime_ns, a.st_ctime_ns, a.st_ino)
+
+    def digest(self, fact: str) -> str:
+        """``sha256`` / ``md5`` of the file's bytes, ``content_sha256`` / ``content_md5`` /
+        ``content_xxh3_128`` of its content, from the bytes read."""
+        kind, _, algo = fact.rpartition("_") if fact.startswith("content_") else ("", "", fact)
+        if fact in self.known:
+            return self.known[fact]
+        data: ReadableBuffer = self.content if kind else self.packed
+        if kind and not len(self.content):   # a mapped raw copy: its content from the array
+            data = b"".join(_idx_parts(self.array))
+        if algo == "sha256":
+            return sha256_parts(data)
+        if algo == "md5":
+            import hashlib
+
+            return hashlib.md5(data, usedforsecurity=False).hexdigest()
+        if fact == "content_xxh3_128":
+            return xxh3_parts(data)
+        raise ValueError(f"unknown hash {fact!r}")
+
+
+def read_whole(path: StrPath, parse: Callable[[bytes], np.ndarray]) -> FileRead:
+    """Read the regular file ``path`` once into memory and ``parse`` its bytes (a file whose
+    bytes are its content: ``.npz``, ``.npy``)."""
+    path = os.fspath(path)
+    _regular_file_size(path)
+    with open(path, "rb") as f:
+        before = os.fstat(f.fileno())
+        packed = f.read()
+        after = os.fstat(f.fileno())
+    return FileRead(path, parse(packed), packed, memoryview(packed), before, after)
+
+
+def read_idx_whole(path: StrPath, *, max_bytes: int = MAX_BYTES) -> FileRead:
+    """Read the idx file ``path`` (raw, ``.gz``, ``.xz``, ``.bz2``) once, into memory.
+
+    Refused before opening: anything but a regular file (a FIFO would block).  The same checks
+    as :func:`read_idx` (header first, decompression capped at what the header claims).
+
+    >>> import numpy as np, tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "x-idx1-ubyte.gz")
+    >>> write_idx(p, np.array([3, 1], np.uint8))
+    >>> got = read_idx_whole(p)
+    >>> got.array.tolist(), got.steady, len(got.content)
+    ([3, 1], True, 10)
+    """
+    path = os.fspath(path)
+    comp = compression_of(path)
+    size = _regular_file_size(path)
+    if size > max_bytes + (1 << 20):
+        raise IdxFormatError("absurd idx size", path=path,
+                             expected=f"a file of at most {max_bytes:,} bytes", found=f"{size:,} bytes",
+                             hint="pass max_bytes= if the file really is that large")
+    with open(path, "rb") as f:
+        before = os.fstat(f.fileno())
+        packed = f.read(max_bytes + (1 << 20) + 1)
+        after = os.fstat(f.fileno())
+    if comp is None:
+        header = parse_idx_header(packed, path, max_bytes=max_bytes)
+        _check_length(header, len(packed), path)
+        content = memoryview(packed)
+        arr = np.frombuffer(packed, dtype=header.dtype, count=header.count, offset=header.offset)
+        arr = arr.reshape(header.shape)
+        if not header.dtype.isnative and header.dtype.itemsize > 1:
+            arr = arr.astype(header.dtype.newbyteorder("="))
+            arr.flags.writeable = False
+    else:
+        header = parse_idx_header(_header_prefix(comp, lambda n: packed[:n], path), path,
+                                  max_bytes=max_bytes)
+        if comp == "gz" and len(packed) >= 18:
+            _check_gz_trailer(header, packed, path)
+        buf = np.empty(header.offset + header.nbytes, np.uint8)
+        view = memoryview(packed)
+        chunks = (view[i:i + _INPUT_CHUNK] for i in range(0, len(view), _INPUT_CHUNK))
+        _check_length(header, _inflate_into(comp, lambda: next(chunks, b""), buf.data, path), path)
+        content = memoryview(buf).cast("B").toreadonly()
+        arr = buf[header.offset:].view(header.dtype).reshape(header.shape)
+        if not header.dtype.isnative and header.dtype.itemsize > 1:
+            arr = arr.astype(header.dtype.newbyteorder("="))
+        arr.flags.writeable = False
+    return FileRead(path, arr, packed, content, before, after)
+
+
 def _regular_file_size(path: StrPath) -> int:
     """The size of ``path`` if it is a regular file; a directory, a FIFO, a device or a symlink
     loop is an :class:`IdxFormatError` (a FIFO would block the read for ever)."""
@@ -531,8 +639,6 @@ def idx_content_sha256(array: npt.ArrayLike) -> str:
     >>> idx_content_sha256(np.zeros(3, np.uint8))[:12]
     'c51ace58717b'
     """
-    from .hashing import sha256_parts
-
     return sha256_parts(*_idx_parts(array))
 
 
@@ -543,8 +649,6 @@ def idx_content_xxh3(array: npt.ArrayLike) -> str:
     >>> idx_content_xxh3(np.zeros(3, np.uint8))[:12]
     'dde46efc05bf'
     """
-    from .hashing import xxh3_parts
-
     return xxh3_parts(*_idx_parts(array))
 
 

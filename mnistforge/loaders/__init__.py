@@ -19,40 +19,13 @@ Examples
 """
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
-if TYPE_CHECKING:  # the names _WHERE resolves lazily, typed for mypy (the drawing ones stay Any)
-    from typing import Any
-
-    from .convert import hf_columns, hf_features, to_hf, to_torch
-    from .core import load
-    from .split import DatasetSplit
-    from .targets import datasets_in_folder, detect_dataset, resolve_target
-    from .writers import ClassBalance, WriterSplit, writer_split
-
-# Lazy: a one-shot `mnistforge.load(...)` imports only what a load needs, not the
-# converters, grids and target parsing.
-_WHERE = {
-    "load": "core", "DatasetSplit": "split", "resolve_target": "targets", "detect_dataset": "targets",
-    "datasets_in_folder": "targets", "hf_features": "convert", "hf_columns": "convert", "to_hf": "convert",
-    "to_torch": "convert", "save_grid": ".plotting", "render_grid": ".plotting",  # mnistforge.plotting
-    "grid_title": ".plotting",
-    "writer_split": "writers", "WriterSplit": "writers", "ClassBalance": "writers",
-}
+from ..plotting import grid_title, render_grid, save_grid
+from .convert import hf_columns, hf_features, to_hf, to_torch
+from .core import load
+from .split import DatasetSplit
+from .targets import datasets_in_folder, detect_dataset, resolve_target
+from .writers import ClassBalance, WriterSplit, writer_split
 
 __all__ = ["load", "resolve_target", "detect_dataset", "datasets_in_folder", "DatasetSplit", "hf_features",
            "hf_columns", "to_hf", "to_torch", "save_grid", "render_grid", "grid_title", "writer_split",
            "WriterSplit", "ClassBalance"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        import importlib
-
-        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-        globals()[name] = value  # resolved once: later look-ups skip this hook
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)

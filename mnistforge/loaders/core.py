@@ -15,7 +15,6 @@ Each route is one reader in :data:`READERS`.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,13 +24,14 @@ from typing import Literal, Union
 import numpy as np
 
 from .. import settings
-from ..cache.seen import one_look
 from ..errors import DatasetNotFoundError, IntegrityError, TargetNotFoundError
+from ..gate.files import check_folder_file
 from ..gate.formed import require_images, require_labels, require_pair
 from ..log import get_logger
 from ..registry import DatasetInfo, SplitInfo, get_dataset, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
 from .origins import CacheOrigin, FolderOrigin, Origin
+from .targets import detect_dataset, foreign_source
 from .split import DatasetSplit, warn_if_empty
 
 #: what a path argument may be; what ``with_metadata`` may be (real objects: the annotations of
@@ -149,10 +149,8 @@ def load(name: PathArg, split: str = "train", *, root: PathArg | None = None,
     request = Request(with_metadata=with_metadata, label_issues=label_issues, download=download,
                       cache=cache, keep_raw=keep_raw, progress=progress, check=check,
                       mirrors=mirrors, trust_files=trust_files)
-    # check=True re-hashes and may rewrite files mid-load: every identity is taken fresh
-    with contextlib.nullcontext() if check else one_look():
-        route = resolve_load(name, split, root)
-        return READERS[route.kind](route, request)
+    route = resolve_load(name, split, root)
+    return READERS[route.kind](route, request)
 
 
 # --------------------------------------------------------------------------- the request
@@ -214,22 +212,17 @@ def resolve_load(name: PathArg, split: str, root: PathArg | None = None) -> Rout
             name = dataset_name(name)
         except DatasetNotFoundError:
             pass
-    folder_known = False   # root: a folder of name's idx files seen before, unchanged since
     if root is not None or not (isinstance(name, str) and name in list_datasets()):
-        from .targets import foreign_source, idx_folder_known   # only where a path is involved
-        folder_known = root is not None and idx_folder_known(name, root)
         # a third-party copy: npz/npy, CSV, parquet, .mat, torchvision
-        if not folder_known and foreign_source(name, root):
+        if foreign_source(name, root):
             if root is None:
                 return Route("foreign", None, split, path=name)
             return Route("foreign", os.fspath(name), split, path=root)
     if root is None and isinstance(name, (str, os.PathLike)) and name not in list_datasets() \
             and Path(name).is_dir():
-        from .targets import detect_dataset
-
         name, root = detect_dataset(name), Path(name)
     base, rows = parse_split(split)
-    if root is not None and not folder_known:
+    if root is not None:
         if not os.path.isdir(root):
             raise TargetNotFoundError("no such folder", path=root,
                                       expected="a folder of idx files or a Hugging Face export",
@@ -239,7 +232,7 @@ def resolve_load(name: PathArg, split: str, root: PathArg | None = None) -> Rout
             return Route("repo", os.fspath(name), _repo_split(os.fspath(name), base), Path(root),
                          rows)
     info = get_dataset(dataset_name(os.fspath(name)))
-    if root is not None and not folder_known and info.name != name \
+    if root is not None and info.name != name \
             and _is_repo(root, info.name):   # (a name asked already is not asked again)
         return Route("repo", info.name, split_name(info, base), Path(root), rows, info)
     return Route("files", info.name, split_name(info, base), None if root is None else Path(root),
@@ -342,45 +335,38 @@ def _open_arrays(info: DatasetInfo, fsp: SplitInfo, src: Origin, req: Request,
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """``(images, labels, metadata or None)`` of file split ``fsp``, as stored.
 
-    A folder's files pass the trust gate unless trusted: the labels file (and what it is)
-    before anything else is read, the images hashed as they are read and judged by their
-    content once read.  Shapes, pixels and pairs are checked on every route.
+    A folder's files pass the trust gate unless trusted, each judged by the bytes it was read
+    from (the labels file, tens of kB, before the images file is read).  Shapes, pixels and
+    pairs are checked on every route.
     """
     assert fsp.images and fsp.labels, f"registry: file split {fsp.name} without files"
     gated = isinstance(src, FolderOrigin) and not req.trust
-    wanted = (fsp.images, fsp.labels) + ((fsp.metadata,) if req.wants_metadata and fsp.metadata
-                                         else ())
-    key = None
-    if gated and not req.check:   # a verdict kept from a load answered by memory alone
-        from ..gate import kept
 
-        assert isinstance(src, FolderOrigin)
-        key = kept.verdict_key(info, src, req.cache, wanted)
-        arrays = kept.kept_arrays(key, src)
-        if arrays is not None:
-            return _arranged(info, fsp, src, arrays[fsp.images], arrays[fsp.labels],
-                             arrays[wanted[2]] if len(wanted) > 2 else None)
-    if gated:  # the trust gate: the labels file before anything else is read
-        from ..gate.files import check_folder
+    def judge(fname: str) -> None:
+        if gated:
+            assert isinstance(src, FolderOrigin)
+            read = src.reads[fname]
+            src.status[fname] = check_folder_file(info, fsp.name, read, fname,
+                                                  src.manifest_of(Path(read.path)), cache=req.cache,
+                                                  rehash=req.check)
 
-        check_folder(info, fsp, src, cache=req.cache, rehash=req.check)
-        from ..gate.files import open_images
-
-        images: np.ndarray = open_images(fsp, src, cache=req.cache, rehash=req.check)
+    if gated:   # the labels first: a folder's wrong data is named before its images are read
+        lab = src.open(fsp.labels)
+        judge(fsp.labels)
+        images = src.open(fsp.images) if fsp.images != fsp.labels else lab
     else:
         images = src.open(fsp.images)
-    lab = src.open(fsp.labels) if fsp.labels != fsp.images else images
+        lab = src.open(fsp.labels) if fsp.labels != fsp.images else images
     meta = None
     if req.wants_metadata and fsp.metadata:
         meta = lab if fsp.metadata == fsp.labels else src.open_optional(fsp.metadata)
-    images, labels, meta = _arranged(info, fsp, src, images, lab, meta)
-    if gated:  # ... and the images by content, from the array just read
-        from ..gate.files import check_folder_images
-
-        check_folder_images(info, fsp, src, images, cache=req.cache, rehash=req.check)
-        if key is not None and isinstance(src, FolderOrigin):
-            kept.keep_verdict(key, src, wanted)
-    return images, labels, meta
+    arranged = _arranged(info, fsp, src, images, lab, meta)
+    if fsp.images != fsp.labels:   # ... and the images once well formed
+        judge(fsp.images)
+    if gated and all(src.status.get(f) in ("unpinned", "archive", None) for f in (fsp.images, fsp.labels)):
+        logger.info("%s %s in %s: no hash to check the files against (unverified)", info.name,
+                    fsp.name, src.where)
+    return arranged
 
 
 def _arranged(info: DatasetInfo, fsp: SplitInfo, src: Origin, images: np.ndarray,

@@ -21,33 +21,28 @@ from the folder's ``manifest.json`` when it says so, else from the registry.
 """
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Sequence
-from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from .. import settings
-from ..cache.raw import check_raw_copy, discard_raw_copy
-from ..cache.seen import Stamp, looked_size, not_from_memos, stamp_of
-from ..errors import DiskFullError, IdxFormatError, MissingFileError, NotWritableError
-from ..gate.source import candidate_folders, find_dataset_folder, locate, resolve  # noqa: F401 - re-exported
-from ..log import get_logger
+from ..cache.download import cache_path, fetch_file
+from ..cache.local_raw import make_copy, valid_copy
+from ..cache.raw import check_raw_copy, discard_raw_copy, first_raw_copy, make_raw_copy, read_member
+from ..cache.verify import verify_file
+from ..errors import DiskFullError, FormatError, IdxFormatError, MissingFileError, NotWritableError, PathArg
+from ..gate.source import candidate_folders, locate, resolve
 from ..io.compression import compression_of, strip_compression
-from ..io.idx import parse_idx_bytes, read_idx, read_idx_header
-from ..registry import DatasetInfo, SplitInfo, get_file
-
-if TYPE_CHECKING:
-    from ..errors import PathArg
-    from ..io.manifest import Manifest
-    from ..registry import RemoteFile
-    from ..settings import Mirrors
-
-# ``locate``, ``candidate_folders``, ``find_dataset_folder`` live in gate.source (re-exported
-# here).  Fetching, making raw copies and reading build manifests import their modules where they
-# happen: a load served from valid raw copies in the cache needs none of them.
+from ..io.formats import read_array
+from ..io.idx import FileRead, parse_idx_bytes, read_idx, read_idx_header, read_idx_whole, read_whole
+from ..io.manifest import Manifest
+from ..log import get_logger
+from ..registry import DatasetInfo, RemoteFile, SplitInfo, get_file
+from ..settings import Mirrors
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
@@ -132,16 +127,10 @@ class CacheOrigin(_Opening):
                 return arr
         raw = Path(raw_name)
         if self.keep_raw:  # a first load: verify and decompress in one read
-            from ..cache.download import cache_path
-            from ..cache.raw import first_raw_copy
-
             v = first_raw_copy(remote, cache_path(remote, self.cache), raw, rehash=self.check)
             if v is not None:
                 self.status[fname] = v.status
                 return read_idx(raw)
-        from ..cache.download import fetch_file
-        from ..cache.raw import make_raw_copy, read_member
-
         res = fetch_file(remote, root=self.cache, progress=self.progress,
                          offline=self.offline_arg, rehash=self.check, mirrors=self.mirrors,
                          dead_hosts=self.dead_hosts)
@@ -163,21 +152,14 @@ class CacheOrigin(_Opening):
     def _open_as_is(self, fname: str, remote: RemoteFile) -> np.ndarray:
         """A file the cache keeps no decompressed copy of (an ``.npz``, a raw idx file):
         fetched and verified, then read through :func:`mnistforge.io.formats.read_array`."""
-        from ..cache.download import fetch_file
-        from ..io.formats import read_array
-
         res = fetch_file(remote, root=self.cache, progress=self.progress,
                          offline=self.offline_arg, rehash=self.check)
         self.status[fname] = res.status
         if not res.member:
             return read_array(res.path, remote.format, remote.array)
-        from ..cache.raw import read_member
-
         data = read_member(res, remote)   # checked against the member's own hash
         if remote.format == "idx":
             return parse_idx_bytes(data, f"{res.path}:{res.member}", compression=remote.compression)
-        import io
-
         return read_array(io.BytesIO(data), remote.format, remote.array)
 
     def _open_raw_copy(self, raw: str, remote: RemoteFile) -> np.ndarray | None:
@@ -193,45 +175,19 @@ class CacheOrigin(_Opening):
     def _recheck_download(self, remote: RemoteFile) -> None:
         """Re-hash the cached compressed file of ``remote`` (when kept), never trusting its
         sidecar; a mismatch raises HashMismatchError (`mnistforge fetch` gets it again)."""
-        from ..cache.download import cache_path
-        from ..cache.verify import verify_file
-
         packed = cache_path(remote, self.cache)
         if remote.member is None and packed.is_file():
             verify_file(packed, remote, use_marker=False)
 
 
-#: inside :class:`recorded_reads`: resolved path -> (the array a folder's idx file gave, the
-#: file's identity just before it was read)
-_READS: ContextVar[dict[str, tuple[np.ndarray, Stamp]] | None] = ContextVar("mnistforge_reads",
-                                                                            default=None)
-
-
-class recorded_reads:
-    """Inside the block, every idx file a :class:`FolderOrigin` reads is noted with its array
-    (``with recorded_reads() as reads``): a caller that would parse the same files again (verify's
-    parse check) takes the arrays while each file keeps its identity."""
-
-    __slots__ = ("_token", "reads")
-
-    def __enter__(self) -> dict[str, tuple[np.ndarray, Stamp]]:
-        self.reads: dict[str, tuple[np.ndarray, Stamp]] = {}
-        self._token = _READS.set(self.reads)
-        return self.reads
-
-    def __exit__(self, *exc: object) -> None:
-        _READS.reset(self._token)
-
-
 def read_raw_copy(raw: PathArg) -> np.ndarray | None:
-    """A raw copy the package made, memory-mapped; one that does not parse is removed (with
-    its sidecar) and None returned, so that the caller makes it again.  Its size comes from the
-    identity this load's checks took of it, when they did (no second ``stat``)."""
+    """A raw copy the package made (in its cache, written atomically, never changed in place),
+    memory-mapped; one that does not parse is removed (with its sidecar) and None returned, so
+    that the caller makes it again."""
     try:
-        return read_idx(raw, size=looked_size(os.fspath(raw)))
+        return read_idx(raw)
     except IdxFormatError as e:
         logger.warning("%s; rebuilding the raw copy", e)
-        not_from_memos()   # a write no memo saw coming
         discard_raw_copy(raw)
         return None
 
@@ -252,9 +208,12 @@ def manifest_classes(manifest: Manifest | None, info: DatasetInfo) -> list[str] 
 class FolderOrigin(_Opening):
     """Idx files under their official names in a folder (built or official).
 
-    ``keep_raw=True`` keeps a decompressed copy of each compressed file in the
-    cache (never in the folder; see :mod:`mnistforge.cache.local_raw`), so
-    later loads are memory maps; ``check=True`` re-hashes such copies.
+    Each file is read once, into memory (:func:`mnistforge.io.idx.read_idx_whole`): the array a
+    caller gets and the bytes the trust gate judges (``reads``) are the same, and no later write
+    to the folder's files can change the array.  ``keep_raw=True`` keeps a decompressed copy of
+    each compressed file in the cache (never in the folder; see
+    :mod:`mnistforge.cache.local_raw`), memory-mapped by later loads, and judged by the hashes
+    recorded when it was made; ``check=True`` re-hashes such copies.
     """
 
     kind = "folder"
@@ -264,8 +223,7 @@ class FolderOrigin(_Opening):
         self.info = info
         self.keep_raw = keep_raw
         self.check = check
-        self._cache_arg = cache
-        self._cache: Path | None = None
+        self.cache = settings.cache_home(cache) if keep_raw else None
         root = root if isinstance(root, Path) else Path(root)
         self.source = resolve(root, info)   # the folder and its manifest, found once
         folder = self.source.folder
@@ -280,28 +238,15 @@ class FolderOrigin(_Opening):
         self.root = root
         self.where = str(folder)
         self.status: dict[str, str] = {}
-        #: each file's stat just before it was read (the gate records hashes under it)
-        self.stats: dict[str, os.stat_result] = {}
-        #: hashes of files hashed while they were read (the gate's one-pass read)
-        self.hashed: dict[str, dict[str, Any]] = {}
+        #: each file as it was read (the bytes the trust gate judges), by official name
+        self.reads: dict[str, FileRead] = {}
         self._paths: dict[str, Path | None] = {}
-        #: the idx file each file was read from (its raw copy with ``keep_raw``); None: another
-        #: format (read by :mod:`mnistforge.io.formats`)
-        self.read_from: dict[str, str | None] = {}
         self.manifest = self.source.manifest
         self.orientation = (self.manifest and self.manifest.storage_orientation) or info.orientation
         self.classes = manifest_classes(self.manifest, info)
 
     def __str__(self) -> str:
         return f"folder {self.folder}"
-
-    @property
-    def cache(self) -> Path | None:
-        """The cache the raw copies go to (``keep_raw``), resolved when first needed: a load the
-        gate's kept verdict serves never asks (:mod:`mnistforge.gate.kept`)."""
-        if self.keep_raw and self._cache is None:
-            self._cache = settings.cache_home(self._cache_arg)
-        return self._cache
 
     def path_of(self, fname: str) -> Path | None:
         """Where ``fname`` is: in the dataset's folder, else in a sibling build folder
@@ -314,7 +259,6 @@ class FolderOrigin(_Opening):
         p = locate(self.folder, fname)
         if p is not None:
             return p
-        not_from_memos()   # the sibling folders are listed, not remembered
         others = candidate_folders(self.root, self.info)
         if self.root.is_dir():
             others += sorted(d for d in self.root.iterdir() if d.is_dir())
@@ -338,15 +282,16 @@ class FolderOrigin(_Opening):
         return remote.format, remote.array
 
     def length(self, sp: SplitInfo) -> int:
-        p = self.path_of(sp.images or "")
+        fname = sp.images or ""
+        if fname in self.reads:
+            return int(self.reads[fname].array.shape[0])
+        p = self.path_of(fname)
         if p is None:
             raise MissingFileError(f"{self.info.name} split {sp.name!r} is missing",
-                                   path=self.folder / (sp.images or ""), expected="the images file",
+                                   path=self.folder / fname, expected="the images file",
                                    found="no such file (raw, .gz, .xz or .bz2)")
-        fmt, array = self._format(sp.images or "")
+        fmt, array = self._format(fname)
         if fmt != "idx":
-            from ..io.formats import read_array
-
             return int(read_array(p, fmt, array).shape[0])
         return int(read_idx_header(p).shape[0])
 
@@ -360,42 +305,36 @@ class FolderOrigin(_Opening):
                 expected=f"{strip_compression(fname)} (raw, .gz, .xz or .bz2)", found="no such file",
                 hint="build it with `mnistforge build` or copy it there")
         self.status.setdefault(fname, "local")
-        self.stats[fname] = os.stat(p)
         fmt, array = self._format(fname)
-        if fmt != "idx":   # an .npz under its official name: read as it is
-            from ..io.formats import read_array
+        if fmt != "idx":   # an .npz under its official name: read as it is, from memory
+            got = read_whole(p, lambda data: read_array(io.BytesIO(data), fmt, array))
+        elif self.keep_raw and compression_of(p.name) is not None:
+            got = self._read_copy(p) or read_idx_whole(p)
+        else:
+            got = read_idx_whole(p)
+        self.reads[fname] = got
+        return got.array
 
-            self.read_from[fname] = None
-            return read_array(p, fmt, array)
-        if self.keep_raw and compression_of(p.name) is not None:
-            got = self._open_copy(p)
-            if got is not None:
-                self.read_from[fname] = got[1]
-                return got[0]
-        self.read_from[fname] = os.fspath(p)
-        arr = read_idx(p)
-        reads = _READS.get()
-        if reads is not None:   # verify's parse check takes this array instead of inflating again
-            reads[os.path.realpath(p)] = (arr, stamp_of(self.stats[fname]))
-        return arr
-
-    def _open_copy(self, p: Path) -> tuple[np.ndarray, str] | None:
-        """The raw copy of compressed ``p`` in the cache, made when missing or stale, and its
-        path; None when it cannot be made (the caller reads ``p`` itself, which names what is
-        wrong)."""
-        from ..cache.local_raw import make_copy, valid_copy
-        from ..errors import FormatError
-
+    def _read_copy(self, p: Path) -> FileRead | None:
+        """The raw copy of compressed ``p`` in the cache (made when missing or stale), mapped, with
+        the hashes of ``p`` recorded when the copy was made from it; None when no copy can be
+        made (the caller reads ``p`` itself, which names what is wrong)."""
         assert self.cache is not None
-        raw = valid_copy(p, self.cache, rehash=self.check)
-        if raw is None:
+        got = valid_copy(p, self.cache, rehash=self.check)
+        if got is None:
             try:
                 header = read_idx_header(p)
-                raw = make_copy(p, self.cache, content_size=header.offset + header.nbytes)
+                made = make_copy(p, self.cache, content_size=header.offset + header.nbytes)
             except (FormatError, OSError) as e:
                 logger.warning("no raw copy of %s (%s); reading it compressed", p, e)
                 return None
-            if raw is None:
+            got = None if made is None else valid_copy(p, self.cache)
+            if got is None:
                 return None
+        raw, rec = got
         arr = read_raw_copy(raw)
-        return None if arr is None else (arr, os.fspath(raw))
+        if arr is None:
+            return None
+        st = os.stat(p)
+        known = {"sha256": str(rec.get("source_sha256")), "content_sha256": str(rec.get("sha256"))}
+        return FileRead(os.fspath(p), arr, b"", memoryview(b""), st, st, known)

@@ -7,17 +7,17 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, overload
+from typing import overload
 
-from ..cache.seen import known, learn, stamp_of
-from ..errors import ConfigError, DatasetNotFoundError, FormatError, MissingFileError, TargetNotFoundError
+from ..errors import (ConfigError, DatasetNotFoundError, FormatError, MissingFileError, PathArg,
+                      TargetNotFoundError)
+from ..gate.files import path_facts
+from ..gate.source import find_dataset_folder, locate, resolve
+from ..io.foreign import sniff
+from ..io.hf.repo import is_hf_repo
 from ..log import get_logger
 from ..registry import get_dataset, get_file, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
-from ..gate.source import find_dataset_folder, locate, resolve
-
-if TYPE_CHECKING:
-    from ..errors import PathArg
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
@@ -33,8 +33,6 @@ def detect_dataset(folder: PathArg) -> str:
     folder name, then the hash of the test labels; otherwise the one the registry marks
     ``assumed_for_shared_names`` (MNIST).
     """
-    from ..gate.files import file_facts
-
     folder = Path(folder)
     sources = {n: resolve(folder, get_dataset(n)) for n in list_datasets()}  # the gate's, once
     cands = [n for n, src in sources.items() if src.folder is not None]
@@ -71,7 +69,7 @@ def detect_dataset(folder: PathArg) -> str:
             remote = get_file(f"{info.group}/{test.labels}")
         except KeyError:
             continue
-        h = file_facts(p, ("sha256", "content_sha256"))   # the gate's record, or hashed once
+        h = path_facts(p, ("sha256", "content_sha256"))   # the gate's record, or hashed once
         if h.get("sha256") == remote.sha256 or (
                 remote.content_sha256 and h.get("content_sha256") == remote.content_sha256):
             return n
@@ -133,63 +131,26 @@ def _holds_dataset_files(folder: PathArg, name: object = None) -> bool:
     return any(find_dataset_folder(folder, get_dataset(n)) is not None for n in names)
 
 
-def _files_here(root: PathArg, name: object) -> bool:
-    """Whether ``root`` itself (not a sub-folder) holds the files of dataset ``name``."""
-    if not isinstance(name, str):
-        return False
-    try:
-        info = get_dataset(dataset_name(name))
-    except DatasetNotFoundError:
-        return False
-    found = find_dataset_folder(root, info)
-    return found is not None and os.fspath(found) == os.fspath(root)
-
-
-def _idx_folder_key(name: object, root: PathArg) -> tuple[object, ...]:
-    return ("idx folder", os.fspath(root), name if isinstance(name, str) else None)
-
-
-def idx_folder_known(name: object, root: PathArg) -> bool:
-    """Whether :func:`foreign_source` found ``root`` to be a folder of ``name``'s idx files and
-    it keeps the identity it had then: still that folder, and still no export (a ``README.md``
-    added would change it), so a load need not ask either again."""
-    return bool(known(_idx_folder_key(name, root)))
-
-
 def foreign_source(name: object, root: PathArg | None = None) -> bool:
     """Whether ``load(name, root=root)`` (or ``load(name)`` with ``name`` a path) is a third-party
     copy: a file, or a folder that is neither idx files under official names nor our Hub export.
 
-    Here rather than in :mod:`.foreign`, so that a load of a folder of idx files asks it
-    without importing the third-party readers.
     """
-    from ..io.hf.repo import is_hf_repo
-
     if root is None:
         if not isinstance(name, (str, os.PathLike)) or str(name) in list_datasets():
             return False
         root = name
-    # a folder holding the named dataset's files itself: kept in memory while it keeps its
-    # identity (no file added, removed or renamed there; cache.seen.known)
-    key = _idx_folder_key(name, root)
-    if known(key):
-        return False
     try:
-        st = os.stat(root)   # one stat: the kind of path and the identity the memo keeps
+        mode = os.stat(root).st_mode
     except (OSError, ValueError):
         return False
-    before, mode = stamp_of(st), st.st_mode
     if stat.S_ISREG(mode):
         return True
     if not stat.S_ISDIR(mode) or is_hf_repo(root):
         return False  # our export: the loaders' own path
     if _holds_dataset_files(root, name):   # official names: the loaders' own path
-        if _files_here(root, name):
-            learn(key, True, ((os.fspath(root), before),))
         return False
     p = Path(root)
-    from ..io.foreign import sniff   # the third-party readers only for other folders
-
     try:
         sniff(p)  # idx files under other names (Kaggle's t10k-images.idx3-ubyte) count too
     except FormatError:

@@ -1,11 +1,9 @@
-"""Repeat loads in one process (issue 33): what a load keeps in memory never hides a change.
+"""Repeat loads in one process: what earlier loads recorded never hides a change.
 
-A load keeps what it derived from files (a folder's records in ``<cache>/seen/``, which folder
-holds the files, a raw copy's sidecar, a build manifest) while every file and folder it came
-from keeps its identity (:func:`mnistforge.cache.seen.known`).  Each case here lets the memory
-take hold (``RACY_NS`` shortened to 50 ms, then a pause longer than that: identities younger
-than it are never kept), checks that it did, then changes the files as a careless or hostile
-user would between two loads of the same process, and asserts what a fresh process would say.
+A load keeps on disk only what it hashed (records in ``<cache>/seen/``, a raw copy's sidecar),
+trusted while each file keeps its identity; nothing is kept in memory between loads (issue 40).
+Each case loads a folder twice, then changes the files as a careless or hostile user would
+between two loads of the same process, and asserts what a fresh process would say.
 Real files: MNIST's test set (``../shared/reference/mnist``).
 """
 from __future__ import annotations
@@ -14,7 +12,6 @@ import gzip
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 
 import numpy as np
@@ -32,31 +29,19 @@ IMAGES, LABELS = "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"
 RAW_IMAGES, RAW_LABELS = IMAGES[:-3], LABELS[:-3]
 
 
-@pytest.fixture()
-def quick_memo(monkeypatch):
-    """Identities kept from 50 ms of age on (the default waits 3 s); an empty memory."""
-    monkeypatch.setattr(seen, "RACY_NS", 50_000_000)
-    monkeypatch.setattr(seen, "_MEMO", {})
-
-
 @pytest.fixture(scope="module")
 def mnist(mnist_reference):
     return np.asarray(read_idx(mnist_reference / IMAGES)), np.asarray(read_idx(mnist_reference / LABELS))
 
 
-def settle():
-    time.sleep(0.12)   # older than RACY_NS: the next load keeps what it reads
-
-
 def remembered(path) -> bool:
-    """Whether the memory holds the recalled record of ``path``."""
-    return any(k[0] == "recall" and k[1] == os.fspath(path) for k in seen._MEMO)
+    """Whether the cache holds a record of ``path``."""
+    return record_path(path).is_file()
 
 
 def loaded_twice(d: Path, mnist, **kw):
-    """Load ``d`` (recorded), let the identities age, load again (kept in memory)."""
+    """Load ``d`` (recorded), then again (from the records)."""
     mnistforge.load("mnist", "test", root=d, **kw)
-    settle()
     ds = mnistforge.load("mnist", "test", root=d, **kw)
     np.testing.assert_array_equal(ds.images, mnist[0])
     return ds
@@ -97,17 +82,20 @@ def gz_folder(tmp_path, mnist_reference):
     return d
 
 
-def test_a_repeat_load_is_served_from_memory(tmp_path, cache, quick_memo, mnist_reference, mnist):
+def test_a_repeat_load_is_served_from_the_records_and_from_memory(tmp_path, cache, mnist_reference,
+                                                                    mnist):
     d = raw_folder(tmp_path, mnist_reference)
-    loaded_twice(d, mnist)
+    ds = loaded_twice(d, mnist)
     assert remembered(d / RAW_IMAGES) and remembered(d / RAW_LABELS)
-    # the records are no longer read: one removed changes nothing while the file is unchanged
+    assert not isinstance(ds.images, np.memmap) and not ds.images.flags.writeable
+    # a record removed only means hashing again
     record_path(d / RAW_IMAGES, cache).unlink()
     np.testing.assert_array_equal(mnistforge.load("mnist", "test", root=d).images, mnist[0])
+    assert remembered(d / RAW_IMAGES)
 
 
 def test_damage_with_size_and_mtime_kept_is_caught_after_a_remembered_load(
-        tmp_path, cache, quick_memo, mnist_reference, mnist):
+        tmp_path, cache, mnist_reference, mnist):
     d = raw_folder(tmp_path, mnist_reference)
     loaded_twice(d, mnist)
     assert remembered(d / RAW_IMAGES)
@@ -117,7 +105,7 @@ def test_damage_with_size_and_mtime_kept_is_caught_after_a_remembered_load(
 
 
 def test_a_file_replaced_with_the_same_size_and_mtime_is_hashed_again(
-        tmp_path, cache, quick_memo, mnist_reference, mnist):
+        tmp_path, cache, mnist_reference, mnist):
     d = raw_folder(tmp_path, mnist_reference)
     loaded_twice(d, mnist)
     p = d / RAW_IMAGES
@@ -133,7 +121,7 @@ def test_a_file_replaced_with_the_same_size_and_mtime_is_hashed_again(
 
 
 def test_a_record_changed_after_it_was_remembered_is_read_again(
-        tmp_path, cache, quick_memo, mnist_reference, mnist):
+        tmp_path, cache, mnist_reference, mnist):
     d = raw_folder(tmp_path, mnist_reference)
     loaded_twice(d, mnist)
     rec = record_path(d / RAW_IMAGES, cache)
@@ -150,7 +138,7 @@ def test_a_record_changed_after_it_was_remembered_is_read_again(
 
 
 def test_a_raw_file_put_beside_the_gz_after_a_remembered_load_is_the_one_read(
-        tmp_path, cache, quick_memo, mnist_reference, mnist):
+        tmp_path, cache, mnist_reference, mnist):
     d = gz_folder(tmp_path, mnist_reference)
     loaded_twice(d, mnist)
     bad = mnist[0].copy()
@@ -163,10 +151,9 @@ def test_a_raw_file_put_beside_the_gz_after_a_remembered_load_is_the_one_read(
 
 
 def test_keep_raw_source_damaged_in_place_after_a_remembered_load(
-        tmp_path, cache, quick_memo, mnist_reference, mnist):
+        tmp_path, cache, mnist_reference, mnist):
     d = gz_folder(tmp_path, mnist_reference)
     loaded_twice(d, mnist, keep_raw=True)
-    assert any(k[0] == "local raw copy" for k in seen._MEMO)
     raw = copy_path(d / IMAGES, cache)
     assert raw.is_file()
     # the source re-written with other content at the same size and mtime
@@ -182,7 +169,7 @@ def test_keep_raw_source_damaged_in_place_after_a_remembered_load(
         mnistforge.load("mnist", "test", root=d, keep_raw=True)
 
 
-def test_a_manifest_added_or_edited_after_a_remembered_load_is_read(tmp_path, cache, quick_memo,
+def test_a_manifest_added_or_edited_after_a_remembered_load_is_read(tmp_path, cache,
                                                                     mnist_reference, mnist):
     from mnistforge.io.manifest import write_manifest
 
@@ -190,27 +177,11 @@ def test_a_manifest_added_or_edited_after_a_remembered_load_is_read(tmp_path, ca
     assert "built" not in loaded_twice(d, mnist).status.values()
     write_manifest(d, kind="mnist", inputs={}, parameters={})   # records the files' hashes
     assert set(mnistforge.load("mnist", "test", root=d).status.values()) == {"built"}
-    settle()
     assert set(mnistforge.load("mnist", "test", root=d).status.values()) == {"built"}
     m = d / "manifest.json"
     m.write_text(m.read_text().replace(manifest_sha(m, RAW_IMAGES), "0" * 64))   # edited in place
     with pytest.raises(DataMismatchError, match="changed since it was built"):
         mnistforge.load("mnist", "test", root=d)
-
-
-def test_young_identities_are_not_kept(tmp_path, cache, monkeypatch, mnist_reference, mnist):
-    monkeypatch.setattr(seen, "_MEMO", {})
-    d = raw_folder(tmp_path, mnist_reference)           # files a few ms old (RACY_NS: 3 s)
-    for _ in range(2):
-        mnistforge.load("mnist", "test", root=d)
-    assert not remembered(d / RAW_IMAGES) and not remembered(d / RAW_LABELS)
-
-
-def test_the_manifest_name_looked_for_is_the_one_written():
-    from mnistforge.gate.source import MANIFEST
-    from mnistforge.io.manifest import MANIFEST_NAME
-
-    assert MANIFEST == MANIFEST_NAME
 
 
 def test_record_names_are_the_sha256_of_the_resolved_path(tmp_path):
@@ -221,36 +192,28 @@ def test_record_names_are_the_sha256_of_the_resolved_path(tmp_path):
     assert seen.record_path(tmp_path / "x.gz", tmp_path / "c").stem == seen.path_key(real)
 
 
-# --- the gate's verdict kept for repeat loads (mnistforge.gate.kept) --------------------------
-# Once a whole load of a folder is answered by the gate's memos alone, the next one maps the
-# files that load let through without walking the gate: each change below must end that.
-
-def verdicts(d) -> list[tuple]:
-    return [k for k in seen._MEMO if k[0] == "gate verdict" and k[1] == os.fspath(d)]
-
+# --- several loads, then a change ---------------------------------------------------------
 
 def kept(d, mnist, **kw):
-    """Load ``d`` until the gate's verdict is kept (recorded, aged, answered from memory)."""
+    """Load ``d`` three times (recorded, then from the records)."""
     for _ in range(3):
         ds = mnistforge.load("mnist", "test", root=d, **kw)
         np.testing.assert_array_equal(ds.images, mnist[0])
         np.testing.assert_array_equal(ds.labels, mnist[1])
-        settle()
-    assert verdicts(d), "the verdict was never kept"
     return ds
 
 
-def test_a_kept_verdict_gives_the_same_split(tmp_path, cache, quick_memo, mnist_reference, mnist):
+def test_repeat_loads_give_the_same_split(tmp_path, cache, mnist_reference, mnist):
     d = raw_folder(tmp_path, mnist_reference)
     first = kept(d, mnist)
     again = mnistforge.load("mnist", "test", root=d)
     assert again.status == first.status and again.source == first.source
     np.testing.assert_array_equal(again.images, mnist[0])
-    assert not again.images.flags.writeable          # still the read-only map of the file
+    assert not again.images.flags.writeable and not isinstance(again.images, np.memmap)
 
 
 @pytest.mark.parametrize("name", [RAW_IMAGES, RAW_LABELS])
-def test_damage_with_size_and_mtime_kept_ends_a_kept_verdict(tmp_path, cache, quick_memo,
+def test_damage_with_size_and_mtime_kept_ends_a_kept_verdict(tmp_path, cache,
                                                              mnist_reference, mnist, name):
     d = raw_folder(tmp_path, mnist_reference)
     kept(d, mnist)
@@ -259,7 +222,7 @@ def test_damage_with_size_and_mtime_kept_ends_a_kept_verdict(tmp_path, cache, qu
         mnistforge.load("mnist", "test", root=d)
 
 
-def test_a_manifest_added_after_a_kept_verdict_is_obeyed(tmp_path, cache, quick_memo,
+def test_a_manifest_added_after_a_kept_verdict_is_obeyed(tmp_path, cache,
                                                          mnist_reference, mnist):
     from mnistforge.io.manifest import write_manifest
 
@@ -272,7 +235,7 @@ def test_a_manifest_added_after_a_kept_verdict_is_obeyed(tmp_path, cache, quick_
         mnistforge.load("mnist", "test", root=d)
 
 
-def test_a_raw_file_put_beside_the_gz_after_a_kept_verdict_is_read(tmp_path, cache, quick_memo,
+def test_a_raw_file_put_beside_the_gz_after_a_kept_verdict_is_read(tmp_path, cache,
                                                                    mnist_reference, mnist):
     d = gz_folder(tmp_path, mnist_reference)
     kept(d, mnist)
@@ -283,7 +246,7 @@ def test_a_raw_file_put_beside_the_gz_after_a_kept_verdict_is_read(tmp_path, cac
         mnistforge.load("mnist", "test", root=d)
 
 
-def test_another_registry_is_asked_again(tmp_path, cache, quick_memo, mnist_reference, mnist):
+def test_another_registry_is_asked_again(tmp_path, cache, mnist_reference, mnist):
     d = raw_folder(tmp_path, mnist_reference)
     kept(d, mnist)
     reg = json.loads(open(registry_path(), encoding="utf-8").read())
@@ -298,7 +261,7 @@ def test_another_registry_is_asked_again(tmp_path, cache, quick_memo, mnist_refe
     np.testing.assert_array_equal(mnistforge.load("mnist", "test", root=d).labels, mnist[1])
 
 
-def test_a_raw_copy_removed_after_a_kept_verdict_is_made_again(tmp_path, cache, quick_memo,
+def test_a_raw_copy_removed_after_a_kept_verdict_is_made_again(tmp_path, cache,
                                                                 mnist_reference, mnist):
     d = gz_folder(tmp_path, mnist_reference)
     kept(d, mnist, keep_raw=True)
@@ -310,7 +273,7 @@ def test_a_raw_copy_removed_after_a_kept_verdict_is_made_again(tmp_path, cache, 
 
 
 def test_a_raw_copy_replaced_by_other_pixels_after_a_kept_verdict_is_not_served(
-        tmp_path, cache, quick_memo, mnist_reference, mnist):
+        tmp_path, cache, mnist_reference, mnist):
     d = gz_folder(tmp_path, mnist_reference)
     kept(d, mnist, keep_raw=True)
     raw = copy_path(d / IMAGES, cache)
@@ -323,13 +286,11 @@ def test_a_raw_copy_replaced_by_other_pixels_after_a_kept_verdict_is_not_served(
     np.testing.assert_array_equal(ds.images, mnist[0])
 
 
-def test_check_and_trust_files_neither_use_nor_keep_a_verdict(tmp_path, cache, quick_memo,
+def test_check_and_trust_files_neither_use_nor_keep_a_verdict(tmp_path, cache,
                                                                mnist_reference, mnist):
     d = raw_folder(tmp_path, mnist_reference)
     for kw in ({"check": True}, {"trust_files": True}) * 3:
         mnistforge.load("mnist", "test", root=d, **kw)
-        settle()
-    assert not verdicts(d)
     kept(d, mnist)
     flip_in_place(d / RAW_IMAGES, 16 + 28 * 28 * 2 + 50)
     with pytest.raises(DataMismatchError):     # check=True hashes again, whatever is kept
@@ -346,7 +307,7 @@ def _outcome(d, **kw):
 
 @pytest.mark.parametrize("change", ["export added", "folder removed", "file in its place"])
 def test_a_known_folder_changed_into_something_else_is_asked_again(
-        tmp_path, cache, quick_memo, mnist_reference, mnist, change):
+        tmp_path, cache, mnist_reference, mnist, change):
     """A folder known to hold the idx files is not asked again whether it is a folder or an
     export while it keeps its identity; changed, a load says what a fresh process says."""
     d = raw_folder(tmp_path, mnist_reference)
@@ -358,6 +319,4 @@ def test_a_known_folder_changed_into_something_else_is_asked_again(
         shutil.rmtree(d)
         if change == "file in its place":
             d.write_bytes(b"not a folder")
-    with_memory = _outcome(d)
-    seen._MEMO.clear()                       # what a fresh process says
-    assert with_memory == _outcome(d) and with_memory[0] != "loaded"
+    assert _outcome(d)[0] != "loaded"

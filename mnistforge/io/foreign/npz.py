@@ -40,9 +40,10 @@ def _refuse(path: StrPath | IO[bytes], e: Exception) -> UnsafeFormatError:
 
 
 def load_array(path: StrPath) -> np.ndarray:
-    """One ``.npy`` file, never unpickling (a memory map when it can be)."""
+    """One ``.npy`` file, never unpickling, read into memory (never a map of the user's file: a
+    later write to it cannot change the array)."""
     try:
-        arr: np.ndarray = np.load(path, allow_pickle=False, mmap_mode="r")  # a .npy file: one array
+        arr: np.ndarray = np.load(path, allow_pickle=False)  # a .npy file: one array
         return arr
     except ValueError as e:
         if "pickle" in str(e).lower() or "object" in str(e).lower():

@@ -67,7 +67,7 @@ def read_idx_folder(folder: StrPath, hint: str | None = None, fmt: str = "idx") 
         if strip_compression(p.name) in seen:
             continue
         seen.add(strip_compression(p.name))
-        arrays[p.name] = read_idx(p)
+        arrays[p.name] = read_idx(p, mmap=False)   # in memory: never a map of the user's file
     if not arrays:
         raise FormatError("no idx files", path=folder, expected="files named *-idx?-ubyte[.gz]",
                           found=", ".join(sorted(p.name for p in folder.iterdir())[:6]) or "nothing")
