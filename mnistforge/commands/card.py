@@ -8,8 +8,8 @@ and the numbers as JSON with ``--json``.
 """
 from __future__ import annotations
 
-from .common import (add_inputs, add_cache, add_json, add_offline, download_flag, lazy_import,
-                     refuse_existing_output, require_existing_path, write_json)
+from .common import (add_inputs, add_cache, add_json, add_offline, download_flag, input_paths,
+                     lazy_import, require_existing_path, write_json)
 from . import argtypes
 
 np = lazy_import("numpy")
@@ -18,6 +18,8 @@ el = lazy_import("mnistforge.evaluators.errorlists")
 ch = lazy_import("mnistforge.evaluators.card_html")
 
 NAME = "card"
+#: the card folder's own record (what ``--overwrite`` may replace), written with the page
+CARD_RECORD = "card-manifest.json"
 HELP = "a results card (HTML, Markdown, JSON) for a predictions file on a test set"
 
 
@@ -45,11 +47,13 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ..io.atomic import atomic_dir, atomic_file
+    from ..io.atomic import atomic_dir, atomic_file, check_output_folder
+    from ..io.manifest import Manifest
     from ..loaders import load, resolve_target
     from ..evaluators.significance import check_test_set
 
-    refuse_existing_output(args.out, args.overwrite)
+    check_output_folder(args.out, inputs=input_paths(args), overwrite=args.overwrite,
+                        owned=card_problems)
     for f in args.files:   # before loading the test set: a typo is a usage error, found at once
         require_existing_path(f, "predictions file", "a prediction file, error list, .npy or .csv")
     name, split, root = resolve_target(args.test, default_split="test")
@@ -62,12 +66,21 @@ def run(args) -> int:
     card = cd.build_card(systems[0], ds, systems[1:], test=args.test, resamples=args.bootstrap,
                          seed=args.seed, confidence=args.confidence, gallery_limit=args.gallery)
     pics, missing = ch.pictures(card, ds.images)
-    with atomic_dir(args.out, overwrite=args.overwrite) as tmp:
+    # page and record under <out>.incomplete, renamed together: a run killed at any point (a
+    # closed pipe, Ctrl-C) leaves the old folder or the new one, never a page without its record
+    with atomic_dir(args.out, overwrite=args.overwrite, inputs=input_paths(args),
+                    owned=card_problems) as tmp:
         with atomic_file(f"{tmp}/card.html", "w") as f:
             f.write(ch.render_html(card, pics, missing))
         if args.markdown:
             with atomic_file(f"{tmp}/card.md", "w") as f:
                 f.write(ch.render_markdown(card, pics, missing))
+        Manifest(kind="card", inputs={"predictions": [str(f) for f in args.files],
+                                      "test": args.test, "provenance": card.provenance},
+                 parameters={"bootstrap": args.bootstrap, "seed": args.seed,
+                             "confidence": args.confidence, "gallery": args.gallery},
+                 notes=["a results card: card --overwrite replaces this folder only while it "
+                        "holds exactly these files"]).write(tmp, CARD_RECORD)
     r = card.rate
     print(f"{card.system} on {card.test}: {r}")
     total = len(pics) + len(missing)
@@ -76,3 +89,10 @@ def run(args) -> int:
     if write_json(args, card.to_dict()):
         print(f"wrote {args.json}")
     return 0
+
+
+def card_problems(folder) -> list[str]:
+    """What ``card --overwrite`` would destroy beyond a card's own files (:data:`CARD_RECORD`)."""
+    from ..io.manifest import recorded_folder_problems
+
+    return recorded_folder_problems(folder, CARD_RECORD)

@@ -4,6 +4,7 @@ stays text on the page and in the Markdown."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from html.parser import HTMLParser
 
@@ -206,3 +207,23 @@ def test_a_perfect_system_is_carded_without_a_gallery(test_folder, tmp_path, cap
     assert main(["card", str(f), "--test", f"{test_folder}:test", "--out", str(out)]) == 0
     html = (out / "card.html").read_text()
     assert "0 errors on 30 test images" in html and "no difference" in html
+
+
+def test_a_closed_pipe_leaves_the_page_with_its_record_and_overwrite_works(test_folder, tmp_path):
+    import subprocess
+    import sys
+
+    f = _save(tmp_path, "p.npy", np.arange(N) % 10)
+    out = tmp_path / "c"
+    cmd = [sys.executable, "-m", "mnistforge", "card", str(f), "--test", f"{test_folder}:test",
+           "--out", str(out), "--bootstrap", "10"]
+    for more in ([], ["--overwrite"]):   # `card ... | head -1`, then again over the same folder
+        r = subprocess.run(" ".join(map(shlex.quote, cmd + more)) + " | head -1", shell=True,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        assert sorted(p.name for p in out.iterdir()) == ["card-manifest.json", "card.html"]
+        record = json.loads((out / "card-manifest.json").read_text())
+        assert record["kind"] == "card" and set(record["outputs"]) == {"card.html"}
+    (out / "notes.txt").write_text("mine")
+    assert main(cmd[3:] + ["--overwrite"]) == 1             # a file the record does not list
+    assert (out / "notes.txt").read_text() == "mine"
