@@ -210,6 +210,9 @@ class RowFacts:
     rows: int
     #: rows that are official rows of other datasets: ``(dataset, rows)`` pairs
     elsewhere: tuple[tuple[str, int], ...] = ()
+    #: how many of the mapped rows carry another label than their official row, and the first
+    relabelled: int = 0
+    first_relabelled: tuple[int, ...] = ()
 
     @property
     def found(self) -> str:
@@ -219,6 +222,10 @@ class RowFacts:
         else:
             text = (f"{self.mapped:,} of {self.rows:,} rows are official {self.dataset} rows "
                     f"(most in {self.split}), {self.rows - self.mapped:,} are not")
+        if self.relabelled:
+            text += (f"; {self.relabelled:,} of them carry another label than the official row "
+                     f"(rows {', '.join(map(str, self.first_relabelled))}"
+                     f"{'...' if self.relabelled > len(self.first_relabelled) else ''})")
         return text + "".join(f"; {n:,} are official {d} rows" for d, n in self.elsewhere)
 
 
@@ -226,8 +233,9 @@ class RowFacts:
 class Verdict:
     """The gate's answer on a claim: ``status`` is ``identical`` (images and labels are the
     claimed split's, official order), ``reordered`` (same content, another order), ``mapped``
-    (every row is an official row of the claimed dataset, found by image content: a subset or
-    a reordered copy with a row map; most rows in the claimed split), ``labels``
+    (every row is an official row of the claimed dataset, found by image content, with its
+    official label: a subset or a reordered copy with a row map; most rows in the claimed
+    split), ``labels``
     (labels verified; the registry pins no content hash of the images), ``unpinned`` (the
     registry pins nothing of this dataset's content), ``unclaimed`` (no dataset was named),
     ``trusted`` (``trust_files=True``) or ``refused`` (only from ``judge(..., refuse=False)``)."""
@@ -276,7 +284,7 @@ def judge(c: Arrays, claimed: str | None, split: str | None, *, where, trust: bo
                         + (" (in another order)" if match.order == "other" else ""),
                         suggest=(match.dataset, match.split))
     facts = rows() if rows is not None else None
-    if facts is not None and facts.dataset == claimed and facts.rows and \
+    if facts is not None and facts.dataset == claimed and facts.rows and not facts.relabelled and \
             facts.mapped == facts.rows and want_split in (None, facts.split):
         return Verdict("mapped", match)
     imgs, labs = _parts(c, h) if match is not None else ([], [])

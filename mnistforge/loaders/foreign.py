@@ -320,6 +320,9 @@ def load_foreign(path: PathArg, name: str | None = None, split: str | None = "tr
     verdict = adm.verdict
     if name is None and match is not None and (match.images and match.labels):
         name = match.dataset
+        # a split asked for by name that the rows are not (the test set as `train`): leakage,
+        # refused as the named load refuses it
+        judge(c, name, split_claim, where=fs.where, match=match, hashes=adm.hashes, trust=trust)
     if name is None and fs.hint in list_datasets():
         # a name the file names suggest: kept unless the registry pins that dataset's content
         hinted = judge(c, fs.hint, split_claim, where=fs.where, match=match, hashes=adm.hashes,

@@ -501,8 +501,11 @@ def row_facts(rm: RowMap | None) -> RowFacts | None:
     codes, counts = np.unique(rm.code[mine], return_counts=True)
     split = rm.keys[int(codes[np.argmax(counts)])][1] if codes.size else None
     names, n = np.unique(rm.official_dataset[rm.mapped & ~mine], return_counts=True)
+    differs = rm.label_differs if rm.label_differs.size == len(rm) else np.zeros(len(rm), bool)
+    relabelled = np.flatnonzero(mine & differs)
     return RowFacts(rm.dataset, split, int(mine.sum()), len(rm),
-                    tuple((str(d), int(k)) for d, k in zip(names, n)))
+                    tuple((str(d), int(k)) for d, k in zip(names, n)), int(relabelled.size),
+                    tuple(int(i) for i in relabelled[:FIRST]))
 
 
 def identity_map(dataset: str, split: str, n: int) -> RowMap:

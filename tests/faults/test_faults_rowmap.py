@@ -110,3 +110,38 @@ def test_a_copy_of_fashion_rows_claimed_as_mnist_says_whose_rows_they_are(tmp_pa
         mnistforge.load("mnist", "test", root=path)
     with pytest.raises(DataMismatchError, match="300 are official fashion-mnist rows"):
         mnistforge.load("mnist", "test", root=path)
+
+
+# --- labels that are not the official rows' labels, and splits that are not what they say (issue 40)
+
+def _relabelled(y: np.ndarray, how: str) -> np.ndarray:
+    y = y.copy()
+    if how == "one label changed":
+        y[5] = (y[5] + 1) % 10
+    elif how == "two labels swapped":
+        i, j = 3, int(np.flatnonzero(y != y[3])[0])
+        y[[i, j]] = y[[j, i]]
+    else:   # image-label pairs shuffled: the images in place, the labels permuted
+        y = y[np.random.default_rng(0).permutation(len(y))]
+    return y
+
+
+@pytest.mark.parametrize("how", ["one label changed", "two labels swapped", "pairs shuffled"])
+def test_a_copy_whose_labels_differ_from_the_official_rows_is_named_not_mapped(tmp_path, mnist_cache,
+                                                                               mnist, how):
+    x, y = mnist
+    rows = np.arange(1000)[::-1]     # a reordered subset: only a row map can tell what it is
+    path = write_copy("npz", tmp_path, x[rows], _relabelled(y[rows], how))
+    with pytest.raises(DataMismatchError, match="carry another label than the official row"):
+        mnistforge.load("mnist", "test", root=path)
+    ds = mnistforge.load("mnist", "test", root=path, trust_files=True)   # the opt-out still loads
+    assert ds.row_map.summary()["mapped"] == 1000
+
+
+def test_test_rows_loaded_as_train_are_leakage_whatever_the_route(tmp_path, mnist_cache, mnist):
+    x, y = mnist
+    path = write_copy("npz", tmp_path, x, y, split="train")   # x_train: MNIST's test set
+    with pytest.raises(DataMismatchError, match="not mnist train"):
+        mnistforge.load(str(path), "train")                   # the path as the name
+    with pytest.raises(DataMismatchError, match="not mnist train"):
+        mnistforge.load("mnist", "train", root=path)          # the named load
