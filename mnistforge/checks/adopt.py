@@ -27,11 +27,15 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..errors import FormatError, TargetNotFoundError
+from ..io.types import Readable, StrPath
+from ..loaders.foreign import Canonical
 from ..registry import RemoteFile, get_dataset, list_datasets, list_files
+from .identify import Identification
 
 logger = logging.getLogger(__name__)
 
@@ -70,13 +74,13 @@ class CopyAnswer:
     def adoptable(self) -> bool:
         return bool(self.pieces)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "format": self.format, "key": self.key, "verdict": self.verdict,
                 "dataset": self.dataset, "split": self.split, "message": self.message,
                 "adoptable": [p.file for p in self.pieces], "why_not": self.why_not}
 
 
-def regular_or_folder(path) -> Path:
+def regular_or_folder(path: StrPath) -> Path:
     """``path`` if it is a folder or a regular file; a named error for anything else (a FIFO
     would block the first read for ever, a device would read for ever)."""
     p = Path(path)
@@ -224,7 +228,7 @@ class _TooBig(Exception):
 class _Capped:
     """A reader that stops a decompression past ``limit`` bytes (a gzip bomb is not inflated)."""
 
-    def __init__(self, f, limit: int):
+    def __init__(self, f: Readable, limit: int) -> None:
         self.f, self.left = f, limit
 
     def read(self, n: int = -1) -> bytes:
@@ -237,7 +241,7 @@ class _Capped:
 
 # --------------------------------------------------------------------------- other formats
 
-def _verdict(ident) -> str:
+def _verdict(ident: Identification) -> str:
     v = ident.verdict
     if v == "differs":
         if ident.images_differ == 0 and ident.labels_differ == 0 and ident.missing:
@@ -246,7 +250,7 @@ def _verdict(ident) -> str:
     return v if v in VERDICTS else "unknown"
 
 
-def _pieces(c, hint: str | None) -> tuple[list[Piece], str]:
+def _pieces(c: Canonical, hint: str | None) -> tuple[list[Piece], str]:
     """The official files whose content ``c`` holds in the official order, and why not the rest."""
     from ..gate.content import registry_match
 
@@ -309,7 +313,7 @@ def _array_answers(path: Path, search_cache: bool) -> list[CopyAnswer]:
     return out
 
 
-def examine(path, *, search_cache: bool = True) -> list[CopyAnswer]:
+def examine(path: StrPath, *, search_cache: bool = True) -> list[CopyAnswer]:
     """What the copy at ``path`` is, split by split (read only; see the module doc).
 
     ``search_cache``: compare with official splits already in the cache when the registry's

@@ -25,17 +25,19 @@ Examples
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from ..io.similar import (DEFAULT_NEAR_L2, NearDuplicates, find_near_duplicates,  # noqa: F401
+from ..io.similar import (DEFAULT_NEAR_L2 as DEFAULT_NEAR_L2, NearDuplicates, find_near_duplicates,  # noqa: F401
                           xorshift_image_digests, nearest_brute_force)
 from .result import PASS, WARN, CheckResult, fail
 
 logger = logging.getLogger(__name__)
 
 
-def _groups_by_value(keys: np.ndarray):
+def _groups_by_value(keys: np.ndarray) -> list[np.ndarray]:
     """Index arrays of the positions sharing each repeated key."""
     order = np.argsort(keys, kind="stable")
     k = keys[order]
@@ -46,7 +48,7 @@ def _groups_by_value(keys: np.ndarray):
     return [order[s:s + n] for s, n in zip(starts[sizes > 1], sizes[sizes > 1])]
 
 
-def find_exact_duplicates(images, digests=None) -> list:
+def find_exact_duplicates(images: npt.ArrayLike, digests: np.ndarray | None = None) -> list[np.ndarray]:
     """Groups (sorted index arrays) of byte-identical images within one array."""
     images = np.asarray(images)
     digests = xorshift_image_digests(images) if digests is None else digests
@@ -65,7 +67,8 @@ def find_exact_duplicates(images, digests=None) -> list:
     return groups
 
 
-def find_cross_duplicates(a, b, digests_a=None, digests_b=None) -> np.ndarray:
+def find_cross_duplicates(a: npt.ArrayLike, b: npt.ArrayLike, digests_a: np.ndarray | None = None,
+                          digests_b: np.ndarray | None = None) -> np.ndarray:
     """Pairs ``(i, j)`` with ``a[i]`` byte-identical to ``b[j]``, as an ``M x 2`` array."""
     a, b = np.asarray(a), np.asarray(b)
     da = xorshift_image_digests(a) if digests_a is None else digests_a
@@ -76,7 +79,7 @@ def find_cross_duplicates(a, b, digests_a=None, digests_b=None) -> np.ndarray:
     ia = np.flatnonzero(np.isin(da, common))
     ib = np.flatnonzero(np.isin(db, common))
     pairs = []
-    by_digest = {}
+    by_digest: dict[int, list[np.intp]] = {}
     for j in ib:
         by_digest.setdefault(int(db[j]), []).append(j)
     for i in ia:
@@ -88,7 +91,7 @@ def find_cross_duplicates(a, b, digests_a=None, digests_b=None) -> np.ndarray:
 
 # --------------------------------------------------------------------------- checks
 
-def check_exact_within(images, split: str = "", *, digests=None, max_examples: int = 8,
+def check_exact_within(images: np.ndarray, split: str = "", *, digests: np.ndarray | None = None, max_examples: int = 8,
                        name: str | None = None) -> CheckResult:
     """Byte-identical images within one split: a warning with counts and examples."""
     name = name or f"duplicates.within[{split}]"
@@ -107,7 +110,8 @@ def check_exact_within(images, split: str = "", *, digests=None, max_examples: i
     return r
 
 
-def check_exact_across(train, test, *, digests_train=None, digests_test=None,
+def check_exact_across(train: np.ndarray, test: np.ndarray, *, digests_train: np.ndarray | None = None,
+                       digests_test: np.ndarray | None = None,
                        max_examples: int = 8, name: str = "duplicates.train-test") -> CheckResult:
     """A test image byte-identical to a training image is leakage: a failure."""
     pairs = find_cross_duplicates(train, test, digests_train, digests_test)
@@ -124,15 +128,15 @@ def check_exact_across(train, test, *, digests_train=None, digests_test=None,
     return CheckResult(name, PASS, values, "no test image appears in train")
 
 
-def check_near_across(train, test, threshold: float = DEFAULT_NEAR_L2, *,
+def check_near_across(train: np.ndarray, test: np.ndarray, threshold: float = DEFAULT_NEAR_L2, *,
                       max_examples: int = 8, name: str = "duplicates.near") -> CheckResult:
     """Test images within ``threshold`` (L2) of a training image: a warning with counts."""
     nd = find_near_duplicates(test, train, threshold)
     exact = nd.l2 == 0
     near_only = np.unique(nd.pairs[~exact, 0])
     order = np.argsort(np.where(exact, np.inf, nd.l2), kind="stable")
-    ex = [[int(nd.pairs[k, 1]), int(nd.pairs[k, 0]), round(float(nd.l2[k]), 2)]
-          for k in order[:max_examples] if not exact[k]]
+    ex: list[list[Any]] = [[int(nd.pairs[k, 1]), int(nd.pairs[k, 0]), round(float(nd.l2[k]), 2)]
+                          for k in order[:max_examples] if not exact[k]]
     values = {"threshold_l2": threshold, "pairs": len(nd), "test_images": int(nd.queries.size),
               "test_images_near_not_exact": int(near_only.size),
               "candidates_after_prefilter": nd.candidates,

@@ -16,11 +16,16 @@ Examples
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from ..io.manifest import Manifest
 from ..io.similar import blake2b_image_digests
+from ..io.types import StrPath
 from .result import FAIL, INFO, PASS, WARN, CheckResult, VerifyReport, run_check
 
 __all__ = ["is_leaf_folder", "leaf_parameters_from_names", "check_writers_and_classes",
@@ -35,13 +40,13 @@ def _frac(digits: str) -> float:
     return float("0." + digits) if digits != "0" else 1.0
 
 
-def leaf_parameters_from_names(names) -> dict:
+def leaf_parameters_from_names(names: Iterable[str]) -> dict[str, Any]:
     """LEAF's options as its file names record them (sample.py, remove_users.py, split_data.py).
 
     ``-t`` is ``user`` when one train file stands for several all_data files (split_data.py
     writes a single file by user), else ``sample``; seeds are not in the names (``meta/``).
     """
-    out: dict = {}
+    out: dict[str, Any] = {}
     indices = set()
     for n in names:
         m = _NAME.match(Path(n).name)
@@ -61,7 +66,7 @@ def leaf_parameters_from_names(names) -> dict:
     return out
 
 
-def is_leaf_folder(path) -> bool:
+def is_leaf_folder(path: StrPath) -> bool:
     """A folder holding LEAF's ``train``/``test``/``all_data`` JSON folders (or under ``data/``)."""
     p = Path(path)
     if not p.is_dir():
@@ -70,11 +75,12 @@ def is_leaf_folder(path) -> bool:
     return any((base / s).is_dir() and any((base / s).glob("*.json")) for s in ("train", "test", "all_data"))
 
 
-def _digests(images) -> np.ndarray:
+def _digests(images: npt.ArrayLike) -> np.ndarray:
     return blake2b_image_digests(np.asarray(images, np.uint8))
 
 
-def check_writers_and_classes(users, labels, split: str, n_classes: int = 62) -> CheckResult:
+def check_writers_and_classes(users: npt.ArrayLike, labels: npt.ArrayLike, split: str,
+                              n_classes: int = 62) -> CheckResult:
     """Samples per writer and per class of one split (info: the figures LEAF's stats.sh gives)."""
     users = np.asarray(users)
     labels = np.asarray(labels, np.int64)
@@ -95,7 +101,7 @@ def check_writers_and_classes(users, labels, split: str, n_classes: int = 62) ->
                        f"a writer; {values['classes_present']} of {n_classes} classes")
 
 
-def check_cross_writer_duplicates(images, users, split: str) -> CheckResult:
+def check_cross_writer_duplicates(images: npt.ArrayLike, users: npt.ArrayLike, split: str) -> CheckResult:
     """Identical images held by more than one writer (a warning: LEAF never checks)."""
     d = _digests(images)
     users = np.asarray(users)
@@ -116,13 +122,14 @@ def check_cross_writer_duplicates(images, users, split: str) -> CheckResult:
                        "no image is held by two writers")
 
 
-def check_shared_images(train, test, train_rows=None, test_rows=None) -> CheckResult:
+def check_shared_images(train: npt.ArrayLike, test: npt.ArrayLike, train_rows: npt.ArrayLike | None = None,
+                        test_rows: npt.ArrayLike | None = None) -> CheckResult:
     """Images both in train and test; with SD19 rows, those that are one character twice
     (LEAF's doubled first image of a writer, split to both sides)."""
     a, b = _digests(train), _digests(test)
     shared = np.isin(b, a)
     n = int(shared.sum())
-    values: dict = {"test_images_in_train": n}
+    values: dict[str, Any] = {"test_images_in_train": n}
     msg = f"{n} test images also in train"
     if train_rows is not None and test_rows is not None:
         same = int(np.isin(np.asarray(test_rows)[shared], np.asarray(train_rows)).sum())
@@ -133,7 +140,8 @@ def check_shared_images(train, test, train_rows=None, test_rows=None) -> CheckRe
     return CheckResult("femnist.train-test", PASS, values, "no test image is in train")
 
 
-def femnist_build_checks(manifest, loaded: dict, add) -> None:
+def femnist_build_checks(manifest: Manifest | None, loaded: dict[str, Any],
+                         add: Callable[[CheckResult], None]) -> None:
     """The FEMNIST checks of a build folder (``verify`` adds them for dataset ``femnist``)."""
     params = dict(manifest.parameters) if manifest is not None else {}
     leaf = params.get("leaf", {})
@@ -165,12 +173,12 @@ def femnist_build_checks(manifest, loaded: dict, add) -> None:
                       loaded["test"].images, *rows))
 
 
-def verify_leaf_folder(path, *, strict: bool = False) -> VerifyReport:
+def verify_leaf_folder(path: StrPath, *, strict: bool = False) -> VerifyReport:
     """``verify`` on a LEAF JSON folder (LEAF's ``data/`` or the folder above it)."""
     from ..io.leaf import read_leaf_folder
 
     path = Path(path)
-    results: list = []
+    results: list[CheckResult] = []
     add = results.append
     data = read_leaf_folder(path)
     names = [n for files in data.values() for n in files]

@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..io.foreign import ForeignCopy, read_foreign
+from ..io.types import StrPath
 from ..loaders.foreign import canonicalise, foreign_source, make_split
+from ..loaders.rowmap import Official
+from ..loaders.split import DatasetSplit
 from ..loaders.targets import parse_target_text
 from ..registry import get_dataset, list_datasets, torchvision_folders
 from .identify import (Identification, _official_storage, identification_check, identify,
@@ -27,10 +32,14 @@ from .result import VerifyReport
 
 logger = logging.getLogger(__name__)
 
+#: a reference as :func:`.identify.identify` takes it: ``(images as the official files store
+#: them, labels, dataset, split, where)``; the split is what a given object says (Any)
+RefArrays = tuple[np.ndarray, np.ndarray, str, Any, str]
+
 __all__ = ["finish_report", "foreign_target", "identify_copy"]
 
 
-def foreign_target(target, split: str | None = None) -> tuple[Path, str | None] | None:
+def foreign_target(target: Any, split: str | None = None) -> tuple[Path, str | None] | None:
     """``(path, split)`` when ``target`` (``PATH`` or ``PATH:SPLIT``) is a third-party copy, else None."""
     if not isinstance(target, (str, os.PathLike)):
         return None
@@ -42,7 +51,7 @@ def foreign_target(target, split: str | None = None) -> tuple[Path, str | None] 
     return (Path(head), ":".join(rest) or split) if foreign_source(head) else None
 
 
-def _reference_arrays(reference, split: str | None, download):
+def _reference_arrays(reference: Any, split: str | None, download: bool | None) -> RefArrays | None:
     """``(images as the official files store them, labels, dataset, split)`` of a reference, or None."""
     if reference is None:
         return None
@@ -55,7 +64,8 @@ def _reference_arrays(reference, split: str | None, download):
     text = os.fspath(reference)
     ft = foreign_target(text, split)
     if ft is not None:
-        ds = load(ft[0], ft[1] or split)
+        # None: the copy's only split (load_foreign takes it; load()'s annotation says str)
+        ds = load(ft[0], ft[1] or split)  # type: ignore[arg-type]
     else:
         rname, rsplit, rroot = resolve_target(text)
         ds = load(rname, rsplit or split or "test", root=rroot, download=download)
@@ -71,8 +81,9 @@ def _pick(copy: ForeignCopy, split: str | None) -> list[str]:
     return keys
 
 
-def identify_copy(path, split: str | None = None, *, reference=None, download=None,
-                  search_cache: bool = True):
+def identify_copy(path: StrPath, split: str | None = None, *, reference: Any = None, download: bool | None = None,
+                  search_cache: bool = True
+                  ) -> tuple[ForeignCopy, dict[str, DatasetSplit], list[Identification], Any]:
     """Identify every split of the copy at ``path``.
 
     Returns ``(copy, loaded, answers, suite_reference)``: the splits made canonical
@@ -83,7 +94,7 @@ def identify_copy(path, split: str | None = None, *, reference=None, download=No
     """
     copy = read_foreign(path, torchvision_classes=torchvision_folders())
     idents: list[Identification] = []
-    loaded = {}
+    loaded: dict[str, DatasetSplit] = {}
     for key in _pick(copy, split):
         fs = copy.splits[key]
         c = canonicalise(fs)
@@ -113,14 +124,15 @@ def identify_copy(path, split: str | None = None, *, reference=None, download=No
     return copy, loaded, idents, suite_ref
 
 
-def _officials(reference, ref, search_cache: bool, shape):
+def _officials(reference: Any, ref: RefArrays | None, search_cache: bool,
+               shape: tuple[int, ...]) -> Callable[[str | None], list[Official]]:
     """``dataset -> [Official]``: the reference's splits (every file split of a NAME or FOLDER
     reference), then the cache's official splits (``search_cache``), to map a copy's rows to."""
     from ..loaders import load
-    from ..loaders.rowmap import Official, official_splits
+    from ..loaders.rowmap import official_splits
 
-    def get(dataset):
-        got = []
+    def get(dataset: str | None) -> list[Official]:
+        got: list[Official] = []
         if ref is not None:
             rimg, rlab, rname, rsplit, *where = ref
             got.append(Official(rname, rsplit, np.asarray(rimg), np.asarray(rlab),
@@ -134,7 +146,8 @@ def _officials(reference, ref, search_cache: bool, shape):
         if search_cache:
             got += official_splits([dataset] if dataset else None, loader=load,
                                    image_shape=tuple(shape))
-        seen, out = set(), []
+        seen: set[tuple[str, str]] = set()
+        out: list[Official] = []
         for o in got:  # the reference's first: one entry per official split
             if (o.dataset, o.split) not in seen:
                 seen.add((o.dataset, o.split))
@@ -143,19 +156,20 @@ def _officials(reference, ref, search_cache: bool, shape):
     return get
 
 
-def _official_metadata(ds, download) -> None:
+def _official_metadata(ds: DatasetSplit, download: bool | None) -> None:
     """The official metadata (label votes...) of a mapped copy's rows, when at hand."""
     from ..loaders import load
     from ..loaders.rowmap import join_metadata, official_metadata
 
     try:
+        assert ds.row_map is not None, "called for a mapped copy"
         ds.metadata = join_metadata(ds.metadata, official_metadata(ds, ds.row_map, loader=load,
                                                                    download=download))
     except Exception as e:  # information only: verify goes on without it
         logger.info("official metadata of %s not joined: %s", ds.source, e)
 
 
-def finish_report(report: VerifyReport, path, split, copy: ForeignCopy,
+def finish_report(report: VerifyReport, path: StrPath, split: str | None, copy: ForeignCopy,
                   idents: list[Identification]) -> VerifyReport:
     """Put the answers first in ``report`` (``identify[<split>]``, then ``row_map[<split>]`` where
     a copy's rows were mapped) and in ``info["identification"]``."""

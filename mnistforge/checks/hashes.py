@@ -24,12 +24,17 @@ Examples
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from ..cache.verify import recheck_file
 from ..io.hashing import sha256_file
 from ..gate.source import read_folder_manifest
 from ..io.manifest import Manifest
+from ..io.types import StrPath
+from ..registry import RemoteFile
+from .integrity import ContentHasher
 from .result import FAIL, PASS, WARN, CheckResult
 
 logger = logging.getLogger(__name__)
@@ -41,7 +46,8 @@ def is_idx_name(name: str) -> bool:
     return any(k in name for k in IDX_MARKERS)
 
 
-def check_manifest(folder, manifest: Manifest | dict | None = None, *, only=None,
+def check_manifest(folder: StrPath, manifest: Manifest | dict[str, Any] | None = None, *,
+                   only: Iterable[str] | None = None,
                    name: str = "hashes.manifest") -> CheckResult:
     """Every output listed in the build manifest still has its sha256 and size.
 
@@ -97,7 +103,8 @@ def check_manifest(folder, manifest: Manifest | dict | None = None, *, only=None
     return CheckResult(name, PASS, values, f"{len(outputs)} files match the build manifest")
 
 
-def verify_against_registry(path, remote, content=None) -> dict:
+def verify_against_registry(path: StrPath, remote: RemoteFile,
+                            content: ContentHasher | None = None) -> dict[str, Any]:
     """Compare one file with its registry entry, re-hashing it (no sidecar is trusted).
 
     Returns a dict with ``status`` in the vocabulary of fetch and load
@@ -108,7 +115,7 @@ def verify_against_registry(path, remote, content=None) -> dict:
     """
     path = Path(path)
     v = recheck_file(path, remote, content)
-    out = {"file": path.name, "pinned_how": remote.pinned_how, "status": v.status,
+    out: dict[str, Any] = {"file": path.name, "pinned_how": remote.pinned_how, "status": v.status,
            "sha256": v.sha256}
     if v.content_sha256:
         out["content_sha256"] = v.content_sha256
@@ -125,8 +132,8 @@ def verify_against_registry(path, remote, content=None) -> dict:
     return out
 
 
-def check_registry_files(files: dict, name: str = "hashes.registry",
-                         contents: dict | None = None) -> CheckResult:
+def check_registry_files(files: Mapping[Path, RemoteFile], name: str = "hashes.registry",
+                         contents: Mapping[Path, ContentHasher] | None = None) -> CheckResult:
     """Check official files against the registry.
 
     Parameters
@@ -139,7 +146,7 @@ def check_registry_files(files: dict, name: str = "hashes.registry",
     contents = contents or {}
     rows = [verify_against_registry(p, r, contents.get(Path(p)))
             for p, r in sorted(files.items(), key=lambda x: str(x[0]))]
-    by = {}
+    by: dict[str, list[str]] = {}
     for row in rows:
         by.setdefault(row["status"], []).append(row["file"])
     values = {"files": rows, "summary": {k: len(v) for k, v in by.items()}}

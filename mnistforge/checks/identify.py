@@ -47,17 +47,23 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ..loaders.foreign import (Canonical, Change, Match, label_shift_cue, registry_match,
                                shift_change, transpose_change)
-from ..loaders.rowmap import RowMap, copy_map
+from ..loaders.rowmap import Official, RowMap, copy_map
+from ..loaders.split import DatasetSplit
 from ..registry import get_dataset, list_datasets
 from .result import FAIL, PASS, WARN, CheckResult
 
 logger = logging.getLogger(__name__)
+
+#: the official splits to map a copy's rows to: a list, or ``dataset -> list``
+Officials = list[Official] | Callable[[str | None], list[Official]]
 
 __all__ = ["Identification", "compare_with_reference", "identify", "identification_check",
            "row_map_check"]
@@ -82,7 +88,7 @@ class Identification:
     labels_differ: int | None = None
     first_images: list[int] = field(default_factory=list)
     first_labels: list[int] = field(default_factory=list)
-    resembles: dict = field(default_factory=dict)
+    resembles: dict[str, Any] = field(default_factory=dict)
     count: int = 0
     where: str = ""
     format: str = ""
@@ -144,7 +150,7 @@ class Identification:
             text += f"; {self.row_map.message()}"
         return text + (f" [{self.matched_by}]" if self.matched_by else "")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"split_key": self.key, "verdict": self.verdict, "dataset": self.dataset,
                 "split": self.split, "order": self.order,
                 "changes": [c.to_dict() for c in self.changes], "storage": list(self.storage),
@@ -221,7 +227,8 @@ def compare_with_reference(images: np.ndarray, labels: np.ndarray, ref_images: n
                      missing)
 
 
-def _cached_references(c: Canonical, name: str | None):
+def _cached_references(c: Canonical, name: str | None
+                       ) -> Iterator[tuple[np.ndarray, np.ndarray, str, str, str]]:
     """Official splits of the same size already in the cache (never downloads), ``name`` first."""
     from ..loaders import load
 
@@ -238,7 +245,7 @@ def _cached_references(c: Canonical, name: str | None):
             yield _official_storage(ds), np.asarray(ds.labels), dname, sname, "official files in the cache"
 
 
-def _official_storage(ds) -> np.ndarray:
+def _official_storage(ds: DatasetSplit) -> np.ndarray:
     """A loaded split's images as the official files store them (EMNIST: transposed)."""
     info = getattr(ds, "info", None)
     images = np.asarray(ds.images)
@@ -246,7 +253,8 @@ def _official_storage(ds) -> np.ndarray:
         else images
 
 
-def _from_ref(c: Canonical, r: RefResult, dataset, split, how) -> Identification:
+def _from_ref(c: Canonical, r: RefResult, dataset: str | None, split: str | None,
+              how: str) -> Identification:
     changes = list(c.changes)
     if r.transposed:
         changes.append(transpose_change())
@@ -293,7 +301,7 @@ def _from_match(c: Canonical, m: Match) -> Identification:
     return Identification("", verdict, m.dataset, m.split, m.order, changes, matched_by=m.how)
 
 
-def resemblance(c: Canonical) -> dict:
+def resemblance(c: Canonical) -> dict[str, Any]:
     """What an unrecognised split looks like: count, classes, label range, orientation cue."""
     from .statistics import orientation_score
 
@@ -310,8 +318,8 @@ def resemblance(c: Canonical) -> dict:
             "orientation": cue, "same_size": same}
 
 
-def identify(c: Canonical, *, name: str | None = None, reference=None,
-             search_cache: bool = True, key: str = "", officials=None) -> Identification:
+def identify(c: Canonical, *, name: str | None = None, reference: Sequence[Any] | None = None,
+             search_cache: bool = True, key: str = "", officials: Officials | None = None) -> Identification:
     """Identify one canonical split (see the module doc).
 
     ``reference``: ``(images, labels, dataset, split[, where])``, images as the
@@ -366,7 +374,8 @@ def _superseded(ident: Identification, c: Canonical) -> None:
     from ..registry import find_superseded
 
     h = ContentHashes(c)
-    tries = [(t, 0, "content_sha256", lambda t=t: h.images(t)) for t in (False, True)]
+    tries: list[tuple[bool, int, str, Callable[..., str | None]]] = [
+        (t, 0, "content_sha256", lambda t=t: h.images(t)) for t in (False, True)]
     tries += [(False, k, "content_sha256", lambda k=k: h.labels(k)) for k in (0, 1, -1)]
     tries += [(t, k, "order_free_sha256", lambda t=t, k=k: h.order_free(t, k))
               for t in (False, True) for k in (0, 1, -1)]
@@ -384,7 +393,7 @@ def _superseded(ident: Identification, c: Canonical) -> None:
         return
 
 
-def _map(ident: Identification, c: Canonical, name: str | None, officials) -> None:
+def _map(ident: Identification, c: Canonical, name: str | None, officials: Officials | None) -> None:
     """The row map of a copy not in the official order; a copy all of whose rows are official
     rows of one dataset (fewer than a split, or of several splits) is a ``subset``."""
     dataset = ident.dataset or name or (c.hint if c.hint in list_datasets() else None)

@@ -8,6 +8,8 @@ humans disagree with them, it does not fail on it.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..io.label_votes import MISSING
@@ -16,13 +18,13 @@ from .result import CheckResult, info
 __all__ = ["check_label_issues", "has_votes"]
 
 
-def has_votes(metadata) -> bool:
+def has_votes(metadata: Any) -> bool:
     """Whether ``metadata`` holds label-vote columns with at least one examined row."""
     names = getattr(getattr(metadata, "dtype", None), "names", None) or ()
     return "label_issue" in names and bool((metadata["label_votes_given"] != MISSING).any())
 
 
-def check_label_issues(labels, metadata, split: str = "test") -> CheckResult:
+def check_label_issues(labels: np.ndarray, metadata: np.ndarray, split: str = "test") -> CheckResult:
     """An ``info`` result listing every row with a known label issue (0-based rows).
 
     Examples

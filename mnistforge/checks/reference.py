@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..io.similar import SHIFTS, shift_images  # noqa: F401 - part of this API
 from .result import FAIL, PASS, WARN, CheckResult
@@ -48,7 +50,8 @@ DEFAULT_MATCH_L2 = 128.0
 BATCH = 4096
 
 
-def paired_distances(a, b, *, shifts: bool = True):
+def paired_distances(a: npt.ArrayLike, b: npt.ArrayLike, *,
+                     shifts: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Best-shift distances of the pairs ``(a[i], b[i])``.
 
     Returns ``(l2, maxdiff, shift)``: float L2 distance, largest absolute pixel
@@ -80,7 +83,7 @@ def paired_distances(a, b, *, shifts: bool = True):
     return l2, mx, sh
 
 
-def quartiles(x) -> list:
+def quartiles(x: npt.ArrayLike) -> list[float | None]:
     """min, 25%, median, 75%, max (linear interpolation), rounded to 0.01."""
     x = np.asarray(x, dtype=np.float64)
     if x.size == 0:
@@ -116,7 +119,7 @@ class Matching:
     def shifted(self) -> int:
         return int(((self.shift > 0) & self.matched).sum())
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         m = self.matched
         return {"order": self.order, "rebuilt": len(self.index), "reference": self.n_reference,
                 "matched": int(m.sum()), "unshifted": self.unshifted, "shifted": self.shifted,
@@ -125,7 +128,8 @@ class Matching:
                 "maxdiff_quartiles": quartiles(self.maxdiff[m])}
 
 
-def _shares_order(a, b, la, lb, match_l2: float, sample: int = 256) -> bool:
+def _shares_order(a: np.ndarray, b: np.ndarray, la: npt.ArrayLike | None, lb: npt.ArrayLike | None,
+                  match_l2: float, sample: int = 256) -> bool:
     n = min(len(a), len(b))
     if n == 0:
         return False
@@ -137,7 +141,7 @@ def _shares_order(a, b, la, lb, match_l2: float, sample: int = 256) -> bool:
     return bool(close.mean() >= 0.9)
 
 
-def _mutual_nearest(a, b, block: int = 1024):
+def _mutual_nearest(a: np.ndarray, b: np.ndarray, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
     """Mutual nearest-neighbour pairs between flat float32 arrays (rows of a, rows of b)."""
     an = np.einsum("ij,ij->i", a, a)
     bn = np.einsum("ij,ij->i", b, b)
@@ -159,7 +163,7 @@ def _mutual_nearest(a, b, block: int = 1024):
     return rows, row_best[rows]
 
 
-def _shift_aware_cost(a, b):
+def _shift_aware_cost(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``len(a) x len(b)`` matrix of the smallest squared L2 over the nine placements."""
     bf = b.reshape(len(b), -1).astype(np.float64)
     bn = np.einsum("ij,ij->i", bf, bf)
@@ -168,10 +172,11 @@ def _shift_aware_cost(a, b):
         af = shift_images(a, dy, dx).reshape(len(a), -1).astype(np.float64)
         an = np.einsum("ij,ij->i", af, af)
         np.minimum(cost, an[:, None] + bn[None, :] - 2 * (af @ bf.T), out=cost)
-    return np.maximum(cost, 0)
+    clipped: np.ndarray = np.maximum(cost, 0)  # a ufunc: typed Any by NumPy's stubs
+    return clipped
 
 
-def _assign_block(a, b):
+def _assign_block(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pair rebuilt images ``a`` with reference images ``b``: local index arrays."""
     from scipy.optimize import linear_sum_assignment
 
@@ -193,7 +198,8 @@ def _assign_block(a, b):
     return ra, rb
 
 
-def match_reference(images, ref_images, labels=None, ref_labels=None, *, order: str = "auto",
+def match_reference(images: npt.ArrayLike, ref_images: npt.ArrayLike, labels: npt.ArrayLike | None = None,
+                    ref_labels: npt.ArrayLike | None = None, *, order: str = "auto",
                     match_l2: float = DEFAULT_MATCH_L2) -> Matching:
     """Pair each rebuilt image with its reference counterpart (see module docstring).
 
@@ -235,7 +241,8 @@ def match_reference(images, ref_images, labels=None, ref_labels=None, *, order: 
     return Matching(index, l2, mx, sh, order, m)
 
 
-def check_reference(images, ref_images, labels=None, ref_labels=None, *, split: str = "",
+def check_reference(images: np.ndarray, ref_images: np.ndarray, labels: npt.ArrayLike | None = None,
+                    ref_labels: npt.ArrayLike | None = None, *, split: str = "",
                     reference_name: str = "reference", order: str = "auto",
                     match_l2: float = DEFAULT_MATCH_L2, max_examples: int = 8,
                     name: str | None = None) -> CheckResult:

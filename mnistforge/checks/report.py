@@ -25,6 +25,7 @@ from pathlib import Path
 
 
 from ..io.atomic import atomic_file, utc_now
+from ..io.types import StrPath
 from ..plotting import pair_strip
 from .result import VerifyReport
 
@@ -38,7 +39,7 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "check"
 
 
-def write_report(report: VerifyReport, out_dir) -> Path:
+def write_report(report: VerifyReport, out_dir: StrPath) -> Path:
     """Write ``index.html``, ``report.json`` and the pictures into ``out_dir``; return it."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,8 @@ import json
 import logging
 import textwrap
 import math
-from typing import Callable
+from collections.abc import Iterable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -25,7 +26,7 @@ STATUSES = (PASS, WARN, FAIL, INFO)
 _RANK = {PASS: 0, INFO: 0, WARN: 1, FAIL: 2}
 
 
-def worst(statuses) -> str:
+def worst(statuses: Iterable[str]) -> str:
     """Return the most severe of ``statuses`` (``pass`` for none).
 
     Examples
@@ -40,7 +41,7 @@ def worst(statuses) -> str:
     return out
 
 
-def jsonable(value):
+def jsonable(value: Any) -> Any:
     """Convert NumPy scalars/arrays, tuples and paths into plain JSON values."""
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
@@ -86,11 +87,11 @@ class CheckResult:
 
     name: str
     status: str
-    values: dict = dataclasses.field(default_factory=dict)
+    values: dict[str, Any] = dataclasses.field(default_factory=dict)
     message: str = ""
-    artifacts: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    artifacts: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"check {self.name}: status must be one of {STATUSES}, "
                              f"found {self.status!r}")
@@ -99,7 +100,7 @@ class CheckResult:
     def ok(self) -> bool:
         return self.status != FAIL
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "message": self.message,
                 "values": jsonable(self.values)}
 
@@ -122,7 +123,7 @@ def load_failure(name: str, error: Exception, message: str | None = None) -> Che
                        message if message is not None else str(error))
 
 
-def run_check(name: str, func: Callable[..., CheckResult], *args, **kwargs) -> CheckResult:
+def run_check(name: str, func: Callable[..., CheckResult], *args: Any, **kwargs: Any) -> CheckResult:
     """Call one check; an exception becomes a ``fail`` result named ``name``."""
     try:
         result = func(*args, **kwargs)
@@ -155,9 +156,9 @@ class VerifyReport:
     """
 
     target: str
-    results: list = dataclasses.field(default_factory=list)
+    results: list[CheckResult] = dataclasses.field(default_factory=list)
     strict: bool = False
-    info: dict = dataclasses.field(default_factory=dict)
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -175,7 +176,7 @@ class VerifyReport:
         failed = [r for r in self.results if r.status == FAIL or (self.strict and r.status == WARN)]
         return 3 if all(r.values.get("unavailable") for r in failed) else 1
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, int]:
         return {s: sum(r.status == s for r in self.results) for s in STATUSES}
 
     def __getitem__(self, name: str) -> CheckResult:
@@ -184,11 +185,11 @@ class VerifyReport:
                 return r
         raise KeyError(f"no check named {name!r}; have: {', '.join(r.name for r in self.results)}")
 
-    def find(self, prefix: str) -> list:
+    def find(self, prefix: str) -> list[CheckResult]:
         """Results whose name starts with ``prefix``."""
         return [r for r in self.results if r.name.startswith(prefix)]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"target": self.target, "status": self.status, "strict": self.strict,
                 "ok": self.ok, "counts": self.counts(), "info": jsonable(self.info),
                 "results": [r.to_dict() for r in self.results]}
@@ -217,23 +218,24 @@ class VerifyReport:
         return "\n".join(lines)
 
 
-def pass_(name, values=None, message="") -> CheckResult:
+def pass_(name: str, values: dict[str, Any] | None = None, message: str = "") -> CheckResult:
     return CheckResult(name, PASS, values or {}, message)
 
 
-def info(name, values=None, message="") -> CheckResult:
+def info(name: str, values: dict[str, Any] | None = None, message: str = "") -> CheckResult:
     return CheckResult(name, INFO, values or {}, message)
 
 
-def warn(name, values=None, message="") -> CheckResult:
+def warn(name: str, values: dict[str, Any] | None = None, message: str = "") -> CheckResult:
     return CheckResult(name, WARN, values or {}, message)
 
 
-def fail(name, values=None, message="") -> CheckResult:
+def fail(name: str, values: dict[str, Any] | None = None, message: str = "") -> CheckResult:
     return CheckResult(name, FAIL, values or {}, message)
 
 
-def result(name, ok: bool, values=None, message="", *, bad: str = FAIL) -> CheckResult:
+def result(name: str, ok: bool, values: dict[str, Any] | None = None, message: str = "", *,
+           bad: str = FAIL) -> CheckResult:
     """``pass`` when ``ok`` else ``bad`` (``fail`` by default)."""
     return CheckResult(name, PASS if ok else bad, values or {}, message)
 

@@ -30,11 +30,14 @@ Examples
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import DatasetNotFoundError
-from ..registry import get_dataset
+from ..registry import DatasetInfo, get_dataset
 from .result import FAIL, PASS, WARN, CheckResult
 
 logger = logging.getLogger(__name__)
@@ -45,7 +48,7 @@ VERTICAL_STROKE_CHARS = frozenset("1Iil")
 BATCH = 8192
 
 
-def _moments(images):
+def _moments(images: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per-image ink mass, centre of mass and second moments (float64)."""
     n, h, w = images.shape
     ci = np.empty(n)
@@ -78,14 +81,14 @@ def _moments(images):
     return mass, ci, cj, vi, vj
 
 
-def _extents(images):
+def _extents(images: np.ndarray) -> np.ndarray:
     """Per-image ink bounding box: (top, bottom, left, right), bottom/right exclusive."""
     n, h, w = images.shape
     out = np.zeros((n, 4), np.int64)
     for s in range(0, n, BATCH):
         x = np.asarray(images[s:s + BATCH]) > 0
-        r = x.any(axis=2)
-        c = x.any(axis=1)
+        r: np.ndarray = np.any(x, axis=2)
+        c: np.ndarray = np.any(x, axis=1)
         has = r.any(axis=1)
         top = np.where(has, r.argmax(axis=1), 0)
         bottom = np.where(has, h - r[:, ::-1].argmax(axis=1), 0)
@@ -95,10 +98,10 @@ def _extents(images):
     return out
 
 
-def _levels(images, levels) -> dict:
+def _levels(images: np.ndarray, levels: Iterable[int]) -> dict[int | str, int]:
     """Pixels at each grey level of ``levels``, and ``total`` pixels with a level in 0..255."""
     n = len(images)
-    counts = dict.fromkeys(levels, 0)
+    counts: dict[int | str, int] = dict.fromkeys(levels, 0)
     counts["total"] = 0
     for s in range(0, n, BATCH):
         x = np.asarray(images[s:s + BATCH])
@@ -114,7 +117,7 @@ def _levels(images, levels) -> dict:
     return counts
 
 
-def image_statistics(images) -> dict:
+def image_statistics(images: np.ndarray) -> dict[str, Any]:
     """QMNIST-style statistics of one split (see module docstring).
 
     Returns a dict of plain numbers: ``com_mean`` (row, col), ``com_std``,
@@ -173,7 +176,7 @@ def image_statistics(images) -> dict:
     return stats
 
 
-def frame_style(stats: dict) -> str:
+def frame_style(stats: dict[str, Any]) -> str:
     """``mnist`` (20x20 box), ``frame-filling`` (EMNIST-like) or ``other``."""
     if stats["share_in_20x20"] >= 0.99:
         return "mnist"
@@ -182,7 +185,7 @@ def frame_style(stats: dict) -> str:
     return "other"
 
 
-def elongation(images) -> np.ndarray:
+def elongation(images: np.ndarray) -> np.ndarray:
     """Per-image ``log((var_rows + 1) / (var_cols + 1))`` of the ink (> 0 = taller than wide)."""
     images = np.asarray(images) if not hasattr(images, "shape") else images
     mass, _, _, vi, vj = _moments(images)
@@ -190,7 +193,8 @@ def elongation(images) -> np.ndarray:
     return e[mass > 0]
 
 
-def orientation_score(images, labels=None, classes=None) -> float:
+def orientation_score(images: np.ndarray, labels: npt.ArrayLike | None = None,
+                      classes: Sequence[object] | None = None) -> float:
     """Median elongation, on the vertical-stroke classes when they can be found."""
     sel = _vertical_stroke_mask(labels, classes)
     if sel is not None and sel.sum() >= 20:
@@ -199,7 +203,7 @@ def orientation_score(images, labels=None, classes=None) -> float:
     return float(np.median(e)) if e.size else 0.0
 
 
-def _vertical_stroke_mask(labels, classes):
+def _vertical_stroke_mask(labels: npt.ArrayLike | None, classes: Sequence[object] | None) -> np.ndarray | None:
     if labels is None or not classes:
         return None
     stroke = [k for k, c in enumerate(classes)
@@ -214,7 +218,7 @@ def _vertical_stroke_mask(labels, classes):
 
 # --------------------------------------------------------------------------- checks
 
-def _entry(dataset: str | None):
+def _entry(dataset: str | None) -> DatasetInfo | None:
     """The registry entry of ``dataset``, or None (no name, or a name the registry lacks)."""
     if not dataset:
         return None
@@ -231,8 +235,8 @@ def expected_style(dataset: str | None) -> str | None:
     return info.image_style if info is not None else None
 
 
-def check_statistics(images, split: str = "", dataset: str | None = None, *,
-                     stats: dict | None = None, name: str | None = None) -> CheckResult:
+def check_statistics(images: np.ndarray, split: str = "", dataset: str | None = None, *,
+                     stats: dict[str, Any] | None = None, name: str | None = None) -> CheckResult:
     """Report the image statistics; fail when the frame style contradicts the dataset.
 
     MNIST/QMNIST must be ``mnist`` style, EMNIST ``frame-filling``; other
@@ -258,7 +262,8 @@ def check_statistics(images, split: str = "", dataset: str | None = None, *,
     return CheckResult(name, status, values, msg)
 
 
-def check_orientation(images, labels=None, classes=None, split: str = "",
+def check_orientation(images: np.ndarray, labels: npt.ArrayLike | None = None,
+                      classes: Sequence[object] | None = None, split: str = "",
                       dataset: str | None = None, *, margin: float = 0.1,
                       name: str | None = None) -> CheckResult:
     """Flag characters that appear transposed (e.g. EMNIST read without transposing).
@@ -273,7 +278,7 @@ def check_orientation(images, labels=None, classes=None, split: str = "",
     score = orientation_score(images, labels, classes)
     t_score = -score  # transposing negates every elongation exactly
     values = {"score": round(score, 4), "cue": cue, "margin": margin,
-              "images_used": int(sel.sum()) if cue != "all images" else len(images)}
+              "images_used": int(sel.sum()) if sel is not None and cue != "all images" else len(images)}
     info = _entry(dataset)
     judged = dataset is None or (info is not None and info.handwriting)
     values["judged"] = judged

@@ -15,8 +15,11 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
+from ..io.types import StrPath
+from ..registry import DatasetInfo
 from . import duplicates as dup
 from .context import Context
 from .rows import BUILD_CHECKS, CHECKS  # noqa: F401 - BUILD_CHECKS: named by the registry docs
@@ -26,7 +29,8 @@ from .table import run_checks
 logger = logging.getLogger(__name__)
 
 
-def _resolve(target, split):
+def _resolve(target: Any, split: str | None
+             ) -> tuple[str | None, str | dict[str, Any] | None, Path | None]:
     """-> (name, {split: loaded or None}, root)."""
     from ..loaders import resolve_target
 
@@ -43,15 +47,16 @@ def _resolve(target, split):
     return name, sp, root
 
 
-def _splits_to_check(info, split):
+def _splits_to_check(info: DatasetInfo | None, split: str | None) -> list[str]:
     if split:
         return [split]
+    assert info is not None, "a target without a split is a registry dataset"
     return [s for s, sp in info.splits.items() if not sp.is_view]
 
 
-def verify(target, *, reference=None, strict: bool = False, split: str | None = None,
-           metadata: Mapping | None = None, near_threshold: float = dup.DEFAULT_NEAR_L2,
-           download: bool | None = None, report_dir=None, near: bool = True) -> VerifyReport:
+def verify(target: Any, *, reference: Any = None, strict: bool = False, split: str | None = None,
+           metadata: Mapping[str, Any] | None = None, near_threshold: float = dup.DEFAULT_NEAR_L2,
+           download: bool | None = None, report_dir: StrPath | None = None, near: bool = True) -> VerifyReport:
     """Verify a dataset; return a :class:`~mnistforge.checks.result.VerifyReport`.
 
     Parameters
@@ -114,15 +119,14 @@ def verify(target, *, reference=None, strict: bool = False, split: str | None = 
             info = get_dataset(name)
         except KeyError:
             info = None
-    loaded_given = isinstance(sp, dict)
     ctx = Context(name, info, root, options=dict(reference=reference, metadata=metadata,
                                               near_threshold=near_threshold, download=download,
                                               near=near))
     label = os.fspath(target) if isinstance(target, (str, os.PathLike)) else \
-        f"{name or 'arrays'} ({', '.join(sp) if loaded_given else ''})"
+        f"{name or 'arrays'} ({', '.join(sp) if isinstance(sp, dict) else ''})"
     report = VerifyReport(label, results, strict=strict,
                           info={"dataset": name, "root": str(root) if root else None})
-    if loaded_given:
+    if isinstance(sp, dict):
         ctx.kind, ctx.loaded = "arrays", sp
     else:
         ctx.split = sp
@@ -159,7 +163,7 @@ def _prepare_files(ctx: Context, report: VerifyReport) -> None:
     ctx.wanted = _splits_to_check(ctx.info, ctx.split)
 
 
-def _prepare_hf(ctx: Context, declared: dict, report: VerifyReport) -> None:
+def _prepare_hf(ctx: Context, declared: dict[str, int], report: VerifyReport) -> None:
     """A Hugging Face export: the splits its card declares (rows per split)."""
     from ..io.hf.schema import hf_split_name
 
@@ -170,7 +174,7 @@ def _prepare_hf(ctx: Context, declared: dict, report: VerifyReport) -> None:
     ctx.wanted = [ctx.split] if ctx.split else list(ctx.card_counts)
 
 
-def _hf_splits(root, name):
+def _hf_splits(root: StrPath, name: str) -> dict[str, int] | None:
     """{split: rows declared by the card} when ``root`` is an export holding config ``name``."""
     from ..io.hf.repo import is_hf_repo, read_card
 

@@ -22,8 +22,10 @@ Examples
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import DatasetNotFoundError, FormatError
 from ..registry import get_dataset
@@ -38,7 +40,7 @@ LABEL_COLUMN = {8: 0}
 """Column holding the class label (QMNIST extended labels only)."""
 
 
-def writer_ids(metadata) -> np.ndarray:
+def writer_ids(metadata: npt.ArrayLike) -> np.ndarray:
     """The writer id of every row of a metadata table (see module docstring)."""
     md = np.asarray(metadata)
     if md.dtype.names:
@@ -67,7 +69,7 @@ def metadata_labels(metadata: object) -> np.ndarray | None:
     return None
 
 
-def expects_disjoint_writers(dataset: str | None, parameters: dict | None = None) -> bool | None:
+def expects_disjoint_writers(dataset: str | None, parameters: dict[str, Any] | None = None) -> bool | None:
     """Whether train and test of ``dataset`` must not share writers.
 
     The registry's ``writers_disjoint`` (True for MNIST/QMNIST, False for the
@@ -83,7 +85,7 @@ def expects_disjoint_writers(dataset: str | None, parameters: dict | None = None
     return known or (parameters or {}).get("split_by", "random") == "writer"
 
 
-def check_writers(train_writers, test_writers, *, expect_disjoint: bool | None = True,
+def check_writers(train_writers: npt.ArrayLike, test_writers: npt.ArrayLike, *, expect_disjoint: bool | None = True,
                   max_examples: int = 10, name: str = "writers.train-test") -> CheckResult:
     """Count writers per split and the writers found in both.
 
@@ -115,7 +117,7 @@ def check_writers(train_writers, test_writers, *, expect_disjoint: bool | None =
                        f"{base} ({test_imgs} test images by training writers: style leakage)")
 
 
-def check_writer_counts(writers, split: str = "", name: str | None = None) -> CheckResult:
+def check_writer_counts(writers: npt.ArrayLike, split: str = "", name: str | None = None) -> CheckResult:
     """Writers in one split (always a pass; the number is the finding)."""
     w = np.asarray(writers)
     u, c = np.unique(w, return_counts=True)
