@@ -5,6 +5,7 @@ import json
 import re
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from ..io.hf.parquet import PARQUET_OPTIONS, ROW_GROUP_SIZE
 from ..io.hf.png import DEFAULT_PNG, PNG_ENCODERS
 from ..io.hf.repo import SYNTHETIC_NOTE
 from ..io.hf.schema import PIXELS
+from ..io.types import StrPath
 from ..registry import license_link, license_text
 from .label_votes import card_section as label_votes_section
 from .label_votes import has_label_votes, study_bibtex
@@ -22,7 +24,7 @@ from .label_votes import has_label_votes, study_bibtex
 DEFAULT_LICENSE = "other"
 
 
-def _software_versions() -> dict:
+def _software_versions() -> dict[str, str]:
     import isal
     import PIL
     import pyarrow
@@ -39,21 +41,21 @@ def _size_category(n: int) -> str:
     return "10M<n<100M"
 
 
-def _shapes_text(configs) -> str:
+def _shapes_text(configs: list[dict[str, Any]]) -> str:
     shapes = sorted({tuple(sh) for c in configs for sh in c.get("image_shapes", [(28, 28)])})
     return " or ".join(f"{h}x{w}" for h, w in shapes)
 
 
-def synthetic_configs(configs: list[dict]) -> list[str]:
+def synthetic_configs(configs: list[dict[str, Any]]) -> list[str]:
     """Names of the configs built from a synthetic SD19."""
     return [c["name"] for c in configs if getattr(c["config"], "synthetic", False)]
 
 
-def card_header(configs: list[dict]) -> dict:
+def card_header(configs: list[dict[str, Any]]) -> dict[str, Any]:
     """The YAML header of the dataset card, as a dict (see :func:`dataset_card`)."""
     licenses = sorted({c["config"].license or DEFAULT_LICENSE for c in configs})
     total = sum(s["num_examples"] for c in configs for s in c["splits"])
-    header: dict = {
+    header: dict[str, Any] = {
         "pretty_name": None,
         "license": licenses[0] if len(licenses) == 1 else licenses,
     }
@@ -97,24 +99,25 @@ def card_header(configs: list[dict]) -> dict:
     return header
 
 
-def _yaml(obj) -> str:
+def _yaml(obj: Any) -> str:
     import yaml
 
-    class _Dumper(yaml.SafeDumper):
+    class _Dumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML: no type stubs installed
         pass
 
-    def _str(dumper, data):  # multi-line strings (BibTeX) as literal blocks
+    def _str(dumper: Any, data: str) -> Any:  # multi-line strings (BibTeX) as literal blocks
         style = "|" if "\n" in data else None
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
     _Dumper.add_representer(str, _str)
-    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000,
-                     default_flow_style=False)
+    text: str = yaml.dump(obj, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000,
+                          default_flow_style=False)
+    return text
 
 
-def _render_value(v, indent: int = 0) -> list[str]:
+def _render_value(v: Any, indent: int = 0) -> list[str]:
     pad = "  " * indent
-    lines = []
+    lines: list[str] = []
     if isinstance(v, dict):
         for k in v:
             item = v[k]
@@ -135,7 +138,7 @@ def _render_value(v, indent: int = 0) -> list[str]:
     return lines
 
 
-def _inline(v) -> str:
+def _inline(v: Any) -> str:
     if isinstance(v, str) and re.fullmatch(r"[0-9a-f]{32,64}", v):
         return f"`{v}`"
     if isinstance(v, (dict, list)):
@@ -153,7 +156,7 @@ def _label_table(classes: list[str], note: str | None) -> list[str]:
     return lines
 
 
-def _pixels_usage(configs: list[dict], where: str) -> list[str]:
+def _pixels_usage(configs: list[dict[str, Any]], where: str) -> list[str]:
     """Markdown lines: how a plain ``datasets`` user reads the ``pixels`` column (none without one)."""
     with_px = [c for c in configs if PIXELS in c["features"]]
     if not with_px:
@@ -182,8 +185,8 @@ def _pixels_usage(configs: list[dict], where: str) -> list[str]:
     ]
 
 
-def dataset_card(configs: list[dict], *, repo_id: str | None = None, title: str | None = None,
-                 folder=None, png: str | None = None) -> str:
+def dataset_card(configs: list[dict[str, Any]], *, repo_id: str | None = None, title: str | None = None,
+                 folder: StrPath | None = None, png: str | None = None) -> str:
     """Render README.md: YAML header then the human description (``png``: the PNG encoder used).
 
     ``configs`` are the per-config summaries built by :func:`export_hf`

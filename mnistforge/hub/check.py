@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -13,10 +14,12 @@ from ..io.hf.png import decode_pngs
 from ..io.hf.repo import (features_of, png_bytes, read_card, read_split, read_split_table, repo_configs,
                           shard_paths, shard_problems)
 from ..io.hf.schema import PIXELS
+from ..io.types import StrPath
 from ..progress import quiet_datasets
 
 
-def verify_repo(repo_dir, *, with_datasets: bool = True, decode: bool = True) -> dict:
+def verify_repo(repo_dir: StrPath, *, with_datasets: bool = True,
+                decode: bool = True) -> dict[str, dict[str, int]]:
     """Check an exported folder before it is shared; return ``{config: {split: rows}}``.
 
     Checks: the card's YAML parses; every config declared in ``configs`` has a
@@ -41,7 +44,7 @@ def verify_repo(repo_dir, *, with_datasets: bool = True, decode: bool = True) ->
     if set(infos) != set(configs):
         problems.append(f"configs {sorted(configs)} and dataset_info {sorted(infos)} differ")
     problems += shard_problems(repo_dir, configs)
-    counts: dict = {}
+    counts: dict[str, dict[str, int]] = {}
     for config, splits in configs.items():
         info = infos.get(config) or {}
         declared = {s["name"]: s["num_examples"] for s in info.get("splits") or []}
@@ -91,24 +94,25 @@ def verify_repo(repo_dir, *, with_datasets: bool = True, decode: bool = True) ->
     return counts
 
 
-def _pixels_agree(repo_dir, config: str, split: str, images) -> list[str]:
+def _pixels_agree(repo_dir: StrPath, config: str, split: str, images: np.ndarray) -> list[str]:
     """With a ``pixels`` column, the PNGs must decode to exactly those pixels."""
     table = read_split_table(repo_dir, config, split)
     if PIXELS not in table.column_names:
         return []
     decoded = decode_pngs(png_bytes(table))
     if decoded.shape != images.shape or not (decoded == images).all():
-        bad = np.flatnonzero((decoded != images).reshape(len(images), -1).any(axis=1)) \
+        bad: np.ndarray | list[int] = np.flatnonzero((decoded != images).reshape(len(images), -1).any(axis=1)) \
             if decoded.shape == images.shape else []
         return [f"{config}/{split}: the image and pixels columns disagree"
                 + (f" at {len(bad)} rows (first {bad[0]})" if len(bad) else "")]
     return []
 
 
-def _check_with_datasets(repo_dir, configs, counts, infos) -> list[str]:
+def _check_with_datasets(repo_dir: StrPath, configs: dict[str, dict[str, list[str]]],
+                         counts: dict[str, dict[str, int]], infos: dict[Any, Any]) -> list[str]:
     import datasets
 
-    problems = []
+    problems: list[str] = []
     cache = tempfile.mkdtemp(prefix="mnistforge-hf-check-")
     try:
         for config, splits in configs.items():

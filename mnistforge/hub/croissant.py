@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from .._version import __version__
 from ..io.hashing import sha256_file
 from ..io.hf.parquet import DATA
 from ..io.hf.schema import PIXELS
+from ..io.types import StrPath
 from .card import DEFAULT_LICENSE
 
 CROISSANT = "croissant.json"
@@ -32,8 +34,8 @@ _CROISSANT_TYPES = {"int8": "sc:Integer", "int16": "sc:Integer", "int32": "sc:In
                     "float64": "sc:Float", "bool": "sc:Boolean", "string": "sc:Text"}
 
 
-def croissant_metadata(configs: list[dict], folder, *, repo_id: str | None = None,
-                       title: str | None = None) -> dict:
+def croissant_metadata(configs: list[dict[str, Any]], folder: StrPath, *, repo_id: str | None = None,
+                       title: str | None = None) -> dict[str, Any]:
     """A Croissant 1.0 JSON-LD document describing the same configs, splits and columns.
 
     One ``cr:FileObject`` per shard (with its sha256), one ``cr:FileSet`` and
@@ -45,7 +47,7 @@ def croissant_metadata(configs: list[dict], folder, *, repo_id: str | None = Non
     licenses = sorted({c["config"].license or DEFAULT_LICENSE for c in configs})
     cites = [c["config"].citation.strip() for c in configs if c["config"].citation]
     url = f"https://huggingface.co/datasets/{repo_id}" if repo_id else None
-    doc = {
+    doc: dict[str, Any] = {
         "@context": CROISSANT_CONTEXT,
         "@type": "sc:Dataset",
         "conformsTo": "http://mlcommons.org/croissant/1.0",
@@ -77,11 +79,12 @@ def croissant_metadata(configs: list[dict], folder, *, repo_id: str | None = Non
             "encodingFormat": "application/x-parquet", "includes": f"{DATA}/{name}/*.parquet",
         })
 
-        def col(field_name, dtype, extract, transform=None, description=None):
-            src = {"fileSet": {"@id": fs_id}, "extract": extract}
+        def col(field_name: str, dtype: str, extract: dict[str, str], transform: dict[str, str] | None = None,
+                description: str | None = None) -> dict[str, Any]:
+            src: dict[str, Any] = {"fileSet": {"@id": fs_id}, "extract": extract}
             if transform:
                 src["transform"] = transform
-            out = {"@type": "cr:Field", "@id": f"{name}/{field_name}", "name": f"{name}/{field_name}",
+            out: dict[str, Any] = {"@type": "cr:Field", "@id": f"{name}/{field_name}", "name": f"{name}/{field_name}",
                    "dataType": dtype, "source": src}
             if description:
                 out["description"] = description

@@ -4,19 +4,27 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
-from ..io.atomic import atomic_dir, atomic_file, check_output_folder, unlisted_entries
+from ..io.atomic import atomic_dir, atomic_file
+from ..io.outputs import check_output_folder, unlisted_entries
 from ..io.hf.parquet import MAX_SHARD_BYTES, write_split
 from ..io.hf.png import DEFAULT_PNG, PNG_ENCODERS
 from ..io.hf.repo import CARD, recorded_shard_hashes
 from ..io.hf.schema import PIXEL_FORMATS, SplitData, features_for, hf_split_name
+from ..io.types import StrPath
 from .card import dataset_card
 from .croissant import CROISSANT, croissant_metadata
 
 logger = logging.getLogger(__name__)
+
+#: a split as an :class:`ExportConfig` takes it: arrays, ``(images, labels[, metadata])``, or a
+#: callable returning one
+SplitSource = SplitData | Sequence[Any] | Callable[[], SplitData | Sequence[Any]]
 
 
 
@@ -56,27 +64,27 @@ class ExportConfig:
     """
 
     name: str
-    splits: dict
-    classes: list
+    splits: dict[str, SplitSource]
+    classes: list[Any]
     description: str = ""
     source: str = ""
-    provenance: dict = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
     license: str | None = None
     license_name: str | None = None
     citation: str | None = None
     label_note: str | None = None
-    caveats: list = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
     pretty_name: str | None = None
     synthetic: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.name or ""):
             raise ConfigError("invalid config name", expected="letters, digits, '-', '_', '.'",
                               found=repr(self.name))
         if not self.splits:
             raise ConfigError(f"config {self.name!r} has no split", expected="at least one split",
                               found="none")
-        fixed = {}
+        fixed: dict[str, SplitSource] = {}
         for split, data in self.splits.items():
             if not (isinstance(data, SplitData) or callable(data)):
                 data = SplitData(*data)
@@ -107,10 +115,11 @@ class ExportConfig:
             if not isinstance(data, SplitData):
                 data = SplitData(*data)
             self.check_split(split, data)
+        assert isinstance(data, SplitData), "__post_init__ made every split SplitData or a callable"
         return data
 
 
-def export_problems(folder) -> list[str]:
+def export_problems(folder: StrPath) -> list[str]:
     """What ``--overwrite`` would destroy in ``folder`` beyond an export of this package: the
     export's record is its card (naming mnistforge, listing every shard's sha256) and
     ``croissant.json``; any other file, and a card without that record, is named.
@@ -132,10 +141,11 @@ def export_problems(folder) -> list[str]:
     return unlisted_entries(folder, {CARD: None, CROISSANT: None, **dict.fromkeys(recorded)})
 
 
-def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
+def export_hf(repo_dir: StrPath, configs: list[ExportConfig], *, overwrite: bool = False,
               max_shard_bytes: int = MAX_SHARD_BYTES, workers: int | None = None,
               croissant: bool = True, repo_id: str | None = None, title: str | None = None,
-              inputs=(), pixels: str | None = None, png: str | None = None) -> dict:
+              inputs: Iterable[StrPath | None] = (), pixels: str | None = None,
+              png: str | None = None) -> dict[str, Any]:
     """Write a Hub dataset repository folder holding ``configs``; return its summary.
 
     The folder is built under ``<repo_dir>.incomplete`` and renamed when
@@ -202,7 +212,7 @@ def export_hf(repo_dir, configs: list[ExportConfig], *, overwrite: bool = False,
                           found=", ".join(names),
                           hint="rename one with CONFIG=TARGET on the command line")
     repo_dir = Path(repo_dir)
-    summary = {"repo_dir": str(repo_dir), "configs": []}
+    summary: dict[str, Any] = {"repo_dir": str(repo_dir), "configs": []}
     check_output_folder(repo_dir, inputs=inputs, overwrite=overwrite, owned=export_problems)
     with atomic_dir(repo_dir, overwrite=overwrite, inputs=inputs, owned=export_problems) as tmp:
         for cfg in configs:

@@ -1,6 +1,8 @@
 """The dataset card's section on the human label votes (Northcutt et al. 2021) and its citation."""
 from __future__ import annotations
 
+from collections.abc import Container
+
 from ..registry import bibtex, get_dataset, get_file, label_annotations
 
 __all__ = ["has_label_votes", "card_section", "study_bibtex"]
@@ -9,7 +11,7 @@ __all__ = ["has_label_votes", "card_section", "study_bibtex"]
 MARKER = "label_issue"
 
 
-def has_label_votes(features) -> bool:
+def has_label_votes(features: Container[str]) -> bool:
     """Whether an exported config has the label-vote columns."""
     return MARKER in features
 

@@ -7,11 +7,12 @@ from .. import settings
 from ..errors import ConfigError
 from ..io.hf.parquet import DATA
 from ..io.hf.repo import CARD, repo_configs
+from ..io.types import StrPath
 from .check import verify_repo
 from .croissant import CROISSANT
 
-def push_to_hub(repo_dir, repo_id: str, *, token: str | None = None, private: bool = False,
-                endpoint: str | None = None, check: bool = True, commit_message: str | None = None):
+def push_to_hub(repo_dir: StrPath, repo_id: str, *, token: str | None = None, private: bool = False,
+                endpoint: str | None = None, check: bool = True, commit_message: str | None = None) -> str:
     """Upload an exported folder to the Hub as dataset ``repo_id`` (``ORG/NAME``).
 
     The folder is checked first (:func:`verify_repo`); nothing is uploaded if a

@@ -4,9 +4,10 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -17,11 +18,13 @@ from ..io.hashing import sha256_file
 from ..io.hf.repo import CARD, config_is_synthetic, is_hf_repo, read_card, repo_configs, shard_paths
 from ..io.hf.schema import SplitData
 from ..io.manifest import Manifest
+from ..io.types import StrPath
 from ..loaders import datasets_in_folder, load, resolve_target
 from ..loaders.repo import check_shards
+from ..loaders.split import DatasetSplit
 from ..loaders.targets import parse_target_text
 from ..registry import DatasetInfo, bibtex, built_license, get_dataset, get_file, hub_license
-from .export import ExportConfig
+from .export import ExportConfig, SplitSource
 
 
 
@@ -39,19 +42,19 @@ def parse_target(text: str) -> tuple[str | None, str]:
     return target.config, target.text
 
 
-def _source(root, name) -> Source | None:
+def _source(root: StrPath | None, name: str) -> Source | None:
     """The gate's resolved source of dataset ``name`` under ``root`` (its folder, its build
     manifest), or None without a root."""
     return None if root is None else resolve(root, get_dataset(name))
 
 
-def _split_files_present(info, split: str, source: Source | None) -> bool:
+def _split_files_present(info: DatasetInfo, split: str, source: Source | None) -> bool:
     sp = info.file_split(split)
     folder = None if source is None else source.folder
     return bool(sp.images and folder is not None and locate(folder, sp.images))
 
 
-def default_splits(name: str, root=None, *, source: Source | None = None) -> list[str]:
+def default_splits(name: str, root: StrPath | None = None, *, source: Source | None = None) -> list[str]:
     """Splits exported when a target names no split.
 
     Every split stored in files (not the views ``test10k``, ``validation``...: they
@@ -76,7 +79,7 @@ def _looks_local(value: str) -> bool:
     return os.path.isabs(value) or value.startswith(("~", "./", "../")) or "\\" in value
 
 
-def by_identity(value, key: str = ""):
+def by_identity(value: Any, key: str = "") -> Any:
     """``value`` (a manifest's inputs or parameters) with every local path replaced by its
     identity: the file or folder name; fingerprints, editions, counts and hashes kept.
 
@@ -89,7 +92,7 @@ def by_identity(value, key: str = ""):
     {'sd19': 'by_class.zip', 'sd19_characters': 10}
     """
     if isinstance(value, dict):
-        out = {}
+        out: dict[Any, Any] = {}
         for k, v in value.items():
             if k == "path" and isinstance(v, str) and "name" not in value:
                 out["name"] = Path(v).name
@@ -108,7 +111,7 @@ def _strip_paths(text: str) -> str:
     return re.sub(r"(?<![\w.:/])(/[^\s,;:'\"`()]+)", lambda m: Path(m.group(1)).name, text)
 
 
-def _verified_shards(root, name: str) -> dict:
+def _verified_shards(root: StrPath, name: str) -> dict[str, str]:
     """``{shard: sha256}`` of config ``name`` of the export ``root``, every shard checked against
     the export's record first (a damaged input is refused before anything is written); an export
     that recorded none is hashed as it is (its shards named when missing)."""
@@ -120,9 +123,9 @@ def _verified_shards(root, name: str) -> dict:
     return dict(sorted(digests.items()))
 
 
-def _official_provenance(info, splits) -> dict:
+def _official_provenance(info: DatasetInfo, splits: Iterable[str]) -> dict[str, dict[str, Any]]:
 
-    files = {}
+    files: dict[str, dict[str, Any]] = {}
     for split in splits:
         sp = info.file_split(split)
         for fname in (sp.images, sp.labels, sp.metadata):
@@ -132,7 +135,7 @@ def _official_provenance(info, splits) -> dict:
                 rf = get_file(f"{info.group}/{fname}")
             except MnistforgeError:
                 continue
-            entry = {}
+            entry: dict[str, Any] = {}
             for key in ("sha256", "size", "md5", "content_sha256", "archive"):
                 v = getattr(rf, key)
                 if v:
@@ -154,11 +157,11 @@ class _Facts:
     """What a caveat may depend on: the dataset, the build's parameters and manifest."""
 
     info: DatasetInfo
-    params: dict
+    params: dict[str, Any]
     built: bool
     manifest: Manifest | None
     synthetic: bool
-    counts: dict
+    counts: dict[str, Any]
 
 
 def _stored_transposed(f: _Facts) -> list[str]:
@@ -236,7 +239,7 @@ CAVEATS: dict[str, Callable[[_Facts], list[str]]] = {
 }
 
 
-def _caveats(info, params: dict, built: bool, manifest: Manifest | None = None) -> list[str]:
+def _caveats(info: DatasetInfo, params: dict[str, Any], built: bool, manifest: Manifest | None = None) -> list[str]:
     """The card's caveats, true of the data they sit with: for a build, from its manifest
     (counts, order, the synthetic mark), not from the official release's facts.  Which
     caveats apply is the registry's ``card_caveats`` of the dataset (:data:`CAVEATS`)."""
@@ -261,7 +264,7 @@ def _sd19_digits(manifest: Manifest | None) -> int | None:
     return n if isinstance(n, int) else None
 
 
-def _qmnist_test_caveat(built: bool, manifest: Manifest | None, counts: dict) -> str:
+def _qmnist_test_caveat(built: bool, manifest: Manifest | None, counts: dict[str, Any]) -> str:
     """What QMNIST's test10k/test50k are in this config (MNIST's test set only where true)."""
     official = ("The first 10,000 test images are MNIST's test set (`test10k`); the other 50,000 "
                 "(`test50k`) were never published with MNIST.")
@@ -269,7 +272,7 @@ def _qmnist_test_caveat(built: bool, manifest: Manifest | None, counts: dict) ->
         return official
     n10, n50 = counts.get("test10k"), counts.get("test50k")
     published = manifest is not None and "qmnist_labels" in manifest.inputs
-    if published and not manifest.from_synthetic_sd19 and n10 == 10000 and n50 == 50000:
+    if published and manifest is not None and not manifest.from_synthetic_sd19 and n10 == 10000 and n50 == 50000:
         return official
     why = ("it was built from a synthetic SD19" if manifest is not None and manifest.from_synthetic_sd19
            else "its order is the documented deterministic one, not the published QMNIST tables'"
@@ -279,8 +282,9 @@ def _qmnist_test_caveat(built: bool, manifest: Manifest | None, counts: dict) ->
     return f"In this build {sizes} are not MNIST's test set: {why}."
 
 
-def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_name=None,
-                        built_manifest: Manifest | dict | None = None) -> ExportConfig:
+def config_from_dataset(name: str, splits: dict[str, SplitSource], classes: Iterable[Any], *,
+                        root: StrPath | None = None, config_name: str | None = None,
+                        built_manifest: Manifest | dict[str, Any] | None = None) -> ExportConfig:
     """An :class:`ExportConfig` for registry dataset ``name`` with arrays in ``splits``.
 
     ``splits`` maps split names to :class:`SplitData` (or tuples).  Provenance
@@ -294,7 +298,9 @@ def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_n
     built = m is not None
     synthetic = bool(m is not None and m.from_synthetic_sd19)
     params = dict(m.parameters) if m is not None else {}
-    prov: dict = {}
+    prov: dict[str, Any] = {}
+    license_id: str | None
+    license_name: str | None
     if m is not None:
         origin = ("a SYNTHETIC SD19 replica (`mnistforge synth-sd19`; not NIST's handwriting)"
                   if synthetic else "NIST SD19")
@@ -352,17 +358,17 @@ def config_from_dataset(name: str, splits: dict, classes, *, root=None, config_n
 
 
 
-def _split_of(ds) -> SplitData:
+def _split_of(ds: DatasetSplit) -> SplitData:
     return SplitData(np.asarray(ds.images), np.asarray(ds.labels),
                      None if ds.metadata is None else np.asarray(ds.metadata))
 
 
-def _load_split(name, split, root, download) -> SplitData:
+def _load_split(name: str, split: str, root: StrPath | None, download: bool | None) -> SplitData:
 
     return _split_of(load(name, split, root=root, download=download, with_metadata=True))
 
 
-def configs_from_targets(targets, *, download: bool | None = None) -> list[ExportConfig]:
+def configs_from_targets(targets: Iterable[StrPath], *, download: bool | None = None) -> list[ExportConfig]:
     """Load ``[CONFIG=]TARGET[:SPLIT]`` targets into export configs.
 
     TARGET is a dataset name or a folder (official or built files, or an
@@ -373,7 +379,7 @@ def configs_from_targets(targets, *, download: bool | None = None) -> list[Expor
     side by side).  Without ``:SPLIT`` the :func:`default_splits` are taken.
     """
 
-    resolved = []
+    resolved: list[tuple[str | None, tuple[str, str | None, Path | None]]] = []
     for text in targets:
         config, rest = parse_target(str(text))
         if os.path.isdir(rest) and is_hf_repo(rest):  # an export: each of its configs
@@ -394,13 +400,13 @@ def configs_from_targets(targets, *, download: bool | None = None) -> list[Expor
         resolved.append((config, resolve_target(rest)))
     sources: dict[tuple[str, str], Source | None] = {}   # each folder's resolved once
 
-    def source_of(name: str, root) -> Source | None:
+    def source_of(name: str, root: StrPath | None) -> Source | None:
         key = (name, str(root))
         if key not in sources:
             sources[key] = _source(root, name)
         return sources[key]
 
-    groups: dict = {}
+    groups: dict[str, dict[str, Any]] = {}
     for config, (name, split, root) in resolved:
         config = config or name
         g = groups.setdefault(config, {"name": name, "root": root, "splits": []})
@@ -424,7 +430,7 @@ def configs_from_targets(targets, *, download: bool | None = None) -> list[Expor
         # The first split is loaded now (its classes name the labels), the others when written.
         first = load(g["name"], g["splits"][0], root=g["root"], download=download,
                      with_metadata=True)
-        data = {g["splits"][0]: _split_of(first)}
+        data: dict[str, SplitSource] = {g["splits"][0]: _split_of(first)}
         for s in g["splits"][1:]:
             data[s] = functools.partial(_load_split, g["name"], s, g["root"], download)
         out.append(config_from_dataset(g["name"], data, first.classes, root=g["root"],
