@@ -59,20 +59,20 @@ def detect_dataset(folder: PathArg) -> str:
     named = sorted((n for n in pool if n in base), key=len, reverse=True)
     if named:
         return named[0]
-    for n in pool:
+    for n in pool:   # the labels of any split present (a folder may hold train files only)
         info = get_dataset(n)
-        test = info.splits.get("test")
-        p = locate(folder, test.labels) if test and test.labels else None
-        if p is None or test is None:  # (no test split: no path either)
-            continue
-        try:
-            remote = get_file(f"{info.group}/{test.labels}")
-        except KeyError:
-            continue
-        h = path_facts(p, ("sha256", "content_sha256"))   # the gate's record, or hashed once
-        if h.get("sha256") == remote.sha256 or (
-                remote.content_sha256 and h.get("content_sha256") == remote.content_sha256):
-            return n
+        for sp in info.splits.values():
+            p = locate(folder, sp.labels) if sp.labels and not sp.is_view else None
+            if p is None:
+                continue
+            try:
+                remote = get_file(f"{info.group}/{sp.labels}")
+            except KeyError:
+                continue
+            h = path_facts(p, ("sha256", "content_sha256"))   # the gate's record, or hashed once
+            if h.get("sha256") == remote.sha256 or (
+                    remote.content_sha256 and h.get("content_sha256") == remote.content_sha256):
+                return n
     assumed = [n for n in pool if get_dataset(n).assumed_for_shared_names]
     if len(assumed) == 1 and _share_file_names(pool, together=True):
         others = " or ".join(f"FOLDER:{n}" for n in pool if n != assumed[0])

@@ -352,3 +352,20 @@ def test_commands_consume_data_through_the_gate(command, tmp_path, cache, mnist_
     r = cli(*args)
     assert r.returncode == 1 and "Traceback" not in r.stderr and "fashion-mnist" in r.stderr, r.stderr
     assert not (tmp_path / "grid.png").exists()
+
+
+def test_a_folder_of_fashion_train_files_only_is_named_fashion(tmp_path, cache, fashion):
+    # identity does not depend on which files are present: the train files alone say what they
+    # are (issue 40; the test labels used to be the only ones compared)
+    from mnistforge.checks import verify
+    from mnistforge.loaders import detect_dataset
+
+    d = tmp_path / "train-only"
+    d.mkdir()
+    for f in ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"):
+        shutil.copy(FASHION / f, d / f)
+    assert detect_dataset(d) == "fashion-mnist"
+    report = verify(d, near=False, download=False)
+    assert {r.name: r.status for r in report.results}["hashes.registry"] == "pass"
+    ds = mnistforge.load(str(d), "train")
+    assert ds.name == "fashion-mnist" and ds.classes[0] == "T-shirt/top"
