@@ -32,19 +32,24 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import logging
+import os
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Iterable, Iterator, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import settings
 from ..errors import BuildError, ConfigError
-from ..io.atomic import atomic_dir, atomic_file, check_output_folder
+from ..io.atomic import atomic_dir, atomic_file
 from ..io.compression import open_gzip_writer
 from ..io.manifest import DatasetEntry, Manifest, build_folder_problems
+from ..io.outputs import check_output_folder
 from ..progress import progress
+from ..sd19.reader import SD19Source
 from .sources import sd19_inputs
 from .emnist_prepro import DEFAULT_CONFIG, EmnistPreproConfig, convert_batch
 from .emnist_splits import (DATASETS, METADATA_COLUMNS, EmnistSplitConfig, make_metadata,
@@ -57,14 +62,14 @@ GZIP_LEVEL = 6
 WRITE_CHUNK = 32768  # images gathered at a time while writing a file
 
 
-def file_names(name: str) -> dict:
+def file_names(name: str) -> dict[str | tuple[str, str], str]:
     """Output file names of one dataset, keyed ``(part, kind)`` plus ``"mapping"``.
 
     >>> file_names("balanced")[("train", "images")]
     'emnist-balanced-train-images-idx3-ubyte.gz'
     """
     p = f"emnist-{name}"
-    out: dict = {"mapping": f"{p}-mapping.txt"}
+    out: dict[str | tuple[str, str], str] = {"mapping": f"{p}-mapping.txt"}
     for part in ("train", "test"):
         out[(part, "images")] = f"{p}-{part}-images-idx3-ubyte.gz"
         out[(part, "labels")] = f"{p}-{part}-labels-idx1-ubyte.gz"
@@ -73,7 +78,8 @@ def file_names(name: str) -> dict:
 
 
 # ----------------------------------------------------------------------------- writing
-def _write_idx_stream(path: Path, shape, dtype, chunks) -> None:
+def _write_idx_stream(path: Path, shape: tuple[int, ...], dtype: npt.DTypeLike,
+                      chunks: Iterable[npt.ArrayLike]) -> None:
     """Write an idx file from an iterator of C-ordered arrays, gzip mtime 0, atomically."""
     from ..io.idx import idx_header_bytes
 
@@ -85,28 +91,30 @@ def _write_idx_stream(path: Path, shape, dtype, chunks) -> None:
                 gz.write(np.ascontiguousarray(c, dtype=be).tobytes())
 
 
-def _write_images(path, store, slots):
+def _write_images(path: Path, store: np.ndarray, slots: np.ndarray) -> None:
     n = len(slots)
 
-    def chunks():
+    def chunks() -> Iterator[np.ndarray]:
         for s in range(0, n, WRITE_CHUNK):
             yield store[slots[s:s + WRITE_CHUNK]]
 
     _write_idx_stream(path, (n,) + store.shape[1:], np.uint8, chunks())
 
 
-def _write_array(path, arr):
+def _write_array(path: Path, arr: np.ndarray) -> None:
     _write_idx_stream(path, arr.shape, arr.dtype, [arr])
 
 
-def _dedupe(tasks):
+def _dedupe(tasks: list[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]], list[tuple[Path, Path]]]:
     """Split write tasks into unique ones and ``(dst, src)`` copies of identical content."""
     import hashlib
 
-    seen, unique, copies = {}, [], []
+    seen: dict[tuple[Any, ...], Path] = {}
+    unique: list[tuple[Any, ...]] = []
+    copies: list[tuple[Path, Path]] = []
     for t in tasks:
         fn, path, data = t[1], t[2], t[-1]
-        key = (fn.__name__, hashlib.sha1(np.ascontiguousarray(data).tobytes()).hexdigest(),
+        key: tuple[Any, ...] = (fn.__name__, hashlib.sha1(np.ascontiguousarray(data).tobytes()).hexdigest(),
                str(np.asarray(data).dtype), np.asarray(data).shape)
         if fn is _write_images:
             key = key + (id(t[3]),)
@@ -119,25 +127,25 @@ def _dedupe(tasks):
 
 
 # ----------------------------------------------------------------------------- source
-def _disable(show_progress):
+def _disable(show_progress: bool | None) -> bool | None:
     return None if show_progress is None else not show_progress
 
 
-def _open_source(sd19, show_progress):
+def _open_source(sd19: str | os.PathLike[str] | SD19Source, show_progress: bool | None) -> SD19Source:
     if hasattr(sd19, "index") and hasattr(sd19, "read"):
-        return sd19
-    from ..sd19 import open_sd19
+        return cast(SD19Source, sd19)  # an opened source (or a stand-in with its index and read)
+    from ..sd19.reader import open_sd19
 
     return open_sd19(sd19, progress=show_progress)
 
 
-_WORKER: dict = {}
+_WORKER: dict[str, Any] = {}
 #: rows per task of the worker strategy: small enough to share the work, large enough that a
 #: task's fixed costs (reading its zip members, one round trip) stay small
 CONVERT_CHUNK = 2048
 
 
-def _init_worker(src, config, orientation) -> None:
+def _init_worker(src: SD19Source, config: EmnistPreproConfig, orientation: str) -> None:
     from threadpoolctl import threadpool_limits
 
     # the processes are the parallelism: one BLAS thread each (more oversubscribe the cores)
@@ -145,19 +153,20 @@ def _init_worker(src, config, orientation) -> None:
                    blas=threadpool_limits(limits=1, user_api="blas"))
 
 
-def _convert_job(rows) -> np.ndarray:
+def _convert_job(rows: np.ndarray) -> np.ndarray:
     """Worker: decode SD19 rows (in this process) and convert them; 28x28 images travel back."""
     return _convert(_WORKER["src"].read_all(rows, workers=1), _WORKER["config"], _WORKER["orientation"])
 
 
-def _convert(imgs, config, orientation) -> np.ndarray:
+def _convert(imgs: np.ndarray, config: EmnistPreproConfig, orientation: str) -> np.ndarray:
     out = convert_batch(imgs, config)
     return out.transpose(0, 2, 1) if orientation == "official" else out
 
 
-def convert_rows(src, rows: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFIG, *,
+def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfig = DEFAULT_CONFIG, *,
                  orientation: str = "official", workers: int | None = None,
-                 batch_size: int = 4096, show_progress=None, strategy: str = "workers") -> np.ndarray:
+                 batch_size: int = 4096, show_progress: bool | None = None,
+                 strategy: str = "workers") -> np.ndarray:
     """Read and convert the given SD19 index rows once; uint8 (len(rows), 28, 28).
 
     Images are returned in storage orientation (transposed for ``"official"``).
@@ -184,9 +193,9 @@ def convert_rows(src, rows: np.ndarray, config: EmnistPreproConfig = DEFAULT_CON
 
         with bar, named_worker_errors("converting SD19 characters for EMNIST"), \
                 process_pool(workers, initializer=_init_worker, initargs=(src, config, orientation)) as ex:
-            pending: deque = deque()
+            pending: deque[tuple[int, cf.Future[np.ndarray]]] = deque()
 
-            def collect():
+            def collect() -> int:
                 start, fut = pending.popleft()
                 got = fut.result()
                 store[start:start + len(got)] = got
@@ -206,7 +215,7 @@ def convert_rows(src, rows: np.ndarray, config: EmnistPreproConfig = DEFAULT_CON
         return store
     pos = 0
 
-    def job(start, imgs):
+    def job(start: int, imgs: np.ndarray) -> int:
         out = _convert(imgs, config, orientation)
         store[start:start + len(out)] = out
         return len(out)
@@ -296,7 +305,7 @@ class EmnistBuildConfig:
     allow_incomplete: bool = False
     allow_inconsistent: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if isinstance(self.splits, str):
             # one name given as a string would otherwise be read letter by letter
             object.__setattr__(self, "splits", (self.splits,))
@@ -322,12 +331,13 @@ class EmnistBuildConfig:
                                  letters_variant=self.letters_variant, scale=self.scale)
 
 
-def build_emnist(sd19, out, config: EmnistBuildConfig | EmnistPreproConfig | None = None,
-                 splits=None, *, split_config: EmnistSplitConfig | None = None,
+def build_emnist(sd19: str | os.PathLike[str], out: str | os.PathLike[str],
+                 config: EmnistBuildConfig | EmnistPreproConfig | None = None,
+                 splits: str | Iterable[str] | None = None, *, split_config: EmnistSplitConfig | None = None,
                  seed: int | None = None, split_by: str | None = None,
                  letters_variant: str | None = None, orientation: str | None = None,
                  overwrite: bool | None = None, workers: int | None = None,
-                 show_progress=None) -> Manifest:
+                 show_progress: bool | None = None) -> Manifest:
     """Build EMNIST datasets from SD19 into ``out`` (atomically).
 
     Parameters
@@ -363,7 +373,9 @@ def build_emnist(sd19, out, config: EmnistBuildConfig | EmnistPreproConfig | Non
     return _build(sd19, out, config)
 
 
-def _with_overrides(config, *, splits, split_config, progress, **fields) -> EmnistBuildConfig:
+def _with_overrides(config: EmnistBuildConfig | EmnistPreproConfig | None, *, splits: str | Iterable[str] | None,
+                    split_config: EmnistSplitConfig | None, progress: bool | None,
+                    **fields: Any) -> EmnistBuildConfig:
     if config is None:
         config = EmnistBuildConfig()
     elif isinstance(config, EmnistPreproConfig):
@@ -371,7 +383,7 @@ def _with_overrides(config, *, splits, split_config, progress, **fields) -> Emni
     elif not isinstance(config, EmnistBuildConfig):
         raise ConfigError("invalid EMNIST build configuration",
                           expected="an EmnistBuildConfig", found=type(config).__name__)
-    changes: dict = {}
+    changes: dict[str, Any] = {}
     if split_config is not None:
         changes.update(seed=split_config.seed, split_by=split_config.split_by,
                        letters_variant=split_config.letters_variant, scale=split_config.scale)
@@ -383,7 +395,7 @@ def _with_overrides(config, *, splits, split_config, progress, **fields) -> Emni
     return dataclasses.replace(config, **changes) if changes else config
 
 
-def _build(sd19, out, cfg: EmnistBuildConfig) -> Manifest:
+def _build(sd19: str | os.PathLike[str], out: str | os.PathLike[str], cfg: EmnistBuildConfig) -> Manifest:
     config, split_config, orientation = cfg.prepro, cfg.split_config, cfg.orientation
     names, overwrite, show_progress = list(cfg.splits), cfg.overwrite, cfg.progress
     workers = cfg.workers
@@ -420,7 +432,7 @@ def _build(sd19, out, cfg: EmnistBuildConfig) -> Manifest:
                     len(rows), t1 - t0, len(rows) / max(t1 - t0, 1e-9))
         slot_of = np.full(len(index), -1, np.int64)
         slot_of[rows] = np.arange(len(rows))
-        tasks: list = []
+        tasks: list[tuple[Any, ...]] = []
         for name, d in dsets.items():
             fn = file_names(name)
             with atomic_file(tmp / fn["mapping"], "w") as f:
@@ -438,8 +450,8 @@ def _build(sd19, out, cfg: EmnistBuildConfig) -> Manifest:
         bar = progress(total=len(tasks) + len(copies), desc="EMNIST write", unit="file",
                        disable=_disable(show_progress))
         with bar, cf.ThreadPoolExecutor(workers) as pool:
-            for f in cf.as_completed([pool.submit(t[1], *t[2:]) for t in tasks]):
-                f.result()
+            for fut in cf.as_completed([pool.submit(t[1], *t[2:]) for t in tasks]):
+                fut.result()
                 bar.update(1)
         for dst, src_path in copies:
             # byclass and bymerge share images and metadata: compress once, copy.

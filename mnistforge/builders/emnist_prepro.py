@@ -49,8 +49,10 @@ import dataclasses
 import functools
 import logging
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import ConfigError
 
@@ -99,7 +101,7 @@ class EmnistPreproConfig:
     antialias: bool = True
     out_side: int = OUT_SIDE
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.sigma > 0:
             raise ConfigError("EMNIST conversion: sigma must be positive", found=self.sigma)
         if self.truncate <= 0:
@@ -123,7 +125,7 @@ class EmnistPreproConfig:
         """Side the square frame is resampled to."""
         return self.out_side - 2 * self.border if self.border_stage == "after" else self.out_side
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -135,7 +137,8 @@ def gaussian_weights(sigma: float, radius: int) -> np.ndarray:
     """1-D Gaussian weights of SciPy's ``gaussian_filter1d`` (sum 1, length 2r+1)."""
     x = np.arange(-radius, radius + 1, dtype=np.float64)
     w = np.exp(-0.5 / (sigma * sigma) * x * x)
-    return w / w.sum()
+    weights: np.ndarray = w / w.sum()
+    return weights
 
 
 @functools.lru_cache(maxsize=16)
@@ -192,10 +195,11 @@ def resample_matrix(in_size: int, out_size: int, a: float = -0.5,
 
 
 # ----------------------------------------------------------------------------- geometry
-def ink_boxes(images: np.ndarray):
+def ink_boxes(images: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Bounding boxes ``(r0, r1, c0, c1)`` (inclusive) of True pixels; empty -> r1 < r0."""
-    rows = images.any(axis=2)
-    cols = images.any(axis=1)
+    # arrays (images is 3-D); NumPy types any(axis=k) of an unknown shape as "scalar or array"
+    rows = cast(np.ndarray, images.any(axis=2))
+    cols = cast(np.ndarray, images.any(axis=1))
     n, h = rows.shape
     w = cols.shape[1]
     r0 = np.argmax(rows, axis=1)
@@ -207,7 +211,8 @@ def ink_boxes(images: np.ndarray):
     return r0, r1, c0, c1
 
 
-def blurred_boxes(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFIG):
+def blurred_boxes(images: np.ndarray,
+                  config: EmnistPreproConfig = DEFAULT_CONFIG) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Boxes of the blurred images (``value > bbox_threshold``), as :func:`ink_boxes`.
 
     With threshold 0 this is the ink box grown by the blur radius and clipped
@@ -229,7 +234,7 @@ def blurred_boxes(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFI
 
 
 def blur_batch(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFIG,
-               dtype=np.float64) -> np.ndarray:
+               dtype: npt.DTypeLike = np.float64) -> np.ndarray:
     """Blur a batch (n, H, W) along H and W with SciPy (mode constant)."""
     from scipy.ndimage import gaussian_filter1d
 
@@ -240,7 +245,9 @@ def blur_batch(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFIG,
     return x
 
 
-def frame_geometry(r0, r1, c0, c1, config: EmnistPreproConfig = DEFAULT_CONFIG):
+def frame_geometry(r0: np.ndarray, r1: np.ndarray, c0: np.ndarray, c1: np.ndarray,
+                   config: EmnistPreproConfig = DEFAULT_CONFIG
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Frame side and the offsets of the box inside the frame, per image.
 
     Returns ``(side, h, w, oy, ox)``: the resampled frame has side ``side``;
@@ -271,7 +278,8 @@ def _resample_table(max_side: int, n_out: int, a: float, antialias: bool) -> np.
     return t
 
 
-def _placement_matrices(start, length, offset, side, n_src, config, dtype):
+def _placement_matrices(start: np.ndarray, length: np.ndarray, offset: np.ndarray, side: np.ndarray, n_src: int,
+                        config: EmnistPreproConfig, dtype: npt.DTypeLike) -> np.ndarray:
     """Per image, ``n_out x n_src`` matrix: resample(frame) o place(box) (no blur).
 
     Source pixel ``k`` inside the box (``start <= k < start + length``) lands
@@ -302,7 +310,8 @@ def _finish(resampled: np.ndarray, config: EmnistPreproConfig) -> np.ndarray:
     if config.border_stage == "after" and config.border:
         b = config.border
         out8 = np.pad(out8, ((0, 0), (b, b), (b, b)))
-    return out8
+    finished: np.ndarray = out8
+    return finished
 
 
 def convert_batch(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFIG,
@@ -419,10 +428,11 @@ def convert_reference(image: np.ndarray, config: EmnistPreproConfig = DEFAULT_CO
         frame[oy:oy + h, ox:ox + w] = crop
         pil = Image.fromarray(frame.astype(np.float32), mode="F")
         res = np.asarray(pil.resize((n_out, n_out), Image.Resampling.BICUBIC), np.float64)
-    return _finish(res[None], config)[0]
+    one: np.ndarray = _finish(res[None], config)[0]
+    return one
 
 
-def convert_reference_batch(images, config: EmnistPreproConfig = DEFAULT_CONFIG) -> np.ndarray:
+def convert_reference_batch(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFIG) -> np.ndarray:
     """:func:`convert_reference` over a batch, one image at a time."""
     return np.stack([convert_reference(x, config) for x in images]) if len(images) else \
         np.zeros((0, config.out_side, config.out_side), np.uint8)

@@ -42,13 +42,18 @@ import dataclasses
 import logging
 import string
 from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import BuildError, ConfigError
 from ..registry import emnist_splits
 
 logger = logging.getLogger(__name__)
+
+#: an SD19 index: a structured array, or any object indexable by its field names
+IndexLike: TypeAlias = "np.ndarray | Mapping[str, Any]"
 
 # the registry says which EMNIST datasets exist (byclass bymerge balanced letters digits mnist)
 DATASETS = emnist_splits()
@@ -196,7 +201,7 @@ class EmnistSplitConfig:
     letters_variant: str = "official"
     scale: float | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise ConfigError("EMNIST split seed must be a non-negative integer", found=self.seed)
         if self.split_by not in ("random", "writer"):
@@ -208,7 +213,7 @@ class EmnistSplitConfig:
         if self.scale is not None and not 0 < self.scale <= 1:
             raise ConfigError("EMNIST quota scale must be in (0, 1]", found=self.scale)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -221,15 +226,15 @@ class EmnistRowSelection:
 
     name: str
     kind: str
-    classes: list
+    classes: list[str]
     train_rows: np.ndarray
     train_labels: np.ndarray
     test_rows: np.ndarray
     test_labels: np.ndarray
     n_validation: int = 0
-    quota: dict = field(default_factory=dict)
+    quota: dict[str, Any] = field(default_factory=dict)
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {"kind": self.kind, "classes": len([c for c in self.classes if c]),
                 "class_names": list(self.classes),
                 "train": int(len(self.train_rows)), "test": int(len(self.test_rows)),
@@ -275,7 +280,7 @@ def apportion(counts: np.ndarray, total: int) -> np.ndarray:
     return base
 
 
-def check_index(index) -> None:
+def check_index(index: IndexLike) -> None:
     """Raise :class:`BuildError` when the index holds classes outside the 62."""
     known = label_table("byclass")
     bad = np.unique(np.asarray(index["ascii"])[known[np.asarray(index["ascii"])] < 0])
@@ -287,7 +292,7 @@ def check_index(index) -> None:
 
 
 # ----------------------------------------------------------------------------- sides
-def split_sides(index, config: EmnistSplitConfig = EmnistSplitConfig()) -> np.ndarray:
+def split_sides(index: IndexLike, config: EmnistSplitConfig = EmnistSplitConfig()) -> np.ndarray:
     """Boolean per index row: True = test side (see module docstring)."""
     check_index(index)
     ascii_ = np.asarray(index["ascii"])
@@ -302,7 +307,7 @@ def split_sides(index, config: EmnistSplitConfig = EmnistSplitConfig()) -> np.nd
     return _writer_sides(index, config)
 
 
-def keep_duplicates_together(index, is_test: np.ndarray, cls: np.ndarray) -> np.ndarray:
+def keep_duplicates_together(index: IndexLike, is_test: np.ndarray, cls: np.ndarray) -> np.ndarray:
     """Put every exact duplicate image on the side of its original.
 
     SD19 holds three duplicated digit images; split at random, a pair can land
@@ -340,7 +345,7 @@ def keep_duplicates_together(index, is_test: np.ndarray, cls: np.ndarray) -> np.
     return is_test
 
 
-def _writer_sides(index, config: EmnistSplitConfig) -> np.ndarray:
+def _writer_sides(index: IndexLike, config: EmnistSplitConfig) -> np.ndarray:
     """Whole writers to the test side: about 1/7 of the characters, every partition alike.
 
     Each partition's writers are shuffled; a writer's key is the middle of its
@@ -374,11 +379,12 @@ def _writer_sides(index, config: EmnistSplitConfig) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- datasets
-def _shuffled(rows: np.ndarray, rng) -> np.ndarray:
-    return rows[rng.permutation(len(rows))]
+def _shuffled(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    shuffled: np.ndarray = rows[rng.permutation(len(rows))]
+    return shuffled
 
 
-def full_split(index, is_test: np.ndarray, kind: str, seed: int) -> EmnistRowSelection:
+def full_split(index: IndexLike, is_test: np.ndarray, kind: str, seed: int) -> EmnistRowSelection:
     """byclass or bymerge: every character, train side then test side, shuffled.
 
     Both use the same random stream, so they hold the same characters in the
@@ -395,7 +401,7 @@ def full_split(index, is_test: np.ndarray, kind: str, seed: int) -> EmnistRowSel
                         test, labels[test].astype(np.uint8), 0, quota)
 
 
-def balanced_split(index, is_test: np.ndarray, name: str, kind: str,
+def balanced_split(index: IndexLike, is_test: np.ndarray, name: str, kind: str,
                    config: EmnistSplitConfig) -> EmnistRowSelection:
     """A balanced dataset: equal per-class counts in train, test and validation."""
     table = label_table(kind)
@@ -461,8 +467,8 @@ def balanced_split(index, is_test: np.ndarray, name: str, kind: str,
                         test, labels_all[test].astype(np.uint8), int(len(val)), quota)
 
 
-def make_splits(index, names=DATASETS, config: EmnistSplitConfig = EmnistSplitConfig(),
-                is_test: np.ndarray | None = None) -> dict:
+def make_splits(index: IndexLike, names: Iterable[str] = DATASETS, config: EmnistSplitConfig = EmnistSplitConfig(),
+                is_test: np.ndarray | None = None) -> dict[str, EmnistRowSelection]:
     """Compute the requested EMNIST datasets from an SD19 index.
 
     Parameters
@@ -488,7 +494,7 @@ def make_splits(index, names=DATASETS, config: EmnistSplitConfig = EmnistSplitCo
     """
     if is_test is None:
         is_test = split_sides(index, config)
-    out = {}
+    out: dict[str, EmnistRowSelection] = {}
     for name in names:
         kind = dataset_kind(name, config.letters_variant)
         if kind in ("byclass", "bymerge"):
@@ -498,7 +504,7 @@ def make_splits(index, names=DATASETS, config: EmnistSplitConfig = EmnistSplitCo
     return out
 
 
-def make_metadata(index, rows: np.ndarray) -> np.ndarray:
+def make_metadata(index: IndexLike, rows: npt.ArrayLike) -> np.ndarray:
     """``int32 (n, 6)`` writer metadata of the given index rows.
 
     Columns :data:`METADATA_COLUMNS`: writer, hsf, field (0 d, 1 u, 2 l, 3 c),

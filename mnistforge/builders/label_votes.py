@@ -10,7 +10,10 @@ The loaders read them back as the ``label_votes_*``, ``suggested_label`` and
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
+
+import numpy as np
 
 from ..cache.download import fetch_file
 from ..errors import OfflineError
@@ -23,7 +26,8 @@ logger = logging.getLogger(__name__)
 __all__ = ["write_label_votes"]
 
 
-def write_label_votes(folder, dataset: str, labels_by_split: dict, *, cache=None) -> list[str]:
+def write_label_votes(folder: str | os.PathLike[str], dataset: str, labels_by_split: dict[str, np.ndarray], *,
+                      cache: str | os.PathLike[str] | None = None) -> list[str]:
     """Write the side files of ``dataset``'s annotated splits into ``folder`` where they apply.
 
     ``labels_by_split`` maps split names (``test``) to the built labels.  Returns

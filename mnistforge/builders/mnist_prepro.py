@@ -46,8 +46,10 @@ import functools
 import logging
 import math
 from dataclasses import asdict, dataclass
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import ConfigError
 from ..io.similar import blake2b_image_digests  # noqa: F401  (step 8's digests; tests use it here)
@@ -89,7 +91,7 @@ class MnistPreproConfig:
     fudge: float = 0.99
     centring: str = "mnist"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not (isinstance(self.fudge, (int, float)) and 0.0 < float(self.fudge) <= 1.0):
             raise ConfigError("invalid fudge factor", expected="a number in (0, 1]",
                               found=repr(self.fudge), hint="use 0.99 (published) or 1 (clean)")
@@ -112,7 +114,7 @@ class MnistPreproConfig:
             return "clean"
         return "custom"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "variant": self.variant}
 
 
@@ -120,7 +122,7 @@ class MnistPreproConfig:
 # Polarity
 # ---------------------------------------------------------------------------
 
-def ink_mask(raster) -> np.ndarray:
+def ink_mask(raster: npt.ArrayLike) -> np.ndarray:
     """Return a boolean ink mask (True = ink) of one or more binary rasters.
 
     SD19 rasters are two-valued; the character is the minority value, whatever
@@ -139,14 +141,15 @@ def ink_mask(raster) -> np.ndarray:
     n = r.shape[-2] * r.shape[-1]
     n_high = high.sum(axis=(-2, -1), keepdims=True)
     # the larger value is ink when it is the minority (ties: the larger value)
-    return np.where(n_high <= n - n_high, high, ~high)
+    mask: np.ndarray = np.where(n_high <= n - n_high, high, ~high)
+    return mask
 
 
 # ---------------------------------------------------------------------------
 # The oracle: one image, written straight from the specification
 # ---------------------------------------------------------------------------
 
-def bounding_box(img) -> tuple[int, int, int, int] | None:
+def bounding_box(img: npt.ArrayLike) -> tuple[int, int, int, int] | None:
     """Step 1: ``(top, bottom, left, right)`` by the three passes, or None if blank."""
     img = np.asarray(img, dtype=bool)
     cols = img.sum(axis=0)                                   # (a) all rows
@@ -163,7 +166,7 @@ def bounding_box(img) -> tuple[int, int, int, int] | None:
     return top, bottom, left, right
 
 
-def square_crop(img, box) -> np.ndarray:
+def square_crop(img: npt.ArrayLike, box: tuple[int, int, int, int]) -> np.ndarray:
     """Step 2: crop the ``m x m`` box, ``m = max(h, w, 10)``, padding past the edges."""
     top, bottom, left, right = box
     h, w = bottom - top, right - left
@@ -180,7 +183,7 @@ def square_crop(img, box) -> np.ndarray:
     return crop
 
 
-def double_small(crop) -> np.ndarray:
+def double_small(crop: np.ndarray) -> np.ndarray:
     """Step 3: repeat every row twice while < 20 rows, then every column while < 20 columns."""
     while crop.shape[0] < BOX:
         crop = np.repeat(crop, 2, axis=0)
@@ -193,7 +196,7 @@ def _clip01(v: float) -> float:
     return min(1.0, max(0.0, v))
 
 
-def resample_area(crop, fudge: float = 0.99) -> np.ndarray:
+def resample_area(crop: npt.ArrayLike, fudge: float = 0.99) -> np.ndarray:
     """Step 4: area-overlap resampling of an ``H x W`` crop to 20x20 (float32).
 
     Accumulates in Python floats (IEEE doubles) pixel by pixel in row-major
@@ -241,7 +244,7 @@ def resample_area(crop, fudge: float = 0.99) -> np.ndarray:
     return np.array(acc, dtype=np.float64).astype(np.float32)
 
 
-def to_bytes(img20) -> np.ndarray:
+def to_bytes(img20: npt.ArrayLike) -> np.ndarray:
     """Step 5: float32 20x20 -> uint8 with ``a = 255/min(1, max)``, round half up."""
     img20 = np.asarray(img20, dtype=np.float32)
     ink = min(np.float32(1.0), img20.max())
@@ -254,7 +257,7 @@ def to_bytes(img20) -> np.ndarray:
     return out
 
 
-def centre_of_mass(img20) -> tuple[np.float32, np.float32]:
+def centre_of_mass(img20: npt.ArrayLike) -> tuple[np.float32, np.float32]:
     """Step 6: float32 centre of mass (row, column) of a byte image, pixel centres at +0.5."""
     v = np.asarray(img20).astype(np.float32)
     n, m = v.shape
@@ -267,7 +270,7 @@ def centre_of_mass(img20) -> tuple[np.float32, np.float32]:
     return np.float32(si_ / s), np.float32(sj_ / s)
 
 
-def placement_offset(c, centring: str = "mnist") -> int:
+def placement_offset(c: float | np.floating[Any], centring: str = "mnist") -> int:
     """Step 7: the block's offset ``o`` (pasted at canvas row ``clamp(10 + o, 0, 28)``)."""
     c = np.float32(c)
     if centring == "mnist":
@@ -275,7 +278,8 @@ def placement_offset(c, centring: str = "mnist") -> int:
     return int(math.floor(np.float32(14.5) - c))      # nearest integer shift to centre 14
 
 
-def place(img20, ci, cj, centring: str = "mnist") -> np.ndarray:
+def place(img20: npt.ArrayLike, ci: float | np.floating[Any], cj: float | np.floating[Any],
+          centring: str = "mnist") -> np.ndarray:
     """Step 7: paste the 20x20 block in a 48x48 canvas and keep rows/columns 10..37."""
     r = min(max(10 + placement_offset(ci, centring), 0), CANVAS - BOX)
     c = min(max(10 + placement_offset(cj, centring), 0), CANVAS - BOX)
@@ -284,7 +288,7 @@ def place(img20, ci, cj, centring: str = "mnist") -> np.ndarray:
     return canvas[10:10 + OUT, 10:10 + OUT].copy()
 
 
-def preprocess_one(img, config: MnistPreproConfig | None = None) -> np.ndarray:
+def preprocess_one(img: npt.ArrayLike, config: MnistPreproConfig | None = None) -> np.ndarray:
     """Preprocess ONE 128x128 ink mask (True = ink) to a 28x28 uint8 image: the oracle.
 
     A literal, slow implementation of the eight steps, kept as the reference
@@ -312,7 +316,7 @@ def preprocess_one(img, config: MnistPreproConfig | None = None) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=512)
-def _axis_weights(n: int, fudge: float):
+def _axis_weights(n: int, fudge: float) -> tuple[np.ndarray, np.ndarray]:
     """Per input row (or column) of an ``n``-pixel axis: two cells and two weights.
 
     A footprint inside one cell gets the un-shrunk scale ``s`` in that cell
@@ -335,7 +339,7 @@ def _axis_weights(n: int, fudge: float):
 
 
 @functools.lru_cache(maxsize=256)
-def _weight_matrix(n: int, fudge: float):
+def _weight_matrix(n: int, fudge: float) -> Any:  # a scipy.sparse.csr_matrix (scipy: untyped here)
     """Sparse ``(n*n, 400)`` map of an ``n x n`` crop's pixels (row-major) to the 20x20 cells.
 
     Row ``p = i*n + j`` holds the (at most four) nonzero weights of pixel ``(i, j)``:
@@ -355,11 +359,12 @@ def _weight_matrix(n: int, fudge: float):
     return w
 
 
-def _boxes(images: np.ndarray):
+def _boxes(images: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Vectorised steps 1-2: top, left, side m, and the blank flag per image."""
-    rows = images.any(axis=2)
-    cols = images.any(axis=1)
-    blank = ~rows.any(axis=1)
+    # arrays (images is 3-D); NumPy types any(axis=k) of an unknown shape as "scalar or array"
+    rows = cast(np.ndarray, images.any(axis=2))
+    cols = cast(np.ndarray, images.any(axis=1))
+    blank = ~cast(np.ndarray, rows.any(axis=1))
     n = images.shape[1]
     top = rows.argmax(axis=1)
     bottom = n - rows[:, ::-1].argmax(axis=1)
@@ -372,7 +377,7 @@ def _boxes(images: np.ndarray):
     return top, left, m, blank
 
 
-def _crops(images, idx, top, left, m):
+def _crops(images: np.ndarray, idx: np.ndarray, top: np.ndarray, left: np.ndarray, m: int) -> np.ndarray:
     """Gather the ``m x m`` crops of images ``idx`` (zero past the edges)."""
     inside = (top + m <= images.shape[1]) & (left + m <= images.shape[2])
     out = np.empty((idx.size, m, m), dtype=bool)
@@ -396,7 +401,7 @@ def _crops(images, idx, top, left, m):
 _MAX_PIXELS = 1 << 24
 
 
-def resample_batch(images: np.ndarray, fudge: float = 0.99):
+def resample_batch(images: npt.ArrayLike, fudge: float = 0.99) -> tuple[np.ndarray, np.ndarray]:
     """Steps 1-4 on a batch: returns ``(n, 20, 20)`` float32 and the blank flags.
 
     Images are grouped by crop side; for one side the resampling is a fixed
@@ -442,10 +447,11 @@ def bytes_batch(img20: np.ndarray) -> np.ndarray:
         prod = img20 * a[:, None, None]                        # float32 product
         b = np.floor(prod + np.float32(0.5))
     b = np.nan_to_num(b, nan=0.0, posinf=255.0)
-    return np.clip(b, 0, 255).astype(np.uint8)
+    out: np.ndarray = np.clip(b, 0, 255).astype(np.uint8)
+    return out
 
 
-def centres_batch(b20: np.ndarray):
+def centres_batch(b20: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Step 6 on a batch.  The float32 sums of the spec are exact here (integers and
     halves below 2**24), so exact integer sums followed by one float32 division
     are identical to them."""
@@ -460,7 +466,7 @@ def centres_batch(b20: np.ndarray):
     return ci, cj
 
 
-def place_batch(b20: np.ndarray, ci, cj, centring: str = "mnist") -> np.ndarray:
+def place_batch(b20: np.ndarray, ci: np.ndarray, cj: np.ndarray, centring: str = "mnist") -> np.ndarray:
     """Step 7 on a batch."""
     n = b20.shape[0]
     if centring == "mnist":
@@ -481,7 +487,7 @@ def place_batch(b20: np.ndarray, ci, cj, centring: str = "mnist") -> np.ndarray:
     return canvas[:, 10:10 + OUT, 10:10 + OUT].copy()
 
 
-def preprocess(images, config: MnistPreproConfig | None = None) -> np.ndarray:
+def preprocess(images: npt.ArrayLike, config: MnistPreproConfig | None = None) -> np.ndarray:
     """Preprocess a batch of 128x128 ink masks (True = ink) to ``(n, 28, 28)`` uint8.
 
     Byte-identical to :func:`preprocess_one` applied to every image, and much
@@ -507,7 +513,7 @@ def preprocess(images, config: MnistPreproConfig | None = None) -> np.ndarray:
         raise ConfigError("images have the wrong shape", expected="(n, H, W)",
                           found=str(images.shape))
     if images.dtype != bool:
-        images = images != 0
+        images = cast(np.ndarray, images != 0)   # NumPy types an array's != as Any
     if images.shape[0] == 0:
         return np.zeros((0, OUT, OUT), dtype=np.uint8)
     img20, blank = resample_batch(images, config.fudge)
@@ -522,7 +528,7 @@ def preprocess(images, config: MnistPreproConfig | None = None) -> np.ndarray:
 # Step 8: duplicates
 # ---------------------------------------------------------------------------
 
-def duplicate_of(digests, order=None) -> np.ndarray:
+def duplicate_of(digests: npt.ArrayLike, order: npt.ArrayLike | None = None) -> np.ndarray:
     """Step 8: for each image, the position of the earliest identical image, else -1.
 
     ``digests`` are per-image content digests (:func:`blake2b_image_digests`), listed in

@@ -39,18 +39,24 @@ Examples
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
 import logging
+import os
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import settings
 from ..errors import BuildError, ConfigError
 from ..io.workers import named_worker_errors, process_pool
-from ..io.atomic import atomic_dir, check_output_folder
+from ..io.atomic import atomic_dir
+from ..io.outputs import check_output_folder
 from ..io.hashing import sha256_file
 from ..io.manifest import DatasetEntry, Manifest, build_folder_problems
 from ..progress import progress as progress_bar
@@ -60,6 +66,7 @@ from .qmnist_files import (MNIST_FILES, QMNIST_FILES, split_jobs, write_files,
                            write_xnist)
 from ..io.similar import blake2b_image_digests
 from .mnist_prepro import MnistPreproConfig, duplicate_of, preprocess
+from ..sd19.reader import SD19Source
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +123,7 @@ class QmnistBuildConfig:
     allow_incomplete: bool = False
     allow_inconsistent: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.duplicates not in DUPLICATE_MODES:
             raise ConfigError("invalid duplicates mode", expected=" or ".join(DUPLICATE_MODES),
                               found=repr(self.duplicates))
@@ -132,7 +139,8 @@ class QmnistBuildConfig:
 # Public API
 # ---------------------------------------------------------------------------
 
-def build_qmnist(sd19_path, out, config: QmnistBuildConfig | None = None) -> Manifest:
+def build_qmnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
+                 config: QmnistBuildConfig | None = None) -> Manifest:
     """Build QMNIST (train 60,000 + test 60,000 with extended labels) into ``out``.
 
     Parameters
@@ -156,7 +164,8 @@ def build_qmnist(sd19_path, out, config: QmnistBuildConfig | None = None) -> Man
     return _build("qmnist", sd19_path, out, config or QmnistBuildConfig())
 
 
-def build_mnist(sd19_path, out, config: QmnistBuildConfig | None = None) -> Manifest:
+def build_mnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
+                config: QmnistBuildConfig | None = None) -> Manifest:
     """Build MNIST rebuilt from SD19 (QMNIST train + first 10,000 of QMNIST test) into ``out``;
     returns the manifest written.
 
@@ -168,7 +177,8 @@ def build_mnist(sd19_path, out, config: QmnistBuildConfig | None = None) -> Mani
     return _build("mnist", sd19_path, out, config or QmnistBuildConfig())
 
 
-def build_xnist(sd19_path, out, config: QmnistBuildConfig | None = None) -> Manifest:
+def build_xnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
+                config: QmnistBuildConfig | None = None) -> Manifest:
     """Build the NIST digit table (every SD19 digit, 28x28, extended labels) into ``out``;
     returns the manifest written.
 
@@ -187,21 +197,21 @@ def build_xnist(sd19_path, out, config: QmnistBuildConfig | None = None) -> Mani
 # Preprocessing many digits
 # ---------------------------------------------------------------------------
 
-_WORKER: dict = {}
+_WORKER: dict[str, Any] = {}
 
 
-def _init_worker(src, prepro) -> None:
+def _init_worker(src: SD19Source, prepro: MnistPreproConfig) -> None:
     _WORKER["src"], _WORKER["prepro"] = src, prepro
 
 
-def _decode_and_preprocess(rows) -> np.ndarray:
+def _decode_and_preprocess(rows: np.ndarray) -> np.ndarray:
     """Worker: decode SD19 rows (in this process) and preprocess them."""
     imgs = _WORKER["src"].read_all(rows, workers=1)
     return preprocess(imgs, _WORKER["prepro"])
 
 
-def preprocess_rows(src, rows, prepro: MnistPreproConfig, *, batch_size: int = 4096,
-                    workers=None, desc: str = "preprocessing digits", progress=None,
+def preprocess_rows(src: SD19Source, rows: npt.ArrayLike, prepro: MnistPreproConfig, *, batch_size: int = 4096,
+                    workers: int | None = None, desc: str = "preprocessing digits", progress: bool | None = None,
                     strategy: str = "workers", chunk: int = 1024) -> np.ndarray:
     """Decode the SD19 index ``rows`` and preprocess them: ``(len(rows), 28, 28)`` uint8.
 
@@ -224,7 +234,7 @@ def preprocess_rows(src, rows, prepro: MnistPreproConfig, *, batch_size: int = 4
             starts = range(0, rows.size, chunk)
             with named_worker_errors("preprocessing SD19 digits"), \
                     process_pool(workers, initializer=_init_worker, initargs=(src, prepro)) as ex:
-                pending: deque = deque()
+                pending: deque[tuple[int, cf.Future[np.ndarray]]] = deque()
                 for s in starts:
                     pending.append((s, ex.submit(_decode_and_preprocess, rows[s:s + chunk])))
                     if len(pending) >= 3 * workers:
@@ -246,7 +256,7 @@ def preprocess_rows(src, rows, prepro: MnistPreproConfig, *, batch_size: int = 4
     return out
 
 
-def _collect(item, out, bar, pos) -> int:
+def _collect(item: tuple[int, cf.Future[np.ndarray]], out: np.ndarray, bar: Any, pos: int) -> int:
     start, fut = item
     imgs = fut.result()
     out[start:start + len(imgs)] = imgs
@@ -258,13 +268,14 @@ def _collect(item, out, bar, pos) -> int:
 # The build
 # ---------------------------------------------------------------------------
 
-def _published_tables(spec, progress):
+def _published_tables(spec: str | os.PathLike[str] | None, progress: bool | None
+                      ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]] | tuple[None, None, None]:
     """Load the published train/test tables; returns (train, test, inputs-dict)."""
     if spec is None:
         return None, None, None
     if str(spec) == "download":
         from ..cache.download import fetch
-        paths = []
+        paths: list[Path] = []
         for name in ("qmnist/qmnist-train-labels.tsv.gz", "qmnist/qmnist-test-labels.tsv.gz"):
             res = fetch(name, progress=progress)
             paths.append(Path(res.path))
@@ -276,7 +287,7 @@ def _published_tables(spec, progress):
     return train, test, info
 
 
-def _check_published_rows(table, published, name):
+def _check_published_rows(table: np.ndarray, published: np.ndarray, name: str) -> None:
     gidx = published[:, qr.NIST_INDEX]
     if gidx.size and (gidx.min() < 0 or gidx.max() >= len(table)):
         raise BuildError(
@@ -300,11 +311,11 @@ def _check_published_rows(table, published, name):
 # Inside `sharing_preprocessed_digits()` (what `build all` and the demo use), qmnist, mnist
 # and xnist built from one source preprocess SD19 once; outside it nothing is kept, so the
 # 316 MB of preprocessed digits do not outlive the builds that share them.
-_SHARED: dict | None = None
+_SHARED: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] | None = None
 
 
 @contextlib.contextmanager
-def sharing_preprocessed_digits():
+def sharing_preprocessed_digits() -> Iterator[None]:
     """Let the QMNIST-family builds inside the block share one preprocessing pass.
 
     Examples
@@ -323,11 +334,12 @@ def sharing_preprocessed_digits():
             _SHARED = None
 
 
-def _shared_key(src, config: QmnistBuildConfig) -> tuple:
+def _shared_key(src: SD19Source, config: QmnistBuildConfig) -> tuple[Any, ...]:
     return (src.fingerprint, str(src.path), config.prepro)
 
 
-def _shared_digits(src, drows, config: QmnistBuildConfig):
+def _shared_digits(src: SD19Source, drows: np.ndarray,
+                   config: QmnistBuildConfig) -> tuple[np.ndarray, np.ndarray] | None:
     """(images, duplicate_of) of every digit if a build in this block preprocessed them."""
     hit = _SHARED.get(_shared_key(src, config)) if _SHARED is not None else None
     if hit is not None and hit[0].shape[0] == drows.size:
@@ -336,7 +348,7 @@ def _shared_digits(src, drows, config: QmnistBuildConfig):
     return None
 
 
-def _every_digit(src, drows, config: QmnistBuildConfig):
+def _every_digit(src: SD19Source, drows: np.ndarray, config: QmnistBuildConfig) -> tuple[np.ndarray, np.ndarray]:
     hit = _shared_digits(src, drows, config)
     if hit is not None:
         return hit
@@ -351,7 +363,7 @@ def _every_digit(src, drows, config: QmnistBuildConfig):
     return result
 
 
-def synthetic_description_path(src) -> Path | None:
+def synthetic_description_path(src: SD19Source) -> Path | None:
     """The ``synthetic-sd19.json`` of an opened source when it is a synthetic replica (its own
     description says so, whatever its path), else None."""
     from ..sd19.completeness import description_path, synthetic_description
@@ -362,7 +374,8 @@ def synthetic_description_path(src) -> Path | None:
     return description_path(path)
 
 
-def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Manifest:
+def _build(target: str, sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
+           config: QmnistBuildConfig) -> Manifest:
     from ..sd19.reader import open_sd19
 
     t0 = time.perf_counter()
@@ -392,15 +405,18 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Manifest:
     if syn is not None:
         notes.append("built from a SYNTHETIC SD19: the images are not NIST's handwriting")
 
-    pub_train = pub_test = pub_info = None
+    pub_train: np.ndarray | None = None
+    pub_test: np.ndarray | None = None
+    pub_info: dict[str, Any] | None = None
     if target != "xnist":
         # checked before the expensive part: tables that do not fit this source fail fast
         pub_train, pub_test, pub_info = _published_tables(config.qmnist_labels, config.progress)
         if pub_train is not None:
+            assert pub_test is not None  # the tables come as a pair
             _check_published_rows(table, pub_train, "train")
             _check_published_rows(table, pub_test, "test")
 
-    images_all = None
+    images_all: np.ndarray | None = None
     final_dup = None
     # MNIST in the published order needs only its 70,000 digits: the published tables fix
     # the selection, so step 8 over every SD19 digit (which only decides the selection)
@@ -425,7 +441,7 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Manifest:
     else:
         dup_mask = source_dup >= 0
 
-    parameters = {"target": target, "preprocessing": prepro.as_dict(),
+    parameters: dict[str, Any] = {"target": target, "preprocessing": prepro.as_dict(),
                   "duplicates": config.duplicates}
     if as_published:
         parameters["selection"] = "published"
@@ -433,8 +449,9 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Manifest:
                      "10,000 test rows) as given: step 8 was checked among the selected images "
                      "only (build qmnist with the same tables checks the recipe over every digit)")
     else:
+        assert dup_mask is not None  # set whenever the selection is not the published one
         parameters["duplicates_found"] = int(dup_mask.sum())
-    inputs: dict = {"sd19": {"path": str(sd19_path.resolve()), "fingerprint": src.fingerprint,
+    inputs: dict[str, Any] = {"sd19": {"path": str(sd19_path.resolve()), "fingerprint": src.fingerprint,
                              "edition": src.edition, "digits": int(drows.size)}}
     if missing:
         inputs["sd19"]["missing"] = missing
@@ -455,14 +472,17 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Manifest:
             bar = progress_bar(total=3, desc="writing xnist (xz)", unit="file",
                                disable=None if config.progress is None else not config.progress)
             with bar:
+                assert images_all is not None  # xnist preprocesses every digit (duplicates="final")
                 write_xnist(tmp, images_all, table, bar)
             counts = {"nist": int(drows.size)}
         else:
             if as_published:
+                assert pub_train is not None and pub_test is not None  # as_published: the tables were given
                 sel = qr.published_selection(table, pub_train, pub_test)
             else:
                 sel = qr.select_qmnist(table, duplicate=dup_mask)
                 if pub_train is not None:
+                    assert pub_test is not None  # the tables come as a pair
                     sel = qr.order_like_published(sel, pub_train, pub_test)
             if pub_train is not None:
                 inputs["qmnist_labels"] = pub_info
@@ -512,7 +532,7 @@ def _build(target: str, sd19_path, out, config: QmnistBuildConfig) -> Manifest:
     return manifest
 
 
-def _check_no_duplicates(images, gidx) -> None:
+def _check_no_duplicates(images: np.ndarray, gidx: np.ndarray) -> None:
     """Step 8 among the selected digits: no two may have identical final images."""
     d = duplicate_of(blake2b_image_digests(images))
     if (d >= 0).any():
@@ -525,7 +545,7 @@ def _check_no_duplicates(images, gidx) -> None:
                  "for the full check, or build without --qmnist-labels")
 
 
-def check_complete(src, fields, allow: bool) -> list[str]:
+def check_complete(src: SD19Source, fields: Sequence[str], allow: bool) -> list[str]:
     """Shortfalls of ``src`` in ``fields`` (see :mod:`mnistforge.sd19.completeness`): an error
     unless ``allow``; then returned for the manifest."""
     from ..errors import MissingSourceError
@@ -544,7 +564,7 @@ def check_complete(src, fields, allow: bool) -> list[str]:
     return missing
 
 
-def check_consistent(src, fields, allow: bool) -> list[str]:
+def check_consistent(src: SD19Source, fields: Sequence[str], allow: bool) -> list[str]:
     """Problems of ``src`` in ``fields`` (see :mod:`mnistforge.sd19.integrity`): an error unless
     ``allow``; then returned for the manifest."""
     from ..errors import InconsistentSourceError
@@ -567,7 +587,7 @@ def check_consistent(src, fields, allow: bool) -> list[str]:
     return problems
 
 
-def _input_paths(sd19, config) -> list:
+def _input_paths(sd19: str | os.PathLike[str], config: QmnistBuildConfig) -> list[str | os.PathLike[str]]:
     """What a build reads from disk: the output folder must not overlap any of it."""
     labels = config.qmnist_labels
     return [sd19] + ([labels] if labels not in (None, "download") else [])

@@ -6,9 +6,12 @@ mtime 0, xz in fixed blocks).
 from __future__ import annotations
 
 import lzma
+import os
 from pathlib import Path
+from typing import Any, Callable, Iterable
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import settings
 from ..io.atomic import atomic_file
@@ -36,7 +39,7 @@ XNIST_FILES = {
 
 # ---------------------------------------------------------------------------
 
-def format_tsv(table) -> bytes:
+def format_tsv(table: npt.ArrayLike) -> bytes:
     """The extended labels as tab-separated text, one row per line (the published format).
 
     Examples
@@ -57,7 +60,7 @@ XZ_PRESET = 1
 XZ_BLOCK = 1 << 24
 
 
-def write_tsv(path, table) -> None:
+def write_tsv(path: str | os.PathLike[str], table: npt.ArrayLike) -> None:
     """Write a table as tsv, compressed by suffix (.gz mtime 0, .xz), atomically."""
     path = Path(path)
     data = format_tsv(table)
@@ -87,7 +90,7 @@ def _xz_parallel(data: bytes, preset: int | None = None, block: int | None = Non
         return b"".join(ex.map(lambda b: lzma.compress(b, preset=preset), parts))
 
 
-def write_idx_xz(path, array) -> None:
+def write_idx_xz(path: str | os.PathLike[str], array: npt.ArrayLike) -> None:
     """Write an idx file as (multi-stream) xz, atomically and reproducibly."""
     from ..io.idx import idx_header_bytes
     arr = np.ascontiguousarray(array)
@@ -97,7 +100,7 @@ def write_idx_xz(path, array) -> None:
         f.write(blob)
 
 
-def write_files(jobs) -> None:
+def write_files(jobs: Iterable[Callable[[], object]]) -> None:
     """Run the file writers two at a time (compression releases the GIL)."""
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max_workers=2) as ex:
@@ -105,9 +108,10 @@ def write_files(jobs) -> None:
             fut.result()
 
 
-def split_jobs(folder: Path, names: dict, images, table) -> list:
+def split_jobs(folder: Path, names: dict[str, str], images: np.ndarray,
+               table: np.ndarray) -> list[Callable[[], None]]:
     from ..io.idx import write_idx
-    jobs = [lambda: write_idx(folder / names["images"], images)]
+    jobs: list[Callable[[], None]] = [lambda: write_idx(folder / names["images"], images)]
     if "labels" in names:
         jobs.append(lambda: write_idx(folder / names["labels"], table[:, qr.CLASS].astype(np.uint8)))
     if "table" in names:
@@ -117,7 +121,7 @@ def split_jobs(folder: Path, names: dict, images, table) -> list:
     return jobs
 
 
-def write_xnist(folder: Path, images, table, bar) -> None:
+def write_xnist(folder: Path, images: np.ndarray, table: np.ndarray, bar: Any) -> None:
     """Write the three xnist files (each xz-compressed on all cores)."""
     write_idx_xz(folder / XNIST_FILES["images"], images)
     bar.update(1)

@@ -61,9 +61,12 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import asdict, dataclass, replace
+import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import BuildError, FormatError, MissingFileError
 from ..io.compression import open_reader
@@ -86,8 +89,8 @@ class QmnistRecipe:
     """
 
     hsf: int = 4
-    train_writers: tuple = (2100, 2349)      # inclusive
-    test_writers: tuple = (2350, 2599)       # inclusive
+    train_writers: tuple[int, int] = (2100, 2349)      # inclusive
+    test_writers: tuple[int, int] = (2350, 2599)       # inclusive
     train_size: int = 60_000
     test_size: int = 60_000
     train_fill_start: int = 0
@@ -115,7 +118,7 @@ class QmnistRecipe:
                        test_fill_start=int(round(base.test_fill_start * s)),
                        mnist_test_size=int(round(base.mnist_test_size * s)), scale=s)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["train_writers"] = list(self.train_writers)
         d["test_writers"] = list(self.test_writers)
@@ -139,7 +142,7 @@ class Selection:
         return self.test[: self.recipe.mnist_test_size]
 
 
-def interleave(a, b) -> np.ndarray:
+def interleave(a: npt.ArrayLike, b: npt.ArrayLike) -> np.ndarray:
     """``a0 b0 a1 b1 ...`` until the shorter runs out, then the rest of the longer.
 
     Examples
@@ -154,7 +157,8 @@ def interleave(a, b) -> np.ndarray:
     return np.concatenate([head, a[k:], b[k:]])
 
 
-def select_qmnist(table, recipe: QmnistRecipe | None = None, *, duplicate=None) -> Selection:
+def select_qmnist(table: npt.ArrayLike, recipe: QmnistRecipe | None = None, *,
+                  duplicate: npt.ArrayLike | None = None) -> Selection:
     """QMNIST train and test global-index sets, in the documented deterministic order.
 
     Parameters
@@ -220,7 +224,8 @@ def select_qmnist(table, recipe: QmnistRecipe | None = None, *, duplicate=None) 
                      train_core=int(train_core_idx.size), test_core=int(test_core_idx.size))
 
 
-def order_like_published(selection: Selection, published_train, published_test) -> Selection:
+def order_like_published(selection: Selection, published_train: npt.ArrayLike,
+                         published_test: npt.ArrayLike) -> Selection:
     """Reorder a selection as the published QMNIST tables (column 5 = global index).
 
     The published tables must hold exactly the selected sets, otherwise the
@@ -236,10 +241,10 @@ def order_like_published(selection: Selection, published_train, published_test) 
     >>> order_like_published(s, pub(1, 0), pub(3, 2)).train.tolist()
     [1, 0]
     """
-    out = {}
-    for name, mine, pub in (("train", selection.train, published_train),
-                            ("test", selection.test, published_test)):
-        pub = np.asarray(pub)
+    out: dict[str, np.ndarray] = {}
+    for name, mine, pub_like in (("train", selection.train, published_train),
+                                 ("test", selection.test, published_test)):
+        pub = np.asarray(pub_like)
         order = pub[:, NIST_INDEX] if pub.ndim == 2 else pub
         order = order.astype(np.int64)
         if order.size != mine.size or not np.array_equal(np.sort(order), np.sort(mine)):
@@ -257,7 +262,7 @@ def order_like_published(selection: Selection, published_train, published_test) 
     return replace(selection, train=out["train"], test=out["test"], order="published")
 
 
-def published_selection(table, published_train, published_test,
+def published_selection(table: npt.ArrayLike, published_train: npt.ArrayLike, published_test: npt.ArrayLike,
                         recipe: QmnistRecipe | None = None) -> Selection:
     """The selection the published QMNIST tables hold (column 5), in their order.
 
@@ -279,7 +284,7 @@ def published_selection(table, published_train, published_test,
     train, test = (np.asarray(p)[:, NIST_INDEX].astype(np.int64) for p in (published_train,
                                                                            published_test))
 
-    def core(rows, writers):
+    def core(rows: np.ndarray, writers: tuple[int, int]) -> int:
         w = table[rows, WRITER]
         return int(((table[rows, HSF] == recipe.hsf) & (w >= writers[0]) & (w <= writers[1])).sum())
 
@@ -288,7 +293,7 @@ def published_selection(table, published_train, published_test,
                      test_core=core(test, recipe.test_writers))
 
 
-def check_table(table) -> None:
+def check_table(table: np.ndarray) -> None:
     """Raise :class:`FormatError` unless ``table`` is an (n, 8) digit table in global order."""
     if table.ndim != 2 or table.shape[1] != NCOLS:
         raise FormatError("not a digit table", expected="an (n, 8) integer array",
@@ -300,7 +305,7 @@ def check_table(table) -> None:
                           hint="pass the full xnist table, not a subset")
 
 
-def digit_table(index, duplicates=None) -> np.ndarray:
+def digit_table(index: np.ndarray, duplicates: npt.ArrayLike | None = None) -> np.ndarray:
     """Build the 8-column digit table from an SD19 index (``open_sd19(...).index``).
 
     Parameters
@@ -345,20 +350,20 @@ def digit_table(index, duplicates=None) -> np.ndarray:
     return table
 
 
-def digit_rows(index) -> np.ndarray:
+def digit_rows(index: np.ndarray) -> np.ndarray:
     """Rows of the SD19 index that are digits, in global digit order."""
     rows = np.flatnonzero(index["field"] == b"d")
     return rows[np.argsort(index["digit_index"][rows], kind="stable")]
 
 
-def source_duplicates(index) -> np.ndarray:
+def source_duplicates(index: np.ndarray) -> np.ndarray:
     """Column 6 from the exact 128x128 image hashes: per digit, the global index of the
     earliest digit with the same image, else 0."""
     rows = digit_rows(index)
     return duplicates_from_digests(index["hash"][rows])
 
 
-def duplicates_from_digests(digests) -> np.ndarray:
+def duplicates_from_digests(digests: npt.ArrayLike) -> np.ndarray:
     """Column 6 from per-digit content digests in global order (earliest wins, else 0).
 
     Examples
@@ -382,7 +387,7 @@ def _open_bytes(path: Path) -> bytes:
         return f.read()
 
 
-def read_label_table(path) -> np.ndarray:
+def read_label_table(path: str | os.PathLike[str]) -> np.ndarray:
     """Read a QMNIST extended-label table (``.tsv`` or ``-idx2-int``, raw/gz/xz/bz2).
 
     Returns an ``(n, 8)`` int64 array.  The tsv is parsed in one vectorised call.
@@ -429,10 +434,10 @@ PUBLISHED_TABLES = {
 }
 
 
-def find_published_tables(folder) -> tuple[Path, Path]:
+def find_published_tables(folder: str | os.PathLike[str]) -> tuple[Path, Path]:
     """The train and test extended-label tables in ``folder`` (tsv preferred, idx2 accepted)."""
     folder = Path(folder)
-    found = []
+    found: list[Path] = []
     for split, names in PUBLISHED_TABLES.items():
         for name in names:
             p = folder / name

@@ -1,10 +1,15 @@
 """What a build's manifest records of the SD19 source it read (``inputs``), for every builder."""
 from __future__ import annotations
 
+import os
+from typing import Any, Sized
+
 from ..io.hashing import sha256_file
 
 
-def sd19_inputs(src, sd19, index, *, missing=None, inconsistent=None, syn=None) -> dict:
+def sd19_inputs(src: object, sd19: str | os.PathLike[str], index: Sized, *, missing: list[str] | None = None,
+                inconsistent: list[str] | None = None,
+                syn: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The manifest's ``inputs`` for a build from ``src`` (an opened SD19, ``sd19`` its path):
     path, fingerprint, edition, character count, what it lacks or repeats (when built with
     consent) and the sha256 of a synthetic replica's description."""
