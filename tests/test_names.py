@@ -20,8 +20,6 @@ ALLOWED = {
                       "the command protocol: every commands/<name>.py defines NAME, HELP, "
                       "add_arguments and run; cli.py finds them by these names"),
     "run": (("mnistforge.commands.",), "the command protocol (see add_arguments)"),
-    "verify": (("mnistforge.checks", "mnistforge.checks.suite"),
-               "checks/__init__.verify is the lazy entry point of checks.suite.verify: one function"),
     "file_names": (("mnistforge.builders.emnist", "mnistforge.builders.femnist"),
                    "one meaning, once per builder: the output file names that builder writes"),
     "progress": (("mnistforge.progress", "mnistforge.settings"),

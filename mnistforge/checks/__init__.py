@@ -12,15 +12,7 @@ Examples
 >>> report.status, report.exit_code               # doctest: +SKIP
 ('pass', 0)
 """
-from typing import Any
-
 from .result import FAIL, PASS, WARN, CheckResult, VerifyReport, run_check, worst
-
-
-def verify(target: Any, **kwargs: Any) -> VerifyReport:
-    """Run every applicable check (see :func:`mnistforge.checks.suite.verify`)."""
-    from .suite import verify as _verify
-    return _verify(target, **kwargs)
-
+from .suite import verify
 
 __all__ = ["verify", "CheckResult", "VerifyReport", "run_check", "worst", "PASS", "WARN", "FAIL"]

@@ -32,9 +32,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError, TargetNotFoundError
+from ..gate.content import registry_match
+from ..io.compression import open_sniffed, sniff_compression
+from ..io.foreign.detect import sniff
+from ..io.hashing import hash_file, hash_stream
 from ..io.types import Readable, StrPath
-from ..loaders.foreign import Canonical
-from ..registry import RemoteFile, get_dataset, list_datasets, list_files
+from ..loaders.foreign import Canonical, canonicalise
+from ..registry import RemoteFile, get_dataset, get_file, list_datasets, list_files
+from .foreign import identify_copy
 from .identify import Identification
 
 logger = logging.getLogger(__name__)
@@ -133,8 +138,6 @@ def _official_names() -> dict[str, RemoteFile]:
 # --------------------------------------------------------------------------- idx files
 
 def _idx_files(path: Path) -> list[Path]:
-    from ..io.foreign.detect import sniff
-
     if path.is_file():
         return [path]
     out = []
@@ -151,9 +154,6 @@ def _idx_files(path: Path) -> list[Path]:
 
 def _file_answer(p: Path) -> CopyAnswer:
     """An idx file judged by its own hash, else its decompressed content's."""
-    from ..io.compression import sniff_compression
-    from ..io.hashing import hash_file, hash_stream
-
     with open(p, "rb") as f:
         comp = sniff_compression(f.read(8))
     size = p.stat().st_size
@@ -165,8 +165,6 @@ def _file_answer(p: Path) -> CopyAnswer:
     sha, md5 = hash_file(p, md5=True)
     csha = cmd5 = None
     if comp:
-        from ..io.compression import open_sniffed
-
         try:
             with open_sniffed(p) as f:
                 csha, cmd5, _ = hash_stream(_Capped(f, largest), md5=True)
@@ -252,8 +250,6 @@ def _verdict(ident: Identification) -> str:
 
 def _pieces(c: Canonical, hint: str | None) -> tuple[list[Piece], str]:
     """The official files whose content ``c`` holds in the official order, and why not the rest."""
-    from ..gate.content import registry_match
-
     m = registry_match(c, hint if hint in list_datasets() else None)
     if m is None:
         return [], "the content is no official file the registry pins"
@@ -284,8 +280,6 @@ def _pieces(c: Canonical, hint: str | None) -> tuple[list[Piece], str]:
 
 
 def _pins_content(fid: str) -> bool:
-    from ..registry import get_file
-
     try:
         f = get_file(fid)
     except KeyError:
@@ -294,9 +288,6 @@ def _pins_content(fid: str) -> bool:
 
 
 def _array_answers(path: Path, search_cache: bool) -> list[CopyAnswer]:
-    from ..loaders.foreign import canonicalise
-    from .foreign import identify_copy
-
     copy, _, idents, _ = identify_copy(path, search_cache=search_cache)
     out = []
     for ident in idents:
@@ -319,8 +310,6 @@ def examine(path: StrPath, *, search_cache: bool = True) -> list[CopyAnswer]:
     ``search_cache``: compare with official splits already in the cache when the registry's
     hashes cannot tell (:func:`~mnistforge.checks.identify.identify`).
     """
-    from ..io.foreign.detect import sniff
-
     p = regular_or_folder(path)
     try:
         kind = sniff(p)

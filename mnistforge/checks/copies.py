@@ -19,9 +19,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import settings
+from ..cache.adopt import place_in_cache
+from ..cache.download import cache_path
 from ..errors import FormatError, MnistforgeError, UnsafeFormatError
+from ..io.foreign.base import role_of
+from ..io.foreign.detect import _npy_partner
 from ..log import get_logger
-from .adopt import CopyAnswer, examine
+from ..registry import list_files, torchvision_folders
+from .adopt import CopyAnswer, examine, regular_or_folder
 
 logger = get_logger(__name__)
 
@@ -58,15 +63,12 @@ def _interesting(p: Path) -> bool:
     name = p.name.lower()
     if name.startswith("."):
         return False
-    from ..registry import list_files
 
     return name.endswith(SUFFIXES) or any(h in name for h in IDX_HINTS) or \
         name in {f.name.lower() for f in list_files()}
 
 
 def _is_torchvision_root(d: Path) -> bool:
-    from ..registry import torchvision_folders
-
     return (d / "raw").is_dir() or (d / "processed").is_dir() or any(
         (d / cls / "raw").is_dir() or (d / cls / "processed").is_dir() for cls in torchvision_folders())
 
@@ -113,15 +115,10 @@ def candidates(place) -> Iterator[Path]:
 
 def _names_a_class(d: Path) -> bool:
     """Whether ``d`` holds a torchvision class folder (MNIST/, FashionMNIST/...) or is one."""
-    from ..registry import torchvision_folders
-
     return d.name in torchvision_folders() or any((d / c).is_dir() for c in torchvision_folders())
 
 
 def _labels_of_a_pair(p: Path) -> bool:
-    from ..io.foreign.base import role_of
-    from ..io.foreign.detect import _npy_partner
-
     return role_of(p.name) == "labels" and _npy_partner(p) is not None
 
 
@@ -163,10 +160,6 @@ def adopt(paths, files=None, *, root=None) -> tuple[dict[str, tuple], list[CopyA
     like a place of :func:`find_copies` (a copy in it that cannot be read is said and
     skipped).  Returns ``({file id: (FetchResult, where)}, answers)``; a piece that fails the
     cache's verification is logged and skipped (another copy may give it)."""
-    from ..cache.adopt import place_in_cache
-    from ..cache.download import cache_path
-    from .adopt import regular_or_folder
-
     wanted = None if files is None else {getattr(f, "id", f) for f in files}
     placed: dict[str, tuple] = {}
     answers: list[CopyAnswer] = []

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..io.leaf import read_leaf_folder
 from ..io.manifest import Manifest
 from ..io.similar import blake2b_image_digests
 from ..io.types import StrPath
@@ -175,8 +176,6 @@ def femnist_build_checks(manifest: Manifest | None, loaded: dict[str, Any],
 
 def verify_leaf_folder(path: StrPath, *, strict: bool = False) -> VerifyReport:
     """``verify`` on a LEAF JSON folder (LEAF's ``data/`` or the folder above it)."""
-    from ..io.leaf import read_leaf_folder
-
     path = Path(path)
     results: list[CheckResult] = []
     add = results.append

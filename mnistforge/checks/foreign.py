@@ -21,8 +21,9 @@ import numpy as np
 
 from ..io.foreign import ForeignCopy, read_foreign
 from ..io.types import StrPath
+from ..loaders import load, resolve_target
 from ..loaders.foreign import canonicalise, foreign_source, make_split
-from ..loaders.rowmap import Official
+from ..loaders.rowmap import Official, join_metadata, official_metadata, official_splits
 from ..loaders.split import DatasetSplit
 from ..loaders.targets import parse_target_text
 from ..registry import get_dataset, list_datasets, torchvision_folders
@@ -55,7 +56,6 @@ def _reference_arrays(reference: Any, split: str | None, download: bool | None) 
     """``(images as the official files store them, labels, dataset, split)`` of a reference, or None."""
     if reference is None:
         return None
-    from ..loaders import load, resolve_target
 
     if hasattr(reference, "images"):
         return (_official_storage(reference), np.asarray(reference.labels),
@@ -128,9 +128,6 @@ def _officials(reference: Any, ref: RefArrays | None, search_cache: bool,
                shape: tuple[int, ...]) -> Callable[[str | None], list[Official]]:
     """``dataset -> [Official]``: the reference's splits (every file split of a NAME or FOLDER
     reference), then the cache's official splits (``search_cache``), to map a copy's rows to."""
-    from ..loaders import load
-    from ..loaders.rowmap import official_splits
-
     def get(dataset: str | None) -> list[Official]:
         got: list[Official] = []
         if ref is not None:
@@ -139,8 +136,6 @@ def _officials(reference: Any, ref: RefArrays | None, search_cache: bool,
                                 where[0] if where else "reference"))
             if reference is not None and not hasattr(reference, "images") \
                     and foreign_target(reference) is None and rname in list_datasets():
-                from ..loaders import resolve_target
-
                 _, _, rroot = resolve_target(os.fspath(reference))
                 got += official_splits([rname], loader=load, root=rroot, image_shape=tuple(shape))
         if search_cache:
@@ -158,9 +153,6 @@ def _officials(reference: Any, ref: RefArrays | None, search_cache: bool,
 
 def _official_metadata(ds: DatasetSplit, download: bool | None) -> None:
     """The official metadata (label votes...) of a mapped copy's rows, when at hand."""
-    from ..loaders import load
-    from ..loaders.rowmap import join_metadata, official_metadata
-
     try:
         assert ds.row_map is not None, "called for a mapped copy"
         ds.metadata = join_metadata(ds.metadata, official_metadata(ds, ds.row_map, loader=load,

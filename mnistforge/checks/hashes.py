@@ -33,7 +33,7 @@ from ..io.hashing import sha256_file
 from ..gate.source import read_folder_manifest
 from ..io.manifest import Manifest
 from ..io.types import StrPath
-from ..registry import RemoteFile
+from ..registry import RemoteFile, find_superseded
 from .integrity import ContentHasher
 from .result import FAIL, PASS, WARN, CheckResult
 
@@ -122,7 +122,6 @@ def verify_against_registry(path: StrPath, remote: RemoteFile,
     if v.status == "unpinned" and (remote.sha256 or remote.md5):
         out["note"] = "only the published compressed file is pinned"
     if v.status == "mismatch":  # an older release the registry knows, named
-        from ..registry import find_superseded
 
         rel = find_superseded(sha256=v.sha256, content_sha256=v.content_sha256)
         if rel is not None:

@@ -53,12 +53,15 @@ from typing import Any
 
 import numpy as np
 
+from ..gate.content import ContentHashes
+from ..loaders import load
 from ..loaders.foreign import (Canonical, Change, Match, label_shift_cue, registry_match,
                                shift_change, transpose_change)
 from ..loaders.rowmap import Official, RowMap, copy_map
 from ..loaders.split import DatasetSplit
-from ..registry import get_dataset, list_datasets
+from ..registry import find_superseded, get_dataset, list_datasets
 from .result import FAIL, PASS, WARN, CheckResult
+from .statistics import orientation_score
 
 logger = logging.getLogger(__name__)
 
@@ -230,8 +233,6 @@ def compare_with_reference(images: np.ndarray, labels: np.ndarray, ref_images: n
 def _cached_references(c: Canonical, name: str | None
                        ) -> Iterator[tuple[np.ndarray, np.ndarray, str, str, str]]:
     """Official splits of the same size already in the cache (never downloads), ``name`` first."""
-    from ..loaders import load
-
     for dname in sorted(list_datasets(), key=lambda d: d != name):
         info = get_dataset(dname)
         for sname, sp in info.splits.items():
@@ -303,8 +304,6 @@ def _from_match(c: Canonical, m: Match) -> Identification:
 
 def resemblance(c: Canonical) -> dict[str, Any]:
     """What an unrecognised split looks like: count, classes, label range, orientation cue."""
-    from .statistics import orientation_score
-
     labels = c.labels
     lo, hi = (int(labels.min()), int(labels.max())) if labels.size else (0, 0)
     try:
@@ -370,9 +369,6 @@ def identify(c: Canonical, *, name: str | None = None, reference: Sequence[Any] 
 
 def _superseded(ident: Identification, c: Canonical) -> None:
     """A copy whose images, labels or pairs hash as a superseded release's: named as such."""
-    from ..gate.content import ContentHashes
-    from ..registry import find_superseded
-
     h = ContentHashes(c)
     tries: list[tuple[bool, int, str, Callable[..., str | None]]] = [
         (t, 0, "content_sha256", lambda t=t: h.images(t)) for t in (False, True)]
@@ -399,7 +395,6 @@ def _map(ident: Identification, c: Canonical, name: str | None, officials: Offic
     dataset = ident.dataset or name or (c.hint if c.hint in list_datasets() else None)
     if callable(officials):
         officials = officials(dataset)
-    from ..loaders import load
 
     rm = copy_map(c.images, c.labels, dataset=dataset, claimed=c.split, officials=officials,
                   loader=load)

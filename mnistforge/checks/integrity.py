@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..io.compression import compression_of, open_reader
+from ..io.idx import read_idx, read_idx_header
 from ..io.types import StrPath
 from .result import FAIL, PASS, CheckResult, fail, result
 
@@ -37,8 +39,6 @@ def check_parse(paths: Iterable[StrPath], name: str = "integrity.parse",
     ``{path: hash(md5) -> (sha256, md5 or None, size)}`` hashing the content
     just inflated, so the hash check need not inflate the file again.
     """
-    from ..io.idx import read_idx
-
     files = [Path(p) for p in paths]
     shapes: dict[str, list[int]] = {}
     errors: dict[str, str] = {}
@@ -69,9 +69,6 @@ def check_parse(paths: Iterable[StrPath], name: str = "integrity.parse",
 def _content_hasher(path: Path, arr: np.ndarray) -> ContentHasher | None:
     """A function hashing the decompressed bytes of ``path`` from its parsed array: the
     header bytes (read again, a few bytes) then the payload as the file stores it."""
-    from ..io.compression import compression_of, open_reader
-    from ..io.idx import read_idx_header
-
     if compression_of(path.name) is None or arr.dtype.itemsize != 1:
         return None   # multi-byte payloads were byte-swapped: let the hash check inflate
     offset = read_idx_header(path).offset

@@ -18,6 +18,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..errors import EXIT_UNAVAILABLE, exit_code
+
 logger = logging.getLogger(__name__)
 
 PASS, WARN, FAIL, INFO = "pass", "warn", "fail", "info"
@@ -116,8 +118,6 @@ def load_failure(name: str, error: Exception, message: str | None = None) -> Che
     >>> load_failure("load[test]", HashMismatchError("y")).values["unavailable"]
     False
     """
-    from ..errors import EXIT_UNAVAILABLE, exit_code
-
     return CheckResult(name, FAIL, {"error": type(error).__name__,
                                     "unavailable": exit_code(error) == EXIT_UNAVAILABLE},
                        message if message is not None else str(error))

@@ -15,12 +15,20 @@ from typing import Any
 
 import numpy as np
 
+from ..cache.download import cache_path
+from ..gate.source import locate
+from ..io.hf.repo import recorded_shard_hashes, repo_configs, shard_problems
+from ..io.idx import read_idx
 from ..io.manifest import Manifest
 from ..io.types import StrPath
-from ..registry import DatasetInfo, RemoteFile, balanced_datasets
+from ..loaders import load, resolve_target
+from ..registry import DatasetInfo, RemoteFile, balanced_datasets, get_dataset, get_file, strip_compression
+from ..settings import cache_home
 from . import duplicates as dup
 from . import hashes, integrity, reference as ref_mod, statistics, writers
 from .context import CROSS_PAIRS, Context, SplitItem, class_range, expected_count, manifest_split_by
+from .femnist import femnist_build_checks
+from .identify import identification_check, row_map_check
 from .label_issues import check_label_issues, has_votes
 from .result import FAIL, INFO, PASS, WARN, CheckResult, load_failure, run_check
 from .table import ALL, Check, kinds
@@ -33,8 +41,6 @@ BuildCheck = Callable[[Manifest | None, dict[str, Any], Callable[[CheckResult], 
 
 
 def _leaf_checks() -> BuildCheck:
-    from .femnist import femnist_build_checks  # only a FEMNIST build pays for its import
-
     return femnist_build_checks
 
 
@@ -45,8 +51,6 @@ BUILD_CHECKS: dict[str, Callable[[], BuildCheck]] = {"leaf": _leaf_checks}
 
 def _split_files(info: DatasetInfo, split: str, folder: Path | None) -> dict[str, tuple[str, Path | None]]:
     """{role: path or None} of a file split in ``folder``."""
-    from ..gate.source import locate
-
     fsp = info.file_split(split)
     out: dict[str, tuple[str, Path | None]] = {}
     for role in ("images", "labels", "metadata"):
@@ -62,7 +66,6 @@ def _as_metadata(value: Any) -> np.ndarray | None:
     if value is None:
         return None
     if isinstance(value, (str, os.PathLike)):
-        from ..io.idx import read_idx
         return np.asarray(read_idx(value))
     return np.asarray(value)
 
@@ -91,8 +94,6 @@ def _card_files(ctx: Context, s: str) -> list[CheckResult]:
 
 
 def _load_split(ctx: Context, s: str) -> list[CheckResult]:
-    from ..loaders import load
-
     if s in ctx.skipped:
         return []
     try:
@@ -125,8 +126,6 @@ def _manifest_hashes(ctx: Context, _: object) -> CheckResult:
 
 
 def _registry_hashes(ctx: Context, _: object) -> CheckResult:
-    from ..registry import get_file
-
     try:
         files: dict[Path, RemoteFile] = {}
         for p in _uniq(ctx):
@@ -164,8 +163,6 @@ def _balance(ctx: Context, it: SplitItem) -> CheckResult:
 
 
 def _validation_balance(ctx: Context, _: object) -> CheckResult:
-    from ..loaders import load
-
     try:
         assert ctx.name is not None, "a balanced dataset has a name"
         val = load(ctx.name, "validation", root=ctx.root, download=ctx.options["download"],
@@ -195,8 +192,6 @@ def _has_validation(ctx: Context, _: object) -> bool:
 
 def _shard_hashes(ctx: Context, _: object) -> CheckResult:
     """A Hugging Face export's shards re-hashed against the export's record."""
-    from ..io.hf.repo import recorded_shard_hashes, repo_configs, shard_problems
-
     root = ctx.where
     assert ctx.name is not None, "an export is read for a named config"
     problems = shard_problems(root, {ctx.name: repo_configs(root).get(str(ctx.name), {})})
@@ -210,8 +205,6 @@ def _shard_hashes(ctx: Context, _: object) -> CheckResult:
 
 def _registry_name(info: DatasetInfo, path: StrPath) -> str:
     """The registry file name behind a local (maybe decompressed) copy."""
-    from ..registry import strip_compression
-
     stem = strip_compression(Path(path).name)
     for n in info.file_names():
         if strip_compression(n) == stem:
@@ -222,10 +215,6 @@ def _registry_name(info: DatasetInfo, path: StrPath) -> str:
 def _cache_files(info: DatasetInfo | None, loaded: dict[str, Any]) -> dict[Path, RemoteFile]:
     """{cached path: registry file} behind the loaded splits: each compressed file (or its
     archive) and each decompressed copy the loads use."""
-    from ..cache.download import cache_path
-    from ..registry import get_file
-    from ..settings import cache_home
-
     files: dict[Path, RemoteFile] = {}
     if info is None:
         return files
@@ -297,8 +286,6 @@ def _writer_checks(ctx: Context, _: object) -> list[CheckResult]:
 
 
 def _reference_checks(ctx: Context, _: object) -> list[CheckResult]:
-    from ..loaders import load, resolve_target
-
     reference, loaded, download = ctx.options["reference"], ctx.loaded, ctx.options["download"]
     out: list[CheckResult] = []
     add = out.append
@@ -313,7 +300,6 @@ def _reference_checks(ctx: Context, _: object) -> list[CheckResult]:
                               reference_name=rname))
         return out
     rname, rsplit, rroot = resolve_target(os.fspath(reference))
-    from ..registry import get_dataset
     rinfo = get_dataset(rname)
     for s, ds in loaded.items():
         target_split = rsplit or s
@@ -351,8 +337,6 @@ def _a(*names: str) -> Callable[[Any, Any], bool]:
 
 
 def _copy_rows() -> tuple[Check, ...]:
-    from .identify import identification_check, row_map_check
-
     return (
         Check("identify[{split}]", "target", _COPY, lambda ctx, ident: identification_check(ident), "O(n) hashes",
               "a third-party copy is identical to a registry split, or the same content "

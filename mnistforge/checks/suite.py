@@ -18,10 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..gate.source import resolve
+from ..io.hf.repo import is_hf_repo, read_card
+from ..io.hf.schema import hf_split_name
 from ..io.types import StrPath
-from ..registry import DatasetInfo
+from ..loaders import resolve_target
+from ..registry import DatasetInfo, get_dataset
 from . import duplicates as dup
 from .context import Context
+from .femnist import is_leaf_folder, verify_leaf_folder
+from .foreign import finish_report, foreign_target, identify_copy
+from .report import write_report
 from .rows import BUILD_CHECKS, CHECKS  # noqa: F401 - BUILD_CHECKS: named by the registry docs
 from .result import CheckResult, VerifyReport
 from .table import run_checks
@@ -32,8 +39,6 @@ logger = logging.getLogger(__name__)
 def _resolve(target: Any, split: str | None
              ) -> tuple[str | None, str | dict[str, Any] | None, Path | None]:
     """-> (name, {split: loaded or None}, root)."""
-    from ..loaders import resolve_target
-
     if hasattr(target, "images") and hasattr(target, "labels"):
         s = getattr(target, "split", None) or "split"
         return getattr(target, "name", None), {s: target}, None
@@ -94,9 +99,6 @@ def verify(target: Any, *, reference: Any = None, strict: bool = False, split: s
     >>> verify("mnist.npz").info["identification"][0]["verdict"]  # doctest: +SKIP
     'identical'
     """
-    from .femnist import is_leaf_folder, verify_leaf_folder
-    from .foreign import finish_report, foreign_target, identify_copy
-
     if isinstance(target, (str, os.PathLike)) and is_leaf_folder(target):
         return verify_leaf_folder(target, strict=strict)   # LEAF's JSON (checks/femnist.py)
     foreign = foreign_target(target, split)
@@ -106,10 +108,8 @@ def verify(target: Any, *, reference: Any = None, strict: bool = False, split: s
                                    download=download, near_threshold=near_threshold, near=near),
                             foreign[0], foreign[1], copy, answers)
         if report_dir is not None:
-            from .report import write_report
             write_report(rep, report_dir)
         return rep
-    from ..registry import get_dataset
 
     name, sp, root = _resolve(target, split)
     results: list[CheckResult] = []
@@ -137,15 +137,12 @@ def verify(target: Any, *, reference: Any = None, strict: bool = False, split: s
             _prepare_files(ctx, report)
     run_checks(CHECKS, ctx, results.append)
     if report_dir is not None:
-        from .report import write_report
         write_report(report, report_dir)
     return report
 
 
 def _prepare_files(ctx: Context, report: VerifyReport) -> None:
     """A folder (its files and manifest, as the gate resolves them) or the cache."""
-    from ..gate.source import resolve
-
     root = ctx.root
     if root is not None:
         source = resolve(root, ctx.entry)
@@ -165,8 +162,6 @@ def _prepare_files(ctx: Context, report: VerifyReport) -> None:
 
 def _prepare_hf(ctx: Context, declared: dict[str, int], report: VerifyReport) -> None:
     """A Hugging Face export: the splits its card declares (rows per split)."""
-    from ..io.hf.schema import hf_split_name
-
     ctx.kind = "hf"
     report.info.update(folder=str(ctx.root), build=False, source="Hugging Face export")
     names = {hf_split_name(s): s for s in (ctx.info.splits if ctx.info is not None else [])}
@@ -176,8 +171,6 @@ def _prepare_hf(ctx: Context, declared: dict[str, int], report: VerifyReport) ->
 
 def _hf_splits(root: StrPath, name: str) -> dict[str, int] | None:
     """{split: rows declared by the card} when ``root`` is an export holding config ``name``."""
-    from ..io.hf.repo import is_hf_repo, read_card
-
     if not is_hf_repo(root, name):
         return None
     for entry in read_card(root).get("dataset_info") or []:
