@@ -14,12 +14,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import ConfigError
 
 logger = logging.getLogger(__name__)
+_C = TypeVar("_C", bound="Classifier")
 
 # name -> "module:Class" (imported lazily: the torch models must not import torch early)
 REGISTRY = {
@@ -44,16 +47,17 @@ class Classifier:
 
     name = "base"
 
-    def fit(self, X, y):  # pragma: no cover - interface
+    def fit(self: _C, X: np.ndarray, y: npt.ArrayLike) -> _C:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
         """Scores, ``N x n_classes`` (columns in the order of ``classes_``)."""
         raise NotImplementedError(f"{self.name} has no decision function")
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: np.ndarray) -> np.ndarray:
         """Predicted labels (values from ``classes_``)."""
-        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+        labels: np.ndarray = self.classes_[np.argmax(self.decision_function(X), axis=1)]
+        return labels
 
     def spec(self) -> str:
         """The spec string that rebuilds this classifier (all parameters)."""
@@ -73,18 +77,21 @@ class Classifier:
         return f"{self.name}:{params}" if params else self.name
 
     # helpers shared by subclasses
-    def _encode_labels(self, y) -> np.ndarray:
+    def _encode_labels(self, y: npt.ArrayLike) -> np.ndarray:
         y = np.asarray(y).ravel()
-        self.classes_, codes = np.unique(y, return_inverse=True)
+        classes: np.ndarray
+        codes: np.ndarray
+        classes, codes = np.unique(y, return_inverse=True)
+        self.classes_ = classes
         return codes
 
-    def _check_fitted(self):
+    def _check_fitted(self) -> None:
         if not hasattr(self, "classes_"):
             raise ConfigError(f"{self.name} classifier is not fitted", expected="fit(X, y) "
                               "before predict", found="an unfitted classifier")
 
 
-def as_features(X, dtype=np.float32, scale: float | None = None) -> np.ndarray:
+def as_features(X: npt.ArrayLike, dtype: npt.DTypeLike = np.float32, scale: float | None = None) -> np.ndarray:
     """Flatten images to ``N x D`` rows of ``dtype``; uint8 pixels are scaled to [0, 1].
 
     Examples
@@ -99,13 +106,13 @@ def as_features(X, dtype=np.float32, scale: float | None = None) -> np.ndarray:
     if scale is None:
         scale = 1.0 / 255.0 if X.dtype == np.uint8 else 1.0
     X = X.reshape(X.shape[0], -1)
-    out = X.astype(dtype, copy=True)
+    out: np.ndarray = X.astype(dtype, copy=True)
     if scale != 1.0:
         out *= out.dtype.type(scale)
     return out
 
 
-def check_xy(X, y):
+def check_xy(X: npt.ArrayLike, y: npt.ArrayLike) -> np.ndarray:
     n = np.asarray(X).shape[0]
     y = np.asarray(y).ravel()
     if y.shape[0] != n:
@@ -116,7 +123,7 @@ def check_xy(X, y):
     return y
 
 
-def check_ridge(name: str, ridge) -> None:
+def check_ridge(name: str, ridge: object) -> None:
     """A ridge penalty must be a finite number >= 0 (a negative one makes ``X^T X + ridge I``
     indefinite: the solve then fails, or quietly fits noise)."""
     import math
@@ -127,13 +134,13 @@ def check_ridge(name: str, ridge) -> None:
                           found=repr(ridge))
 
 
-def one_hot(codes: np.ndarray, n_classes: int, dtype=np.float32) -> np.ndarray:
+def one_hot(codes: np.ndarray, n_classes: int, dtype: npt.DTypeLike = np.float32) -> np.ndarray:
     out = np.zeros((codes.size, n_classes), dtype)
     out[np.arange(codes.size), codes] = 1
     return out
 
 
-def _convert(value: str, default):
+def _convert(value: str, default: object) -> Any:
     if isinstance(default, bool):
         if value.lower() in ("1", "true", "yes", "on"):
             return True
@@ -145,9 +152,10 @@ def _convert(value: str, default):
     if isinstance(default, float):
         return float(value)
     if default is None:
-        for cast in (int, float):
+        caster: Callable[[str], object]
+        for caster in (int, float):
             try:
-                return cast(value)
+                return caster(value)
             except ValueError:
                 pass
         return None if value.lower() == "none" else value
@@ -160,7 +168,7 @@ RANGES = {"seed": (0, 2**32 - 1), "hidden": (1, 65_536), "ridge": (0.0, None)}
 INT_MAX = 10**6
 
 
-def _check_range(name: str, key: str, value) -> None:
+def _check_range(name: str, key: str, value: object) -> None:
     import math
 
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -185,7 +193,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     """
     spec = spec.strip()
     name, _, rest = spec.partition(":")
-    params = {}
+    params: dict[str, str] = {}
     for item in filter(None, (s.strip() for s in rest.split(","))):
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
@@ -200,17 +208,18 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     return name.strip().lower(), params
 
 
-def classifier_class(name: str):
+def classifier_class(name: str) -> type[Classifier]:
     import importlib
 
     if name not in REGISTRY:
         raise ConfigError("unknown classifier", expected="one of " + ", ".join(sorted(REGISTRY)),
                           found=name)
     mod, cls = REGISTRY[name].split(":")
-    return getattr(importlib.import_module(f"mnistforge.classifiers.{mod}"), cls)
+    found: type[Classifier] = getattr(importlib.import_module(f"mnistforge.classifiers.{mod}"), cls)
+    return found
 
 
-def make_classifier(spec: str, **overrides) -> Classifier:
+def make_classifier(spec: str, **overrides: Any) -> Classifier:
     """Build a classifier from a spec string; keyword overrides take precedence.
 
     Examples
@@ -223,7 +232,7 @@ def make_classifier(spec: str, **overrides) -> Classifier:
     name, params = parse_spec(spec)
     cls = classifier_class(name)
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     for key, value in params.items():
         if key not in fields:
             raise ConfigError(f"unknown parameter for {name}", expected="one of "

@@ -12,6 +12,7 @@ drawn afresh each epoch.  LeNet-5 is in :mod:`.lenet`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .neural import NeuralClassifier
 
@@ -32,7 +33,7 @@ class SmallCNNClassifier(NeuralClassifier):
     name = "cnn"
     arch = "cnn"
 
-    def _network(self, n_classes: int, in_hw):
+    def _network(self, n_classes: int, in_hw: tuple[int, ...]) -> Any:  # a torch.nn.Module
         from .torch_models import build_network
 
         return build_network(self.arch, n_classes, in_hw, dropout=self.dropout,

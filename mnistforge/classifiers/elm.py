@@ -28,6 +28,7 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy import linalg
 
 from ..errors import ConfigError
@@ -49,9 +50,11 @@ def _activate(z: np.ndarray, kind: str) -> np.ndarray:
         np.reciprocal(z, out=z)
         return z
     if kind == "tanh":
-        return np.tanh(z, out=z)
+        t: np.ndarray = np.tanh(z, out=z)
+        return t
     if kind == "relu":
-        return np.maximum(z, 0, out=z)
+        r: np.ndarray = np.maximum(z, 0, out=z)
+        return r
     raise ConfigError("unknown ELM activation", expected=" or ".join(ACTIVATIONS), found=kind)
 
 
@@ -94,7 +97,7 @@ class ELMClassifier(Classifier):
 
     name = "elm"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.hidden < 1:
             raise ConfigError("invalid ELM hidden size", expected="hidden >= 1", found=self.hidden)
         if self.activation not in ACTIVATIONS:
@@ -116,7 +119,7 @@ class ELMClassifier(Classifier):
         return s.replace(",dtype=float32", "")  # the default, kept out of the short form
 
     # ------------------------------------------------------------------ hidden layer
-    def _init_weights(self, X):
+    def _init_weights(self, X: np.ndarray) -> None:
         dt = np.dtype(self.dtype)
         calib = as_features(X[:CALIBRATION_ROWS], dt)
         d = calib.shape[1]
@@ -132,18 +135,18 @@ class ELMClassifier(Classifier):
         self.input_weights_ = W * (dt.type(self.scale) / sd)
         self.input_bias_ = (dt.type(self.scale) * ((b - mu) / sd + offset)).astype(dt)
 
-    def hidden_activations(self, X) -> np.ndarray:
+    def hidden_activations(self, X: npt.ArrayLike) -> np.ndarray:
         """Hidden layer outputs ``N x hidden`` (in ``dtype``) for inputs ``X``."""
         z = as_features(X, np.dtype(self.dtype)) @ self.input_weights_
         z += self.input_bias_
         return _activate(z, self.activation)
 
-    def _design(self, X) -> np.ndarray:
+    def _design(self, X: npt.ArrayLike) -> np.ndarray:
         H = self.hidden_activations(X)
         return np.hstack([H, np.ones((H.shape[0], 1), H.dtype)])
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, y):
+    def fit(self, X: np.ndarray, y: npt.ArrayLike) -> ELMClassifier:
         y = check_xy(X, y)
         codes = self._encode_labels(y)
         self._init_weights(X)
@@ -160,7 +163,7 @@ class ELMClassifier(Classifier):
             self._opium_finish()
         return self
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self, X: np.ndarray, y: npt.ArrayLike, classes: npt.ArrayLike | None = None) -> ELMClassifier:
         """Stream a chunk of training data through OPIUM (any number of calls).
 
         The first call fixes the input weights (from its first rows) and needs
@@ -184,12 +187,12 @@ class ELMClassifier(Classifier):
         self.coef_ = self.W_.astype(self.dtype)
         return self
 
-    def _opium_start(self):
+    def _opium_start(self) -> None:
         m = self.hidden + 1
         self.P_ = np.eye(m) / self.ridge
         self.W_ = np.zeros((m, len(self.classes_)))
 
-    def _opium_update(self, X, Y):
+    def _opium_update(self, X: np.ndarray, Y: np.ndarray) -> None:
         from ..progress import progress
 
         P, W = self.P_, self.W_
@@ -216,11 +219,11 @@ class ELMClassifier(Classifier):
             P *= 0.5
         self.P_, self.W_ = P, W
 
-    def _opium_finish(self):
+    def _opium_finish(self) -> None:
         self.coef_ = self.W_.astype(self.dtype)
         del self.P_, self.W_
 
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
         self._check_fitted()
         n = np.asarray(X).shape[0]
         out = np.empty((n, len(self.classes_)), self.dtype)

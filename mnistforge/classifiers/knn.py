@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Iterable
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import ConfigError
 from .base import Classifier, as_features, check_xy
@@ -110,14 +112,14 @@ class KNNClassifier(Classifier):
 
     name = "knn"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.k < 1:
             raise ConfigError("invalid k", expected="k >= 1", found=self.k)
         if self.tie not in TIES:
             raise ConfigError("invalid k-NN tie rule", expected=" or ".join(TIES),
                               found=self.tie)
 
-    def fit(self, X, y):
+    def fit(self, X: npt.ArrayLike, y: npt.ArrayLike) -> KNNClassifier:
         y = check_xy(X, y)
         self.codes_ = self._encode_labels(y)
         X = np.asarray(_fit_standardizer(self, X))
@@ -138,15 +140,18 @@ class KNNClassifier(Classifier):
         self.train_ = aug[:n, :dim]          # the features, a view: no second copy
         return self
 
-    def _exact(self, q, q8, rows, cand):
+    def _exact(self, q: np.ndarray, q8: np.ndarray | None, rows: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """Exact squared distances ``len(rows) x m`` from test rows to candidate indices."""
         if q8 is not None:
+            assert self.train_u8_ is not None  # q8 is made only when the training rows are uint8 too
             d = q8[rows][:, None, :].astype(np.int32) - self.train_u8_[cand].astype(np.int32)
-            return np.einsum("ijk,ijk->ij", d, d).astype(np.float64) / 65025.0
+            exact_u8: np.ndarray = np.einsum("ijk,ijk->ij", d, d).astype(np.float64) / 65025.0
+            return exact_u8
         d = q[rows][:, None, :].astype(np.float64) - self.train_[cand].astype(np.float64)
-        return np.einsum("ijk,ijk->ij", d, d)
+        exact: np.ndarray = np.einsum("ijk,ijk->ij", d, d)
+        return exact
 
-    def kneighbors(self, X, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def kneighbors(self, X: npt.ArrayLike, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Indices and squared distances of the ``k`` nearest training rows, nearest first
         (exact order: distance, then training index)."""
         self._check_fitted()
@@ -227,7 +232,7 @@ class KNNClassifier(Classifier):
         self.uncertified_ = uncertified
         return idx, dist
 
-    def predict_sweep(self, X, ks) -> dict[int, np.ndarray]:
+    def predict_sweep(self, X: npt.ArrayLike, ks: Iterable[int]) -> dict[int, np.ndarray]:
         """Predictions for every ``k`` in ``ks`` from one distance pass.
 
         Examples
@@ -244,10 +249,10 @@ class KNNClassifier(Classifier):
         codes = self.codes_[idx]
         return {k: self.classes_[vote(codes, k, len(self.classes_), self.tie)[0]] for k in ks}
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: npt.ArrayLike) -> np.ndarray:
         return self.predict_sweep(X, [self.k])[self.k]
 
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: npt.ArrayLike) -> np.ndarray:
         """Vote fractions ``N x n_classes`` among the ``k`` nearest neighbours."""
         idx, _ = self.kneighbors(X, self.k)
         _, counts = vote(self.codes_[idx], self.k, len(self.classes_), self.tie)

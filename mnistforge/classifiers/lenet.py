@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .cnn import SmallCNNClassifier  # noqa: F401  (its import path before it had a module)
-from .neural import NeuralClassifier, as_images, load_model, require_torch, save_model
+from .neural import NeuralClassifier, as_images, load_model, save_model
+from .torch_models import require_torch
 
 __all__ = [
     "LeNet5Classifier",

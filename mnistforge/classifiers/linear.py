@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Callable, cast
 
 import numpy as np
+import numpy.typing as npt
 from scipy import linalg
 
 from ..errors import ConfigError
@@ -21,8 +23,8 @@ from .preprocess import standardized as _standardized
 logger = logging.getLogger(__name__)
 
 
-def accumulate_normal_equations(X, Y, block: int = 8192, bias: bool = True,
-                                transform=None,
+def accumulate_normal_equations(X: np.ndarray, Y: np.ndarray, block: int = 8192, bias: bool = True,
+                                transform: Callable[[np.ndarray], np.ndarray] | None = None,
                                 desc: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Return ``A = Z^T Z`` and ``C = Z^T Y`` (float64), ``Z = transform(X)`` (+ bias column).
 
@@ -54,11 +56,12 @@ def accumulate_normal_equations(X, Y, block: int = 8192, bias: bool = True,
             A[j1:, j0:j1] = A[j0:j1, j1:].T
             blk = A[j0:j1, j0:j1]
             A[j0:j1, j0:j1] = np.triu(blk) + np.triu(blk, 1).T
-    return A, C
+    # None only when X has no rows (the classifiers check that first, check_xy)
+    return cast(np.ndarray, A), cast(np.ndarray, C)
 
 
 def solve_ridge(A: np.ndarray, C: np.ndarray, ridge: float, penalise_last: bool = True,
-                overwrite: bool = False):
+                overwrite: bool = False) -> np.ndarray:
     """Solve ``(A + ridge I) W = C`` (symmetric positive definite; lstsq fallback).
 
     With ``penalise_last=False`` the last row/column (the bias) is not penalised.
@@ -70,13 +73,15 @@ def solve_ridge(A: np.ndarray, C: np.ndarray, ridge: float, penalise_last: bool 
     A[d, d] += ridge
     try:
         # A is symmetric: its transpose is the Fortran-ordered view LAPACK works in place on
-        return linalg.solve(A.T, C, assume_a="pos", overwrite_a=True, check_finite=False)
+        W: np.ndarray = linalg.solve(A.T, C, assume_a="pos", overwrite_a=True, check_finite=False)
+        return W
     except (linalg.LinAlgError, ValueError) as e:
         if overwrite:  # A was factorised in place: nothing left to fall back on
             raise ConfigError("normal equations are singular", expected="a positive definite "
                               "system", found=str(e), hint="use a larger ridge") from e
         logger.warning("normal equations singular; falling back to least squares")
-        return linalg.lstsq(A, C, check_finite=False)[0]
+        W_lstsq: np.ndarray = linalg.lstsq(A, C, check_finite=False)[0]
+        return W_lstsq
 
 
 @dataclass
@@ -106,12 +111,12 @@ class LinearClassifier(Classifier):
 
     name = "linear"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_ridge(self.name, self.ridge)
         if isinstance(self.block, bool) or not isinstance(self.block, int) or self.block < 1:
             raise ConfigError("invalid block size", expected="block >= 1", found=self.block)
 
-    def fit(self, X, y):
+    def fit(self, X: np.ndarray, y: npt.ArrayLike) -> LinearClassifier:
         y = check_xy(X, y)
         codes = self._encode_labels(y)
         Y = one_hot(codes, len(self.classes_), np.float64)
@@ -120,10 +125,10 @@ class LinearClassifier(Classifier):
         self.coef_ = solve_ridge(A, C, self.ridge, penalise_last=False).astype(np.float32)
         return self
 
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
         self._check_fitted()
         X = _standardized(self, X)
-        out = []
+        out: list[np.ndarray] = []
         for s in range(0, np.asarray(X).shape[0], self.block):
             Z = as_features(X[s:s + self.block])
             out.append(Z @ self.coef_[:-1] + self.coef_[-1])

@@ -26,11 +26,15 @@ import hashlib
 import json
 import logging
 import math
+import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import ConfigError, FormatError, IntegrityError, MissingFileError
 from .base import Classifier, check_xy
@@ -47,7 +51,7 @@ PREDICT_BATCH = 1024
 
 
 
-def resolve_device(device: str = "auto"):
+def resolve_device(device: str = "auto") -> Any:  # a torch.device (torch: an optional extra)
     """``"auto"`` -> cuda when available else cpu; ``"cuda"`` without a GPU is a ConfigError."""
     torch = require_torch()
     check_device_name(device)
@@ -75,7 +79,7 @@ def check_device_name(device: str) -> None:
         raise ConfigError("unknown device", expected="auto, cpu, cuda or cuda:N", found=d)
 
 
-def as_images(X) -> np.ndarray:
+def as_images(X: npt.ArrayLike) -> np.ndarray:
     """``N x H x W`` float32 images (uint8 scaled to [0, 1]; square ``N x D`` rows reshaped)."""
     X = np.asarray(X)
     if X.ndim == 2:
@@ -87,14 +91,14 @@ def as_images(X) -> np.ndarray:
     if X.ndim != 3:
         raise ConfigError("inputs have the wrong shape", expected="N x H x W images",
                           found=f"shape {X.shape}")
-    x = X.astype(np.float32)
+    x: np.ndarray = X.astype(np.float32)
     if X.dtype == np.uint8:
         x /= 255.0
     return x
 
 
-def random_similarity(x: np.ndarray, rng, max_shift: float = 2.0, scale=(0.9, 1.1),
-                      max_rotation: float = 0.1) -> np.ndarray:
+def random_similarity(x: np.ndarray, rng: np.random.Generator, max_shift: float = 2.0,
+                      scale: tuple[float, float] = (0.9, 1.1), max_rotation: float = 0.1) -> np.ndarray:
     """Light augmentation: each image shifted, scaled and rotated about its centre at random.
 
     The same uniform draws as ``evaluators.augment`` (lighter bounds, bilinear, zero
@@ -107,7 +111,7 @@ def random_similarity(x: np.ndarray, rng, max_shift: float = 2.0, scale=(0.9, 1.
     return similarity(x, shift, rot, sc)
 
 
-def similarity(x: np.ndarray, shift, rot, sc) -> np.ndarray:
+def similarity(x: np.ndarray, shift: np.ndarray, rot: np.ndarray, sc: np.ndarray) -> np.ndarray:
     """Image ``k`` shifted by ``shift[k]`` (rows, columns), rotated by ``rot[k]`` and scaled by
     ``sc[k]`` about its centre; bilinear, zero outside (``evaluators.augment``'s convention)."""
     from scipy import ndimage
@@ -125,7 +129,7 @@ def similarity(x: np.ndarray, shift, rot, sc) -> np.ndarray:
 
 
 @contextlib.contextmanager
-def _seeded(torch, seed: int, dev):
+def _seeded(torch: Any, seed: int, dev: Any) -> Iterator[None]:
     """Seed torch without disturbing the caller's global RNG state or determinism flag."""
     devices = [dev.index or 0] if dev.type == "cuda" else []
     was_det = torch.are_deterministic_algorithms_enabled()
@@ -162,7 +166,7 @@ class NeuralClassifier(Classifier):
     name = "neural"
     arch = "lenet5"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_device_name(self.device)
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"unknown optimizer for {self.name}", expected=" or ".join(
@@ -179,16 +183,16 @@ class NeuralClassifier(Classifier):
             raise ConfigError(f"invalid {self.name} parameter lr", expected="> 0", found=self.lr)
 
     # ------------------------------------------------------------------ model
-    def _network(self, n_classes: int, in_hw):
+    def _network(self, n_classes: int, in_hw: tuple[int, ...]) -> Any:  # a torch.nn.Module
         from .torch_models import build_network
 
         return build_network(self.arch, n_classes, in_hw)
 
-    def resolve_device(self):
+    def resolve_device(self) -> Any:  # a torch.device
         """The torch device this classifier trains on (see :func:`resolve_device`)."""
         return resolve_device(self.device)
 
-    def _optimizer(self, torch, params, steps: int):
+    def _optimizer(self, torch: Any, params: Any, steps: int) -> tuple[Any, Any]:
         if self.optimizer == "adam":
             opt = torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
         else:
@@ -210,7 +214,8 @@ class NeuralClassifier(Classifier):
         return random_similarity(x, rng)
 
     # ------------------------------------------------------------------ training
-    def fit(self, X, y, validation=None):
+    def fit(self, X: npt.ArrayLike, y: npt.ArrayLike,
+            validation: tuple[npt.ArrayLike, npt.ArrayLike] | None = None) -> NeuralClassifier:
         """Train on images ``X`` and labels ``y``; ``validation=(X_val, y_val)`` enables
         early stopping."""
         torch = require_torch()
@@ -229,21 +234,23 @@ class NeuralClassifier(Classifier):
         dev = self.resolve_device()
         n, batch = len(x0), self.batch
         steps = self.epochs * ((n + batch - 1) // batch)
-        self.history_ = []
+        self.history_: list[dict[str, Any]] = []
         with _seeded(torch, self.seed, dev):
             self.model_ = self._network(len(self.classes_), self.in_hw_).to(dev)
             opt, sched = self._optimizer(torch, self.model_.parameters(), steps)
             gen = torch.Generator().manual_seed(self.seed)
             yt = torch.from_numpy(codes.astype(np.int64)).to(dev)
             loss_fn = torch.nn.CrossEntropyLoss()
-            best, best_state, stale = None, None, 0
+            best: int | None = None
+            best_state: dict[str, Any] | None = None
+            stale = 0
             bar = progress(range(self.epochs), desc=f"{self.name} epochs", unit="epoch")
             for epoch in bar:
                 t0 = time.perf_counter()
                 x = self._epoch_images(x0, epoch)
                 xt = torch.from_numpy(x).unsqueeze(1).to(dev)
                 loss = self._train_epoch(torch, xt, yt, gen, opt, sched, loss_fn, epoch)
-                rec = {"epoch": epoch + 1, "loss": round(loss, 6),
+                rec: dict[str, Any] = {"epoch": epoch + 1, "loss": round(loss, 6),
                        "seconds": round(time.perf_counter() - t0, 3)}
                 if val is not None:
                     err = int((self._predict_codes(torch, val[0]) != val[1]).sum())
@@ -268,7 +275,8 @@ class NeuralClassifier(Classifier):
         self.n_train_ = int(n)
         return self
 
-    def _train_epoch(self, torch, xt, yt, gen, opt, sched, loss_fn, epoch: int) -> float:
+    def _train_epoch(self, torch: Any, xt: Any, yt: Any, gen: Any, opt: Any, sched: Any, loss_fn: Any,
+                     epoch: int) -> float:
         from ..progress import progress
 
         self.model_.train()
@@ -299,29 +307,29 @@ class NeuralClassifier(Classifier):
                               hint="resize the images or train a model on this size")
         return x
 
-    def _logits(self, torch, x: np.ndarray) -> np.ndarray:
+    def _logits(self, torch: Any, x: np.ndarray) -> np.ndarray:
         dev = next(self.model_.parameters()).device
         self.model_.eval()
-        out = []
+        out: list[np.ndarray] = []
         with torch.inference_mode():
             for s in range(0, len(x), PREDICT_BATCH):
                 xb = torch.from_numpy(x[s:s + PREDICT_BATCH]).unsqueeze(1).to(dev)
                 out.append(self.model_(xb).float().cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, len(self.classes_)), np.float32)
 
-    def _predict_codes(self, torch, x: np.ndarray) -> np.ndarray:
+    def _predict_codes(self, torch: Any, x: np.ndarray) -> np.ndarray:
         was_training = self.model_.training
-        codes = self._logits(torch, x).argmax(1)
+        codes: np.ndarray = self._logits(torch, x).argmax(1)
         self.model_.train(was_training)
         return codes
 
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: npt.ArrayLike) -> np.ndarray:
         """Network outputs (logits), ``N x n_classes``."""
         self._check_fitted()
         torch = require_torch()
         return self._logits(torch, self._check_shape(as_images(X)))
 
-    def check_labels(self, labels) -> None:
+    def check_labels(self, labels: npt.ArrayLike) -> None:
         """Refuse test labels the model was not trained on (another dataset's classes)."""
         self._check_fitted()
         found = np.unique(np.asarray(labels).ravel())
@@ -337,12 +345,12 @@ class NeuralClassifier(Classifier):
                      "dataset")
 
     # ------------------------------------------------------------------ saving
-    def save(self, path) -> Path:
+    def save(self, path: str | os.PathLike[str]) -> Path:
         """Write ``PATH.npz`` + ``PATH.json`` (see :func:`save_model`); returns the npz path."""
         return save_model(self, path)
 
 
-def model_paths(path) -> tuple[Path, Path]:
+def model_paths(path: str | os.PathLike[str]) -> tuple[Path, Path]:
     """``(PATH.npz, PATH.json)`` for ``PATH``, ``PATH.npz`` or ``PATH.json``."""
     p = Path(path)
     if p.suffix in (".npz", ".json"):
@@ -358,7 +366,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def save_model(clf: NeuralClassifier, path) -> Path:
+def save_model(clf: NeuralClassifier, path: str | os.PathLike[str]) -> Path:
     """Save a fitted neural classifier as ``PATH.npz`` (tensors) + ``PATH.json`` (config).
 
     Both files are written atomically; the JSON comes last and records the npz's sha256,
@@ -392,7 +400,7 @@ def save_model(clf: NeuralClassifier, path) -> Path:
     return weights
 
 
-def load_model(path, device: str = "auto") -> NeuralClassifier:
+def load_model(path: str | os.PathLike[str], device: str = "auto") -> NeuralClassifier:
     """Rebuild a classifier saved by :func:`save_model` (``PATH``, ``PATH.npz`` or ``PATH.json``).
 
     ``device`` overrides the device recorded at training time (a model trained on a GPU
@@ -431,7 +439,8 @@ def load_model(path, device: str = "auto") -> NeuralClassifier:
     if set(state) != set(doc.get("tensors", {})):
         raise FormatError("model tensors differ from their description", path=weights,
                           expected=sorted(doc.get("tensors", {})), found=sorted(state))
-    clf = make_classifier(doc["spec"], device=device)
+    # a neural spec (the model files of this package hold one; others fail at _network below)
+    clf = cast(NeuralClassifier, make_classifier(doc["spec"], device=device))
     clf.classes_ = np.asarray(doc["classes"], dtype=np.dtype(doc["classes_dtype"]))
     clf.in_hw_ = tuple(int(v) for v in doc["input_shape"])
     clf.history_ = doc.get("training", {}).get("history", [])

@@ -9,8 +9,10 @@ batch are resampled in one vectorised :func:`scipy.ndimage.map_coordinates` call
 from __future__ import annotations
 
 import logging
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 from scipy import ndimage
 
 from ..errors import ConfigError
@@ -21,7 +23,8 @@ logger = logging.getLogger(__name__)
 __all__ = ["scale_pixels", "Standardizer", "deskew", "image_moments"]
 
 
-def scale_pixels(images, mode: str = "unit", mean=None, std=None) -> np.ndarray:
+def scale_pixels(images: npt.ArrayLike, mode: str = "unit", mean: float | None = None,
+                 std: float | None = None) -> np.ndarray:
     """Scale pixels to float32: ``unit`` (/255, to [0, 1]) or ``standard`` (zero mean, unit std).
 
     For ``standard`` pass the training ``mean``/``std`` when scaling test data
@@ -60,15 +63,16 @@ class Standardizer:
     [[0.0, 0.0], [2.0, 1.0]]
     """
 
-    def __init__(self, block: int = 8192):
+    def __init__(self, block: int = 8192) -> None:
         self.block = block
 
-    def fit(self, X) -> Standardizer:
+    def fit(self, X: npt.ArrayLike) -> Standardizer:
         X = np.asarray(X)
         n = X.shape[0]
         if n == 0:
             raise ConfigError("nothing to standardise", expected="at least one row", found=0)
-        total = sq = None
+        total: np.ndarray | None = None
+        sq: np.ndarray | None = None
         for s in range(0, n, self.block):
             Z = as_features(X[s:s + self.block], np.float64)
             total = Z.sum(axis=0) if total is None else total + Z.sum(axis=0)
@@ -82,7 +86,7 @@ class Standardizer:
         self.mean_, self.scale_ = mean, np.where(constant | (std == 0), 1.0, std)
         return self
 
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X: npt.ArrayLike) -> np.ndarray:
         if not hasattr(self, "mean_"):
             raise ConfigError("standardiser is not fitted", expected="fit(X) first",
                               found="an unfitted Standardizer")
@@ -99,20 +103,23 @@ class Standardizer:
         return out
 
 
-def fit_standardizer(clf, X):
+_X = TypeVar("_X", bound=npt.ArrayLike)
+
+
+def fit_standardizer(clf: Any, X: _X) -> _X | np.ndarray:  # clf: a classifier with a standardize flag
     """``X`` standardised by a :class:`Standardizer` fitted on it and kept as
     ``clf.scaler_`` when ``clf.standardize`` is set; else ``X`` unchanged (and no scaler)."""
     clf.scaler_ = Standardizer().fit(X) if clf.standardize else None
     return X if clf.scaler_ is None else clf.scaler_.transform(X)
 
 
-def standardized(clf, X):
+def standardized(clf: object, X: _X) -> _X | np.ndarray:
     """``X`` through the classifier's fitted scaler, if it has one."""
     scaler = getattr(clf, "scaler_", None)
     return X if scaler is None else scaler.transform(X)
 
 
-def image_moments(images) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def image_moments(images: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Centre of mass (row, col), row variance and row-col covariance of each image.
 
     Blank images get the geometric centre and zero (co)variance.
@@ -134,7 +141,7 @@ def image_moments(images) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
     return mr, mc, var_r, cov
 
 
-def deskew(images, batch: int = 4096) -> np.ndarray:
+def deskew(images: npt.ArrayLike, batch: int = 4096) -> np.ndarray:
     """Deskew images by their second moments.
 
     uint8 input gives uint8 output (rounded), so the result feeds every classifier and

@@ -13,17 +13,21 @@ torch is imported inside :func:`build_network` only.
 """
 from __future__ import annotations
 
+from types import ModuleType
+from typing import Any
+
 from ..errors import ConfigError, require
 
 ARCHITECTURES = ("lenet5", "cnn")
 
 
-def require_torch():
+def require_torch() -> ModuleType:
     """Import torch or raise a MissingDependencyError naming the ``[torch]`` extra."""
     return require("torch", "torch", "the lenet and cnn classifiers (or use linear, elm, knn)")
 
 
-def build_network(arch: str, n_classes: int, in_hw, dropout: float = 0.25, width: int = 16):
+def build_network(arch: str, n_classes: int, in_hw: tuple[int, ...], dropout: float = 0.25,
+                  width: int = 16) -> Any:  # a torch.nn.Module (torch: an optional extra)
     """A freshly initialised ``torch.nn.Module`` for ``N x 1 x H x W`` float inputs."""
     torch = require_torch()
     nn = torch.nn
