@@ -22,6 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
+from ..io import compression
+from ..io.atomic import output_lock
+from ..io.idx import idx_header_bytes
 from ..log import get_logger
 from ..registry import RemoteFile, get_file
 from .download import FetchResult, _cached, cache_path
@@ -45,7 +48,6 @@ def place_in_cache(remote, *, source=None, arrays: np.ndarray | None = None, roo
     :class:`~mnistforge.errors.HashMismatchError` (nothing written) when the bytes are not
     the registry's file or content.
     """
-    from ..io.atomic import output_lock
 
     remote = get_file(remote)
     if remote.archive:
@@ -85,7 +87,6 @@ def place_in_cache(remote, *, source=None, arrays: np.ndarray | None = None, roo
 
 
 def _write_file(source: Path, remote: RemoteFile, tmp: Path) -> None:
-    from ..io import compression
 
     with open(source, "rb") as f:
         comp = compression.sniff_compression(f.read(8))
@@ -104,8 +105,6 @@ def _write_file(source: Path, remote: RemoteFile, tmp: Path) -> None:
 
 
 def _write_arrays(arr: np.ndarray, remote: RemoteFile, tmp: Path) -> None:
-    from ..io import compression
-    from ..io.idx import idx_header_bytes
 
     with open(tmp, "wb") as out:
         writer = compression.open_writer(out, remote.compression, 6)

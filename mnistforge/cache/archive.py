@@ -40,6 +40,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from ..errors import MissingFileError, UnsafeArchiveError
+from ..io.atomic import atomic_file
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +164,6 @@ def safe_extract(path_or_zip, target, members=None, *, max_bytes: int = MAX_MEMB
     copying, a member that yields more bytes than it declared is refused.
     Returns the extracted paths, sorted.
     """
-    from ..io.atomic import atomic_file
 
     target = Path(target)
     where = getattr(path_or_zip, "filename", None) or os.fspath(path_or_zip)

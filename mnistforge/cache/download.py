@@ -39,6 +39,10 @@ Offline mode (``offline=True`` or ``MNISTFORGE_OFFLINE=1``) never touches the
 network: a missing file raises :class:`~mnistforge.errors.OfflineError` saying
 which file, from where, and exactly where to put it.
 
+Why this module is long: it is the one HTTP client of the package, and most of its length is
+the limits a hostile or broken server needs (sizes, deadlines, redirects, encodings, retries
+with a total deadline), each next to the request it guards.
+
 Cache location: the ``root`` argument, else ``$MNISTFORGE_HOME``, else the
 platform cache folder (``$XDG_CACHE_HOME/mnistforge`` or
 ``~/.cache/mnistforge`` on Linux, ``~/Library/Caches/mnistforge`` on macOS,
@@ -54,19 +58,28 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
+import math
+import numbers
 import os
 import re
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from ..errors import ConfigError, DownloadError, HashMismatchError, NotWritableError, OfflineError
-from ..progress import progress as _progress
+import requests
+import urllib3
+
 from .. import settings
-from ..registry import RemoteFile, get_dataset, get_file
+from ..errors import ConfigError, DownloadError, HashMismatchError, NotWritableError, OfflineError
+from ..io.atomic import output_lock
+from ..progress import progress as _progress
+from ..registry import RemoteFile, get_dataset, get_file, list_datasets
 from ..settings import cache_home
-from .verify import STATUS_TEXT, Verification, verify_file, write_marker
+from .verify import STATUS_TEXT, Verification, read_marker, verify_file, write_marker
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +89,11 @@ __all__ = ["fetch", "fetch_file", "cache_path", "cache_status",
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_RETRIES = 3
 DEFAULT_BACKOFF = 1.0
+#: Seconds a fetch of one file may spend on all its attempts and mirrors before it gives up
+#: (``give_up_after``, ``fetch --give-up-after``): retries never wait past it.
+DEFAULT_GIVE_UP_AFTER = 600.0
+#: Longest wait between two attempts, however many retries (the back-off doubles up to it).
+MAX_BACKOFF_WAIT = 60.0
 #: Most bytes accepted from a server for a file whose size the registry does not know.
 MAX_UNKNOWN_BYTES = 8 << 30
 #: Slowest transfer rate the default deadline allows for (bytes per second).
@@ -132,12 +150,11 @@ def default_deadline(size: int | None, timeout: float) -> float:
     return 10 * timeout + (size or 64 << 20) / MIN_RATE
 
 
-def check_network_args(timeout, retries, backoff, deadline=None) -> None:
+def check_network_args(timeout, retries, backoff, deadline=None, give_up_after=None) -> None:
     """Refuse a zero, negative or non-finite ``timeout`` (and the like) as a usage error."""
-    import math
-    import numbers
 
-    for name, value, low in (("timeout", timeout, 0.0), ("deadline", deadline, 0.0)):
+    for name, value, low in (("timeout", timeout, 0.0), ("deadline", deadline, 0.0),
+                             ("give_up_after", give_up_after, 0.0)):
         if value is not None and not (isinstance(value, numbers.Real) and math.isfinite(value)
                                       and value > low):
             raise ConfigError(f"invalid {name}", expected="a number of seconds > 0",
@@ -151,7 +168,7 @@ def check_network_args(timeout, retries, backoff, deadline=None) -> None:
 
 def fetch(name_or_file, *, root=None, progress=None, offline=None, timeout=DEFAULT_TIMEOUT,
           retries=DEFAULT_RETRIES, backoff=DEFAULT_BACKOFF, deadline=None, mirrors=None,
-          dead_hosts: set[str] | None = None):
+          dead_hosts: set[str] | None = None, give_up_after=DEFAULT_GIVE_UP_AFTER):
     """Make a registry file (or every file of a dataset) present and verified in the cache.
 
     Parameters
@@ -171,9 +188,12 @@ def fetch(name_or_file, *, root=None, progress=None, offline=None, timeout=DEFAU
     retries : int
         Further attempts per mirror after a cut connection or a timeout.
     backoff : float
-        First wait between attempts, doubled each time.
+        First wait between attempts, doubled each time up to :data:`MAX_BACKOFF_WAIT`.
     deadline : float, optional
         Total seconds one attempt may take (default :func:`default_deadline`).
+    give_up_after : float
+        Seconds all the attempts at one file, on every mirror, may take together (default
+        :data:`DEFAULT_GIVE_UP_AFTER`, 10 minutes): no retry starts, and no wait lasts, past it.
     mirrors : list of str, str or Mirrors, optional
         Addresses tried besides the registry's (default ``$MNISTFORGE_MIRRORS``; see
         :func:`mnistforge.settings.mirrors`).
@@ -192,9 +212,8 @@ def fetch(name_or_file, *, root=None, progress=None, offline=None, timeout=DEFAU
     """
     kw = dict(root=root, progress=progress, offline=offline, timeout=timeout, retries=retries,
               backoff=backoff, deadline=deadline, mirrors=settings.mirrors(mirrors),
-              dead_hosts=set() if dead_hosts is None else dead_hosts)
+              dead_hosts=set() if dead_hosts is None else dead_hosts, give_up_after=give_up_after)
     if isinstance(name_or_file, str) and "/" not in name_or_file:
-        from ..registry import list_datasets
         if name_or_file in list_datasets(None):
             results, seen = [], set()
             for f in get_dataset(name_or_file).remote_files():
@@ -236,19 +255,21 @@ def mirror_urls(remote, mirrors=None) -> list[str]:
 
 def fetch_file(remote, *, root=None, progress=None, offline=None, timeout=DEFAULT_TIMEOUT,
                retries=DEFAULT_RETRIES, backoff=DEFAULT_BACKOFF, rehash: bool = False,
-               deadline=None, mirrors=None, dead_hosts: set[str] | None = None) -> FetchResult:
+               deadline=None, mirrors=None, dead_hosts: set[str] | None = None,
+               give_up_after=DEFAULT_GIVE_UP_AFTER) -> FetchResult:
     """Fetch one file (see :func:`fetch`); archive members fetch their archive.
 
     ``rehash`` hashes a cached file even when its sidecar still holds.  ``mirrors`` and
     ``dead_hosts``: see :func:`fetch` (pass one set to several calls so that a host that
     refused is asked once).
     """
-    check_network_args(timeout, retries, backoff, deadline)
+    check_network_args(timeout, retries, backoff, deadline, give_up_after)
     remote = get_file(remote)
     if remote.archive:
         arch = fetch_file(remote.archive, root=root, progress=progress, offline=offline,
                           timeout=timeout, retries=retries, backoff=backoff, rehash=rehash,
-                          deadline=deadline, mirrors=mirrors, dead_hosts=dead_hosts)
+                          deadline=deadline, mirrors=mirrors, dead_hosts=dead_hosts,
+                          give_up_after=give_up_after)
         return FetchResult(remote, arch.path, "archive" if arch.verified else "unpinned",
                            arch.sha256, arch.downloaded, arch.url, member=remote.member)
     dest = cache_path(remote, root)
@@ -261,7 +282,6 @@ def fetch_file(remote, *, root=None, progress=None, offline=None, timeout=DEFAUL
         raise DownloadError(f"{remote.id}: no URL is known for this file",
                             hint=f"put it at {dest} by hand, give a mirror (MNISTFORGE_MIRRORS, "
                                  "fetch --mirror) or adopt a copy (fetch --from PATH)")
-    from ..io.atomic import output_lock
 
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -270,7 +290,8 @@ def fetch_file(remote, *, root=None, progress=None, offline=None, timeout=DEFAUL
                 return _cached(remote, dest, rehash)
             return _download(remote, dest, urls, progress=progress, timeout=timeout,
                              retries=retries, backoff=backoff, deadline=deadline,
-                             dead=set() if dead_hosts is None else dead_hosts)
+                             dead=set() if dead_hosts is None else dead_hosts,
+                             give_up_after=give_up_after)
     except OSError as e:
         from ..io.atomic import disk_full_error
 
@@ -298,8 +319,8 @@ class _MirrorFailed(Exception):
 
 
 def _download(remote: RemoteFile, dest: Path, urls, *, progress, timeout, retries, backoff,
-              deadline=None, dead: set[str]) -> FetchResult:
-    import requests
+              deadline=None, dead: set[str], give_up_after=DEFAULT_GIVE_UP_AFTER) -> FetchResult:
+    give_up = _GiveUp(time.monotonic() + give_up_after, give_up_after)
 
     part = dest.with_name(dest.name + PART_SUFFIX)
     failures: list[str] = []
@@ -312,13 +333,17 @@ def _download(remote: RemoteFile, dest: Path, urls, *, progress, timeout, retrie
                 unreachable.append(f"{_host(url)} skipped (unreachable earlier in this fetch)")
                 failures.append(f"{url}: skipped")
                 continue
+            if time.monotonic() >= give_up.at:
+                failures.append(f"{url}: not tried ({give_up.said})")
+                continue
             for fresh in (False, True):
                 if fresh:
                     _unlink(part)
                 resumed = part.is_file() and part.stat().st_size > 0
                 try:
                     _download_url(session, url, part, remote, progress=progress, timeout=timeout,
-                                  retries=retries, backoff=backoff, deadline=deadline)
+                                  retries=retries, backoff=backoff, deadline=deadline,
+                                  give_up=give_up)
                 except _Unreachable as e:
                     unreachable.append(str(e))
                     failures.append(f"{url}: {e}")
@@ -383,14 +408,30 @@ def _unlink(p: Path) -> None:
         p.unlink()
 
 
+@dataclass(frozen=True)
+class _GiveUp:
+    """When a fetch of one file stops trying (``time.monotonic()``), and how that is said."""
+
+    at: float
+    after: float
+
+    @property
+    def said(self) -> str:
+        return (f"the fetch gave up after {self.after:g} s (give_up_after, "
+                "fetch --give-up-after)")
+
+
 def _download_url(session, url, part: Path, remote: RemoteFile, *, progress, timeout, retries,
-                  backoff, deadline=None) -> None:
-    import requests
+                  backoff, deadline=None, give_up: _GiveUp | None = None) -> None:
 
     last = None
+    host = _host(url)
     for attempt in range(retries + 1):
         if attempt:
-            wait = backoff * 2 ** (attempt - 1)
+            wait = min(backoff * 2.0 ** min(attempt - 1, 64), MAX_BACKOFF_WAIT)
+            if give_up is not None and time.monotonic() + wait >= give_up.at:
+                raise _MirrorFailed(f"{last} (after {attempt} attempts; not retried: "
+                                    f"{give_up.said})")
             logger.info("retrying %s in %.1f s (attempt %d of %d)", url, wait, attempt + 1,
                         retries + 1)
             time.sleep(wait)
@@ -400,9 +441,10 @@ def _download_url(session, url, part: Path, remote: RemoteFile, *, progress, tim
             return
         except requests.HTTPError as e:
             code = e.response.status_code if e.response is not None else None
+            why = f" {e.response.reason}" if e.response is not None and e.response.reason else ""
             if code is not None and 400 <= code < 500 and code not in (408, 429):
-                raise _MirrorFailed(f"HTTP {code}") from None
-            last = f"HTTP {code}"
+                raise _MirrorFailed(f"{host} answered HTTP {code}{why}") from None
+            last = f"{host} answered HTTP {code}{why}"
         except requests.TooManyRedirects:
             raise _MirrorFailed("redirect loop (too many redirects)") from None
         except (requests.exceptions.InvalidSchema, requests.exceptions.MissingSchema,
@@ -449,7 +491,6 @@ class _Unreachable(_MirrorFailed):
 
 def _host(url: str) -> str:
     """``HOST:PORT`` of ``url`` (the port too: two servers on one machine are two hosts)."""
-    from urllib.parse import urlsplit
 
     try:
         parts = urlsplit(url)
@@ -460,8 +501,6 @@ def _host(url: str) -> str:
 
 def _unreachable_reason(e: Exception) -> str | None:
     """"name resolution failed" / "connection refused" when that is what happened, else None."""
-    import errno
-    import socket
 
     seen, cur = set(), e
     while cur is not None and id(cur) not in seen:
@@ -554,8 +593,6 @@ def _chunks(r):
     if not hasattr(raw, "read1"):  # pragma: no cover - urllib3 < 2.3
         yield from r.iter_content(CHUNK)
         return
-    import requests
-    import urllib3
 
     while True:
         try:
@@ -579,7 +616,6 @@ def cache_status(remote, root=None) -> tuple[str, Path]:
     :mod:`mnistforge.cache.verify`), plus ``" + raw copy"`` when a
     decompressed copy is kept.
     """
-    from .verify import read_marker
 
     remote = get_file(remote)
     path = cache_path(remote, root)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-
 from typing import Any
 
 from ..errors import FormatError

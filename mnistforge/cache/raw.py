@@ -21,18 +21,25 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ..errors import FormatError, HashMismatchError, IdxFormatError, MnistforgeError
-from ..log import get_logger
+from ..errors import ConfigError, FormatError, HashMismatchError, IdxFormatError, MnistforgeError
+from ..io import compression
 from ..io.atomic import atomic_file
+from ..io.hashing import HashingReader, inflate_to
+from ..log import get_logger
 from ..registry import RemoteFile
-from .verify import (Verification, decide, marker_path, needs_md5, read_marker, remove_with_marker,
-                     verify_file, write_marker)
-
-if TYPE_CHECKING:
-    from ..io.hashing import HashingReader
-    from .download import FetchResult
+from .archive import open_member
+from .download import FetchResult
+from .verify import (
+    Verification,
+    decide,
+    marker_path,
+    needs_md5,
+    read_marker,
+    remove_with_marker,
+    verify_file,
+    write_marker,
+)
 
 # Making a copy (codecs, hashing, archives) imports their modules where it happens: a load
 # that finds its copy valid needs none of them.
@@ -93,7 +100,6 @@ def first_raw_copy(remote: RemoteFile, packed: Path, raw: Path, *,
     # The published wrapper can match only at its published size; any other size (a mirror
     # that re-compressed) is judged by its content.  The content is hashed too when the raw
     # copy's sidecar cannot take the pinned content hash as it is.
-    from ..io.hashing import inflate_to
 
     exact_possible = bool(remote.sha256 or remote.md5) and remote.size in (None, size)
     content = not exact_possible or not remote.content_sha256
@@ -149,8 +155,6 @@ def _check_member(remote: RemoteFile, hr: HashingReader, where) -> None:
 
 def read_member(res: FetchResult, remote: RemoteFile) -> bytes:
     """The bytes of a verified archive's member, checked against the member's own hash."""
-    from ..io.hashing import HashingReader
-    from .archive import open_member
 
     with open_member(res.path, res.member) as f:
         hr = HashingReader(f)
@@ -168,12 +172,8 @@ def make_raw_copy(res: FetchResult, remote: RemoteFile, raw: Path) -> Verificati
     load).  Otherwise the content is hashed on the way and checked.
     ``mnistforge verify`` re-hashes raw copies whatever their sidecar says.
     """
-    from ..io import compression
-    from ..io.hashing import HashingReader
-    from .archive import open_member
 
     if not remote.has_raw_copy:  # an .npz, a raw idx file: read as it is, never copied onto itself
-        from ..errors import ConfigError
 
         raise ConfigError(f"{remote.id} has no decompressed copy", path=res.path,
                           expected="a compressed idx file or an archive member",

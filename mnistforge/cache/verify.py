@@ -28,8 +28,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import HashMismatchError
-from ..log import get_logger
+from ..io.atomic import atomic_file
 from ..io.compression import compression_of
+from ..io.hashing import hash_content, hash_file
+from ..log import get_logger
 from ..registry import RemoteFile
 
 logger = get_logger(__name__)  # logging only when a record could be shown
@@ -116,7 +118,6 @@ def marker_path(path) -> Path:
 def write_marker(path, v: Verification, extra: dict | None = None) -> None:
     """Record a successful check of ``path`` (keyed on its size and mtime), with ``extra``
     fields where the caller needs more (e.g. what a copy was made from)."""
-    from ..io.atomic import atomic_file
 
     path = Path(path)
     st = path.stat()
@@ -193,7 +194,6 @@ def recheck_file(path, remote: RemoteFile, content=None) -> Verification:
     ``f(md5) -> (sha256, md5, size)`` of the decompressed bytes, already inflated by the
     caller (verify's parse check).
     """
-    from ..io.hashing import hash_content, hash_file
 
     path = Path(path)
     raw = is_raw_copy(path, remote)
@@ -237,7 +237,6 @@ def verify_file(path, remote: RemoteFile, *, use_marker: bool = True,
                 return Verification(os.fspath(path), status, rec.get("sha256"), rec.get("md5"),
                                     rec.get("content_sha256"), rec.get("content_md5"),
                                     rec.get("size", 0), from_marker=True)
-    from ..io.hashing import hash_content, hash_file  # hashlib only when something is hashed
 
     path = Path(path)
 

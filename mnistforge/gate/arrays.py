@@ -5,9 +5,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..cache.seen import recall, remember
 from ..registry import get_dataset
 from .content import ContentHashes, Verdict, judge
-from .formed import require_images, require_labels, require_pair, pixel_range
+from .formed import pixel_range, require_images, require_labels, require_pair
 from .policy import rule
 
 __all__ = ["Admission", "admit"]
@@ -38,7 +39,6 @@ class Admission:
 def _recorded(source, key: str, cache) -> dict | None:
     """The content hashes recorded for split ``key`` of single-file copy ``source``, while the
     file keeps its identity (the verdict is made again from them: a registry update counts)."""
-    from ..cache.seen import recall
 
     facts = recall(source, cache) or {}
     got = facts.get(key)
@@ -46,7 +46,6 @@ def _recorded(source, key: str, cache) -> dict | None:
 
 
 def _record(source, before, key: str, h: ContentHashes, cache) -> None:
-    from ..cache.seen import recall, remember
 
     facts = dict(recall(source, cache) or {})
     facts[key] = h.to_facts()

@@ -18,6 +18,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from ..errors import DataMismatchError
+from ..io.hashing import order_free_sha256
 from ..io.idx import idx_content_sha256, idx_content_xxh3
 from ..registry import DatasetInfo, get_dataset, get_file, list_datasets
 
@@ -117,7 +118,6 @@ class ContentHashes:
 
     def order_free(self, t: bool, k: int) -> str:
         if (t, k) not in self._free:
-            from ..io.hashing import order_free_sha256  # hashlib: not for a load of idx files
 
             self._free[t, k] = order_free_sha256(self.oriented(t), np.asarray(self.c.labels) + k)
         return self._free[t, k]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -17,12 +17,23 @@ from ..io.hf.schema import export_metadata, features_for, metadata_columns
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .split import DatasetSplit
 
 __all__ = ["hf_features", "hf_columns", "to_hf", "to_torch"]
 
 
-def hf_features(split_obj: DatasetSplit) -> Any:  # datasets.Features (an optional dependency)
+class SplitLike(Protocol):
+    """What the conversions read of a :class:`~mnistforge.loaders.split.SplitLike` (named
+    here, not imported: the split's methods call these functions)."""
+
+    name: str
+    split: str
+    images: npt.NDArray[Any]
+    labels: npt.NDArray[Any]
+    classes: list[str]
+    metadata: npt.NDArray[Any] | None
+
+
+def hf_features(split_obj: SplitLike) -> Any:  # datasets.Features (an optional dependency)
     """The :class:`datasets.Features` of a loaded split (see :func:`~mnistforge.io.hf.schema.features_for`).
 
     Examples
@@ -36,7 +47,7 @@ def hf_features(split_obj: DatasetSplit) -> Any:  # datasets.Features (an option
     return features_for(split_obj.classes, None if meta is None else meta.dtype)
 
 
-def hf_columns(split_obj: DatasetSplit,
+def hf_columns(split_obj: SplitLike,
                rows: slice | Sequence[int] | npt.NDArray[Any] | None = None) -> dict[str, list[Any]]:
     """Column data for :func:`hf_features` (images as ``uint8`` arrays), optionally for ``rows``."""
     sl = slice(None) if rows is None else rows
@@ -49,7 +60,7 @@ def hf_columns(split_obj: DatasetSplit,
     return cols
 
 
-def to_hf(split_obj: DatasetSplit) -> Any:  # datasets.Dataset (an optional dependency)
+def to_hf(split_obj: SplitLike) -> Any:  # datasets.Dataset (an optional dependency)
     """A :class:`datasets.Dataset` of the split (PNG-encoded images, class labels, metadata)."""
     from datasets import Dataset
 
@@ -61,13 +72,13 @@ _DTYPES = ("uint8", "float32")
 
 @functools.lru_cache(maxsize=1)
 def _torch_dataset_class() -> type[Any]:
-    torch = require("torch", "torch", "DatasetSplit.to_torch()")
+    torch = require("torch", "torch", "SplitLike.to_torch()")
     from torch.utils.data import Dataset
 
     class SplitDataset(Dataset):  # type: ignore[misc, type-arg, unused-ignore]  # torch optional: Any without it
         """A loaded split as a ``torch.utils.data.Dataset`` (see :meth:`DatasetSplit.to_torch`)."""
 
-        def __init__(self, split_obj: DatasetSplit, transform: Callable[[Any], Any] | None = None,
+        def __init__(self, split_obj: SplitLike, transform: Callable[[Any], Any] | None = None,
                      target_transform: Callable[[int], Any] | None = None, dtype: str = "uint8") -> None:
             self.images = split_obj.images
             self.labels = np.asarray(split_obj.labels, dtype=np.int64)
@@ -113,7 +124,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def to_torch(split_obj: DatasetSplit, transform: Callable[[Any], Any] | None = None,
+def to_torch(split_obj: SplitLike, transform: Callable[[Any], Any] | None = None,
              target_transform: Callable[[int], Any] | None = None, *, dtype: object = "uint8") -> Any:
     """A ``torch.utils.data.Dataset`` of ``(1 x 28 x 28 image tensor, int label)`` pairs.
 

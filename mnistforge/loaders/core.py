@@ -27,12 +27,16 @@ from .. import settings
 from ..errors import DatasetNotFoundError, IntegrityError, TargetNotFoundError
 from ..gate.files import check_folder_file
 from ..gate.formed import require_images, require_labels, require_pair
+from ..io.hf.repo import is_hf_repo
 from ..log import get_logger
-from ..registry import DatasetInfo, SplitInfo, get_dataset, list_datasets
+from ..registry import DatasetInfo, SplitInfo, get_dataset, get_file, list_datasets
+from .foreign import load_foreign
+from .label_issues import add_label_votes, check_mode, clean_view
 from .names import dataset_name, parse_split, rows_of, split_name
 from .origins import CacheOrigin, FolderOrigin, Origin
-from .targets import detect_dataset, foreign_source
+from .repo import load_split_from_repo
 from .split import DatasetSplit, warn_if_empty
+from .targets import detect_dataset, foreign_source
 
 #: what a path argument may be; what ``with_metadata`` may be (real objects: the annotations of
 #: :func:`load` resolve at run time, for ``typing.get_type_hints`` and documentation tools)
@@ -143,7 +147,6 @@ def load(name: PathArg, split: str = "train", *, root: PathArg | None = None,
     >>> built = mnistforge.load("qmnist", "test10k", root="build/", with_metadata=True)  # doctest: +SKIP
     """
     if label_issues is not None:  # refused on every route, the third-party copies' included
-        from .label_issues import check_mode
 
         check_mode(label_issues)
     request = Request(with_metadata=with_metadata, label_issues=label_issues, download=download,
@@ -249,7 +252,6 @@ def _repo_split(name: str, split: str) -> str:
 
 
 def _is_repo(root: PathArg, name: PathArg) -> bool:
-    from ..io.hf.repo import is_hf_repo
 
     return bool(is_hf_repo(root, os.fspath(name)))
 
@@ -258,7 +260,6 @@ def _is_repo(root: PathArg, name: PathArg) -> bool:
 
 def _read_foreign(route: Route, req: Request) -> DatasetSplit:
     """A third-party copy: its reader identifies, gates and converts it (:mod:`.foreign`)."""
-    from .foreign import load_foreign
 
     assert route.path is not None
     ds: DatasetSplit = load_foreign(
@@ -270,7 +271,6 @@ def _read_foreign(route: Route, req: Request) -> DatasetSplit:
 
 def _read_repo(route: Route, req: Request) -> DatasetSplit:
     """A Hugging Face export (README.md + data/<name>/): its shards checked, then read."""
-    from .repo import load_split_from_repo
 
     assert route.root is not None and route.name is not None and route.split is not None
     ds: DatasetSplit = load_split_from_repo(route.root, route.name, route.split,
@@ -290,7 +290,6 @@ def _read_files(route: Route, req: Request) -> DatasetSplit:
     ds = _to_split(info, sp, src, images, labels, meta)
     if req.wants_metadata and req.with_metadata != "files":
         # the human label votes of the splits a study examined
-        from .label_issues import add_label_votes
 
         add_label_votes(ds, root=route.root, cache=req.cache, download=req.download,
                         progress=req.progress, required=req.label_issues is not None)
@@ -317,7 +316,6 @@ def _origin(info: DatasetInfo, split: str, root: Path | None, req: Request) -> O
 
 def _require_release(info: DatasetInfo, fsp: SplitInfo) -> None:
     """A dataset with no published files (FEMNIST) loads only from a build folder."""
-    from ..registry import get_file
 
     try:
         get_file(f"{info.group}/{fsp.images}")
@@ -462,7 +460,6 @@ def _finish(ds: DatasetSplit, rows: str | None, label_issues: str | None,
     if label_issues is None:
         ds.metadata = None
         return ds
-    from .label_issues import clean_view   # the study's machinery only when a view is asked for
 
     out: DatasetSplit = clean_view(ds, label_issues, bool(with_metadata))
     return out

@@ -32,44 +32,31 @@ Examples
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, FormatError
-from ..gate.content import Match, judge, registry_match
+from ..errors import ConfigError, FormatError, PathArg
+from ..gate import admit
+from ..gate.content import Match, Verdict, judge, registry_match
+from ..gate.formed import require_images, require_labels
 from ..io.foreign import ForeignCopy, ForeignSplit, read_foreign
+from ..io.hf.schema import field_name
 from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset, list_datasets, torchvision_folders
-from .split import DatasetSplit
+from .label_issues import add_label_votes, check_mode, clean_view
+from .names import parse_split, rows_of
+from .rowmap import Loader, copy_map, identity_map, join_metadata, official_metadata, row_facts
+from .split import Change, DatasetSplit, RowMap
 from .targets import foreign_source  # noqa: F401 - part of this API (in .targets: a load asks it first)
-
-if TYPE_CHECKING:
-    from ..errors import PathArg
-    from ..gate.content import Verdict
-    from .rowmap import Loader, RowMap
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
 __all__ = ["Canonical", "Change", "Match", "canonicalise", "label_shift_cue", "load_foreign",
            "registry_match", "shift_change", "to_upright", "transpose_change", "foreign_source",
            "make_split", "pick_split"]
-
-
-@dataclass(frozen=True)
-class Change:
-    """A departure of a copy from the official bytes: ``kind`` for scripts, ``description`` for people.
-
-    Kinds: ``float01``, ``float255``, ``inverted``, ``transposed``, ``labels+1``,
-    ``labels-1`` (what must be added to the copy's labels to get the official ones).
-    """
-
-    kind: str
-    description: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"kind": self.kind, "description": self.description}
 
 
 @dataclass
@@ -242,7 +229,6 @@ def _structured(meta: dict[str, np.ndarray], n: int) -> np.ndarray | None:
 
 def _field_names(meta: dict[str, np.ndarray], info: DatasetInfo) -> dict[str, np.ndarray]:
     """A copy's metadata under the dataset's field names (an export's ``writer_id`` is ``writer``)."""
-    from ..io.hf.schema import field_name
 
     return {field_name(k, info.metadata_fields): v for k, v in meta.items()}
 
@@ -283,20 +269,15 @@ def load_foreign(path: PathArg, name: str | None = None, split: str | None = "tr
     ``loader`` (:func:`mnistforge.load`, which passes itself) reads the official splits the
     map needs; without it no map is made.
     """
-    from ..gate import admit
-    from .names import parse_split, rows_of
-    from .rowmap import copy_map, identity_map, row_facts
 
     rows = None
     if split is not None:
         split, rows = parse_split(split)  # test[:100] as for the official files
     if label_issues is not None:
-        from .label_issues import check_mode
 
         check_mode(label_issues)
     before = None
     if copy is None:
-        import os
 
         before = os.stat(path) if os.path.isfile(path) else None  # a copy in one file: recordable
         copy = read_foreign(path, torchvision_classes=torchvision_folders())
@@ -357,7 +338,6 @@ def load_foreign(path: PathArg, name: str | None = None, split: str | None = "tr
     ds = make_split(copy, c, info, transposed, shift, changes, with_metadata=with_metadata,
                     split=fs.split or split)
     if info is not None:  # well formed for the dataset it is said to be
-        from ..gate.formed import require_images, require_labels
 
         require_images(ds.images, info, fs.where)
         require_labels(info, ds.split, ds.labels, ds.classes, fs.where)
@@ -371,7 +351,6 @@ def load_foreign(path: PathArg, name: str | None = None, split: str | None = "tr
     if rows is not None:
         ds = ds.select(rows_of(rows, len(ds)), split=f"{ds.split}{rows.replace(' ', '')}")
     if label_issues is not None:
-        from .label_issues import clean_view
 
         ds = clean_view(ds, label_issues, with_metadata)
     return ds
@@ -408,12 +387,10 @@ def _official_rows(ds: DatasetSplit, v: Verdict, label_issues: str | None, *, lo
     official = (v.official_order and v.match is not None and v.match.dataset == ds.name
                 and v.match.split == ds.split) or (
         rm is not None and rm.official_order and rm.keys == ((ds.name, ds.split),))
-    from .label_issues import add_label_votes
 
     if official:  # row i is official row i: the votes join directly (metadata: the copy's own)
         return ds if label_issues is None else add_label_votes(ds, root=None, required=True, **kw)
     if rm is not None and rm.dataset == ds.name and rm.mapped.any() and loader is not None:
-        from .rowmap import join_metadata, official_metadata
 
         kw.pop("progress", None)
         try:

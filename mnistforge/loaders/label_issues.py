@@ -29,8 +29,6 @@ build wrote the side files (``t10k-label-votes-idx2-int.gz``...), see
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,19 +36,17 @@ import numpy as np
 
 from ..cache.download import fetch_file
 from ..cache.verify import verify_file
-from ..errors import ConfigError, DownloadError, IntegrityError
+from ..errors import ConfigError, DownloadError, IntegrityError, PathArg
+from ..gate.source import locate, resolve
 from ..io.idx import read_idx
-from ..io.label_votes import (FIELDS, MISSING, LabelVotes, dense_columns, read_mturk_json,
-                              table_to_columns)
+from ..io.label_votes import FIELDS, MISSING, LabelVotes, dense_columns, read_mturk_json, table_to_columns
 from ..io.label_votes import given_mismatches as check_given_labels
 from ..registry import DatasetInfo, LabelAnnotation, get_dataset, get_file, label_annotations
-from ..gate.source import locate, resolve
+from .split import DatasetSplit, LabelIssueView
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ..errors import PathArg
-    from .split import DatasetSplit
 
     #: label-vote columns by name (:data:`~mnistforge.io.label_votes.FIELDS`)
     Columns = dict[str, npt.NDArray[Any]]
@@ -64,21 +60,6 @@ __all__ = ["MODES", "LabelIssueView", "study_path", "read_study", "label_columns
 
 #: Values of ``load(..., label_issues=...)`` besides ``None`` (the data as published).
 MODES = ("exclude", "relabel")
-
-
-@dataclass
-class LabelIssueView:
-    """What a cleaned view changed: ``rows`` are positions in the split as published."""
-
-    mode: str
-    study: str
-    dropped: list[int] = field(default_factory=list)
-    #: row -> (label as published, label now)
-    relabelled: dict[int, tuple[int, int]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "study": self.study, "dropped": list(self.dropped),
-                "relabelled": {str(k): v for k, v in self.relabelled.items()}}
 
 
 def study_path(ann: LabelAnnotation | str, *, cache: PathArg | None = None, download: bool | None = None,

@@ -23,6 +23,7 @@ Examples
 """
 from __future__ import annotations
 
+import difflib
 import os
 import re
 
@@ -49,7 +50,6 @@ def loadable_datasets() -> list[str]:
 
 
 def _suggest(text: str, choices: list[str]) -> str | None:
-    import difflib  # only for a name that is not known
 
     keys = {_key(c): c for c in choices}
     hits = difflib.get_close_matches(_key(text), list(keys), n=1, cutoff=0.6)

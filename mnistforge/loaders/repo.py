@@ -15,28 +15,35 @@ from __future__ import annotations
 
 import contextlib
 import os
-from pathlib import Path
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from ..cache.seen import forget, identity, recall, remember
-from ..errors import DataMismatchError, IntegrityError, MissingFileError, MnistforgeError
+from ..errors import DataMismatchError, IntegrityError, MissingFileError, MnistforgeError, PathArg
+from ..gate import admit
+from ..gate.content import OPT_OUT
 from ..io.hashing import THREAD_FROM, sha256_file, xxh3_file
 from ..io.hf.parquet import DATA
-from ..io.hf.repo import (config_is_synthetic, read_split, recorded_shard_fast_hashes,
-                          recorded_shard_hashes, repo_configs, shard_paths)
+from ..io.hf.repo import (
+    config_is_synthetic,
+    read_split,
+    recorded_shard_fast_hashes,
+    recorded_shard_hashes,
+    repo_configs,
+    shard_paths,
+)
 from ..io.hf.schema import field_name, hf_split_name
 from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset
 from .split import DatasetSplit
-from ..gate.content import OPT_OUT
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ..errors import PathArg
 
     #: what :func:`mnistforge.io.hf.repo.read_split` returns: ``(images, labels, classes, metadata)``
     Arrays = tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], list[str], npt.NDArray[np.void] | None]
@@ -195,7 +202,6 @@ def _checked(repo_dir: PathArg, config: str, splits: Iterable[str] | None, *, ca
         _judge(config, _hash(todo), recorded, cache)
         yield vouched
         return
-    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(1, thread_name_prefix="mnistforge-shard-hash") as pool:
         hashed = pool.submit(_hash, todo)
@@ -219,7 +225,6 @@ def _admit(arrays: Arrays, info: DatasetInfo, split: str, where: str, *, registe
     the content is what was exported (checked by the gate when it was exported) and is not
     judged again.  Metadata of another length is refused too.
     """
-    from ..gate import admit
 
     images, labels, classes, meta = arrays
     admit(images, labels, dataset=info.name if registered else None, split=split,

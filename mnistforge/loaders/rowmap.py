@@ -35,46 +35,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from ..io.similar import SHIFTS, find_near_duplicates, xorshift_image_digests, shift_images
+from ..errors import PathArg
+from ..gate.content import RowFacts
+from ..io.similar import SHIFTS, find_near_duplicates, shift_images, xorshift_image_digests
 from ..log import get_logger
 from ..registry import get_dataset, list_datasets
+from .label_issues import add_label_votes
+from .split import AMBIGUOUS, EXACT, FIRST, HOW, NEAR, NEAR_L2, NONE, DatasetSplit, RowMap, orient_images as _orient
 
-if TYPE_CHECKING:
-    import numpy.typing as npt
-
-    from ..errors import PathArg
-    from ..gate.content import RowFacts
-    from .split import DatasetSplit, Rows
-
-    #: :func:`mnistforge.load` (passed in: this module sits below it)
-    Loader = Callable[..., DatasetSplit]
-    #: the per-row columns a map is built in (``code``, ``index``, ``how``, ``l2``, ``candidates``)
-    Columns = dict[str, npt.NDArray[Any]]
+#: :func:`mnistforge.load` (passed in: this module sits below it)
+Loader = Callable[..., DatasetSplit]
+#: the per-row columns a map is built in (``code``, ``index``, ``how``, ``l2``, ``candidates``)
+Columns = dict[str, npt.NDArray[Any]]
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
 __all__ = ["HOW", "NEAR_L2", "Official", "RowMap", "copy_map", "identity_map", "join_metadata", "map_rows",
            "official_metadata", "official_splits", "row_facts"]
 
-#: how a row was mapped (the values of :attr:`RowMap.how`)
-HOW = ("none", "exact", "near", "ambiguous")
-NONE, EXACT, NEAR, AMBIGUOUS = range(4)
-
-NEAR_L2 = 128.0
-"""The near-match radius (L2 over pixels 0..255, best of nine placements): the value
-``verify`` uses for re-rendered copies (``checks.reference.DEFAULT_MATCH_L2``)."""
-
 NEAR_BUDGET = 2e8
 """At most this many (row, official image, placement) comparisons in the near step (a second or
 two); beyond it the near step is skipped for those rows and the map says so."""
-
-#: how many rows a summary lists
-FIRST = 10
-
 
 @dataclass
 class Official:
@@ -91,161 +77,6 @@ class Official:
         if self._digests is None:
             self._digests = xorshift_image_digests(self.images)
         return self._digests
-
-
-@dataclass
-class RowMap:
-    """Each row of a copy -> its official row: ``keys[code[i]]`` is ``(dataset, split)``,
-    ``index[i]`` the row there (-1: none), ``how[i]`` an index into :data:`HOW`, ``l2[i]`` the
-    distance (0 exact, NaN none).
-
-    ``dataset`` is the copy's dataset (claimed, or the one most rows map into), ``claimed``
-    the split the copy says it is; ``transposed``/``shift``: the copy's orientation relative
-    to the official files and its label offset (what turns its labels into the official ones).
-    """
-
-    keys: tuple[tuple[str, str], ...]
-    code: npt.NDArray[np.int32]
-    index: npt.NDArray[np.int64]
-    how: npt.NDArray[np.uint8]
-    l2: npt.NDArray[np.float64]
-    dataset: str | None = None
-    claimed: str | None = None
-    transposed: bool = False
-    shift: int = 0
-    label_differs: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
-    candidates: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
-    sources: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    #: the copy is the official split in the official order (row i is official row i)
-    official_order: bool = False
-
-    def __len__(self) -> int:
-        return int(self.index.shape[0])
-
-    # -- per row
-    @property
-    def mapped(self) -> npt.NDArray[np.bool_]:
-        return self.index >= 0
-
-    def _names(self, part: int) -> npt.NDArray[np.str_]:
-        names = np.array([k[part] for k in self.keys] + [""])
-        return names[np.where(self.index >= 0, self.code, len(self.keys))]
-
-    @property
-    def official_index(self) -> npt.NDArray[np.int64]:
-        """The official row of each row (``int64``; -1 where none or ambiguous)."""
-        return self.index
-
-    @property
-    def official_split(self) -> npt.NDArray[np.str_]:
-        """The official split name of each row (``""`` where none)."""
-        return self._names(1)
-
-    @property
-    def official_dataset(self) -> npt.NDArray[np.str_]:
-        """The official dataset of each row (``""`` where none)."""
-        return self._names(0)
-
-    def _mine(self) -> npt.NDArray[np.bool_]:
-        ds = np.array([k[0] == self.dataset for k in self.keys] + [False])
-        return ds[np.where(self.code >= 0, self.code, len(self.keys))]
-
-    def in_split(self, split: str) -> npt.NDArray[np.bool_]:
-        """Rows mapped into ``split`` of the copy's dataset."""
-        try:
-            k = self.keys.index((self.dataset, split))
-        except ValueError:
-            return np.zeros(len(self), bool)
-        rows: npt.NDArray[np.bool_] = self.mapped & (self.code == k)
-        return rows
-
-    @property
-    def leakage_rows(self) -> npt.NDArray[np.intp]:
-        """Rows mapped into another split of the copy's dataset than the claimed one."""
-        if self.claimed is None or (self.dataset, self.claimed) not in self.keys:
-            return np.zeros(0, np.int64)
-        k = self.keys.index((self.dataset, self.claimed))
-        # an ambiguous row all of whose candidates lie in one other split counts too
-        placed = self.mapped | ((self.how == AMBIGUOUS) & (self.code >= 0))
-        return np.flatnonzero(placed & self._mine() & (self.code != k))
-
-    @property
-    def duplicate_rows(self) -> npt.NDArray[np.intp]:
-        """Mapped rows whose official row another row of the copy maps to as well."""
-        ok = np.flatnonzero(self.mapped)
-        key = self.code[ok].astype(np.int64) * (1 << 40) + self.index[ok]
-        _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
-        rows: npt.NDArray[np.intp] = ok[counts[np.asarray(inv).reshape(-1)] > 1]
-        return rows
-
-    def select(self, rows: Rows) -> RowMap:
-        """The map of the rows ``rows`` (a slice, indices or a mask) of the copy."""
-        pick = {f: getattr(self, f)[rows] for f in ("code", "index", "how", "l2")}
-        extra = {f: getattr(self, f)[rows] if len(getattr(self, f)) == len(self) else getattr(self, f)
-                 for f in ("label_differs", "candidates")}
-        return RowMap(self.keys, dataset=self.dataset, claimed=self.claimed,
-                      transposed=self.transposed, shift=self.shift, sources=list(self.sources),
-                      notes=list(self.notes), **pick, **extra)
-
-    # -- summary
-    def leakage(self) -> dict[str, Any]:
-        """The leakage facts: rows, by official split (``ds.leakage``, ``verify --json``)."""
-        rows = self.leakage_rows
-        by: dict[str, int] = {}
-        for k in np.unique(self.code[rows]).tolist():
-            by[self.keys[k][1]] = int(np.count_nonzero(self.code[rows] == k))
-        return {"dataset": self.dataset, "claimed": self.claimed, "rows": int(rows.size),
-                "by_split": by, "first_rows": rows[:FIRST].tolist(),
-                "first_official": [[self.keys[self.code[i]][1], int(self.index[i])]
-                                   for i in rows[:FIRST].tolist()]}
-
-    def summary(self) -> dict[str, Any]:
-        """What ``verify --json`` writes under ``row_map``."""
-        m = self.mapped
-        unmapped = np.flatnonzero(~m & (self.how != AMBIGUOUS))
-        ambiguous = np.flatnonzero(self.how == AMBIGUOUS)
-        by = {f"{d} {s}": int(np.count_nonzero(m & (self.code == k)))
-              for k, (d, s) in enumerate(self.keys) if np.any(m & (self.code == k))}
-        differs = np.flatnonzero(self.label_differs) if self.label_differs.size else np.zeros(0, int)
-        dup = self.duplicate_rows
-        return {"rows": len(self), "mapped": int(m.sum()),
-                "exact": int(np.count_nonzero(self.how == EXACT)),
-                "near": int(np.count_nonzero(self.how == NEAR)),
-                "unmapped": int(unmapped.size), "first_unmapped": unmapped[:FIRST].tolist(),
-                "ambiguous": int(ambiguous.size), "first_ambiguous": ambiguous[:FIRST].tolist(),
-                "by_split": by, "dataset": self.dataset, "claimed": self.claimed,
-                "leakage": self.leakage(), "duplicates": int(dup.size),
-                "first_duplicates": dup[:FIRST].tolist(),
-                "labels_differ": int(differs.size), "first_labels_differ": differs[:FIRST].tolist(),
-                "transposed": self.transposed, "label_shift": self.shift,
-                "near_l2": NEAR_L2, "sources": list(self.sources), "notes": list(self.notes)}
-
-    def message(self) -> str:
-        """One line for people."""
-        s = self.summary()
-        where = ", ".join(f"{v:,} into {k}" for k, v in s["by_split"].items()) or "none"
-        text = (f"row map: {s['mapped']:,} of {s['rows']:,} rows map to official rows "
-                f"({s['exact']:,} exact, {s['near']:,} near: {where})")
-        if s["unmapped"]:
-            text += (f"; {s['unmapped']:,} map to none (first: "
-                     f"{', '.join(map(str, s['first_unmapped']))})")
-        if s["ambiguous"]:
-            text += (f"; {s['ambiguous']:,} match several official rows (first: "
-                     f"{', '.join(map(str, s['first_ambiguous']))})")
-        if s["duplicates"]:
-            text += f"; {s['duplicates']:,} rows share their official row with another row"
-        if s["labels_differ"]:
-            text += f"; {s['labels_differ']:,} labels differ from the official ones"
-        lk = s["leakage"]
-        if lk["rows"]:
-            text += (f"; LEAKAGE: {lk['rows']:,} rows of this {lk['claimed']} split are official "
-                     "rows of " + ", ".join(f"{sp} ({n:,})" for sp, n in lk["by_split"].items()))
-        return text
-
-
-def _orient(images: npt.NDArray[np.uint8], t: bool) -> npt.NDArray[np.uint8]:
-    return np.ascontiguousarray(images.transpose(0, 2, 1)) if t else images
 
 
 class _Index:
@@ -493,7 +324,6 @@ def copy_map(images: npt.ArrayLike, labels: npt.ArrayLike, *, dataset: str | Non
 
 def row_facts(rm: RowMap | None) -> RowFacts | None:
     """The gate's :class:`~mnistforge.gate.content.RowFacts` of a map (None: no map)."""
-    from ..gate.content import RowFacts
 
     if rm is None:
         return None
@@ -530,7 +360,6 @@ def official_metadata(ds: DatasetSplit, rm: RowMap, *, loader: Loader, cache: Pa
             continue
         off = loader(name, split, download=False, cache=cache, with_metadata="files")
         if votes:
-            from .label_issues import add_label_votes
 
             add_label_votes(off, cache=cache, download=download, required=required)
         if off.metadata is not None:

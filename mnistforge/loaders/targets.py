@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import overload
 
-from ..errors import (ConfigError, DatasetNotFoundError, FormatError, MissingFileError, PathArg,
-                      TargetNotFoundError)
+from ..errors import ConfigError, DatasetNotFoundError, FormatError, MissingFileError, PathArg, TargetNotFoundError
 from ..gate.files import path_facts
 from ..gate.source import find_dataset_folder, locate, resolve
 from ..io.foreign import sniff
