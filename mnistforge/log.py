@@ -31,7 +31,7 @@ class LazyLogger:
 
     __slots__ = ("name", "_logger")
 
-    def __init__(self, name: str):
+    def __init__(self, name: str) -> None:
         self.name = name
         self._logger: Any = None
 
@@ -42,25 +42,26 @@ class LazyLogger:
             self._logger = logging.getLogger(self.name)
         return self._logger
 
-    def _log(self, method: str, msg, args, kwargs, *, quiet_without_logging: bool) -> None:
+    def _log(self, method: str, msg: object, args: tuple[object, ...], kwargs: dict[str, Any], *,
+             quiet_without_logging: bool) -> None:
         if quiet_without_logging and "logging" not in sys.modules:
             return  # nothing configured logging: the record would be dropped
         kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 2  # the caller's line, not ours
         getattr(self._real(), method)(msg, *args, **kwargs)
 
-    def debug(self, msg, *args, **kwargs) -> None:
+    def debug(self, msg: object, *args: object, **kwargs: Any) -> None:
         self._log("debug", msg, args, kwargs, quiet_without_logging=True)
 
-    def info(self, msg, *args, **kwargs) -> None:
+    def info(self, msg: object, *args: object, **kwargs: Any) -> None:
         self._log("info", msg, args, kwargs, quiet_without_logging=True)
 
-    def warning(self, msg, *args, **kwargs) -> None:
+    def warning(self, msg: object, *args: object, **kwargs: Any) -> None:
         self._log("warning", msg, args, kwargs, quiet_without_logging=False)
 
-    def error(self, msg, *args, **kwargs) -> None:
+    def error(self, msg: object, *args: object, **kwargs: Any) -> None:
         self._log("error", msg, args, kwargs, quiet_without_logging=False)
 
-    def exception(self, msg, *args, **kwargs) -> None:
+    def exception(self, msg: object, *args: object, **kwargs: Any) -> None:
         kwargs.setdefault("exc_info", True)
         self._log("error", msg, args, kwargs, quiet_without_logging=False)
 

@@ -22,18 +22,25 @@ Examples
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, SupportsInt
 
 import numpy as np
+import numpy.typing as npt
 
 from .errors import require
 from .io.atomic import atomic_file
+
+if TYPE_CHECKING:  # Pillow is imported inside the functions that draw
+    from PIL import Image, ImageFont
 
 __all__ = ["pyplot", "pil_font", "caption_for", "grid_title", "render_grid", "save_grid",
            "pair_strip", "matrix_picture"]
 
 
-def pyplot(purpose: str):
+def pyplot(purpose: str) -> Any:  # matplotlib.pyplot (the optional [plot] extra)
     """``matplotlib.pyplot`` on the non-interactive Agg backend, or MissingDependencyError.
 
     Examples
@@ -47,7 +54,7 @@ def pyplot(purpose: str):
     return plt
 
 
-def pil_font(size: int):
+def pil_font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
     """Pillow's built-in font at ``size`` (a bitmap font of fixed size before Pillow 10.1)."""
     from PIL import ImageFont
     try:
@@ -56,7 +63,7 @@ def pil_font(size: int):
         return ImageFont.load_default()
 
 
-def caption_for(label, classes=None) -> str:
+def caption_for(label: SupportsInt | None, classes: Sequence[object] | np.ndarray | None = None) -> str:
     """The text shown over a cell: the class name, or the label number when the
     name cannot be drawn with Pillow's built-in font (e.g. Kuzushiji)."""
     if label is None:
@@ -72,7 +79,17 @@ def caption_for(label, classes=None) -> str:
     return str(label)
 
 
-def grid_title(ds, what: str = "") -> str:
+class _Split(Protocol):
+    """A loaded split (:mod:`mnistforge.loaders`), as far as a title needs it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def split(self) -> str: ...
+
+
+def grid_title(ds: _Split, what: str = "") -> str:
     """The title of a sample grid of loaded split ``ds``: dataset, split, "synthetic" when the
     files were built from a synthetic SD19, then ``what`` (which images).
 
@@ -84,8 +101,10 @@ def grid_title(ds, what: str = "") -> str:
     return f"{ds.name} {ds.split}{synthetic}" + (f": {what}" if what else "")
 
 
-def render_grid(images, labels=None, classes=None, *, cols: int | None = None, scale: int = 3,
-                captions=None, title: str | None = None, pad: int = 6, invert: bool = False):
+def render_grid(images: npt.ArrayLike, labels: Sequence[SupportsInt] | np.ndarray | None = None,
+                classes: Sequence[object] | np.ndarray | None = None, *, cols: int | None = None, scale: int = 3,
+                captions: Sequence[str] | None = None, title: str | None = None, pad: int = 6,
+                invert: bool = False) -> Image.Image:
     """Return a :class:`PIL.Image.Image` with the images in a grid, each captioned.
 
     Parameters
@@ -137,7 +156,7 @@ def render_grid(images, labels=None, classes=None, *, cols: int | None = None, s
         tile = imgs[i].astype(np.uint8)
         if invert:
             tile = 255 - tile
-        im = Image.fromarray(np.ascontiguousarray(tile), "L").resize((cw, ch), Image.NEAREST)
+        im = Image.fromarray(np.ascontiguousarray(tile), "L").resize((cw, ch), Image.Resampling.NEAREST)
         canvas.paste(im, (x0 + (cell_w - pad - cw) // 2, y0 + cap_h))
         if captions[i]:
             tw = font.getlength(captions[i])
@@ -145,7 +164,9 @@ def render_grid(images, labels=None, classes=None, *, cols: int | None = None, s
     return canvas
 
 
-def save_grid(images, labels=None, classes=None, path="grid.png", **kw) -> Path:
+def save_grid(images: npt.ArrayLike, labels: Sequence[SupportsInt] | np.ndarray | None = None,
+              classes: Sequence[object] | np.ndarray | None = None, path: str | os.PathLike[str] = "grid.png",
+              **kw: Any) -> Path:
     """Draw :func:`render_grid` and write it atomically as a PNG; return the path."""
     img = render_grid(images, labels, classes, **kw)
     path = Path(path)
@@ -154,7 +175,7 @@ def save_grid(images, labels=None, classes=None, path="grid.png", **kw) -> Path:
     return path
 
 
-def pair_strip(rows, scale: int = 3):
+def pair_strip(rows: Sequence[tuple[npt.ArrayLike, npt.ArrayLike, object]], scale: int = 3) -> Image.Image:
     """A Pillow image: one row per ``(image_a, image_b, caption)``, with |a - b| on the right."""
     from PIL import Image, ImageDraw
 
@@ -172,13 +193,14 @@ def pair_strip(rows, scale: int = 3):
         diff = (diff * (255.0 / max(1, diff.max()))).astype(np.uint8)
         y = pad + k * (cell_h + pad)
         for j, img in enumerate((a, b, diff)):
-            tile = Image.fromarray(255 - img).resize((cell_w, cell_h), Image.NEAREST)
+            tile = Image.fromarray(255 - img).resize((cell_w, cell_h), Image.Resampling.NEAREST)
             canvas.paste(tile, (j * (cell_w + pad), y))
         draw.text((3 * (cell_w + pad) + 4, y + cell_h // 2 - 6), str(caption)[:60], fill=0)
     return canvas
 
 
-def matrix_picture(values, row_names, col_names, fmt, vmax=None, *, cell=44):
+def matrix_picture(values: npt.ArrayLike, row_names: Sequence[object], col_names: Sequence[object],
+                   fmt: Callable[[int, int], str], vmax: float | None = None, *, cell: int = 44) -> Image.Image:
     """A heat map drawn with Pillow: white (0) to blue (``vmax``), each cell's value written."""
     from PIL import Image, ImageDraw
 

@@ -10,8 +10,13 @@ import sys
 
 from . import settings
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a bar stays cheap)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Any
 
-def _tqdm_class():
+
+def _tqdm_class() -> Any:  # the tqdm class (tqdm ships no type hints)
     # tqdm.auto would import asyncio (and notebook widgets) on every load: pick the
     # notebook bar only inside a Jupyter kernel, the plain one everywhere else.
     if "ipykernel" in sys.modules:
@@ -21,7 +26,8 @@ def _tqdm_class():
     return tqdm
 
 
-def progress(iterable=None, *, total=None, desc=None, unit="it", disable=None, **kw):
+def progress(iterable: Iterable[Any] | None = None, *, total: float | None = None, desc: str | None = None,
+             unit: str = "it", disable: bool | None = None, **kw: Any) -> Any:
     """Return a tqdm bar that is only shown on a terminal (see module doc).
 
     Examples
@@ -34,7 +40,7 @@ def progress(iterable=None, *, total=None, desc=None, unit="it", disable=None, *
 
 
 @contextlib.contextmanager
-def quiet_datasets(disable=None):
+def quiet_datasets(disable: bool | None = None) -> Iterator[None]:
     """Silence the ``datasets`` library's own bars ("Generating train split") while ours are off.
 
     >>> with quiet_datasets(disable=True):

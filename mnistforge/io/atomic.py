@@ -27,13 +27,14 @@ from typing import IO, TYPE_CHECKING, Any
 from .outputs import (INCOMPLETE_MARK, check_file, check_lock_path, check_output_file,  # noqa: F401
                       check_output_folder, check_output_path, check_replaceable, disk_full_error,
                       is_marked, lock_path, named_os_error, refuse_in_the_way, unlisted_entries)
+from .outputs import Owned
+from .types import StrPath
+from ..errors import OutputInUseError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import FrameType
 
-    from .outputs import Owned
-    from .types import StrPath
 
 # tempfile, shutil and datetime are imported where they are used: a load that writes
 # nothing imports this module (through the cache) and should not pay for them.
@@ -276,7 +277,6 @@ def output_lock(out: StrPath, *, wait: bool = False) -> Iterator[None]:
     of the user's is an :class:`~mnistforge.errors.OutputPathError`, a read-only
     or immutable folder a :class:`~mnistforge.errors.NotWritableError`.
     """
-    from ..errors import OutputInUseError
 
     lock = lock_path(Path(out))
     try:

@@ -23,11 +23,11 @@ import os
 import types
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Protocol, cast, overload
+from .types import Readable, StrPath
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
-    from .types import Readable, StrPath
 
 #: suffix -> compression name, in lookup order ("" = raw first).
 COMPRESSIONS = ("", ".gz", ".xz", ".bz2")

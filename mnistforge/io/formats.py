@@ -15,11 +15,13 @@ its reader: one table, so that the cache, a folder and a test read a file the sa
 from __future__ import annotations
 
 from typing import IO, TYPE_CHECKING, Callable, cast
+from .types import StrPath
+from .idx import read_idx
+from .foreign.npz import read_npz_array
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .types import StrPath
 
 __all__ = ["FORMATS", "READERS", "read_array"]
 
@@ -27,13 +29,11 @@ __all__ = ["FORMATS", "READERS", "read_array"]
 
 
 def _idx(path: StrPath | IO[bytes], array: str | None) -> np.ndarray:
-    from .idx import read_idx
 
     return read_idx(cast("StrPath", path))  # idx is read by path (a file object: a TypeError there)
 
 
 def _npz(path: StrPath | IO[bytes], array: str | None) -> np.ndarray:
-    from .foreign.npz import read_npz_array
 
     return read_npz_array(path, array or "arr_0")
 

@@ -13,12 +13,12 @@ from typing import IO, TYPE_CHECKING
 from ..errors import FormatError, HashMismatchError
 from . import compression as _compression
 from .compression import compression_of, open_reader
+from .types import Readable, StrPath, Writable
 
 if TYPE_CHECKING:
     import numpy.typing as npt
     from _typeshed import ReadableBuffer
 
-    from .types import Readable, StrPath, Writable
 
 CHUNK = 1 << 20
 #: compressed bytes read per step of :func:`inflate_to` (small enough that the hashing and

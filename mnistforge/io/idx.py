@@ -47,12 +47,13 @@ from ..errors import IdxFormatError
 from . import compression as _compression
 from .compression import compression_of, decompressor, open_reader, open_writer
 from .hashing import sha256_parts, xxh3_parts
+from .types import StrPath
+from .atomic import atomic_file
 
 if TYPE_CHECKING:
     import numpy.typing as npt
     from _typeshed import ReadableBuffer
 
-    from .types import StrPath
 
 # Writing (atomic files), hashing and the codecs' error table are imported where used: a
 # memory-mapped read of a raw file needs none of them.
@@ -683,7 +684,6 @@ def write_idx(path: StrPath, array: npt.ArrayLike, *, compresslevel: int | None 
     >>> read_idx(p).tolist()
     [[1.0, 0.0], [0.0, 1.0]]
     """
-    from .atomic import atomic_file
 
     arr = np.asarray(array)
     header = idx_header_bytes(arr.shape, arr.dtype)

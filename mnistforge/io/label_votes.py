@@ -39,14 +39,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import FormatError
+from .types import StrPath
 
-if TYPE_CHECKING:
-    from .types import StrPath
 
 __all__ = ["MISSING", "VOTE_KINDS", "FIELDS", "LabelVotes", "parse_mturk_json",
            "read_mturk_json", "issue_mask", "suggested_labels", "dense_columns", "given_mismatches",

@@ -27,11 +27,11 @@ from typing import IO, TYPE_CHECKING, TypedDict
 import numpy as np
 
 from ..errors import FormatError
+from .types import StrPath
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .types import StrPath
 
 __all__ = ["PIXEL_TEXT", "LeafFileContent", "write_leaf_json", "read_leaf_file", "read_leaf_folder", "LEAF_FOLDERS"]
 

@@ -59,15 +59,16 @@ import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ConfigError, FormatError
 from ..log import get_logger
 from .atomic import atomic_file
 from .outputs import unlisted_entries
+from .types import StrPath
+from .._version import __version__
+from .hashing import sha256_file
 
-if TYPE_CHECKING:
-    from .types import StrPath
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
@@ -91,7 +92,6 @@ ORIENTATIONS = ("upright", "official")
 
 
 def package_version() -> str:
-    from .._version import __version__
     return __version__
 
 
@@ -289,7 +289,6 @@ class Manifest:
         Files whose name starts with a dot and the manifest itself are not listed.
         Returns the manifest written (this one with ``outputs`` filled in).
         """
-        from .hashing import sha256_file
 
         folder = Path(folder)
         outputs: dict[str, dict[str, Any]] = {}

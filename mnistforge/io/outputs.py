@@ -20,11 +20,17 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
+from ..errors import MnistforgeError
+from .types import StrPath
+from ..errors import OutputPathError
+from ..errors import NotWritableError
+from ..errors import ConfigError
+from ..errors import NotOwnedError, OutputExistsError
+from ..errors import BuildError
+from ..errors import DiskFullError
+from .. import errors
 
-if TYPE_CHECKING:
-    from ..errors import MnistforgeError
-    from .types import StrPath
 
 #: ``owned(folder)``: what a folder holds that its own record does not list (empty: all listed)
 Owned = Callable[[Path], list[str]]
@@ -66,7 +72,6 @@ def _lstat(path: Path, what: str) -> os.stat_result | None:
 
 def _check_name_length(path: Path, what: str) -> None:
     """Refuse a name the file system cannot hold once the package's suffixes are added."""
-    from ..errors import OutputPathError
 
     probe = path.parent
     while not probe.exists() and probe != probe.parent:
@@ -89,7 +94,6 @@ def _check_name_length(path: Path, what: str) -> None:
 def _check_writable(path: Path, what: str) -> None:
     """Refuse, before any work, a path whose folder cannot be written (read-only, immutable,
     no permission): the temporary name is created there."""
-    from ..errors import NotWritableError
 
     probe = path.parent
     while not os.path.lexists(probe) and probe != probe.parent:
@@ -103,7 +107,6 @@ def _check_writable(path: Path, what: str) -> None:
 
 
 def check_file(path: Path, what: str = "output", writable: bool = True) -> Path:
-    from ..errors import OutputPathError
 
     st = _lstat(path, what)
     if st is not None and _kind(st) != "a regular file":
@@ -158,7 +161,6 @@ def check_output_path(out: StrPath, inputs: Iterable[StrPath | None] = (), writa
     ...
     mnistforge.errors.ConfigError: /data: the output folder contains an input ...
     """
-    from ..errors import OutputPathError
 
     out = Path(os.path.abspath(out))  # "." or "x/.." have no name to put a suffix on
     st = _lstat(out, "output folder")
@@ -191,7 +193,6 @@ def check_apart(out: StrPath, inputs: Iterable[StrPath | None], what: str = "out
     ...
     mnistforge.errors.ConfigError: /data/sd19/x.json: the output is inside an input: ...
     """
-    from ..errors import ConfigError
 
     if os.fspath(out) == "-":
         return
@@ -288,9 +289,7 @@ def check_replaceable(out: StrPath, *, overwrite: bool, owned: Owned | None = No
     (:func:`unlisted_entries`); an empty folder holds nothing to lose.  Without
     ``owned`` nothing is replaced.
     """
-    from ..errors import NotOwnedError, OutputExistsError
 
-    from ..errors import OutputPathError
 
     out = Path(out)
     if not os.path.lexists(out):
@@ -340,7 +339,6 @@ def is_marked(tmp: Path) -> bool:
 
 
 def refuse_in_the_way(p: Path) -> NoReturn:
-    from ..errors import BuildError
 
     raise BuildError("a folder mnistforge did not write is in the way", path=p,
                      expected="no such folder, or one left by an interrupted mnistforge run",
@@ -351,7 +349,6 @@ def disk_full_error(e: OSError, where: Path) -> OSError:
     """A full disk as :class:`DiskFullError` naming the path; any other OSError unchanged."""
     import errno
 
-    from ..errors import DiskFullError
 
     if isinstance(e, DiskFullError) or e.errno not in (errno.ENOSPC, errno.EDQUOT):
         return e
@@ -400,7 +397,6 @@ def named_os_error(e: BaseException, where: StrPath, what: str | None = None) ->
     >>> type(named_os_error(OSError(errno.ENAMETOOLONG, "File name too long"), "x")).__name__
     'OutputPathError'
     """
-    from .. import errors
 
     if not isinstance(e, OSError) or isinstance(e, errors.MnistforgeError):
         return e
@@ -424,7 +420,6 @@ def lock_path(out: Path) -> Path:
 def check_lock_path(lock: Path) -> None:
     """Refuse a ``<out>.lock`` that is not a lock file of the package's (a folder, a link, a
     FIFO, a file of the user's): it is neither truncated nor removed."""
-    from ..errors import OutputPathError
 
     st = _lstat(lock, "lock")
     if st is None:

@@ -25,6 +25,7 @@ from multiprocessing.context import BaseContext
 from typing import Any
 
 from .. import settings
+from ..errors import WorkerError
 
 #: How often a worker checks that its parent still lives.
 WATCH_SECONDS = 1.0
@@ -64,7 +65,6 @@ def named_worker_errors(what: str) -> Iterator[None]:
     """Turn a dead worker's ``BrokenProcessPool`` into :class:`~mnistforge.errors.WorkerError`."""
     from concurrent.futures.process import BrokenProcessPool
 
-    from ..errors import WorkerError
 
     try:
         yield

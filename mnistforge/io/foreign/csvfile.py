@@ -26,11 +26,11 @@ import numpy as np
 from ...errors import FormatError
 from ..compression import open_sniffed
 from .base import ForeignCopy, ForeignSplit, split_key
+from ..types import StrPath
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ..types import StrPath
 
 __all__ = ["read_csv", "read_csv_folder"]
 

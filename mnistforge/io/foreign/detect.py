@@ -22,14 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ...errors import FormatError
 from ..compression import open_sniffed, sniff_compression
 from .base import ForeignCopy, role_of
+from ..types import StrPath
+from .torchvision import refuse_pickle
+from .base import IMAGE_TOKENS, LABEL_TOKENS, _tokens
 
-if TYPE_CHECKING:
-    from ..types import StrPath
 
 __all__ = ["FORMATS", "is_foreign", "read_foreign", "sniff"]
 
@@ -168,7 +168,6 @@ def read_foreign(path: StrPath, *, torchvision_classes: Mapping[str, str] | None
     if kind == "pickle":
         bad = path if path.is_file() else next(p for p in sorted(path.iterdir()) if p.is_file()
                                                 and _safe_sniff(p) == "pickle")
-        from .torchvision import refuse_pickle
 
         raise refuse_pickle(bad)
     if path.is_dir():
@@ -199,7 +198,6 @@ def _npy_partner(path: Path) -> Path | None:
     role = role_of(path.name)
     if role is None:
         return None
-    from .base import IMAGE_TOKENS, LABEL_TOKENS, _tokens
 
     mine = _tokens(path.name)
     other = LABEL_TOKENS if role == "images" else IMAGE_TOKENS

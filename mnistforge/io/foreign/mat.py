@@ -23,15 +23,14 @@ Examples
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ...errors import FormatError
 from .base import ForeignCopy, ForeignSplit, pair_arrays, split_key, split_of
+from ..types import StrPath
 
-if TYPE_CHECKING:
-    from ..types import StrPath
 
 __all__ = ["read_mat"]
 

@@ -18,15 +18,14 @@ from __future__ import annotations
 import zipfile
 import zlib
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 import numpy as np
 
 from ...errors import FormatError, UnsafeFormatError
 from .base import ForeignCopy, pair_arrays, role_of, split_of
+from ..types import StrPath
 
-if TYPE_CHECKING:
-    from ..types import StrPath
 
 __all__ = ["load_array", "read_npy_pair", "read_npy_folder", "read_npz", "read_npz_array"]
 

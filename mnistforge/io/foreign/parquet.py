@@ -28,11 +28,11 @@ import numpy as np
 from ...errors import FormatError
 from ..hf.png import decode_pngs
 from .base import SPLIT_TOKENS, ForeignCopy, ForeignSplit
+from ..types import StrPath
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..types import StrPath
 
 __all__ = ["read_parquet"]
 

@@ -33,11 +33,11 @@ from ...errors import FormatError, UnsafeFormatError
 from ..compression import strip_compression
 from ..idx import read_idx
 from .base import ForeignCopy, pair_arrays
+from ..types import StrPath
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..types import StrPath
 
 __all__ = ["raw_folders", "read_idx_folder", "read_torchvision", "refuse_pickle"]
 

@@ -11,12 +11,13 @@ import numpy as np
 from ...errors import ConfigError
 from ..atomic import atomic_file
 from .schema import PIXELS, SplitData
+from ..types import StrPath
+from .png import DEFAULT_PNG, encode_pngs
 
 if TYPE_CHECKING:
     import datasets
     import pyarrow as pa
 
-    from ..types import StrPath
 
 #: Rows per parquet row group: ~250 KB of MNIST-sized PNGs, small enough for the
 #: Hub's dataset viewer and for streaming, large enough to read fast.
@@ -161,7 +162,6 @@ def write_split(folder: StrPath, config: str, split: str, data: SplitData, featu
     if missing:
         raise ConfigError(f"{config}/{split}: metadata lacks columns of the features",
                           expected=", ".join(missing), found="nothing")
-    from .png import DEFAULT_PNG, encode_pngs  # the codec's worker pool: not for reading a repository
 
     blobs, offsets = encode_pngs(data.images, workers=workers, desc=f"{config}/{split} PNG",
                                  png=png or DEFAULT_PNG)

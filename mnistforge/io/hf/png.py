@@ -18,6 +18,7 @@ from isal import isal_zlib
 
 from ... import settings
 from ...errors import ConfigError, FormatError
+from ...progress import progress
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -209,7 +210,6 @@ def encode_pngs(images: np.ndarray, *, workers: int | None = None,
     scale like processes without copying images to them.  The result does not
     depend on the number of workers.
     """
-    from ...progress import progress
 
     n = len(images)
     workers = settings.workers(workers)

@@ -19,12 +19,14 @@ import numpy as np
 from ...errors import DatasetNotFoundError, FormatError, MissingFileError
 from .parquet import DATA
 from .schema import PIXELS, hf_split_name
+from ..types import StrPath
+from ..hashing import sha256_file
+from .png import decode_pngs
 
 if TYPE_CHECKING:
     import datasets
     import pyarrow as pa
 
-    from ..types import StrPath
 
 CARD = "README.md"
 #: The first lines of a config section (``## Config `NAME```) of a card whose data was built
@@ -145,7 +147,6 @@ def shard_problems(repo_dir: StrPath, configs: Mapping[str, Mapping[str, list[st
         if not p.is_file():
             problems.append(f"{rel}: shard missing (recorded sha256 {digest[:16]}...)")
             continue
-        from ..hashing import sha256_file
 
         got = sha256_file(p)
         if got != digest:
@@ -340,7 +341,6 @@ def read_split(repo_dir: StrPath, config: str, split: str
     if PIXELS in table.column_names:      # the same images, stored undecoded
         images = pixels_of(table)
     else:
-        from .png import decode_pngs  # the PNG codec (and its worker pool) only for PNG columns
 
         images = decode_pngs(png_bytes(table))
     labels = table.column("label").to_numpy().astype(np.int64)
