@@ -57,7 +57,7 @@ __all__ = ["cache_home", "offline", "workers", "progress", "keep_raw", "keep_raw
            "trust_files", "truthy", "Mirrors", "mirrors", "parse_mirrors", "MIRROR_FIELDS",
            "REGISTRY_MARK", "Settings", "Overrides", "current", "using", "given", "activate",
            "VARIABLES", "usable_cores", "offline_switch", "hf_offline", "hf_token", "hf_endpoint", "hf_home",
-           "hf_datasets_cache", "keras_home", "cache_key"]
+           "hf_datasets_cache", "keras_home"]
 
 #: every environment variable mnistforge reads, and the :class:`Settings` field it sets (the
 #: list in docs/usage.md is tested against this one)
@@ -295,43 +295,15 @@ def cache_home(root: PathArg | None = None) -> Path:
     Linux: ``$XDG_CACHE_HOME/mnistforge`` (``~/.cache/mnistforge``); macOS:
     ``~/Library/Caches/mnistforge``; Windows: ``%LOCALAPPDATA%\\mnistforge\\Cache``.
     """
-    key = cache_key(root)
-    named = _NAMED.get(key)
-    if named is None:   # a Path and ~ expanded once per setting: every load asks this
-        named = (Path(root).expanduser(), _GIVEN_CACHE) if root is not None else \
-            _cache_setting(_GIVEN.get(), os.environ)
-        if len(_NAMED) >= 64:
-            _NAMED.clear()
-        _NAMED[key] = named
+    named = (Path(root).expanduser(), _GIVEN_CACHE) if root is not None else \
+        _cache_setting(_GIVEN.get(), os.environ)
     return _cache_folder(*named)
-
-
-#: :func:`cache_home`'s folders before they are checked, by :func:`cache_key` (what decides them)
-_NAMED: dict[tuple[str | None, ...], tuple[Path, str]] = {}
-
-
-def cache_key(root: PathArg | None = None) -> tuple[str | None, ...]:
-    """What decides which folder :func:`cache_home` names (``root``, :func:`using`'s ``cache``,
-    the variables), for the key of a memo that depends on it: cheaper than resolving it (no
-    ``Path``, no ``stat``), and equal whenever the cache is the same."""
-    if root is None:
-        root = _GIVEN.get().cache
-    if root is not None:
-        path = os.fspath(root)
-        # "~/x" names another folder when HOME changes
-        return (path, os.path.expanduser("~")) if path.startswith("~") else (path,)
-    env = os.environ
-    home = env.get("MNISTFORGE_HOME")
-    if home:   # the others do not matter then (and each read of the environment costs)
-        return (None, home, os.path.expanduser("~") if home.startswith("~") else None)
-    return (None, None, env.get("XDG_CACHE_HOME"), env.get("LOCALAPPDATA"),
-            os.path.expanduser("~"))   # what Path.home() in _platform_cache answers
 
 
 def _cache_folder(path: Path, source: str) -> Path:
     """``path``, unless it (or a folder above it) is a file: then a :class:`ConfigError` saying
     which setting named it (a raw ``NotADirectoryError`` would come later, from deep inside)."""
-    try:  # one stat for the usual case, a folder that exists (this runs on every load)
+    try:
         is_file = not stat.S_ISDIR(os.stat(path).st_mode)
         exists = True
     except OSError:  # missing (or unreadable: the later use names it)

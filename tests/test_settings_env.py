@@ -306,8 +306,7 @@ def test_offline_from_using_is_blamed_on_the_flag_not_the_variable(clean_env, tm
 
 
 def test_the_cache_folder_follows_every_change_of_what_names_it(tmp_path, monkeypatch):
-    """cache_home keeps its Path per cache_key: a changed variable, HOME for a ``~`` folder or
-    using(...) must still name the new folder."""
+    """A changed variable, HOME for a ``~`` folder or using(...) names the new folder."""
     for name in ("MNISTFORGE_HOME", "XDG_CACHE_HOME"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "h1"))
