@@ -32,6 +32,11 @@ from .commands.common import (check_outputs, command_settings, flush_streams, ou
 from .errors import (EXIT_CODES, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, MnistforgeError,
                      exit_code)
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (--help stays cheap)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import ModuleType
+
 COMMAND_MODULES = [
     "info", "fetch", "show", "synth_sd19", "sd19", "build", "verify", "export",
     "evaluate", "significance", "tarp", "manitest", "demo", "card", "find_copies",
@@ -49,7 +54,7 @@ def exit_codes_text() -> str:
     return "exit codes:\n" + "\n".join(f"  {k:<4} {v}" for k, v in EXIT_CODES.items())
 
 
-def load_commands():
+def load_commands() -> list[ModuleType]:
     mods = []
     for name in COMMAND_MODULES:
         try:
@@ -76,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -24,11 +24,14 @@ import json
 import logging
 import shutil
 import time
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 
+from .checks.result import VerifyReport
 from .io.manifest import Manifest, recorded_folder_problems
 from .registry import emnist_splits
 
@@ -59,7 +62,7 @@ class DemoConfig:
 
     scale: float = 0.05
     seed: int = 0
-    classifiers: tuple = ("linear", "knn:k=1")
+    classifiers: tuple[str, ...] = ("linear", "knn:k=1")
     bootstrap: int = 10_000
     workers: int | None = None
     progress: bool | None = None
@@ -75,13 +78,13 @@ class Stage:
 @dataclass
 class DemoResult:
     out: Path
-    stages: list = field(default_factory=list)
-    datasets: list = field(default_factory=list)
-    evaluation: dict = field(default_factory=dict)
-    hf_reload: dict = field(default_factory=dict)
+    stages: list[Stage] = field(default_factory=list)
+    datasets: list[dict[str, Any]] = field(default_factory=list)
+    evaluation: dict[str, Any] = field(default_factory=dict)
+    hf_reload: dict[str, Any] = field(default_factory=dict)
     report: Path | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "out": str(self.out),
             "stages": [s.__dict__ for s in self.stages],
@@ -93,21 +96,21 @@ class DemoResult:
 
 
 class _Timer:
-    def __init__(self, result: DemoResult, name: str):
+    def __init__(self, result: DemoResult, name: str) -> None:
         self.stage = Stage(name)
         result.stages.append(self.stage)
 
-    def __enter__(self):
+    def __enter__(self) -> Stage:
         self.t0 = time.perf_counter()
         logger.info("demo: %s ...", self.stage.name)
         return self.stage
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.stage.seconds = round(time.perf_counter() - self.t0, 2)
         return False
 
 
-def _verify_status(report, family: str) -> tuple[str, list]:
+def _verify_status(report: VerifyReport, family: str) -> tuple[str, list[str]]:
     """``pass``/``warn``/``fail`` with expected warnings (see EXPECTED_WARNINGS) accepted."""
     expected = EXPECTED_WARNINGS.get(family, ())
     fails = [r for r in report.results if r.status == "fail"]
@@ -125,7 +128,8 @@ def _verify_status(report, family: str) -> tuple[str, list]:
 GRID_SPLITS = {"qmnist": ("test50k", "test")}
 
 
-def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) -> DemoResult:
+def run_demo(out: str | os.PathLike[str], config: DemoConfig | None = None, *,
+             overwrite: bool = False) -> DemoResult:
     """Run the whole pipeline into ``out`` and return its summary.
 
     Parameters
@@ -140,7 +144,8 @@ def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) 
         Stages with timings, per-dataset split sizes and verify status, the
         evaluation and the report path; also written to ``out/summary.json``.
     """
-    from .io.atomic import atomic_dir, check_output_folder
+    from .io.atomic import atomic_dir
+    from .io.outputs import check_output_folder
 
     config = config or DemoConfig()
     # before any work: --overwrite replaces only a demo folder holding nothing else
@@ -160,12 +165,12 @@ def run_demo(out, config: DemoConfig | None = None, *, overwrite: bool = False) 
 DEMO_MANIFEST = "demo-manifest.json"
 
 
-def demo_problems(folder) -> list[str]:
+def demo_problems(folder: str | os.PathLike[str]) -> list[str]:
     """What ``demo --overwrite`` would destroy beyond a demo's own files (:data:`DEMO_MANIFEST`)."""
     return recorded_folder_problems(folder, DEMO_MANIFEST)
 
 
-def _relocate(value, work: str, out: str):
+def _relocate(value: Any, work: str, out: str) -> Any:  # JSON-like: str, dict, list, other values
     """``value`` with the temporary folder's path replaced by the final one (strings in dicts/lists)."""
     if isinstance(value, str):
         return value.replace(work, out)
@@ -284,7 +289,8 @@ def _run(out: Path, config: DemoConfig) -> DemoResult:
     return res
 
 
-def reload_with_datasets(repo, config_name, split, source_folder, out) -> dict:
+def reload_with_datasets(repo: str | os.PathLike[str], config_name: str, split: str,
+                         source_folder: str | os.PathLike[str], out: Path) -> dict[str, Any]:
     """Load one exported config back with ``datasets.load_dataset`` and compare with the source."""
     import datasets
 
@@ -304,7 +310,7 @@ def reload_with_datasets(repo, config_name, split, source_folder, out) -> dict:
             "features": sorted(ds.features)}
 
 
-def evaluate_pair(folder, config: DemoConfig, out) -> dict:
+def evaluate_pair(folder: str | os.PathLike[str], config: DemoConfig, out: Path) -> dict[str, Any]:
     """Train the reference classifiers on QMNIST train, test on QMNIST test, compare them."""
     from .classifiers.base import make_classifier
     from .evaluators.significance import compare_systems, error_overlap, error_rate
@@ -312,8 +318,8 @@ def evaluate_pair(folder, config: DemoConfig, out) -> dict:
 
     train = load("qmnist", "train", root=folder)
     test = load("qmnist", "test", root=folder)
-    wrong = {}
-    systems = []
+    wrong: dict[str, np.ndarray] = {}
+    systems: list[dict[str, Any]] = []
     for spec in config.classifiers:
         clf = make_classifier(spec)
         t0 = time.perf_counter()
@@ -355,7 +361,7 @@ def format_summary(res: DemoResult) -> str:
     return "\n".join(lines)
 
 
-def _synthetic_line(datasets: list) -> str:
+def _synthetic_line(datasets: list[dict[str, Any]]) -> str:
     """Whether every dataset carries the synthetic mark its build manifest should hold."""
     unmarked = [d["dataset"] for d in datasets if not d.get("synthetic")]
     if not unmarked:

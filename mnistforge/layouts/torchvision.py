@@ -20,8 +20,10 @@ release's (registry content sha256) is marked ``official`` in the result.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 
@@ -30,7 +32,7 @@ from ..io.atomic import atomic_dir
 from ..io.hf.repo import is_hf_repo, repo_configs
 from ..io.idx import write_idx
 from ..io.manifest import DatasetEntry, Manifest, MANIFEST_NAME, recorded_folder_problems
-from ..loaders import datasets_in_folder, load, resolve_target
+from ..loaders import DatasetSplit, datasets_in_folder, load, resolve_target
 from ..gate.source import resolve
 from ..loaders.origins import FolderOrigin
 from ..log import get_logger
@@ -62,11 +64,11 @@ class TorchvisionLayout:
     ``warnings`` (also logged): what torchvision will not read as it is."""
 
     root: Path
-    datasets: dict[str, dict] = field(default_factory=dict)
+    datasets: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"root": str(self.root), "datasets": self.datasets, "notes": list(self.notes),
                 "warnings": list(self.warnings)}
 
@@ -81,7 +83,7 @@ def torchvision_of(name: str) -> tuple[DatasetInfo, TorchvisionInfo]:
     return info, info.torchvision
 
 
-def _folder_datasets(folder) -> list[str]:
+def _folder_datasets(folder: str | os.PathLike[str]) -> list[str]:
     """The datasets of a folder: a build's or official files', or a Hugging Face export's configs
     named after registry datasets."""
     if is_hf_repo(folder):
@@ -116,7 +118,7 @@ def _file_split(name: str, split: str, text: str) -> str:
     return split
 
 
-def sources_from_targets(targets) -> list[TorchvisionSource]:
+def sources_from_targets(targets: Iterable[str | os.PathLike[str]]) -> list[TorchvisionSource]:
     """CLI targets (``NAME[:SPLIT]``, ``FOLDER[:NAME][:SPLIT]``) -> the datasets to write.
 
     Without a split: a registry name gives ``train`` and ``test`` (what
@@ -170,7 +172,7 @@ def _check_plan(sources: list[TorchvisionSource]) -> None:
                         hint="write them into two roots (--out)")
 
 
-def _label_table(ds, info: DatasetInfo) -> np.ndarray:
+def _label_table(ds: DatasetSplit, info: DatasetInfo) -> np.ndarray:
     """QMNIST's labels file: the N x 8 int32 table (column 0 the label), from the metadata."""
     meta = ds.metadata
     fields = list(info.metadata_fields)
@@ -186,7 +188,7 @@ def _label_table(ds, info: DatasetInfo) -> np.ndarray:
     return table
 
 
-def _write_split(raw: Path, info: DatasetInfo, tv: TorchvisionInfo, split: str, ds) -> list[str]:
+def _write_split(raw: Path, info: DatasetInfo, tv: TorchvisionInfo, split: str, ds: DatasetSplit) -> list[str]:
     """Write one split's two files into ``raw`` in the official files' storage; their names."""
     images_name, labels_name = tv.files[split]
     images = ds.images
@@ -223,7 +225,7 @@ def _official(info: DatasetInfo, split: str, role: int, sha256: str) -> bool | N
     return None if not want else sha256 == want
 
 
-def layout_problems(root) -> list[str]:
+def layout_problems(root: str | os.PathLike[str]) -> list[str]:
     """What ``--overwrite`` would destroy in a torchvision root beyond what mnistforge wrote: the
     root's manifest lists the data files; each ``<Class>/raw/manifest.json`` is accepted only
     while it is itself a whole record of its folder."""
@@ -239,8 +241,9 @@ def layout_problems(root) -> list[str]:
     return out
 
 
-def write_torchvision(out, sources: list[TorchvisionSource], *, overwrite: bool = False,
-                      inputs=(), download: bool | None = None) -> TorchvisionLayout:
+def write_torchvision(out: str | os.PathLike[str], sources: list[TorchvisionSource], *, overwrite: bool = False,
+                      inputs: Iterable[str | os.PathLike[str]] = (),
+                      download: bool | None = None) -> TorchvisionLayout:
     """Write ``sources`` in torchvision's layout under the new folder ``out``; what was written.
 
     ``inputs`` are folders ``out`` must not overlap (besides the sources' own);
@@ -252,7 +255,7 @@ def write_torchvision(out, sources: list[TorchvisionSource], *, overwrite: bool 
     by_folder: dict[str, list[TorchvisionSource]] = {}
     for src in sources:
         by_folder.setdefault(torchvision_of(src.name)[1].folder, []).append(src)
-    folders = [src.root for src in sources if src.root is not None]
+    folders: list[str | os.PathLike[str]] = [src.root for src in sources if src.root is not None]
     with atomic_dir(out, overwrite=overwrite, inputs=list(inputs) + folders,
                     owned=layout_problems) as tmp:
         for folder, srcs in by_folder.items():
@@ -279,11 +282,11 @@ def _write_source(raw: Path, src: TorchvisionSource, manifest: Manifest, layout:
     info, tv = torchvision_of(src.name)
     built = _source_manifest(src)
     counts: dict[str, int] = {}
-    status: dict[str, dict] = {}
+    status: dict[str, dict[str, str]] = {}
     synthetic = False
     classes = None
     for split in src.splits:
-        meta = "files" if info.split(split).labels_column is not None else False
+        meta: bool | Literal["files"] = "files" if info.split(split).labels_column is not None else False
         ds = load(src.name, split, root=src.root, download=download, with_metadata=meta)
         _write_split(raw, info, tv, split, ds)
         counts[split] = len(ds)
