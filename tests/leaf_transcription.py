@@ -212,7 +212,8 @@ def leaf_pipeline(raw, *, s="niid", sf=1.0, iu=0.01, k=0, t="sample", tf=0.9,
     if s is not None:
         rng, state = random.Random(smplseed), {"new_user_count": 0}
         cur = [leaf_sample_file(f, d, rng, s == "iid", sf, iu, state) for f, d in cur]
-    cur = [leaf_remove_file(f, d, k) for f, d in cur]
+    if k is not None:   # preprocess.sh runs remove_users.py only when -k is given
+        cur = [leaf_remove_file(f, d, k) for f, d in cur]
     rng = random.Random(spltseed)
     if t == "user":
         stages["train"], stages["test"] = leaf_split_by_user(cur, rng, tf)

@@ -50,7 +50,7 @@ def small(tmp_path_factory):
 
 
 CASES = {
-    "default": ({}, {}),
+    "default": ({}, dict(k=None)),         # no -k: no user removal, no '_keep_' in the names
     "niid-0.05": (dict(sample="niid", fraction=0.05, min_samples=0, split="sample"),
                   dict(s="niid", sf=0.05, k=0, t="sample")),
 }
@@ -190,7 +190,7 @@ def test_verify_a_femnist_build_and_its_leaf_folder(small, tmp_path):
     leaf = verify(tmp_path / "leaf" / "data")
     lby = {r.name: r for r in leaf.results}
     p = lby["femnist.parameters"].values["leaf"]
-    assert (p["-s"], p["--sf"], p["-k"], p["--tf"]) == ("niid", 0.5, 0, 0.9)
+    assert (p["-s"], p["--sf"], p.get("-k"), p["--tf"]) == ("niid", 0.5, None, 0.9)
     assert p["--smplseed"] == 1549786595 and p["--spltseed"] == 1549786796
     # the same data in both layouts: the same counts per writer and class
     assert lby["femnist.writers[train]"].values["per_class"] == tr["per_class"]

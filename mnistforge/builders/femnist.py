@@ -86,11 +86,14 @@ def file_names(part: str) -> dict:
             "sources": f"femnist-{part}-sources.tsv.gz"}
 
 
-def _fraction(name, v, low_open=True):
+def _fraction(name, v, high_open=False):
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
-        and (0 < v <= 1 if low_open else 0 <= v <= 1)
+        and 0 < v and (v < 1 if high_open else v <= 1)
     if not ok:
-        raise ConfigError(f"invalid {name}", expected="a fraction in (0, 1]", found=v)
+        raise ConfigError(f"invalid {name}", expected="a fraction in " + ("(0, 1)" if high_open
+                                                                          else "(0, 1]"),
+                          found=v, hint="(0, 1): a train fraction of 1 leaves no test data"
+                          if high_open else None)
     return float(v)
 
 
@@ -109,7 +112,7 @@ class FemnistBuildConfig:
     sample: str | None = "niid"
     fraction: float = 1.0
     iid_users: float = 0.01
-    min_samples: int = 0
+    min_samples: int | None = None
     split: str = "sample"
     train_fraction: float = 0.9
     seed: int = leaf.PAPER_SAMPLING_SEED
@@ -129,9 +132,9 @@ class FemnistBuildConfig:
                               found=repr(self.sample))
         _fraction("--sf (LEAF's sample fraction)", self.fraction)
         _fraction("--iu (LEAF's iid user fraction)", self.iid_users)
-        _fraction("--tf (LEAF's train fraction)", self.train_fraction)
-        if not isinstance(self.min_samples, int) or isinstance(self.min_samples, bool) \
-                or self.min_samples < 0:
+        _fraction("--tf (LEAF's train fraction)", self.train_fraction, high_open=True)
+        if self.min_samples is not None and (not isinstance(self.min_samples, int) or isinstance(
+                self.min_samples, bool) or self.min_samples < 0):
             raise ConfigError("invalid -k (LEAF's minimum samples per user)",
                               expected="an integer >= 0", found=self.min_samples)
         if self.split not in ("sample", "user"):
@@ -201,6 +204,29 @@ def leaf_pixels(src, rows, resize: str = "thumbnail", *, workers=None, show_prog
 
 
 # ----------------------------------------------------------------------------- build
+def refuse_empty(stages: dict, cfg: FemnistBuildConfig) -> None:
+    """Refuse, before any image is read, options that leave no users or no samples at a step
+    of LEAF's recipe (the :class:`~mnistforge.errors.ConfigError` names the option)."""
+    steps = [("sampled_data", f"--sf {cfg.fraction}" + (f" --iu {cfg.iid_users}"
+                                                         if cfg.sample == "iid" else ""),
+              "int(F x the samples of each all_data file) is 0: no sample is drawn"),
+             ("rem_user_data", f"-k {cfg.min_samples}", "no user has that many samples")]
+    steps += [(part, f"-t {cfg.split} --tf {cfg.train_fraction}",
+               f"no user keeps samples on the {part} side") for part in ("train", "test")]
+    for stage, option, why in steps:
+        if stage not in stages:
+            continue
+        users = sum(len(f.users) for f in stages[stage])
+        samples = sum(sum(f.num_samples) for f in stages[stage])
+        if users == 0 or samples == 0:
+            before = sum(sum(f.num_samples) for f in stages["all_data"])
+            raise ConfigError(f"these LEAF options leave {stage} empty", expected="users and "
+                              "samples at every step", found=f"{users} users, {samples} samples "
+                              f"with {option} ({why}; {before} samples in all_data)",
+                              hint="choose a larger --sf, a smaller -k, or a --tf further from "
+                                   "0 and 1 (nothing was written)")
+
+
 def _flatten(files) -> tuple[list, np.ndarray]:
     users, rows = [], []
     for f in files:
@@ -232,6 +258,7 @@ def build_femnist(sd19, out, config: FemnistBuildConfig | None = None, **changes
                          expected="characters", found="none", hint="check --sd19")
     ascii_ = leaf.leaf_classes(index)
     stages = leaf.run_recipe(index, cfg.leaf)
+    refuse_empty(stages, cfg)
     labels_of = np.array([leaf.relabel(a) if chr(a).isascii() and chr(a).isalnum() else 255
                           for a in range(256)], np.uint8)
 

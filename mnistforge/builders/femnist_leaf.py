@@ -24,7 +24,7 @@ import random
 
 import numpy as np
 
-from ..errors import BuildError
+from ..errors import BuildError, ConfigError
 
 __all__ = ["MAX_WRITERS", "LeafFile", "LeafOptions", "relabel", "frac_label", "iid_divide",
            "leaf_order", "leaf_classes", "all_data", "sample", "remove_users", "split",
@@ -209,9 +209,9 @@ def split(files: list, opts: LeafOptions) -> tuple[list, list]:
         for which, members in (("train", [x for i, x in enumerate(user_files) if i in picked]),
                                ("test", [x for i, x in enumerate(user_files) if i not in picked])):
             if not members:
-                raise BuildError(f"LEAF's user split leaves no {which} users",
-                                 expected="users on both sides", found=f"{n} users, --tf {frac}",
-                                 hint="change --tf or sample more data")
+                raise ConfigError(f"LEAF's user split leaves no {which} users",
+                                  expected="users on both sides", found=f"{n} users, --tf {frac}",
+                                  hint="change --tf or sample more data (nothing was written)")
             last = members[-1][1].name      # create_jsons_for names the one file after the last
             num_i = last.find("data") + 5
             rest = last[num_i:]

@@ -70,15 +70,19 @@ def add_arguments(p):
     g.add_argument("-s", dest="leaf_sample", choices=["iid", "niid", "none"], default="niid",
                    help="LEAF sampling (default niid; none: all of all_data)")
     g.add_argument("--sf", dest="leaf_fraction", type=float, metavar="F", default=1.0,
-                   help="fraction of the data to sample (default 1.0, LEAF's full-sized dataset)")
+                   help="fraction of the data to sample, in (0, 1] (default 1.0, LEAF's "
+                        "full-sized dataset)")
     g.add_argument("--iu", dest="leaf_iid_users", type=float, metavar="U", default=0.01,
-                   help="iid: users as a fraction of the writers (default 0.01)")
-    g.add_argument("-k", dest="leaf_min_samples", type=int, metavar="K", default=0,
-                   help="minimum samples per user (default 0)")
+                   help="iid: users as a fraction of the writers, in (0, 1] (default 0.01)")
+    g.add_argument("-k", dest="leaf_min_samples", type=int, metavar="K", default=None,
+                   help="remove the users with fewer than K samples, K >= 0 (LEAF's "
+                        "remove_users.py, '_keep_K' in the file names); without -k no user is "
+                        "removed, as LEAF's preprocess.sh")
     g.add_argument("-t", dest="leaf_split", choices=["sample", "user"], default="sample",
                    help="train/test split by sample (default) or by user")
     g.add_argument("--tf", dest="leaf_train_fraction", type=float, metavar="F", default=0.9,
-                   help="fraction in the training set (default 0.9)")
+                   help="fraction in the training set, in (0, 1) (default 0.9); options that "
+                        "would leave a split without users or samples are refused before work")
     g.add_argument("--split-seed", "--spltseed", type=argtypes.seed, default=None, metavar="S",
                    help="LEAF's split seed (--spltseed, default the LEAF paper's 1549786796)")
     g.add_argument("--resize", choices=["thumbnail", "resize"], default="thumbnail",

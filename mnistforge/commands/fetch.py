@@ -25,7 +25,11 @@ def add_arguments(p):
     add_cache(p)
     add_offline(p, "and only check the files")
     p.add_argument("--timeout", type=argtypes.positive_seconds, default=30.0, help="seconds (default 30)")
-    p.add_argument("--retries", type=argtypes.int_in(0, 100), default=3, help="retries per mirror (default 3)")
+    p.add_argument("--retries", type=argtypes.int_in(0, 100), default=3,
+                   help="retries per mirror, 0..100 (default 3; the wait doubles from 1 s up to 60 s)")
+    p.add_argument("--give-up-after", type=argtypes.positive_seconds, default=600.0, metavar="SECONDS",
+                   help="seconds all attempts at one file may take, every mirror together "
+                        "(default 600): no retry waits past it")
     p.add_argument("--mirror", action="append", default=None, metavar="URL",
                    help="an address tried before the registry's (repeatable): a base address "
                         "(files asked for at URL/{name}/{file}) or a template with {file} and "
@@ -138,6 +142,7 @@ def run(args) -> int:
         try:
             r = fetch_file(f, root=args.cache, offline=args.offline, timeout=args.timeout,
                            retries=args.retries, progress=False if args.no_progress else None,
+                           give_up_after=args.give_up_after,
                            mirrors=mirrors, dead_hosts=dead)
         except MnistforgeError as e:
             failed += 1

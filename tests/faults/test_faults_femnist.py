@@ -2,6 +2,7 @@
 refused before any work with a named error (and the CLI's usage exit code 2)."""
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -66,10 +67,50 @@ def test_source_without_classes_is_a_build_error(tiny_sd19, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_user_split_with_no_test_users_is_a_build_error(tiny_sd19, tmp_path):
-    with pytest.raises(BuildError, match="no test users"):
-        build_femnist(tiny_sd19, tmp_path / "o", FemnistBuildConfig(split="user", train_fraction=1.0))
+def test_user_split_with_no_train_users_is_refused(tiny_sd19, tmp_path):
+    with pytest.raises(ConfigError, match="no train users"):
+        build_femnist(tiny_sd19, tmp_path / "o", FemnistBuildConfig(split="user",
+                                                                    train_fraction=0.001))
     assert not (tmp_path / "o").exists()
+    with pytest.raises(ConfigError, match=r"fraction in \(0, 1\)"):
+        FemnistBuildConfig(split="user", train_fraction=1.0)
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--tf", "1"], ["--tf", "fraction in (0, 1)", "no test data"]),
+    (["--sf", "1e-9"], ["leave sampled_data empty", "--sf 1e-09", "0 users, 0 samples"]),
+    (["-k", "99999"], ["leave rem_user_data empty", "-k 99999"]),
+    (["-t", "user", "--tf", "0.001"], ["no train users", "--tf 0.001"]),
+])
+def test_options_that_leave_no_users_are_refused_before_work(tiny_sd19, tmp_path, flags, words):
+    out = tmp_path / "out"
+    r = cli("build", "femnist", "--sd19", tiny_sd19, "--out", out, "--layout", "leaf", *flags)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and not out.exists() and not any(tmp_path.iterdir())
+    for w in words:
+        assert w in r.stderr
+
+
+def test_without_k_no_user_is_removed_and_the_names_are_leafs(tiny_sd19, tmp_path):
+    """preprocess.sh runs remove_users.py only when -k is given: its names have no _keep_K."""
+    names = {}
+    for k in (None, 0):
+        out = tmp_path / f"leaf-{k}"
+        build_femnist(tiny_sd19, out, FemnistBuildConfig(sample="iid", iid_users=0.2, fraction=0.4,
+                                                         layout="leaf", min_samples=k), workers=1)
+        names[k] = sorted(p.name for p in (out / "data" / "train").iterdir())
+    assert names[None] and all(re.fullmatch(r"all_data_\d+_iid_2_4_train_9\.json", n)
+                               for n in names[None])
+    assert names[0] == [n.replace("_train", "_keep_0_train") for n in names[None]]
+    for a, b in zip(names[None], names[0]):     # the same bytes under LEAF's names
+        assert (tmp_path / "leaf-None" / "data" / "train" / a).read_bytes() == \
+            (tmp_path / "leaf-0" / "data" / "train" / b).read_bytes()
+
+
+def test_the_ranges_are_in_the_help():
+    r = cli("build", "--help")
+    text = " ".join(r.stdout.split())
+    assert r.returncode == 0 and "in (0, 1]" in text and "in (0, 1)" in text and "K >= 0" in text
 
 
 def test_load_without_a_build_says_how_to_build(monkeypatch):
