@@ -22,13 +22,16 @@ if TYPE_CHECKING:
 NAME = "build"
 HELP = "build MNIST/QMNIST/xnist, EMNIST and FEMNIST datasets from NIST SD19 (real or synthetic)"
 
-#: what ``build all`` builds, in this order, one folder each
+#: what ``build all`` builds, in this order, one folder each (FEMNIST is built on its own:
+#: LEAF's options and layout are its own; ``--help`` says so)
 ALL_TARGETS = ("qmnist", "mnist", "xnist", "emnist")
 
 
 def add_arguments(p):
     add_inputs(p, "sd19", "qmnist_labels")
-    p.add_argument("target", help="qmnist, mnist, xnist, emnist, emnist-<split>, femnist or all")
+    p.add_argument("target", help="qmnist, mnist, xnist, emnist, emnist-<split> (one EMNIST dataset), "
+                                  "femnist, or all (qmnist, mnist, xnist and emnist, one folder each; "
+                                  "not femnist, which is built on its own)")
     p.add_argument("--sd19", required=True, help="SD19 folder or folder of zips (either edition)")
     p.add_argument("--out", required=True, type=argtypes.output_folder,
                    help="output folder (built atomically)")
@@ -162,41 +165,48 @@ def femnist_config(args):
         allow_inconsistent=bool(args.allow_inconsistent))
 
 
+#: builder -> (the function building it, the function making its config from the flags); every
+#: target is one of these or ``emnist-<split>`` for a split of the registry (:func:`targets`)
+BUILDERS = {
+    "qmnist": ("build_qmnist", qmnist_config), "mnist": ("build_mnist", qmnist_config),
+    "xnist": ("build_xnist", qmnist_config), "emnist": ("build_emnist", emnist_config),
+    "femnist": ("build_femnist", femnist_config),
+}
+
+
+def targets() -> dict[str, str]:
+    """Every build target -> its builder (:data:`BUILDERS`): the builders' own names, and
+    ``emnist-<split>`` for each EMNIST split of the registry.
+
+    >>> targets()["emnist-letters"], targets()["mnist"]
+    ('emnist', 'mnist')
+    """
+    return {**{b: b for b in BUILDERS}, **{f"emnist-{s}": "emnist" for s in emnist_splits()}}
+
+
 def config_for(target: str, args):
     """The build configuration of ``target`` (``emnist-<name>`` builds that one dataset)."""
     if getattr(args, "layout", "idx") == "leaf" and target != "femnist":
         raise ConfigError("--layout leaf is for femnist only", expected="build femnist --layout leaf",
                           found=f"build {target} --layout leaf")
-    if target == "femnist":
-        return femnist_config(args)
-    if target in ("qmnist", "mnist", "xnist"):
-        return qmnist_config(args)
-    if target == "emnist":
-        return emnist_config(args)
-    if target.startswith("emnist-") and target[len("emnist-"):] in emnist_splits():
+    builder = targets().get(target)
+    if builder is None:
+        raise _unknown(target)
+    if builder == "emnist" and target != "emnist":
         return emnist_config(args, splits=(target[len("emnist-"):],))
-    raise _unknown(target)
+    return BUILDERS[builder][1](args)
 
 
 def builders() -> dict:
-    """Target -> builder function ``f(sd19, out, config)``.
+    """Target -> builder function ``f(sd19, out, config)`` (from :data:`BUILDERS`)."""
+    from .. import builders as impl
 
-    Imported when a build runs, not when the CLI starts (NumPy and the SD19
-    readers are not needed for ``mnistforge --help``).
-    """
-    from ..builders.emnist import build_emnist
-    from ..builders.femnist import build_femnist
-    from ..builders.qmnist import build_mnist, build_qmnist, build_xnist
-
-    return {"qmnist": build_qmnist, "mnist": build_mnist, "xnist": build_xnist,
-            "emnist": build_emnist, **{f"emnist-{s}": build_emnist for s in emnist_splits()},
-            "femnist": build_femnist}
+    return {t: getattr(impl, BUILDERS[b][0]) for t, b in targets().items()}
 
 
 def _unknown(target: str) -> ConfigError:
-    known = ["qmnist", "mnist", "xnist", "emnist", "femnist"] + [f"emnist-{s}" for s in emnist_splits()]
     return ConfigError(f"unknown build target {target!r}",
-                       expected="one of " + ", ".join(sorted(known) + ["all"]), found=target)
+                       expected="one of " + ", ".join(sorted(targets()) + ["all"]), found=target)
 
 
 # --------------------------------------------------------------------------- running
