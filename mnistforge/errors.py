@@ -175,6 +175,11 @@ class IndexKindError(ConfigError, TypeError):
     """A dataset indexed by something that is not a row index (a bool, a float, a string)."""
 
 
+class ArgumentKindError(ConfigError, TypeError):
+    """An argument of the wrong kind: a root that is no path, a transform that cannot be called,
+    a flag that is no bool, an unknown keyword (the message says what was expected)."""
+
+
 class EmptySelectionError(ConfigError):
     """A slice that selects no rows (reversed or empty), a step of 0, or an empty group of work."""
 

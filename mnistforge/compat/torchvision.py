@@ -24,7 +24,12 @@ gives torchvision's orientation.  ``processed/*.pt`` files (pickles) are never
 read.  A missing dataset raises :class:`~mnistforge.errors.MissingFileError` (a
 ``FileNotFoundError``), where torchvision raises ``RuntimeError``.  ``.loaded``
 is the :class:`~mnistforge.loaders.DatasetSplit` behind it (NumPy arrays,
-``status`` saying how each file was checked).
+``status`` saying how each file was checked).  Bad arguments raise torchvision's exception
+types as named errors saying what was expected: an index out of range or not an integer
+:class:`~mnistforge.errors.IndexRangeError` (an ``IndexError``), a root that is no path, a
+transform that cannot be called, a flag that is no bool or an unknown keyword
+:class:`~mnistforge.errors.ArgumentKindError` (a ``TypeError``), an unknown EMNIST split or
+QMNIST subset a ``ConfigError`` (a ``ValueError``).
 
 torch is imported only for ``.data``/``.targets`` and QMNIST's ``compat=False``
 targets (the ``[torch]`` extra; :class:`~mnistforge.errors.MissingDependencyError`
@@ -32,13 +37,15 @@ without it); images and ``int`` targets need only Pillow.
 """
 from __future__ import annotations
 
+import operator
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import numpy as np
 
-from ..errors import ConfigError, MissingFileError, OfflineError, require
+from ..errors import (ArgumentKindError, ConfigError, IndexRangeError, MissingFileError, OfflineError,
+                      require)
 from ..loaders import load
 from ..gate.source import locate
 from ..registry import DatasetInfo, TorchvisionInfo, get_dataset, torchvision_datasets, torchvision_folders
@@ -89,7 +96,9 @@ class _MnistFamily:
     def __init__(self, root: StrPath, train: bool = True,
                  transform: Callable[[Any], Any] | None = None,
                  target_transform: Callable[[Any], Any] | None = None,
-                 download: bool = False) -> None:
+                 download: bool = False, **unknown: Any) -> None:
+        _check_arguments(type(self).__name__, root, train, transform, target_transform, download,
+                         unknown)
         if isinstance(root, str):
             root = os.path.expanduser(root)
         self.root = root
@@ -182,6 +191,7 @@ class _MnistFamily:
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         from PIL import Image
 
+        index = _row(type(self).__name__, index, len(self))
         img = Image.fromarray(np.ascontiguousarray(self._images[index], dtype=np.uint8))
         target = self._target(index)
         if self.transform is not None:
@@ -204,6 +214,51 @@ class _MnistFamily:
         if self.transforms is not None:
             body += [repr(self.transforms)]  # as torchvision: one entry, its first line indented
         return "\n".join([f"Dataset {type(self).__name__}"] + [" " * self._repr_indent + b for b in body])
+
+
+#: the keywords every class takes (EMNIST adds split and upright, QMNIST what and compat)
+_KEYWORDS = ("root", "train", "transform", "target_transform", "download")
+
+
+def _check_arguments(cls: str, root: object, train: object, transform: object,
+                     target_transform: object, download: object, unknown: dict[str, Any]) -> None:
+    """torchvision's exception types (``TypeError`` here), saying what was expected."""
+    if unknown:
+        raise ArgumentKindError(f"{cls}: unknown keyword {', '.join(map(repr, unknown))}",
+                                expected="keywords among " + ", ".join(_KEYWORDS + (
+                                    ("split", "upright") if cls == "EMNIST" else
+                                    ("what", "compat") if cls == "QMNIST" else ())),
+                                found=", ".join(unknown))
+    if not isinstance(root, (str, os.PathLike)):
+        raise ArgumentKindError(f"{cls}: root is no path", expected="a folder path (str or "
+                                "os.PathLike): torchvision's root, e.g. 'data'",
+                                found=f"{root!r} ({type(root).__name__})")
+    for name, value in (("train", train), ("download", download)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ArgumentKindError(f"{cls}: {name} is no bool", expected="True or False",
+                                    found=f"{value!r} ({type(value).__name__})")
+    for name, value in (("transform", transform), ("target_transform", target_transform)):
+        if value is not None and not callable(value):
+            raise ArgumentKindError(f"{cls}: {name} cannot be called",
+                                    expected="None or a callable (e.g. transforms.ToTensor())",
+                                    found=f"{value!r} ({type(value).__name__})")
+
+
+def _row(cls: str, index: object, n: int) -> int:
+    """``index`` as a row of ``n`` (negative from the end); torchvision's ``IndexError``."""
+    try:
+        if isinstance(index, (bool, np.bool_)):
+            raise TypeError
+        i = operator.index(index)   # type: ignore[arg-type]
+    except TypeError:
+        raise IndexRangeError(f"{cls}: an index must be an integer", expected=f"0..{n - 1} "
+                              f"(or -{n}..-1 from the end)",
+                              found=f"{index!r} ({type(index).__name__})") from None
+    if not -n <= i < n:
+        raise IndexRangeError(f"{cls}: index out of range", expected=f"0..{n - 1} "
+                              f"(or -{n}..-1 from the end; the split has {n} items)",
+                              found=str(i)) from None
+    return i
 
 
 class MNIST(_MnistFamily):
