@@ -97,7 +97,7 @@ def test_imports_only_go_down():
 
 
 def test_no_import_circle():
-    g = graph(run_only=True)  # an import for type checkers only (if TYPE_CHECKING) never runs: no circle
+    g = graph()   # every import: in functions and for type checkers only too (issue 40)
     # modules only: a package's __init__ importing its own modules is not a circle of concern
     edges = {m: {t for t in ts if t in g and t != m and not m.startswith(t + ".")} for m, ts in g.items()}
     state: dict[str, int] = {}
@@ -145,3 +145,68 @@ def test_the_error_table_of_the_architecture_page_is_errors_py():
               if isinstance(c, type) and issubclass(c, errors.MnistforgeError)
               and c is not errors.MnistforgeError]
     assert documented == actual
+
+
+def _imports_in_functions(path: Path) -> list[ast.ImportFrom]:
+    tree = ast.parse(path.read_text())
+    seen: set[int] = set()
+    out = []
+    for f in ast.walk(tree):
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for n in ast.walk(f):
+                if id(n) not in seen and isinstance(n, ast.ImportFrom) and (
+                        n.level or (n.module or "").startswith("mnistforge")):
+                    seen.add(id(n))
+                    out.append(n)
+    return out
+
+
+#: imports of the package's own modules inside functions, at most (issue 40: imports at the top;
+#: the CLI's commands import late)
+IN_FUNCTION_LIMIT = 150
+
+
+def test_imports_of_the_package_sit_at_the_top_of_modules():
+    found = {str(p.relative_to(PKG)): len(_imports_in_functions(p)) for p in PKG.rglob("*.py")}
+    total = sum(found.values())
+    worst = sorted(((n, f) for f, n in found.items() if n), reverse=True)[:8]
+    assert total <= IN_FUNCTION_LIMIT, f"{total} imports of mnistforge modules inside functions " \
+                                       f"(at most {IN_FUNCTION_LIMIT}); most in {worst}"
+
+
+def test_no_type_only_import_within_a_folder():
+    """A module names another of its own folder's types by importing it for real: an import
+    under ``if TYPE_CHECKING:`` inside one folder hides a circle."""
+    found = []
+    for p in PKG.rglob("*.py"):
+        tree = ast.parse(p.read_text())
+        skip = _type_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in skip and isinstance(node, ast.ImportFrom) and node.level == 1 \
+                    and node.module != "types":   # io/types: annotations only, imports nothing
+                found.append(f"{p.relative_to(PKG)}: from .{node.module} import ...")
+    assert not found, "type-only imports within a folder:\n  " + "\n  ".join(sorted(found))
+
+
+#: what finds a dataset's folder or reads its manifest: the resolve step's (gate/source), and the
+#: loaders' that call it; io reads the format
+FINDERS = ("find_dataset_folder", "candidate_folders")
+
+
+def test_only_the_resolve_step_finds_folders():
+    """Commands, checks, the export and the evaluators take the resolved source (``load``,
+    ``resolve_target``, ``gate.source.resolve``): none finds a dataset's folder or reads a build
+    manifest itself."""
+    found = []
+    for p in PKG.rglob("*.py"):
+        rel = p.relative_to(PKG)
+        if rel.parts[0] in ("gate", "loaders", "io"):
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+                owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else ""
+                if name in FINDERS or (owner, name) == ("Manifest", "read"):
+                    found.append(f"{rel}:{node.lineno}: {owner + '.' if owner else ''}{name}()")
+    assert not found, "folders found outside the resolve step:\n  " + "\n  ".join(found)
