@@ -22,8 +22,11 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import ConfigError
+from .manitest.groups import get_group
+from .manitest.warp import transform_images
 
 logger = logging.getLogger(__name__)
 
@@ -33,12 +36,12 @@ class AugmentConfig:
     """Bounds of the random similarity transformations (the paper's defaults)."""
 
     max_shift: float = 3.0          # pixels, each axis, uniform in [-max, max]
-    scale: tuple = (0.7, 1.3)       # uniform scale factor
+    scale: tuple[float, float] = (0.7, 1.3)       # uniform scale factor
     max_rotation: float = 0.2       # radians, uniform in [-max, max]
     order: int = 1                  # interpolation: 1 bilinear, 3 cubic B-spline
     batch: int = 4096
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         lo, hi = self.scale
         if not (0 < lo <= hi) or self.max_shift < 0 or self.max_rotation < 0:
             raise ConfigError("invalid augmentation bounds", expected="max_shift >= 0, "
@@ -46,7 +49,7 @@ class AugmentConfig:
                               found=f"{self.max_shift}, {self.scale}, {self.max_rotation}")
 
 
-def random_similarity_params(n: int, rng, config: AugmentConfig | None = None) -> np.ndarray:
+def random_similarity_params(n: int, rng: np.random.Generator, config: AugmentConfig | None = None) -> np.ndarray:
     """``n x 4`` rows ``(tx, ty, rotation, scale)`` drawn uniformly within the bounds."""
     c = config or AugmentConfig()
     tx = rng.uniform(-c.max_shift, c.max_shift, n)
@@ -56,7 +59,7 @@ def random_similarity_params(n: int, rng, config: AugmentConfig | None = None) -
     return np.stack([tx, ty, rot, sc], axis=1)
 
 
-def apply_similarity(images, params, order: int = 1, batch: int = 4096) -> np.ndarray:
+def apply_similarity(images: npt.ArrayLike, params: npt.ArrayLike, order: int = 1, batch: int = 4096) -> np.ndarray:
     """Transform each image by its row ``(tx, ty, rotation, scale)``; same dtype out.
 
     uint8 images are rounded back to uint8; float images stay float.
@@ -67,9 +70,6 @@ def apply_similarity(images, params, order: int = 1, batch: int = 4096) -> np.nd
     >>> apply_similarity(img, [[1.0, -2.0, 0.0, 1.0]])[0].argmax() == 2 * 9 + 5
     np.True_
     """
-    from .manitest.groups import get_group
-    from .manitest.warp import transform_images
-
     images = np.asarray(images)
     params = np.atleast_2d(np.asarray(params, np.float64))
     if images.ndim != 3 or params.shape != (len(images), 4):
@@ -91,9 +91,9 @@ def apply_similarity(images, params, order: int = 1, batch: int = 4096) -> np.nd
     return out
 
 
-def augment_similarity(images, labels=None, *, copies: int = 1, seed: int = 0,
-                       config: AugmentConfig | None = None, include_original: bool = False,
-                       return_params: bool = False):
+def augment_similarity(images: npt.ArrayLike, labels: npt.ArrayLike | None = None, *, copies: int = 1,
+                       seed: int = 0, config: AugmentConfig | None = None, include_original: bool = False,
+                       return_params: bool = False) -> np.ndarray | tuple[np.ndarray, ...]:
     """Random similarity-transformed copies of ``images`` (and their labels).
 
     Parameters

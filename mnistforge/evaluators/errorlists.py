@@ -19,6 +19,9 @@ Two plain-text formats, both read by ``mnistforge significance``:
 ``name<TAB>description<TAB>comma-separated 1-based indices of the wrongly classified
 samples``; ``#`` starts a comment; an optional ``# n: 10000`` line gives the test-set
 size (otherwise it must be passed as ``n``).  Only right/wrong is known.
+
+Why this module is long: it is the one reader of every input ``card`` and ``significance`` take
+(prediction files, error lists, tables and arrays of labels or scores), with their checks.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ import logging
 import os
 import re
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -36,9 +40,10 @@ from pathlib import Path
 import numpy as np
 
 from ..classifiers.base import short_name
-from ..errors import ConfigError, FormatError, TargetNotFoundError
+from ..errors import ConfigError, FormatError, TargetNotFoundError, TestSetMismatchError
 from ..io.atomic import atomic_file
 from ..io.compression import open_gzip_writer, open_reader
+from ..io.outputs import _kind
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +71,7 @@ class SystemOutput:
     predictions: np.ndarray | None = None
     labels: np.ndarray | None = None
     source: str | None = None
-    metadata: dict = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -81,11 +86,12 @@ class SystemOutput:
         return np.flatnonzero(self.wrong) + (1 if one_based else 0)
 
 
-def _read_lines(path) -> list[str]:
+def _read_lines(path: str | os.PathLike[str]) -> list[str]:
     return read_text(path, "a prediction file or an error-list file").splitlines()
 
 
-def write_predictions(path, predictions, labels, *, name: str, metadata: dict | None = None):
+def write_predictions(path: str | os.PathLike[str], predictions: np.typing.ArrayLike, labels: np.typing.ArrayLike, *,
+                      name: str, metadata: dict[str, object] | None = None) -> None:
     """Write a prediction file atomically (gzip when ``path`` ends in ``.gz``).
 
     Examples
@@ -119,8 +125,8 @@ def write_predictions(path, predictions, labels, *, name: str, metadata: dict | 
             f.write(data)
 
 
-def _directives(lines) -> dict:
-    out = {}
+def _directives(lines: Iterable[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
     for line in lines:
         m = _DIRECTIVE.match(line)
         if m:
@@ -128,7 +134,7 @@ def _directives(lines) -> dict:
     return out
 
 
-def read_predictions(path) -> SystemOutput:
+def read_predictions(path: str | os.PathLike[str]) -> SystemOutput:
     """Read a prediction file written by :func:`write_predictions`."""
     lines = _read_lines(path)
     meta = _directives(ln for ln in lines if ln.startswith("#"))
@@ -158,11 +164,11 @@ def read_predictions(path) -> SystemOutput:
         raise FormatError("prediction file is truncated", path=path,
                           expected=f"{meta['n']} rows (from its header)", found=f"{n} rows")
     # lenet/cnn files carry their whole spec as the name: the table shows the short one
-    name = short_name(meta.pop("name", None) or Path(path).name.split(".")[0])
+    name = short_name(meta.pop("name", "") or Path(path).name.split(".")[0])
     return SystemOutput(name, p != y, meta.get("classifier", ""), p, y, str(path), meta)
 
 
-def _parse_indices(text, n, path, name) -> np.ndarray:
+def _parse_indices(text: str, n: int, path: str | os.PathLike[str], name: str) -> np.ndarray:
     text = text.strip()
     if not text:
         return np.zeros(0, np.int64)
@@ -182,7 +188,7 @@ def _parse_indices(text, n, path, name) -> np.ndarray:
     return idx
 
 
-def read_error_lists(path, n: int | None = None, *, text: str | None = None,
+def read_error_lists(path: str | os.PathLike[str] | None, n: int | None = None, *, text: str | None = None,
                      default_n: int | None = None) -> list[SystemOutput]:
     """Read an error-list file (Keysers format); ``n`` overrides a ``# n:`` line, ``default_n``
     stands in for a missing one.
@@ -193,7 +199,11 @@ def read_error_lists(path, n: int | None = None, *, text: str | None = None,
     >>> [x.wrong.tolist() for x in s]
     [[True, False, True, False, False], [False, False, False, False, False]]
     """
-    lines = text.splitlines() if text is not None else _read_lines(path)
+    if text is not None:
+        lines = text.splitlines()
+    else:
+        assert path is not None, "an error list is read from a path or a text"
+        lines = _read_lines(path)
     where = path if path is not None else "<text>"
     meta = _directives(ln for ln in lines if ln.startswith("#"))
     if n is None and "n" not in meta and default_n is not None:
@@ -228,7 +238,8 @@ def read_error_lists(path, n: int | None = None, *, text: str | None = None,
     return out
 
 
-def write_error_lists(path, systems, *, header: str = "", n: int | None = None):
+def write_error_lists(path: str | os.PathLike[str], systems: Iterable[SystemOutput], *, header: str = "",
+                      n: int | None = None) -> None:
     """Write systems as an error-list file (1-based indices) atomically.
 
     ``systems`` are :class:`SystemOutput` objects; ``n`` defaults to their size.
@@ -247,7 +258,7 @@ def write_error_lists(path, systems, *, header: str = "", n: int | None = None):
         f.write("\n".join(lines) + "\n")
 
 
-def _is_prediction_file(path) -> bool:
+def _is_prediction_file(path: str | os.PathLike[str]) -> bool:
     for line in _read_lines(path)[:200]:
         if line.strip() == PREDICTIONS_MAGIC or line.strip() == PREDICTIONS_HEADER:
             return True
@@ -260,7 +271,8 @@ def _is_prediction_file(path) -> bool:
 MAX_TEST_SIZE = 10**8
 
 
-def read_systems(paths, n: int | None = None, names=None) -> list[SystemOutput]:
+def read_systems(paths: Iterable[str | os.PathLike[str]], n: int | None = None,
+                 names: Iterable[str] | None = None) -> list[SystemOutput]:
     """Read prediction files and/or error-list files into systems on one test set.
 
     ``names`` (optional) renames the systems in order; an error-list file may hold
@@ -299,12 +311,13 @@ def read_systems(paths, n: int | None = None, names=None) -> list[SystemOutput]:
     return systems
 
 
-def check_same_truth(systems) -> None:
+def check_same_truth(systems: Iterable[SystemOutput]) -> None:
     """Refuse prediction files whose ground-truth labels differ: not the same test set (or not
     in the same order), so comparing their errors would be meaningless."""
     with_labels = [s for s in systems if s.labels is not None]
     for s in with_labels[1:]:
         ref = with_labels[0]
+        assert s.labels is not None and ref.labels is not None  # with_labels
         if not np.array_equal(s.labels, ref.labels):
             k = int(np.flatnonzero(s.labels != ref.labels)[0])
             raise ConfigError(
@@ -330,8 +343,6 @@ def regular_input(path: str | os.PathLike[str], expected: str) -> Path:
     ...
     mnistforge.errors.FormatError: /dev/null: not a file that can be read: ... a character device...
     """
-    from ..io.outputs import _kind
-
     p = Path(path)
     try:
         st = os.stat(p)
@@ -472,13 +483,14 @@ def check_labels(values: np.ndarray, classes: int, where: object, what: str = "p
                               expected=f"{classes} columns (the test set's classes)",
                               found=f"{a.shape[1]} columns",
                               hint="give the scores of every class, or the predicted labels")
-        bad = np.flatnonzero(~np.isfinite(a).all(axis=1)) if a.dtype.kind == "f" else []
+        bad: np.ndarray | list[int] = np.flatnonzero(~np.isfinite(a).all(axis=1)) if a.dtype.kind == "f" else []
         if len(bad):
             raise FormatError("a score row holds NaN or infinity", path=path,
                               expected="finite scores in every row",
                               found=f"row {int(bad[0])} (0-based; {len(bad)} rows in all)",
                               hint="a model that gave no score has no prediction: fix those rows")
-        return a.argmax(axis=1).astype(np.int64)
+        best: np.ndarray = a.argmax(axis=1).astype(np.int64)
+        return best
     if a.dtype.kind == "f":
         for test, words in ((~np.isfinite(a), "NaN or infinity"), (a != np.round(a), "a fraction")):
             bad = np.flatnonzero(test)
@@ -545,8 +557,6 @@ def read_inputs(paths: list[str] | list[Path], labels: np.ndarray, classes: int 
     prediction file whose labels differ are :class:`~mnistforge.errors.TestSetMismatchError`.
     Systems read from labels carry ``metadata["labels_from"] = "test set"``.
     """
-    from ..errors import TestSetMismatchError
-
     labels = np.asarray(labels)
     n = int(labels.size)
     k = max(int(classes or 0), int(labels.max()) + 1 if n else 1)

@@ -19,10 +19,21 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from ..errors import MnistforgeError, OfflineError
+from ..io.label_votes import LabelVotes, dense_columns, issue_mask
+from ..io.types import StrPath
+from ..loaders import resolve_target
+from ..loaders.label_issues import study_votes
+from ..loaders.names import parse_split, rows_of
+from ..loaders.origins import FolderOrigin
+from ..registry import get_dataset
 from . import significance as sg
 from .errorlists import load_example
 
@@ -48,7 +59,8 @@ class KnownProblems:
 
     @property
     def either(self) -> np.ndarray:
-        return self.label_issue | self.keysers_common
+        both: np.ndarray = self.label_issue | self.keysers_common
+        return both
 
 
 def keysers_common_errors() -> np.ndarray:
@@ -61,10 +73,9 @@ def keysers_common_errors() -> np.ndarray:
     return np.flatnonzero(np.logical_and.reduce(base))
 
 
-def _flags(votes, offset: int, n: int, rows: np.ndarray | None):
+def _flags(votes: LabelVotes, offset: int, n: int,
+           rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(label issue, Keysers common, suggested) over ``n`` rows, from study/MNIST positions + ``offset``."""
-    from ..io.label_votes import dense_columns, issue_mask
-
     total = n if rows is None else int(rows.max(initial=-1)) + 1
     issue = np.zeros(max(total, 1), dtype=bool)
     keys = np.zeros_like(issue)
@@ -77,8 +88,8 @@ def _flags(votes, offset: int, n: int, rows: np.ndarray | None):
     return issue[pick], keys[pick], sug[pick]
 
 
-def known_problems(test: str, n: int, labels=None, *, download: bool | None = None,
-                   why: list | None = None) -> KnownProblems | None:
+def known_problems(test: str, n: int, labels: npt.ArrayLike | None = None, *, download: bool | None = None,
+                   why: list[str] | None = None) -> KnownProblems | None:
     """The known problems of test target ``test`` (``mnist:test``, ``qmnist:test10k``...).
 
     ``n`` is the number of rows used (the first ``n`` after any slice, e.g.
@@ -90,11 +101,6 @@ def known_problems(test: str, n: int, labels=None, *, download: bool | None = No
     only when its ``labels`` identify it as the study's test set and its build was not
     from a synthetic SD19 (then ``why`` says the test set is not the study's; no warning).
     """
-    from ..errors import MnistforgeError, OfflineError
-    from ..loaders import resolve_target
-    from ..loaders.label_issues import study_votes
-    from ..loaders.names import parse_split, rows_of
-
     try:
         name, split, root = resolve_target(test, default_split="test")
         base, rows = parse_split(split)
@@ -124,7 +130,6 @@ def known_problems(test: str, n: int, labels=None, *, download: bool | None = No
     votes, offset = hit
     sel = None
     if rows is not None:
-        from ..registry import get_dataset
         sl = rows_of(rows, get_dataset(name).split(base).count)
         sel = np.arange(sl.start, sl.stop)[:n]
     pos = np.arange(n) if sel is None else sel
@@ -147,12 +152,8 @@ def known_problems(test: str, n: int, labels=None, *, download: bool | None = No
     return KnownProblems(test, issue, keys, sug)
 
 
-def _built_from_synthetic(name: str, root) -> bool:
+def _built_from_synthetic(name: str, root: StrPath) -> bool:
     """Whether the folder's build of ``name`` says it came from a synthetic SD19."""
-    from ..errors import MnistforgeError
-    from ..loaders.origins import FolderOrigin
-    from ..registry import get_dataset
-
     try:
         manifest = FolderOrigin(get_dataset(name), root).manifest
     except MnistforgeError:
@@ -160,8 +161,8 @@ def _built_from_synthetic(name: str, root) -> bool:
     return bool(manifest is not None and manifest.from_synthetic_sd19)
 
 
-def account(wrong: dict, problems: KnownProblems, confidence: float = 0.95,
-            predictions: dict | None = None) -> dict:
+def account(wrong: Mapping[str, npt.ArrayLike], problems: KnownProblems, confidence: float = 0.95,
+            predictions: Mapping[str, npt.ArrayLike] | None = None) -> dict[str, Any]:
     """Errors on the known problems, and rates and paired tests without them.
 
     ``wrong`` maps system names to wrong-vectors over ``problems``' rows;
@@ -174,7 +175,7 @@ def account(wrong: dict, problems: KnownProblems, confidence: float = 0.95,
     (1, 1)
     """
     keep = {"label_issues": ~problems.label_issue, "both": ~problems.either}
-    out: dict = {"test": problems.test, "n": problems.n,
+    out: dict[str, Any] = {"test": problems.test, "n": problems.n,
                  "label_issues": int(problems.label_issue.sum()),
                  "keysers_common": int(problems.keysers_common.sum()),
                  "excluded": {"label_issues": int(problems.label_issue.sum()),
@@ -193,7 +194,7 @@ def account(wrong: dict, problems: KnownProblems, confidence: float = 0.95,
             "without_both": sg.error_rate(w[keep["both"]], confidence=confidence).to_dict()}
     for a, b in itertools.combinations(wrong, 2):
         wa, wb = np.asarray(wrong[a], bool), np.asarray(wrong[b], bool)
-        row = {"a": a, "b": b}
+        row: dict[str, Any] = {"a": a, "b": b}
         for tag, k in (("all", slice(None)), ("without_label_issues", keep["label_issues"]),
                        ("without_both", keep["both"])):
             t = sg.paired_test(wa[k], wb[k], confidence)
@@ -203,18 +204,18 @@ def account(wrong: dict, problems: KnownProblems, confidence: float = 0.95,
     return out
 
 
-def _majority(w, problems: KnownProblems, pred) -> dict:
+def _majority(w: np.ndarray, problems: KnownProblems, pred: npt.ArrayLike | None) -> dict[str, int]:
     if pred is None or problems.suggested is None:
         return {}
     agree = w & problems.label_issue & (np.asarray(pred) == problems.suggested)
     return {"on_label_issues_majority": int(agree.sum())}
 
 
-def _verdict(d: dict) -> str:
+def _verdict(d: dict[str, Any]) -> str:
     return "A worse" if d["a_worse"] else "B worse" if d["b_worse"] else "no significant difference"
 
 
-def format_account(acc: dict) -> list[str]:
+def format_account(acc: dict[str, Any]) -> list[str]:
     """Printable lines for :func:`account`'s result (what ``evaluate``/``significance`` print)."""
     lines = [f"known label problems of {acc['test']} ({acc['n']} rows): "
              f"{acc['label_issues']} known label issues (Northcutt et al. 2021), "
@@ -242,16 +243,16 @@ def format_account(acc: dict) -> list[str]:
     return lines
 
 
-def evaluation_account(test: str, wrong, labels, confidence: float = 0.95,
-                       name: str = "classifier", predictions=None
-                       ) -> tuple[dict | None, list[str]] | None:
+def evaluation_account(test: str, wrong: npt.ArrayLike, labels: npt.ArrayLike | None, confidence: float = 0.95,
+                       name: str = "classifier", predictions: npt.ArrayLike | None = None
+                       ) -> tuple[dict[str, Any] | None, list[str]] | None:
     """``(account, lines)`` for one evaluated classifier on ``test``, or None where nothing applies.
 
     ``account`` is None (and ``lines`` says why) when the test set is MNIST's
     but the study's file is not at hand.
     """
     wrong = np.asarray(wrong, dtype=bool)
-    why: list = []
+    why: list[str] = []
     problems = known_problems(test, wrong.size, labels, why=why)
     if problems is None:
         return (None, [f"known label problems not counted: {why[0]}"]) if why else None

@@ -12,10 +12,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
+from ..classifiers.base import Classifier, make_classifier
+from ..classifiers.preprocess import deskew as deskew_images
+from ..loaders import load, resolve_target
 from . import significance as sg
 
 logger = logging.getLogger(__name__)
@@ -36,18 +41,18 @@ class Evaluation:
     n_test: int
     errors: int
     error_rate: float
-    wald95: list
-    exact95: list
+    wald95: list[float]
+    exact95: list[float]
     fit_seconds: float
     predict_seconds: float
     confidence: float = 0.95
-    wald: list = field(default_factory=list)
-    exact: list = field(default_factory=list)
+    wald: list[float] = field(default_factory=list)
+    exact: list[float] = field(default_factory=list)
     deskew: bool = False
     predictions: np.ndarray | None = field(default=None, repr=False)
     labels: np.ndarray | None = field(default=None, repr=False)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("predictions")
         d.pop("labels")
@@ -55,24 +60,25 @@ class Evaluation:
 
     @property
     def wrong(self) -> np.ndarray:
-        return self.predictions != self.labels
+        assert self.predictions is not None and self.labels is not None, "an evaluation that kept its arrays"
+        wrong: np.ndarray = self.predictions != self.labels
+        return wrong
 
 
-def load_target(target: str, default_split: str):
+def load_target(target: str, default_split: str) -> tuple[np.ndarray, np.ndarray, str]:
     """``(images, labels, canonical "name:split")`` of a CLI target (name or folder)."""
-    from ..loaders import load, resolve_target
-
     name, split, root = resolve_target(target, default_split=default_split)
     ds = load(name, split, root=root)
     label = f"{name}:{split}" if root is None else f"{root}:{name}:{split}"
     return np.asarray(ds.images), np.asarray(ds.labels), label
 
 
-def evaluate_classifier(clf, train_images, train_labels, test_images, test_labels, *,
+def evaluate_classifier(clf: Classifier | str, train_images: np.ndarray | None, train_labels: np.ndarray | None,
+                        test_images: np.ndarray, test_labels: np.ndarray, *,
                         train_name: str = "train", test_name: str = "test",
                         deskew: bool = False, confidence: float = 0.95,
                         spec: str | None = None, fitted: bool = False,
-                        validation=None) -> Evaluation:
+                        validation: tuple[np.ndarray, np.ndarray] | None = None) -> Evaluation:
     """Fit ``clf`` (a classifier or a spec string), predict the test set, report errors.
 
     ``fitted=True`` skips the fit (a loaded model; the training arrays may be None);
@@ -86,9 +92,6 @@ def evaluate_classifier(clf, train_images, train_labels, test_images, test_label
     >>> e.errors, e.exact95[0]
     (0, 0.0)
     """
-    from ..classifiers.base import make_classifier
-    from ..classifiers.preprocess import deskew as deskew_images
-
     if isinstance(clf, str):
         spec = spec or clf
         clf = make_classifier(clf)
@@ -96,15 +99,17 @@ def evaluate_classifier(clf, train_images, train_labels, test_images, test_label
     if deskew:
         test_images = deskew_images(test_images)
         if not fitted:
+            assert train_images is not None, "a classifier to fit needs its training images"
             train_images = deskew_images(train_images)
         if validation is not None:
             validation = (deskew_images(validation[0]), validation[1])
     t0 = time.perf_counter()
     if not fitted:
+        fit: Any = clf.fit  # validation= is the neural classifiers' alone (not Classifier.fit's)
         if validation is not None:
-            clf.fit(train_images, train_labels, validation=validation)
+            fit(train_images, train_labels, validation=validation)
         else:
-            clf.fit(train_images, train_labels)
+            fit(train_images, train_labels)
     t1 = time.perf_counter()
     if hasattr(clf, "check_labels"):
         clf.check_labels(test_labels)
@@ -127,17 +132,18 @@ class ProtocolResult:
     """The six QMNIST combinations and their paired comparisons."""
 
     classifier: str
-    runs: dict
-    comparisons: list
+    runs: dict[str, Evaluation]
+    comparisons: list[dict[str, Any]]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"classifier": self.classifier, "protocol": "qmnist",
                 "runs": {k: v.to_dict() for k, v in self.runs.items()},
                 "comparisons": self.comparisons}
 
 
-def run_qmnist_protocol(spec: str, *, train: dict | None = None, test: dict | None = None,
-                        loader=None, deskew: bool = False, confidence: float = 0.95,
+def run_qmnist_protocol(spec: str, *, train: dict[str, str] | None = None, test: dict[str, str] | None = None,
+                        loader: Callable[[str, str], tuple[np.ndarray, np.ndarray, str]] | None = None,
+                        deskew: bool = False, confidence: float = 0.95,
                         resamples: int = 100_000, seed: int = 0,
                         limit_train: int | None = None) -> ProtocolResult:
     """Run the six train/test combinations of the QMNIST paper for one classifier.
@@ -158,19 +164,16 @@ def run_qmnist_protocol(spec: str, *, train: dict | None = None, test: dict | No
     same test set with the two training sets, and MNIST vs QMNIST10K test sets (the
     same images, reconstructed) with the same training set.
     """
-    from ..classifiers.base import make_classifier
-
     train = dict(QMNIST_TRAIN if train is None else train)
     test = dict(QMNIST_TEST if test is None else test)
     loader = loader or load_target
     make_classifier(spec)  # fail early on a bad spec
     tests = {code: loader(t, "test") for code, t in test.items()}
-    runs = {}
+    runs: dict[str, Evaluation] = {}
     for tcode, ttarget in train.items():
         Xtr, ytr, trname = loader(ttarget, "train")
         if limit_train:
             Xtr, ytr = Xtr[:limit_train], ytr[:limit_train]
-        from ..classifiers.preprocess import deskew as deskew_images
         if deskew:
             Xtr = deskew_images(Xtr)
         clf = make_classifier(spec)
@@ -191,7 +194,7 @@ def run_qmnist_protocol(spec: str, *, train: dict | None = None, test: dict | No
                 float(confidence), list(rc.wald), list(rc.exact), bool(deskew), pred,
                 np.asarray(yte))
             logger.info("%s%s: %s", tcode, ecode, r95)
-    comparisons = []
+    comparisons: list[dict[str, Any]] = []
     names = list(runs)
     for i, a in enumerate(names):
         for b in names[i + 1:]:

@@ -45,13 +45,21 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import settings
+from ..io.atomic import atomic_file
+from ..io.memory import require_memory
+from ..io.workers import named_worker_errors, process_pool
 from ..plotting import pyplot
 from ..errors import ConfigError
+from ..io.types import StrPath
+from ..progress import progress as bar
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +116,7 @@ def gaussian_thresholds(p: np.ndarray, y: np.ndarray) -> np.ndarray:
         sq = np.sqrt(np.maximum(disc, 0))
         r1 = (-b + sq) / (2 * a)
         r2 = (-b - sq) / (2 * a)
-    t = mid.copy()
+    t: np.ndarray = mid.copy()
     ok_lin = linear & np.isfinite(lin_root) & (lin_root >= lo) & (lin_root <= hi)
     t[ok_lin] = lin_root[ok_lin]
     quad = ~linear & (disc >= 0)
@@ -123,7 +131,8 @@ def gini(counts1: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Gini impurity ``2 q (1 - q)`` of a two-class population (0 when empty)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         q = np.where(counts > 0, counts1 / np.maximum(counts, 1), 0.0)
-    return 2 * q * (1 - q)
+    g: np.ndarray = 2 * q * (1 - q)
+    return g
 
 
 @dataclass
@@ -188,14 +197,15 @@ class RunResult:
     seconds: np.ndarray       # (K+1,) wall time up to depth k
 
 
-def split_indices(n: int, rng: np.random.Generator):
+def split_indices(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The 25 % / 25 % / 50 % train / validation / test split of one run."""
     perm = rng.permutation(n)
     a, b = n // 4, n // 2
     return perm[:a], perm[a:b], perm[b:]
 
 
-def run_tree(X, y, n: int, K: int, split_seed, dir_seed) -> RunResult:
+def run_tree(X: np.ndarray, y: np.ndarray, n: int, K: int, split_seed: int | tuple[int, ...],
+             dir_seed: int | tuple[int, ...]) -> RunResult:
     """Grow one depth-K n-TARP tree and measure the test error at every depth."""
     t0 = time.perf_counter()
     itr, iva, ite = split_indices(len(y), np.random.default_rng(split_seed))
@@ -212,7 +222,7 @@ def run_tree(X, y, n: int, K: int, split_seed, dir_seed) -> RunResult:
     secs[0] = time.perf_counter() - t0
     count = 0.0
     for level in range(K):
-        new_labels = {}
+        new_labels: dict[int, int] = {}
         new_tr = node_tr * 2
         new_va = node_va * 2
         new_te = node_te * 2
@@ -261,23 +271,24 @@ class TarpResult:
     task: str
     n_samples: int
     b0: float
-    results: list = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)
     seed: int = 0
 
-    def point(self, n: int, k: int) -> dict:
+    def point(self, n: int, k: int) -> dict[str, Any]:
         for r in self.results:
             if r["n"] == n and r["k"] == k:
                 return r
         raise KeyError((n, k))
 
-    def curve(self, n: int) -> list:
+    def curve(self, n: int) -> list[dict[str, Any]]:
         return sorted((r for r in self.results if r["n"] == n), key=lambda r: r["k"])
 
     def asymptote(self) -> float:
         """The error the curves level off at: the lowest ``B_k^n`` measured."""
-        return min(r["mean"] for r in self.results)
+        lowest: float = min(r["mean"] for r in self.results)
+        return lowest
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["B0"] = d.pop("b0")
         d["asymptote"] = self.asymptote() if self.results else None
@@ -309,8 +320,6 @@ def tarp_memory(n_samples: int, dims: int, n: int, depth: int, runs: int, n_grid
 def check_tarp_memory(n_samples: int, dims: int, n: int, depth: int, runs: int, n_grid: int = 1,
                       concurrent: int = 1) -> None:
     """:class:`~mnistforge.errors.InsufficientMemoryError` when :func:`tarp_memory` would not fit."""
-    from ..io.memory import require_memory
-
     need = tarp_memory(n_samples, dims, n, depth, runs, n_grid, concurrent)
     require_memory(need, f"TARP with n={n} directions on {n_samples} samples of {dims} values"
                    + (f" ({concurrent} runs at once)" if concurrent > 1 else ""),
@@ -337,22 +346,23 @@ def check_point(name: str, error: float, cost: float) -> None:
                           "projections)", found=repr(cost))
 
 
-_SHARED = {}
+_SHARED: dict[str, np.ndarray] = {}
 
 
-def _init(X, y):
+def _init(X: np.ndarray, y: np.ndarray) -> None:
     _SHARED["X"], _SHARED["y"] = X, y
 
 
-def _job(args):
+def _job(args: tuple[int, int, int, int]) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray]:
     n, K, run, seed = args
     X, y = _SHARED["X"], _SHARED["y"]
     r = run_tree(X, y, n, K, (seed, run), (seed, run, n))
     return n, run, r.errors, r.projections, r.seconds
 
 
-def tarp_bounds(X, y, *, ns=(1, 10, 100), ks=range(0, 7), runs: int = 100, seed: int = 0,
-                workers: int | None = None, task: str = "", progress=None) -> TarpResult:
+def tarp_bounds(X: np.ndarray | Sequence[Any], y: npt.ArrayLike, *, ns: Collection[int] = (1, 10, 100),
+                ks: Collection[int] = range(0, 7), runs: int = 100, seed: int = 0,
+                workers: int | None = None, task: str = "", progress: bool | None = None) -> TarpResult:
     """Estimate ``B_k^n`` for every n in ``ns`` and k in ``ks``.
 
     Parameters
@@ -406,8 +416,7 @@ def tarp_bounds(X, y, *, ns=(1, 10, 100), ks=range(0, 7), runs: int = 100, seed:
                       min(workers, len(ns) * runs))
     b0 = float(min(y.mean(), 1 - y.mean()))
     jobs = [(n, K, run, seed) for n in ns for run in range(runs)]
-    out = {}
-    from ..progress import progress as bar
+    out: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     pbar = bar(total=len(jobs), desc="TARP runs", unit="run", disable=progress)
     if workers > 1 and len(jobs) > 1:
         import multiprocessing as mp
@@ -418,7 +427,6 @@ def tarp_bounds(X, y, *, ns=(1, 10, 100), ks=range(0, 7), runs: int = 100, seed:
         # fork: the workers inherit X and y; only (n, run) tuples and small
         # result arrays cross the process boundary.
         _init(X, y)
-        from ..io.workers import named_worker_errors, process_pool
         with named_worker_errors("running TARP"), process_pool(workers, mp_context=ctx) as ex:
             for res in ex.map(_job, jobs, chunksize=max(1, len(jobs) // (8 * workers))):
                 out[res[0], res[1]] = res[2:]
@@ -450,9 +458,9 @@ def tarp_bounds(X, y, *, ns=(1, 10, 100), ks=range(0, 7), runs: int = 100, seed:
 
 # --------------------------------------------------------------------------- tasks
 
-def parse_classes(text: str, classes) -> list:
+def parse_classes(text: str, classes: Iterable[object] | None) -> list[int]:
     """Label indices named by a comma list of class characters or label numbers."""
-    out = []
+    out: list[int] = []
     names = list(classes) if classes is not None else []
     for tok in text.split(","):
         tok = tok.strip()
@@ -468,7 +476,8 @@ def parse_classes(text: str, classes) -> list:
     return out
 
 
-def binary_task(images, labels, task: str, classes=None, *, scale: bool = True):
+def binary_task(images: npt.ArrayLike, labels: npt.ArrayLike, task: str, classes: Iterable[object] | None = None, *,
+                scale: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Turn a labelled dataset into a binary problem.
 
     ``task`` is ``"AvB"`` (``A`` and ``B`` comma lists of classes, e.g. ``0v1``,
@@ -542,7 +551,8 @@ def region_of(error: float, cost: float, result: TarpResult, n: int | None = Non
     return "computational gain" if error < min(best_at_cost) else "negative gain"
 
 
-def plot_benchmark(result: TarpResult, path, points=()):
+def plot_benchmark(result: TarpResult, path: StrPath,
+                   points: Iterable[tuple[str, float, float]] = ()) -> StrPath:
     """Draw the benchmark plane (needs the ``[plot]`` extra: matplotlib).
 
     ``points`` are ``(name, error, cost)`` of user classifiers, placed and
@@ -566,7 +576,6 @@ def plot_benchmark(result: TarpResult, path, points=()):
     ax.set_title(f"TARP benchmark: {result.task} ({result.n_samples} samples)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    from ..io.atomic import atomic_file
     with atomic_file(path, "wb") as f:
         fig.savefig(f, format="png")
     plt.close(fig)

@@ -35,6 +35,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from ...errors import ConfigError
 
@@ -71,11 +72,11 @@ class TransformGroup:
     """
 
     name: str
-    params: tuple
-    steps: tuple | None = None
-    bounds: tuple | None = None
+    params: tuple[str, ...]
+    steps: tuple[float, ...] | None = None
+    bounds: tuple[tuple[float, float], ...] | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         params = tuple(self.params)
         bad = [p for p in params if p not in KINDS]
         if bad or not params or len(set(params)) != len(params):
@@ -100,19 +101,21 @@ class TransformGroup:
     def dim(self) -> int:
         return len(self.params)
 
-    def with_options(self, steps=None, bounds=None) -> TransformGroup:
+    def with_options(self, steps: tuple[float, ...] | None = None,
+                     bounds: tuple[tuple[float, float], ...] | None = None) -> TransformGroup:
         """A copy with other grid steps and/or bounds."""
         return TransformGroup(self.name, self.params, steps if steps is not None else self.steps,
                               bounds if bounds is not None else self.bounds)
 
     def grid_limits(self) -> tuple[np.ndarray, np.ndarray]:
         """Lowest and highest integer grid index per axis inside the bounds."""
+        assert self.steps is not None and self.bounds is not None  # set by __post_init__
         st = np.asarray(self.steps)
         lo = np.ceil(np.array([b[0] for b in self.bounds]) / st - 1e-9).astype(np.int64)
         hi = np.floor(np.array([b[1] for b in self.bounds]) / st + 1e-9).astype(np.int64)
         return lo, hi
 
-    def _values(self, t: np.ndarray) -> dict:
+    def _values(self, t: npt.ArrayLike) -> dict[str, np.ndarray]:
         t = np.asarray(t, np.float64)
         z = np.zeros(t.shape[:-1])
         v = {k: z for k in KINDS}
@@ -120,16 +123,16 @@ class TransformGroup:
             v[p] = t[..., i]
         return v
 
-    def linear(self, t) -> np.ndarray:
+    def linear(self, t: npt.ArrayLike) -> np.ndarray:
         """``L(t)``, shape ``(..., 2, 2)`` acting on ``(x, y)``."""
         return self._linear_and_derivatives(t)[0]
 
-    def shift(self, t) -> np.ndarray:
+    def shift(self, t: npt.ArrayLike) -> np.ndarray:
         """``b(t)``, shape ``(..., 2)``."""
         v = self._values(t)
         return np.stack([v["tx"], v["ty"]], axis=-1)
 
-    def _linear_and_derivatives(self, t):
+    def _linear_and_derivatives(self, t: npt.ArrayLike) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         v = self._values(t)
         s, th, a, q = v["dilation"], v["rotation"], v["aspect"], v["shear"]
         es, c, sn = np.exp(s), np.cos(th), np.sin(th)
@@ -144,11 +147,11 @@ class TransformGroup:
              "shear": es[..., None, None] * R @ _mat(z, np.ones_like(a), z, z)}
         return L, d
 
-    def derivatives(self, t) -> tuple[np.ndarray, np.ndarray]:
+    def derivatives(self, t: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """``dL/dt_i`` and ``db/dt_i``: shapes ``(..., dim, 2, 2)`` and ``(..., dim, 2)``."""
         return self.linear_and_derivatives(t)[1:]
 
-    def linear_and_derivatives(self, t):
+    def linear_and_derivatives(self, t: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(L, dL/dt, db/dt)`` in one pass (see :meth:`linear`, :meth:`derivatives`)."""
         t = np.asarray(t, np.float64)
         L, d = self._linear_and_derivatives(t)
@@ -163,7 +166,7 @@ class TransformGroup:
                 dL[..., i, :, :] = d[p]
         return L, dL, db
 
-    def generator_fields(self, shape=(28, 28)) -> np.ndarray:
+    def generator_fields(self, shape: tuple[int, int] = (28, 28)) -> np.ndarray:
         """Velocity of each pixel under each parameter at the identity: ``(dim, 2, H, W)``.
 
         Component 0 is the x (column) velocity, 1 the y (row) velocity.
@@ -179,14 +182,16 @@ class TransformGroup:
         yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
         rel = np.stack([xx - cx, yy - cy])                       # 2 x H x W
         dL, db = self.derivatives(np.zeros(self.dim))
-        return np.einsum("iab,bhw->iahw", dL, rel) + db[:, :, None, None]
+        fields: np.ndarray = np.einsum("iab,bhw->iahw", dL, rel) + db[:, :, None, None]
+        return fields
 
     def describe(self) -> str:
+        assert self.steps is not None  # set by __post_init__
         parts = ", ".join(f"{p} step {s:g}" for p, s in zip(self.params, self.steps))
         return f"{self.name} ({parts})"
 
 
-def _mat(a, b, c, d):
+def _mat(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:
     return np.stack([np.stack([a, b], -1), np.stack([c, d], -1)], -2)
 
 
@@ -199,7 +204,7 @@ GROUPS = {
 }
 
 
-def get_group(group) -> TransformGroup:
+def get_group(group: TransformGroup | str) -> TransformGroup:
     """A :class:`TransformGroup` from its name (or the group itself).
 
     Examples

@@ -53,9 +53,12 @@ import heapq
 import itertools
 import logging
 import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ...errors import ConfigError
 
@@ -71,28 +74,33 @@ DEFAULT_CAP = 50_000
 LOOKAHEAD_MAX = 16
 _EPS = 1e-12
 
+#: a grid node: its integer index along each axis
+Node = tuple[int, ...]
+#: a known neighbour of an updated node off the update's axis: (axis, value, side, node)
+_Other = tuple[int, float, int, Node]
+
 
 @dataclass
 class MarchResult:
     """What a march found: statuses, Known values, the path back to the origin."""
 
     status: str                       # "changed", "cap" or "boundary"
-    stop_node: tuple | None           # the first accepted node whose label stops the march
-    values: dict                      # Known node -> geodesic distance
-    order: list                       # Known nodes in acceptance order
-    parent: dict                      # node -> the vertex it was reached from
-    labels: dict = field(default_factory=dict)   # created node -> label (when evaluated)
+    stop_node: Node | None            # the first accepted node whose label stops the march
+    values: dict[Node, float]         # Known node -> geodesic distance
+    order: list[Node]                 # Known nodes in acceptance order
+    parent: dict[Node, Node]          # node -> the vertex it was reached from
+    labels: dict[Node, Any] = field(default_factory=dict)   # created node -> label (when evaluated)
     created: int = 0                  # nodes whose metric/label was computed
     evaluations: int = 0              # calls of evaluate (blocks)
     simplex_updates: int = 0
     edge_updates: int = 0
-    trial: dict = field(default_factory=dict)    # Trial node -> tentative distance at the end
+    trial: dict[Node, float] = field(default_factory=dict)    # Trial node -> tentative distance at the end
 
     @property
     def visited(self) -> int:
         return len(self.order)
 
-    def path(self, node=None) -> list:
+    def path(self, node: Node | None = None) -> list[Node]:
         """Grid nodes from the origin to ``node`` (default: the stop node or the last Known)."""
         node = node if node is not None else (self.stop_node or self.order[-1])
         out = [node]
@@ -105,7 +113,7 @@ class MarchResult:
         return self.values[self.order[-1]] if self.order else 0.0
 
 
-def solve_simplex(Q: np.ndarray, u: np.ndarray):
+def solve_simplex(Q: np.ndarray, u: np.ndarray) -> tuple[float, np.ndarray] | None:
     """Eikonal update over one simplex: ``(mu, lambda)`` or ``None`` when not admissible.
 
     ``Q = H^T G H`` (``k x k``, ``H`` the vertex offsets from the updated node) and ``u`` the
@@ -138,7 +146,8 @@ def solve_simplex(Q: np.ndarray, u: np.ndarray):
     return _admissible_root(w1, wu, float(w1.sum()), float(wu.sum()), float(u @ wu))
 
 
-def _admissible_root(w1, wu, a: float, b: float, c: float):
+def _admissible_root(w1: np.ndarray, wu: np.ndarray, a: float, b: float,
+                     c: float) -> tuple[float, np.ndarray] | None:
     """Larger root ``mu`` of ``a mu^2 - 2 b mu + c - 1 = 0`` and its barycentric weights,
     or ``None`` when the update is not admissible (no root, or the front does not come
     from inside the simplex)."""
@@ -155,7 +164,8 @@ def _admissible_root(w1, wu, a: float, b: float, c: float):
     return mu, lam
 
 
-def solve_factored(A: np.ndarray, h: np.ndarray, tau: np.ndarray, g0: np.ndarray, u0: float):
+def solve_factored(A: np.ndarray, h: np.ndarray, tau: np.ndarray, g0: np.ndarray,
+                   u0: float) -> tuple[float, np.ndarray] | None:
     """Factored eikonal update ``u = u0 * tau`` over one simplex: ``(u, lambda)`` or ``None``.
 
     ``u0(t) = sqrt(t^T G0 t)`` is the distance for the metric frozen at the origin and
@@ -188,7 +198,7 @@ def solve_factored(A: np.ndarray, h: np.ndarray, tau: np.ndarray, g0: np.ndarray
     return u0 * t, lam / lam.sum()
 
 
-def _inverse_small(g):
+def _inverse_small(g: list[list[float]]) -> list[list[float]] | None:
     """Inverse of a 1x1 or 2x2 symmetric matrix given as lists (None if singular)."""
     if len(g) == 1:
         return [[1.0 / g[0][0]]] if g[0][0] > 0 else None
@@ -199,7 +209,8 @@ def _inverse_small(g):
     return [[g11 / det, -g01 / det], [-g01 / det, g00 / det]]
 
 
-def _factored_small(gsub, h, tau, g0, u0):
+def _factored_small(gsub: list[list[float]], h: list[float], tau: list[float], g0: list[float],
+                    u0: float) -> tuple[float, np.ndarray | list[float]] | None:
     """:func:`solve_factored` on plain lists; pure Python for 1 or 2 axes."""
     k = len(h)
     if k > 2:
@@ -208,13 +219,13 @@ def _factored_small(gsub, h, tau, g0, u0):
         except np.linalg.LinAlgError:
             return None
         return solve_factored(A, np.array(h), np.array(tau), np.array(g0), u0)
-    A = _inverse_small(gsub)
-    if A is None:
+    inv = _inverse_small(gsub)
+    if inv is None:
         return None
     alpha = [g - u0 / hh for g, hh in zip(g0, h)]
     beta = [u0 * tt / hh for tt, hh in zip(tau, h)]
-    Aa = [sum(r[j] * alpha[j] for j in range(k)) for r in A]
-    Ab = [sum(r[j] * beta[j] for j in range(k)) for r in A]
+    Aa = [sum(r[j] * alpha[j] for j in range(k)) for r in inv]
+    Ab = [sum(r[j] * beta[j] for j in range(k)) for r in inv]
     qa = sum(x * y for x, y in zip(alpha, Aa))
     qb = sum(x * y for x, y in zip(alpha, Ab))
     qc = sum(x * y for x, y in zip(beta, Ab)) - 1.0
@@ -230,7 +241,7 @@ def _factored_small(gsub, h, tau, g0, u0):
     return u0 * t, [v / tot for v in lam]
 
 
-def _simplex_small(gsub, h, u):
+def _simplex_small(gsub: list[list[float]], h: list[float], u: list[float]) -> tuple[float, list[float]] | None:
     """:func:`solve_simplex` with ``Q = H^T G H`` built from lists."""
     k = len(h)
     Q = np.array([[gsub[i][j] * h[i] * h[j] for j in range(k)] for i in range(k)])
@@ -238,7 +249,7 @@ def _simplex_small(gsub, h, u):
     return None if sol is None else (sol[0], sol[1].tolist())
 
 
-def _subsets(others: list):
+def _subsets(others: list[_Other]) -> Iterator[tuple[_Other, ...]]:
     m = len(others)
     if m <= EXHAUSTIVE_UP_TO - 1:
         for r in range(1, m + 1):
@@ -251,7 +262,9 @@ def _subsets(others: list):
         yield tuple(ranked[:r])
 
 
-def fast_march(steps, lo, hi, evaluate, *, cap: int = DEFAULT_CAP, stop=None,
+def fast_march(steps: Sequence[float] | np.ndarray, lo: Sequence[int] | np.ndarray, hi: Sequence[int] | np.ndarray,
+               evaluate: Callable[[np.ndarray], tuple[npt.ArrayLike, Any]], *, cap: int = DEFAULT_CAP,
+               stop: Callable[[Any], bool] | None = None,
                init_radius: int = 1, block_side: int | None = None,
                factored: bool = True) -> MarchResult:
     """Geodesic distances from the origin of the grid ``k * steps``, ``lo <= k <= hi``.
@@ -295,22 +308,22 @@ def fast_march(steps, lo, hi, evaluate, *, cap: int = DEFAULT_CAP, stop=None,
         raise ConfigError("invalid node cap", expected="cap >= 1", found=cap)
     side = int(block_side or BLOCK_SIDE[d])
 
-    G: dict = {}        # node -> metric tensor (d x d ndarray)
-    GL: dict = {}       # the same as nested lists (scalar access in the update loop)
-    sq: dict = {}       # node -> sqrt of the diagonal, as a list (edge lengths)
-    labels: dict = {}
-    val: dict = {}
-    parent: dict = {}
-    known: set = set()
-    order: list = []
+    G: dict[Node, np.ndarray] = {}        # node -> metric tensor (d x d ndarray)
+    GL: dict[Node, list[list[float]]] = {}       # the same as nested lists (scalar access in the update loop)
+    sq: dict[Node, list[float]] = {}       # node -> sqrt of the diagonal, as a list (edge lengths)
+    labels: dict[Node, Any] = {}
+    val: dict[Node, float] = {}
+    parent: dict[Node, Node] = {}
+    known: set[Node] = set()
+    order: list[Node] = []
     stats = {"evaluations": 0, "simplex": 0, "edge": 0}
 
     off = side // 2
 
-    def create(nodes):
+    def create(nodes: Iterable[Node]) -> None:
         """Evaluate metric and labels of ``nodes`` (or of their blocks) in one batch."""
         if side > 1:
-            todo = set()
+            todo: set[Node] = set()
             for node in nodes:
                 blk = [(c + off) // side for c in node]
                 ranges = [range(max(b * side - off, l), min(b * side - off + side - 1, h) + 1)
@@ -333,17 +346,17 @@ def fast_march(steps, lo, hi, evaluate, *, cap: int = DEFAULT_CAP, stop=None,
                 labels[kk] = labs[i]
 
 
-    def inside(node):
+    def inside(node: Node) -> bool:
         return all(l <= c <= h for c, l, h in zip(node, lo, hi))
 
-    def update(x, k, a):
+    def update(x: Node, k: Node, a: int) -> tuple[float, Node]:
         """Best tentative value for ``x`` from simplices containing the accepted ``k``."""
         uk = val[k]
         gx, gk = GL[x], GL[k]
         best = uk + 0.5 * steps[a] * (sq[x][a] + sq[k][a])
         stats["edge"] += 1
         par = k
-        others = []
+        others: list[_Other] = []
         for b in range(d):
             if b == a:
                 continue
@@ -364,7 +377,7 @@ def fast_march(steps, lo, hi, evaluate, *, cap: int = DEFAULT_CAP, stop=None,
             if u0x <= 0.0:
                 return max(best, uk), par
             g0 = [v / u0x for v in gt]
-        subsets = [()] if factored else []
+        subsets: list[tuple[_Other, ...]] = [()] if factored else []
         if others:
             subsets += list(_subsets(others))
         for sub in subsets:
@@ -391,7 +404,7 @@ def fast_march(steps, lo, hi, evaluate, *, cap: int = DEFAULT_CAP, stop=None,
     parent[origin] = origin
     tau = {origin: 1.0}           # u / u0 of Known nodes (factored updates)
     heap = [(0.0, origin)]
-    ball = []
+    ball: list[Node] = []
     if init_radius > 0:
         ball = [c for c in itertools.product(range(-init_radius, init_radius + 1), repeat=d)
                 if 0 < sum(map(abs, c)) <= init_radius and inside(c)]
@@ -431,7 +444,7 @@ def fast_march(steps, lo, hi, evaluate, *, cap: int = DEFAULT_CAP, stop=None,
         if len(order) >= cap:
             status = "cap"
             break
-        reach = []
+        reach: list[tuple[int, Node]] = []
         for a in range(d):
             for s in (-1, 1):
                 y = x[:a] + (x[a] + s,) + x[a + 1:]

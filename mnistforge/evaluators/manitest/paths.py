@@ -25,10 +25,14 @@ distance ``d(e, t*)``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from .warp import warp_nodes
+from .groups import TransformGroup
+from .warp import SplineImage, warp_nodes
 
 #: samples per parameter unit, per kind: about 1/8 px of motion per sample for ink within
 #: 10 px of the centre (Simpson's relative error then stays below 1e-3 on MNIST digits)
@@ -44,9 +48,10 @@ SEARCH_RESOLUTION = 0.5
 BEND_MIN_GAIN = 1e-3
 
 
-def _samples(vertices, density):
+def _samples(vertices: np.ndarray, density: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
     """Sample points of the polyline through ``vertices`` and each segment's slice."""
-    pts, slices = [vertices[0][None]], []
+    pts: list[np.ndarray] = [vertices[0][None]]
+    slices: list[tuple[int, int]] = []
     start = 1
     for a, b in zip(vertices[:-1], vertices[1:]):
         n = max(2, int(math.ceil(float(np.abs((b - a) * density).max()))))
@@ -58,7 +63,8 @@ def _samples(vertices, density):
     return np.concatenate(pts), slices
 
 
-def path_lengths(image, spl, group, paths, resolution: float = 1.0) -> np.ndarray:
+def path_lengths(image: npt.ArrayLike, spl: SplineImage, group: TransformGroup, paths: Sequence[npt.ArrayLike],
+                 resolution: float = 1.0) -> np.ndarray:
     """Image-space lengths of parameter-space polylines (each a ``k x dim`` array from 0).
 
     All sample points of all paths are warped in one batch; ``resolution`` scales the
@@ -68,7 +74,7 @@ def path_lengths(image, spl, group, paths, resolution: float = 1.0) -> np.ndarra
     density = resolution * np.array([PER_UNIT[p] for p in group.params])
     flat = np.asarray(image, np.float64).ravel()
     allpts: list[np.ndarray] = []
-    per: list[tuple] = []
+    per: list[tuple[int, int, list[tuple[int, int]], np.ndarray]] = []
     for path in paths:
         pts, slices = _samples(np.asarray(path, np.float64), density)
         per.append((int(sum(len(p) for p in allpts)), len(pts), slices,
@@ -95,8 +101,9 @@ def path_lengths(image, spl, group, paths, resolution: float = 1.0) -> np.ndarra
     return out
 
 
-def shortest_path(image, spl, group, target, grid_path=None, *, resolution: float = 1.0,
-                  rounds: int = CORNER_ROUNDS):
+def shortest_path(image: npt.ArrayLike, spl: SplineImage, group: TransformGroup, target: npt.ArrayLike,
+                  grid_path: Sequence[npt.ArrayLike] | None = None, *, resolution: float = 1.0,
+                  rounds: int = CORNER_ROUNDS) -> tuple[float, np.ndarray, str]:
     """Length and vertices of the shortest candidate path from the identity to ``target``.
 
     Returns ``(length, vertices, kind)`` with ``kind`` one of ``"straight"``, ``"grid"``,
@@ -120,6 +127,7 @@ def shortest_path(image, spl, group, target, grid_path=None, *, resolution: floa
     # straight paths), and the winners are measured at the full density at the end.
     _, J = warp_nodes(spl, group, (t / 2)[None])
     speed = np.sqrt(np.maximum(np.einsum("pi,pi->i", J[0], J[0]), 1e-12))
+    assert group.steps is not None  # set by TransformGroup.__post_init__
     delta = np.minimum(length / (8 * speed), np.maximum(np.abs(t), group.steps))
     res = resolution * SEARCH_RESOLUTION
     quick = float(path_lengths(image, spl, group, [np.stack([z, t])], res)[0])
@@ -139,7 +147,8 @@ def shortest_path(image, spl, group, target, grid_path=None, *, resolution: floa
     return length, verts, kind
 
 
-def _compass(image, spl, group, verts, length, delta, rounds, resolution):
+def _compass(image: npt.ArrayLike, spl: SplineImage, group: TransformGroup, verts: npt.ArrayLike, length: float,
+             delta: npt.ArrayLike, rounds: int, resolution: float) -> tuple[np.ndarray, float, np.ndarray]:
     """Compass search on the interior vertices of a polyline: each round tries +-delta on
     every axis of every interior vertex (one batch) and then, with several vertices, the
     combination of each vertex's best improving move; delta halves when nothing improves.
@@ -151,14 +160,14 @@ def _compass(image, spl, group, verts, length, delta, rounds, resolution):
     for _ in range(rounds):
         if np.all(delta < smallest):
             break
-        trial = []
+        trial: list[np.ndarray] = []
         for v in range(1, inner + 1):
             for i in range(dim):
                 for s in (-1.0, 1.0):
                     p = verts.copy()
                     p[v, i] += s * delta[i]
                     trial.append(p)
-        tl = path_lengths(image, spl, group, trial, resolution).reshape(inner, 2 * dim)
+        tl: np.ndarray = path_lengths(image, spl, group, trial, resolution).reshape(inner, 2 * dim)
         if inner > 1:        # every vertex's best improving move at once
             comb = verts.copy()
             for v in range(inner):
@@ -176,8 +185,9 @@ def _compass(image, spl, group, verts, length, delta, rounds, resolution):
     return verts, length, delta
 
 
-def first_change(image, spl, group, vertices, predict, label, *, resolution: float = 1.0,
-                 subdivisions: int = 32):
+def first_change(image: npt.ArrayLike, spl: SplineImage, group: TransformGroup, vertices: npt.ArrayLike,
+                 predict: Callable[[np.ndarray], npt.ArrayLike], label: int, *, resolution: float = 1.0,
+                 subdivisions: int = 32) -> tuple[np.ndarray, np.ndarray, Any] | None:
     """The first point of the polyline ``vertices`` whose image the classifier labels
     differently from ``label``: ``(t, vertices up to t, new label)``, or ``None``.
 

@@ -3,34 +3,38 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ...plotting import pyplot
 from ...errors import ConfigError
 from ...io.atomic import atomic_file
+from ...io.types import StrPath
+from .groups import TransformGroup, get_group
+from .score import ImageScore, ManitestResult
+from .warp import as_float_images
 
 logger = logging.getLogger(__name__)
 
 
-def require_matplotlib():
+def require_matplotlib() -> Any:
     """matplotlib.pyplot (Agg backend), or MissingDependencyError naming the [plot] extra."""
     return pyplot("Manitest pictures")
 
 
-def _save(fig, path):
+def _save(fig: Any, path: StrPath) -> None:
     path = Path(path)
     with atomic_file(path) as f:
         fig.savefig(f, format=path.suffix.lstrip(".") or "png", dpi=120, bbox_inches="tight")
 
 
-def plot_distance_map(result, path, group=None, title: str | None = None) -> Path:
+def plot_distance_map(result: ImageScore, path: StrPath, group: TransformGroup | str | None = None,
+                      title: str | None = None) -> Path:
     """Geodesic distance over a 2-D group, the label-change region and the geodesic path.
 
     ``result`` is an :class:`~.score.ImageScore` computed with ``keep_map=True``.
     """
-    from .groups import get_group
-
     plt = require_matplotlib()
     m = result.distance_map
     if m is None or m["params"].shape[1] != 2:
@@ -61,13 +65,11 @@ def plot_distance_map(result, path, group=None, title: str | None = None) -> Pat
     return Path(path)
 
 
-def plot_strip(manitest_result, images, path, n: int = 12) -> Path:
+def plot_strip(manitest_result: ManitestResult, images: np.ndarray, path: StrPath, n: int = 12) -> Path:
     """Originals (top) over their minimally label-changing transforms (bottom), by score."""
-    from .warp import as_float_images
-
     plt = require_matplotlib()
     rows = [r for r in manitest_result.images if r.score is not None and r.transformed is not None]
-    rows.sort(key=lambda r: r.score)
+    rows.sort(key=lambda r: r.score if r.score is not None else float("inf"))  # all scored (above)
     if len(rows) > n:  # spread over the score range
         pick = np.unique(np.linspace(0, len(rows) - 1, n).round().astype(int))
         rows = [rows[i] for i in pick]

@@ -19,17 +19,26 @@ import importlib
 import logging
 import math
 import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from ...classifiers.torch_models import require_torch
 from ...errors import ClassifierOutputError, ConfigError, EmptySelectionError, IndexRangeError
-from .groups import get_group
-from .marching import DEFAULT_CAP, fast_march
+from ...io.workers import named_worker_errors, process_pool
+from ...progress import progress
+from .groups import TransformGroup, get_group
+from .marching import DEFAULT_CAP, MarchResult, Node, fast_march
 from .paths import first_change, path_lengths, shortest_path
-from .warp import as_float_images, jacobian_fd, metric_tensors, spline_image, warp_nodes
+from .warp import SplineImage, as_float_images, jacobian_fd, metric_tensors, spline_image, warp_nodes
 
 logger = logging.getLogger(__name__)
+
+#: images (``N x H x W`` float in [0, 1]) -> labels (``N``)
+Predictor = Callable[[np.ndarray], np.ndarray]
 
 STATUSES = ("changed", "cap", "boundary")
 #: label-changed Trial nodes whose march value is within this factor of the stop node's are
@@ -42,7 +51,7 @@ MAX_CANDIDATES = 6
 
 # --------------------------------------------------------------------------- classifiers
 
-def as_predictor(model):
+def as_predictor(model: Any) -> Predictor:
     """A function ``images (N x H x W float in [0, 1]) -> labels (N,)`` from ``model``.
 
     Accepts an object with ``predict`` (the package's classifiers, scikit-learn models), a
@@ -56,7 +65,8 @@ def as_predictor(model):
     [1, 1]
     """
     if getattr(model, "_manitest_checked", False):
-        return model
+        checked: Predictor = model
+        return checked
     if hasattr(model, "predict") and callable(model.predict):
         raw = model.predict
     elif _is_torch_module(model):
@@ -67,13 +77,13 @@ def as_predictor(model):
         raise ConfigError("not a classifier", expected="an object with predict(images), a torch "
                           "module or a callable on image batches", found=type(model).__name__)
 
-    def predict(x):
+    def predict(x: np.ndarray) -> np.ndarray:
         return labels_of(raw(x), len(x))
     predict._manitest_checked = True  # type: ignore[attr-defined]
     return predict
 
 
-def labels_of(out, n: int) -> np.ndarray:
+def labels_of(out: npt.ArrayLike, n: int) -> np.ndarray:
     """A classifier's output on ``n`` images as ``n`` labels, or :class:`ClassifierOutputError`.
 
     One label per image (``N`` or ``N x 1``); scores (``N x C``), a scalar or another count
@@ -102,24 +112,22 @@ def labels_of(out, n: int) -> np.ndarray:
     return arr
 
 
-def _is_torch_module(model) -> bool:
+def _is_torch_module(model: Any) -> bool:
     mod = type(model).__module__ or ""
     if not mod.startswith("torch"):
         return any((c.__module__ or "").startswith("torch.nn") for c in type(model).__mro__)
     return True
 
 
-def torch_predictor(model, device=None, batch: int = 1024):
+def torch_predictor(model: Any, device: Any = None, batch: int = 1024) -> Predictor:
     """Wrap a PyTorch classifier (logits ``N x C``) as an image-batch predictor."""
-    from ...classifiers.torch_models import require_torch
-
     torch = require_torch()
     dev = torch.device(device) if device else next(
         (p.device for p in model.parameters()), torch.device("cpu"))
 
-    def predict(x):
+    def predict(x: np.ndarray) -> np.ndarray:
         model.eval()
-        out = []
+        out: list[np.ndarray] = []
         with torch.no_grad():
             for s in range(0, len(x), batch):
                 xt = torch.from_numpy(np.ascontiguousarray(x[s:s + batch], np.float32))
@@ -128,7 +136,7 @@ def torch_predictor(model, device=None, batch: int = 1024):
     return predict
 
 
-def load_callable(spec: str):
+def load_callable(spec: str) -> Any:
     """Import ``"module:attribute"`` (a callable or an object with ``predict``).
 
     Examples
@@ -166,20 +174,20 @@ class ImageScore:
     lower_bound: float             # largest distance reached / ||I|| (a bound when no change)
     label: object                  # the classifier's label of the original image
     new_label: object | None       # its label of I_t*
-    params: list | None            # t*
-    path: list                     # geodesic path from the identity to t* (grid nodes)
+    params: list[float] | None     # t*
+    path: list[list[float]]        # geodesic path from the identity to t* (grid nodes)
     visited: int                   # Known nodes
     created: int                   # nodes whose metric and label were computed
     group: str = ""
     chord: float | None = None     # ||I_t* - I||, a lower bound of ``distance``
     march_distance: float | None = None   # the fast-marching value at t* (approximate)
     path_kind: str | None = None   # "straight", "grid", "two-segment" or "bent"
-    refined_path: list | None = None      # vertices of that path, identity to t*
-    grid_params: list | None = None       # the grid node found by the march (= params unless flip)
+    refined_path: list[list[float]] | None = None      # vertices of that path, identity to t*
+    grid_params: list[float] | None = None       # the grid node found by the march (= params unless flip)
     transformed: np.ndarray | None = field(default=None, repr=False)   # I_t* (H x W)
-    distance_map: dict | None = field(default=None, repr=False)        # see keep_map
+    distance_map: dict[str, np.ndarray] | None = field(default=None, repr=False)        # see keep_map
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("transformed")
         d.pop("distance_map")
@@ -189,10 +197,10 @@ class ImageScore:
         return d
 
 
-_JACOBIAN_OK: dict = {}
+_JACOBIAN_OK: dict[tuple[TransformGroup, int], bool] = {}
 
 
-def _check_jacobian(spl, group, tol: float = 1e-3) -> bool:
+def _check_jacobian(spl: SplineImage, group: TransformGroup, tol: float = 1e-3) -> bool:
     """Analytic Jacobian vs finite differences at two nodes; True when they agree.
 
     The nodes sit off the pixel lines: bilinear warps have kinks there (on the grid nodes
@@ -206,10 +214,10 @@ def _check_jacobian(spl, group, tol: float = 1e-3) -> bool:
     return float(np.abs(Ja - Jf).max()) <= tol * scale
 
 
-def score_image(image, predict, group="dilation-rotation", *, order: int = 3,
-                cap: int = DEFAULT_CAP, jacobian: str = "analytic", keep_map: bool = False,
-                index=None, factored: bool = True, init_radius: int = 1,
-                label=None, refine: bool = True, flip: bool = False) -> ImageScore:
+def score_image(image: npt.ArrayLike, predict: Any, group: TransformGroup | str = "dilation-rotation", *,
+                order: int = 3, cap: int = DEFAULT_CAP, jacobian: str = "analytic", keep_map: bool = False,
+                index: int | None = None, factored: bool = True, init_radius: int = 1,
+                label: Any = None, refine: bool = True, flip: bool = False) -> ImageScore:
     """Manitest on one image: the nearest label-changing transformation and its distance.
 
     Parameters
@@ -274,7 +282,7 @@ def score_image(image, predict, group="dilation-rotation", *, order: int = 3,
         label = np.asarray(predict(img[None]))[0]
     steps = np.asarray(group.steps)
 
-    def evaluate(K):
+    def evaluate(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         T = K * steps
         imgs, J = warp_nodes(spl, group, T)
         if jacobian == "fd":
@@ -282,6 +290,7 @@ def score_image(image, predict, group="dilation-rotation", *, order: int = 3,
         return metric_tensors(J), np.asarray(predict(imgs))
 
     lo, hi = group.grid_limits()
+    assert group.steps is not None  # set by TransformGroup.__post_init__
     res = fast_march(group.steps, lo, hi, evaluate, cap=cap, stop=lambda lab: lab != label,
                      factored=factored, init_radius=init_radius)
     norm = float(np.sqrt((img * img).sum()))
@@ -325,7 +334,8 @@ def score_image(image, predict, group="dilation-rotation", *, order: int = 3,
     return out
 
 
-def _nearest_change(res, label, img, spl, group, refine: bool):
+def _nearest_change(res: MarchResult, label: Any, img: np.ndarray, spl: SplineImage, group: TransformGroup,
+                    refine: bool) -> tuple[Node, float, np.ndarray, str]:
     """``(node, length, vertices, kind)`` of the label-changed node nearest by path length.
 
     Candidates: the march's stop node and the label-changed Trial nodes whose tentative
@@ -335,6 +345,7 @@ def _nearest_change(res, label, img, spl, group, refine: bool):
     """
     steps = np.asarray(group.steps)
     stop = res.stop_node
+    assert stop is not None  # called for a march that changed the label
     nodes = [stop]
     if refine:
         limit = CANDIDATE_MARGIN * res.values[stop]
@@ -362,20 +373,20 @@ class ManitestResult:
     classifier: str
     samples: int
     mean_score: float | None       # mean over images whose label changed
-    ci95: list | None              # 95 % t-interval of that mean
+    ci95: list[float] | None       # 95 % t-interval of that mean
     std: float | None
-    scores: list                   # per image: score, or None when no change was found
-    statuses: list
+    scores: list[float | None]     # per image: score, or None when no change was found
+    statuses: list[str]
     reached_cap: int               # images without a label change (cap or boundary)
     reached_boundary: int          # ... of which every node inside the bounds was visited
-    indices: list
+    indices: list[int]
     mean_lower_bound: float | None  # mean over all images of score or lower bound
     cap: int = DEFAULT_CAP
     order: int = 3
     seed: int | None = None
-    images: list = field(default_factory=list, repr=False)   # ImageScore per image
+    images: list[ImageScore] = field(default_factory=list, repr=False)   # ImageScore per image
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = {k: v for k, v in asdict(self).items() if k != "images"}
         d["details"] = [r.to_json() for r in self.images]
         return d
@@ -390,7 +401,8 @@ class ManitestResult:
                 f"{self.reached_cap} without a label change (cap/boundary)")
 
 
-def mean_ci(values, level: float = 0.95):
+def mean_ci(values: npt.ArrayLike, level: float = 0.95
+            ) -> tuple[float | None, tuple[float, float] | None, float | None]:
     """Mean, ``level`` t-interval and standard deviation of ``values``.
 
     Examples
@@ -412,18 +424,19 @@ def mean_ci(values, level: float = 0.95):
     return m, (m - half, m + half), s
 
 
-_WORKER: dict = {}
+_WORKER: dict[str, Any] = {}
 
 
-def _work(args):
+def _work(args: tuple[int, dict[str, Any]]) -> ImageScore:
     i, kw = args
     return score_image(_WORKER["images"][i], _WORKER["predict"], index=int(_WORKER["index"][i]),
                        **kw)
 
 
-def manitest(images, predict, group="dilation-rotation", *, samples: int | None = 200,
-             seed: int = 0, indices=None, classifier_name: str = "", workers: int | None = 1,
-             progress_desc: str | None = None, **kw) -> ManitestResult:
+def manitest(images: np.ndarray, predict: Any, group: TransformGroup | str = "dilation-rotation", *,
+             samples: int | None = 200, seed: int = 0, indices: npt.ArrayLike | None = None,
+             classifier_name: str = "", workers: int | None = 1,
+             progress_desc: str | None = None, **kw: Any) -> ManitestResult:
     """Global Manitest score over a seeded random sample of ``images``.
 
     Parameters
@@ -452,8 +465,6 @@ def manitest(images, predict, group="dilation-rotation", *, samples: int | None 
     >>> res.samples, res.reached_cap, res.statuses
     (3, 0, ['changed', 'changed', 'changed'])
     """
-    from ...progress import progress
-
     group = get_group(group)
     n = len(images)
     if n == 0 or np.ndim(images) != 3:
@@ -482,15 +493,13 @@ def manitest(images, predict, group="dilation-rotation", *, samples: int | None 
     kw = dict(kw, group=group)
     if workers is None:
         workers = min(2, os.cpu_count() or 1)
-    results = []
+    results: list[ImageScore] = []
     jobs = [(j, kw) for j in range(len(indices))]
     bar = progress(total=len(jobs), desc=progress_desc or f"manitest {group.name}", unit="img")
     _WORKER.update(images=images, predict=predict, index=indices)
     try:
         if workers > 1 and len(jobs) > 1 and "fork" in _start_methods():
             import multiprocessing as mp
-
-            from ...io.workers import named_worker_errors, process_pool
 
             ctx = mp.get_context("fork")
             sub = [(int(i), kw) for i in indices]
@@ -511,13 +520,13 @@ def manitest(images, predict, group="dilation-rotation", *, samples: int | None 
                      order=kw.get("order", 3), seed=seed)
 
 
-def _start_methods():
+def _start_methods() -> list[str]:
     import multiprocessing as mp
     return mp.get_all_start_methods()
 
 
-def summarise(results, group_name, classifier_name, indices, cap=DEFAULT_CAP, order=3,
-              seed=None) -> ManitestResult:
+def summarise(results: Sequence[ImageScore], group_name: str, classifier_name: str, indices: Iterable[int],
+              cap: int = DEFAULT_CAP, order: int = 3, seed: int | None = None) -> ManitestResult:
     """Build a :class:`ManitestResult` from per-image :class:`ImageScore` objects."""
     scores = [r.score for r in results]
     got = [s for s in scores if s is not None]

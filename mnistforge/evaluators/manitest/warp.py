@@ -34,11 +34,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Literal, overload
 
 import numpy as np
+import numpy.typing as npt
 from scipy import ndimage
 
 from ...errors import ConfigError
+from .groups import TransformGroup, get_group
 
 #: zeros added around the image before cubic prefiltering: the spline coefficients of the
 #: zero-extended image decay by 0.268 per pixel, so 12 pixels leave < 2e-7 of boundary effect.
@@ -53,11 +56,11 @@ class SplineImage:
 
     coeffs: np.ndarray      # (Hc, Wc) or (B, Hc, Wc), float64
     offset: int             # coefficient index of pixel (0, 0)
-    shape: tuple            # (H, W) of the image
+    shape: tuple[int, ...]  # (H, W) of the image
     order: int
 
 
-def as_float_images(images) -> np.ndarray:
+def as_float_images(images: npt.ArrayLike) -> np.ndarray:
     """Images as float64; uint8 pixels scaled to [0, 1] (what the classifiers see).
 
     Examples
@@ -71,7 +74,7 @@ def as_float_images(images) -> np.ndarray:
     return a.astype(np.float64, copy=False)
 
 
-def spline_image(image, order: int = 3) -> SplineImage:
+def spline_image(image: npt.ArrayLike, order: int = 3) -> SplineImage:
     """Coefficients of ``image`` (``H x W``, or a batch ``B x H x W``) for order 1 or 3.
 
     Examples
@@ -100,7 +103,7 @@ def spline_image(image, order: int = 3) -> SplineImage:
     return SplineImage(np.ascontiguousarray(c), offset, tuple(img.shape[-2:]), order)
 
 
-def _weights(c: np.ndarray, order: int, n: int):
+def _weights(c: np.ndarray, order: int, n: int) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
     """Base index, kernel weights and derivative weights (lists of arrays) along one axis."""
     if order == 3:
         c = np.clip(c, 1.0, n - 3.0)
@@ -122,7 +125,16 @@ def _weights(c: np.ndarray, order: int, n: int):
     return fl.astype(np.intp), [1.0 - f, f], [-one, one]
 
 
-def interpolate(spl: SplineImage, qx, qy, derivatives: bool = False):
+@overload
+def interpolate(spl: SplineImage, qx: npt.ArrayLike, qy: npt.ArrayLike,
+                derivatives: Literal[False] = False) -> np.ndarray: ...
+@overload
+def interpolate(spl: SplineImage, qx: npt.ArrayLike, qy: npt.ArrayLike,
+                derivatives: Literal[True]) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+
+def interpolate(spl: SplineImage, qx: npt.ArrayLike, qy: npt.ArrayLike,
+                derivatives: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Interpolated values (and x/y derivatives) at image coordinates ``(qx, qy)``.
 
     ``qx``/``qy`` are columns/rows in pixels of the original image, any shape (leading axis
@@ -166,17 +178,19 @@ def interpolate(spl: SplineImage, qx, qy, derivatives: bool = False):
             gx += rdx * wy[a]
     if not derivatives:
         return val.reshape(shape)
+    assert gx is not None and gy is not None  # made when derivatives
     return val.reshape(shape), gx.reshape(shape), gy.reshape(shape)
 
 
 @functools.lru_cache(maxsize=8)
-def _pixel_grid(shape):
+def _pixel_grid(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     h, w = shape
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
     return np.stack([xx.ravel(), yy.ravel()], axis=-1), np.array([(w - 1) / 2.0, (h - 1) / 2.0])
 
 
-def source_points(group, T, shape, L=None):
+def source_points(group: TransformGroup, T: npt.ArrayLike, shape: tuple[int, ...],
+                  L: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``q = T_t^{-1}(p)`` for every pixel ``p`` and node ``t``: ``(M, P, 2)``, plus L^-1, c."""
     T = np.atleast_2d(np.asarray(T, np.float64))
     p, c = _pixel_grid(shape)
@@ -190,7 +204,16 @@ def source_points(group, T, shape, L=None):
     return q, Linv, c
 
 
-def warp_nodes(spl: SplineImage, group, T, jacobian: bool = True):
+@overload
+def warp_nodes(spl: SplineImage, group: TransformGroup, T: npt.ArrayLike,
+               jacobian: Literal[True] = True) -> tuple[np.ndarray, np.ndarray]: ...
+@overload
+def warp_nodes(spl: SplineImage, group: TransformGroup, T: npt.ArrayLike,
+               jacobian: Literal[False]) -> np.ndarray: ...
+
+
+def warp_nodes(spl: SplineImage, group: TransformGroup, T: npt.ArrayLike,
+               jacobian: bool = True) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Transformed images ``I_t`` (``M x H x W``) and, optionally, Jacobians ``M x P x dim``.
 
     ``T`` holds ``M`` parameter vectors of ``group``; ``spl`` is one image's coefficients.
@@ -216,7 +239,7 @@ def warp_nodes(spl: SplineImage, group, T, jacobian: bool = True):
     return val.reshape(m, h, w), J
 
 
-def jacobian_fd(spl: SplineImage, group, T, h: float = 1e-4) -> np.ndarray:
+def jacobian_fd(spl: SplineImage, group: TransformGroup, T: npt.ArrayLike, h: float = 1e-4) -> np.ndarray:
     """Central finite differences of ``t -> I_t``: ``M x P x dim`` (the checked fallback)."""
     T = np.atleast_2d(np.asarray(T, np.float64))
     m, d = T.shape
@@ -225,15 +248,18 @@ def jacobian_fd(spl: SplineImage, group, T, h: float = 1e-4) -> np.ndarray:
     Tm = (T[:, None, :] - E[None]).reshape(-1, d)
     Ip = warp_nodes(spl, group, Tp, jacobian=False).reshape(m, d, -1)
     Im = warp_nodes(spl, group, Tm, jacobian=False).reshape(m, d, -1)
-    return ((Ip - Im) / (2 * h)).transpose(0, 2, 1)
+    J: np.ndarray = ((Ip - Im) / (2 * h)).transpose(0, 2, 1)
+    return J
 
 
 def metric_tensors(J: np.ndarray) -> np.ndarray:
     """``G = J^T J`` per node: ``M x dim x dim``."""
-    return np.matmul(J.transpose(0, 2, 1), J)
+    G: np.ndarray = np.matmul(J.transpose(0, 2, 1), J)
+    return G
 
 
-def metric(image, group, T, order: int = 3, method: str = "analytic") -> np.ndarray:
+def metric(image: npt.ArrayLike | SplineImage, group: TransformGroup | str, T: npt.ArrayLike, order: int = 3,
+           method: str = "analytic") -> np.ndarray:
     """Metric tensors ``G(t)`` of ``image`` at the nodes ``T`` (``M x dim x dim``).
 
     ``method`` is ``"analytic"`` (spline derivatives times generator fields) or ``"fd"``
@@ -248,8 +274,6 @@ def metric(image, group, T, order: int = 3, method: str = "analytic") -> np.ndar
     >>> bool(abs(G[0, 0] - G[1, 1]) < 1e-6 * G[0, 0]), bool(abs(G[0, 1]) < 1e-6 * G[0, 0])
     (True, True)
     """
-    from .groups import get_group
-
     group = get_group(group)
     spl = image if isinstance(image, SplineImage) else spline_image(image, order)
     if method == "analytic":
@@ -259,7 +283,8 @@ def metric(image, group, T, order: int = 3, method: str = "analytic") -> np.ndar
     raise ConfigError("unknown metric method", expected="analytic or fd", found=method)
 
 
-def transform_images(images, group, T, order: int = 3) -> np.ndarray:
+def transform_images(images: npt.ArrayLike, group: TransformGroup | str, T: npt.ArrayLike,
+                     order: int = 3) -> np.ndarray:
     """Apply one parameter vector per image: ``images`` ``N x H x W``, ``T`` ``N x dim``.
 
     Examples
@@ -270,8 +295,6 @@ def transform_images(images, group, T, order: int = 3) -> np.ndarray:
     >>> int(out[0].argmax() % 9)  # moved right by 2 pixels
     4
     """
-    from .groups import get_group
-
     group = get_group(group)
     imgs = as_float_images(images)
     T = np.atleast_2d(np.asarray(T, np.float64))
