@@ -95,6 +95,10 @@ def regular_or_folder(path: StrPath) -> Path:
         raise TargetNotFoundError("no such file or folder", path=p,
                                   expected="a copy of a dataset (file or folder)",
                                   found="nothing there") from None
+    except OSError as e:   # no search permission on a parent folder, a link loop
+        raise FormatError("cannot look at it", path=p, expected="a file or folder this user may "
+                          "read", found=os.strerror(e.errno or 0),
+                          hint="check its permissions and those of the folders above it") from None
     if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
         return p
     kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else

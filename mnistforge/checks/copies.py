@@ -69,15 +69,23 @@ def _interesting(p: Path) -> bool:
 
 
 def _is_torchvision_root(d: Path) -> bool:
-    return (d / "raw").is_dir() or (d / "processed").is_dir() or any(
-        (d / cls / "raw").is_dir() or (d / cls / "processed").is_dir() for cls in torchvision_folders())
+    try:   # (a folder without search permission: its entries cannot even be stat'ed)
+        return (d / "raw").is_dir() or (d / "processed").is_dir() or any(
+            (d / cls / "raw").is_dir() or (d / cls / "processed").is_dir()
+            for cls in torchvision_folders())
+    except OSError:
+        return False
 
 
 def candidates(place) -> Iterator[Path]:
     """Each copy below ``place`` once (see the module doc), in sorted order."""
     place = Path(place)
-    if place.is_file():
-        yield place
+    try:
+        if place.is_file():
+            yield place
+            return
+    except OSError as e:  # a place that cannot be looked at: said, then the others
+        logger.warning("cannot look at %s: %s", place, e)
         return
     seen = 0
 
@@ -89,7 +97,7 @@ def candidates(place) -> Iterator[Path]:
         try:
             entries = sorted(d.iterdir())
         except OSError as e:  # unreadable: said, then the rest
-            logger.info("cannot list %s: %s", d, e)
+            logger.warning("not searched, cannot list %s: %s", d, e.strerror or e)
             return
         if any(e.name.endswith(".parquet") for e in entries):
             yield d  # the shards of one snapshot (or config)

@@ -1,0 +1,52 @@
+"""Issue 41, find-copies over folders it may not read: the unreadable folder is said in a
+warning and the search goes on (was a raw PermissionError); a DIR that cannot be looked at is
+one named error.  Run as an unprivileged user (root reads everything)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+from faults_helpers import ROOT
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
+NOBODY = 65534
+
+
+def _as_user(*args):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MNISTFORGE_HOME=args[-1] + "/cache")
+    cmd = [sys.executable, "-m", "mnistforge", "find-copies", *args[:-1], "--only"]
+    if os.geteuid() == 0:   # root ignores permissions: the command runs as nobody
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv to drop to an unprivileged user")
+        cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *cmd]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, cwd=args[-1],
+                          check=False)
+
+
+@pytest.fixture
+def tree():
+    top = tempfile.mkdtemp(prefix="mnistforge-find-copies-")   # readable by nobody (not tmp_path)
+    os.chmod(top, 0o755)
+    os.makedirs(os.path.join(top, "scan", "locked", "inner"))
+    os.chmod(os.path.join(top, "scan"), 0o755)
+    os.chmod(os.path.join(top, "scan", "locked"), 0o000)
+    yield top
+    os.chmod(os.path.join(top, "scan", "locked"), 0o755)
+    shutil.rmtree(top)
+
+
+def test_an_unreadable_folder_is_said_and_the_search_goes_on(tree):
+    r = _as_user(os.path.join(tree, "scan"), tree)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert "not searched, cannot list" in r.stderr and "locked" in r.stderr
+    assert "0 copies found" in r.stdout
+
+
+def test_a_dir_that_cannot_be_looked_at_is_one_named_error(tree):
+    r = _as_user(os.path.join(tree, "scan", "locked", "inner"), tree)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "cannot look at it" in r.stderr and "Permission denied" in r.stderr
