@@ -14,6 +14,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..errors import TestSetMismatchError
+from ..io.hashing import sha256_parts
+from . import label_issues as kli
 from . import significance as sg
 from .errorlists import SystemOutput, load_example
 
@@ -135,8 +138,6 @@ def confusion_matrix(labels, predictions, k: int) -> np.ndarray:
 
 def provenance(ds) -> dict:
     """Which test set, identified by its content (hashes of the arrays as loaded)."""
-    from ..io.hashing import sha256_parts
-
     images = np.ascontiguousarray(ds.images)
     labels = np.ascontiguousarray(np.asarray(ds.labels).astype("<i8"))
     try:
@@ -156,8 +157,6 @@ def _class_name(classes, k: int) -> str:
 
 
 def _known_labels(test, system, labels):
-    from . import label_issues as kli
-
     why: list = []
     problems = kli.known_problems(test, system.n, labels, download=False, why=why)
     if problems is None:
@@ -196,7 +195,6 @@ def build_card(system: SystemOutput, ds, others=(), *, test: str | None = None,
     n = len(labels)
     for s in (system, *others):
         if s.n != n:
-            from ..errors import TestSetMismatchError
             raise TestSetMismatchError(f"{s.name} does not match the test set",
                                        expected=f"{n} rows", found=f"{s.n}", path=s.source)
     test = test or f"{ds.name}:{ds.split}"

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..plotting import matrix_picture
+from ..errors import MissingDependencyError
+from ..plotting import matrix_picture, pyplot, render_grid
 from .card import Card
 from .significance import format_k
 
@@ -42,8 +43,6 @@ def _png(img) -> str:
 
 
 def _gallery_picture(card: Card, images):
-    from ..plotting import render_grid
-
     if not card.gallery:
         return None
     rows = [g.row for g in card.gallery]
@@ -55,8 +54,6 @@ def _gallery_picture(card: Card, images):
 
 def _interval_chart(card: Card):
     """Error rates with exact intervals of every system compared (matplotlib)."""
-    from ..plotting import pyplot
-
     plt = pyplot("the interval chart of the card")
     comp = card.comparison or {"systems": [{"name": card.system, **card.rate.to_dict()}]}
     names = [s["name"] for s in comp["systems"]]
@@ -79,8 +76,6 @@ def _interval_chart(card: Card):
 
 def pictures(card: Card, images) -> tuple[dict, dict]:
     """``({name: data URI}, {name: why missing})`` of the card's pictures."""
-    from ..errors import MissingDependencyError
-
     out, missing = {}, {}
     g = _gallery_picture(card, images)
     if g is not None:

@@ -40,8 +40,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..io.atomic import atomic_file
+from ..loaders import load, resolve_target
+from ..loaders.names import parse_split, rows_of
 from ..plotting import pyplot
-from ..errors import ConfigError
+from ..errors import ConfigError, DownloadError, MissingFileError, TestSetMismatchError
+from ..registry import get_dataset
 
 logger = logging.getLogger(__name__)
 
@@ -763,11 +767,6 @@ def check_test_set(test: str, n: int, labels=None, *, cache=None) -> None:
     cache: the size alone is checked, and the log says so).  Raises
     :class:`~mnistforge.errors.TestSetMismatchError` naming both sides.
     """
-    from ..errors import DownloadError, MissingFileError, TestSetMismatchError
-    from ..loaders import load, resolve_target
-    from ..loaders.names import parse_split, rows_of
-    from ..registry import get_dataset
-
     name, split, root = resolve_target(test, default_split="test")
     count = None
     if root is None:
@@ -815,7 +814,6 @@ def plot_poi(comparison: Comparison, path, title: str | None = None):
     Rows beat columns with the probability shown; the diagonal is 0.5 by definition.
     """
     plt = pyplot("the POI heat map (or drop --plot)")
-    from ..io.atomic import atomic_file
 
     names, poi = comparison.names, comparison.poi
     m = len(names)
