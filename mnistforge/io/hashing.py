@@ -191,11 +191,13 @@ def order_free_sha256(rows: npt.ArrayLike, keys: npt.ArrayLike) -> str:
     True
     >>> order_free_sha256(a, k) == order_free_sha256(a, k[[1, 0, 2]])
     False
+    >>> order_free_sha256(a[:0], k[:0]) == hashlib.sha256(b"").hexdigest()
+    True
     """
     import numpy as np
 
     a = np.ascontiguousarray(rows)
-    a = a.reshape(len(a), -1).view(np.uint8)
+    a = a.reshape(len(a), int(np.prod(a.shape[1:]))).view(np.uint8)   # (0 rows: no -1 to infer)
     k = np.asarray(keys).astype(">i4").view(np.uint8).reshape(len(a), 4)
     items = np.ascontiguousarray(np.concatenate([a, k], axis=1))
     digests = sorted(hashlib.sha256(r).digest() for r in items)

@@ -50,3 +50,16 @@ def test_a_dir_that_cannot_be_looked_at_is_one_named_error(tree):
     r = _as_user(os.path.join(tree, "scan", "locked", "inner"), tree)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert "cannot look at it" in r.stderr and "Permission denied" in r.stderr
+
+
+def test_an_npz_of_empty_arrays_is_named_not_a_raw_value_error(tmp_path):
+    import numpy as np
+    from faults_helpers import cli
+
+    z, y = np.zeros((0, 28, 28), np.uint8), np.zeros(0, np.uint8)
+    np.savez(tmp_path / "mnist.npz", x_train=z, y_train=y, x_test=z, y_test=y)
+    env = {"MNISTFORGE_HOME": str(tmp_path / "cache")}
+    for args in (("find-copies", tmp_path, "--only"), ("fetch", "mnist", "--from", tmp_path / "mnist.npz")):
+        r = cli(*args, env=env, timeout=120)
+        assert "Traceback" not in r.stderr and "ValueError" not in r.stdout + r.stderr, r.stderr
+        assert "0 images" in r.stdout or "MISSING" in r.stdout
