@@ -132,47 +132,15 @@ def test_parse_hands_the_hash_check_the_content_it_inflated(tmp_path, split):
         assert with_them.values == without.values and with_them.message == without.message
 
 
-def test_parse_takes_what_a_load_just_parsed_only_while_the_file_is_unchanged(tmp_path, split):
-    """Verify's parse check takes the load's arrays (each file inflated once), but a file
-    changed since the load is parsed again: its damage is found, not the load's array judged."""
-    import os
-
-    from mnistforge.cache.seen import stamp
-    from mnistforge.io.idx import read_idx
-
+def test_parse_reads_the_file_as_it_is_now(tmp_path, split):
+    """Verify's parse check reads each file itself: a file truncated after a load is found."""
     images, labels = split
     pi = tmp_path / "x-images-idx3-ubyte.gz"
     write_idx(pi, images)
-    arr = read_idx(pi)
-    parsed = {os.path.realpath(pi): (arr, stamp(pi))}
     contents: dict = {}
-    assert ic.check_parse([pi], contents=contents, parsed=parsed).status == "pass"
-    assert contents[pi](False)[2] == 16 + images.nbytes   # hashed from the array it was given
+    assert ic.check_parse([pi], contents=contents).status == "pass"
+    assert contents[pi](False)[2] == 16 + images.nbytes   # hashed from the array it read
     raw = gzip.decompress(pi.read_bytes())
     pi.write_bytes(gzip.compress(raw[:-100]))               # truncated after the load
-    assert ic.check_parse([pi], parsed=parsed).status == "fail"
+    assert ic.check_parse([pi]).status == "fail"
 
-
-def test_verify_inflates_each_file_of_a_folder_once(tmp_path, monkeypatch, split):
-    import os
-
-    import mnistforge.io.idx as idx
-    from mnistforge.checks.suite import verify
-
-    monkeypatch.setenv("MNISTFORGE_HOME", str(tmp_path / "cache"))
-    images, labels = split
-    d = tmp_path / "f"
-    d.mkdir()
-    write_idx(d / "t10k-images-idx3-ubyte.gz", images)
-    write_idx(d / "t10k-labels-idx1-ubyte.gz", labels.astype(np.uint8))
-    seen: list[str] = []
-    real = idx._inflate_idx
-
-    def counted(comp, read, header, path):
-        seen.append(os.path.basename(path))
-        return real(comp, read, header, path)
-
-    monkeypatch.setattr(idx, "_inflate_idx", counted)
-    report = verify(d, near=False)
-    assert any(r.name == "integrity.parse" and r.status == "pass" for r in report.results)
-    assert sorted(seen) == ["t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"]
