@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, PathArg
 from ..io import compression
 from ..io.atomic import output_lock
 from ..io.idx import idx_header_bytes
@@ -39,7 +39,8 @@ ADOPT_SUFFIX = ".adopting"
 CHUNK = 1 << 20
 
 
-def place_in_cache(remote, *, source=None, arrays: np.ndarray | None = None, root=None,
+def place_in_cache(remote: str | RemoteFile, *, source: PathArg | None = None,
+                   arrays: np.ndarray | None = None, root: PathArg | None = None,
                    origin: str = "") -> FetchResult:
     """Put ``remote`` into the cache from ``source`` (an idx file, any compression) or from
     ``arrays`` (the file's content as an array); return the verified result.

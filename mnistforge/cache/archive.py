@@ -37,9 +37,12 @@ import logging
 import os
 import stat
 import zipfile
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path, PurePosixPath
+from typing import IO, Union
 
-from ..errors import MissingFileError, UnsafeArchiveError
+from ..errors import MissingFileError, PathArg, UnsafeArchiveError
 from ..io.atomic import atomic_file
 
 logger = logging.getLogger(__name__)
@@ -56,8 +59,11 @@ MAX_TOTAL_BYTES = 64 << 30
 MAX_RATIO = 1100
 CHUNK = 1 << 20
 
+#: a zip archive: its path, or one already open
+ZipArg = Union[PathArg, zipfile.ZipFile]
 
-def _zip(path_or_zip):
+
+def _zip(path_or_zip: ZipArg) -> AbstractContextManager[zipfile.ZipFile]:
     if isinstance(path_or_zip, zipfile.ZipFile):
         return contextlib.nullcontext(path_or_zip)
     try:
@@ -71,7 +77,15 @@ def _zip(path_or_zip):
                                  hint="the file is damaged or incomplete: fetch it again") from None
 
 
-def iter_members(path_or_zip, pattern: str | None = None, *, include_dirs: bool = False):
+def _name(path_or_zip: ZipArg) -> str | None:
+    """How messages name the archive: an open ZipFile's file name (None for one of no file), else the path."""
+    if isinstance(path_or_zip, zipfile.ZipFile):
+        return path_or_zip.filename
+    return os.fspath(path_or_zip)
+
+
+def iter_members(path_or_zip: ZipArg, pattern: str | None = None, *,
+                 include_dirs: bool = False) -> Iterator[zipfile.ZipInfo]:
     """Yield the :class:`zipfile.ZipInfo` of the members, sorted by name.
 
     ``pattern`` is an optional glob on the member name (``"gzip/*.gz"``).
@@ -85,13 +99,13 @@ def iter_members(path_or_zip, pattern: str | None = None, *, include_dirs: bool 
             yield info
 
 
-def member_names(path_or_zip, pattern: str | None = None) -> list[str]:
+def member_names(path_or_zip: ZipArg, pattern: str | None = None) -> list[str]:
     """Sorted member names (files only) matching ``pattern``."""
     return [i.filename for i in iter_members(path_or_zip, pattern)]
 
 
 @contextlib.contextmanager
-def open_member(path_or_zip, member: str, *, max_bytes: int = MAX_MEMBER_BYTES):
+def open_member(path_or_zip: ZipArg, member: str, *, max_bytes: int = MAX_MEMBER_BYTES) -> Iterator[IO[bytes]]:
     """Open one member of a zip for streaming reads (nothing is extracted).
 
     Raises MissingFileError when the member is absent, UnsafeArchiveError when
@@ -102,14 +116,14 @@ def open_member(path_or_zip, member: str, *, max_bytes: int = MAX_MEMBER_BYTES):
             info = zf.getinfo(member)
         except KeyError:
             raise MissingFileError(
-                "member not in archive", path=getattr(path_or_zip, "filename", path_or_zip),
+                "member not in archive", path=_name(path_or_zip),
                 expected=member, found=f"{len(zf.namelist())} other members") from None
         _check_size(info, max_bytes, MAX_RATIO, zf.filename)
         with zf.open(info) as f:
             yield f
 
 
-def _check_size(info: zipfile.ZipInfo, max_bytes: int, max_ratio: float, where) -> None:
+def _check_size(info: zipfile.ZipInfo, max_bytes: int, max_ratio: float, where: str | None) -> None:
     if info.file_size > max_bytes:
         raise UnsafeArchiveError(
             "member claims an absurd size", path=f"{where}:{info.filename}",
@@ -127,8 +141,8 @@ def _is_symlink(info: zipfile.ZipInfo) -> bool:
     return stat.S_ISLNK(info.external_attr >> 16)
 
 
-def check_member(info: zipfile.ZipInfo, target, *, max_bytes: int = MAX_MEMBER_BYTES,
-                 max_ratio: float = MAX_RATIO, where="archive") -> Path:
+def check_member(info: zipfile.ZipInfo, target: PathArg, *, max_bytes: int = MAX_MEMBER_BYTES,
+                 max_ratio: float = MAX_RATIO, where: str = "archive") -> Path:
     """Return where ``info`` would be extracted under ``target``, or raise UnsafeArchiveError."""
     name = info.filename
     target = Path(target).resolve()
@@ -155,7 +169,8 @@ def check_member(info: zipfile.ZipInfo, target, *, max_bytes: int = MAX_MEMBER_B
     return dest
 
 
-def safe_extract(path_or_zip, target, members=None, *, max_bytes: int = MAX_MEMBER_BYTES,
+def safe_extract(path_or_zip: ZipArg, target: PathArg, members: str | Iterable[str] | None = None, *,
+                 max_bytes: int = MAX_MEMBER_BYTES,
                  max_total: int = MAX_TOTAL_BYTES, max_ratio: float = MAX_RATIO) -> list[Path]:
     """Extract ``members`` (names or globs; default all) into ``target`` safely.
 
@@ -166,7 +181,7 @@ def safe_extract(path_or_zip, target, members=None, *, max_bytes: int = MAX_MEMB
     """
 
     target = Path(target)
-    where = getattr(path_or_zip, "filename", None) or os.fspath(path_or_zip)
+    where = _name(path_or_zip) or "archive"
     with _zip(path_or_zip) as zf:
         infos = sorted((i for i in zf.infolist() if not i.is_dir()), key=lambda i: i.filename)
         if members is not None:

@@ -66,6 +66,7 @@ import os
 import re
 import socket
 import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -74,11 +75,12 @@ import requests
 import urllib3
 
 from .. import settings
-from ..errors import ConfigError, DownloadError, HashMismatchError, NotWritableError, OfflineError
+from ..errors import ConfigError, DownloadError, HashMismatchError, NotWritableError, OfflineError, PathArg
 from ..io.atomic import output_lock
+from ..io.outputs import disk_full_error
 from ..progress import progress as _progress
 from ..registry import RemoteFile, get_dataset, get_file, list_datasets
-from ..settings import cache_home
+from ..settings import Mirrors, cache_home
 from .verify import STATUS_TEXT, Verification, read_marker, verify_file, write_marker
 
 logger = logging.getLogger(__name__)
@@ -103,7 +105,7 @@ PART_SUFFIX = ".part"
 USER_AGENT = "mnistforge (+https://github.com/mnistforge)"
 
 
-def cache_path(remote, root=None) -> Path:
+def cache_path(remote: str | RemoteFile, root: PathArg | None = None) -> Path:
     """Where ``remote`` lives in the cache (for an archive member: the archive)."""
     remote = get_file(remote)
     if remote.archive:
@@ -150,7 +152,8 @@ def default_deadline(size: int | None, timeout: float) -> float:
     return 10 * timeout + (size or 64 << 20) / MIN_RATE
 
 
-def check_network_args(timeout, retries, backoff, deadline=None, give_up_after=None) -> None:
+def check_network_args(timeout: float, retries: int, backoff: float, deadline: float | None = None,
+                       give_up_after: float | None = None) -> None:
     """Refuse a zero, negative or non-finite ``timeout`` (and the like) as a usage error."""
 
     for name, value, low in (("timeout", timeout, 0.0), ("deadline", deadline, 0.0),
@@ -166,9 +169,11 @@ def check_network_args(timeout, retries, backoff, deadline=None, give_up_after=N
         raise ConfigError("invalid backoff", expected="seconds in 0..3600", found=repr(backoff))
 
 
-def fetch(name_or_file, *, root=None, progress=None, offline=None, timeout=DEFAULT_TIMEOUT,
-          retries=DEFAULT_RETRIES, backoff=DEFAULT_BACKOFF, deadline=None, mirrors=None,
-          dead_hosts: set[str] | None = None, give_up_after=DEFAULT_GIVE_UP_AFTER):
+def fetch(name_or_file: str | RemoteFile, *, root: PathArg | None = None, progress: bool | None = None,
+          offline: bool | None = None, timeout: float = DEFAULT_TIMEOUT, retries: int = DEFAULT_RETRIES,
+          backoff: float = DEFAULT_BACKOFF, deadline: float | None = None,
+          mirrors: Mirrors | str | Iterable[object] | None = None, dead_hosts: set[str] | None = None,
+          give_up_after: float = DEFAULT_GIVE_UP_AFTER) -> FetchResult | list[FetchResult]:
     """Make a registry file (or every file of a dataset) present and verified in the cache.
 
     Parameters
@@ -210,20 +215,26 @@ def fetch(name_or_file, *, root=None, progress=None, offline=None, timeout=DEFAU
     ------
     OfflineError, DownloadError, HashMismatchError
     """
-    kw = dict(root=root, progress=progress, offline=offline, timeout=timeout, retries=retries,
-              backoff=backoff, deadline=deadline, mirrors=settings.mirrors(mirrors),
-              dead_hosts=set() if dead_hosts is None else dead_hosts, give_up_after=give_up_after)
+    chosen = settings.mirrors(mirrors)
+    dead = set() if dead_hosts is None else dead_hosts
+
+    def one(f: str | RemoteFile) -> FetchResult:
+        return fetch_file(f, root=root, progress=progress, offline=offline, timeout=timeout,
+                          retries=retries, backoff=backoff, deadline=deadline, mirrors=chosen,
+                          dead_hosts=dead, give_up_after=give_up_after)
+
     if isinstance(name_or_file, str) and "/" not in name_or_file:
         if name_or_file in list_datasets(None):
-            results, seen = [], set()
+            results: list[FetchResult] = []
+            seen: set[str] = set()
             for f in get_dataset(name_or_file).remote_files():
                 key = f.archive or f.id
                 if key in seen:
                     continue
                 seen.add(key)
-                results.append(fetch_file(get_file(key), **kw))
+                results.append(one(get_file(key)))
             return results
-    return fetch_file(name_or_file, **kw)
+    return one(name_or_file)
 
 
 def _pinned(remote: RemoteFile) -> str:
@@ -231,7 +242,7 @@ def _pinned(remote: RemoteFile) -> str:
             f"md5 {remote.md5}" if remote.md5 else "no pinned hash")
 
 
-def _missing_message(remote: RemoteFile, dest: Path, explicit: bool, urls=None) -> str:
+def _missing_message(remote: RemoteFile, dest: Path, explicit: bool, urls: Sequence[str] | None = None) -> str:
     urls = remote.urls if urls is None else urls
     where = ", ".join(urls) if urls else "(no known URL)"
     raw = ""
@@ -246,17 +257,18 @@ def _missing_message(remote: RemoteFile, dest: Path, explicit: bool, urls=None) 
             f"({_pinned(remote)}) and put it at {dest}{raw}, {undo}")
 
 
-def mirror_urls(remote, mirrors=None) -> list[str]:
+def mirror_urls(remote: str | RemoteFile, mirrors: Mirrors | str | Iterable[object] | None = None) -> list[str]:
     """The addresses of ``remote`` in the order a fetch tries them: the user's mirrors
     (``mirrors``, else ``$MNISTFORGE_MIRRORS``) around the registry's."""
     remote = get_file(remote)
     return settings.mirrors(mirrors).urls(remote.group, remote.name, remote.urls)
 
 
-def fetch_file(remote, *, root=None, progress=None, offline=None, timeout=DEFAULT_TIMEOUT,
-               retries=DEFAULT_RETRIES, backoff=DEFAULT_BACKOFF, rehash: bool = False,
-               deadline=None, mirrors=None, dead_hosts: set[str] | None = None,
-               give_up_after=DEFAULT_GIVE_UP_AFTER) -> FetchResult:
+def fetch_file(remote: str | RemoteFile, *, root: PathArg | None = None, progress: bool | None = None,
+               offline: bool | None = None, timeout: float = DEFAULT_TIMEOUT,
+               retries: int = DEFAULT_RETRIES, backoff: float = DEFAULT_BACKOFF, rehash: bool = False,
+               deadline: float | None = None, mirrors: Mirrors | str | Iterable[object] | None = None,
+               dead_hosts: set[str] | None = None, give_up_after: float = DEFAULT_GIVE_UP_AFTER) -> FetchResult:
     """Fetch one file (see :func:`fetch`); archive members fetch their archive.
 
     ``rehash`` hashes a cached file even when its sidecar still holds.  ``mirrors`` and
@@ -293,8 +305,6 @@ def fetch_file(remote, *, root=None, progress=None, offline=None, timeout=DEFAUL
                              dead=set() if dead_hosts is None else dead_hosts,
                              give_up_after=give_up_after)
     except OSError as e:
-        from ..io.atomic import disk_full_error
-
         full = disk_full_error(e, dest)
         if full is not e:   # a full disk: the .part is kept to resume once there is room
             raise full from None
@@ -318,8 +328,9 @@ class _MirrorFailed(Exception):
     pass
 
 
-def _download(remote: RemoteFile, dest: Path, urls, *, progress, timeout, retries, backoff,
-              deadline=None, dead: set[str], give_up_after=DEFAULT_GIVE_UP_AFTER) -> FetchResult:
+def _download(remote: RemoteFile, dest: Path, urls: Sequence[str], *, progress: bool | None,
+              timeout: float, retries: int, backoff: float, deadline: float | None = None,
+              dead: set[str], give_up_after: float = DEFAULT_GIVE_UP_AFTER) -> FetchResult:
     give_up = _GiveUp(time.monotonic() + give_up_after, give_up_after)
 
     part = dest.with_name(dest.name + PART_SUFFIX)
@@ -421,10 +432,11 @@ class _GiveUp:
                 "fetch --give-up-after)")
 
 
-def _download_url(session, url, part: Path, remote: RemoteFile, *, progress, timeout, retries,
-                  backoff, deadline=None, give_up: _GiveUp | None = None) -> None:
+def _download_url(session: requests.Session, url: str, part: Path, remote: RemoteFile, *,
+                  progress: bool | None, timeout: float, retries: int, backoff: float,
+                  deadline: float | None = None, give_up: _GiveUp | None = None) -> None:
 
-    last = None
+    last: str | None = None
     host = _host(url)
     for attempt in range(retries + 1):
         if attempt:
@@ -502,7 +514,8 @@ def _host(url: str) -> str:
 def _unreachable_reason(e: Exception) -> str | None:
     """"name resolution failed" / "connection refused" when that is what happened, else None."""
 
-    seen, cur = set(), e
+    seen: set[int] = set()
+    cur: BaseException | None = e
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
         if isinstance(cur, socket.gaierror) or type(cur).__name__ == "NameResolutionError":
@@ -525,8 +538,8 @@ def _unreachable_reason(e: Exception) -> str | None:
 _RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)")
 
 
-def _stream_once(session, url, part: Path, remote: RemoteFile, *, progress, timeout,
-                 deadline=None) -> None:
+def _stream_once(session: requests.Session, url: str, part: Path, remote: RemoteFile, *,
+                 progress: bool | None, timeout: float, deadline: float | None = None) -> None:
     limit = deadline or default_deadline(remote.size, timeout)
     t_end = time.monotonic() + limit
     cap = remote.size if remote.size else MAX_UNKNOWN_BYTES
@@ -586,7 +599,7 @@ def _stream_once(session, url, part: Path, remote: RemoteFile, *, progress, time
         raise _Incomplete(f"got {got} of {expected} bytes")
 
 
-def _chunks(r):
+def _chunks(r: requests.Response) -> Iterator[bytes]:
     """The body in pieces as they arrive (``read1``: a trickling server cannot keep one read
     blocked past the deadline the way ``iter_content``'s fill-the-buffer reads do)."""
     raw = r.raw
@@ -608,7 +621,7 @@ def _chunks(r):
         yield chunk
 
 
-def cache_status(remote, root=None) -> tuple[str, Path]:
+def cache_status(remote: str | RemoteFile, root: PathArg | None = None) -> tuple[str, Path]:
     """What the cache holds for ``remote``, without hashing anything.
 
     Returns ``(text, path)``; ``text`` is ``"missing"``, ``"present, not
@@ -626,7 +639,7 @@ def cache_status(remote, root=None) -> tuple[str, Path]:
     has_raw = remote.raw_name != remote.name and raw.is_file() and read_marker(raw) is not None
     if path.is_file():
         rec = read_marker(path)
-        text = STATUS_TEXT.get(rec.get("status"), "present") if rec else "present, not verified yet"
+        text = STATUS_TEXT.get(rec.get("status", ""), "present") if rec else "present, not verified yet"
     elif has_raw:
         text = "decompressed copy only"
     else:

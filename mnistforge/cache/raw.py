@@ -22,7 +22,15 @@ import errno
 import os
 from pathlib import Path
 
-from ..errors import ConfigError, FormatError, HashMismatchError, IdxFormatError, MnistforgeError
+from ..errors import (
+    ConfigError,
+    FormatError,
+    HashMismatchError,
+    IdxFormatError,
+    MnistforgeError,
+    NotWritableError,
+    PathArg,
+)
 from ..io import compression
 from ..io.atomic import atomic_file
 from ..io.hashing import HashingReader, inflate_to
@@ -50,7 +58,7 @@ CHUNK = 1 << 20
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
-def check_raw_copy(raw: str | os.PathLike, remote: RemoteFile, *, rehash: bool = False) -> Verification | None:
+def check_raw_copy(raw: PathArg, remote: RemoteFile, *, rehash: bool = False) -> Verification | None:
     """The verification of an existing raw copy, or None when it must be (re)made.
 
     A stale copy this package made (it has a sidecar) is removed; a copy
@@ -90,6 +98,7 @@ def first_raw_copy(remote: RemoteFile, packed: Path, raw: Path, *,
     """
     if remote.archive or not remote.has_raw_copy or not remote.content_size:
         return None
+    assert remote.compression is not None  # has_raw_copy: gz, xz or bz2
     try:
         size = packed.stat().st_size
     except OSError:
@@ -140,12 +149,12 @@ def first_raw_copy(remote: RemoteFile, packed: Path, raw: Path, *,
     return v
 
 
-def discard_raw_copy(raw: str | os.PathLike) -> None:
+def discard_raw_copy(raw: PathArg) -> None:
     """Remove a raw copy this package wrote (with its sidecar), e.g. when it does not parse."""
     remove_with_marker(raw)
 
 
-def _check_member(remote: RemoteFile, hr: HashingReader, where) -> None:
+def _check_member(remote: RemoteFile, hr: HashingReader, where: PathArg) -> None:
     if decide(remote, hr.sha256, hr.md5) is None:
         raise HashMismatchError(
             f"{remote.id} does not match the registry", path=f"{where}:{remote.member}",
@@ -156,6 +165,7 @@ def _check_member(remote: RemoteFile, hr: HashingReader, where) -> None:
 def read_member(res: FetchResult, remote: RemoteFile) -> bytes:
     """The bytes of a verified archive's member, checked against the member's own hash."""
 
+    assert res.member is not None  # callers read members of archives only
     with open_member(res.path, res.member) as f:
         hr = HashingReader(f)
         data = hr.read()
@@ -186,22 +196,22 @@ def make_raw_copy(res: FetchResult, remote: RemoteFile, raw: Path) -> Verificati
             with cm as f:
                 packed = HashingReader(f) if res.member else f
                 source = compression.open_reader(packed, remote.name)
-                content = source if known else HashingReader(source)
+                hashed = None if known else HashingReader(source)  # the content, hashed on the way
+                content = source if hashed is None else hashed
                 while chunk := content.read(CHUNK):
                     out.write(chunk)
                 if isinstance(packed, HashingReader):
                     _check_member(remote, packed, res.path)
-            if not known and (remote.content_sha256 or remote.content_md5) and \
-                    decide(remote, content.sha256, content.md5, raw=True) is None:
+            if hashed is not None and (remote.content_sha256 or remote.content_md5) and \
+                    decide(remote, hashed.sha256, hashed.md5, raw=True) is None:
                 raise HashMismatchError(
                     f"{remote.id}: decompressed content does not match the registry",
                     path=res.path, expected=f"content sha256 {remote.content_sha256}",
-                    found=f"content sha256 {content.sha256}", hint="delete the file and fetch it again")
+                    found=f"content sha256 {hashed.sha256}", hint="delete the file and fetch it again")
     except MnistforgeError:
         raise
     except OSError as e:
         if e.errno in _NOT_WRITABLE:
-            from ..errors import NotWritableError
             raise NotWritableError(
                 "cannot write the decompressed copy into the cache", path=raw,
                 expected="a writable cache folder", found=os.strerror(e.errno),
@@ -215,10 +225,10 @@ def make_raw_copy(res: FetchResult, remote: RemoteFile, raw: Path) -> Verificati
                              expected=f"a valid {remote.compression} file", found=str(e),
                              hint="delete it and fetch it again") from None
     size = raw.stat().st_size
-    if known:
+    if hashed is None:  # known
         v = Verification(str(raw), "raw", remote.content_sha256 or "", None, size=size)
     else:
         status = "raw" if (remote.content_sha256 or remote.content_md5) else "derived"
-        v = Verification(str(raw), status, content.sha256, content.md5, size=size)
+        v = Verification(str(raw), status, hashed.sha256, hashed.md5, size=size)
     write_marker(raw, v)
     return v

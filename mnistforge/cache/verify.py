@@ -24,10 +24,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-from ..errors import HashMismatchError
+from ..errors import HashMismatchError, PathArg
 from ..io.atomic import atomic_file
 from ..io.compression import compression_of
 from ..io.hashing import hash_content, hash_file
@@ -37,6 +39,9 @@ from ..registry import RemoteFile
 logger = get_logger(__name__)  # logging only when a record could be shown
 
 MARKER_SUFFIX = ".sha256"
+
+#: ``f(md5) -> (sha256, md5, size)`` of a file's decompressed bytes, inflated by the caller
+ContentHasher = Callable[[bool], "tuple[str, str | None, int]"]
 
 STATUS_TEXT = {
     "exact": "verified (the published file)",
@@ -73,8 +78,9 @@ class Verification:
         return self.status != "unpinned"
 
 
-def decide(remote: RemoteFile, sha256=None, md5=None, content_sha256=None, content_md5=None,
-           *, raw: bool = False, content_xxh3_128=None) -> str | None:
+def decide(remote: RemoteFile, sha256: str | None = None, md5: str | None = None,
+           content_sha256: str | None = None, content_md5: str | None = None,
+           *, raw: bool = False, content_xxh3_128: str | None = None) -> str | None:
     """Return the status for the hashes observed, or None when they do not match.
 
     ``raw`` says the hashes are of a decompressed copy (compared with the
@@ -110,12 +116,12 @@ def decide(remote: RemoteFile, sha256=None, md5=None, content_sha256=None, conte
 
 # --- sidecar markers ---------------------------------------------------------
 
-def marker_path(path) -> Path:
+def marker_path(path: PathArg) -> Path:
     path = Path(path)
     return path.with_name(path.name + MARKER_SUFFIX)
 
 
-def write_marker(path, v: Verification, extra: dict | None = None) -> None:
+def write_marker(path: PathArg, v: Verification, extra: dict[str, Any] | None = None) -> None:
     """Record a successful check of ``path`` (keyed on its size and mtime), with ``extra``
     fields where the caller needs more (e.g. what a copy was made from)."""
 
@@ -132,7 +138,7 @@ def write_marker(path, v: Verification, extra: dict | None = None) -> None:
         logger.debug("cannot write %s: %s", marker_path(path), e)
 
 
-def read_marker(path) -> dict | None:
+def read_marker(path: PathArg) -> dict[str, Any] | None:
     """The sidecar record of ``path`` if it still describes the file, else None."""
     p = os.fspath(path)
     try:
@@ -148,7 +154,7 @@ def read_marker(path) -> dict | None:
     return rec
 
 
-def remove_with_marker(path) -> None:
+def remove_with_marker(path: PathArg) -> None:
     for p in (Path(path), marker_path(path)):
         with contextlib.suppress(FileNotFoundError):
             p.unlink()
@@ -156,7 +162,8 @@ def remove_with_marker(path) -> None:
 
 # --- checks ------------------------------------------------------------------
 
-def _mismatch(path, remote: RemoteFile, sha, content_sha, *, raw=False) -> HashMismatchError:
+def _mismatch(path: PathArg, remote: RemoteFile, sha: str, content_sha: str | None, *,
+              raw: bool = False) -> HashMismatchError:
     if raw:
         expected = f"content sha256 {remote.content_sha256 or remote.content_md5}"
     else:
@@ -178,13 +185,13 @@ def needs_md5(remote: RemoteFile, content: bool = False) -> bool:
     return bool(remote.md5 and not remote.sha256)
 
 
-def is_raw_copy(path, remote: RemoteFile) -> bool:
+def is_raw_copy(path: PathArg, remote: RemoteFile) -> bool:
     """Whether ``path`` is a decompressed copy of ``remote`` (its name lacks the compression suffix)."""
     return compression_of(Path(path).name) != compression_of(remote.name) and \
         compression_of(Path(path).name) is None
 
 
-def recheck_file(path, remote: RemoteFile, content=None) -> Verification:
+def recheck_file(path: PathArg, remote: RemoteFile, content: ContentHasher | None = None) -> Verification:
     """Re-hash ``path`` and judge it against ``remote``, never raising on a mismatch.
 
     What ``mnistforge verify`` runs (sidecars are not trusted: bit rot keeps
@@ -210,8 +217,8 @@ def recheck_file(path, remote: RemoteFile, content=None) -> Verification:
                             detail=str(e))
 
 
-def verify_file(path, remote: RemoteFile, *, use_marker: bool = True,
-                raw: bool = False, content=None) -> Verification:
+def verify_file(path: PathArg, remote: RemoteFile, *, use_marker: bool = True,
+                raw: bool = False, content: ContentHasher | None = None) -> Verification:
     """Check ``path`` against ``remote``; return a :class:`Verification` or raise HashMismatchError.
 
     ``raw=True`` checks a decompressed copy against the content hash.  With
@@ -234,7 +241,9 @@ def verify_file(path, remote: RemoteFile, *, use_marker: bool = True,
                     and not (remote.content_sha256 or remote.content_md5):
                 status = "derived"
             if status is not None:
-                return Verification(os.fspath(path), status, rec.get("sha256"), rec.get("md5"),
+                # the sidecar's JSON is untyped: its sha256 is passed on as recorded
+                recorded: Any = rec.get("sha256")
+                return Verification(os.fspath(path), status, recorded, rec.get("md5"),
                                     rec.get("content_sha256"), rec.get("content_md5"),
                                     rec.get("size", 0), from_marker=True)
 

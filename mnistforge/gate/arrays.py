@@ -1,13 +1,18 @@
 """The gate's entry point for arrays: :func:`admit` (what every array route calls before returning data)."""
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..cache.seen import recall, remember
+from ..errors import PathArg, Where
 from ..registry import get_dataset
-from .content import ContentHashes, Verdict, judge
+from .content import ContentHashes, RowFacts, Verdict, judge
 from .formed import pixel_range, require_images, require_labels, require_pair
 from .policy import rule
 
@@ -36,7 +41,7 @@ class Admission:
         return self.verdict.official_order
 
 
-def _recorded(source, key: str, cache) -> dict | None:
+def _recorded(source: PathArg, key: str, cache: PathArg | None) -> dict[str, Any] | None:
     """The content hashes recorded for split ``key`` of single-file copy ``source``, while the
     file keeps its identity (the verdict is made again from them: a registry update counts)."""
 
@@ -45,16 +50,19 @@ def _recorded(source, key: str, cache) -> dict | None:
     return got if isinstance(got, dict) else None
 
 
-def _record(source, before, key: str, h: ContentHashes, cache) -> None:
+def _record(source: PathArg, before: os.stat_result, key: str, h: ContentHashes,
+            cache: PathArg | None) -> None:
 
     facts = dict(recall(source, cache) or {})
     facts[key] = h.to_facts()
     remember(source, facts, before=before, cache=cache)
 
 
-def admit(images, labels, *, dataset: str | None, split: str | None, route: str, where,
-          trust: bool = False, classes=None, formed: bool = True, source=None,
-          before=None, key: str = "", cache=None, rehash: bool = False, rows=None) -> Admission:
+def admit(images: npt.ArrayLike, labels: npt.ArrayLike, *, dataset: str | None, split: str | None,
+          route: str, where: Where, trust: bool = False, classes: Sequence[str] | None = None,
+          formed: bool = True, source: PathArg | None = None, before: os.stat_result | None = None,
+          key: str = "", cache: PathArg | None = None, rehash: bool = False,
+          rows: Callable[[], RowFacts | None] | None = None) -> Admission:
     """Check arrays before they reach a caller; return the :class:`Admission` or raise.
 
     ``images`` (``N x H x W``, bytes in any integer type) and ``labels`` (integers) as the
@@ -92,12 +100,13 @@ def admit(images, labels, *, dataset: str | None, split: str | None, route: str,
     if images.dtype != np.uint8:  # whole bytes (checked above): the hashes are of bytes
         images = images.astype(np.uint8)
     c = _Arrays(images, labels.astype(np.int64) if labels.dtype.kind in "iub" else labels)
-    recording = r.record == "seen" and source is not None and before is not None
+    # the file and its stat before the read, where the rule records the hashes (a copy in one file)
+    stamped = (source, before) if r.record == "seen" and source is not None and before is not None else None
     rkey = f"content:{key}"
-    known = _recorded(source, rkey, cache) if recording and not rehash else None
+    known = _recorded(stamped[0], rkey, cache) if stamped is not None and not rehash else None
     h = ContentHashes(c, known, fast=not rehash)   # check=True: sha256, as it promises
     verdict = judge(c, dataset, split, where=where, trust=trust, hashes=h,
                     order_free="order-free sha256" in r.hashes, rows=rows)
-    if recording and h.to_facts() != known:
-        _record(source, before, rkey, h, cache)
+    if stamped is not None and h.to_facts() != known:
+        _record(stamped[0], stamped[1], rkey, h, cache)
     return Admission(dataset, split, route, verdict, h)

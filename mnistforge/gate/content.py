@@ -12,15 +12,16 @@ registry pins nothing that could tell (EMNIST, KMNIST: then ``unpinned``).
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from ..errors import DataMismatchError
+from ..errors import DataMismatchError, Where
 from ..io.hashing import order_free_sha256
 from ..io.idx import idx_content_sha256, idx_content_xxh3
-from ..registry import DatasetInfo, get_dataset, get_file, list_datasets
+from ..registry import DatasetInfo, SplitInfo, get_dataset, get_file, list_datasets
 
 __all__ = ["Match", "Verdict", "Arrays", "OPT_OUT", "judge", "registry_match", "pinned_by_content",
            "ContentHashes", "RowFacts"]
@@ -57,7 +58,7 @@ class Match:
     checkable: bool = True
 
 
-def _file_splits():
+def _file_splits() -> Iterator[tuple[DatasetInfo, str, SplitInfo]]:
     for name in list_datasets():
         info = get_dataset(name)
         for sname, sp in info.splits.items():
@@ -88,7 +89,7 @@ class ContentHashes:
     """The content hashes of one split's arrays, each computed once (orientation, label offset;
     kind ``sha256`` or ``xxh3``).  ``fast=False`` (``check=True``): sha256 only."""
 
-    def __init__(self, c: Arrays, known: dict | None = None, *, fast: bool = True):
+    def __init__(self, c: Arrays, known: dict[str, Any] | None = None, *, fast: bool = True) -> None:
         self.c = c
         self.fast = fast
         self._img: dict[tuple[str, bool], str] = {}
@@ -100,9 +101,9 @@ class ContentHashes:
                 self._lab.update({(kind, int(k)): v for k, v in known.get("labels" + suffix, {}).items()})
             self._free = {(k[0] == "1", int(k[2:])): v for k, v in known.get("order_free", {}).items()}
 
-    def to_facts(self) -> dict:
+    def to_facts(self) -> dict[str, Any]:
         """The hashes computed so far, as JSON (``ContentHashes(c, known=...)`` reads them)."""
-        out = {"order_free": {f"{int(t)},{k}": v for (t, k), v in self._free.items()}}
+        out: dict[str, Any] = {"order_free": {f"{int(t)},{k}": v for (t, k), v in self._free.items()}}
         for kind, suffix in (("sha256", ""), ("xxh3", "_xxh3")):
             out["images" + suffix] = {str(int(t)): v for (kd, t), v in self._img.items() if kd == kind}
             out["labels" + suffix] = {str(k): v for (kd, k), v in self._lab.items() if kd == kind}
@@ -249,7 +250,7 @@ class Verdict:
         return self.status == "identical"
 
 
-def judge(c: Arrays, claimed: str | None, split: str | None, *, where, trust: bool = False,
+def judge(c: Arrays, claimed: str | None, split: str | None, *, where: Where, trust: bool = False,
           match: Match | None = None, hashes: ContentHashes | None = None,
           refuse: bool = True, order_free: bool = True,
           rows: Callable[[], RowFacts | None] | None = None) -> Verdict:
@@ -301,7 +302,7 @@ def judge(c: Arrays, claimed: str | None, split: str | None, *, where, trust: bo
     raise _mismatch(c, info, want_split, where, found=f"{len(c.labels):,} rows: {found}")
 
 
-def _mismatch(c: Arrays, info: DatasetInfo, split: str | None, where, *, found: str,
+def _mismatch(c: Arrays, info: DatasetInfo, split: str | None, where: Where, *, found: str,
               suggest: tuple[str, str] | None = None) -> DataMismatchError:
     sizes = ", ".join(f"{s} {sp.count:,}" for s, sp in info.splits.items() if not sp.is_view)
     hint = ""

@@ -14,15 +14,17 @@ IntegrityError x.npz: mnist: images are not 28 x 28: expected N
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from ..errors import FormatError, IntegrityError
+from ..errors import FormatError, IntegrityError, Where
 from ..registry import DatasetInfo
 
 __all__ = ["require_images", "require_labels", "require_pair", "pixel_range"]
 
 
-def pixel_range(images: np.ndarray, where) -> None:
+def pixel_range(images: np.ndarray, where: Where) -> None:
     """Refuse pixels that are not whole bytes (an int64 300 must not come back as 44)."""
     if images.dtype == np.uint8 or images.size == 0:
         return
@@ -36,7 +38,7 @@ def pixel_range(images: np.ndarray, where) -> None:
                           hint="the images are not bytes: another format or damaged data")
 
 
-def require_images(images: np.ndarray, info: DatasetInfo, where, *, exact_type: bool = True) -> None:
+def require_images(images: np.ndarray, info: DatasetInfo, where: Where, *, exact_type: bool = True) -> None:
     """Images ``N x H x W`` of the registry's size; ``uint8`` (or, with ``exact_type=False``,
     integers whose values are bytes)."""
     if images.ndim != 3 or (exact_type and images.dtype != np.uint8):
@@ -51,8 +53,8 @@ def require_images(images: np.ndarray, info: DatasetInfo, where, *, exact_type: 
                              hint="the file belongs to another dataset (or a build with other sizes)")
 
 
-def require_pair(images: np.ndarray, labels: np.ndarray, info: DatasetInfo, where, *,
-               labels_where=None) -> None:
+def require_pair(images: np.ndarray, labels: np.ndarray, info: DatasetInfo, where: Where, *,
+                 labels_where: Where | None = None) -> None:
     """Integer labels (read from ``labels_where``, default ``where``), one per image."""
     if not np.issubdtype(labels.dtype, np.integer):
         raise FormatError(f"{info.name}: the labels are not integers", path=labels_where or where,
@@ -63,7 +65,8 @@ def require_pair(images: np.ndarray, labels: np.ndarray, info: DatasetInfo, wher
                              expected=f"{images.shape[0]} labels", found=str(labels.shape))
 
 
-def require_labels(info: DatasetInfo, split: str, labels: np.ndarray, classes, where) -> None:
+def require_labels(info: DatasetInfo, split: str, labels: np.ndarray, classes: Sequence[str],
+                   where: Where) -> None:
     """Every label inside the class range ``0..len(classes) - 1``."""
     if labels.size == 0:
         return

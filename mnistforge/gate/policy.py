@@ -10,6 +10,9 @@ may be trusted.  One table, read by the gate's code (:mod:`.files`, :mod:`.conte
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
+
+from ..errors import ConfigError
 
 __all__ = ["FORMED", "POLICY", "Rule", "policy_rows", "rule"]
 
@@ -44,13 +47,27 @@ class Rule:
     rehash: str
 
 
-_FOLDER = dict(parts=("labels", "images"), record="seen",
-               rehash="both files by sha256, ignoring the records (and the raw copies of keep_raw)")
-_ARRAYS = dict(parts=("images", "labels"),
-               hashes=("content xxh3_128", "content sha256", "order-free sha256"), record="none",
-               rehash="the arrays by sha256 (they are hashed on every load)")
+class _Shared(TypedDict):
+    """The fields several rules share (splatted into :class:`Rule`)."""
+
+    parts: tuple[str, ...]
+    record: str
+    rehash: str
+
+
+class _SharedHashed(_Shared):
+    """Shared fields that also fix the hashes."""
+
+    hashes: tuple[str, ...]
+
+
+_FOLDER: _Shared = {"parts": ("labels", "images"), "record": "seen",
+                    "rehash": "both files by sha256, ignoring the records (and the raw copies of keep_raw)"}
+_ARRAYS: _SharedHashed = {"parts": ("images", "labels"),
+                          "hashes": ("content xxh3_128", "content sha256", "order-free sha256"),
+                          "record": "none", "rehash": "the arrays by sha256 (they are hashed on every load)"}
 #: a copy in one file: the registry's answer is kept while the file keeps its identity
-_ONE_FILE = dict(_ARRAYS, record="seen", rehash="the arrays by sha256, ignoring the record")
+_ONE_FILE: _SharedHashed = {**_ARRAYS, "record": "seen", "rehash": "the arrays by sha256, ignoring the record"}
 
 #: route -> rule; the routes are the ``route=`` of :func:`mnistforge.gate.admit`
 POLICY: dict[str, Rule] = {r.route: r for r in (
@@ -86,8 +103,6 @@ def rule(route: str) -> Rule:
     try:
         return POLICY[route]
     except KeyError:
-        from ..errors import ConfigError
-
         raise ConfigError("unknown route into the data", expected=", ".join(POLICY),
                           found=repr(route)) from None
 
