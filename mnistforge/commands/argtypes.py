@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 
 #: Seeds: what NumPy's legacy and new generators both accept.
 SEED_MAX = 2**32 - 1
@@ -24,7 +25,7 @@ SEED_MAX = 2**32 - 1
 WORKERS_MAX = 1024
 
 
-def int_in(low: int | None, high: int | None, what: str = "an integer"):
+def int_in(low: int | None, high: int | None, what: str = "an integer") -> Callable[[str], int]:
     """An argparse ``type`` accepting integers in ``low..high`` (None: unbounded)."""
     def parse(text: str) -> int:
         try:
@@ -41,7 +42,7 @@ def int_in(low: int | None, high: int | None, what: str = "an integer"):
 
 
 def float_in(low: float | None, high: float | None, *, low_open: bool = False,
-             high_open: bool = False):
+             high_open: bool = False) -> Callable[[str], float]:
     """An argparse ``type`` accepting finite numbers in the range (open ends when asked)."""
     def parse(text: str) -> float:
         try:
@@ -106,7 +107,7 @@ def output_folder(text: str) -> str:
     return OutputFolder(_checked(check_output_path, text))
 
 
-def _checked(check, text: str) -> str:
+def _checked(check: Callable[..., object], text: str) -> str:
     from ..errors import ConfigError
 
     try:

@@ -6,7 +6,9 @@ builder function that takes it; nothing below this module sees argparse.
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +19,11 @@ from . import argtypes
 from .common import (add_inputs, add_cache, add_json, add_progress, require_existing_path, write_json)
 
 if TYPE_CHECKING:
+    from ..builders.emnist import EmnistBuildConfig
+    from ..builders.femnist import FemnistBuildConfig
+    from ..builders.qmnist import QmnistBuildConfig
     from ..io.manifest import Manifest
+    from ..io.types import StrPath
 
 NAME = "build"
 HELP = "build MNIST/QMNIST/xnist, EMNIST and FEMNIST datasets from NIST SD19 (real or synthetic)"
@@ -27,7 +33,7 @@ HELP = "build MNIST/QMNIST/xnist, EMNIST and FEMNIST datasets from NIST SD19 (re
 ALL_TARGETS = ("qmnist", "mnist", "xnist", "emnist")
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inputs(p, "sd19", "qmnist_labels")
     p.add_argument("target", help="qmnist, mnist, xnist, emnist, emnist-<split> (one EMNIST dataset), "
                                   "femnist, or all (qmnist, mnist, xnist and emnist, one folder each; "
@@ -100,7 +106,7 @@ def add_arguments(p):
 
 # --------------------------------------------------------------------------- flags -> configs
 
-def qmnist_config(args):
+def qmnist_config(args: argparse.Namespace) -> QmnistBuildConfig:
     """The :class:`~mnistforge.builders.qmnist.QmnistBuildConfig` the flags ask for.
 
     >>> import argparse
@@ -118,7 +124,7 @@ def qmnist_config(args):
         allow_inconsistent=bool(args.allow_inconsistent))
 
 
-def emnist_config(args, splits=None):
+def emnist_config(args: argparse.Namespace, splits: Iterable[str] | None = None) -> EmnistBuildConfig:
     """The :class:`~mnistforge.builders.emnist.EmnistBuildConfig` the flags ask for.
 
     >>> import argparse
@@ -139,7 +145,7 @@ def emnist_config(args, splits=None):
         allow_inconsistent=bool(args.allow_inconsistent))
 
 
-def femnist_config(args):
+def femnist_config(args: argparse.Namespace) -> FemnistBuildConfig:
     """The :class:`~mnistforge.builders.femnist.FemnistBuildConfig` the flags ask for.
 
     >>> import argparse
@@ -167,7 +173,8 @@ def femnist_config(args):
 
 #: builder -> (the function building it, the function making its config from the flags); every
 #: target is one of these or ``emnist-<split>`` for a split of the registry (:func:`targets`)
-BUILDERS = {
+BUILDERS: dict[str, tuple[str, Callable[[argparse.Namespace],
+                                        QmnistBuildConfig | EmnistBuildConfig | FemnistBuildConfig]]] = {
     "qmnist": ("build_qmnist", qmnist_config), "mnist": ("build_mnist", qmnist_config),
     "xnist": ("build_xnist", qmnist_config), "emnist": ("build_emnist", emnist_config),
     "femnist": ("build_femnist", femnist_config),
@@ -184,7 +191,7 @@ def targets() -> dict[str, str]:
     return {**{b: b for b in BUILDERS}, **{f"emnist-{s}": "emnist" for s in emnist_splits()}}
 
 
-def config_for(target: str, args):
+def config_for(target: str, args: argparse.Namespace) -> QmnistBuildConfig | EmnistBuildConfig | FemnistBuildConfig:
     """The build configuration of ``target`` (``emnist-<name>`` builds that one dataset)."""
     if getattr(args, "layout", "idx") == "leaf" and target != "femnist":
         raise ConfigError("--layout leaf is for femnist only", expected="build femnist --layout leaf",
@@ -197,7 +204,7 @@ def config_for(target: str, args):
     return BUILDERS[builder][1](args)
 
 
-def builders() -> dict:
+def builders() -> dict[str, Callable[..., Manifest]]:
     """Target -> builder function ``f(sd19, out, config)`` (from :data:`BUILDERS`)."""
     from .. import builders as impl
 
@@ -211,8 +218,8 @@ def _unknown(target: str) -> ConfigError:
 
 # --------------------------------------------------------------------------- running
 
-def run(args) -> int:
-    from ..io.atomic import check_output_folder
+def run(args: argparse.Namespace) -> int:
+    from ..io.outputs import check_output_folder
     from ..io.manifest import build_folder_problems
 
     # before any work: bad flag values, then an --out that is a file, a link, overlaps the
@@ -238,7 +245,7 @@ def run(args) -> int:
     return 0
 
 
-def build_all(args) -> int:
+def build_all(args: argparse.Namespace) -> int:
     out = Path(args.out)
     manifests = _build_all_into(args, out)
     for target in ALL_TARGETS:
@@ -248,7 +255,7 @@ def build_all(args) -> int:
     return 0
 
 
-def _build_all_into(args, out: Path) -> dict[str, Manifest]:
+def _build_all_into(args: argparse.Namespace, out: Path) -> dict[str, Manifest]:
     """Build :data:`ALL_TARGETS` into ``out/<target>``; the manifest each builder wrote."""
     from ..builders.qmnist import sharing_preprocessed_digits
     from ..io.atomic import atomic_dir
@@ -266,13 +273,13 @@ def _build_all_into(args, out: Path) -> dict[str, Manifest]:
     return manifests
 
 
-def build_torchvision(args) -> int:
+def build_torchvision(args: argparse.Namespace) -> int:
     """``--layout torchvision``: build into a temporary folder next to ``--out`` (the usual
     layout, with its manifests), write torchvision's layout from it, remove the temporary one."""
     import shutil
     import tempfile
 
-    from ..io.atomic import check_output_path
+    from ..io.outputs import check_output_path
     from ..layouts import sources_from_targets, write_torchvision
     from .export import describe_torchvision
 
@@ -300,7 +307,7 @@ def build_torchvision(args) -> int:
     return 0
 
 
-def _write_manifests(args, built: dict[str, tuple[Path, Manifest]]) -> None:
+def _write_manifests(args: argparse.Namespace, built: dict[str, tuple[Path, Manifest]]) -> None:
     """``--json``: ``{target: {"folder": path, "manifest": manifest.json's content}}``, from
     the manifests the builders returned (what they wrote, not read back)."""
     doc = {target: {"folder": str(folder), "manifest": m.to_dict()}
@@ -308,18 +315,18 @@ def _write_manifests(args, built: dict[str, tuple[Path, Manifest]]) -> None:
     write_json(args, doc)
 
 
-def _inputs(args) -> list:
+def _inputs(args: argparse.Namespace) -> list[str]:
     labels = args.qmnist_labels
     return [args.sd19] + ([labels] if labels not in (None, "download") else [])
 
 
-def _build_inside(build, args, target: str, folder: Path) -> Manifest:
+def _build_inside(build: Callable[..., Manifest], args: argparse.Namespace, target: str, folder: Path) -> Manifest:
     # the folder is new inside <out>.incomplete: --overwrite applies to <out> only
     config = dataclasses.replace(config_for(target, args), overwrite=False)
     return build(args.sd19, folder / target, config)
 
 
-def describe_build(target: str, out, manifest: Manifest) -> str:
+def describe_build(target: str, out: StrPath, manifest: Manifest) -> str:
     """One line per output file of a finished build, from the manifest its builder returned.
 
     >>> from mnistforge.io.manifest import Manifest

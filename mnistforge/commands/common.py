@@ -13,21 +13,28 @@ Not a command: :data:`mnistforge.cli.COMMAND_MODULES` does not list it.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
 import shutil
 import sys
 import textwrap
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from .. import settings
-from ..errors import (EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE,  # noqa: F401
-                      EXIT_USAGE, exit_code)
+from ..errors import DiskFullError
+from ..errors import (EXIT_CODES as EXIT_CODES, EXIT_FAILED as EXIT_FAILED,  # noqa: F401 - re-exported
+                      EXIT_INTERRUPTED as EXIT_INTERRUPTED, EXIT_OK as EXIT_OK,
+                      EXIT_UNAVAILABLE as EXIT_UNAVAILABLE, EXIT_USAGE as EXIT_USAGE, exit_code as exit_code)
+from ..io.types import StrPath
 
 
 # --------------------------------------------------------------------------- options
 
-def add_json(p, what: str = "the results") -> None:
+def add_json(p: argparse.ArgumentParser, what: str = "the results") -> None:
     """``--json PATH`` (``-`` or no value: standard output)."""
     from .argtypes import output_file
 
@@ -36,26 +43,26 @@ def add_json(p, what: str = "the results") -> None:
                         "the text report then goes to standard error")
 
 
-def add_offline(p, what: str = "official files") -> None:
+def add_offline(p: argparse.ArgumentParser, what: str = "official files") -> None:
     """``--offline`` / ``--no-download``: one option, ``args.offline`` (True or None)."""
     p.add_argument("--offline", "--no-download", dest="offline", action="store_true", default=None,
                    help=f"never open a connection: use {what} already in the cache "
                         "(as MNISTFORGE_OFFLINE=1)")
 
 
-def download_flag(args) -> bool | None:
+def download_flag(args: argparse.Namespace) -> bool | None:
     """The ``download=`` argument of :func:`mnistforge.load` for ``--offline``: False, or None
     (the environment decides)."""
     return False if getattr(args, "offline", None) else None
 
 
-def add_cache(p) -> None:
+def add_cache(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", default=None, metavar="DIR",
                    help="cache folder (default $MNISTFORGE_HOME or the platform cache)")
 
 
 @contextlib.contextmanager
-def command_settings(args):
+def command_settings(args: argparse.Namespace) -> Iterator[None]:
     """While a command runs, its ``--cache DIR``, ``--offline`` and ``--no-progress`` hold for
     every library call below it (:func:`mnistforge.settings.using`: the environment is not
     written, and the previous values return afterwards).
@@ -75,14 +82,14 @@ def command_settings(args):
 
 
 @contextlib.contextmanager
-def cache_from_args(args):
+def cache_from_args(args: argparse.Namespace) -> Iterator[None]:
     """While a command runs, ``--cache DIR`` is the cache of every library call below it
     (:func:`mnistforge.settings.using`); the previous cache returns afterwards."""
     with settings.using(cache=getattr(args, "cache", None)):
         yield
 
 
-def require_existing_path(path, what: str, expected: str) -> None:
+def require_existing_path(path: StrPath, what: str, expected: str) -> None:
     """A path typed on the command line that is not there is a usage error (exit 2: "no such
     path" in :data:`~mnistforge.errors.EXIT_CODES`), whichever command it is given to."""
     from pathlib import Path
@@ -94,7 +101,7 @@ def require_existing_path(path, what: str, expected: str) -> None:
                                   found="nothing there")
 
 
-def refuse_existing_output(out, overwrite: bool) -> None:
+def refuse_existing_output(out: StrPath, overwrite: bool) -> None:
     """An existing ``--out`` folder without ``--overwrite`` is a usage error (exit 2), found
     before any work (the writers refuse it again when they start).
 
@@ -115,19 +122,20 @@ def refuse_existing_output(out, overwrite: bool) -> None:
                                 found="an existing one", hint="choose another --out or pass --overwrite")
 
 
-def add_progress(p) -> None:
+def add_progress(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bars (as MNISTFORGE_PROGRESS=0)")
 
 
-def progress_flag(args) -> bool | None:
+def progress_flag(args: argparse.Namespace) -> bool | None:
     """``progress=`` for the library: False with ``--no-progress``, else None (the default)."""
     return False if getattr(args, "no_progress", False) else None
 
 
 # --------------------------------------------------------------------------- output
 
-def write_json(args, doc, *, default=None) -> str | None:
+def write_json(args: argparse.Namespace, doc: Any, *,
+               default: Callable[[Any], Any] | None = None) -> str | None:
     """Write ``doc`` where ``--json`` says; returns the path written (None for stdout)."""
     path = getattr(args, "json", None)
     if path is None:
@@ -145,13 +153,13 @@ def write_json(args, doc, *, default=None) -> str | None:
     return str(path)
 
 
-def add_inputs(p, *dests: str) -> None:
+def add_inputs(p: argparse.ArgumentParser, *dests: str) -> None:
     """Name the arguments (``dest``) that are the command's inputs: no output of it may be,
     hold or lie in one (:func:`check_outputs`)."""
     p.set_defaults(_inputs=dests)
 
 
-def input_paths(args) -> list[str]:
+def input_paths(args: argparse.Namespace) -> list[str]:
     """The paths among the command's inputs (:func:`add_inputs`): a value, or the folder of
     ``FOLDER:SPLIT``, that exists on disk (a dataset name or URL is no path)."""
     paths = []
@@ -167,7 +175,7 @@ def input_paths(args) -> list[str]:
     return paths
 
 
-def check_outputs(args) -> None:
+def check_outputs(args: argparse.Namespace) -> None:
     """Before a command's work: every output named on its command line (``--json``, ``--out``,
     ``--plot``, ``--report``...; :func:`~mnistforge.commands.argtypes.output_file`) checked in
     full, a folder that cannot be written included, and apart from every input of the command
@@ -184,19 +192,17 @@ def check_outputs(args) -> None:
             check_output_path(value, inputs)
 
 
-def flush_streams(args) -> None:
+def flush_streams(args: argparse.Namespace) -> None:
     """Flush standard output (and the ``--json -`` stream) while errors can still be reported."""
     for stream in {id(s): s for s in (getattr(args, "_json_stdout", None), sys.stdout)
                    if s is not None}.values():
         stream.flush()
 
 
-def output_stream_error(e: OSError):
+def output_stream_error(e: OSError) -> DiskFullError | None:
     """A write to standard output that failed (a full device, an I/O error) as one named error,
     or None for any other OSError (which stays a bug to see)."""
     import errno
-
-    from ..errors import DiskFullError
 
     if e.filename is not None or e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO,
                                                  errno.EFBIG):
@@ -223,7 +229,7 @@ def wrap(text: str, width: int, indent: str = "") -> list[str]:
                          break_long_words=False, break_on_hyphens=False) or [indent]
 
 
-def lazy_import(name: str):
+def lazy_import(name: str) -> types.ModuleType:
     """Module ``name``, executed on its first attribute access.
 
     Command modules are all imported to build ``mnistforge --help``; the heavy

@@ -1,6 +1,8 @@
 """``mnistforge demo [--out DIR] [--scale S]``: the whole pipeline on a synthetic SD19."""
 from __future__ import annotations
 
+import argparse
+
 from . import argtypes
 
 from .common import add_progress, refuse_existing_output
@@ -10,7 +12,7 @@ HELP = ("synthesise a small SD19, build QMNIST/MNIST/EMNIST, verify, export to H
         "evaluate (no network)")
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="demo-out", type=argtypes.output_folder, help="output folder (default: demo-out)")
     p.add_argument("--scale", type=argtypes.fraction, default=0.05,
                    help="fraction of SD19 to synthesise (default 0.05, about 40,700 characters; "
@@ -21,7 +23,7 @@ def add_arguments(p):
     add_progress(p)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from ..demo import DemoConfig, format_summary, run_demo
 
     refuse_existing_output(args.out, args.overwrite)

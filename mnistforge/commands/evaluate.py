@@ -8,10 +8,19 @@ train/test combinations of the QMNIST paper instead.  For the neural classifiers
 """
 from __future__ import annotations
 
+import argparse
+from typing import TYPE_CHECKING, Any
+
 from ..errors import ConfigError
 
 from .common import add_inputs, add_cache, add_json, add_offline, add_progress, lazy_import, write_json
 from . import argtypes
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from ..classifiers.base import Classifier
+    from ..evaluators.protocol import Evaluation
 
 # loaded when the command runs: `mnistforge --help` stays free of NumPy
 el = lazy_import("mnistforge.evaluators.errorlists")
@@ -21,7 +30,7 @@ NAME = "evaluate"
 HELP = "fit a reference classifier (linear, elm, knn, lenet) on one split and test it on another"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inputs(p, "train", "test", "validation", "load_model", "mnist", "qmnist")
     p.add_argument("classifier", metavar="CLASSIFIER", nargs="?", default=None,
                    help="spec such as linear, linear:ridge=1, knn:k=3, elm:hidden=2000,seed=0, "
@@ -65,7 +74,7 @@ def add_arguments(p):
     add_progress(p)
 
 
-def _fmt(e) -> str:
+def _fmt(e: Evaluation) -> str:
     c = f"{100 * e.confidence:g} %"
     return (f"{e.errors}/{e.n_test} errors = {100 * e.error_rate:.2f} %  "
             f"(Wald {c}: {100 * e.wald[0]:.2f}-{100 * e.wald[1]:.2f} %, "
@@ -77,7 +86,7 @@ def _join(folder_or_name: str, split: str) -> str:
     return f"{folder_or_name}:{split}"
 
 
-def _run_protocol(args) -> int:
+def _run_protocol(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     train = {"TM": _join(args.mnist, "train"), "TQ": _join(args.qmnist, "train")}
@@ -107,7 +116,7 @@ def _run_protocol(args) -> int:
     return 0
 
 
-def _neural_options(args):
+def _neural_options(args: argparse.Namespace) -> tuple[Classifier | None, str]:
     """Check the neural-only flags; return ``(classifier or None, spec)`` before any loading."""
     from ..classifiers.base import make_classifier
     from ..classifiers.neural import NeuralClassifier, load_model
@@ -116,7 +125,8 @@ def _neural_options(args):
         if args.train or args.protocol or args.save_model or args.validation:
             raise ConfigError("--load-model tests a trained model", expected="--test only",
                               found="--train, --protocol, --save-model or --validation too")
-        clf = load_model(args.load_model, device=args.device or "auto")
+        # a loaded or a neural classifier: its own attributes (name, resolve_device) are used
+        clf: Any = load_model(args.load_model, device=args.device or "auto")
         if args.classifier and args.classifier.split(":")[0].strip().lower() not in (
                 clf.name, "lenet5" if clf.name == "lenet" else clf.name):
             raise ConfigError("the loaded model is another classifier", expected=clf.name,
@@ -148,7 +158,7 @@ def _neural_options(args):
     return None, clf.spec() if overrides else args.classifier
 
 
-def _check_outputs(args) -> None:
+def _check_outputs(args: argparse.Namespace) -> None:
     """Before any work: every file this run will write is a regular file or a new name (a
     symlink, FIFO or device is refused), ``--predictions`` with ``--protocol`` a folder; none
     of them an input (the training or test folder, the model loaded)."""
@@ -171,7 +181,7 @@ def _check_outputs(args) -> None:
             check_apart(p, inputs, "--save-model output")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     _check_outputs(args)
     loaded, spec = _neural_options(args)
     if loaded is not None:
@@ -202,7 +212,7 @@ def run(args) -> int:
     from ..classifiers.base import make_classifier
 
     check_label_space(ytr, yte, trname, tename)
-    clf = make_classifier(args.classifier)
+    clf: Any = make_classifier(args.classifier)  # a neural one has best_epoch_, history_, save
     e = pr.evaluate_classifier(clf, Xtr, ytr, Xte, yte, train_name=trname, spec=args.classifier,
                                test_name=tename, deskew=args.deskew, confidence=args.confidence,
                                validation=validation)
@@ -218,7 +228,7 @@ def run(args) -> int:
     return _write_outputs(args, e, args.classifier, trname, tename, known)
 
 
-def _run_loaded(args, clf) -> int:
+def _run_loaded(args: argparse.Namespace, clf: Classifier) -> int:
     if not args.test:
         raise ConfigError("missing data", expected="--test NAME[:SPLIT] with --load-model",
                           found="no --test")
@@ -241,7 +251,8 @@ def _run_loaded(args, clf) -> int:
     return _write_outputs(args, e, e.classifier, trname, tename, _known_label_problems(args.test, e))
 
 
-def check_label_space(train_labels, test_labels, trname, tename) -> None:
+def check_label_space(train_labels: npt.ArrayLike | None, test_labels: npt.ArrayLike, trname: str,
+                      tename: str) -> None:
     """Refuse a test set with labels the classifier never saw (a letters model on digits).
 
     >>> import numpy as np
@@ -265,7 +276,7 @@ def check_label_space(train_labels, test_labels, trname, tename) -> None:
                           hint="train and test on the same kind of dataset")
 
 
-def _known_label_problems(test: str, e) -> dict | None:
+def _known_label_problems(test: str, e: Evaluation) -> dict[str, Any] | None:
     """Print and return how many errors fall on MNIST test's known label problems (else None)."""
     from ..evaluators.label_issues import evaluation_account
 
@@ -278,7 +289,8 @@ def _known_label_problems(test: str, e) -> dict | None:
     return found[0]
 
 
-def _write_outputs(args, e, name, trname, tename, known: dict | None = None) -> int:
+def _write_outputs(args: argparse.Namespace, e: Evaluation, name: str, trname: str, tename: str,
+                   known: dict[str, Any] | None = None) -> int:
     if args.predictions:
         el.write_predictions(args.predictions, e.predictions, e.labels, name=name,
                              metadata={"classifier": e.classifier, "train": trname,
@@ -292,7 +304,7 @@ def _write_outputs(args, e, name, trname, tename, known: dict | None = None) -> 
     return 0
 
 
-def _write_json(args, doc) -> None:
+def _write_json(args: argparse.Namespace, doc: dict[str, Any]) -> None:
     path = write_json(args, doc)
     if path:
         print(f"wrote {path}")

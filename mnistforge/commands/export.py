@@ -22,14 +22,20 @@ loaded (and checked) first, with a manifest (:mod:`mnistforge.layouts.torchvisio
 """
 from __future__ import annotations
 
+import argparse
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .. import settings
 from ..errors import ConfigError
 
 from .common import (add_inputs, add_cache, add_json, add_offline, add_progress, download_flag, write_json)
 from . import argtypes
+
+if TYPE_CHECKING:
+    from ..layouts.torchvision import TorchvisionLayout
 
 NAME = "export"
 HELP = "export datasets as a Hugging Face Hub dataset repository (parquet + dataset card) or in torchvision's layout"
@@ -38,7 +44,7 @@ HELP = "export datasets as a Hugging Face Hub dataset repository (parquet + data
 HF_ONLY = ("push", "private", "max_shard_mb", "workers", "no_croissant", "pixels", "no_check", "png")
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inputs(p, "names")
     p.add_argument("format", choices=["hf", "torchvision"],
                    help="output format (hf: Hugging Face Hub repository; torchvision: "
@@ -73,11 +79,11 @@ def add_arguments(p):
     add_progress(p)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     return {"hf": run_hf, "torchvision": run_torchvision}[args.format](args)
 
 
-def run_torchvision(args) -> int:
+def run_torchvision(args: argparse.Namespace) -> int:
     """``export torchvision NAME... --out ROOT``: the layout, then one line per file written."""
     given = [f"--{k.replace('_', '-')}" for k in HF_ONLY if getattr(args, k, None)]
     if given:
@@ -85,7 +91,7 @@ def run_torchvision(args) -> int:
                           expected="export torchvision NAME... --out ROOT [--overwrite]")
     if not args.names:
         raise ConfigError("nothing to export", expected="at least one NAME", found="no NAME")
-    from ..io.atomic import check_output_path
+    from ..io.outputs import check_output_path
     from ..layouts import sources_from_targets, write_torchvision
 
     check_output_path(args.out, _input_folders(args.names))
@@ -97,7 +103,7 @@ def run_torchvision(args) -> int:
     return 0
 
 
-def describe_torchvision(layout) -> str:
+def describe_torchvision(layout: TorchvisionLayout) -> str:
     """What a torchvision root holds and how to read it, one line per file."""
     lines = [f"wrote {layout.root} in torchvision's layout"]
     for name, d in layout.datasets.items():
@@ -111,7 +117,7 @@ def describe_torchvision(layout) -> str:
     return "\n".join(lines)
 
 
-def run_hf(args) -> int:
+def run_hf(args: argparse.Namespace) -> int:
     if args.push:  # before any work (and before importing the exporter): fail fast without a token
         push_preflight(args.push)
     from .. import hub as hf
@@ -123,20 +129,20 @@ def run_hf(args) -> int:
                               "an existing REPO_DIR)", found="no NAME")
         counts = hf.verify_repo(out)
         _print_counts(out, counts)
-        url = hf.push_to_hub(out, args.push, private=args.private, check=False)
+        url: str | None = hf.push_to_hub(out, args.push, private=args.private, check=False)
         print(f"pushed {out} to {args.push}: {url}")
         write_json(args, {"out": str(out), "configs": counts, "checked": True, "pushed": url})
         return 0
     if args.max_shard_mb is not None and args.max_shard_mb <= 0:
         raise ConfigError("--max-shard-mb must be positive", expected="> 0", found=args.max_shard_mb)
     from ..hub.export import export_problems
-    from ..io.atomic import check_output_folder
+    from ..io.outputs import check_output_folder
 
     # before any download or loading: the --out path, and what --overwrite would replace
     check_output_folder(out, inputs=_input_folders(args.names), overwrite=args.overwrite,
                         owned=export_problems)
     configs = hf.configs_from_targets(args.names, download=download_flag(args))
-    kw = {}
+    kw: dict[str, Any] = {}
     if args.max_shard_mb:
         kw["max_shard_bytes"] = int(args.max_shard_mb * 2**20)
     hf.export_hf(out, configs, overwrite=args.overwrite, workers=args.workers, pixels=args.pixels,
@@ -186,11 +192,11 @@ def push_preflight(repo_id: str) -> None:
                                "or drop --push")
 
 
-def _input_folders(names) -> list[Path]:
+def _input_folders(names: Iterable[str]) -> list[Path]:
     """The folders among ``[CONFIG=]NAME[:SPLIT]`` targets (the output must not overlap them)."""
     from ..loaders.targets import parse_target_text
 
-    found = []
+    found: list[Path] = []
     for n in names:
         path = parse_target_text(n, config=True).path_prefix(os.path.exists)
         if path is not None:
@@ -198,7 +204,7 @@ def _input_folders(names) -> list[Path]:
     return found
 
 
-def _print_counts(out, counts) -> None:
+def _print_counts(out: Path, counts: dict[str, dict[str, int]]) -> None:
     print(f"{out}: checked (card, shards, features, reload with datasets.load_dataset)")
     for config, splits in counts.items():
         parts = ", ".join(f"{s} {n:,}" for s, n in splits.items())

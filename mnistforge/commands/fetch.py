@@ -7,17 +7,24 @@ machine (:mod:`mnistforge.checks.adopt`): nothing is downloaded.
 """
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from .common import add_inputs, EXIT_FAILED, EXIT_OK, add_cache, add_json, add_offline, add_progress, \
     write_json
 from . import argtypes
 
+if TYPE_CHECKING:
+    from ..registry import RemoteFile
+    from ..settings import Mirrors
+
 NAME = "fetch"
 HELP = "download and verify official files into the cache (datasets, emnist, sd19, or file ids)"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inputs(p, "source")
     p.add_argument("names", nargs="+", metavar="NAME",
                    help="dataset (mnist, qmnist, emnist-letters...), source (sd19, "
@@ -45,14 +52,15 @@ def add_arguments(p):
     add_json(p, "one record per file (id, status, path, sha256, error)")
 
 
-def _targets(names):
+def _targets(names: Iterable[str]) -> list[RemoteFile]:
     from ..errors import DatasetNotFoundError
     from ..registry import get_dataset, get_file, list_datasets
 
     from ..loaders.names import dataset_name
     from ..loaders.targets import parse_target_text
 
-    seen, out = set(), []
+    seen: set[str] = set()
+    out: list[RemoteFile] = []
     for n in names:
         base = parse_target_text(n).parts[0]
         try:
@@ -90,7 +98,7 @@ def is_url(text: str) -> bool:
     return re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text or "") is not None
 
 
-def _sources(args) -> tuple[list[str], list[str]]:
+def _sources(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     """``--from`` split into (addresses, paths); both at once is a usage error."""
     from ..errors import ConfigError
 
@@ -109,7 +117,7 @@ def _sources(args) -> tuple[list[str], list[str]]:
     return urls, paths
 
 
-def _mirrors(args, urls):
+def _mirrors(args: argparse.Namespace, urls: list[str]) -> Mirrors:
     """The mirrors of this run: ``--from URL`` alone, else ``--mirror``, else the environment."""
     from ..settings import mirrors, parse_mirrors
 
@@ -118,13 +126,13 @@ def _mirrors(args, urls):
     return parse_mirrors(args.mirror, source="--mirror") if args.mirror else mirrors()
 
 
-def _failure(f, e, status: str) -> dict:
+def _failure(f: RemoteFile, e: Exception, status: str) -> dict[str, Any]:
     """Say on stderr that file ``f`` is ``status`` (failed, missing) because of ``e``; its record."""
     print(f"{status.upper():<12}{f.id}: {e}", file=sys.stderr)
     return {"id": f.id, "status": status, "error": str(e), "error_type": type(e).__name__}
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from ..errors import MnistforgeError
     from ..cache.download import fetch_file
     from .common import exit_code
@@ -137,7 +145,7 @@ def run(args) -> int:
     dead: set[str] = set()         # a host that refused is asked once for all the files
     failed = unpinned = 0
     codes = [EXIT_OK]
-    records = []
+    records: list[dict[str, Any]] = []
     for f in files:
         try:
             r = fetch_file(f, root=args.cache, offline=args.offline, timeout=args.timeout,
@@ -167,7 +175,7 @@ def run(args) -> int:
     return EXIT_FAILED if EXIT_FAILED in codes else max(codes) if failed else EXIT_OK
 
 
-def _adopt(args, files, paths) -> int:
+def _adopt(args: argparse.Namespace, files: list[RemoteFile], paths: list[str]) -> int:
     """``fetch NAME --from PATH``: the official files these copies hold, into the cache."""
     from ..cache.download import fetch_file
     from ..checks.adopt import regular_or_folder
@@ -182,7 +190,8 @@ def _adopt(args, files, paths) -> int:
         what = f"{a.dataset} {a.split}" if a.dataset else ""
         print(f"{a.verdict:<12}{a.path}" + (f" [{a.key}]" if a.key and a.format != "idx" else "")
               + (f": {what}" if a.verdict == "identical" and what else f": {a.message}"))
-    records, codes, failed = [], [0], 0
+    records: list[dict[str, Any]] = []
+    codes, failed = [0], 0
     for f in files:
         if f.id in placed:
             r, where = placed[f.id]

@@ -4,15 +4,23 @@ Each view is built as a dict first (what ``--json`` writes), then printed.
 """
 from __future__ import annotations
 
+import argparse
 import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .common import add_inputs, add_cache, add_json, terminal_width, wrap, write_json
+
+if TYPE_CHECKING:
+    from ..io.types import StrPath
+    from ..registry import DatasetInfo, RemoteFile, SplitInfo
 
 NAME = "info"
 HELP = "list the datasets, or describe one (splits, counts, classes, files, cache status)"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inputs(p, "name")
     p.add_argument("name", nargs="?", help="dataset, source (sd19, emnist) or folder of idx files "
                                            "(a build folder may hold several datasets)")
@@ -20,11 +28,11 @@ def add_arguments(p):
     add_json(p, "the description")
 
 
-def _n(x) -> str:
+def _n(x: object) -> str:
     return f"{x:,}" if isinstance(x, int) else "-"
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from ..loaders.names import dataset_name
     from ..loaders.targets import parse_target_text
 
@@ -46,25 +54,26 @@ def run(args) -> int:
 
 # --------------------------------------------------------------------------- facts
 
-def _split_how(info, sp) -> str:
+def _split_how(info: DatasetInfo, sp: SplitInfo) -> str:
     if sp.is_view:
         if sp.rows:
             return f"rows {sp.rows[0]}..{sp.rows[1] if sp.rows[1] is not None else 'end'} of {sp.of}"
         if sp.last:
             return f"last {info.split(sp.last).count:,} rows of {sp.of}"
+        assert sp.drop_last is not None  # a view is rows, the last rows or all but the last
         return f"{sp.of} without its last {info.split(sp.drop_last).count:,} rows"
     return f"{sp.images}, {sp.labels}" + (
         f" (column {sp.labels_column})" if sp.labels_column is not None else "")
 
 
-def dataset(name: str, cache=None) -> dict:
+def dataset(name: str, cache: StrPath | None = None) -> dict[str, Any]:
     """What ``info NAME`` prints, as a dict."""
     from ..cache.download import cache_status
     from ..registry import get_dataset, get_file, label_joins
     from ..settings import cache_home
 
     info = get_dataset(name)
-    doc: dict = {"name": info.name, "title": info.title, "kind": info.kind,
+    doc: dict[str, Any] = {"name": info.name, "title": info.title, "kind": info.kind,
                  "description": " ".join(filter(None, (info.description, label_joins(info.name)))),
                  "homepage": info.homepage,
                  "licence": info.licence, "citation": info.citation}
@@ -76,7 +85,8 @@ def dataset(name: str, cache=None) -> dict:
                    splits=[{"name": sp.name, "count": None if built and not sp.count else sp.count,
                             "how": _split_how(info, sp),
                             "view": sp.is_view} for sp in info.splits.values()])
-    files, seen = [], set()
+    files: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for f in info.remote_files():
         if f.archive and f.archive not in seen:
             seen.add(f.archive)
@@ -87,14 +97,15 @@ def dataset(name: str, cache=None) -> dict:
     return doc
 
 
-def _file_doc(f, cache, cache_status) -> dict:
+def _file_doc(f: RemoteFile, cache: StrPath | None,
+              cache_status: Callable[[RemoteFile, StrPath | None], tuple[str, Path]]) -> dict[str, Any]:
     status, path = cache_status(f, cache)
     return {"id": f.id, "name": f.name, "size": f.size, "member": f.member, "archive": f.archive,
             "hashes": f.pinned_how, "sha256": f.sha256, "urls": list(f.urls), "cache": status,
             "path": str(path)}
 
 
-def overview(cache=None) -> dict:
+def overview(cache: StrPath | None = None) -> dict[str, Any]:
     """What ``info`` prints, as a dict."""
     from ..cache.download import cache_status
     from ..registry import get_dataset, list_datasets
@@ -116,10 +127,8 @@ def overview(cache=None) -> dict:
     return {"datasets": datasets, "sources": others, "cache": str(cache_home(cache))}
 
 
-def folder(text: str) -> dict:
+def folder(text: str) -> dict[str, Any]:
     """What ``info FOLDER`` prints: every dataset in the folder, its splits and counts."""
-    from pathlib import Path
-
     from ..errors import TargetNotFoundError
     from ..loaders import datasets_in_folder, resolve_target
 
@@ -128,34 +137,36 @@ def folder(text: str) -> dict:
         names = datasets_in_folder(path)
         if not names:
             resolve_target(text)  # raises the "no dataset files recognised" error
-        items = [(n, path) for n in names]
+        items: list[tuple[str, Path]] = [(n, path) for n in names]
     elif not Path(text.split(":")[0]).exists() and ":" not in text:
         raise TargetNotFoundError("no such folder", path=text, expected="a folder of idx files",
                                   found="nothing there")
     else:
         name, _, root = resolve_target(text)
+        assert root is not None, "a folder target has its folder"
         items = [(name, root)]
     return {"folder": str(path if path.is_dir() else text),
             "datasets": [_folder_dataset(n, root) for n, root in items]}
 
 
-def _folder_dataset(name: str, root) -> dict:
+def _folder_dataset(name: str, root: Path) -> dict[str, Any]:
     from ..io.idx import read_idx_header
     from ..loaders.origins import FolderOrigin
     from ..registry import get_dataset
 
     info = get_dataset(name)
     src = FolderOrigin(info, root)
-    rows: dict = {}
-    splits = []
+    rows: dict[str, int] = {}
+    splits: list[dict[str, Any]] = []
     for sp in info.splits.values():
         fsp = info.file_split(sp.name)
         p = src.path_of(fsp.images or "")
-        entry: dict = {"name": sp.name, "count": None, "file": None, "metadata": False,
+        entry: dict[str, Any] = {"name": sp.name, "count": None, "file": None, "metadata": False,
                        "view": sp.is_view}
         if p is not None:
             if fsp.name not in rows:
                 rows[fsp.name] = read_idx_header(p).shape[0]
+            n: int | None   # None: a view whose measure is absent
             n = rows[fsp.name]
             entry.update(file=p.name, metadata=bool(fsp.metadata and src.path_of(fsp.metadata)))
             if sp.is_view:
@@ -179,7 +190,7 @@ def _folder_dataset(name: str, root) -> dict:
 
 # --------------------------------------------------------------------------- printing
 
-def _print_dataset(doc: dict) -> None:
+def _print_dataset(doc: dict[str, Any]) -> None:
     width = terminal_width()
     print(f"{doc['name']}: {doc['title']} ({doc['kind']})")
     for line in wrap(doc["description"], width - 2, "  "):
@@ -230,7 +241,7 @@ def _field(label: str, text: str, width: int) -> None:
         print(" " * 12 + line)
 
 
-def _print_overview(doc: dict) -> None:
+def _print_overview(doc: dict[str, Any]) -> None:
     width = terminal_width()
     print(f"{'dataset':<17} {'classes':>7}  splits")
     for d in doc["datasets"]:
@@ -248,7 +259,7 @@ def _print_overview(doc: dict) -> None:
     print(f"\ncache: {doc['cache']}")
 
 
-def _print_folder(doc: dict) -> None:
+def _print_folder(doc: dict[str, Any]) -> None:
     several = len(doc["datasets"]) > 1
     if several:
         print(f"{doc['folder']}: {len(doc['datasets'])} datasets")

@@ -1,12 +1,23 @@
 """``mnistforge manitest NAME:SPLIT --classifier SPEC --train NAME:SPLIT --group G``."""
 from __future__ import annotations
 
+import argparse
 import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, EmptySelectionError
 
 from .common import add_inputs, add_cache, add_json, add_offline, write_json
 from . import argtypes
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..evaluators.manitest import ManitestResult, TransformGroup
+    from ..evaluators.manitest.score import Predictor
+    from ..io.types import StrPath
+    from ..loaders import DatasetSplit
 
 NAME = "manitest"
 HELP = "Manitest invariance scores of a classifier to geometric transformations"
@@ -14,7 +25,7 @@ HELP = "Manitest invariance scores of a classifier to geometric transformations"
 logger = logging.getLogger(__name__)
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inputs(p, "target", "train")
     p.add_argument("target", metavar="NAME[:SPLIT]",
                    help="images to score: dataset name or folder of idx files (default split test)")
@@ -52,7 +63,7 @@ def add_arguments(p):
     add_cache(p)
 
 
-def parse_slice(text):
+def parse_slice(text: str | None) -> slice:
     """``"A:B"`` -> ``slice(A, B)`` (either side may be empty)."""
     if text is None:
         return slice(None)
@@ -82,7 +93,7 @@ def check_slice(sl: slice, n: int, flag: str, target: str) -> None:
                               found=f"{start}:{stop}", hint=f"e.g. {flag} 0:{n}")
 
 
-def _load(target, default_split):
+def _load(target: str, default_split: str) -> tuple[DatasetSplit, str, Path | None]:
     from ..loaders import load, resolve_target
 
     name, split, root = resolve_target(target, default_split=default_split)
@@ -101,7 +112,8 @@ def require_classifier_extras(spec: str) -> None:
             clf.resolve_device()
 
 
-def build_classifier(args, target_name, root=None):
+def build_classifier(args: argparse.Namespace, target_name: str,
+                     root: Path | None = None) -> tuple[Predictor, str]:
     """Return ``(predict, description)`` for ``--classifier``."""
     import numpy as np
 
@@ -136,7 +148,7 @@ def build_classifier(args, target_name, root=None):
     return as_predictor(clf), desc
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..evaluators.manitest import GROUPS, get_group, manitest
@@ -184,7 +196,7 @@ def run(args) -> int:
     return 0
 
 
-def _jsonable(obj):
+def _jsonable(obj: object) -> Any:
     import numpy as np
 
     if isinstance(obj, np.generic):
@@ -194,9 +206,8 @@ def _jsonable(obj):
     raise TypeError(type(obj).__name__)
 
 
-def _plots(res, images, folder, group, offset=0, maps: int = 3):
-    from pathlib import Path
-
+def _plots(res: ManitestResult, images: np.ndarray, folder: StrPath, group: TransformGroup, offset: int = 0,
+           maps: int = 3) -> None:
     from ..evaluators.manitest.plots import plot_distance_map, plot_strip
 
     folder = Path(folder)
@@ -210,6 +221,7 @@ def _plots(res, images, folder, group, offset=0, maps: int = 3):
             if r.distance_map is None or done >= maps:
                 continue
             score = "no change" if r.score is None else f"score {r.score:.3f}"
+            assert r.index is not None  # manitest() numbers every image it scores
             p = plot_distance_map(r, folder / f"{group.name}-map-{r.index + offset}.png", group,
                                   title=f"{group.name}, image {r.index + offset}: {score}")
             print(f"picture written to {p}")

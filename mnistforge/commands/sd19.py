@@ -1,15 +1,20 @@
 """``mnistforge sd19 info PATH``: what an SD19 source holds, against NIST's published table."""
 from __future__ import annotations
 
+import argparse
+from typing import TYPE_CHECKING, Any
 
 from .common import add_inputs, add_json, add_progress, require_existing_path, write_json
 from . import argtypes
+
+if TYPE_CHECKING:
+    from ..sd19.reader import SD19Source
 
 NAME = "sd19"
 HELP = "inspect an SD19 source (real or synthetic): edition, hierarchies, counts, anomalies"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inputs(p, "path")
     p.add_argument("action", choices=["info"], help="info: summarise the source")
     p.add_argument("path", help="folder holding the SD19 zips (by_write.zip, ...) or unpacked trees")
@@ -21,7 +26,7 @@ def add_arguments(p):
     add_progress(p)
 
 
-def sd19_summary(src) -> dict:
+def sd19_summary(src: SD19Source) -> dict[str, Any]:
     """The facts ``sd19 info`` prints, as a dict (used by the tests and ``--json``)."""
     import numpy as np
 
@@ -31,11 +36,11 @@ def sd19_summary(src) -> dict:
     n = len(ix)
     scale = n / nt.TOTAL_CHARACTERS
     anomalies = list(src.anomalies)
-    parts = {}
+    parts: dict[str, dict[str, Any]] = {}
     for p in nt.PARTITION_ORDER:
         sel = ix["hsf"] == p
         pub = nt.PARTITIONS[p]
-        row = {"writers": int(len(np.unique(ix["writer"][sel]))),
+        row: dict[str, Any] = {"writers": int(len(np.unique(ix["writer"][sel]))),
                "writer_folders": int(len(np.unique(ix[["writer", "template"]][sel]))),
                "writer_range": f"{pub.first_writer:04d}-{pub.last_writer:04d}"}
         for f in nt.FIELDS:
@@ -62,26 +67,26 @@ def sd19_summary(src) -> dict:
     # a character whose class does not belong to its field (digit box holding a letter, ...)
     kinds = {b"d": set(nt.DIGITS), b"u": set(nt.UPPERS), b"l": set(nt.LOWERS),
              b"c": set(nt.UPPERS) | set(nt.LOWERS)}
-    for f, allowed in kinds.items():
-        sel = (ix["field"] == f) & (ix["ascii"] > 0)
+    for fb, allowed in kinds.items():
+        sel = (ix["field"] == fb) & (ix["ascii"] > 0)
         bad = int((~np.isin(ix["ascii"][sel], list(allowed))).sum())
         if bad:
-            anomalies.append(f"{bad} characters of field {f.decode()} with a class outside that field")
+            anomalies.append(f"{bad} characters of field {fb.decode()} with a class outside that field")
     full = n == nt.TOTAL_CHARACTERS
     if full:
-        for p, row in parts.items():
+        for part, row in parts.items():
             for f in nt.FIELDS:
-                got, pub = row[nt.FIELD_NAMES[f]]
-                if got != pub:
-                    anomalies.append(f"{p} {nt.FIELD_NAMES[f]}: {got} characters, NIST publishes {pub}")
-        for ch, (got, pub) in classes.items():
-            if got != pub:
-                anomalies.append(f"class {ch!r}: {got} characters, NIST publishes {pub}")
+                got, want = row[nt.FIELD_NAMES[f]]
+                if got != want:
+                    anomalies.append(f"{part} {nt.FIELD_NAMES[f]}: {got} characters, NIST publishes {want}")
+        for ch, (got, want) in classes.items():
+            if got != want:
+                anomalies.append(f"class {ch!r}: {got} characters, NIST publishes {want}")
     dups = np.flatnonzero(ix["duplicate_of"] >= 0)
     n_dig_dups = int((ix["field"][dups] == b"d").sum())
     if full and n_dig_dups != nt.DUPLICATE_DIGITS:
         anomalies.append(f"{n_dig_dups} duplicated digit images, NIST's data has {nt.DUPLICATE_DIGITS}")
-    other = {}
+    other: dict[str, dict[str, Any]] = {}
     for h in src.hierarchies:
         if h == "by_write":
             continue
@@ -122,7 +127,7 @@ def sd19_summary(src) -> dict:
     }
 
 
-def _print(s: dict) -> None:
+def _print(s: dict[str, Any]) -> None:
     n, pub = s["characters"]
     print(f"SD19 source {s['path']}")
     print(f"  edition {s['edition']} ({'PNG per character' if s['edition'] == 2 else '.mis/.cls/.mit'}), "
@@ -159,7 +164,7 @@ def _print(s: dict) -> None:
         print("  anomalies: none")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from ..sd19.reader import open_sd19
 
     require_existing_path(args.path, "SD19 source", "a folder of SD19 zips or unpacked trees")

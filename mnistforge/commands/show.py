@@ -1,6 +1,8 @@
 """``mnistforge show NAME [SPLIT] --out grid.png``: a labelled sample grid as a PNG."""
 from __future__ import annotations
 
+import argparse
+
 from .common import add_inputs, add_cache, add_offline, add_progress, download_flag
 from . import argtypes
 
@@ -8,7 +10,7 @@ NAME = "show"
 HELP = "draw a labelled grid of sample images of a dataset split (or folder) as a PNG"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inputs(p, "target", "root")
     p.add_argument("target", metavar="NAME[:SPLIT]",
                    help="dataset name, NAME:SPLIT (e.g. mnist:test, emnist-letters:train[:1000]), "
@@ -28,7 +30,7 @@ def add_arguments(p):
     add_progress(p)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..errors import ConfigError

@@ -7,9 +7,17 @@ the error overlap and, with ``--combine``, the majority-vote combination.
 """
 from __future__ import annotations
 
+import argparse
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from ..errors import ConfigError, require
 from .common import add_inputs, add_cache, add_json, add_offline, lazy_import, write_json
 from . import argtypes
+
+if TYPE_CHECKING:
+    from ..evaluators.errorlists import SystemOutput
+    from ..evaluators.significance import Comparison, ErrorRate
 
 # loaded when the command runs: `mnistforge --help` stays free of NumPy
 np = lazy_import("numpy")
@@ -21,7 +29,7 @@ HELP = ("how significant differences between classifiers on one test set are "
         "(intervals, paired tests, bootstrap POI)")
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inputs(p, "files", "test_set")
     p.add_argument("files", nargs="*", metavar="FILE",
                    help="prediction files or error-list files (name, description, 1-based indices)")
@@ -50,7 +58,7 @@ def add_arguments(p):
     add_cache(p)
 
 
-def _combine(systems, tie_breaker):
+def _combine(systems: Sequence[SystemOutput], tie_breaker: str | None) -> tuple[SystemOutput, str, str]:
     wrong = {s.name: s.wrong for s in systems}
     if all(s.predictions is not None for s in systems):
         labels = systems[0].labels
@@ -68,12 +76,12 @@ def _combine(systems, tie_breaker):
             "majority vote on right/wrong", t)
 
 
-def _fmt_rate(r: sg.ErrorRate) -> str:
+def _fmt_rate(r: ErrorRate) -> str:
     return (f"{100 * r.rate:6.2f} %  [{100 * r.wald[0]:.2f}, {100 * r.wald[1]:.2f}]"
             f"  [{100 * r.exact[0]:.2f}, {100 * r.exact[1]:.2f}]")
 
 
-def _print_tables(comp: sg.Comparison, systems):
+def _print_tables(comp: Comparison, systems: Sequence[SystemOutput]) -> None:
     conf = f"{100 * comp.confidence:g} %"
     width = max(6, *(len(s) for s in comp.names))
     print(f"{comp.n} test samples, confidence {conf}, bootstrap B={comp.resamples} "
@@ -105,23 +113,26 @@ def _print_tables(comp: sg.Comparison, systems):
               f" {row['mcnemar_p']:10.3g}")
 
 
-def _overlap_dict(ov, one_based=True):
+def _overlap_dict(ov: dict[str, Any], one_based: bool = True) -> dict[str, Any]:
     off = 1 if one_based else 0
     return {"common": (ov["common"] + off).tolist(), "union_size": int(ov["union"].size),
             "unique": {k: (v + off).tolist() for k, v in ov["unique"].items()},
             "histogram": ov["histogram"].tolist(), "indices": "1-based"}
 
 
-def _test_set(args, systems) -> str | None:
-    if args.test_set:
-        return args.test_set
+def _test_set(args: argparse.Namespace, systems: Sequence[SystemOutput]) -> str | None:
+    test_set: str | None = args.test_set
+    if test_set:
+        return test_set
     if args.example == "keysers2006":
         return "mnist:test"
     tests = {s.metadata.get("test") for s in systems}
     return tests.pop() if len(tests) == 1 and None not in tests else None
 
 
-def _known_label_problems(args, systems, table_systems, published) -> dict | None:
+def _known_label_problems(args: argparse.Namespace, systems: Sequence[SystemOutput],
+                          table_systems: Sequence[SystemOutput],
+                          published: SystemOutput | None) -> dict[str, Any] | None:
     """Print how many errors fall on MNIST test's known label problems; the JSON section."""
     from ..evaluators import label_issues as kli
 
@@ -129,7 +140,7 @@ def _known_label_problems(args, systems, table_systems, published) -> dict | Non
     if test is None:
         return None
     labels = next((s.labels for s in systems if s.labels is not None), None)
-    why: list = []
+    why: list[str] = []
     # never a download from here: the study's file comes from the cache or not at all
     problems = kli.known_problems(test, systems[0].n, labels, download=False, why=why)
     if problems is None:
@@ -151,7 +162,7 @@ def _known_label_problems(args, systems, table_systems, published) -> dict | Non
     return acc
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.plot:
         require("matplotlib", "plot", "--plot")  # fail before the work, not after
     if args.example and args.files:

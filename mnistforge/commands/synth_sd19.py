@@ -1,6 +1,8 @@
 """``mnistforge synth-sd19 OUT``: write a synthetic NIST SD19 that the readers accept unchanged."""
 from __future__ import annotations
 
+import argparse
+
 from . import argtypes
 from .common import refuse_existing_output
 
@@ -10,7 +12,7 @@ NAME = "synth-sd19"
 HELP = "write a synthetic NIST SD19 (either edition, zips or folders) for tests and demos"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("out", type=argtypes.output_folder, help="output folder (created atomically; must not exist)")
     p.add_argument("--scale", type=argtypes.fraction, default=0.01,
                    help="fraction of NIST's published counts, 0 < S <= 1 (1 = 814,255 characters; "
@@ -39,7 +41,7 @@ def add_arguments(p):
     p.add_argument("--quiet", "--no-progress", dest="quiet", action="store_true", help="no progress bars")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from ..sd19.synth import HIERARCHIES, SynthConfig, synthesize_sd19
 
     refuse_existing_output(args.out, args.overwrite)

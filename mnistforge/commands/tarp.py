@@ -1,6 +1,8 @@
 """``mnistforge tarp NAME[:SPLIT] --task 0v1 --n 1,10,100 --k 0..6 --runs 100``."""
 from __future__ import annotations
 
+import argparse
+
 
 from ..errors import ConfigError, require
 
@@ -36,7 +38,7 @@ def parse_int_list(text: str) -> list[int]:
     return out
 
 
-def parse_point(text: str):
+def parse_point(text: str) -> tuple[str, float, float]:
     """``NAME=ERROR@COST`` -> (name, error, cost)."""
     from ..evaluators.tarp import check_point
 
@@ -51,7 +53,7 @@ def parse_point(text: str):
     return point
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inputs(p, "target")
     p.add_argument("target", metavar="NAME[:SPLIT]", help="dataset name or folder of idx files")
     p.add_argument("--task", required=True, help="0v1, A,B, 0,2v1,3, Avrest or even-odd")
@@ -69,7 +71,7 @@ def add_arguments(p):
     add_cache(p)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..evaluators.tarp import MAX_DEPTH, binary_task, plot_benchmark, region_of, tarp_bounds

@@ -1,9 +1,13 @@
 """``mnistforge verify TARGET``: prove a dataset is intact, correctly split and faithful."""
 from __future__ import annotations
 
+import argparse
+
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
 from .common import (add_inputs, add_cache, add_json, add_offline, add_progress, cache_from_args, download_flag,
@@ -15,7 +19,7 @@ HELP = "check a dataset (name, build folder or folder of idx files): integrity, 
        "duplicates, writers, statistics, match against a reference"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inputs(p, "target", "reference", "metadata")
     p.add_argument("target", help="NAME, NAME:SPLIT, FOLDER or FOLDER:SPLIT, or a third-party copy "
                                   "PATH[:SPLIT] (Keras .npz, .npy pair, CSV, torchvision root, "
@@ -40,8 +44,8 @@ def add_arguments(p):
     add_progress(p)
 
 
-def _parse_metadata(items):
-    out = {}
+def _parse_metadata(items: Iterable[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
     for item in items:
         if "=" not in item:
             raise ConfigError("bad --metadata", expected="SPLIT=FILE", found=item)
@@ -53,7 +57,7 @@ def _parse_metadata(items):
     return out
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     targets = expand_targets(args.target)
     with cache_from_args(args):
         results = [verify_one(t, args, several=len(targets) > 1) for t in targets]
@@ -81,7 +85,7 @@ def expand_targets(target: str) -> list[str]:
     return [f"{p}:{n}" for n in names] if len(names) > 1 else [target]
 
 
-def verify_one(target: str, args, several: bool = False) -> tuple[int, dict]:
+def verify_one(target: str, args: argparse.Namespace, several: bool = False) -> tuple[int, dict[str, Any]]:
     from ..checks import verify
     from ..checks.duplicates import DEFAULT_NEAR_L2
     from ..io.atomic import atomic_file
