@@ -584,7 +584,7 @@ def read_idx_whole(path: StrPath, *, max_bytes: int = MAX_BYTES) -> FileRead:
         view = memoryview(packed)
         chunks = (view[i:i + _INPUT_CHUNK] for i in range(0, len(view), _INPUT_CHUNK))
         _check_length(header, _inflate_into(comp, lambda: next(chunks, b""), buf.data, path), path)
-        content = memoryview(buf).cast("B").toreadonly()
+        content = buf.data.cast("B").toreadonly()
         arr = buf[header.offset:].view(header.dtype).reshape(header.shape)
         if not header.dtype.isnative and header.dtype.itemsize > 1:
             arr = arr.astype(header.dtype.newbyteorder("="))

@@ -217,8 +217,7 @@ def find_near_duplicates(query: npt.ArrayLike, base: npt.ArrayLike, threshold: f
         block = int(max(16, min(1024, (16 << 20) // max(1, nb))))  # 279 rows for 60,000
     pairs, dists, n_cand = [], [], 0
     starts = range(0, nq, block)
-    # (mnistforge.progress is not annotated yet: the bar iterates ``starts``)
-    bar = progress(starts, desc="near duplicates", unit="block",  # type: ignore[no-untyped-call]
+    bar = progress(starts, desc="near duplicates", unit="block",
                    disable=None if progress_bar is None else not progress_bar)
     # The products of a block are made, compared and scanned a tile of columns at a time, so
     # that each tile stays in the cache (the whole block's products, 279 x 60,000 float32,

@@ -215,8 +215,7 @@ def encode_pngs(images: np.ndarray, *, workers: int | None = None,
     workers = settings.workers(workers)
     starts = list(range(0, n, CHUNK))
     parts: list[tuple[bytes, np.ndarray] | None] = [None] * len(starts)
-    # (mnistforge.progress is not annotated yet: a tqdm bar)
-    bar = progress(total=n, desc=desc or "PNG", unit="img")  # type: ignore[no-untyped-call]
+    bar = progress(total=n, desc=desc or "PNG", unit="img")
     try:
         if workers > 1 and n >= PARALLEL_MIN:
             with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="mnistforge-png") as pool:
