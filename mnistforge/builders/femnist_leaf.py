@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -42,11 +43,11 @@ class LeafFile:
     """One LEAF JSON file: name, users in order, the rows of each user."""
 
     name: str
-    users: list
-    rows: dict
+    users: list[str]
+    rows: dict[str, list[int]]
 
     @property
-    def num_samples(self) -> list:
+    def num_samples(self) -> list[int]:
         return [len(self.rows[u]) for u in self.users]
 
 
@@ -78,7 +79,7 @@ def frac_label(f: float) -> str:
     return str(float(f))[2:]
 
 
-def iid_divide(items: list, g: int) -> list:
+def iid_divide(items: list[int], g: int) -> list[list[int]]:
     """util.py ``iid_divide``: ``g`` groups, the small ones first."""
     n = len(items)
     size = int(n / g)
@@ -91,7 +92,7 @@ def iid_divide(items: list, g: int) -> list:
     return out
 
 
-def leaf_order(index) -> np.ndarray:
+def leaf_order(index: np.ndarray | Mapping[str, Any]) -> np.ndarray:
     """Rows in get_file_dirs.py's by_write walk with every listing sorted.
 
     Partitions ``hsf_N``, writer folders ``fWWWW_TT``, field folders (sorted: c, d, l, u),
@@ -101,7 +102,7 @@ def leaf_order(index) -> np.ndarray:
     return np.lexsort((index["entry"], field, index["template"], index["writer"], index["hsf"]))
 
 
-def leaf_classes(index) -> np.ndarray:
+def leaf_classes(index: np.ndarray | Mapping[str, Any]) -> np.ndarray:
     """match_hashes.py: each by_write character's class from the first by_class file with
     its MD5 (first in sorted listing: the lowest class folder), for identical images too."""
     asc = np.asarray(index["ascii"]).astype(np.int64)
@@ -126,7 +127,7 @@ def folder_name(writer: int, template: int) -> str:
     return f"f{int(writer):04d}_{int(template):02d}"
 
 
-def all_data(index, repeat_first: bool = True) -> list:
+def all_data(index: np.ndarray | Mapping[str, Any], repeat_first: bool = True) -> list[LeafFile]:
     """group_by_writer.py + data_to_json.py: ``all_data_K.json`` files of 100 writers."""
     order = leaf_order(index)
     w = np.asarray(index["writer"])[order].astype(np.int64)
@@ -149,7 +150,7 @@ def all_data(index, repeat_first: bool = True) -> list:
     return files
 
 
-def sample(files: list, opts: LeafOptions) -> list:
+def sample(files: list[LeafFile], opts: LeafOptions) -> list[LeafFile]:
     """sample.py (one ``random.Random(seed)`` over the files in order)."""
     rng = random.Random(opts.sampling_seed)
     out, new_user_count = [], 0
@@ -187,7 +188,7 @@ def sample(files: list, opts: LeafOptions) -> list:
     return out
 
 
-def remove_users(files: list, k: int) -> list:
+def remove_users(files: list[LeafFile], k: int) -> list[LeafFile]:
     """remove_users.py: users with fewer than ``k`` samples dropped."""
     out = []
     for f in files:
@@ -196,7 +197,7 @@ def remove_users(files: list, k: int) -> list:
     return out
 
 
-def split(files: list, opts: LeafOptions) -> tuple[list, list]:
+def split(files: list[LeafFile], opts: LeafOptions) -> tuple[list[LeafFile], list[LeafFile]]:
     """split_data.py: (train files, test files)."""
     rng = random.Random(opts.split_seed)
     label = frac_label(opts.train_fraction)
@@ -241,10 +242,10 @@ def split(files: list, opts: LeafOptions) -> tuple[list, list]:
     return train, test
 
 
-def run_recipe(index, opts: LeafOptions) -> dict:
+def run_recipe(index: np.ndarray | Mapping[str, Any], opts: LeafOptions) -> dict[str, list[LeafFile]]:
     """preprocess.sh: ``{"all_data": files, "train": files, "test": files}`` (train/test
     only when a split is asked for; the sampled/kept stages too, under their folder names)."""
-    stages: dict = {"all_data": all_data(index, opts.repeat_first)}
+    stages: dict[str, list[LeafFile]] = {"all_data": all_data(index, opts.repeat_first)}
     cur = stages["all_data"]
     if opts.sample is not None:
         cur = stages["sampled_data"] = sample(cur, opts)
