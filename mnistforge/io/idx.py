@@ -407,8 +407,7 @@ def _check_length(header: IdxHeader, length: int, path: StrPath) -> None:
             hint="the header is corrupt or two files were concatenated")
 
 
-def read_idx(path: StrPath, *, mmap: bool = True, max_bytes: int = MAX_BYTES,
-             size: int | None = None) -> np.ndarray:
+def read_idx(path: StrPath, *, mmap: bool = True, max_bytes: int = MAX_BYTES) -> np.ndarray:
     """Read an idx file (raw, ``.gz``, ``.xz`` or ``.bz2``).
 
     Parameters
@@ -420,9 +419,6 @@ def read_idx(path: StrPath, *, mmap: bool = True, max_bytes: int = MAX_BYTES,
         correct, call ``.astype(native)`` for a native copy.
     max_bytes : int
         Largest payload accepted (guards against corrupt headers).
-    size : int, optional
-        The size of ``path``, a regular file, from a ``stat`` the caller has just taken and
-        checked (the trust gate's kept verdict): spares the reader its own.
 
     Returns
     -------
@@ -447,8 +443,7 @@ def read_idx(path: StrPath, *, mmap: bool = True, max_bytes: int = MAX_BYTES,
     """
     path = os.fspath(path)   # a string: a Path object costs a repeat load more than its stat
     comp = compression_of(path)
-    if size is None:
-        size = _regular_file_size(path)
+    size = _regular_file_size(path)
     if comp is None:
         with open(path, "rb") as f:
             head = f.read(4 + 4 * 255)
