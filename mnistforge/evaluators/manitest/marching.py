@@ -262,6 +262,11 @@ def _subsets(others: list[_Other]) -> Iterator[tuple[_Other, ...]]:
         yield tuple(ranked[:r])
 
 
+#: largest ``init_radius`` of :func:`fast_march`: the first nodes are taken from a ball of
+#: ``(2r + 1)^d`` candidates (6-D: 531,441 at 4)
+MAX_INIT_RADIUS = 4
+
+
 def fast_march(steps: Sequence[float] | np.ndarray, lo: Sequence[int] | np.ndarray, hi: Sequence[int] | np.ndarray,
                evaluate: Callable[[np.ndarray], tuple[npt.ArrayLike, Any]], *, cap: int = DEFAULT_CAP,
                stop: Callable[[Any], bool] | None = None,
@@ -306,6 +311,10 @@ def fast_march(steps: Sequence[float] | np.ndarray, lo: Sequence[int] | np.ndarr
                           found=f"lo={lo}, hi={hi}")
     if cap < 1:
         raise ConfigError("invalid node cap", expected="cap >= 1", found=cap)
+    if isinstance(init_radius, bool) or not isinstance(init_radius, int) \
+            or not 0 <= init_radius <= MAX_INIT_RADIUS:   # (the ball has (2r+1)^d candidates)
+        raise ConfigError("invalid init_radius", expected=f"an integer in 0..{MAX_INIT_RADIUS}",
+                          found=repr(init_radius))
     side = int(block_side or BLOCK_SIDE[d])
 
     G: dict[Node, np.ndarray] = {}        # node -> metric tensor (d x d ndarray)

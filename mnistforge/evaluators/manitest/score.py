@@ -471,9 +471,14 @@ def manitest(images: np.ndarray, predict: Any, group: TransformGroup | str = "di
         raise EmptySelectionError("no images to score", expected="images N x H x W with N >= 1",
                                   found=f"shape {np.shape(images)}",
                                   hint="check the slice or the sample size")
+    for name, value in (("samples", samples), ("seed", seed)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+            raise ConfigError(f"invalid {name}", expected="a whole number", found=repr(value))
     if samples is not None and samples < 1:
         raise EmptySelectionError("no images to score", expected="samples >= 1 (None: all)",
                                   found=samples)
+    if seed < 0:
+        raise ConfigError("invalid seed", expected="an integer >= 0", found=seed)
     if indices is None:
         if samples is None or samples >= n:
             indices = np.arange(n)
