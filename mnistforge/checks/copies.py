@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .. import settings
 from ..cache.adopt import place_in_cache
-from ..cache.download import cache_path
+from ..cache.download import FetchResult, cache_path
 from ..errors import FormatError, MnistforgeError, UnsafeFormatError
 from ..io.foreign.base import role_of
 from ..io.foreign.detect import _npy_partner
+from ..io.types import StrPath
 from ..log import get_logger
-from ..registry import list_files, torchvision_folders
+from ..registry import RemoteFile, list_files, torchvision_folders
 from .adopt import CopyAnswer, examine, regular_or_folder
 
 logger = get_logger(__name__)
@@ -40,7 +41,7 @@ SUFFIXES = (".npz", ".npy", ".csv", ".csv.gz", ".mat", ".parquet", ".zip")
 IDX_HINTS = ("ubyte", "idx1", "idx2", "idx3")
 
 
-def well_known_places(cwd=None, home=None) -> list[Path]:
+def well_known_places(cwd: StrPath | None = None, home: StrPath | None = None) -> list[Path]:
     """The folders where other tools keep their copies (those that exist, each once)."""
     cwd = Path(cwd or os.getcwd())
     home = Path(home or Path.home())
@@ -77,7 +78,7 @@ def _is_torchvision_root(d: Path) -> bool:
         return False
 
 
-def candidates(place) -> Iterator[Path]:
+def candidates(place: StrPath) -> Iterator[Path]:
     """Each copy below ``place`` once (see the module doc), in sorted order."""
     place = Path(place)
     try:
@@ -96,8 +97,8 @@ def candidates(place) -> Iterator[Path]:
             return
         try:
             entries = sorted(d.iterdir())
-        except OSError as e:  # unreadable: said, then the rest
-            logger.warning("not searched, cannot list %s: %s", d, e.strerror or e)
+        except OSError as err:  # unreadable: said, then the rest
+            logger.warning("not searched, cannot list %s: %s", d, err.strerror or err)
             return
         if any(e.name.endswith(".parquet") for e in entries):
             yield d  # the shards of one snapshot (or config)
@@ -130,7 +131,8 @@ def _labels_of_a_pair(p: Path) -> bool:
     return role_of(p.name) == "labels" and _npy_partner(p) is not None
 
 
-def find_copies(places=None, *, search_cache: bool = True) -> tuple[list[Path], list[CopyAnswer]]:
+def find_copies(places: Iterable[StrPath] | None = None, *,
+                search_cache: bool = True) -> tuple[list[Path], list[CopyAnswer]]:
     """Examine every copy in ``places`` (default :func:`well_known_places`); returns the places
     searched and one answer per split or idx file found (read only)."""
     where = [Path(p) for p in places] if places else well_known_places()
@@ -162,14 +164,15 @@ def _examine(cand: Path, search_cache: bool) -> list[CopyAnswer]:
                            why_not="unreadable")]
 
 
-def adopt(paths, files=None, *, root=None) -> tuple[dict[str, tuple], list[CopyAnswer]]:
+def adopt(paths: StrPath | Iterable[StrPath], files: Iterable[RemoteFile | str] | None = None, *,
+          root: StrPath | None = None) -> tuple[dict[str, tuple[FetchResult, str]], list[CopyAnswer]]:
     """Place in the cache what the copies at ``paths`` give of ``files`` (registry ids; None:
     anything they give).  A file is examined as it is (its errors raised); a folder is walked
     like a place of :func:`find_copies` (a copy in it that cannot be read is said and
     skipped).  Returns ``({file id: (FetchResult, where)}, answers)``; a piece that fails the
     cache's verification is logged and skipped (another copy may give it)."""
     wanted = None if files is None else {getattr(f, "id", f) for f in files}
-    placed: dict[str, tuple] = {}
+    placed: dict[str, tuple[FetchResult, str]] = {}
     answers: list[CopyAnswer] = []
     for path in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
         p = regular_or_folder(path)

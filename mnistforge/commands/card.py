@@ -8,9 +8,15 @@ and the numbers as JSON with ``--json``.
 """
 from __future__ import annotations
 
+import argparse
+from typing import TYPE_CHECKING
+
 from .common import (add_inputs, add_cache, add_json, add_offline, download_flag, input_paths,
                      lazy_import, require_existing_path, write_json)
 from . import argtypes
+
+if TYPE_CHECKING:
+    from ..io.types import StrPath
 
 np = lazy_import("numpy")
 cd = lazy_import("mnistforge.evaluators.card")
@@ -23,7 +29,7 @@ CARD_RECORD = "card-manifest.json"
 HELP = "a results card (HTML, Markdown, JSON) for a predictions file on a test set"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inputs(p, "files", "test")
     p.add_argument("files", nargs="+", metavar="PREDICTIONS",
                    help="the system carded, then any to compare with it: prediction files, "
@@ -46,8 +52,9 @@ def add_arguments(p):
     add_cache(p)
 
 
-def run(args) -> int:
-    from ..io.atomic import atomic_dir, atomic_file, check_output_folder
+def run(args: argparse.Namespace) -> int:
+    from ..io.atomic import atomic_dir, atomic_file
+    from ..io.outputs import check_output_folder
     from ..io.manifest import Manifest
     from ..loaders import load, resolve_target
     from ..evaluators.significance import check_test_set
@@ -91,7 +98,7 @@ def run(args) -> int:
     return 0
 
 
-def card_problems(folder) -> list[str]:
+def card_problems(folder: StrPath) -> list[str]:
     """What ``card --overwrite`` would destroy beyond a card's own files (:data:`CARD_RECORD`)."""
     from ..io.manifest import recorded_folder_problems
 

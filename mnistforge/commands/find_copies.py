@@ -7,13 +7,15 @@ it is (identical / reordered / subset / transformed / damaged / unknown) and whe
 """
 from __future__ import annotations
 
+import argparse
+
 from .common import add_inputs, EXIT_OK, add_json, terminal_width, wrap, write_json
 
 NAME = "find-copies"
 HELP = "find copies of the datasets on this machine, say what each is and whether fetch --from adopts it"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inputs(p, "dirs")
     p.add_argument("dirs", nargs="*", metavar="DIR",
                    help="folders (or files) to look in as well as the well-known places")
@@ -23,7 +25,7 @@ def add_arguments(p):
                 "adoptable files)")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from ..checks.adopt import regular_or_folder
     from ..checks.copies import find_copies, well_known_places
 

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import TestSetMismatchError
 from ..io.hashing import sha256_parts
+from ..loaders.split import DatasetSplit
 from . import label_issues as kli
 from . import significance as sg
 from .errorlists import SystemOutput, load_example
@@ -55,13 +59,13 @@ class Card:
     #: smallest n12 - n21 a paired test calls significant when the systems disagree on
     #: as many samples as this one errs (``significant_difference``)
     significant_difference: int
-    provenance: dict
-    known_labels: dict | None
+    provenance: dict[str, Any]
+    known_labels: dict[str, Any] | None
     known_labels_note: str
-    comparison: dict | None
+    comparison: dict[str, Any] | None
     comparison_note: str
-    combination: dict | None
-    qmnist: dict | None
+    combination: dict[str, Any] | None
+    qmnist: dict[str, Any] | None
     qmnist_note: str
     gallery: list[GalleryItem]
     gallery_rule: str
@@ -70,8 +74,12 @@ class Card:
     resamples: int
     seed: int
     notes: list[str] = field(default_factory=list)
+    #: one entry per class: index, name, test images, errors, rate
+    per_class: list[dict[str, Any]] = field(default_factory=list)
+    #: training-set size of each system shown (None: not given)
+    training: dict[str, int | None] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["rate"] = self.rate.to_dict()
         d["gallery"] = [asdict(g) for g in self.gallery]
@@ -94,7 +102,7 @@ def significant_difference(disagreements: int, confidence: float = 0.95) -> int:
 
 
 def qmnist_gap(wrong: np.ndarray, boundary: int = 10_000, confidence: float = 0.95,
-               names: tuple[str, str] = ("test10k", "test50k")) -> dict:
+               names: tuple[str, str] = ("test10k", "test50k")) -> dict[str, Any]:
     """Error on rows ``[:boundary]`` (QMNIST test10k) minus rows ``[boundary:]`` (test50k), with
     the Wald interval of the difference of two independent rates.
 
@@ -112,7 +120,7 @@ def qmnist_gap(wrong: np.ndarray, boundary: int = 10_000, confidence: float = 0.
             "significant": bool(abs(gap) > h)}
 
 
-def _gap_views(ds) -> tuple[str, str, int] | None:
+def _gap_views(ds: Any) -> tuple[str, str, int] | None:  # any split: one without .info is none
     """The registry's two views splitting ``ds``'s split at one row (QMNIST: test10k, test50k)."""
     try:
         views = [s for s in ds.info.splits.values() if s.of == ds.split and s.rows is not None]
@@ -125,7 +133,7 @@ def _gap_views(ds) -> tuple[str, str, int] | None:
     return None
 
 
-def confusion_matrix(labels, predictions, k: int) -> np.ndarray:
+def confusion_matrix(labels: npt.ArrayLike, predictions: npt.ArrayLike, k: int) -> np.ndarray:
     """``k x k`` counts, rows the true class, columns the predicted one.
 
     >>> confusion_matrix([0, 1, 1], [0, 0, 1], 2).tolist()
@@ -136,7 +144,7 @@ def confusion_matrix(labels, predictions, k: int) -> np.ndarray:
     return np.bincount(y[ok] * k + p[ok], minlength=k * k).reshape(k, k)
 
 
-def provenance(ds) -> dict:
+def provenance(ds: DatasetSplit) -> dict[str, Any]:
     """Which test set, identified by its content (hashes of the arrays as loaded)."""
     images = np.ascontiguousarray(ds.images)
     labels = np.ascontiguousarray(np.asarray(ds.labels).astype("<i8"))
@@ -148,16 +156,18 @@ def provenance(ds) -> dict:
     return {"name": ds.name, "split": ds.split, "rows": len(ds), "source": ds.source,
             "status": dict(ds.status), "synthetic": bool(ds.synthetic),
             "changes": [str(getattr(c, "description", c)) for c in ds.changes],
-            "images_sha256": sha256_parts(images), "labels_sha256": sha256_parts(labels),
+            # NumPy's stubs give ndarray the buffer protocol (__buffer__) on Python >= 3.12 only
+            "images_sha256": sha256_parts(images), "labels_sha256": sha256_parts(labels),  # type: ignore[arg-type]
             "registry_order_free_sha256": registry_hash}
 
 
-def _class_name(classes, k: int) -> str:
+def _class_name(classes: Sequence[object], k: int) -> str:
     return str(classes[k]) if 0 <= k < len(classes) else "?"
 
 
-def _known_labels(test, system, labels):
-    why: list = []
+def _known_labels(test: str, system: SystemOutput, labels: np.ndarray
+                  ) -> tuple[kli.KnownProblems | None, dict[str, Any] | None, str]:
+    why: list[str] = []
     problems = kli.known_problems(test, system.n, labels, download=False, why=why)
     if problems is None:
         return None, None, (why[0] if why else f"no study of label errors applies to {test}")
@@ -173,18 +183,48 @@ def _known_labels(test, system, labels):
                       "rows": (np.flatnonzero(system.wrong & problems.label_issue)).tolist()}, ""
 
 
-def _others(test_name: str, split: str, n: int, others):
+#: the training set of every Keysers (2006) system: MNIST's training split
+KEYSERS_TRAIN_SIZE = 60_000
+
+
+def _train_size(s: SystemOutput) -> int | None:
+    """The training-set size a system's file states (``# train_size:``), else None."""
+    v = str(s.metadata.get("train_size", ""))
+    return int(v) if v.isdigit() else None
+
+
+def _training_notes(system: SystemOutput, compared: Sequence[SystemOutput]) -> list[str]:
+    """A warning when the carded system's training-set size is not given, or not theirs."""
+    sizes = {_train_size(s) for s in compared} - {None}
+    own = _train_size(system)
+    if not sizes:
+        return []
+    theirs = " or ".join(f"{x:,}" for x in sorted(sizes))
+    if own is None:
+        return [f"warning: the training-set size of {system.name} is not given (a prediction "
+                f"file of evaluate states it); the systems compared trained on {theirs} images"]
+    if sizes != {own}:
+        return [f"warning: {system.name} trained on {own:,} images, the systems compared on "
+                f"{theirs}: part of any difference is one of data, not of method"]
+    return []
+
+
+def _others(test_name: str, split: str, n: int,
+            others: Iterable[SystemOutput]) -> tuple[list[SystemOutput], str, set[str]]:
     """``(systems to compare, what they are, names left out of the vote)``."""
     if others:
         return list(others), "the other systems given", set()
     if test_name == "mnist" and split == "test" and n == 10_000:
         # CC is Keysers' own vote of the four: it is compared, but does not vote again
-        return load_example("keysers2006"), ("the Keysers (2006) published systems "
-                                             "(`significance --example keysers2006`)"), {"CC"}
+        keysers = load_example("keysers2006")
+        for s in keysers:   # all trained on MNIST's 60,000 training images (Keysers 2006)
+            s.metadata["train_size"] = str(KEYSERS_TRAIN_SIZE)
+        return keysers, ("the Keysers (2006) published systems "
+                         "(`significance --example keysers2006`)"), {"CC"}
     return [], "no other system given (on MNIST test the Keysers 2006 systems are used)", set()
 
 
-def build_card(system: SystemOutput, ds, others=(), *, test: str | None = None,
+def build_card(system: SystemOutput, ds: DatasetSplit, others: Sequence[SystemOutput] = (), *, test: str | None = None,
                resamples: int = 10_000, seed: int = 0, confidence: float = 0.95,
                gallery_limit: int = 200) -> Card:
     """Compute the card of ``system`` on loaded split ``ds`` (``others``: systems to compare).
@@ -203,15 +243,21 @@ def build_card(system: SystemOutput, ds, others=(), *, test: str | None = None,
 
     compared, where, abstain = _others(ds.name, ds.split, n, others)
     comparison = combination = None
+    notes: list[str] = _training_notes(system, compared)
     if compared:
         base = [s for s in compared if s.name not in abstain]
         wrong = {system.name: system.wrong, **{s.name: s.wrong for s in compared}}
         vote = sg.majority_vote({system.name: system.wrong, **{s.name: s.wrong for s in base}},
                                 system.name)
-        r = sg.error_rate(vote, confidence=confidence)
-        combination = {"name": "vote", "members": [system.name] + [s.name for s in base],
-                       "tie_breaker": system.name, "rate": r.to_dict()}
-        wrong["vote"] = vote
+        if np.array_equal(vote, system.wrong):   # two systems: the tie-breaker decides every tie
+            notes.append(f"no vote row: the majority vote of {system.name} and "
+                         f"{', '.join(s.name for s in base)} ({system.name} breaking ties) is "
+                         f"{system.name} itself")
+        else:
+            r = sg.error_rate(vote, confidence=confidence)
+            combination = {"name": "vote", "members": [system.name] + [s.name for s in base],
+                           "tie_breaker": system.name, "rate": r.to_dict()}
+            wrong["vote"] = vote
         comp = sg.compare_systems(wrong, resamples, seed, confidence)
         comparison = comp.to_dict()
         comparison["names"] = comp.names
@@ -236,7 +282,13 @@ def build_card(system: SystemOutput, ds, others=(), *, test: str | None = None,
                            "?" if pred is None else _class_name(classes, int(pred[i])),
                            bool(flagged[i])) for i in rows[:limit]]
     conf = (confusion_matrix(labels, pred, len(classes)).tolist() if pred is not None else None)
-    notes = []
+    k = max(len(classes), int(labels.max()) + 1 if n else 0)
+    per_n = np.bincount(labels, minlength=k)
+    per_err = np.bincount(labels[system.wrong], minlength=k)
+    per_class = [{"class": c, "name": _class_name(classes, c), "n": int(per_n[c]),
+                  "errors": int(per_err[c]), "rate": float(per_err[c] / per_n[c]) if per_n[c] else None}
+                 for c in range(k)]
+    training = {s.name: _train_size(s) for s in (system, *compared)}
     if pred is None:
         notes.append(f"{system.name} gives right/wrong only (an error list): no predicted "
                      "classes, no confusion matrix")
@@ -244,4 +296,5 @@ def build_card(system: SystemOutput, ds, others=(), *, test: str | None = None,
                 significant_difference(rate.errors, confidence), provenance(ds), known,
                 known_note, comparison, "" if compared else where, combination, qmnist, qnote,
                 gallery, GALLERY_RULE.format(limit=limit, total=rows.size), conf, classes,
-                int(resamples), int(seed), notes + ([f"compared with {where}"] if compared else []))
+                int(resamples), int(seed), notes + ([f"compared with {where}"] if compared else []),
+                per_class, training)

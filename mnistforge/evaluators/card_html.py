@@ -11,38 +11,52 @@ import base64
 import html
 import io
 import logging
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import MissingDependencyError
 from ..plotting import matrix_picture, pyplot, render_grid
 from .card import Card
 from .significance import format_k
 
+if TYPE_CHECKING:
+    from PIL import Image
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["pictures", "render_html", "render_markdown", "docs_link", "DOCS"]
+__all__ = ["pictures", "render_html", "render_markdown", "DEFINITIONS"]
 
-#: the docs page defining each section (docs/<page>)
-DOCS = {"rate": "significance.md", "difference": "significance.md",
-        "labels": "label-errors.md", "pairs": "significance.md", "qmnist": "classifiers.md",
-        "gallery": "card.md", "provenance": "card.md"}
+#: each section's definition, said on the page (no link: the page stands alone, offline)
+DEFINITIONS = {
+    "rate": "errors / test images; Wald: rate +/- z sqrt(rate (1 - rate) / n); exact "
+            "(Clopper-Pearson): the beta quantiles, right even near 0 errors.",
+    "difference": "on the images where two systems disagree, n12 counts those only this one "
+                  "gets wrong, n21 those only the other does (Yadav & Bottou 2019).",
+    "labels": "test images whose label fewer than 3 of 5 human workers chose (Northcutt et al. "
+              "2021), and the images all four Keysers (2006) systems miss.",
+    "pairs": "POI: the share of paired bootstrap resamples of the test set in which A makes fewer "
+             "errors than B (ties half); max K: the largest number of simultaneous comparisons "
+             "(Bonferroni: each at 1 - confidence / K) for which 'A worse' still holds (0: not "
+             "even one; a huge K only says the difference is overwhelming).",
+    "qmnist": "QMNIST's test set is MNIST's 10,000 test images followed by 50,000 recovered "
+              "ones; a model selected on the first part tends to do worse on the second.",
+    "gallery": "misclassified test images; rows of the confusion matrix are the true class.",
+    "classes": "errors among the test images of each class, over their number.",
+    "provenance": "the test set as loaded, named by the sha256 of its arrays.",
+}
 
 
-def docs_link(page: str) -> str:
-    """Where docs page ``page`` is: the source checkout's file when there is one, else its name."""
-    here = Path(__file__).resolve().parents[2] / "docs" / page
-    return here.as_uri() if here.is_file() else f"docs/{page}"
-
-
-def _png(img) -> str:
+def _png(img: Image.Image) -> str:
     buf = io.BytesIO()
     img.save(buf, format="PNG", optimize=False)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _gallery_picture(card: Card, images):
+def _gallery_picture(card: Card, images: npt.ArrayLike) -> Image.Image | None:
     if not card.gallery:
         return None
     rows = [g.row for g in card.gallery]
@@ -52,7 +66,7 @@ def _gallery_picture(card: Card, images):
                        scale=2, invert=True)
 
 
-def _interval_chart(card: Card):
+def _interval_chart(card: Card) -> Image.Image:
     """Error rates with exact intervals of every system compared (matplotlib)."""
     plt = pyplot("the interval chart of the card")
     comp = card.comparison or {"systems": [{"name": card.system, **card.rate.to_dict()}]}
@@ -74,7 +88,7 @@ def _interval_chart(card: Card):
     return Image.open(buf)
 
 
-def pictures(card: Card, images) -> tuple[dict, dict]:
+def pictures(card: Card, images: npt.ArrayLike) -> tuple[dict[str, str], dict[str, str]]:
     """``({name: data URI}, {name: why missing})`` of the card's pictures."""
     out, missing = {}, {}
     g = _gallery_picture(card, images)
@@ -82,16 +96,21 @@ def pictures(card: Card, images) -> tuple[dict, dict]:
         out["gallery"] = _png(g)
     if card.confusion is not None:
         k = len(card.classes)
-        names = [str(i) for i in range(k)]
+        cols = [str(i) for i in range(k)]   # columns by index, rows by index and class name
+        rows = [c if str(nm) == c else f"{c} {nm}" for c, nm in zip(cols, card.classes)]
         cm = np.asarray(card.confusion)
         off = cm.copy()
         np.fill_diagonal(off, 0)
-        out["confusion"] = _png(matrix_picture(off, names, names, lambda i, j: str(cm[i, j]),
+        out["confusion"] = _png(matrix_picture(off, rows, cols, lambda i, j: str(cm[i, j]),
                                                 cell=40 if k <= 10 else 26))
     if card.comparison is not None:
         nm, poi = card.comparison["names"], np.asarray(card.comparison["poi"])
-        out["poi"] = _png(matrix_picture(poi, nm, nm, lambda i, j: "-" if i == j
-                                          else f"{poi[i, j]:.2f}", vmax=1.0))
+        # full names, once: rows "1: name", columns by number (a name cut to a cell's width
+        # made two systems look the same)
+        out["poi"] = _png(matrix_picture(poi, [f"{i + 1}: {x}" for i, x in enumerate(nm)],
+                                          [str(i + 1) for i in range(len(nm))],
+                                          lambda i, j: "-" if i == j else f"{poi[i, j]:.2f}",
+                                          vmax=1.0))
     try:
         out["intervals"] = _png(_interval_chart(card))
     except MissingDependencyError:
@@ -105,7 +124,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.2f} %"
 
 
-def _iv(iv) -> str:
+def _iv(iv: Sequence[float]) -> str:
     return f"[{100 * iv[0]:.2f}, {100 * iv[1]:.2f}] %"
 
 
@@ -156,9 +175,15 @@ def _sections(card: Card) -> list[Section]:
         comb = card.combination or {}
         cr = comb.get("rate", {})
         paras = [f"Bootstrap B = {card.resamples} (seed {card.seed}, ties counted half). "
-                 f"Combination 'vote': majority vote of {', '.join(comb.get('members', []))} "
-                 f"({comb.get('tie_breaker')} breaks ties): {cr.get('errors')} errors = "
-                 f"{_pct(cr.get('rate', 0.0))}."]
+                 "Picture: POI(row beats column), the systems numbered as in its rows."]
+        if comb:
+            paras.append(f"Combination 'vote': majority vote of "
+                         f"{', '.join(comb.get('members', []))} ({comb.get('tie_breaker')} breaks "
+                         f"ties): {cr.get('errors')} errors = {_pct(cr.get('rate', 0.0))}.")
+        if card.training:
+            paras.append("Training-set sizes: " + "; ".join(
+                f"{nm}: {'not given' if x is None else f'{x:,}'}"
+                for nm, x in card.training.items()) + ".")
         paras += [f"{nm}: {d}" for nm, d in comp.get("descriptions", {}).items() if d]
         out.append(("pairs", "Paired comparisons", paras, rows, "poi"))
     q = card.qmnist
@@ -185,37 +210,66 @@ def _sections(card: Card) -> list[Section]:
             [["true \\ predicted"] + [str(i) for i in range(len(card.classes))]]
             + [[str(i)] + [str(x) for x in row] for i, row in enumerate(card.confusion)],
             "confusion"))
-    pv = card.provenance
-    prow = [["field", "value"]] + [[k, str(v)] for k, v in pv.items()]
+    if card.per_class:
+        out.append(("classes", "Errors per class", [], [["class", "name", "test images", "errors",
+                                                         "error rate"]] + [
+            [str(c["class"]), str(c["name"]), str(c["n"]), str(c["errors"]),
+             "-" if c["rate"] is None else _pct(c["rate"])] for c in card.per_class], None))
     out.append(("provenance", "Provenance", [
         f"Test set {card.test}, identified by content; predictions from {card.source}."]
-        + card.notes, prow, None))
+        + card.notes, _provenance_rows(card.provenance), None))
     return out
+
+
+def _provenance_rows(pv: dict[str, object]) -> list[list[str]]:
+    """The provenance as a table a person reads: one row per field, a file's status per row."""
+    said = {"name": "dataset", "split": "split", "rows": "rows", "source": "read from",
+            "synthetic": "synthetic", "images_sha256": "sha256 of the images (as loaded)",
+            "labels_sha256": "sha256 of the labels (int64)",
+            "registry_order_free_sha256": "registry's order-free hash"}
+    rows = [["field", "value"]]
+    for key, value in pv.items():
+        if key == "status" and isinstance(value, dict):
+            rows += [[f"file {f}", str(v)] for f, v in value.items()] or [["files", "-"]]
+        elif key == "changes" and isinstance(value, list):
+            rows.append(["changes undone", "; ".join(map(str, value)) or "none"])
+        elif isinstance(value, bool):
+            rows.append([said.get(key, key), "yes" if value else "no"])
+        else:
+            rows.append([said.get(key, key), "-" if value is None else str(value)])
+    return rows
+
+
+def _title(card: Card) -> str:
+    """``SYSTEM (FILE) on DATASET:SPLIT``: never a local folder."""
+    pv = card.provenance
+    return (f"{card.system} ({Path(card.source).name}) on "
+            f"{pv.get('name', '?')}:{pv.get('split', '?')}")
 
 
 CSS = ("body{font-family:sans-serif;max-width:1100px;margin:1em auto;color:#222}"
        "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;"
        "font-size:13px}th{background:#eee}.missing{color:#a00}img{max-width:100%}"
-       "details{margin:.5em 0}")
+       "details{margin:.5em 0}.def{color:#555;font-size:13px}")
 
 
-def _table_html(rows) -> str:
+def _table_html(rows: Sequence[Sequence[str]]) -> str:
     head = "".join(f"<th>{html.escape(x)}</th>" for x in rows[0])
     body = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in r) + "</tr>"
                    for r in rows[1:])
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def render_html(card: Card, pics: dict, missing: dict) -> str:
+def render_html(card: Card, pics: dict[str, str], missing: dict[str, str]) -> str:
     """The card as one HTML page (pictures as data URIs)."""
     e = html.escape
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>card: {e(card.system)} on {e(card.test)}</title>",
+             f"<title>card: {e(_title(card))}</title>",
              f"<style>{CSS}</style></head><body>",
-             f"<h1>Results card: {e(card.system)} on {e(card.test)}</h1>"]
+             f"<h1>Results card: {e(_title(card))}</h1>"]
     for key, title, paras, rows, pic in _sections(card):
-        parts.append(f'<h2 id="{key}">{e(title)} <small><a href="{e(docs_link(DOCS[key]))}">'
-                     "definition</a></small></h2>")
+        parts.append(f'<h2 id="{key}">{e(title)}</h2>')
+        parts.append(f'<p class="def">Definition: {e(DEFINITIONS[key])}</p>')
         parts += [f"<p>{e(p)}</p>" for p in paras]
         if pic in pics:
             parts.append(f'<img alt="{e(title)}" src="{pics[pic]}">')
@@ -234,14 +288,14 @@ def _md_escape(text: str) -> str:
     return html.escape(str(text), quote=False)
 
 
-def render_markdown(card: Card, pics: dict, missing: dict) -> str:
+def render_markdown(card: Card, pics: dict[str, str], missing: dict[str, str]) -> str:
     """The same content as Markdown (pictures as data URIs)."""
     e = _md_escape
-    lines = [f"# Results card: {e(card.system)} on {e(card.test)}", ""]
+    lines = [f"# Results card: {e(_title(card))}", ""]
     for key, title, paras, rows, pic in _sections(card):
         paras = [e(p) for p in paras]
         rows = None if rows is None else [[e(x) for x in r] for r in rows]
-        lines += [f"## {title} ([definition]({docs_link(DOCS[key])}))", ""]
+        lines += [f"## {title}", "", f"*Definition:* {e(DEFINITIONS[key])}", ""]
         for p in paras:
             lines += [p, ""]
         if pic in pics:

@@ -36,11 +36,15 @@ import decimal
 import logging
 import math
 import zlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..io.atomic import atomic_file
+from ..io.types import StrPath
 from ..loaders import load, resolve_target
 from ..loaders.names import parse_split, rows_of
 from ..plotting import pyplot
@@ -61,13 +65,13 @@ __all__ = [
 
 # --------------------------------------------------------------------------- quantiles
 
-def _special():
+def _special() -> Any:
     # SciPy is imported on first use: `mnistforge --help` must not pay for scipy.stats.
     from scipy import special
     return special
 
 
-def _stats():
+def _stats() -> Any:
     from scipy import stats
     return stats
 
@@ -110,7 +114,7 @@ MAX_COUNT = 2**53
 MAX_K = 10**1000
 
 
-def _count(value, what: str) -> int:
+def _count(value: Any, what: str) -> int:
     """``value`` as a count in ``0..MAX_COUNT``, or a :class:`ConfigError` naming it."""
     try:
         v = int(value)
@@ -132,7 +136,7 @@ def format_k(k: int) -> str:
         ">= 1e1000" if k >= MAX_K else f"~1e{len(str(k)) - 1}")
 
 
-def _check_count(errors, n):
+def _check_count(errors: Any, n: Any) -> tuple[int, int]:
     errors, n = _count(errors, "error count"), _count(n, "test-set size")
     if n <= 0 or not 0 <= errors <= n:
         raise ConfigError("invalid error count", expected="0 <= errors <= n and n > 0",
@@ -184,7 +188,7 @@ class ErrorRate:
     wald: tuple[float, float]
     exact: tuple[float, float]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["wald"], d["exact"] = list(self.wald), list(self.exact)
         return d
@@ -196,7 +200,7 @@ class ErrorRate:
                 f"exact: {100 * self.exact[0]:.2f}-{100 * self.exact[1]:.2f} %)")
 
 
-def error_rate(wrong_or_errors, n: int | None = None, confidence: float = 0.95) -> ErrorRate:
+def error_rate(wrong_or_errors: npt.ArrayLike, n: int | None = None, confidence: float = 0.95) -> ErrorRate:
     """Summarise one system from its wrong-vector, or from ``errors`` and ``n``.
 
     Examples
@@ -205,6 +209,7 @@ def error_rate(wrong_or_errors, n: int | None = None, confidence: float = 0.95) 
     >>> r.errors, r.n, r.rate
     (1, 4, 0.25)
     """
+    errors: npt.ArrayLike   # a count (checked below)
     if n is None:
         wrong = _as_wrong(wrong_or_errors)
         errors, n = int(wrong.sum()), wrong.size
@@ -215,7 +220,7 @@ def error_rate(wrong_or_errors, n: int | None = None, confidence: float = 0.95) 
                      wald_interval(errors, n, confidence), exact_interval(errors, n, confidence))
 
 
-def _as_wrong(wrong, name="wrong") -> np.ndarray:
+def _as_wrong(wrong: npt.ArrayLike, name: str = "wrong") -> np.ndarray:
     w = np.asarray(wrong)
     if w.ndim != 1:
         raise ConfigError(f"{name} vector has the wrong shape", expected="a 1-D vector (one "
@@ -228,7 +233,7 @@ def _as_wrong(wrong, name="wrong") -> np.ndarray:
     return w
 
 
-def wrong_from_predictions(predictions, labels) -> np.ndarray:
+def wrong_from_predictions(predictions: npt.ArrayLike, labels: npt.ArrayLike) -> np.ndarray:
     """Boolean vector, ``True`` where ``predictions != labels``.
 
     Examples
@@ -240,7 +245,8 @@ def wrong_from_predictions(predictions, labels) -> np.ndarray:
     if p.shape != y.shape or p.ndim != 1:
         raise ConfigError("predictions and labels do not match", expected="two 1-D vectors of "
                           "the same length", found=f"shapes {p.shape} and {y.shape}")
-    return p != y
+    wrong: np.ndarray = p != y
+    return wrong
 
 
 # --------------------------------------------------------------------------- paired tests
@@ -270,7 +276,7 @@ class JointCounts:
         return self.n21 + self.both_wrong
 
 
-def joint_counts(wrong_a, wrong_b) -> JointCounts:
+def joint_counts(wrong_a: npt.ArrayLike, wrong_b: npt.ArrayLike) -> JointCounts:
     """Count both-right, only-A-wrong (``n12``), only-B-wrong (``n21``), both-wrong.
 
     Examples
@@ -369,13 +375,13 @@ class PairedTest:
     max_bonferroni_k: int
     mcnemar_p: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["counts"] = asdict(self.counts)
         return d
 
 
-def paired_test(wrong_a, wrong_b, confidence: float = 0.95) -> PairedTest:
+def paired_test(wrong_a: npt.ArrayLike, wrong_b: npt.ArrayLike, confidence: float = 0.95) -> PairedTest:
     """Run the Yadav-Bottou and exact McNemar tests on two wrong-vectors.
 
     ``max_bonferroni_k`` refers to whichever conclusion holds (A worse or B worse);
@@ -412,17 +418,17 @@ class Bootstrap:
     confidence: float
     poi_strict: float = float("nan")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["diff_interval"] = list(self.diff_interval)
         return d
 
 
-def _rng(seed):
+def _rng(seed: int | Sequence[int] | np.random.Generator) -> np.random.Generator:
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
-def _check_resamples(resamples):
+def _check_resamples(resamples: int) -> int:
     resamples = int(resamples)
     if resamples < 1:
         raise ConfigError("invalid number of bootstrap resamples", expected="B >= 1",
@@ -441,7 +447,8 @@ def _summarise(da: np.ndarray, resamples: int, confidence: float) -> Bootstrap:
 
 
 def probability_of_improvement_from_counts(counts: JointCounts, resamples: int = 100_000,
-                                           seed=0, confidence: float = 0.95) -> Bootstrap:
+                                           seed: int | Sequence[int] | np.random.Generator = 0,
+                                           confidence: float = 0.95) -> Bootstrap:
     """POI of A over B from the four joint-outcome counts by a multinomial draw.
 
     A paired resample of ``n`` samples is a multinomial draw over the four joint
@@ -465,7 +472,8 @@ def probability_of_improvement_from_counts(counts: JointCounts, resamples: int =
     return _summarise(draw[:, 0] - draw[:, 1], resamples, confidence)
 
 
-def probability_of_improvement(wrong_a, wrong_b, resamples: int = 100_000, seed=0,
+def probability_of_improvement(wrong_a: npt.ArrayLike, wrong_b: npt.ArrayLike, resamples: int = 100_000,
+                               seed: int | Sequence[int] | np.random.Generator = 0,
                                confidence: float = 0.95) -> Bootstrap:
     """Bootstrap probability of improvement of A over B (paired, ties counted half).
 
@@ -488,7 +496,8 @@ def probability_of_improvement(wrong_a, wrong_b, resamples: int = 100_000, seed=
                                                   seed, confidence)
 
 
-def probability_of_improvement_resampled(wrong_a, wrong_b, resamples: int = 10_000, seed=0,
+def probability_of_improvement_resampled(wrong_a: npt.ArrayLike, wrong_b: npt.ArrayLike, resamples: int = 10_000,
+                                         seed: int | Sequence[int] | np.random.Generator = 0,
                                          confidence: float = 0.95,
                                          batch_elements: int = 1 << 24) -> Bootstrap:
     """Reference implementation: resample whole index vectors (O(B*n)).
@@ -525,7 +534,7 @@ def _pair_seed(seed: int, a: str, b: str) -> list[int]:
     return [int(seed), zlib.crc32(x.encode()), zlib.crc32(y.encode())]
 
 
-def _stack(wrong) -> tuple[list[str], np.ndarray]:
+def _stack(wrong: Mapping[str, npt.ArrayLike] | Sequence[npt.ArrayLike]) -> tuple[list[str], np.ndarray]:
     if isinstance(wrong, dict):
         names = [str(k) for k in wrong]
         rows = [_as_wrong(v, k) for k, v in wrong.items()]
@@ -574,9 +583,9 @@ class Comparison:
     def errors(self) -> np.ndarray:
         return np.array([r.errors for r in self.rates])
 
-    def pairs(self) -> list[dict]:
+    def pairs(self) -> list[dict[str, Any]]:
         """One dict per ordered pair ``(a, b)``, ``a != b`` (the JSON rows)."""
-        out = []
+        out: list[dict[str, Any]] = []
         for i, a in enumerate(self.names):
             for j, b in enumerate(self.names):
                 if i == j:
@@ -595,7 +604,7 @@ class Comparison:
                 })
         return out
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "n": self.n, "confidence": self.confidence, "bootstrap": self.resamples,
             "seed": self.seed, "ties": "counted half",
@@ -604,8 +613,8 @@ class Comparison:
         }
 
 
-def compare_systems(wrong, resamples: int = 100_000, seed: int = 0,
-                    confidence: float = 0.95) -> Comparison:
+def compare_systems(wrong: Mapping[str, npt.ArrayLike] | Sequence[npt.ArrayLike], resamples: int = 100_000,
+                    seed: int = 0, confidence: float = 0.95) -> Comparison:
     """Pairwise POI, error differences and paired-test verdicts for many systems.
 
     Parameters
@@ -659,7 +668,7 @@ def compare_systems(wrong, resamples: int = 100_000, seed: int = 0,
                       n12, poi, worse, worse95, max_k, mcn, ties, strict)
 
 
-def error_overlap(wrong) -> dict:
+def error_overlap(wrong: Mapping[str, npt.ArrayLike] | Sequence[npt.ArrayLike]) -> dict[str, Any]:
     """Which samples are wrong for all systems, for any, and only for each one.
 
     Returns a dict with 0-based index arrays ``common`` (wrong for all), ``union``
@@ -683,7 +692,8 @@ def error_overlap(wrong) -> dict:
     }
 
 
-def majority_vote(wrong, tie_breaker=None) -> np.ndarray:
+def majority_vote(wrong: Mapping[str, npt.ArrayLike] | Sequence[npt.ArrayLike],
+                  tie_breaker: str | int | None = None) -> np.ndarray:
     """Combine correctness-only outputs by majority; a tie takes the tie-breaker's outcome.
 
     With only right/wrong known (as in published error lists) a sample counts as
@@ -700,10 +710,11 @@ def majority_vote(wrong, tie_breaker=None) -> np.ndarray:
     t = _index_of(names, tie_breaker, w)
     k = w.sum(axis=0)
     m = len(names)
-    return np.where(2 * k == m, w[t], 2 * k > m)
+    vote: np.ndarray = np.where(2 * k == m, w[t], 2 * k > m)
+    return vote
 
 
-def _index_of(names, who, w) -> int:
+def _index_of(names: list[str], who: str | int | None, w: np.ndarray) -> int:
     if who is None:
         return int(np.argmin(w.sum(axis=1)))
     if isinstance(who, (int, np.integer)) and not isinstance(who, bool):
@@ -717,7 +728,8 @@ def _index_of(names, who, w) -> int:
     return names.index(who)
 
 
-def plurality_vote(predictions, tie_breaker=None, names=None) -> np.ndarray:
+def plurality_vote(predictions: Mapping[str, npt.ArrayLike] | npt.ArrayLike, tie_breaker: str | int | None = None,
+                   names: Iterable[str] | None = None) -> np.ndarray:
     """Combine predicted labels by plurality; ties go to the tie-breaker's label.
 
     ``predictions`` is ``systems x n`` (or a dict name -> labels).  When the most voted
@@ -755,10 +767,12 @@ def plurality_vote(predictions, tie_breaker=None, names=None) -> np.ndarray:
     for s in [t] + [s for s in range(m) if s != t]:
         pick = (chosen < 0) & top[cols, codes[s]]
         chosen[pick] = codes[s][pick]
-    return classes[chosen]
+    labels: np.ndarray = classes[chosen]
+    return labels
 
 
-def check_test_set(test: str, n: int, labels=None, *, cache=None) -> None:
+def check_test_set(test: str, n: int, labels: npt.ArrayLike | None = None, *,
+                   cache: StrPath | None = None) -> None:
     """Refuse a test set ``test`` (``NAME[:SPLIT]`` or a folder) that is not the one the systems'
     ``n`` outcomes (and, from prediction files, ``labels``) were made on.
 
@@ -808,7 +822,7 @@ def check_test_set(test: str, n: int, labels=None, *, cache=None) -> None:
                 hint="give the test set the systems were run on, or leave --test-set out")
 
 
-def plot_poi(comparison: Comparison, path, title: str | None = None):
+def plot_poi(comparison: Comparison, path: StrPath, title: str | None = None) -> None:
     """Draw the POI matrix as a heat map (needs matplotlib, the ``[plot]`` extra).
 
     Rows beat columns with the probability shown; the diagonal is 0.5 by definition.
