@@ -11,7 +11,7 @@ variable                   meaning                                             d
 ``MNISTFORGE_KEEP_RAW``    ``0``: keep no decompressed copies in the cache     keep
 ``MNISTFORGE_TRUST_FILES`` ``1``: load folders whose files fail the hash check  off (refuse)
 ``MNISTFORGE_MIRRORS``     addresses tried before the registry's (see          none
-                           :func:`mirrors`)
+                           :mod:`mnistforge.cache.mirrors`)
 ``HF_HUB_OFFLINE``         ``1``: ``export hf --push`` sends nothing           off
 ``HF_TOKEN``               the Hub token for ``--push`` (never shown)          a stored login
 ``HF_ENDPOINT``            another Hub for ``--push``                          the public Hub
@@ -54,8 +54,7 @@ from pathlib import Path
 from .errors import ConfigError
 
 __all__ = ["cache_home", "offline", "workers", "progress", "keep_raw", "keep_raw_for_folders",
-           "trust_files", "truthy", "Mirrors", "mirrors", "parse_mirrors", "MIRROR_FIELDS",
-           "REGISTRY_MARK", "Settings", "Overrides", "current", "using", "given", "activate",
+           "trust_files", "truthy", "mirror_entries", "Settings", "Overrides", "current", "using", "given", "activate",
            "VARIABLES", "usable_cores", "offline_switch", "hf_offline", "hf_token", "hf_endpoint", "hf_home",
            "hf_datasets_cache", "keras_home"]
 
@@ -110,7 +109,9 @@ class Settings:
     progress: bool | None
     keep_raw: bool
     trust_files: bool
-    mirrors: Mirrors
+    #: ``MNISTFORGE_MIRRORS`` (or :func:`using`'s) as given, and where from; parsed by the cache
+    #: (:func:`mnistforge.cache.mirrors.mirrors`)
+    mirrors: tuple[str, str]
     hf_offline: bool
     hf_token: str | None = field(repr=False)
     hf_endpoint: str | None
@@ -129,7 +130,7 @@ class Overrides:
     progress: bool | None = None
     keep_raw: bool | None = None
     trust_files: bool | None = None
-    mirrors: Mirrors | None = None
+    mirrors: str | None = None
     hf_offline: bool | None = None
     hf_token: str | None = field(default=None, repr=False)
     hf_endpoint: str | None = None
@@ -161,7 +162,7 @@ def activate(values: Overrides) -> None:
 def using(*, cache: PathArg | None = None, offline: bool | None = None,
           workers: int | None = None, progress: bool | None = None,
           keep_raw: bool | None = None, trust_files: bool | None = None,
-          mirrors: Mirrors | str | Iterable[str] | None = None,
+          mirrors: str | Iterable[str] | None = None,
           hf_offline: bool | None = None, hf_token: str | None = None,
           hf_endpoint: str | None = None) -> Iterator[Overrides]:
     """While the block runs, the values given (not None) hold for every call below it in this
@@ -177,7 +178,8 @@ def using(*, cache: PathArg | None = None, offline: bool | None = None,
     values = Overrides(
         cache=None if cache is None else Path(cache),
         offline=offline, workers=workers, progress=progress, keep_raw=keep_raw,
-        trust_files=trust_files, mirrors=None if mirrors is None else parse_mirrors(mirrors),
+        trust_files=trust_files,
+        mirrors=None if mirrors is None else mirrors if isinstance(mirrors, str) else " ".join(mirrors),
         hf_offline=hf_offline, hf_token=hf_token, hf_endpoint=hf_endpoint)
     token = _GIVEN.set(values.over(_GIVEN.get()))
     try:
@@ -260,13 +262,16 @@ def _trust(g: Overrides, env: Environ) -> bool:
         truthy(env.get("MNISTFORGE_TRUST_FILES") or None, False)
 
 
-def _mirrors(g: Overrides, env: Environ) -> Mirrors:
+def _mirrors(g: Overrides, env: Environ) -> tuple[str, str]:
     if g.mirrors is not None:
-        return g.mirrors
-    value = env.get("MNISTFORGE_MIRRORS")
-    if not value:  # the common case, on every load: nothing to parse
-        return _NO_MIRRORS
-    return parse_mirrors(value, source="MNISTFORGE_MIRRORS")
+        return g.mirrors, "mirrors="
+    return env.get("MNISTFORGE_MIRRORS") or "", "MNISTFORGE_MIRRORS"
+
+
+def mirror_entries() -> tuple[str, str]:
+    """The mirror entries given (:func:`using`'s, else ``$MNISTFORGE_MIRRORS``; ``""``: none) and
+    where they come from, as given: the cache parses them (:mod:`mnistforge.cache.mirrors`)."""
+    return _mirrors(_GIVEN.get(), os.environ)
 
 
 def _hf_offline(g: Overrides, env: Environ) -> bool:
@@ -420,117 +425,3 @@ def hf_datasets_cache() -> Path | None:
 def keras_home() -> Path | None:
     """``KERAS_HOME`` (Keras's folder, datasets under ``datasets/``) when set."""
     return _folder(os.environ.get("KERAS_HOME"))
-
-
-# --- mirrors a user controls -------------------------------------------------
-
-#: the placeholders an address template may hold: ``{name}`` the dataset's folder in the
-#: registry and the cache (``mnist``, ``fashion-mnist``, ``emnist``...), ``{file}`` the file name
-MIRROR_FIELDS = ("name", "file")
-#: the entry that says where the registry's own addresses go in the list (default: last)
-REGISTRY_MARK = "registry"
-
-
-@dataclass(frozen=True)
-class Mirrors:
-    """Address templates tried ``before`` and ``after`` the registry's; ``only``: the
-    registry's are not tried at all (``fetch --from URL``)."""
-
-    before: tuple[str, ...] = ()
-    after: tuple[str, ...] = ()
-    only: bool = False
-
-    def urls(self, name: str, file: str, registry: Iterable[str] = ()) -> list[str]:
-        """The addresses of one file, in the order they are tried (each once).
-
-        >>> Mirrors(("http://m/{file}",)).urls("mnist", "a.gz", ["https://r/a.gz"])
-        ['http://m/a.gz', 'https://r/a.gz']
-        """
-        ours = [t.format(name=name, file=file) for t in self.before]
-        tail = [t.format(name=name, file=file) for t in self.after]
-        urls = ours + tail if self.only else ours + list(registry) + tail
-        return list(dict.fromkeys(urls))
-
-
-def _template(entry: str, source: str) -> str:
-    """One entry as a template: a base address ``BASE`` reads as ``BASE/{name}/{file}`` (the
-    cache's own layout); an entry with braces is a template already, checked here."""
-    import string
-
-    from urllib.parse import urlsplit
-
-    scheme = urlsplit(entry).scheme.lower()
-    if scheme not in ("http", "https"):
-        raise ConfigError(f"a mirror in {source} is not an http(s) address", expected=
-                          "http://HOST/... or https://HOST/... (a base address or a template "
-                          "with {name} and {file})", found=repr(entry),
-                          hint="copies on this machine are adopted with `mnistforge fetch NAME "
-                               "--from PATH`")
-    if "{" not in entry and "}" not in entry:
-        return entry.rstrip("/") + "/{name}/{file}"
-    try:
-        fields = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(entry)
-                  if f is not None]
-    except ValueError as e:  # an unmatched brace
-        raise ConfigError(f"a mirror template in {source} does not parse", expected=
-                          "placeholders {name} and {file} in matched braces", found=
-                          f"{entry!r} ({e})") from None
-    bad = [f for f, spec, conv in fields if f not in MIRROR_FIELDS or spec or conv]
-    if bad or "file" not in {f for f, _, _ in fields}:
-        raise ConfigError(f"a mirror template in {source} has a bad placeholder", expected=
-                          "{file} (the file name), optionally {name} (the dataset folder: "
-                          "mnist, fashion-mnist, emnist...), nothing else",
-                          found=f"{entry!r}" + (f": {{{bad[0]}}}" if bad else ": no {file}"),
-                          hint="e.g. https://host/mirror/{name}/{file}, or a base address "
-                               "without braces")
-    return entry
-
-
-def parse_mirrors(entries: Mirrors | str | Iterable[object], *, source: str = "mirrors=",
-                  only: bool = False) -> Mirrors:
-    """A list of mirror entries (or one string of them, separated by spaces) as :class:`Mirrors`.
-
-    Entries before the word ``registry`` are tried before the registry's addresses, those
-    after it after them; without the word, all come first.  ``only``: the registry's are not
-    tried.
-
-    >>> m = parse_mirrors("https://a.example/ registry https://b.example/m/{file}")
-    >>> m.urls("mnist", "x.gz", ["https://r/x.gz"])
-    ['https://a.example/mnist/x.gz', 'https://r/x.gz', 'https://b.example/m/x.gz']
-    """
-    if isinstance(entries, Mirrors):
-        return entries
-    if isinstance(entries, str):
-        entries = entries.split()
-    items = [str(e).strip() for e in entries if str(e).strip()]
-    marks = [i for i, e in enumerate(items) if e.lower() == REGISTRY_MARK]
-    if len(marks) > 1:
-        raise ConfigError(f"{source} names the registry twice", expected=
-                          f"the word {REGISTRY_MARK!r} at most once", found=" ".join(items))
-    cut = marks[0] if marks else len(items)
-    before = tuple(_template(e, source) for e in items[:cut])
-    after = tuple(_template(e, source) for e in items[cut + 1:])
-    return Mirrors(before, after, only)
-
-
-def mirrors(value: Mirrors | str | Iterable[object] | None = None) -> Mirrors:
-    """Addresses tried besides the registry's: ``value`` if given (a list of entries, one string
-    of them, or :class:`Mirrors`), else :func:`using`'s, else ``$MNISTFORGE_MIRRORS`` (entries
-    separated by spaces).
-
-    An entry is a base address (``https://host/path``: files are asked for at
-    ``https://host/path/{name}/{file}``, the cache's own layout) or a template holding
-    ``{file}`` (the file name) and optionally ``{name}`` (the dataset's folder: ``mnist``,
-    ``fashion-mnist``, ``emnist``...).  They are tried before the registry's addresses; the word
-    ``registry`` in the list puts the registry's where it stands.  Every file is checked against
-    the registry's hashes, whoever served it.
-
-    >>> mirrors("https://m.example/{name}/{file}").before
-    ('https://m.example/{name}/{file}',)
-    """
-    if value is not None:
-        return parse_mirrors(value)
-    return _mirrors(_GIVEN.get(), os.environ)
-
-
-_NO_MIRRORS = Mirrors()

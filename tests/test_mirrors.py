@@ -20,7 +20,7 @@ from mnistforge.cache.download import fetch, fetch_file, mirror_urls
 from mnistforge.cli import main
 from mnistforge.errors import ConfigError, DownloadError, HashMismatchError
 from mnistforge.registry import RemoteFile, get_file
-from mnistforge.settings import Mirrors, mirrors, parse_mirrors
+from mnistforge.cache.mirrors import Mirrors, mirrors, parse_mirrors
 
 BODIES = {"one.bin": os.urandom(5000), "two.bin": os.urandom(7000)}
 

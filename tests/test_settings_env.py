@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mnistforge import cli, settings
+from mnistforge.cache.mirrors import mirrors
 from mnistforge.errors import ConfigError
 from mnistforge.io.workers import process_pool
 
@@ -136,7 +137,7 @@ def test_environment_semantics_are_unchanged(clean_env, tmp_path):
     assert settings.cache_home() == tmp_path / "home"
     assert settings.offline() and settings.workers() == 3 and not settings.progress()
     assert not settings.keep_raw() and settings.trust_files()
-    assert settings.mirrors().before == ("https://m.example/{file}",)
+    assert mirrors().before == ("https://m.example/{file}",)
     # an argument wins over the variable
     assert settings.cache_home(tmp_path / "arg") == tmp_path / "arg"
     assert not settings.offline(False) and settings.workers(5) == 5 and settings.progress(False)
@@ -155,7 +156,7 @@ def test_defaults_without_any_variable(clean_env, tmp_path):
     s = settings.current()
     assert s.cache == tmp_path / "xdg" / "mnistforge" and s.cache_source == "the platform default"
     assert not s.offline and s.workers == settings.usable_cores() and s.progress is None
-    assert s.keep_raw and not s.trust_files and s.mirrors == settings.Mirrors()
+    assert s.keep_raw and not s.trust_files and s.mirrors == ("", "MNISTFORGE_MIRRORS")
     assert not s.hf_offline and s.hf_token is None and s.hf_endpoint is None
     assert s.hf_home is s.hf_datasets_cache is s.keras_home is None
 

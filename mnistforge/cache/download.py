@@ -29,7 +29,7 @@ is not asked again for the rest of the fetch (every file of a dataset, every
 file of one ``mnistforge fetch``): one warning names it, once.
 
 Mirrors a user controls (``mirrors=``, ``$MNISTFORGE_MIRRORS``, ``fetch --mirror``,
-``fetch --from URL``; :func:`mnistforge.settings.mirrors`) come before (or, after the
+``fetch --from URL``; :mod:`mnistforge.cache.mirrors`) come before (or, after the
 word ``registry``, after) the registry's addresses, checked like any download.
 
 Two processes fetching the same file take turns through ``<name>.lock`` (an
@@ -80,7 +80,9 @@ from ..io.atomic import output_lock
 from ..io.outputs import disk_full_error
 from ..progress import progress as _progress
 from ..registry import RemoteFile, get_dataset, get_file, list_datasets
-from ..settings import Mirrors, cache_home
+from ..settings import cache_home
+from .mirrors import Mirrors
+from .mirrors import mirrors as parse_user_mirrors
 from .verify import STATUS_TEXT, Verification, read_marker, verify_file, write_marker
 
 logger = logging.getLogger(__name__)
@@ -201,7 +203,7 @@ def fetch(name_or_file: str | RemoteFile, *, root: PathArg | None = None, progre
         :data:`DEFAULT_GIVE_UP_AFTER`, 10 minutes): no retry starts, and no wait lasts, past it.
     mirrors : list of str, str or Mirrors, optional
         Addresses tried besides the registry's (default ``$MNISTFORGE_MIRRORS``; see
-        :func:`mnistforge.settings.mirrors`).
+        :func:`mnistforge.cache.mirrors.mirrors`).
     dead_hosts : set, optional
         Hosts (``HOST:PORT``) found unreachable so far, not asked again; filled in as hosts
         refuse (default: a new set for this call).
@@ -215,7 +217,7 @@ def fetch(name_or_file: str | RemoteFile, *, root: PathArg | None = None, progre
     ------
     OfflineError, DownloadError, HashMismatchError
     """
-    chosen = settings.mirrors(mirrors)
+    chosen = parse_user_mirrors(mirrors)
     dead = set() if dead_hosts is None else dead_hosts
 
     def one(f: str | RemoteFile) -> FetchResult:
@@ -261,7 +263,7 @@ def mirror_urls(remote: str | RemoteFile, mirrors: Mirrors | str | Iterable[obje
     """The addresses of ``remote`` in the order a fetch tries them: the user's mirrors
     (``mirrors``, else ``$MNISTFORGE_MIRRORS``) around the registry's."""
     remote = get_file(remote)
-    return settings.mirrors(mirrors).urls(remote.group, remote.name, remote.urls)
+    return parse_user_mirrors(mirrors).urls(remote.group, remote.name, remote.urls)
 
 
 def fetch_file(remote: str | RemoteFile, *, root: PathArg | None = None, progress: bool | None = None,

@@ -18,7 +18,7 @@ from . import argtypes
 
 if TYPE_CHECKING:
     from ..registry import RemoteFile
-    from ..settings import Mirrors
+    from ..cache.mirrors import Mirrors
 
 NAME = "fetch"
 HELP = "download and verify official files into the cache (datasets, emnist, sd19, or file ids)"
@@ -119,7 +119,7 @@ def _sources(args: argparse.Namespace) -> tuple[list[str], list[str]]:
 
 def _mirrors(args: argparse.Namespace, urls: list[str]) -> Mirrors:
     """The mirrors of this run: ``--from URL`` alone, else ``--mirror``, else the environment."""
-    from ..settings import mirrors, parse_mirrors
+    from ..cache.mirrors import mirrors, parse_mirrors
 
     if urls:
         return parse_mirrors(urls, source="--from", only=True)

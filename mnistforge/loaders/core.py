@@ -120,7 +120,7 @@ def load(name: PathArg, split: str = "train", *, root: PathArg | None = None,
     mirrors : list of str or str, optional
         Addresses tried before the registry's when a file must be downloaded (base
         addresses or templates with ``{name}`` and ``{file}``; default
-        ``$MNISTFORGE_MIRRORS``; see :func:`mnistforge.settings.mirrors`).  What they serve
+        ``$MNISTFORGE_MIRRORS``; see :func:`mnistforge.cache.mirrors.mirrors`).  What they serve
         is checked against the registry's hashes.
     trust_files : bool, optional
         Data from ``root`` passes the trust gate (:mod:`mnistforge.gate`): a

@@ -32,6 +32,7 @@ import numpy as np
 from .. import settings
 from ..cache.download import cache_path, fetch_file
 from ..cache.local_raw import make_copy, valid_copy
+from ..cache.mirrors import Mirrors, mirrors as user_mirrors
 from ..cache.raw import check_raw_copy, discard_raw_copy, first_raw_copy, make_raw_copy, read_member
 from ..cache.verify import verify_file
 from ..errors import DiskFullError, FormatError, IdxFormatError, MissingFileError, NotWritableError, PathArg
@@ -42,7 +43,6 @@ from ..io.idx import FileRead, parse_idx_bytes, read_idx, read_idx_header, read_
 from ..io.manifest import Manifest
 from ..log import get_logger
 from ..registry import DatasetInfo, RemoteFile, SplitInfo, get_file
-from ..settings import Mirrors
 
 logger = get_logger(__name__)  # logging only when a record could be shown
 
@@ -90,7 +90,7 @@ class CacheOrigin(_Opening):
                  mirrors: str | Sequence[str] | Mirrors | None = None) -> None:
         self.info = info
         # parsed now: a bad template is a usage error before anything is read
-        self.mirrors = settings.mirrors(mirrors)
+        self.mirrors = user_mirrors(mirrors)
         self.dead_hosts: set[str] = set()  # a host that refused is asked once per load
         self.check = check  # re-hash every file, trusting no sidecar
         self.cache = settings.cache_home(cache)
