@@ -157,7 +157,6 @@ def default_deadline(size: int | None, timeout: float) -> float:
 def check_network_args(timeout: float, retries: int, backoff: float, deadline: float | None = None,
                        give_up_after: float | None = None) -> None:
     """Refuse a zero, negative or non-finite ``timeout`` (and the like) as a usage error."""
-
     for name, value, low in (("timeout", timeout, 0.0), ("deadline", deadline, 0.0),
                              ("give_up_after", give_up_after, 0.0)):
         if value is not None and not (isinstance(value, numbers.Real) and math.isfinite(value)
@@ -424,7 +423,6 @@ def _unlink(p: Path) -> None:
 @dataclass(frozen=True)
 class _GiveUp:
     """When a fetch of one file stops trying (``time.monotonic()``), and how that is said."""
-
     at: float
     after: float
 
@@ -505,7 +503,6 @@ class _Unreachable(_MirrorFailed):
 
 def _host(url: str) -> str:
     """``HOST:PORT`` of ``url`` (the port too: two servers on one machine are two hosts)."""
-
     try:
         parts = urlsplit(url)
         return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname or url
@@ -515,7 +512,6 @@ def _host(url: str) -> str:
 
 def _unreachable_reason(e: Exception) -> str | None:
     """"name resolution failed" / "connection refused" when that is what happened, else None."""
-
     seen: set[int] = set()
     cur: BaseException | None = e
     while cur is not None and id(cur) not in seen:

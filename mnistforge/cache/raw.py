@@ -164,7 +164,6 @@ def _check_member(remote: RemoteFile, hr: HashingReader, where: PathArg) -> None
 
 def read_member(res: FetchResult, remote: RemoteFile) -> bytes:
     """The bytes of a verified archive's member, checked against the member's own hash."""
-
     assert res.member is not None  # callers read members of archives only
     with open_member(res.path, res.member) as f:
         hr = HashingReader(f)

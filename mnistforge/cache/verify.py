@@ -57,7 +57,6 @@ STATUS_TEXT = {
 @dataclass
 class Verification:
     """Outcome of a check: ``status`` (see module doc) and the hashes observed."""
-
     path: str
     status: str
     sha256: str

@@ -32,7 +32,6 @@ OPT_OUT = ("to load them anyway, pass trust_files=True to mnistforge.load "
 
 class Arrays(Protocol):
     """Canonical arrays of one split: ``uint8 N x 28 x 28`` images, integer labels."""
-
     images: np.ndarray
     labels: np.ndarray
 
@@ -119,7 +118,6 @@ class ContentHashes:
 
     def order_free(self, t: bool, k: int) -> str:
         if (t, k) not in self._free:
-
             self._free[t, k] = order_free_sha256(self.oriented(t), np.asarray(self.c.labels) + k)
         return self._free[t, k]
 

@@ -49,7 +49,6 @@ class Rule:
 
 class _Shared(TypedDict):
     """The fields several rules share (splatted into :class:`Rule`)."""
-
     parts: tuple[str, ...]
     record: str
     rehash: str
@@ -57,7 +56,6 @@ class _Shared(TypedDict):
 
 class _SharedHashed(_Shared):
     """Shared fields that also fix the hashes."""
-
     hashes: tuple[str, ...]
 
 

@@ -300,7 +300,6 @@ class _Tee:
 
 class _Inline:
     """:class:`_Tee`'s interface, run on the caller's thread (a small file)."""
-
     error: BaseException | None = None
 
     def put(self, fns: Sequence[_Sink], buf: bytes) -> None:

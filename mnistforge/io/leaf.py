@@ -44,7 +44,6 @@ LEAF_FOLDERS = ("all_data", "sampled_data", "rem_user_data", "train", "test")
 
 class LeafFileContent(TypedDict):
     """One LEAF file as :func:`read_leaf_file` reads it (pixels as floats, labels as ints)."""
-
     users: list[str]
     num_samples: list[int]
     x: dict[str, npt.NDArray[np.float64]]

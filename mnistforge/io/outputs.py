@@ -72,7 +72,6 @@ def _lstat(path: Path, what: str) -> os.stat_result | None:
 
 def _check_name_length(path: Path, what: str) -> None:
     """Refuse a name the file system cannot hold once the package's suffixes are added."""
-
     probe = path.parent
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent

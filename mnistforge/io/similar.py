@@ -147,7 +147,6 @@ def _pool_factor(h: int, w: int) -> int:
 @dataclasses.dataclass
 class NearDuplicates:
     """Pairs of close images: ``pairs[k] = (query index, base index)``, distance ``l2[k]``."""
-
     pairs: np.ndarray
     l2: np.ndarray
     threshold: float

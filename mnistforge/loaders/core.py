@@ -161,7 +161,6 @@ def load(name: PathArg, split: str = "train", *, root: PathArg | None = None,
 @dataclass(frozen=True)
 class Request:
     """What a :func:`load` asks for besides the data's name, split and folder."""
-
     with_metadata: Metadata = False
     label_issues: str | None = None
     download: bool | None = None
@@ -260,7 +259,6 @@ def _is_repo(root: PathArg, name: PathArg) -> bool:
 
 def _read_foreign(route: Route, req: Request) -> DatasetSplit:
     """A third-party copy: its reader identifies, gates and converts it (:mod:`.foreign`)."""
-
     assert route.path is not None
     ds: DatasetSplit = load_foreign(
         route.path, route.name, route.split, with_metadata=bool(req.with_metadata),
@@ -271,7 +269,6 @@ def _read_foreign(route: Route, req: Request) -> DatasetSplit:
 
 def _read_repo(route: Route, req: Request) -> DatasetSplit:
     """A Hugging Face export (README.md + data/<name>/): its shards checked, then read."""
-
     assert route.root is not None and route.name is not None and route.split is not None
     ds: DatasetSplit = load_split_from_repo(route.root, route.name, route.split,
                                             with_metadata=req.wants_metadata, cache=req.cache,
@@ -316,7 +313,6 @@ def _origin(info: DatasetInfo, split: str, root: Path | None, req: Request) -> O
 
 def _require_release(info: DatasetInfo, fsp: SplitInfo) -> None:
     """A dataset with no published files (FEMNIST) loads only from a build folder."""
-
     try:
         get_file(f"{info.group}/{fsp.images}")
     except KeyError:

@@ -229,7 +229,6 @@ def _structured(meta: dict[str, np.ndarray], n: int) -> np.ndarray | None:
 
 def _field_names(meta: dict[str, np.ndarray], info: DatasetInfo) -> dict[str, np.ndarray]:
     """A copy's metadata under the dataset's field names (an export's ``writer_id`` is ``writer``)."""
-
     return {field_name(k, info.metadata_fields): v for k, v in meta.items()}
 
 
@@ -274,11 +273,9 @@ def load_foreign(path: PathArg, name: str | None = None, split: str | None = "tr
     if split is not None:
         split, rows = parse_split(split)  # test[:100] as for the official files
     if label_issues is not None:
-
         check_mode(label_issues)
     before = None
     if copy is None:
-
         before = os.stat(path) if os.path.isfile(path) else None  # a copy in one file: recordable
         copy = read_foreign(path, torchvision_classes=torchvision_folders())
     fs = pick_split(copy, name, split)
@@ -351,7 +348,6 @@ def load_foreign(path: PathArg, name: str | None = None, split: str | None = "tr
     if rows is not None:
         ds = ds.select(rows_of(rows, len(ds)), split=f"{ds.split}{rows.replace(' ', '')}")
     if label_issues is not None:
-
         ds = clean_view(ds, label_issues, with_metadata)
     return ds
 
@@ -391,7 +387,6 @@ def _official_rows(ds: DatasetSplit, v: Verdict, label_issues: str | None, *, lo
     if official:  # row i is official row i: the votes join directly (metadata: the copy's own)
         return ds if label_issues is None else add_label_votes(ds, root=None, required=True, **kw)
     if rm is not None and rm.dataset == ds.name and rm.mapped.any() and loader is not None:
-
         kw.pop("progress", None)
         try:
             meta = official_metadata(ds, rm, loader=loader, required=label_issues is not None,

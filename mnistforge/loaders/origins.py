@@ -49,7 +49,6 @@ logger = get_logger(__name__)  # logging only when a record could be shown
 
 class Origin(Protocol):
     """What :func:`mnistforge.loaders.load` asks of a place files come from."""
-
     kind: str
     where: str
     orientation: str
@@ -81,7 +80,6 @@ class _Opening:
 
 class CacheOrigin(_Opening):
     """Official files, fetched and verified into the cache (see module doc)."""
-
     kind = "cache"
     classes: list[str] | None = None
 

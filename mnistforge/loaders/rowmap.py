@@ -65,7 +65,6 @@ two); beyond it the near step is skipped for those rows and the map says so."""
 @dataclass
 class Official:
     """One official split as its files store it (EMNIST: transposed), seen on this machine."""
-
     dataset: str
     split: str
     images: npt.NDArray[np.uint8]
@@ -324,7 +323,6 @@ def copy_map(images: npt.ArrayLike, labels: npt.ArrayLike, *, dataset: str | Non
 
 def row_facts(rm: RowMap | None) -> RowFacts | None:
     """The gate's :class:`~mnistforge.gate.content.RowFacts` of a map (None: no map)."""
-
     if rm is None:
         return None
     mine = rm.mapped & rm._mine()
@@ -360,7 +358,6 @@ def official_metadata(ds: DatasetSplit, rm: RowMap, *, loader: Loader, cache: Pa
             continue
         off = loader(name, split, download=False, cache=cache, with_metadata="files")
         if votes:
-
             add_label_votes(off, cache=cache, download=download, required=required)
         if off.metadata is not None:
             parts.append((rows, rm.index[rows], off.metadata))

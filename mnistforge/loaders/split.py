@@ -54,7 +54,6 @@ class Change:
 @dataclass
 class LabelIssueView:
     """What a cleaned view changed: ``rows`` are positions in the split as published."""
-
     mode: str
     study: str
     dropped: list[int] = field(default_factory=list)

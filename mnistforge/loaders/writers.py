@@ -113,7 +113,6 @@ class ClassBalance:
 @dataclass
 class WriterSplit:
     """What :func:`writer_split` returns: the two sides, their class balance and writer counts."""
-
     train: DatasetSplit
     test: DatasetSplit
     balance: ClassBalance

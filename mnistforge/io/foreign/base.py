@@ -65,7 +65,6 @@ class ForeignSplit:
 @dataclass
 class ForeignCopy:
     """A third-party copy: its format, where it is, and its splits by key (``train``, ``test``...)."""
-
     format: str
     path: Path
     splits: dict[str, ForeignSplit]

@@ -36,7 +36,6 @@ SHARD_RE = re.compile(r"^(?P<split>\w+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.pa
 
 class SplitSummary(TypedDict):
     """What :func:`write_split` wrote of one split (the card's ``splits`` entry and its files)."""
-
     name: str
     files: list[str]
     num_examples: int

@@ -341,7 +341,6 @@ def read_split(repo_dir: StrPath, config: str, split: str
     if PIXELS in table.column_names:      # the same images, stored undecoded
         images = pixels_of(table)
     else:
-
         images = decode_pngs(png_bytes(table))
     labels = table.column("label").to_numpy().astype(np.int64)
     label_feat = features["label"]
