@@ -46,10 +46,14 @@ from .. import settings
 from ..errors import BuildError, ConfigError
 from ..io.atomic import atomic_dir, atomic_file
 from ..io.compression import open_gzip_writer
+from ..io.idx import idx_header_bytes
 from ..io.manifest import DatasetEntry, Manifest, build_folder_problems
 from ..io.outputs import check_output_folder
+from ..io.workers import named_worker_errors, process_pool
 from ..progress import progress
-from ..sd19.reader import SD19Source
+from ..sd19.nist_table import FIELDS
+from ..sd19.reader import SD19Source, open_sd19
+from .qmnist import check_complete, check_consistent, synthetic_description_path
 from .sources import sd19_inputs
 from .emnist_prepro import DEFAULT_CONFIG, EmnistPreproConfig, convert_batch
 from .emnist_splits import (DATASETS, METADATA_COLUMNS, EmnistSplitConfig, make_metadata,
@@ -81,8 +85,6 @@ def file_names(name: str) -> dict[str | tuple[str, str], str]:
 def _write_idx_stream(path: Path, shape: tuple[int, ...], dtype: npt.DTypeLike,
                       chunks: Iterable[npt.ArrayLike]) -> None:
     """Write an idx file from an iterator of C-ordered arrays, gzip mtime 0, atomically."""
-    from ..io.idx import idx_header_bytes
-
     be = np.dtype(dtype).newbyteorder(">")
     with atomic_file(path, "wb") as raw:
         with open_gzip_writer(raw, level=GZIP_LEVEL) as gz:
@@ -134,7 +136,6 @@ def _disable(show_progress: bool | None) -> bool | None:
 def _open_source(sd19: str | os.PathLike[str] | SD19Source, show_progress: bool | None) -> SD19Source:
     if hasattr(sd19, "index") and hasattr(sd19, "read"):
         return cast(SD19Source, sd19)  # an opened source (or a stand-in with its index and read)
-    from ..sd19.reader import open_sd19
 
     return open_sd19(sd19, progress=show_progress)
 
@@ -186,11 +187,8 @@ def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfi
     workers = settings.workers(workers)
     bar = progress(total=len(rows), desc="EMNIST convert", unit="char",
                    disable=_disable(show_progress))
-    from ..sd19.reader import SD19Source
 
     if strategy == "workers" and workers > 1 and len(rows) > CONVERT_CHUNK and isinstance(src, SD19Source):
-        from ..io.workers import named_worker_errors, process_pool
-
         with bar, named_worker_errors("converting SD19 characters for EMNIST"), \
                 process_pool(workers, initializer=_init_worker, initargs=(src, config, orientation)) as ex:
             pending: deque[tuple[int, cf.Future[np.ndarray]]] = deque()
@@ -405,8 +403,6 @@ def _build(sd19: str | os.PathLike[str], out: str | os.PathLike[str], cfg: Emnis
     check_output_folder(out, inputs=[sd19], overwrite=overwrite, owned=build_folder_problems)
 
     src = _open_source(sd19, show_progress)
-    from .qmnist import check_complete, check_consistent, synthetic_description_path
-    from ..sd19.nist_table import FIELDS
     fields = ("d",) if set(names) <= {"digits", "mnist"} else FIELDS
     missing = check_complete(src, fields, cfg.allow_incomplete)
     inconsistent = check_consistent(src, fields, cfg.allow_inconsistent)

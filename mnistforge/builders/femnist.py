@@ -36,18 +36,33 @@ import dataclasses
 import gzip
 import logging
 import math
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import settings
 from ..errors import BuildError, ConfigError
-from ..io.atomic import atomic_dir, atomic_file, check_output_folder
+from ..io.atomic import atomic_dir, atomic_file
+from ..io.idx import write_idx
+from ..io.leaf import write_leaf_json
 from ..io.manifest import DatasetEntry, Manifest, build_folder_problems
+from ..io.outputs import check_output_folder
 from ..progress import progress
+from ..registry import get_dataset
+from ..sd19.nist_table import FIELDS
+from ..sd19.reader import SD19Source
+from .emnist import _open_source, _write_images
+from .qmnist import check_complete, check_consistent, synthetic_description_path
 from .sources import sd19_inputs
 from . import femnist_leaf as leaf
+
+if TYPE_CHECKING:  # Pillow is imported inside the functions that draw
+    from PIL import Image
 
 logger = logging.getLogger(__name__)
 
@@ -57,24 +72,24 @@ METADATA_COLUMNS = ("writer_id", "writer", "hsf", "template", "ascii", "sd19_row
 PARTS = ("train", "test")
 
 
-def _thumbnail(im):
+def _thumbnail(im: Image.Image) -> Image.Image:
     from PIL import Image
 
-    im.thumbnail(SIZE, Image.LANCZOS)   # data_to_json.py (ANTIALIAS is LANCZOS's old name)
+    im.thumbnail(SIZE, Image.Resampling.LANCZOS)   # data_to_json.py (ANTIALIAS is LANCZOS's old name)
     return im
 
 
-def _resize(im):
+def _resize(im: Image.Image) -> Image.Image:
     from PIL import Image
 
-    return im.resize(SIZE, Image.LANCZOS)   # what thumbnail() did before Pillow 7 (no reducing_gap)
+    return im.resize(SIZE, Image.Resampling.LANCZOS)   # what thumbnail() did before Pillow 7 (no reducing_gap)
 
 
 #: how the 128 x 128 image becomes 28 x 28 (``--resize``)
-RESIZERS = {"thumbnail": _thumbnail, "resize": _resize}
+RESIZERS: dict[str, Callable[[Image.Image], Image.Image]] = {"thumbnail": _thumbnail, "resize": _resize}
 
 
-def file_names(part: str) -> dict:
+def file_names(part: str) -> dict[str, str]:
     """Output names of one split, by kind.
 
     >>> file_names("train")["images"]
@@ -86,7 +101,7 @@ def file_names(part: str) -> dict:
             "sources": f"femnist-{part}-sources.tsv.gz"}
 
 
-def _fraction(name, v, high_open=False):
+def _fraction(name: str, v: float, high_open: bool = False) -> float:
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
         and 0 < v and (v < 1 if high_open else v <= 1)
     if not ok:
@@ -126,7 +141,7 @@ class FemnistBuildConfig:
     allow_incomplete: bool = False
     allow_inconsistent: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.sample not in ("iid", "niid", None):
             raise ConfigError("invalid -s (LEAF's sampling)", expected="'iid', 'niid' or none",
                               found=repr(self.sample))
@@ -158,7 +173,7 @@ class FemnistBuildConfig:
                                 train_fraction=self.train_fraction, sampling_seed=self.seed,
                                 split_seed=self.split_seed, repeat_first=self.repeat_first)
 
-    def leaf_parameters(self) -> dict:
+    def leaf_parameters(self) -> dict[str, Any]:
         """The options under LEAF's preprocess.sh names (for the manifest and verify)."""
         return {"-s": self.sample, "--sf": self.fraction, "--iu": self.iid_users,
                 "-k": self.min_samples, "-t": self.split, "--tf": self.train_fraction,
@@ -167,7 +182,8 @@ class FemnistBuildConfig:
 
 
 # ----------------------------------------------------------------------------- images
-def leaf_pixels(src, rows, resize: str = "thumbnail", *, workers=None, show_progress=None) -> np.ndarray:
+def leaf_pixels(src: SD19Source, rows: npt.ArrayLike, resize: str = "thumbnail", *, workers: int | None = None,
+                show_progress: bool | None = None) -> np.ndarray:
     """LEAF's 28 x 28 values (0..255, ink low: no inversion) of SD19 rows, read once."""
     from PIL import Image
 
@@ -176,7 +192,7 @@ def leaf_pixels(src, rows, resize: str = "thumbnail", *, workers=None, show_prog
     fn = RESIZERS[resize]
     workers = settings.workers(workers)
 
-    def job(start, imgs):
+    def job(start: int, imgs: np.ndarray) -> int:
         # convert('L') of the 1-bit PNG: ink 0, paper 255
         grey = np.where(imgs, np.uint8(0), np.uint8(255))
         for k in range(len(grey)):
@@ -187,7 +203,7 @@ def leaf_pixels(src, rows, resize: str = "thumbnail", *, workers=None, show_prog
     disable = None if show_progress is None else not show_progress
     with progress(total=len(rows), desc="FEMNIST thumbnails", unit="char", disable=disable) as bar, \
             cf.ThreadPoolExecutor(workers) as pool:
-        pending = []
+        pending: list[cf.Future[int]] = []
         for got, imgs in src.read(rows):
             for part in np.array_split(np.arange(len(imgs)), workers):
                 if len(part):
@@ -204,7 +220,7 @@ def leaf_pixels(src, rows, resize: str = "thumbnail", *, workers=None, show_prog
 
 
 # ----------------------------------------------------------------------------- build
-def refuse_empty(stages: dict, cfg: FemnistBuildConfig) -> None:
+def refuse_empty(stages: dict[str, list[leaf.LeafFile]], cfg: FemnistBuildConfig) -> None:
     """Refuse, before any image is read, options that leave no users or no samples at a step
     of LEAF's recipe (the :class:`~mnistforge.errors.ConfigError` names the option)."""
     steps = [("sampled_data", f"--sf {cfg.fraction}" + (f" --iu {cfg.iid_users}"
@@ -227,8 +243,9 @@ def refuse_empty(stages: dict, cfg: FemnistBuildConfig) -> None:
                                    "0 and 1 (nothing was written)")
 
 
-def _flatten(files) -> tuple[list, np.ndarray]:
-    users, rows = [], []
+def _flatten(files: list[leaf.LeafFile]) -> tuple[list[str], np.ndarray]:
+    users: list[str] = []
+    rows: list[int] = []
     for f in files:
         for u in f.users:
             users.extend([u] * len(f.rows[u]))
@@ -236,7 +253,8 @@ def _flatten(files) -> tuple[list, np.ndarray]:
     return users, np.asarray(rows, np.int64)
 
 
-def build_femnist(sd19, out, config: FemnistBuildConfig | None = None, **changes) -> Manifest:
+def build_femnist(sd19: str | os.PathLike[str], out: str | os.PathLike[str],
+                  config: FemnistBuildConfig | None = None, **changes: Any) -> Manifest:
     """Build FEMNIST from SD19 into ``out`` (atomically); returns the manifest written.
 
     ``changes`` replace fields of ``config`` (e.g. ``fraction=0.05``).
@@ -244,9 +262,6 @@ def build_femnist(sd19, out, config: FemnistBuildConfig | None = None, **changes
     cfg = dataclasses.replace(config or FemnistBuildConfig(), **changes)
     out = Path(out)
     check_output_folder(out, inputs=[sd19], overwrite=cfg.overwrite, owned=build_folder_problems)
-    from ..sd19.nist_table import FIELDS
-    from .emnist import _open_source
-    from .qmnist import check_complete, check_consistent, synthetic_description_path
 
     src = _open_source(sd19, cfg.progress)
     missing = check_complete(src, FIELDS, cfg.allow_incomplete)
@@ -313,14 +328,14 @@ def _pillow_version() -> str:
     return PIL.__version__
 
 
-def _counts(users: list) -> dict:
-    out: dict = {}
+def _counts(users: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
     for u in users:
         out[u] = out.get(u, 0) + 1
     return out
 
 
-def _notes(cfg, missing, inconsistent, syn) -> list:
+def _notes(cfg: FemnistBuildConfig, missing: list[str], inconsistent: list[str], syn: Path | None) -> list[str]:
     notes = ["LEAF's FEMNIST recipe (docs/femnist.md); idx images are 255 - LEAF's pixel value "
              "(ink high, like every idx file here); LEAF's JSON x is value / 255 (ink low)",
              "writer_id (metadata column 0) is the line of femnist-users.txt holding the LEAF user"]
@@ -343,15 +358,12 @@ def _gzip_text(path: Path, text: str) -> None:
         gz.write(text.encode("utf-8"))
 
 
-def _write_idx(tmp: Path, src, parts, px, slot, ascii_, labels_of) -> None:
-    from ..io.idx import write_idx
-    from ..registry import get_dataset
-    from .emnist import _write_images
-
+def _write_idx(tmp: Path, src: SD19Source, parts: dict[str, tuple[list[str], np.ndarray]], px: np.ndarray,
+               slot: np.ndarray, ascii_: np.ndarray, labels_of: np.ndarray) -> None:
     np.subtract(np.uint8(255), px, out=px)   # idx: ink high (LEAF's values are ink low)
 
-    all_users: list = []
-    seen: dict = {}
+    all_users: list[str] = []
+    seen: dict[str, int] = {}
     for p in PARTS:
         for u in parts[p][0]:
             if u not in seen:
@@ -382,9 +394,8 @@ def _write_idx(tmp: Path, src, parts, px, slot, ascii_, labels_of) -> None:
         _gzip_text(tmp / names["sources"], "".join(lines))
 
 
-def _write_leaf(tmp: Path, stages, px, slot, ascii_, labels_of, cfg) -> None:
-    from ..io.leaf import write_leaf_json
-
+def _write_leaf(tmp: Path, stages: dict[str, list[leaf.LeafFile]], px: np.ndarray, slot: np.ndarray,
+                ascii_: np.ndarray, labels_of: np.ndarray, cfg: FemnistBuildConfig) -> None:
     for folder in ("all_data", "train", "test"):
         d = tmp / "data" / folder
         d.mkdir(parents=True, exist_ok=True)
@@ -400,7 +411,7 @@ def _write_leaf(tmp: Path, stages, px, slot, ascii_, labels_of, cfg) -> None:
                                    ("split_seed.txt", "split", "--spltseed", cfg.split_seed)):
         script = "sampling script"   # split_data.py's line says "sampling script" too
         tool = "utils/sample.py" if what == "sampling" else "utils/split_data.py"
-        with atomic_file(meta / name, "w") as f:
+        with atomic_file(meta / name, "w") as fh:
             # the two lines LEAF's sample.py / split_data.py write
-            f.write(f"# {what}_seed used by {script} - supply as {flag} to preprocess.sh "
+            fh.write(f"# {what}_seed used by {script} - supply as {flag} to preprocess.sh "
                     f"or --seed to {tool}\n{seed}")

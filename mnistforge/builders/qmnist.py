@@ -53,20 +53,23 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import settings
-from ..errors import BuildError, ConfigError
+from ..cache.download import fetch
+from ..errors import BuildError, ConfigError, InconsistentSourceError, MissingSourceError
 from ..io.workers import named_worker_errors, process_pool
 from ..io.atomic import atomic_dir
 from ..io.outputs import check_output_folder
 from ..io.hashing import sha256_file
 from ..io.manifest import DatasetEntry, Manifest, build_folder_problems
 from ..progress import progress as progress_bar
+from ..sd19.completeness import description_path, source_shortfalls, synthetic_description
+from ..sd19.integrity import source_problems
 from . import qmnist_recipe as qr
 from .label_votes import write_label_votes
 from .qmnist_files import (MNIST_FILES, QMNIST_FILES, split_jobs, write_files,
                            write_xnist)
 from ..io.similar import blake2b_image_digests
 from .mnist_prepro import MnistPreproConfig, duplicate_of, preprocess
-from ..sd19.reader import SD19Source
+from ..sd19.reader import SD19Source, open_sd19
 
 logger = logging.getLogger(__name__)
 
@@ -274,10 +277,10 @@ def _published_tables(spec: str | os.PathLike[str] | None, progress: bool | None
     if spec is None:
         return None, None, None
     if str(spec) == "download":
-        from ..cache.download import fetch
         paths: list[Path] = []
         for name in ("qmnist/qmnist-train-labels.tsv.gz", "qmnist/qmnist-test-labels.tsv.gz"):
             res = fetch(name, progress=progress)
+            assert not isinstance(res, list)  # a file's name fetches that one file (a dataset's, a list)
             paths.append(Path(res.path))
             logger.info("%s: %s", name, res.text)
     else:
@@ -366,8 +369,6 @@ def _every_digit(src: SD19Source, drows: np.ndarray, config: QmnistBuildConfig) 
 def synthetic_description_path(src: SD19Source) -> Path | None:
     """The ``synthetic-sd19.json`` of an opened source when it is a synthetic replica (its own
     description says so, whatever its path), else None."""
-    from ..sd19.completeness import description_path, synthetic_description
-
     path = getattr(src, "path", None)
     if path is None or synthetic_description(path) is None:
         return None
@@ -376,8 +377,6 @@ def synthetic_description_path(src: SD19Source) -> Path | None:
 
 def _build(target: str, sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
            config: QmnistBuildConfig) -> Manifest:
-    from ..sd19.reader import open_sd19
-
     t0 = time.perf_counter()
     out = Path(out)
     sd19_path = Path(sd19_path)
@@ -548,9 +547,6 @@ def _check_no_duplicates(images: np.ndarray, gidx: np.ndarray) -> None:
 def check_complete(src: SD19Source, fields: Sequence[str], allow: bool) -> list[str]:
     """Shortfalls of ``src`` in ``fields`` (see :mod:`mnistforge.sd19.completeness`): an error
     unless ``allow``; then returned for the manifest."""
-    from ..errors import MissingSourceError
-    from ..sd19.completeness import source_shortfalls
-
     missing, what = source_shortfalls(src, fields)
     if missing and not allow:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
@@ -567,9 +563,6 @@ def check_complete(src: SD19Source, fields: Sequence[str], allow: bool) -> list[
 def check_consistent(src: SD19Source, fields: Sequence[str], allow: bool) -> list[str]:
     """Problems of ``src`` in ``fields`` (see :mod:`mnistforge.sd19.integrity`): an error unless
     ``allow``; then returned for the manifest."""
-    from ..errors import InconsistentSourceError
-    from ..sd19.integrity import source_problems
-
     problems, what = source_problems(src, fields)
     if problems and not allow:
         path = getattr(src, "path", None)

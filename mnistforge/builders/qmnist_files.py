@@ -16,6 +16,7 @@ import numpy.typing as npt
 from .. import settings
 from ..io.atomic import atomic_file
 from ..io.compression import gzip_bytes
+from ..io.idx import idx_header_bytes, write_idx
 from . import qmnist_recipe as qr
 
 QMNIST_FILES = {
@@ -92,7 +93,6 @@ def _xz_parallel(data: bytes, preset: int | None = None, block: int | None = Non
 
 def write_idx_xz(path: str | os.PathLike[str], array: npt.ArrayLike) -> None:
     """Write an idx file as (multi-stream) xz, atomically and reproducibly."""
-    from ..io.idx import idx_header_bytes
     arr = np.ascontiguousarray(array)
     data = idx_header_bytes(arr.shape, arr.dtype) + arr.astype(arr.dtype.newbyteorder(">")).tobytes()
     blob = _xz_parallel(data)
@@ -110,7 +110,6 @@ def write_files(jobs: Iterable[Callable[[], object]]) -> None:
 
 def split_jobs(folder: Path, names: dict[str, str], images: np.ndarray,
                table: np.ndarray) -> list[Callable[[], None]]:
-    from ..io.idx import write_idx
     jobs: list[Callable[[], None]] = [lambda: write_idx(folder / names["images"], images)]
     if "labels" in names:
         jobs.append(lambda: write_idx(folder / names["labels"], table[:, qr.CLASS].astype(np.uint8)))

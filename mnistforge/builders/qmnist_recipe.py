@@ -70,6 +70,8 @@ import numpy.typing as npt
 
 from ..errors import BuildError, FormatError, MissingFileError
 from ..io.compression import open_reader
+from ..io.idx import read_idx
+from .mnist_prepro import duplicate_of
 
 logger = logging.getLogger(__name__)
 
@@ -371,7 +373,6 @@ def duplicates_from_digests(digests: npt.ArrayLike) -> np.ndarray:
     >>> duplicates_from_digests(np.array([b"y", b"x", b"x"])).tolist()
     [0, 0, 1]
     """
-    from .mnist_prepro import duplicate_of
     dup = duplicate_of(np.asarray(digests))
     # column 6 uses 0 for "none", so a duplicate of digit #0 reads as "none" (a flaw of
     # the published format; the builders keep the exact mask for the selection)
@@ -405,7 +406,6 @@ def read_label_table(path: str | os.PathLike[str]) -> np.ndarray:
         raise MissingFileError("label table not found", path=path,
                                hint="give the folder holding qmnist-*-labels.tsv.gz")
     if "idx" in path.name:
-        from ..io.idx import read_idx
         arr = np.asarray(read_idx(path, mmap=False))
         if arr.ndim != 2 or arr.shape[1] != NCOLS:
             raise FormatError("not an extended-label idx file", path=path,
