@@ -109,7 +109,7 @@ def _run_protocol(args: argparse.Namespace) -> int:
         for code, e in res.runs.items():
             el.write_predictions(out / f"{code}.tsv.gz", e.predictions, e.labels, name=code,
                                  metadata={"classifier": e.classifier, "train": e.train,
-                                           "test": e.test})
+                                           "train_size": e.n_train, "test": e.test})
         print(f"wrote predictions to {out}/")
     if args.json:
         _write_json(args, res.to_dict())
@@ -294,7 +294,8 @@ def _write_outputs(args: argparse.Namespace, e: Evaluation, name: str, trname: s
     if args.predictions:
         el.write_predictions(args.predictions, e.predictions, e.labels, name=name,
                              metadata={"classifier": e.classifier, "train": trname,
-                                       "test": tename, "deskew": e.deskew})
+                                       "train_size": e.n_train, "test": tename,
+                                       "deskew": e.deskew})
         print(f"wrote {args.predictions}")
     if args.json:
         doc = e.to_dict()

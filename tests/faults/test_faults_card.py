@@ -227,3 +227,21 @@ def test_a_closed_pipe_leaves_the_page_with_its_record_and_overwrite_works(test_
     (out / "notes.txt").write_text("mine")
     assert main(cmd[3:] + ["--overwrite"]) == 1             # a file the record does not list
     assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_two_systems_of_other_training_sizes_are_said_and_get_no_vote_row(test_folder, tmp_path):
+    from mnistforge.evaluators.errorlists import write_predictions
+
+    y = np.arange(N) % 10
+    a, b = tmp_path / "small.tsv", tmp_path / "a-much-longer-system-name.tsv"
+    write_predictions(a, (y + (np.arange(N) < 3)) % 10, y, name="small", metadata={"train_size": 5000})
+    write_predictions(b, y, y, name="a-much-longer-system-name", metadata={"train_size": 60000})
+    js = tmp_path / "c.json"
+    assert _card(a, test_folder, tmp_path, b, "--json", js) == 0
+    doc = json.loads(js.read_text())
+    assert doc["combination"] is None and doc["training"] == {"small": 5000,
+                                                              "a-much-longer-system-name": 60000}
+    assert any("small trained on 5,000 images" in n for n in doc["notes"])
+    html = (tmp_path / "c" / "card.html").read_text()
+    assert "a-much-longer-system-name: 60,000" in html and "file://" not in html
+    assert str(tmp_path) not in html.split("</h1>")[0]       # the title names no local folder
