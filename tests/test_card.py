@@ -376,3 +376,38 @@ def test_qmnist_card_has_the_gap_and_the_label_errors_of_its_first_rows(mnist_ca
     from mnistforge.evaluators.card_html import render_html
 
     assert "test10k (rows before 10000)" in render_html(card, {}, {})
+
+
+def test_two_real_systems_show_both_names_in_full_everywhere(mnist_npy, tmp_path, capsys):
+    """k-NN and linear on the real MNIST test set, named alike up to their last part: the
+    POI picture once cut names to "mnist-" so the two looked the same."""
+    from PIL import Image, ImageChops
+
+    from mnistforge.plotting import pil_font
+
+    path, ds, pred = mnist_npy
+    a, b = tmp_path / "mnist-knn-k3.npy", tmp_path / "mnist-linear-ridge.npy"
+    shutil.copy(path, a)
+    np.save(b, _cross_fitted(ds.images, ds.labels, "linear"))
+    out, js = tmp_path / "card", tmp_path / "c.json"
+    _card(["card", str(a), str(b), "--test", "mnist:test", "--out", str(out), "--json", str(js),
+           "--bootstrap", "200", "--markdown"], capsys)
+    doc = json.loads(js.read_text())
+    names = ["mnist-knn-k3", "mnist-linear-ridge"]
+    assert doc["combination"] is None and doc["comparison"]["names"] == names
+    text = (out / "card.html").read_text()
+    tables = text.split("<table>")[1:]
+    pairs = next(t for t in tables if "n12" in t)
+    assert all(f"<td>{n}</td>" in pairs for n in names)
+    assert all(n in (out / "card.md").read_text() for n in names)
+    import re
+
+    src = re.search(r'<img alt="Paired comparisons" src="data:image/png;base64,([^"]+)"', text)
+    poi = Image.open(io.BytesIO(base64.b64decode(src.group(1)))).convert("L")
+    # the POI picture: rows "1: name" in full (the label column is as wide as the longest
+    # name), columns by number; the two row labels differ
+    w, _ = poi.size
+    lab = w - 2 * 44 - 4
+    assert lab >= int(pil_font(12).getlength("2: mnist-linear-ridge")) + 10
+    rows = [poi.crop((0, lab + 44 * i, lab, lab + 44 * (i + 1))) for i in range(2)]
+    assert ImageChops.difference(rows[0], rows[1]).getbbox() is not None
