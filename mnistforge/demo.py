@@ -31,9 +31,21 @@ from typing import Any, Literal
 
 import numpy as np
 
+from . import settings
+from .builders.emnist import EmnistBuildConfig, build_emnist
+from .builders.qmnist import QmnistBuildConfig, build_mnist, build_qmnist, sharing_preprocessed_digits
+from .checks import verify
 from .checks.result import VerifyReport
+from .classifiers.base import make_classifier
+from .evaluators.significance import compare_systems, error_overlap, error_rate
+from .hub import configs_from_targets, export_hf
+from .io.atomic import atomic_dir, atomic_file
 from .io.manifest import Manifest, recorded_folder_problems
+from .io.outputs import check_output_folder
+from .loaders import load
+from .plotting import grid_title, save_grid
 from .registry import emnist_splits
+from .sd19.synth import SynthConfig, synthesize_sd19
 
 logger = logging.getLogger(__name__)
 
@@ -144,9 +156,6 @@ def run_demo(out: str | os.PathLike[str], config: DemoConfig | None = None, *,
         Stages with timings, per-dataset split sizes and verify status, the
         evaluation and the report path; also written to ``out/summary.json``.
     """
-    from .io.atomic import atomic_dir
-    from .io.outputs import check_output_folder
-
     config = config or DemoConfig()
     # before any work: --overwrite replaces only a demo folder holding nothing else
     out = check_output_folder(out, overwrite=overwrite, owned=demo_problems)
@@ -198,13 +207,6 @@ def _relocate_result(res: DemoResult, work: Path, out: Path) -> None:
 
 def _run(out: Path, config: DemoConfig) -> DemoResult:
     """The demo's stages, writing into ``out`` (the temporary folder)."""
-    from .builders.emnist import EmnistBuildConfig, build_emnist
-    from .builders.qmnist import (QmnistBuildConfig, build_mnist, build_qmnist,
-                                  sharing_preprocessed_digits)
-    from .checks import verify
-    from .loaders import load
-    from .sd19.synth import SynthConfig, synthesize_sd19
-
     res = DemoResult(out=out)
     sd19 = out / "sd19"
     builds = out / "builds"
@@ -254,7 +256,6 @@ def _run(out: Path, config: DemoConfig) -> DemoResult:
         st.detail = ", ".join(f"{d['dataset']}={d['verify']}" for d in res.datasets)
 
     with _Timer(res, "sample grids"):
-        from .plotting import grid_title, save_grid
         for d in res.datasets:
             for split in GRID_SPLITS.get(d["dataset"], ("train",)):
                 ds = load(d["dataset"], split, root=d["folder"])
@@ -270,7 +271,6 @@ def _run(out: Path, config: DemoConfig) -> DemoResult:
 
     hf = out / "hf"
     with _Timer(res, "export Hugging Face repository") as st:
-        from .hub import configs_from_targets, export_hf
         confs = configs_from_targets([str(builds / "qmnist"), str(builds / "mnist")]
                                      + [f"{builds / 'emnist'}:emnist-{n}" for n in emnist_splits()],
                                      download=False)
@@ -294,10 +294,7 @@ def reload_with_datasets(repo: str | os.PathLike[str], config_name: str, split: 
     """Load one exported config back with ``datasets.load_dataset`` and compare with the source."""
     import datasets
 
-    from .loaders import load
-
     cache = out / ".hf-cache"
-    from . import settings
     if not settings.progress():
         datasets.disable_progress_bars()
     ds = datasets.load_dataset(str(repo), config_name, split=split, cache_dir=str(cache))
@@ -312,10 +309,6 @@ def reload_with_datasets(repo: str | os.PathLike[str], config_name: str, split: 
 
 def evaluate_pair(folder: str | os.PathLike[str], config: DemoConfig, out: Path) -> dict[str, Any]:
     """Train the reference classifiers on QMNIST train, test on QMNIST test, compare them."""
-    from .classifiers.base import make_classifier
-    from .evaluators.significance import compare_systems, error_overlap, error_rate
-    from .loaders import load
-
     train = load("qmnist", "train", root=folder)
     test = load("qmnist", "test", root=folder)
     wrong: dict[str, np.ndarray] = {}
@@ -418,7 +411,6 @@ def write_demo_report(res: DemoResult, out: Path, shown: Path | None = None) -> 
           "- `builds/`: the built datasets (idx files + `manifest.json`)",
           "- `hf/`: the Hugging Face repository folder",
           "- `pictures/`: sample grids", "- `summary.json`, `evaluation.json`, `verify-*.json`", ""]
-    from .io.atomic import atomic_file
     path = folder / "report.md"
     with atomic_file(path, "w") as f:
         f.write("\n".join(L))
