@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .neural import NeuralClassifier
+from .torch_models import build_network
 
 __all__ = ["SmallCNNClassifier"]
 
@@ -34,7 +35,5 @@ class SmallCNNClassifier(NeuralClassifier):
     arch = "cnn"
 
     def _network(self, n_classes: int, in_hw: tuple[int, ...]) -> Any:  # a torch.nn.Module
-        from .torch_models import build_network
-
         return build_network(self.arch, n_classes, in_hw, dropout=self.dropout,
                              width=self.width)

@@ -32,6 +32,7 @@ import numpy.typing as npt
 from scipy import linalg
 
 from ..errors import ConfigError
+from ..progress import progress
 from .base import Classifier, as_features, check_ridge, check_xy, one_hot
 from .linear import accumulate_normal_equations, solve_ridge
 
@@ -193,8 +194,6 @@ class ELMClassifier(Classifier):
         self.W_ = np.zeros((m, len(self.classes_)))
 
     def _opium_update(self, X: np.ndarray, Y: np.ndarray) -> None:
-        from ..progress import progress
-
         P, W = self.P_, self.W_
         n = X.shape[0]
         for s in progress(range(0, n, self.block), desc=f"ELM {self.hidden} OPIUM",

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ConfigError
+from ..progress import progress
 from .base import Classifier, as_features, check_xy
 from .preprocess import fit_standardizer as _fit_standardizer
 from .preprocess import standardized as _standardized
@@ -183,7 +184,6 @@ class KNNClassifier(Classifier):
         qn = np.sqrt(qsq)
         bound = 2 * gamma * (qn * T + T * T) + 8 * _U32 * (qsq + qn * T + T * T)
         uncertified = 0
-        from ..progress import progress
 
         aug_t = self.train_aug_.T
         for s in progress(range(0, n, rows_per_block), desc="k-NN", unit="block"):

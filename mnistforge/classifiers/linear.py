@@ -14,8 +14,10 @@ from typing import Callable, cast
 import numpy as np
 import numpy.typing as npt
 from scipy import linalg
+from scipy.linalg import blas
 
 from ..errors import ConfigError
+from ..progress import progress
 from .base import Classifier, as_features, check_ridge, check_xy, one_hot
 from .preprocess import fit_standardizer as _fit_standardizer
 from .preprocess import standardized as _standardized
@@ -33,10 +35,6 @@ def accumulate_normal_equations(X: np.ndarray, Y: np.ndarray, block: int = 8192,
     product, no temporary ``D x D`` matrix) in float64: a float32 accumulation of a wide
     hidden layer loses the small eigenvalues the ridge is meant to keep positive.
     """
-    from scipy.linalg import blas
-
-    from ..progress import progress
-
     n = X.shape[0]
     A = C = None
     for s in progress(range(0, n, block), desc=desc, unit="block", disable=None if desc else True):

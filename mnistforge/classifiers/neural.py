@@ -37,8 +37,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ConfigError, FormatError, IntegrityError, MissingFileError
-from .base import Classifier, check_xy
-from .torch_models import require_torch
+from ..io.atomic import atomic_file
+from ..progress import progress
+from .base import Classifier, check_xy, make_classifier
+from .torch_models import build_network, require_torch
 
 logger = logging.getLogger(__name__)
 
@@ -184,8 +186,6 @@ class NeuralClassifier(Classifier):
 
     # ------------------------------------------------------------------ model
     def _network(self, n_classes: int, in_hw: tuple[int, ...]) -> Any:  # a torch.nn.Module
-        from .torch_models import build_network
-
         return build_network(self.arch, n_classes, in_hw)
 
     def resolve_device(self) -> Any:  # a torch.device
@@ -219,7 +219,6 @@ class NeuralClassifier(Classifier):
         """Train on images ``X`` and labels ``y``; ``validation=(X_val, y_val)`` enables
         early stopping."""
         torch = require_torch()
-        from ..progress import progress
 
         y = check_xy(X, y)
         codes = self._encode_labels(y)
@@ -277,8 +276,6 @@ class NeuralClassifier(Classifier):
 
     def _train_epoch(self, torch: Any, xt: Any, yt: Any, gen: Any, opt: Any, sched: Any, loss_fn: Any,
                      epoch: int) -> float:
-        from ..progress import progress
-
         self.model_.train()
         n, batch = len(xt), self.batch
         perm = torch.randperm(n, generator=gen).to(xt.device)
@@ -372,8 +369,6 @@ def save_model(clf: NeuralClassifier, path: str | os.PathLike[str]) -> Path:
     Both files are written atomically; the JSON comes last and records the npz's sha256,
     so a pair left half-updated by a crash is detected on loading.
     """
-    from ..io.atomic import atomic_file
-
     clf._check_fitted()
     torch = require_torch()
     weights, meta = model_paths(path)
@@ -407,8 +402,6 @@ def load_model(path: str | os.PathLike[str], device: str = "auto") -> NeuralClas
     loads on a CPU-only machine).  Raises IntegrityError when the npz is not the one the JSON
     describes and FormatError when the files do not describe a model of this package.
     """
-    from .base import make_classifier
-
     torch = require_torch()
     weights, meta = model_paths(path)
     for p in (meta, weights):
