@@ -4,12 +4,6 @@ Examples
 --------
 >>> from mnistforge.sd19 import open_sd19   # doctest: +SKIP
 """
-from typing import Any
+from .reader import SD19Source, open_sd19
 
-
-def __getattr__(name: str) -> Any:
-    # Lazy, so that importing a sibling module does not pull in the readers.
-    if name in ("open_sd19", "SD19Source"):
-        from . import reader
-        return getattr(reader, name)
-    raise AttributeError(name)
+__all__ = ["SD19Source", "open_sd19"]

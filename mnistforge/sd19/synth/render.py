@@ -15,6 +15,7 @@ from ... import settings
 from ...errors import BuildError
 from ...io.workers import named_worker_errors, process_pool
 from ..glyphs import draw_writer_style, render_characters
+from ..png1 import encode_png1
 from .config import PARALLEL_MIN, SynthConfig
 from .plan import Plan
 
@@ -33,7 +34,6 @@ def _render_job(job: _Job) -> tuple[bytes, np.ndarray, bytes]:
     Payload: the PNG (2nd edition) or ``zlib(packbits(image))`` (1st edition).
     """
     seed, edition, folders = job
-    from ..png1 import encode_png1
 
     blobs: list[bytes] = []
     for writer, template, hsf, codes in folders:

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from .. import nist_table as nt
+from ..ihead import format_cls, format_mit, write_mis
 from .config import ZIP_DATE, SynthConfig
 from .plan import Plan
 from .render import _Spill
@@ -195,8 +196,6 @@ class _StoredZip:
 
 def _hierarchy_members(config: SynthConfig, plan: Plan, hierarchy: str, writer: _Writer,
                        spill: _Spill, mit_paths: np.ndarray | None) -> None:
-    from ..ihead import format_cls, format_mit, write_mis
-
     rows = plan.rows
     for set_path, r in _sets(plan, hierarchy):
         _, base = _strip_set(set_path)
