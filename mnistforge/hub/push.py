@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from .. import settings
-from ..errors import ConfigError
+from ..errors import ConfigError, UploadError
 from ..io.hf.parquet import DATA
 from ..io.hf.repo import CARD, repo_configs
 from ..io.types import StrPath
@@ -23,8 +23,6 @@ def push_to_hub(repo_dir: StrPath, repo_id: str, *, token: str | None = None, pr
 
     Returns the commit URL.
     """
-    from ..errors import UploadError
-
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo_id or ""):
         raise ConfigError("invalid Hub repository id", expected="ORG/NAME", found=repr(repo_id))
     if check:
