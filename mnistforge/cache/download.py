@@ -8,8 +8,10 @@ How a file gets into the cache
 2. Otherwise, unless offline, the mirrors are tried in order.  Each download
    streams into ``<name>.part`` (resumed with an HTTP ``Range`` request when a
    ``.part`` is left from an interrupted attempt), with a timeout and retries
-   with exponential back-off on cut connections and timeouts.  A 4xx answer
-   moves on to the next mirror at once.
+   with exponential back-off (capped at :data:`MAX_BACKOFF_WAIT`) on cut connections,
+   timeouts and 5xx answers, all within ``give_up_after`` (10 minutes by default) for
+   the file, every mirror together.  A 4xx answer moves on to the next mirror at once;
+   errors name the host and what it answered.
 3. The ``.part`` is hashed (file sha256, else decompressed-content sha256)
    *before* it is renamed into place.  A wrong hash deletes it.  A ``.part``
    is never taken for the final file; only a cut connection or Ctrl-C leaves
