@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import hashlib
 import logging
 import os
 import shutil
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, cast
@@ -109,8 +111,6 @@ def _write_array(path: Path, arr: np.ndarray) -> None:
 
 def _dedupe(tasks: list[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]], list[tuple[Path, Path]]]:
     """Split write tasks into unique ones and ``(dst, src)`` copies of identical content."""
-    import hashlib
-
     seen: dict[tuple[Any, ...], Path] = {}
     unique: list[tuple[Any, ...]] = []
     copies: list[tuple[Path, Path]] = []
@@ -176,8 +176,6 @@ def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfi
     ``"main"``: the SD19 reader decodes in its processes while threads of this process
     convert (the packed 128x128 images travel and are unpacked here).  Same images either way.
     """
-    from collections import deque
-
     rows = np.asarray(rows, np.int64)
     store = np.empty((len(rows), config.out_side, config.out_side), np.uint8)
     if not len(rows):

@@ -44,6 +44,7 @@ import contextlib
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -224,9 +225,6 @@ def preprocess_rows(src: SD19Source, rows: npt.ArrayLike, prepro: MnistPreproCon
     (all cores) while this process preprocesses; slower because preprocessing
     costs about as much as decoding (see ``benchmarks/bench_mnist_prepro.py``).
     """
-    from collections import deque
-
-
     rows = np.asarray(rows, dtype=np.int64)
     out = np.empty((rows.size, 28, 28), dtype=np.uint8)
     workers = settings.workers(workers)

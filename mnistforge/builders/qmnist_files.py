@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import lzma
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -79,9 +80,6 @@ def _xz_parallel(data: bytes, preset: int | None = None, block: int | None = Non
     A multi-stream .xz is standard (``xz -d``, Python's lzma and the idx reader
     read it); fixed block boundaries keep the bytes reproducible.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
-
     preset = XZ_PRESET if preset is None else preset
     block = XZ_BLOCK if block is None else block
     parts = [data[i:i + block] for i in range(0, len(data), block)] or [b""]
@@ -102,7 +100,6 @@ def write_idx_xz(path: str | os.PathLike[str], array: npt.ArrayLike) -> None:
 
 def write_files(jobs: Iterable[Callable[[], object]]) -> None:
     """Run the file writers two at a time (compression releases the GIL)."""
-    from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max_workers=2) as ex:
         for fut in [ex.submit(j) for j in jobs]:
             fut.result()

@@ -11,6 +11,7 @@ Examples
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -78,8 +79,6 @@ def _content_hasher(path: Path, arr: np.ndarray) -> ContentHasher | None:
         return None
 
     def content(md5: bool) -> tuple[str, str | None, int]:
-        import hashlib
-
         h = hashlib.sha256(head)
         h.update(arr.data)
         m = hashlib.md5(head, usedforsecurity=False) if md5 else None

@@ -12,7 +12,9 @@ labels are any integers.  Classifiers are deterministic given their ``seed``.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
@@ -126,8 +128,6 @@ def check_xy(X: npt.ArrayLike, y: npt.ArrayLike) -> np.ndarray:
 def check_ridge(name: str, ridge: object) -> None:
     """A ridge penalty must be a finite number >= 0 (a negative one makes ``X^T X + ridge I``
     indefinite: the solve then fails, or quietly fits noise)."""
-    import math
-
     if isinstance(ridge, bool) or not isinstance(ridge, (int, float, np.floating, np.integer)) \
             or not math.isfinite(float(ridge)) or ridge < 0:
         raise ConfigError(f"bad value for {name} parameter ridge", expected="a finite number >= 0",
@@ -169,8 +169,6 @@ INT_MAX = 10**6
 
 
 def _check_range(name: str, key: str, value: object) -> None:
-    import math
-
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return
     lo, hi = RANGES.get(key, (0, INT_MAX) if isinstance(value, int) else (None, None))
@@ -209,8 +207,6 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
 
 
 def classifier_class(name: str) -> type[Classifier]:
-    import importlib
-
     if name not in REGISTRY:
         raise ConfigError("unknown classifier", expected="one of " + ", ".join(sorted(REGISTRY)),
                           found=name)

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import logging
 import math
+import multiprocessing as mp
 import time
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -419,7 +420,6 @@ def tarp_bounds(X: np.ndarray | Sequence[Any], y: npt.ArrayLike, *, ns: Collecti
     out: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     pbar = bar(total=len(jobs), desc="TARP runs", unit="run", disable=progress)
     if workers > 1 and len(jobs) > 1:
-        import multiprocessing as mp
         ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
         if ctx is None:
             workers = 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import logging
 import math
+import multiprocessing as mp
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -504,8 +505,6 @@ def manitest(images: np.ndarray, predict: Any, group: TransformGroup | str = "di
     _WORKER.update(images=images, predict=predict, index=indices)
     try:
         if workers > 1 and len(jobs) > 1 and "fork" in _start_methods():
-            import multiprocessing as mp
-
             ctx = mp.get_context("fork")
             sub = [(int(i), kw) for i in indices]
             _WORKER["images"], _WORKER["index"] = images, np.arange(n)
@@ -526,7 +525,6 @@ def manitest(images: np.ndarray, predict: Any, group: TransformGroup | str = "di
 
 
 def _start_methods() -> list[str]:
-    import multiprocessing as mp
     return mp.get_all_start_methods()
 
 
