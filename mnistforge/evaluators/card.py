@@ -195,7 +195,7 @@ def _train_size(s: SystemOutput) -> int | None:
 
 def _training_notes(system: SystemOutput, compared: Sequence[SystemOutput]) -> list[str]:
     """A warning when the carded system's training-set size is not given, or not theirs."""
-    sizes = {_train_size(s) for s in compared} - {None}
+    sizes = {n for n in map(_train_size, compared) if n is not None}
     own = _train_size(system)
     if not sizes:
         return []
