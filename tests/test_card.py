@@ -337,6 +337,40 @@ def test_the_page_opens_in_a_headless_browser(mnist_npy, tmp_path, capsys):
         img.save(DOCS_IMG, optimize=True)
 
 
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed "
+                    "(apt-get install -y chromium)")
+def test_the_poi_names_are_distinct_on_a_headless_screenshot(mnist_npy, tmp_path, capsys):
+    """Two systems named alike up to their 7th character: on the screenshot of the POI picture
+    their row labels differ (they were both cut to "mnist-")."""
+    import re
+
+    from PIL import Image, ImageChops
+
+    path, ds, pred = mnist_npy
+    a, b = tmp_path / "mnist-knn-k3.npy", tmp_path / "mnist-linear-ridge.npy"
+    shutil.copy(path, a)
+    np.save(b, _cross_fitted(ds.images, ds.labels, "linear"))
+    out = tmp_path / "card"
+    _card(["card", str(a), str(b), "--test", "mnist:test", "--out", str(out), "--bootstrap", "200"],
+          capsys)
+    src = re.search(r'<img alt="Paired comparisons" src="(data:image/png;base64,[^"]+)"',
+                    (out / "card.html").read_text()).group(1)
+    only = tmp_path / "poi.html"
+    only.write_text(f'<!DOCTYPE html><html><body style="margin:0"><img src="{src}"></body></html>')
+    shot = tmp_path / "poi.png"
+    r, _ = _chromium(tmp_path, only.as_uri(), f"--screenshot={shot}", "--window-size=800,400",
+                     "--force-device-scale-factor=1", "--hide-scrollbars")
+    assert r.returncode == 0 and shot.is_file(), r.stderr[-2000:]
+    seen = np.asarray(Image.open(shot).convert("L"), float)
+    poi = Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))).convert("L")
+    w, h = poi.size
+    assert np.abs(seen[:h, :w] - np.asarray(poi, float)).mean() < 10   # drawn as rendered
+    lab = w - 2 * 44 - 4
+    rows = [Image.fromarray(seen[lab + 44 * i:lab + 44 * (i + 1), :lab].astype(np.uint8))
+            for i in range(2)]
+    assert ImageChops.difference(rows[0], rows[1]).getbbox() is not None
+
+
 def test_the_docs_show_a_screenshot():
     from PIL import Image
 
