@@ -171,13 +171,14 @@ def femnist_config(args: argparse.Namespace) -> FemnistBuildConfig:
         allow_inconsistent=bool(args.allow_inconsistent))
 
 
-#: builder -> (the function building it, the function making its config from the flags); every
-#: target is one of these or ``emnist-<split>`` for a split of the registry (:func:`targets`)
+#: builder -> (``module.function`` of :mod:`mnistforge.builders` building it, the function making
+#: its config from the flags); every target is one of these or ``emnist-<split>`` for a split of
+#: the registry (:func:`targets`)
 BUILDERS: dict[str, tuple[str, Callable[[argparse.Namespace],
                                         QmnistBuildConfig | EmnistBuildConfig | FemnistBuildConfig]]] = {
-    "qmnist": ("build_qmnist", qmnist_config), "mnist": ("build_mnist", qmnist_config),
-    "xnist": ("build_xnist", qmnist_config), "emnist": ("build_emnist", emnist_config),
-    "femnist": ("build_femnist", femnist_config),
+    "qmnist": ("qmnist.build_qmnist", qmnist_config), "mnist": ("qmnist.build_mnist", qmnist_config),
+    "xnist": ("qmnist.build_xnist", qmnist_config), "emnist": ("emnist.build_emnist", emnist_config),
+    "femnist": ("femnist.build_femnist", femnist_config),
 }
 
 
@@ -205,10 +206,15 @@ def config_for(target: str, args: argparse.Namespace) -> QmnistBuildConfig | Emn
 
 
 def builders() -> dict[str, Callable[..., Manifest]]:
-    """Target -> builder function ``f(sd19, out, config)`` (from :data:`BUILDERS`)."""
-    from .. import builders as impl
+    """Target -> builder function ``f(sd19, out, config)`` (from :data:`BUILDERS`; imported when a
+    build runs, as the CLI's commands import)."""
+    import importlib
 
-    return {t: getattr(impl, BUILDERS[b][0]) for t, b in targets().items()}
+    out = {}
+    for t, b in targets().items():
+        module, function = BUILDERS[b][0].split(".")
+        out[t] = getattr(importlib.import_module(f"mnistforge.builders.{module}"), function)
+    return out
 
 
 def _unknown(target: str) -> ConfigError:
