@@ -174,7 +174,7 @@ def _parse_indices(text: str, n: int, path: str | os.PathLike[str], name: str) -
         return np.zeros(0, np.int64)
     try:
         idx = np.array([int(t) for t in text.replace(" ", "").split(",") if t], np.int64)
-    except ValueError as e:
+    except (ValueError, OverflowError) as e:   # (a 23-digit index overflows int64)
         raise FormatError(f"bad index list for system {name!r}", path=path,
                           expected="comma-separated 1-based integers", found=str(e)) from e
     if idx.size and (idx.min() < 1 or idx.max() > n):

@@ -53,3 +53,11 @@ def test_significance_prints_a_huge_k(tmp_path, capsys):
     assert ">= 1e1000" in capsys.readouterr().out
     pairs = json.loads((tmp_path / "s.json").read_text())
     assert pairs
+
+
+def test_an_error_list_with_a_23_digit_index_is_a_format_error(tmp_path, capsys):
+    f = tmp_path / "e.tsv"
+    f.write_text("# n: 100\nA\tdesc\t1,99999999999999999999999\n")
+    with pytest.raises(FormatError, match="bad index list for system 'A'"):
+        el.read_error_lists(f)
+    assert main(["significance", str(f)]) == 1 and "Traceback" not in capsys.readouterr().err
