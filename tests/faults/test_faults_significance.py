@@ -61,3 +61,17 @@ def test_an_error_list_with_a_23_digit_index_is_a_format_error(tmp_path, capsys)
     with pytest.raises(FormatError, match="bad index list for system 'A'"):
         el.read_error_lists(f)
     assert main(["significance", str(f)]) == 1 and "Traceback" not in capsys.readouterr().err
+
+
+def test_significance_refuses_a_fifo_and_utf16_through_the_one_reader(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    fifo, u16 = tmp_path / "p.tsv", tmp_path / "u.tsv"
+    os.mkfifo(fifo)
+    u16.write_bytes("A\tdesc\t1,2\n".encode("utf-16"))
+    for f, said in ((fifo, "a FIFO (named pipe)"), (u16, "UTF-16")):
+        r = subprocess.run([sys.executable, "-m", "mnistforge", "significance", str(f), "--n", "10"],
+                           capture_output=True, text=True, timeout=60)   # never blocks
+        assert r.returncode == 1 and said in r.stderr and "Traceback" not in r.stderr
