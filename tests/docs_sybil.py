@@ -78,23 +78,45 @@ def unless_data_absent(evaluate):
         try:
             result = evaluate(example)
         except Exception:
-            _skip_if_absent()
+            _skip_if_absent(example)
             raise
         if result:
-            _skip_if_absent()
+            _skip_if_absent(example)
         return result
     return evaluator
 
 
-def _skip_if_absent() -> None:
+SHARED_PATH = re.compile(r"(?<![\w.~-])\.\./shared((?:/[\w.-]+)*)")
+
+
+def _skip_if_absent(example: Example) -> None:
     absent = docs_mirror.absent_requested()
     if absent:
         Page.absent += absent
         raise unittest.SkipTest(f"needs {', '.join(absent)}, not on this machine (../shared/reference "
                                 "or Debian's dataset-fashion-mnist absent)")
+    # a failed example that names a path of ../shared this machine lacks (a clone without it)
+    source = str(getattr(example.parsed, "source", example.parsed))
+    missing = [f"../shared{m.group(1)}" for m in SHARED_PATH.finditer(source)
+               if not (docs_mirror.SHARED / m.group(1).lstrip("/")).exists()]
+    if missing:
+        Page.absent += missing
+        raise unittest.SkipTest(f"needs {', '.join(dict.fromkeys(missing))}, not on this machine "
+                                f"(the reference data; MNISTFORGE_SHARED={docs_mirror.SHARED})")
     if Page.absent:  # it may use what the skipped example would have made
-        raise unittest.SkipTest(f"an earlier example of this page needed {', '.join(Page.absent)}, "
+        raise unittest.SkipTest(f"an earlier example of this page needed {', '.join(dict.fromkeys(Page.absent))}, "
                                 "not on this machine")
+
+
+def needs_shared(path: str = "") -> str | None:
+    """For ``<!-- skip: next needs_shared("reference/mnist") -->``: a reason to skip when that path
+    of ../shared (the real reference data, ``MNISTFORGE_SHARED``) is absent, as in a clone without
+    it; the page's later examples that fail are then skipped too (they may use what it made)."""
+    if (docs_mirror.SHARED / path).exists():
+        return None
+    name = f"../shared/{path}".rstrip("/")
+    Page.absent.append(name)
+    return f"needs {name}, not on this machine (the reference data; MNISTFORGE_SHARED={docs_mirror.SHARED})"
 
 
 def needs_extra(name: str) -> str | None:
@@ -134,6 +156,7 @@ def setup(namespace: dict) -> None:
         "registry": docs_mirror.redirect(mirror),
     }
     namespace["needs_extra"] = needs_extra
+    namespace["needs_shared"] = needs_shared
     os.environ.update(env)
     for k in unset:
         os.environ.pop(k, None)

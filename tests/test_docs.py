@@ -172,6 +172,29 @@ def test_a_shell_block_printing_other_output_fails_with_expected_and_got(tmp_pat
     assert "README.md, line" in msg and "$ echo hello" in msg and "goodbye" in msg and "got:" in msg
 
 
+def test_examples_that_need_an_absent_shared_folder_skip_with_their_reason(tmp_path, monkeypatch):
+    import docs_sybil
+    monkeypatch.setattr(docs_sybil.docs_mirror, "SHARED", tmp_path / "no-shared")
+    page = tmp_path / "README.md"
+    page.write_text('# a page\n\n<!-- skip: next needs_shared("reference/mnist") -->\n'
+                    "```\n$ ls ../shared/reference/mnist\n```\n\n"
+                    "```\n$ ls data\n```\n\n"
+                    "```\n$ wc -c ../shared/reference/papers/x.json\n```\n\n"
+                    "```\n$ echo still runs\nstill runs\n```\n")
+    results = _run_page(page)
+    assert [r[0] for r in results] == ["skipped", "skipped", "skipped", "passed"], results
+    assert "needs ../shared/reference/mnist, not on this machine" in results[0][2]
+    assert "an earlier example of this page needed ../shared/reference/mnist" in results[1][2]
+    assert "../shared/reference/papers/x.json" in results[2][2]
+
+
+def test_every_skip_directive_gives_its_reason():
+    bare = [f"{page.relative_to(ROOT)}:{n}" for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+            for n, line in enumerate(page.read_text().splitlines(), 1)
+            if re.search(r"<!--\s*skip:\s*(next|start)\s*-->", line)]
+    assert not bare, f"skip directives without a reason: {bare}"
+
+
 def test_make_test_collects_the_docs():
     testpaths = re.search(r"^testpaths = \[(.*)\]$", (ROOT / "pyproject.toml").read_text(), re.M)
     assert testpaths and {'"README.md"', '"docs"'} <= {p.strip() for p in testpaths.group(1).split(",")}
