@@ -559,7 +559,9 @@ def read_idx_whole(path: StrPath, *, max_bytes: int = MAX_BYTES) -> FileRead:
                              hint="pass max_bytes= if the file really is that large")
     with open(path, "rb") as f:
         before = os.fstat(f.fileno())
-        packed = f.read(max_bytes + (1 << 20) + 1)
+        # its size and one byte more (a file that grew shows as changed): never a buffer of the
+        # largest size allowed, which Python would allocate before reading
+        packed = f.read(min(before.st_size, max_bytes + (1 << 20)) + 1)
         after = os.fstat(f.fileno())
     if comp is None:
         header = parse_idx_header(packed, path, max_bytes=max_bytes)
