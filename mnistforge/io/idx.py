@@ -34,7 +34,9 @@ Examples
 """
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -525,15 +527,29 @@ class FileRead:
         raise ValueError(f"unknown hash {fact!r}")
 
 
+def _read_regular(path: str, limit: int) -> tuple[bytes, os.stat_result, os.stat_result]:
+    """The bytes of regular file ``path`` (at most its size and one byte more, under ``limit``)
+    and its ``fstat`` before and after the read.  Opened without blocking, and refused unless the
+    descriptor is a regular file: a FIFO put in its place after a check would block for ever."""
+    _regular_file_size(path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with open(fd, "rb") as f:
+        before = os.fstat(fd)
+        if not stat.S_ISREG(before.st_mode):
+            raise IdxFormatError("not a file to read", path=path, expected="a regular file",
+                                 found="something else put in its place", hint="point at the file itself")
+        # its size and one byte more (a file that grew shows as changed): never a buffer of the
+        # largest size allowed, which Python would allocate before reading
+        packed = f.read(min(before.st_size, limit) + 1)
+        after = os.fstat(fd)
+    return packed, before, after
+
+
 def read_whole(path: StrPath, parse: Callable[[bytes], np.ndarray]) -> FileRead:
     """Read the regular file ``path`` once into memory and ``parse`` its bytes (a file whose
     bytes are its content: ``.npz``, ``.npy``)."""
     path = os.fspath(path)
-    _regular_file_size(path)
-    with open(path, "rb") as f:
-        before = os.fstat(f.fileno())
-        packed = f.read()
-        after = os.fstat(f.fileno())
+    packed, before, after = _read_regular(path, MAX_BYTES)
     return FileRead(path, parse(packed), packed, memoryview(packed), before, after)
 
 
@@ -557,12 +573,7 @@ def read_idx_whole(path: StrPath, *, max_bytes: int = MAX_BYTES) -> FileRead:
         raise IdxFormatError("absurd idx size", path=path,
                              expected=f"a file of at most {max_bytes:,} bytes", found=f"{size:,} bytes",
                              hint="pass max_bytes= if the file really is that large")
-    with open(path, "rb") as f:
-        before = os.fstat(f.fileno())
-        # its size and one byte more (a file that grew shows as changed): never a buffer of the
-        # largest size allowed, which Python would allocate before reading
-        packed = f.read(min(before.st_size, max_bytes + (1 << 20)) + 1)
-        after = os.fstat(f.fileno())
+    packed, before, after = _read_regular(path, max_bytes + (1 << 20))
     if comp is None:
         header = parse_idx_header(packed, path, max_bytes=max_bytes)
         _check_length(header, len(packed), path)
@@ -592,9 +603,6 @@ def read_idx_whole(path: StrPath, *, max_bytes: int = MAX_BYTES) -> FileRead:
 def _regular_file_size(path: StrPath) -> int:
     """The size of ``path`` if it is a regular file; a directory, a FIFO, a device or a symlink
     loop is an :class:`IdxFormatError` (a FIFO would block the read for ever)."""
-    import errno
-    import stat
-
     try:
         st = os.stat(path)
     except FileNotFoundError:

@@ -148,3 +148,35 @@ def test_a_copy_changed_after_load_returned_leaves_the_arrays_alone(tmp_path, ca
     assert not isinstance(ds.images, np.memmap)
     np.save(x, fi)               # the user's file rewritten after the load
     np.testing.assert_array_equal(ds.images, mi)
+
+
+#: in its own process (a hang would be the failure): the file checked is a regular file, then
+#: replaced by a FIFO before it is opened
+SWAP = textwrap.dedent("""
+    import os, sys
+    import mnistforge.io.idx as idx
+    from mnistforge.errors import IdxFormatError
+    path = sys.argv[1]
+    check = idx._regular_file_size
+
+    def checked_then_swapped(p):
+        size = check(p)
+        os.unlink(p)
+        os.mkfifo(p)            # another program puts a FIFO in its place
+        return size
+
+    idx._regular_file_size = checked_then_swapped
+    try:
+        idx.read_idx_whole(path)
+    except IdxFormatError as e:
+        print("refused:", e)
+""")
+
+
+def test_a_fifo_swapped_in_after_the_check_is_refused_not_waited_on(tmp_path, pair):
+    (mi, ml), _ = pair
+    d = raw_folder(tmp_path / "folder", mi, ml)
+    r = subprocess.run([sys.executable, "-c", SWAP, str(d / LABELS)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "refused:" in r.stdout and "regular file" in r.stdout
