@@ -25,17 +25,14 @@ import contextlib
 import importlib
 import logging
 import sys
+from collections.abc import Sequence
+from types import ModuleType
 
 from ._version import __version__
 from .commands.common import (check_outputs, command_settings, flush_streams, output_stream_error,
                               quiet_stdout)
 from .errors import (EXIT_CODES, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, MnistforgeError,
                      exit_code)
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (--help stays cheap)
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from types import ModuleType
 
 COMMAND_MODULES = [
     "info", "fetch", "show", "synth_sd19", "sd19", "build", "verify", "export",

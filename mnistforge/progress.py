@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from . import settings
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a bar stays cheap)
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
-    from typing import Any
 
 
 def _tqdm_class() -> Any:  # the tqdm class (tqdm ships no type hints)

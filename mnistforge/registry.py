@@ -229,10 +229,6 @@ class DatasetInfo:
     #: nothing else tells apart is assumed to hold (``loaders/targets.detect_dataset``)
     assumed_for_shared_names: bool = False
 
-    @property
-    def split_names(self) -> list[str]:
-        return list(self.splits)
-
     def split(self, name: str) -> SplitInfo:
         """Return the :class:`SplitInfo` called ``name`` (raises DatasetNotFoundError)."""
         try:

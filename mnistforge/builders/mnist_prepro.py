@@ -56,7 +56,6 @@ from ..io.similar import blake2b_image_digests  # noqa: F401  (step 8's digests;
 
 logger = logging.getLogger(__name__)
 
-SIDE = 128          # SD19 character raster
 BOX = 20            # the digit's box inside the MNIST image
 OUT = 28            # MNIST image side
 CANVAS = 48         # the placement canvas (rows/columns 10..37 are kept)

@@ -74,7 +74,6 @@ from ..sd19.reader import SD19Source, open_sd19
 
 logger = logging.getLogger(__name__)
 
-TARGETS = ("qmnist", "mnist", "xnist")
 DUPLICATE_MODES = ("final", "source")
 
 NOTE_ORDER = ("order is NOT MNIST's: the published QMNIST tables were not given, so the images "

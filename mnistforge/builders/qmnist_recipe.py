@@ -17,34 +17,10 @@ col   meaning                                            range
 7     unused                                             0
 ====  =================================================  ==========
 
-The recipe (Yadav & Bottou 2019), with the published numbers:
-
-* train (60,000): every non-duplicate digit of hsf_4 writers 2100-2349
-  (29,050), then the first non-duplicate digits in global order from index 0
-  until 60,000 are reached (#0-#30,949);
-* test (60,000): every non-duplicate digit of hsf_4 writers 2350-2599 (29,595),
-  then the first non-duplicate digits from global index 35,000 (#35,000-#65,404);
-* MNIST = QMNIST train + the first 10,000 rows of QMNIST test.
-
-**Order.**  MNIST's order came from matching against MNIST itself and cannot
-be recomputed from SD19.  :func:`order_like_published` takes it from the
-published QMNIST tables (column 5).  Without them :func:`select_qmnist` gives
-the *documented deterministic order*: the writer part and the fill part, each in
-global order, interleaved one for one (writer digit first) until the shorter
-runs out, then the rest of the longer.  This mirrors how MNIST's training set is
-built (even rows hsf_4, odd rows NIST #0.. in order, for the first 58,100), but
-the hsf_4 digits are not in MNIST's (unknown, shuffled) order, and the first
-10,000 test rows are not MNIST's test set.
-
-**Scaled sources.**  A source with fewer digits than SD19's 402,953 (a scaled
-synthetic SD19) gets the recipe scaled by ``n / 402953``: both set sizes, the
-test fill start (35,000) and the MNIST test size (10,000) are multiplied by that
-factor and rounded; the writer ranges stay.  So the fill steps "take what
-exists": the train fill takes digits from index 0 but never at or past the test
-fill start, the test fill takes digits from there on, neither takes a digit of
-either writer range, and a set is smaller than its target when the source runs
-out.  Train and test are always disjoint.  At full size the guards are inactive
-and the recipe is exactly the published one.
+The recipe (Yadav & Bottou 2019), its order with and without the published QMNIST tables
+(:func:`order_like_published`; else the documented deterministic order of :func:`select_qmnist`)
+and how it is scaled for a source smaller than SD19 (train and test stay disjoint) are described
+in ``docs/provenance-mnist-qmnist.md`` ("Selection").
 
 Examples
 --------

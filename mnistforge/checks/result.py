@@ -218,10 +218,6 @@ class VerifyReport:
         return "\n".join(lines)
 
 
-def pass_(name: str, values: dict[str, Any] | None = None, message: str = "") -> CheckResult:
-    return CheckResult(name, PASS, values or {}, message)
-
-
 def info(name: str, values: dict[str, Any] | None = None, message: str = "") -> CheckResult:
     return CheckResult(name, INFO, values or {}, message)
 

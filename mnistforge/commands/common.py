@@ -127,11 +127,6 @@ def add_progress(p: argparse.ArgumentParser) -> None:
                    help="no progress bars (as MNISTFORGE_PROGRESS=0)")
 
 
-def progress_flag(args: argparse.Namespace) -> bool | None:
-    """``progress=`` for the library: False with ``--no-progress``, else None (the default)."""
-    return False if getattr(args, "no_progress", False) else None
-
-
 # --------------------------------------------------------------------------- output
 
 def write_json(args: argparse.Namespace, doc: Any, *,

@@ -27,7 +27,6 @@ logger = logging.getLogger(__name__)
 
 QMNIST_TRAIN = {"TM": "mnist:train", "TQ": "qmnist:train"}
 QMNIST_TEST = {"TM": "mnist:test", "TQ10": "qmnist:test10k", "TQ50": "qmnist:test50k"}
-QMNIST_COMBINATIONS = ("TMTM", "TMTQ10", "TMTQ50", "TQTM", "TQTQ10", "TQTQ50")
 
 
 @dataclass

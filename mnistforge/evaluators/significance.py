@@ -1,8 +1,5 @@
 """How much a difference between classifiers on one shared test set really means.
 
-(Over 600 lines on purpose for now: the intervals, paired tests, bootstrap and tables share one
-vocabulary of joint counts; splitting it into modules is left for a change of its own.)
-
 Three complementary views (``docs/significance.md`` explains when each is right):
 
 * **absolute intervals** for one error rate: Wald (normal approximation) and the
@@ -42,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from scipy import special, stats
 
 from ..io.atomic import atomic_file
 from ..io.types import StrPath
@@ -65,17 +63,6 @@ __all__ = [
 
 # --------------------------------------------------------------------------- quantiles
 
-def _special() -> Any:
-    # SciPy is imported on first use: `mnistforge --help` must not pay for scipy.stats.
-    from scipy import special
-    return special
-
-
-def _stats() -> Any:
-    from scipy import stats
-    return stats
-
-
 def _eta(confidence: float) -> float:
     if not 0.0 < confidence < 1.0:
         raise ConfigError("confidence out of range", expected="a number strictly between 0 and 1 "
@@ -91,7 +78,7 @@ def z_two_sided(confidence: float = 0.95) -> float:
     >>> round(z_two_sided(0.95), 4)
     1.96
     """
-    return math.sqrt(2.0) * float(_special().erfcinv(_eta(confidence)))
+    return math.sqrt(2.0) * float(special.erfcinv(_eta(confidence)))
 
 
 def z_one_sided(confidence: float = 0.95) -> float:
@@ -102,7 +89,7 @@ def z_one_sided(confidence: float = 0.95) -> float:
     >>> round(z_one_sided(0.95), 4)
     1.6449
     """
-    return math.sqrt(2.0) * float(_special().erfcinv(2.0 * _eta(confidence)))
+    return math.sqrt(2.0) * float(special.erfcinv(2.0 * _eta(confidence)))
 
 
 # --------------------------------------------------------------------------- one system
@@ -172,8 +159,8 @@ def exact_interval(errors: int, n: int, confidence: float = 0.95) -> tuple[float
     """
     errors, n = _check_count(errors, n)
     a = _eta(confidence) / 2.0
-    lo = 0.0 if errors == 0 else float(_stats().beta.ppf(a, errors, n - errors + 1))
-    hi = 1.0 if errors == n else float(_stats().beta.ppf(1.0 - a, errors + 1, n - errors))
+    lo = 0.0 if errors == 0 else float(stats.beta.ppf(a, errors, n - errors + 1))
+    hi = 1.0 if errors == n else float(stats.beta.ppf(1.0 - a, errors + 1, n - errors))
     return lo, hi
 
 
@@ -312,7 +299,7 @@ def paired_worse(n12: int, n21: int, confidence: float = 0.95, k: int = 1) -> bo
     if n12 <= n21:
         return False
     eta = _eta(confidence) / k
-    z = math.sqrt(2.0) * float(_special().erfcinv(2.0 * eta))
+    z = math.sqrt(2.0) * float(special.erfcinv(2.0 * eta))
     return (n12 - n21) >= z * math.sqrt(n12 + n21)
 
 
@@ -334,7 +321,7 @@ def max_bonferroni_k(n12: int, n21: int, confidence: float = 0.95) -> int:
     if n12 <= n21 or not paired_worse(n12, n21, confidence):
         return 0
     x = (n12 - n21) / math.sqrt(n12 + n21)
-    log_k = math.log(eta) - float(_special().log_ndtr(-x))
+    log_k = math.log(eta) - float(special.log_ndtr(-x))
     if log_k >= math.log(MAX_K):   # (at most MAX_K: see there)
         return MAX_K
     if log_k > 700:  # beyond float range: report the (astronomical) bound from the logarithm
@@ -361,7 +348,7 @@ def mcnemar_exact(n12: int, n21: int, alternative: str = "two-sided") -> float:
     n12, n21 = _count(n12, "n12"), _count(n21, "n21")
     if n12 + n21 == 0:
         return 1.0
-    return float(_stats().binomtest(n12, n12 + n21, 0.5, alternative=alternative).pvalue)
+    return float(stats.binomtest(n12, n12 + n21, 0.5, alternative=alternative).pvalue)
 
 
 @dataclass(frozen=True)

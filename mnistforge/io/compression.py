@@ -18,10 +18,12 @@ b'abc'
 """
 from __future__ import annotations
 
-import io
+import bz2
+import gzip
+import lzma
 import os
 import types
-from pathlib import Path
+import zlib
 from typing import IO, TYPE_CHECKING, Any, Callable, Protocol, cast, overload
 from .types import Readable, StrPath
 
@@ -32,54 +34,28 @@ if TYPE_CHECKING:
 #: suffix -> compression name, in lookup order ("" = raw first).
 COMPRESSIONS = ("", ".gz", ".xz", ".bz2")
 
-# The codecs' modules (gzip, ISA-L, lzma, bz2) are imported on first use (module
-# __getattr__ below): a load served from raw copies never needs them.
-#: compression name -> (reader of a path or binary file object, writer over a file object
-#: given a level).  Readers given a path own (and close) the file.
-CODECS: dict[str, tuple[Callable[[Any], Any], Callable[[Any, int], Any]]]
-#: What a damaged compressed stream raises, whichever codec.
-DECOMPRESS_ERRORS: tuple[type[BaseException], ...]
 #: the zlib API that inflates gzip: ISA-L's (about 1.8x faster, identical output) or zlib's
 gz_zlib: types.ModuleType
-_LAZY = ("CODECS", "DECOMPRESS_ERRORS", "gz_zlib")
-
-
-def _codecs() -> dict[str, Any]:
-    """This module's globals, with the codec table filled in on the first call."""
-    g = globals()
-    if "CODECS" in g:
-        return g
-    import bz2
-    import gzip
-    import lzma
-    import zlib
-
-    gz: types.ModuleType
-    reader: Any
-    try:  # ISA-L inflates gzip about 1.8x faster than zlib, with identical output
-        from isal import isal_zlib as gz
-        from isal.igzip import IGzipFile as reader
-    except ImportError:  # pragma: no cover - isal is a dependency, zlib the fallback
-        gz, reader = zlib, gzip.GzipFile
-    g["DECOMPRESS_ERRORS"] = tuple({zlib.error, getattr(gz, "error", zlib.error), lzma.LZMAError,
-                                    EOFError, OSError})
-    g["gz_zlib"] = gz
-    g["CODECS"] = {
-        "gz": (lambda f: reader(f, "rb") if isinstance(f, (str, os.PathLike))
-               else reader(fileobj=f, mode="rb"),
-               lambda f, level: gzip.GzipFile(filename="", mode="wb", fileobj=f,
-                                              compresslevel=level, mtime=0)),
-        "xz": (lambda f: lzma.LZMAFile(f, "rb"), lambda f, level: lzma.LZMAFile(f, "wb", preset=level)),
-        "bz2": (lambda f: bz2.BZ2File(f, "rb"),
-                lambda f, level: bz2.BZ2File(f, "wb", compresslevel=max(1, level))),
-    }
-    return g
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return _codecs()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_gz_reader: Any
+try:
+    from isal import isal_zlib as gz_zlib
+    from isal.igzip import IGzipFile as _gz_reader
+except ImportError:  # pragma: no cover - isal is a dependency, zlib the fallback
+    gz_zlib, _gz_reader = zlib, gzip.GzipFile
+#: What a damaged compressed stream raises, whichever codec.
+DECOMPRESS_ERRORS: tuple[type[BaseException], ...] = tuple(
+    {zlib.error, getattr(gz_zlib, "error", zlib.error), lzma.LZMAError, EOFError, OSError})
+#: compression name -> (reader of a path or binary file object, writer over a file object
+#: given a level).  Readers given a path own (and close) the file.
+CODECS: dict[str, tuple[Callable[[Any], Any], Callable[[Any, int], Any]]] = {
+    "gz": (lambda f: _gz_reader(f, "rb") if isinstance(f, (str, os.PathLike))
+           else _gz_reader(fileobj=f, mode="rb"),
+           lambda f, level: gzip.GzipFile(filename="", mode="wb", fileobj=f,
+                                          compresslevel=level, mtime=0)),
+    "xz": (lambda f: lzma.LZMAFile(f, "rb"), lambda f, level: lzma.LZMAFile(f, "wb", preset=level)),
+    "bz2": (lambda f: bz2.BZ2File(f, "rb"),
+            lambda f, level: bz2.BZ2File(f, "wb", compresslevel=max(1, level))),
+}
 
 
 #: leading bytes of each compressed stream, for files whose name does not say
@@ -139,7 +115,7 @@ def open_reader(source: StrPath | Readable, name: StrPath | None = None) -> IO[b
 
 def _open_with(comp: str, source: StrPath | Readable) -> IO[bytes]:
     """``source`` opened through codec ``comp``'s reader (every codec's reader is a binary file)."""
-    return cast("IO[bytes]", _codecs()["CODECS"][comp][0](source))
+    return cast("IO[bytes]", CODECS[comp][0](source))
 
 
 def open_sniffed(path: StrPath) -> IO[bytes]:
@@ -153,18 +129,11 @@ def open_writer(fileobj: IO[bytes], compression: str | None, level: int = 9) -> 
     """A reproducible compressing writer over binary ``fileobj`` (``None``: ``fileobj`` itself)."""
     if compression is None:
         return fileobj
-    return cast("IO[bytes]", _codecs()["CODECS"][compression][1](fileobj, level))
-
-
-def open_text(path: StrPath) -> io.TextIOWrapper:
-    """Open a UTF-8 text file for reading, decompressing by its suffix."""
-    return io.TextIOWrapper(open_reader(Path(path)), encoding="utf-8")
+    return cast("IO[bytes]", CODECS[compression][1](fileobj, level))
 
 
 def gzip_bytes(data: bytes, level: int = 9) -> bytes:
     """Gzip ``data`` reproducibly (mtime 0, no file name in the header)."""
-    import gzip
-
     return gzip.compress(data, compresslevel=level, mtime=0)
 
 
@@ -196,13 +165,9 @@ def decompressor(compression: str) -> Decompressor:
     """An incremental decompressor object (``decompress(data, max_length)``, ``eof``, ``unused_data``)."""
     # cast: each codec's object has the attributes its callers read (see Decompressor)
     if compression == "gz":
-        return cast(Decompressor, _codecs()["gz_zlib"].decompressobj(wbits=31))
+        return cast(Decompressor, gz_zlib.decompressobj(wbits=31))
     if compression == "xz":
-        import lzma
-
         return cast(Decompressor, lzma.LZMADecompressor())
     if compression == "bz2":
-        import bz2
-
         return cast(Decompressor, bz2.BZ2Decompressor())
     raise ValueError(f"unknown compression {compression!r}")

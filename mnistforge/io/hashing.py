@@ -4,11 +4,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import queue
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING
+
+import numpy as np
+import xxhash
 
 from ..errors import FormatError, HashMismatchError
 from . import compression as _compression
@@ -51,15 +56,6 @@ def sha256_file(path: StrPath, chunk: int = CHUNK) -> str:
     return h.hexdigest()
 
 
-def md5_file(path: StrPath, chunk: int = CHUNK) -> str:
-    """Return the hex md5 of a file's bytes (only where md5 is all that is published)."""
-    h = hashlib.md5(usedforsecurity=False)
-    with open(path, "rb") as f:
-        for b in iter(lambda: f.read(chunk), b""):
-            h.update(b)
-    return h.hexdigest()
-
-
 
 
 def hash_stream(f: Readable, *, md5: bool = True, chunk: int = CHUNK) -> tuple[str, str | None, int]:
@@ -94,21 +90,6 @@ def hash_content(path: StrPath, name: str | None = None, *, md5: bool = True) ->
         return None
     with _decompressed(p, name or p.name) as f:
         return hash_stream(f, md5=md5)
-
-
-def xxh3_content(path: StrPath) -> str | None:
-    """The XXH3-128 of a compressed file's decompressed content (None for an uncompressed
-    file); errors as :func:`hash_content`'s."""
-    import xxhash
-
-    p = Path(path)
-    if compression_of(p.name) is None:
-        return None
-    h = xxhash.xxh3_128()
-    with _decompressed(p, p.name) as f:
-        for b in iter(lambda: f.read(4 * CHUNK), b""):
-            h.update(b)
-    return h.hexdigest()
 
 
 @contextlib.contextmanager
@@ -155,8 +136,6 @@ def xxh3_parts(*parts: ReadableBuffer) -> str:
     >>> xxh3_parts(b"abc")[:12]
     '06b05ab6733a'
     """
-    import xxhash  # imported on use: a load served from records never needs it
-
     h = xxhash.xxh3_128()
     for p in parts:
         h.update(p)
@@ -165,8 +144,6 @@ def xxh3_parts(*parts: ReadableBuffer) -> str:
 
 def xxh3_file(path: StrPath, chunk: int = CHUNK) -> str:
     """The hex XXH3-128 of a file's bytes (a raw idx file's content, an export's shard)."""
-    import xxhash
-
     h = xxhash.xxh3_128()
     # one buffer read into again and again: a fresh bytes object per read costs a page fault
     # per page, more than XXH3 itself
@@ -194,8 +171,6 @@ def order_free_sha256(rows: npt.ArrayLike, keys: npt.ArrayLike) -> str:
     >>> order_free_sha256(a[:0], k[:0]) == hashlib.sha256(b"").hexdigest()
     True
     """
-    import numpy as np
-
     a = np.ascontiguousarray(rows)
     a = a.reshape(len(a), int(np.prod(a.shape[1:]))).view(np.uint8)   # (0 rows: no -1 to infer)
     k = np.asarray(keys).astype(">i4").view(np.uint8).reshape(len(a), 4)
@@ -265,9 +240,6 @@ class _Tee:
     """
 
     def __init__(self, depth: int = 8):
-        import queue
-        import threading
-
         self._q: queue.Queue[_Job | None] = queue.Queue(depth)
         self.error: BaseException | None = None
         self._t = threading.Thread(target=self._run, name="mnistforge-tee", daemon=True)

@@ -278,11 +278,6 @@ def annotated_datasets() -> list[str]:
     return sorted({a.dataset for a in label_annotations()})
 
 
-def study_info(ann: LabelAnnotation) -> DatasetInfo:
-    """The registry entry (kind ``annotations``) describing ``ann``'s study."""
-    return get_dataset(ann.study)
-
-
 def study_votes(name: str, split: str, *, download: bool | None = None,
                 cache: PathArg | None = None) -> tuple[LabelVotes, int] | None:
     """``(votes, offset)`` of a split the study annotates (id ``i`` at row ``i + offset``), or None.

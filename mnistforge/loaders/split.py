@@ -127,15 +127,6 @@ class RowMap:
         ds = np.array([k[0] == self.dataset for k in self.keys] + [False])
         return ds[np.where(self.code >= 0, self.code, len(self.keys))]
 
-    def in_split(self, split: str) -> npt.NDArray[np.bool_]:
-        """Rows mapped into ``split`` of the copy's dataset."""
-        try:
-            k = self.keys.index((self.dataset, split))
-        except ValueError:
-            return np.zeros(len(self), bool)
-        rows: npt.NDArray[np.bool_] = self.mapped & (self.code == k)
-        return rows
-
     @property
     def leakage_rows(self) -> npt.NDArray[np.intp]:
         """Rows mapped into another split of the copy's dataset than the claimed one."""

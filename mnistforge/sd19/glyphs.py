@@ -47,7 +47,6 @@ logger = logging.getLogger(__name__)
 SIZE = 128
 # Hershey "futural" metrics: cap line -12, base line 9, descender 16 (y grows downwards).
 CAP_HEIGHT_UNITS = 21.0
-FONTS = ("futural", "cursive")
 
 
 @functools.lru_cache(maxsize=None)

@@ -20,7 +20,6 @@ from .zipdir import ZipListing, list_zip, read_members
 logger = logging.getLogger(__name__)
 
 HIERARCHIES = ("by_write", "by_class", "by_merge", "by_field")
-OTHER_TREES = ("hsf_page",)
 IMAGE = 128
 _FIELD_RANK = {f: i for i, f in enumerate(FIELDS)}
 _PART_RANK = {p: i for i, p in enumerate(PARTITION_ORDER)}

@@ -101,12 +101,6 @@ class TransformGroup:
     def dim(self) -> int:
         return len(self.params)
 
-    def with_options(self, steps: tuple[float, ...] | None = None,
-                     bounds: tuple[tuple[float, float], ...] | None = None) -> TransformGroup:
-        """A copy with other grid steps and/or bounds."""
-        return TransformGroup(self.name, self.params, steps if steps is not None else self.steps,
-                              bounds if bounds is not None else self.bounds)
-
     def grid_limits(self) -> tuple[np.ndarray, np.ndarray]:
         """Lowest and highest integer grid index per axis inside the bounds."""
         assert self.steps is not None and self.bounds is not None  # set by __post_init__

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -31,7 +30,6 @@ PARQUET_OPTIONS = dict(
     write_statistics=True, store_schema=True, write_page_index=False,
 )
 DATA = "data"
-SHARD_RE = re.compile(r"^(?P<split>\w+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.parquet$")
 
 
 class SplitSummary(TypedDict):
