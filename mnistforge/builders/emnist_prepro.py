@@ -1,37 +1,13 @@
 """EMNIST conversion: 128x128 binary SD19 characters to 28x28 bytes.
 
-The EMNIST paper (Cohen et al., 2017, fig. 1) describes six steps and leaves
-some details open.  Every open point is a field of :class:`EmnistPreproConfig`
-with a documented default (see ``docs/provenance-emnist.md``):
+The EMNIST paper (Cohen et al., 2017, fig. 1) describes six steps (blur, bounding box,
+centring in a square, a 2-pixel border, bicubic resampling, intensity scaling) and leaves
+some details open.  Every open point is a field of :class:`EmnistPreproConfig` with a
+documented default; the steps, defaults and reasons are in ``docs/provenance-emnist.md``.
 
-1. Gaussian blur, sigma 1, on the float image (ink = 1).  ``truncate`` sets the
-   kernel radius (default 2 sigma, i.e. a 5x5 kernel: MATLAB's ``imgaussfilt``
-   default, the authors worked in MATLAB); outside the raster is background
-   (``mode="constant"``).
-2. Bounding box of the blurred image: rows/columns holding a value
-   ``> bbox_threshold`` (default 0: every pixel the blur reached, so nothing of
-   the softened edge is cut off).
-3. The box is centred in a square whose side is the larger box side (aspect
-   ratio kept; an odd leftover pixel goes below/right).
-4. A 2-pixel empty border.  ``border_stage="after"`` (default) resamples the
-   square to 24x24 and pads to 28x28, so the border is exactly empty as in
-   MNIST's clear margin; ``"before"`` pads the square at source resolution and
-   resamples it to 28x28.
-5. Bicubic resampling: Keys' cubic convolution kernel with ``a = -0.5`` and,
-   when shrinking, the kernel stretched by the scale factor (antialiasing) with
-   weights renormalised at the frame edges -- exactly Pillow's ``BICUBIC`` on a
-   float (mode ``"F"``) image, which the per-image reference uses.
-6. Intensities: negative ringing clipped to 0, then scaled per image so the
-   maximum is 255, rounded half up to bytes.
-
-:func:`convert_batch` is the fast path.  Blur, crop, centring, padding and
-resampling are all linear and separable, so each output image is
-``A_y @ X @ A_x.T`` with two 24x128 (or 28x128) matrices per image, built from
-one resampling matrix per distinct frame side and the 128x128 blur matrix.
-With the default threshold the box is the ink box grown by the blur radius (all
-kernel weights are positive), so the 128x128 blur itself is never computed and
-the products only span a window (multiple of 16 pixels) around the box.
-:func:`convert_reference` is the straightforward per-image definition
+:func:`convert_batch` is the fast path: blur, crop, centring, padding and resampling are
+linear and separable, so each output image is ``A_y @ X @ A_x.T`` over a window around the
+ink box.  :func:`convert_reference` is the straightforward per-image definition
 (SciPy ``gaussian_filter`` + NumPy box + Pillow resize) that tests and
 ``benchmarks/bench_emnist_prepro.py`` compare against.
 

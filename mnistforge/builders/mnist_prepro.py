@@ -1,25 +1,8 @@
 """MNIST-style preprocessing of SD19 characters: 128x128 binary -> 28x28 bytes.
 
-This is the preprocessing reconstructed by QMNIST (Yadav & Bottou 2019), in
-eight steps (see ``docs/provenance-mnist-qmnist.md`` and the project spec):
-
-1. bounding box in three passes (columns, rows within those columns, columns
-   again within those rows);
-2. a square box of side ``m = max(h, w, 10)``, the extra rows/columns split by
-   truncated halves above/left;
-3. pixel doubling while the crop has fewer than 20 rows (then columns);
-4. area-overlap resampling of the ``M x M`` crop to 20x20, footprints shrunk by
-   the fudge factor ``f`` (0.99); a footprint inside one output cell deposits
-   the full un-shrunk area ``si*sj``; accumulated in float64, stored float32;
-5. conversion to bytes, ``a = 255/min(1, max)`` and ``floor(v*a + 0.5)`` in
-   float32;
-6. centre of mass of the byte image (pixel centres at ``i + 0.5``), float32;
-7. placement at ``10 + trunc(15 - c)`` in a 48x48 canvas, keeping rows and
-   columns 10..37 (MNIST's half-pixel centring error); ``centring="true"``
-   places at ``10 + floor(14.5 - c)`` instead, i.e. the integer shift that
-   brings the centre of mass nearest to the geometric centre 14;
-8. duplicates (identical final images) are marked by the builders
-   (:func:`duplicate_of`).
+This is the preprocessing reconstructed by QMNIST (Yadav & Bottou 2019), in eight steps
+(bounding box, square box, pixel doubling, area-overlap resampling with the fudge factor,
+bytes, centre of mass, placement, duplicates; each in ``docs/provenance-mnist-qmnist.md``).
 
 Two implementations live here: :func:`preprocess_one`, a per-image oracle
 written straight from the specification (loops included; used by the tests),

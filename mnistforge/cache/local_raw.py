@@ -7,18 +7,9 @@ file **in the cache, never in the folder**::
     <cache>/local-raw/<key>/<name without .gz>          the copy
     <cache>/local-raw/<key>/<name without .gz>.sha256   its sidecar
 
-``key`` is derived from the source file's resolved path.  The sidecar records
-the source as it was read (resolved path, size, mtime_ns, ctime_ns, inode, the
-sha256 of its bytes), the sha256 of the content, and the copy's own size and
-mtime_ns.  A copy is used only while its sidecar describes both the source and
-the copy as they are now: a source that changed (or was replaced, or touched)
-gets a fresh copy, and a copy changed since it was written is not trusted and
-is replaced.  ``rehash`` (``load(..., check=True)``) also hashes the copy
-against the recorded content hash.  A load that finds a valid copy only reads
-(two ``stat`` calls and the sidecar): nothing is written.  Copies and sidecars
-are written atomically (temporary name, then rename); one that does not parse is
-removed like the cache's own (:func:`~mnistforge.cache.raw.discard_raw_copy`).  The folder
-``<cache>/local-raw`` holds nothing else and may be deleted at any time.
+A copy is used only while its ``.sha256`` sidecar describes both the source and the copy
+as they are now (``rehash`` also hashes the copy); a valid copy is only read, never written.
+Copies and sidecars are written atomically; the rules are in ``docs/loading.md``.
 """
 from __future__ import annotations
 

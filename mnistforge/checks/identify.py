@@ -1,29 +1,10 @@
 """Say what a third-party copy is: which dataset and split, and how it departs from the official files.
 
 For each split of a copy (:mod:`mnistforge.io.foreign`, made canonical by
-:mod:`mnistforge.loaders.foreign`), :func:`identify` answers one of:
-
-``identical``
-    the official images and labels, in the official order;
-``reordered``
-    identical content in another order (the registry's order-free hash, or a
-    reference compared image by image);
-``subset``
-    every row is an official row of one dataset, fewer than the split holds (or
-    rows of several of its splits: leakage), found by the row map
-    (:mod:`mnistforge.loaders.rowmap`) against the official images at hand;
-``transformed``
-    identical after the listed changes (float scaling, inversion,
-    transposition, labels offset by one);
-``differs``
-    N images or labels differ (first indices listed), when a reference is at
-    hand (``--reference``, or the official files already in the cache);
-``superseded``
-    an older release of a dataset the registry knows by its public hashes ("the release
-    of DATE, superseded by ...");
-``unknown``
-    what it resembles: count, classes, label range, orientation cue, and the
-    registry splits of that size.
+:mod:`mnistforge.loaders.foreign`), :func:`identify` answers one verdict of the table in
+``docs/verify.md``: ``identical``, ``reordered``, ``subset`` (found by the row map, :mod:`mnistforge.loaders.rowmap`),
+``transformed`` (with the listed changes), ``differs`` (with a reference at hand),
+``superseded`` (an older release the registry knows) or ``unknown`` (with what it resembles).
 
 The verdict names the dataset and split.  Hashes compare the canonical arrays
 serialised as idx content with the registry's ``content_sha256`` of the

@@ -1,24 +1,9 @@
 """Match a rebuilt split against a reference, the way QMNIST measured its reconstruction.
 
-Every rebuilt image is paired with its counterpart in the reference, then
-compared under the nine placements ``(dy, dx) in {-1, 0, 1}^2`` (a one-pixel
-shift of the rebuilt image, zero-filled); the placement with the smallest L2
-distance wins, ties going to "no shift".  Reported, exactly like the QMNIST
-paper: how many pairs align without shift and how many need a shift, and the
-quartiles (min / 25% / median / 75% / max) of the L2 distance and of the
-largest per-pixel difference (pixel values 0..255).  QMNIST published
-59,853 / 147 for its training set, L2 quartiles 0 / 7.1 / 8.7 / 10.5 / 17.3 and
-largest-difference quartiles 0 / 1 / 1 / 1 / 3.
-
-Pairing:
-
-* **known order** when both sides share it (detected on a sample: the i-th
-  images agree), image ``i`` with image ``i`` over the common prefix (the
-  QMNIST test split starts with the 10,000 MNIST test digits);
-* otherwise an **assignment**, per label when both sides are labelled:
-  mutual nearest neighbours (blocked float32 products) are paired first, and
-  the rest goes to :func:`scipy.optimize.linear_sum_assignment` on a
-  shift-aware cost (the smallest squared L2 over the nine placements).
+Each rebuilt image is paired with its counterpart in the reference (by known order, else by
+assignment) and compared under the nine one-pixel placements; the report is the QMNIST paper's
+(pairs without and with a shift, quartiles of L2 and of the largest pixel difference).  The
+pairing and the published figures: ``docs/verify.md`` (matching a reference).
 
 Examples
 --------

@@ -1,32 +1,12 @@
 """TARP benchmark bounds: how hard is a binary problem for random projections?
 
-Implements, from the description in the Purdue "Benchmarks for image
-classification" work (no public code exists; this is the reference one):
-
-* **1-TARP**: a direction ``r`` with i.i.d. entries uniform on [-1, 1]; the
-  projections ``r . x`` of each class are modelled as 1-D Gaussians; the Bayes
-  rule between them (class priors included) gives up to two thresholds, of which
-  the one between the class means is used; each side is labelled by its
-  training majority.
-* **n-TARP** at a node: n directions at once (one matrix product), the one whose
-  split lowers the Gini impurity of the node's training data the most wins.
-* **Trees of depth k**: n-TARP at every node down to k levels. A split that does
-  not lower the node's *validation* error is not made (threshold = +inf: all
-  points go to one child), but the tree still grows to depth k below it.
-* ``B_k^n``: mean test error over R runs (25 % train / 25 % validation / 50 %
-  test, fresh split and fresh directions per run), with its standard error.
-  ``B0`` is the error of always choosing the most frequent class of the whole data
-  (``min(p, 1 - p)``).  ``B_0^n`` is *measured* like every other depth: the
-  depth-0 tree answers its training split's majority on the test split, so
-  ``B_0^n = B0`` only up to sampling: it is larger in expectation whenever a
-  25 % training split can have the other majority (nearly balanced classes).
-
-Because a depth-k tree is the first k levels of a depth-K tree grown with the
-same random draws, one tree per (run, n) yields ``B_k^n`` for every k <= K.
-
-Runs are seeded by ``(seed, run)`` (the data split, shared by every n, so the
-curves for different n are paired) and ``(seed, run, n)`` (the directions), so
-results do not depend on the number of worker processes.
+Implements, from the description in the Purdue "Benchmarks for image classification" work
+(no public code exists; this is the reference one), 1-TARP (a random direction, a Gaussian
+Bayes threshold between the class projections), n-TARP (the best of n directions by Gini
+impurity), trees of depth k (a split kept only where it lowers the validation error) and
+``B_k^n``, the mean test error over R seeded runs, with ``B0`` the majority-class error.
+``docs/tarp.md`` gives the method and its seeding in full; one tree per (run, n) yields
+``B_k^n`` for every k <= K.
 
 Examples
 --------

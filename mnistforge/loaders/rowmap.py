@@ -1,22 +1,12 @@
 """Row maps: each row of a third-party copy joined to its official ``(dataset, split, index)``.
 
-A copy that holds official images in another order, or only some of them (a Kaggle CSV, an
-OpenML export, a hand-made subset), is joined to the official splits the machine can see (the
-cache, or a reference given to ``verify --reference``) by image content:
-
-1. **exact**: one 64-bit digest per image (:func:`mnistforge.io.similar.xorshift_image_digests`, vectorised),
-   joined with each dataset's sorted digests by :func:`numpy.searchsorted`; every pair found is
-   compared byte for byte, so a digest collision never maps a row;
-2. **near**, for the rows left: the rule ``verify`` uses for re-rendered copies
-   (:mod:`mnistforge.checks.reference`): the official image within L2 128 (pixels 0..255) under
-   the best of the nine one-pixel placements; searched exactly
-   (:func:`~mnistforge.io.similar.find_near_duplicates`).
-
-A row whose content matches several official rows (an image the official split holds twice, an
-all-black image near many faint ones) is **ambiguous**: no index, counted apart, never guessed.
-Rows that map into another split of the copy's dataset than the one the copy claims (a "test"
-row that is an official train row) are **leakage**.  Both orientations and label offsets -1, 0,
-+1 are tried, as for identification.
+A copy that holds official images in another order, or only some of them, is joined to the
+official splits the machine can see by image content: **exact** (64-bit digests joined by
+:func:`numpy.searchsorted`, each pair then compared byte for byte), then **near** for the rows
+left (within L2 128 under the best of nine one-pixel placements, as
+:mod:`mnistforge.checks.reference`).  A row matching several official rows is **ambiguous**
+(never guessed); rows mapping into another split than the one claimed are **leakage**.  The
+rules in full: ``docs/verify.md`` (row maps).
 
 Examples
 --------

@@ -7,19 +7,10 @@ the ``(order+1)^2`` coefficients around every sample point, for all parameter no
 batch at once; values equal :func:`scipy.ndimage.map_coordinates` with the same order on
 the zero-padded image (checked in the tests).
 
-**Jacobian.**  With ``I_t(p) = I(q)``, ``q = T_t^{-1}(p) = c + L^{-1}(p - c - b)``:
-
-``dI_t(p)/dt_i = grad I(q) . dq/dt_i``,   ``dq/dt_i = -L^{-1} (dL_i (q - c) + db_i)``
-
-where ``grad I(q)`` is the *exact* derivative of the interpolating spline at ``q``
-(derivative weights of the B-spline kernel, same gather), i.e. the analytic image gradient
-of the transformed image mapped back by ``L^T`` (``grad I_t(p) = L^{-T} grad I(q)``), and
-``dL_i (q - c) + db_i`` is the generator field of parameter ``i`` carried to ``t``.  So
-``J`` is the exact derivative of the warp as computed (for ``order=1`` the derivative is
-piecewise constant and one-sided on the pixel lines).  :func:`jacobian_fd` gives central
-finite differences in parameter space, the checked fallback.
-
-The metric on parameter space is ``G(t) = J(t)^T J(t)`` (sum over pixels).
+``J`` is the exact derivative of the warp as computed (the spline's derivative weights, same
+gather; the formula is in ``docs/manitest.md``); :func:`jacobian_fd` gives central finite
+differences in parameter space, the checked fallback.  The metric on parameter space is
+``G(t) = J(t)^T J(t)`` (sum over pixels).
 
 Examples
 --------
