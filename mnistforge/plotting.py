@@ -8,8 +8,6 @@
   :func:`matrix_picture` (a heat map with its values written: the card's confusion and POI
   tables); :func:`pil_font` is the font of them all.
 
-Pillow and matplotlib are imported inside the functions that draw.
-
 Examples
 --------
 >>> import numpy as np, tempfile, os
@@ -25,16 +23,14 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, SupportsInt
+from typing import Any, Protocol, SupportsInt
 
 import numpy as np
 import numpy.typing as npt
+from PIL import Image, ImageDraw, ImageFont
 
 from .errors import require
 from .io.atomic import atomic_file
-
-if TYPE_CHECKING:  # Pillow is imported inside the functions that draw
-    from PIL import Image, ImageFont
 
 __all__ = ["pyplot", "pil_font", "caption_for", "grid_title", "render_grid", "save_grid",
            "pair_strip", "matrix_picture"]
@@ -56,7 +52,6 @@ def pyplot(purpose: str) -> Any:  # matplotlib.pyplot (the optional [plot] extra
 
 def pil_font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
     """Pillow's built-in font at ``size`` (a bitmap font of fixed size before Pillow 10.1)."""
-    from PIL import ImageFont
     try:
         return ImageFont.load_default(size=size)
     except TypeError:  # Pillow < 10.1: bitmap font, fixed size
@@ -125,8 +120,6 @@ def render_grid(images: npt.ArrayLike, labels: Sequence[SupportsInt] | np.ndarra
     invert : bool
         Draw ink dark on white instead of white on black.
     """
-    from PIL import Image, ImageDraw
-
     imgs = np.asarray(images)
     if imgs.ndim != 3:
         raise ValueError(f"images must be N x H x W, got shape {imgs.shape}")
@@ -177,8 +170,6 @@ def save_grid(images: npt.ArrayLike, labels: Sequence[SupportsInt] | np.ndarray 
 
 def pair_strip(rows: Sequence[tuple[npt.ArrayLike, npt.ArrayLike, object]], scale: int = 3) -> Image.Image:
     """A Pillow image: one row per ``(image_a, image_b, caption)``, with |a - b| on the right."""
-    from PIL import Image, ImageDraw
-
     h, w = np.asarray(rows[0][0]).shape
     cell_w, cell_h = w * scale, h * scale
     text_w = 330
@@ -202,8 +193,6 @@ def pair_strip(rows: Sequence[tuple[npt.ArrayLike, npt.ArrayLike, object]], scal
 def matrix_picture(values: npt.ArrayLike, row_names: Sequence[object], col_names: Sequence[object],
                    fmt: Callable[[int, int], str], vmax: float | None = None, *, cell: int = 44) -> Image.Image:
     """A heat map drawn with Pillow: white (0) to blue (``vmax``), each cell's value written."""
-    from PIL import Image, ImageDraw
-
     v = np.asarray(values, float)
     font = pil_font(12)
     lab = max(int(font.getlength(str(s))) for s in list(row_names) + list(col_names)) + 10

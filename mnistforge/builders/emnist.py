@@ -43,6 +43,7 @@ from typing import Any, Iterable, Iterator, cast
 
 import numpy as np
 import numpy.typing as npt
+from threadpoolctl import threadpool_limits
 
 from .. import settings
 from ..errors import BuildError, ConfigError
@@ -147,8 +148,6 @@ CONVERT_CHUNK = 2048
 
 
 def _init_worker(src: SD19Source, config: EmnistPreproConfig, orientation: str) -> None:
-    from threadpoolctl import threadpool_limits
-
     # the processes are the parallelism: one BLAS thread each (more oversubscribe the cores)
     _WORKER.update(src=src, config=config, orientation=orientation,
                    blas=threadpool_limits(limits=1, user_api="blas"))
@@ -218,7 +217,6 @@ def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfi
 
     # The threads are the parallelism: BLAS threads inside each of them would
     # oversubscribe the cores (measured: EMNIST twice as slow on 2 cores).
-    from threadpoolctl import threadpool_limits
 
     with bar, threadpool_limits(limits=1, user_api="blas"), \
             cf.ThreadPoolExecutor(workers) as pool:

@@ -29,6 +29,8 @@ from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
+from PIL import Image
+from scipy.ndimage import gaussian_filter, gaussian_filter1d
 
 from ..errors import ConfigError
 
@@ -212,8 +214,6 @@ def blurred_boxes(images: np.ndarray,
 def blur_batch(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFIG,
                dtype: npt.DTypeLike = np.float64) -> np.ndarray:
     """Blur a batch (n, H, W) along H and W with SciPy (mode constant)."""
-    from scipy.ndimage import gaussian_filter1d
-
     x = images.astype(dtype)
     for axis in (1, 2):
         x = gaussian_filter1d(x, config.sigma, axis=axis, mode="constant", cval=0.0,
@@ -378,9 +378,6 @@ def convert_reference(image: np.ndarray, config: EmnistPreproConfig = DEFAULT_CO
     >>> convert_reference(x).shape
     (28, 28)
     """
-    from PIL import Image
-    from scipy.ndimage import gaussian_filter
-
     if config.cubic_a != -0.5 or not config.antialias:
         raise ConfigError("convert_reference uses Pillow's BICUBIC",
                           expected="cubic_a=-0.5 and antialias=True",

@@ -33,6 +33,7 @@ from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
+import scipy.sparse as sp
 
 from ..errors import ConfigError
 from ..io.similar import blake2b_image_digests  # noqa: F401  (step 8's digests; tests use it here)
@@ -328,7 +329,6 @@ def _weight_matrix(n: int, fudge: float) -> Any:  # a scipy.sparse.csr_matrix (s
     the products of its row and column weights, bit for bit the four cases of
     the specification.
     """
-    import scipy.sparse as sp
     cx, wx = _axis_weights(n, fudge)
     cells = (cx[:, None, :, None] * BOX + cx[None, :, None, :]).reshape(n * n, 4)
     weights = (wx[:, None, :, None] * wx[None, :, None, :]).reshape(n * n, 4)
@@ -394,7 +394,6 @@ def resample_batch(images: npt.ArrayLike, fudge: float = 0.99) -> tuple[np.ndarr
     exactly the oracle's pixel-by-pixel accumulation, so the float32 results
     are bit-identical (the tests check it).
     """
-    import scipy.sparse as sp
     images = np.asarray(images, dtype=bool)
     nimg = images.shape[0]
     top, left, m, blank = _boxes(images)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from scipy.optimize import linear_sum_assignment
 
 from ..io.similar import SHIFTS, shift_images  # noqa: F401 - part of this API
 from .result import FAIL, PASS, WARN, CheckResult
@@ -163,8 +164,6 @@ def _shift_aware_cost(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _assign_block(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pair rebuilt images ``a`` with reference images ``b``: local index arrays."""
-    from scipy.optimize import linear_sum_assignment
-
     if len(a) == 0 or len(b) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     af = a.reshape(len(a), -1).astype(np.float32)

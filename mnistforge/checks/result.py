@@ -222,10 +222,6 @@ def info(name: str, values: dict[str, Any] | None = None, message: str = "") -> 
     return CheckResult(name, INFO, values or {}, message)
 
 
-def warn(name: str, values: dict[str, Any] | None = None, message: str = "") -> CheckResult:
-    return CheckResult(name, WARN, values or {}, message)
-
-
 def fail(name: str, values: dict[str, Any] | None = None, message: str = "") -> CheckResult:
     return CheckResult(name, FAIL, values or {}, message)
 

@@ -37,6 +37,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 import numpy.typing as npt
+from PIL import Image
 
 from ..errors import SD19FormatError
 from ..io.atomic import atomic_file
@@ -208,7 +209,6 @@ _BOMB_LOCK = threading.Lock()
 def _large_images_allowed() -> Iterator[None]:
     # A by_class train_XX.mis can exceed Pillow's decompression-bomb limit; the size was
     # already validated against the header, so lift the limit for this decode only.
-    from PIL import Image
     with _BOMB_LOCK:
         old = Image.MAX_IMAGE_PIXELS
         Image.MAX_IMAGE_PIXELS = None
@@ -284,7 +284,6 @@ def g4_decode(strip: bytes, width: int, height: int, path: StrPath | None = None
     >>> bool((g4_decode(g4_encode(a), 128, 128) == a).all())
     True
     """
-    from PIL import Image
     tif = _tiff_wrap(bytes(strip), width, height, 4)
     try:
         with _large_images_allowed(), _libtiff_messages() as messages:
@@ -313,7 +312,6 @@ def g4_decode(strip: bytes, width: int, height: int, path: StrPath | None = None
 
 def g4_encode(image: np.ndarray) -> bytes:
     """Encode a 2-D bool array (``True`` = bit 1 = ink) as one raw CCITT Group 4 strip."""
-    from PIL import Image
     image = np.ascontiguousarray(image, dtype=bool)
     if image.ndim != 2:
         raise ValueError(f"g4_encode needs a 2-D array, got shape {image.shape}")

@@ -30,6 +30,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
+from PIL import Image
 
 from ..errors import SD19FormatError
 
@@ -145,7 +146,6 @@ def _unfilter(rows: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8] | None:
 
 
 def _pillow_decode(data: bytes) -> np.ndarray:
-    from PIL import Image
     im = Image.open(io.BytesIO(data))
     im.load()
     if im.mode == "1":

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.io import loadmat
 
 from ...errors import FormatError
 from .base import ForeignCopy, ForeignSplit, pair_arrays, split_key, split_of
@@ -39,8 +40,6 @@ META_KEYS = {"writers": "writer", "writer": "writer"}
 
 
 def _loadmat(path: Path) -> dict[str, Any]:
-    from scipy.io import loadmat
-
     with open(path, "rb") as f:
         head = f.read(512)
     if head[:4] == b"\x89HDF" or b"MATLAB 7.3" in head[:128]:

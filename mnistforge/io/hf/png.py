@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from isal import isal_zlib
+from PIL import Image
 
 from ... import settings
 from ...errors import ConfigError, FormatError
@@ -187,8 +188,6 @@ def _encode_fast(images: np.ndarray) -> tuple[bytes, np.ndarray]:
 
 def pillow_png(image: np.ndarray, compress_level: int = PNG_COMPRESS_LEVEL) -> bytes:
     """One image through Pillow's PNG encoder: the bytes :func:`encode_batch` reproduces."""
-    from PIL import Image
-
     buf = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(image), mode="L").save(
         buf, format="PNG", compress_level=compress_level, optimize=False)
@@ -350,8 +349,6 @@ def decode_pngs(blobs: Iterable[_Blob], shape: Sequence[int] | None = None) -> n
     >>> bool((decode_pngs([encode_png(a)])[0] == a).all())
     True
     """
-    from PIL import Image
-
     blobs = list(blobs)
     n = len(blobs)
     if n == 0:

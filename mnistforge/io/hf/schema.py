@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.lib import recfunctions
 
 from ...errors import ConfigError
 
@@ -79,7 +80,6 @@ def export_metadata(metadata: np.ndarray | None) -> np.ndarray | None:
     renamed = _renames(None if metadata is None else metadata.dtype)
     if not renamed or metadata is None:
         return metadata
-    from numpy.lib import recfunctions
 
     return recfunctions.rename_fields(metadata, renamed)
 
