@@ -18,10 +18,20 @@ own record lists).  Every filesystem failure is one named error
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import datetime as _dt
+import errno
 import os
-from collections.abc import Iterable, Iterator
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from types import FrameType
+from typing import IO, Any
 
 # check_output_file, check_output_path, disk_full_error, unlisted_entries: re-exported
 from .outputs import (INCOMPLETE_MARK, check_file, check_lock_path, check_output_file,  # noqa: F401
@@ -31,13 +41,6 @@ from .outputs import Owned
 from .types import StrPath
 from ..errors import OutputInUseError
 
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from types import FrameType
-
-
-# tempfile, shutil and datetime are imported where they are used: a load that writes
-# nothing imports this module (through the cache) and should not pay for them.
 
 @contextlib.contextmanager
 def atomic_file(path: StrPath, mode: str = "wb") -> Iterator[IO[Any]]:
@@ -61,7 +64,6 @@ def atomic_file(path: StrPath, mode: str = "wb") -> Iterator[IO[Any]]:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise named_os_error(e, path) from None
-    import tempfile
 
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -110,8 +112,6 @@ def atomic_dir(out: StrPath, *, overwrite: bool = False, inputs: Iterable[StrPat
     >>> os.listdir(out)
     ['f']
     """
-    import shutil
-
     out = check_output_folder(out, inputs=inputs, overwrite=overwrite, owned=owned)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -170,9 +170,6 @@ def replace_folder(new: Path, out: Path) -> None:
     (``tempfile.mkdtemp``) and put back if the second rename fails.  Signals wait
     until the names are settled, so Ctrl-C cannot fall between the two steps.
     """
-    import shutil
-    import tempfile
-
     (new / INCOMPLETE_MARK).unlink()
     old = None
     try:
@@ -201,12 +198,8 @@ def replace_folder(new: Path, out: Path) -> None:
 
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two paths atomically (Linux ``renameat2(RENAME_EXCHANGE)``); False where unsupported."""
-    import sys
-
     if not sys.platform.startswith("linux"):
         return False
-    import ctypes
-    import errno
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -231,9 +224,6 @@ def _signals_deferred() -> Iterator[None]:
     the handlers are swapped (a signal mask would hold it only for one thread).  Elsewhere
     than the main thread nothing is held.
     """
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -258,8 +248,6 @@ def _remove_stale(tmp: Path) -> None:
     if not os.path.lexists(tmp):
         return
     if is_marked(tmp):
-        import shutil
-
         shutil.rmtree(tmp)
         return
     refuse_in_the_way(tmp)
@@ -305,8 +293,6 @@ def output_lock(out: StrPath, *, wait: bool = False) -> Iterator[None]:
         except OSError as e:
             raise named_os_error(e, lock, "lock") from None
         try:
-            import stat
-
             if not stat.S_ISREG(os.fstat(fd).st_mode):  # became a FIFO or device meanwhile
                 os.close(fd)
                 check_lock_path(lock)
@@ -357,6 +343,4 @@ _UMASK = _umask()
 
 def utc_now() -> str:
     """ISO timestamp, for logs and reports only (never in reproducible outputs)."""
-    import datetime as _dt
-
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

@@ -35,9 +35,11 @@ Examples
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 import struct
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,10 +57,6 @@ from .atomic import atomic_file
 if TYPE_CHECKING:
     import numpy.typing as npt
     from _typeshed import ReadableBuffer
-
-
-# Writing (atomic files), hashing and the codecs' error table are imported where used: a
-# memory-mapped read of a raw file needs none of them.
 
 TYPES: dict[int, np.dtype] = {
     0x08: np.dtype(">u1"),
@@ -382,8 +380,6 @@ def _inflate_idx(comp: str, read: _Chunks, header: IdxHeader, path: StrPath) -> 
 
 
 def _is_multimember_gz(data: ReadableBuffer) -> bool:
-    import zlib
-
     d = zlib.decompressobj(wbits=31)
     try:
         # Decompressing a bounded slice is enough to find the end of a small
@@ -519,8 +515,6 @@ class FileRead:
         if algo == "sha256":
             return sha256_parts(data)
         if algo == "md5":
-            import hashlib
-
             return hashlib.md5(data, usedforsecurity=False).hexdigest()
         if fact == "content_xxh3_128":
             return xxh3_parts(data)

@@ -22,15 +22,13 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, TypedDict
+from typing import IO, TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import FormatError
 from .types import StrPath
-
-if TYPE_CHECKING:
-    import numpy.typing as npt
 
 
 __all__ = ["PIXEL_TEXT", "LeafFileContent", "write_leaf_json", "read_leaf_file", "read_leaf_folder", "LEAF_FOLDERS"]

@@ -14,14 +14,11 @@ of third-party copies (:mod:`mnistforge.loaders.rowmap`).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from ..progress import progress
-
-if TYPE_CHECKING:
-    import numpy.typing as npt
 
 __all__ = ["DEFAULT_NEAR_L2", "SHIFTS", "NearDuplicates", "find_near_duplicates", "xorshift_image_digests",
            "blake2b_image_digests",

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import ConfigError, require
 from ..io.hf.schema import export_metadata, features_for, metadata_columns
-
-if TYPE_CHECKING:
-    import numpy.typing as npt
 
 
 __all__ = ["hf_features", "hf_columns", "to_hf", "to_torch"]

@@ -19,17 +19,14 @@ from __future__ import annotations
 import io
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from ...errors import FormatError
 from ..compression import open_sniffed
 from .base import ForeignCopy, ForeignSplit, split_key
 from ..types import StrPath
-
-if TYPE_CHECKING:
-    import numpy.typing as npt
 
 
 __all__ = ["read_csv", "read_csv_folder"]

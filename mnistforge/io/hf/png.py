@@ -11,18 +11,15 @@ import io
 import zlib
 from collections.abc import Iterable, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 from isal import isal_zlib
 from PIL import Image
 
 from ... import settings
 from ...errors import ConfigError, FormatError
 from ...progress import progress
-
-if TYPE_CHECKING:
-    import numpy.typing as npt
 
 #: an encoded image as the decoders take it
 _Blob = bytes | bytearray | memoryview
