@@ -195,6 +195,26 @@ def test_every_skip_directive_gives_its_reason():
     assert not bare, f"skip directives without a reason: {bare}"
 
 
+def test_usage_info_of_a_toy_emnist_build_is_what_info_prints(tmp_path):
+    """docs/usage.md shows `mnistforge info` on a toy two-dataset EMNIST build (a block the page
+    cannot run): the output it shows is what the command prints now."""
+    import subprocess
+
+    from test_loaders import emnist_build
+
+    text = (ROOT / "docs" / "usage.md").read_text()
+    block = re.search(r"^\$ mnistforge info build-emnist\n(.*?)^```", text, re.S | re.M)
+    assert block, "docs/usage.md no longer shows `mnistforge info build-emnist`"
+    folder = tmp_path / "build-emnist"
+    folder.mkdir()
+    emnist_build(folder, "balanced", 50, 8)
+    emnist_build(folder, "digits", 50, 8)
+    done = subprocess.run([sys.executable, "-m", "mnistforge", "info", "build-emnist"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == block.group(1).strip()
+
+
 def test_make_test_collects_the_docs():
     testpaths = re.search(r"^testpaths = \[(.*)\]$", (ROOT / "pyproject.toml").read_text(), re.M)
     assert testpaths and {'"README.md"', '"docs"'} <= {p.strip() for p in testpaths.group(1).split(",")}
