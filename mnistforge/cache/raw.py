@@ -49,9 +49,6 @@ from .verify import (
     write_marker,
 )
 
-# Making a copy (codecs, hashing, archives) imports their modules where it happens: a load
-# that finds its copy valid needs none of them.
-
 logger = get_logger(__name__)  # logging only when a record could be shown
 
 CHUNK = 1 << 20

@@ -14,27 +14,23 @@ its reader: one table, so that the cache, a folder and a test read a file the sa
 """
 from __future__ import annotations
 
-from typing import IO, TYPE_CHECKING, Callable, cast
+from typing import IO, Callable, cast
+
+import numpy as np
+
+from ..errors import ConfigError
 from .types import StrPath
 from .idx import read_idx
 from .foreign.npz import read_npz_array
 
-if TYPE_CHECKING:
-    import numpy as np
-
-
 __all__ = ["FORMATS", "READERS", "read_array"]
-
-# The readers import their modules when called: the registry names FORMATS at import time.
 
 
 def _idx(path: StrPath | IO[bytes], array: str | None) -> np.ndarray:
-
     return read_idx(cast("StrPath", path))  # idx is read by path (a file object: a TypeError there)
 
 
 def _npz(path: StrPath | IO[bytes], array: str | None) -> np.ndarray:
-
     return read_npz_array(path, array or "arr_0")
 
 
@@ -48,8 +44,6 @@ def read_array(path: StrPath | IO[bytes], fmt: str = "idx", array: str | None = 
     try:
         reader = READERS[fmt]
     except KeyError:
-        from ..errors import ConfigError
-
         raise ConfigError("unknown file format", path=path, expected=" or ".join(FORMATS),
                           found=repr(fmt)) from None
     return reader(path, array)

@@ -43,9 +43,6 @@ from .targets import detect_dataset, foreign_source
 PathArg = Union[str, "os.PathLike[str]"]
 Metadata = Union[bool, Literal["files"]]
 
-# Folder detection (.targets) and the trust gate's check of a folder's files (gate.files) are
-# imported where a folder is involved: a load from the cache needs neither (only gate.formed).
-
 logger = get_logger(__name__)  # logging only when a record could be shown
 
 __all__ = ["load"]

@@ -27,7 +27,11 @@ from ...errors import FormatError
 from ..compression import open_sniffed, sniff_compression
 from .base import ForeignCopy, role_of
 from ..types import StrPath
-from .torchvision import refuse_pickle
+from .csvfile import read_csv, read_csv_folder
+from .mat import read_mat
+from .npz import read_npy_folder, read_npy_pair, read_npz
+from .parquet import read_parquet
+from .torchvision import read_idx_folder, read_torchvision, refuse_pickle
 from .base import IMAGE_TOKENS, LABEL_TOKENS, _tokens
 
 
@@ -139,20 +143,13 @@ def is_foreign(path: StrPath) -> bool:
     return Path(path).is_file() or kind != "idx"
 
 
-#: format -> (module, function) reading a folder / a file of it; imported when used, so a
-#: one-shot load imports the reader of its own format only
-_FOLDER_READERS = {"torchvision": ("torchvision", "read_torchvision"), "parquet": ("parquet", "read_parquet"),
-                   "npy": ("npz", "read_npy_folder"), "idx": ("torchvision", "read_idx_folder"),
-                   "csv": ("csvfile", "read_csv_folder")}
-_FILE_READERS = {"npz": ("npz", "read_npz"), "csv": ("csvfile", "read_csv"), "parquet": ("parquet", "read_parquet"),
-                 "mat": ("mat", "read_mat"), "npy": ("npz", "read_npy_pair"), "idx": ("torchvision", "read_idx_folder")}
-
-
-def _reader(where: tuple[str, str]) -> Callable[..., ForeignCopy]:
-    import importlib
-
-    reader: Callable[..., ForeignCopy] = getattr(importlib.import_module(f"{__package__}.{where[0]}"), where[1])
-    return reader
+#: format -> the function reading a folder / a file of it
+_FOLDER_READERS: dict[str, Callable[..., ForeignCopy]] = {
+    "torchvision": read_torchvision, "parquet": read_parquet, "npy": read_npy_folder,
+    "idx": read_idx_folder, "csv": read_csv_folder}
+_FILE_READERS: dict[str, Callable[..., ForeignCopy]] = {
+    "npz": read_npz, "csv": read_csv, "parquet": read_parquet, "mat": read_mat, "npy": read_npy_pair,
+    "idx": read_idx_folder}
 
 
 def read_foreign(path: StrPath, *, torchvision_classes: Mapping[str, str] | None = None) -> ForeignCopy:
@@ -164,15 +161,15 @@ def read_foreign(path: StrPath, *, torchvision_classes: Mapping[str, str] | None
     path = Path(path)
     kind = sniff(path)
     if kind == "torchvision" and path.is_dir():
-        return _reader(_FOLDER_READERS[kind])(path, torchvision_classes)
+        return _FOLDER_READERS[kind](path, torchvision_classes)
     if kind == "pickle":
         bad = path if path.is_file() else next(p for p in sorted(path.iterdir()) if p.is_file()
                                                 and _safe_sniff(p) == "pickle")
 
         raise refuse_pickle(bad)
     if path.is_dir():
-        return _reader(_FOLDER_READERS[kind])(path) if kind != "npz" \
-            else _reader(_FILE_READERS["npz"])(next(path.glob("*.npz")))
+        return _FOLDER_READERS[kind](path) if kind != "npz" \
+            else _FILE_READERS["npz"](next(path.glob("*.npz")))
     if kind == "npy":
         partner = _npy_partner(path)
         if partner is None:
@@ -181,10 +178,10 @@ def read_foreign(path: StrPath, *, torchvision_classes: Mapping[str, str] | None
                               found="no partner file next to it",
                               hint="give the folder holding both")
         images, labels = (path, partner) if role_of(path.name) != "labels" else (partner, path)
-        return _reader(_FILE_READERS["npy"])(images, labels)
+        return _FILE_READERS["npy"](images, labels)
     if kind == "idx":
-        return _reader(_FILE_READERS["idx"])(path.parent)
-    return _reader(_FILE_READERS[kind])(path)
+        return _FILE_READERS["idx"](path.parent)
+    return _FILE_READERS[kind](path)
 
 
 def _safe_sniff(p: Path) -> str | None:

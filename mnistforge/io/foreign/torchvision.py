@@ -27,17 +27,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ...errors import FormatError, UnsafeFormatError
 from ..compression import strip_compression
 from ..idx import read_idx
 from .base import ForeignCopy, pair_arrays
 from ..types import StrPath
-
-if TYPE_CHECKING:
-    import numpy as np
-
 
 __all__ = ["raw_folders", "read_idx_folder", "read_torchvision", "refuse_pickle"]
 
