@@ -27,6 +27,7 @@ import time
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -108,17 +109,31 @@ class DemoResult:
 
 
 class _Timer:
-    def __init__(self, result: DemoResult, name: str) -> None:
+    """One stage: timed, logged as it starts and ends, and told to ``on_step`` (the CLI prints
+    these lines when no progress bar shows, so a run into a log file says where it is)."""
+
+    def __init__(self, result: DemoResult, on_step: Callable[[str], None] | None, name: str) -> None:
         self.stage = Stage(name)
+        self.on_step = on_step
         result.stages.append(self.stage)
+
+    def _say(self, line: str) -> None:
+        logger.info("%s", line)
+        if self.on_step is not None:
+            self.on_step(line)
 
     def __enter__(self) -> Stage:
         self.t0 = time.perf_counter()
-        logger.info("demo: %s ...", self.stage.name)
+        self._say(f"demo: {self.stage.name} ...")
         return self.stage
 
-    def __exit__(self, *exc: object) -> Literal[False]:
+    def __exit__(self, exc_type: object, *exc: object) -> Literal[False]:
         self.stage.seconds = round(time.perf_counter() - self.t0, 2)
+        if exc_type is None:
+            detail = f": {self.stage.detail}" if self.stage.detail else ""
+            self._say(f"demo: {self.stage.name} done in {self.stage.seconds:.1f} s{detail}")
+        else:
+            self._say(f"demo: {self.stage.name} stopped after {self.stage.seconds:.1f} s")
         return False
 
 
@@ -141,7 +156,7 @@ GRID_SPLITS = {"qmnist": ("test50k", "test")}
 
 
 def run_demo(out: str | os.PathLike[str], config: DemoConfig | None = None, *,
-             overwrite: bool = False) -> DemoResult:
+             overwrite: bool = False, on_step: Callable[[str], None] | None = None) -> DemoResult:
     """Run the whole pipeline into ``out`` and return its summary.
 
     Parameters
@@ -149,6 +164,9 @@ def run_demo(out: str | os.PathLike[str], config: DemoConfig | None = None, *,
     out : path
         Output folder (replaced when ``overwrite``).
     config : DemoConfig, optional
+    on_step : callable, optional
+        Called with one line as each stage starts and ends ("demo: verify ...", "demo: verify
+        done in 3.2 s: ..."); the same lines are logged at INFO by this module's logger.
 
     Returns
     -------
@@ -162,7 +180,7 @@ def run_demo(out: str | os.PathLike[str], config: DemoConfig | None = None, *,
     # built in <out>.incomplete and exchanged with the old folder when complete: Ctrl-C leaves
     # the old demo or the new one, never a mix; paths shown are those of the final folder
     with atomic_dir(out, overwrite=overwrite, owned=demo_problems) as work:
-        res = _run(work, config)
+        res = _run(work, config, on_step)
         _relocate_result(res, work, out)
         Manifest(kind="demo", parameters={"scale": config.scale, "seed": config.seed},
                  notes=["a demo folder: mnistforge demo --overwrite replaces it only while it "
@@ -205,7 +223,7 @@ def _relocate_result(res: DemoResult, work: Path, out: Path) -> None:
     res.report = out / "report.md"
 
 
-def _run(out: Path, config: DemoConfig) -> DemoResult:
+def _run(out: Path, config: DemoConfig, on_step: Callable[[str], None] | None = None) -> DemoResult:
     """The demo's stages, writing into ``out`` (the temporary folder)."""
     res = DemoResult(out=out)
     sd19 = out / "sd19"
@@ -213,7 +231,7 @@ def _run(out: Path, config: DemoConfig) -> DemoResult:
     pictures = out / "pictures"
     pictures.mkdir()
 
-    with _Timer(res, "synthesise SD19") as st:
+    with _Timer(res, on_step, "synthesise SD19") as st:
         synthesize_sd19(sd19, SynthConfig(scale=config.scale, edition=2, packaging="zip",
                                           seed=config.seed, workers=config.workers),
                         progress=config.progress)
@@ -222,11 +240,11 @@ def _run(out: Path, config: DemoConfig) -> DemoResult:
 
     qcfg = QmnistBuildConfig(workers=config.workers, progress=config.progress)
     with sharing_preprocessed_digits():
-        with _Timer(res, "build qmnist"):
+        with _Timer(res, on_step, "build qmnist"):
             build_qmnist(sd19, builds / "qmnist", qcfg)
-        with _Timer(res, "build mnist"):
+        with _Timer(res, on_step, "build mnist"):
             build_mnist(sd19, builds / "mnist", qcfg)
-    with _Timer(res, "build emnist (six datasets)") as st:
+    with _Timer(res, on_step, "build emnist (six datasets)") as st:
         build_emnist(sd19, builds / "emnist",
                      EmnistBuildConfig(seed=config.seed, workers=config.workers,
                                        progress=config.progress))
@@ -237,7 +255,7 @@ def _run(out: Path, config: DemoConfig) -> DemoResult:
                 for n in emnist_splits()]
     build_seconds = {s.name.split()[1]: s.seconds for s in res.stages if s.name.startswith("build")}
 
-    with _Timer(res, "verify") as st:
+    with _Timer(res, on_step, "verify") as st:
         for name, folder, family, splits in targets:
             target = f"{folder}:{name}" if family == "emnist" else str(folder)
             report = verify(target)
@@ -255,7 +273,7 @@ def _run(out: Path, config: DemoConfig) -> DemoResult:
                                                      else json.dumps(doc, indent=2, default=str))
         st.detail = ", ".join(f"{d['dataset']}={d['verify']}" for d in res.datasets)
 
-    with _Timer(res, "sample grids"):
+    with _Timer(res, on_step, "sample grids"):
         for d in res.datasets:
             for split in GRID_SPLITS.get(d["dataset"], ("train",)):
                 ds = load(d["dataset"], split, root=d["folder"])
@@ -270,18 +288,18 @@ def _run(out: Path, config: DemoConfig) -> DemoResult:
             d["picture_split"] = ds.split
 
     hf = out / "hf"
-    with _Timer(res, "export Hugging Face repository") as st:
+    with _Timer(res, on_step, "export Hugging Face repository") as st:
         confs = configs_from_targets([str(builds / "qmnist"), str(builds / "mnist")]
                                      + [f"{builds / 'emnist'}:emnist-{n}" for n in emnist_splits()],
                                      download=False)
         summary = export_hf(hf, confs, workers=config.workers)
         st.detail = f"{len(summary['configs'])} configs"
 
-    with _Timer(res, "reload with datasets.load_dataset") as st:
+    with _Timer(res, on_step, "reload with datasets.load_dataset") as st:
         res.hf_reload = reload_with_datasets(hf, "qmnist", "test", builds / "qmnist", out)
         st.detail = f"qmnist/test: {res.hf_reload['rows']} rows, equal={res.hf_reload['equal']}"
 
-    with _Timer(res, "reference classifiers + significance") as st:
+    with _Timer(res, on_step, "reference classifiers + significance") as st:
         res.evaluation = evaluate_pair(builds / "qmnist", config, out)
         st.detail = ", ".join(f"{s['name']} {s['error_rate']:.2%}"
                               for s in res.evaluation["systems"])

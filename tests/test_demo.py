@@ -1,7 +1,10 @@
 """The demo: the whole pipeline on a tiny synthetic SD19, end to end."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -16,7 +19,12 @@ def demo_run(tmp_path_factory):
     import os
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    rc = main(["demo", "--out", str(out), "--scale", "0.004", "--seed", "1"])
+    # standard output and error are not terminals (as in `mnistforge demo > log 2>&1`): no bars,
+    # a line per stage instead; what it printed is kept beside the demo folder
+    console = io.StringIO()
+    with contextlib.redirect_stdout(console), contextlib.redirect_stderr(console):
+        rc = main(["demo", "--out", str(out), "--scale", "0.004", "--seed", "1"])
+    (out.parent / "console.txt").write_text(console.getvalue())
     return rc, out
 
 
@@ -43,6 +51,29 @@ def test_demo_builds_verifies_exports_and_reports(demo_run):
     statuses = {d["dataset"]: d["verify"] for d in summary["datasets"]}
     assert set(statuses.values()) == {"pass"}, statuses
     assert rc == 0
+
+
+STAGES = ("synthesise SD19", "build qmnist", "build mnist", "build emnist (six datasets)", "verify",
+          "sample grids", "export Hugging Face repository", "reload with datasets.load_dataset",
+          "reference classifiers + significance")
+
+
+def test_demo_off_a_terminal_prints_each_stage_as_it_starts_and_ends(demo_run):
+    rc, out = demo_run
+    lines = (out.parent / "console.txt").read_text().splitlines()
+    assert lines[0].startswith("mnistforge demo: synthetic SD19 at scale 0.004")
+    steps = [line for line in lines if line.startswith("demo: ")]
+    expected = []
+    for stage in STAGES:
+        expected += [f"demo: {stage} ...", f"demo: {stage} done in "]
+    assert len(steps) == len(expected), steps
+    for got, want in zip(steps, expected):
+        assert got.startswith(want), (got, want)
+        if "done in" in want:
+            assert re.match(re.escape(want) + r"\d+\.\d s", got), got
+    # the step lines come before the summary, none after it
+    assert lines.index(steps[-1]) < len(lines) - 1
+    assert not [line for line in lines if "it/s]" in line or "\r" in line]  # no progress bars
 
 
 def test_demo_hf_folder_reloads(demo_run):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from .. import settings
 from . import argtypes
 
 from .common import add_progress, refuse_existing_output
@@ -28,8 +29,11 @@ def run(args: argparse.Namespace) -> int:
 
     refuse_existing_output(args.out, args.overwrite)
     print(f"mnistforge demo: synthetic SD19 at scale {args.scale} -> {args.out}")
+    # no progress bars (not a terminal, or --no-progress): a line as each stage starts and ends,
+    # so `mnistforge demo > log` shows where the run is
+    on_step = None if settings.progress() else (lambda line: print(line, flush=True))
     res = run_demo(args.out, DemoConfig(scale=args.scale, seed=args.seed, workers=args.workers),
-                   overwrite=args.overwrite)
+                   overwrite=args.overwrite, on_step=on_step)
     print(format_summary(res))
     bad = [d["dataset"] for d in res.datasets if d["verify"] == "fail"]
     if bad:
