@@ -64,7 +64,7 @@ class DemoConfig:
     ----------
     scale : float
         Fraction of SD19 to synthesise (0.05: about 40,700 characters; 45 s on an idle
-        2-core machine, about 2.5 minutes under heavy load).
+        2-core machine, 90 s at load 5-7 and 218 s at load 15-30 on a shared one).
     seed : int
         Seed of the synthetic SD19 and of the EMNIST splits.
     classifiers : tuple of str

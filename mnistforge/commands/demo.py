@@ -17,7 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="demo-out", type=argtypes.output_folder, help="output folder (default: demo-out)")
     p.add_argument("--scale", type=argtypes.fraction, default=0.05,
                    help="fraction of SD19 to synthesise (default 0.05, about 40,700 characters; "
-                        "45 s on an idle 2-core machine)")
+                        "45 s on an idle 2-core machine, 90 s at load 5-7 on a shared one)")
     p.add_argument("--seed", type=argtypes.seed, default=0)
     p.add_argument("--workers", type=argtypes.workers, default=None)
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
