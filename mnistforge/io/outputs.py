@@ -17,7 +17,9 @@ arguments when they are parsed.
 """
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import NoReturn
@@ -50,8 +52,6 @@ NAME_GROWTH = 19
 
 def _kind(st: os.stat_result) -> str:
     """What a path is, in words (for messages)."""
-    import stat
-
     for test, words in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"),
                         (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
                         (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
@@ -244,8 +244,6 @@ def unlisted_entries(folder: StrPath, listed: Mapping[str, int | None], *,
     >>> unlisted_entries(d, {"a": 2}), unlisted_entries(d, {"a": 3, "b": None})
     (['b (not listed)'], ['a (2 bytes, recorded 3)'])
     """
-    import stat
-
     folder = Path(folder)
     skip = ignore or (lambda rel: False)
     parents = {"/".join(r.split("/")[:i]) for r in listed for i in range(1, r.count("/") + 1)}
@@ -346,9 +344,6 @@ def refuse_in_the_way(p: Path) -> NoReturn:
 
 def disk_full_error(e: OSError, where: Path) -> OSError:
     """A full disk as :class:`DiskFullError` naming the path; any other OSError unchanged."""
-    import errno
-
-
     if isinstance(e, DiskFullError) or e.errno not in (errno.ENOSPC, errno.EDQUOT):
         return e
     path = e.filename or where
@@ -359,8 +354,6 @@ def disk_full_error(e: OSError, where: Path) -> OSError:
 
 def _os_errors() -> dict[int, tuple[str, str, str, str]]:
     """errno -> (error class name, what, expected, hint) of the failures outputs meet."""
-    import errno
-
     ro = ("NotWritableError", "cannot write here", "a writable folder",
           "choose a writable place, or make it writable (chmod; chattr -i for an immutable "
           "folder; a read-only mount cannot be written)")

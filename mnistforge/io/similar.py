@@ -14,6 +14,7 @@ of third-party copies (:mod:`mnistforge.loaders.rowmap`).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
 import numpy as np
 import numpy.typing as npt
@@ -92,8 +93,6 @@ def blake2b_image_digests(images: npt.ArrayLike) -> npt.NDArray[np.bytes_]:
     >>> d.dtype, bool(d[0] == d[1]), len(d[0])
     (dtype('S16'), True, 16)
     """
-    import hashlib
-
     images = np.ascontiguousarray(images)
     flat = images.reshape(images.shape[0], -1)
     return np.array([hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in flat],

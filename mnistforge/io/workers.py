@@ -21,6 +21,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.context import BaseContext
 from typing import Any
 
@@ -63,9 +64,6 @@ def process_pool(workers: int, *, initializer: Callable[..., object] | None = No
 @contextlib.contextmanager
 def named_worker_errors(what: str) -> Iterator[None]:
     """Turn a dead worker's ``BrokenProcessPool`` into :class:`~mnistforge.errors.WorkerError`."""
-    from concurrent.futures.process import BrokenProcessPool
-
-
     try:
         yield
     except BrokenProcessPool as e:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from scipy import stats
 
 from ...classifiers.torch_models import require_torch
 from ...errors import ClassifierOutputError, ConfigError, EmptySelectionError, IndexRangeError
@@ -412,8 +413,6 @@ def mean_ci(values: npt.ArrayLike, level: float = 0.95
     >>> m, round(lo, 3), round(hi, 3)
     (2.0, -0.484, 4.484)
     """
-    from scipy import stats
-
     v = np.asarray(values, np.float64)
     if v.size == 0:
         return None, None, None
