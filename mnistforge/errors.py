@@ -7,6 +7,7 @@ what to do; :func:`describe` builds such a message consistently.
 """
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 from typing import IO, Union
@@ -214,8 +215,6 @@ def require(module: str, extra: str, purpose: str) -> ModuleType:
     ...
     mnistforge.errors.MissingDependencyError: no_such_module_xyz is needed for pictures: ...
     """
-    import importlib
-
     try:
         return importlib.import_module(module)
     except ImportError:

@@ -35,6 +35,7 @@ from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
+from scipy import ndimage
 
 from ..errors import ConfigError, FormatError, IntegrityError, MissingFileError
 from ..io.atomic import atomic_file
@@ -116,8 +117,6 @@ def random_similarity(x: np.ndarray, rng: np.random.Generator, max_shift: float 
 def similarity(x: np.ndarray, shift: np.ndarray, rot: np.ndarray, sc: np.ndarray) -> np.ndarray:
     """Image ``k`` shifted by ``shift[k]`` (rows, columns), rotated by ``rot[k]`` and scaled by
     ``sc[k]`` about its centre; bilinear, zero outside (``evaluators.augment``'s convention)."""
-    from scipy import ndimage
-
     n, h, w = x.shape
     centre = np.array([(h - 1) / 2.0, (w - 1) / 2.0])
     out = np.empty_like(x)

@@ -40,6 +40,7 @@ from typing import Sequence
 
 import numpy as np
 import numpy.typing as npt
+from HersheyFonts import HersheyFonts
 from PIL import Image, ImageDraw
 
 logger = logging.getLogger(__name__)
@@ -52,8 +53,6 @@ CAP_HEIGHT_UNITS = 21.0
 @functools.lru_cache(maxsize=None)
 def _font(name: str) -> dict[str, tuple[npt.NDArray[np.float64], ...]]:
     """Strokes of every printable glyph of a built-in Hershey font, as float arrays."""
-    from HersheyFonts import HersheyFonts
-
     font = HersheyFonts()
     font.load_default_font(name)
     out: dict[str, tuple[npt.NDArray[np.float64], ...]] = {}
