@@ -60,7 +60,6 @@ _EOCD64 = b"PK\x06\x06"
 _CEN = b"PK\x01\x02"
 _LOC = b"PK\x03\x04"
 _CEN_FMT = struct.Struct("<4s6H3I5H2I")
-_LOC_FMT = struct.Struct("<4s5H3I2H")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
