@@ -3,30 +3,13 @@
 Everything here works on the SD19 index (one row per character, fields
 ``ascii``, ``writer``, ``hsf``, ``field``, ``entry``); no image is touched.
 
-Rules (``docs/provenance-emnist.md`` explains them):
-
-* **Sides.**  Every source character is put on the *train side* or the *test
-  side* once, and every dataset draws its train set from the train side and its
-  test set from the test side, so no EMNIST test image is in any EMNIST
-  training set.  ``split_by="random"`` (default): stratified by the 62 NIST
-  classes, ``floor(6N/7)`` train and the rest test (697,932 / 116,323 for the
-  814,255 characters), the per-class test counts apportioned by largest
-  remainder; writers of every partition end up on both sides (the populations
-  mix, as in the paper).  ``split_by="writer"``: whole writers go to the test
-  side, in a seeded order that interleaves the partitions in proportion, until
-  about 1/7 of the characters -- no writer appears on both sides.
-* **byclass / bymerge**: all characters of each side, same characters in the
-  same (shuffled) order, only the labels differ.
-* **balanced, letters, digits, mnist** (and the paper's 37-class letters):
-  ``q_test`` per class from the test side and ``q_train = 6 q_test`` per class
-  from the train side, drawn at random per class.  ``q_test`` is the official
-  per-class test count scaled by ``s = min(1, pool / official pool)`` (pool =
-  source characters of the dataset's classes; ``s = 1`` for a complete SD19 so
-  the official sizes come out exactly), at least 1; then each side is capped by
-  its smallest class so the set stays balanced.  The last ``q_val = min(q_test,
-  q_train)`` per class of the train set form the validation portion (the train
-  file ends with them, shuffled among themselves).  The quota report says which
-  class limited what.
+Rules (``docs/provenance-emnist.md`` gives them in full): every source character goes once
+to the *train side* or the *test side* (``split_by="random"``, stratified by class, 6/7 train;
+or ``split_by="writer"``, whole writers), and every dataset draws its train set from the train
+side and its test set from the test side, so no EMNIST test image is in any EMNIST training
+set.  byclass / bymerge take all characters of each side; the balanced sets take ``q_test``
+per class from the test side and ``6 q_test`` from the train side (the official counts scaled
+to the source), the last ``q_val`` per class of the train set being the validation portion.
 
 Examples
 --------

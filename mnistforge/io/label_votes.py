@@ -10,18 +10,10 @@ label, or ``neither``.  This module parses that format and turns it into dense
 per-row columns; it knows no dataset (which split the ids index is the
 registry's business, see :mod:`mnistforge.loaders.label_issues`).
 
-Two rules, both the paper's or stated here:
-
-* **label issue**: fewer than ``min_given`` (3) of the 5 workers chose the given
-  label (:func:`issue_mask`).
-* **suggested label**: the label a majority (at least 3 of 5) chose: the given
-  label, else the study's guessed label; :data:`MISSING` (-1) where no label
-  got a majority (the workers split, or most chose "neither").
-
-Rows the study did not examine get :data:`MISSING` votes and suggested label:
-"not examined" is not "correct".  Where the guessed label *is* the given label
-the file counts each vote under both names (13 MNIST rows); the rules above are
-unaffected.
+A row has a **label issue** when fewer than ``min_given`` (3) of the 5 workers chose the
+given label (:func:`issue_mask`); its **suggested label** is the one a majority chose, else
+:data:`MISSING` (-1), as are the votes of rows the study did not examine.  The rules and the
+file's quirks: ``docs/label-errors.md``.
 
 Examples
 --------

@@ -2,22 +2,10 @@
 
 The real SD19 (814,255 characters, ~1 GB per hierarchy) cannot be downloaded on
 development or CI machines, so every reader, index and builder is tested on this
-replica.  It follows the layout of ``docs/sd19.md`` / the project spec exactly:
-
-* hierarchies ``by_write``, ``by_class``, ``by_merge``, ``by_field`` with NIST's
-  folder and file names; 2nd edition: one 128x128 1-bit PNG per character in a
-  folder named after the former ``.mis`` file (``<set>/<set>_NNNNN.png``),
-  packaged as ``by_write.zip`` ... (members start with the hierarchy folder) or
-  as unpacked folders; 1st edition: IHEAD + CCITT G4 ``.mis`` with ``.cls`` and,
-  outside ``by_write``, ``.mit`` back references;
-* writers, partitions, form template ids and per-class counts follow NIST's
-  published table (:mod:`mnistforge.sd19.nist_table`) scaled by ``scale``, at
-  least one writer per partition, the constitution field only in hsf_0..2, and
-  exactly three duplicated digit images (identical pixels, same writer and class,
-  like the real ones);
-* or, with ``layout=`` a QMNIST/xnist extended-label table, exactly the real
-  digit layout (partitions, writers, writer folders, per-writer digit classes in
-  walk order, the three duplicates where its column 6 says).
+replica.  It follows the layout of ``docs/sd19.md`` exactly (hierarchies, folder and file
+names, both editions, NIST's published writer and class counts scaled by ``scale``, the three
+duplicated digits), or with ``layout=`` a QMNIST/xnist table the real digit layout; what it
+writes is described in ``docs/synthetic-sd19.md``.
 
 Characters are drawn by :mod:`mnistforge.sd19.glyphs`.  Output is a pure
 function of the configuration (byte-identical zips for the same seed); rendering
