@@ -381,16 +381,7 @@ def list_datasets(kind: str | None = "dataset") -> list[str]:
     >>> list_datasets()[:3]
     ['mnist', 'fashion-mnist', 'kmnist']
     """
-    datasets = _datasets()
-    hit = _NAMES.get(kind)
-    if hit is None or hit[0] is not datasets:   # computed once per registry (a load asks 4 times)
-        hit = _NAMES[kind] = (datasets, tuple(n for n, d in datasets.items()
-                                              if kind is None or d.kind == kind))
-    return list(hit[1])
-
-
-#: ``list_datasets``' answers: kind -> (the registry's datasets they came from, names)
-_NAMES: dict[str | None, tuple[object, tuple[str, ...]]] = {}
+    return [n for n, d in _datasets().items() if kind is None or d.kind == kind]
 
 
 def get_dataset(name: str) -> DatasetInfo:
