@@ -6,7 +6,6 @@ not the datasets: :func:`read_split` returns NumPy arrays; the loaders wrap them
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import os
 import re
@@ -79,11 +78,9 @@ def _card_header(repo_dir: StrPath) -> dict[str, Any]:
     return header
 
 
-@functools.lru_cache(maxsize=16)
 def _parse_header(text: str) -> object:
-    """The card's YAML header parsed, keyed by its text (not by the file's stat: a card changed
-    with its size and mtime kept is parsed again).  A load reads the card up to three times;
-    libyaml's loader where PyYAML has it (15x faster than the pure-Python one)."""
+    """The card's YAML header parsed, with libyaml's loader where PyYAML has it (15x faster
+    than the pure-Python one)."""
     import yaml
 
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
