@@ -6,8 +6,6 @@
   ``FOLDER``, ``FOLDER:SPLIT``, ``FOLDER:NAME:SPLIT``).
 * :func:`hf_features` is the Hugging Face schema of a split (the export's, from
   :mod:`mnistforge.io.hf.schema`).
-* :func:`save_grid`, :func:`render_grid`, :func:`grid_title`: a labelled sample grid PNG
-  (Pillow only), drawn by :mod:`mnistforge.plotting` (re-exported here for callers of a split).
 * :func:`writer_split` re-splits loaded splits by writer (no writer on both sides), with
   the class balance of each side (:class:`WriterSplit`, :class:`ClassBalance`).
 
@@ -19,7 +17,6 @@ Examples
 """
 from __future__ import annotations
 
-from ..plotting import grid_title, render_grid, save_grid
 from .convert import hf_columns, hf_features, to_hf, to_torch
 from .core import load
 from .split import DatasetSplit
@@ -27,5 +24,4 @@ from .targets import datasets_in_folder, detect_dataset, resolve_target
 from .writers import ClassBalance, WriterSplit, writer_split
 
 __all__ = ["load", "resolve_target", "detect_dataset", "datasets_in_folder", "DatasetSplit", "hf_features",
-           "hf_columns", "to_hf", "to_torch", "save_grid", "render_grid", "grid_title", "writer_split",
-           "WriterSplit", "ClassBalance"]
+           "hf_columns", "to_hf", "to_torch", "writer_split", "WriterSplit", "ClassBalance"]
