@@ -49,7 +49,7 @@ from .verify import (
     write_marker,
 )
 
-logger = get_logger(__name__)  # logging only when a record could be shown
+logger = get_logger(__name__)
 
 CHUNK = 1 << 20
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)

@@ -36,7 +36,7 @@ from ..io.hashing import hash_content, hash_file
 from ..log import get_logger
 from ..registry import RemoteFile
 
-logger = get_logger(__name__)  # logging only when a record could be shown
+logger = get_logger(__name__)
 
 MARKER_SUFFIX = ".sha256"
 

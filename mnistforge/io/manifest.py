@@ -70,7 +70,7 @@ from .._version import __version__
 from .hashing import sha256_file
 
 
-logger = get_logger(__name__)  # logging only when a record could be shown
+logger = get_logger(__name__)
 
 __all__ = [
     "MANIFEST_NAME",

@@ -43,7 +43,7 @@ from .targets import detect_dataset, foreign_source
 PathArg = Union[str, "os.PathLike[str]"]
 Metadata = Union[bool, Literal["files"]]
 
-logger = get_logger(__name__)  # logging only when a record could be shown
+logger = get_logger(__name__)
 
 __all__ = ["load"]
 

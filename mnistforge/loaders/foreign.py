@@ -52,7 +52,7 @@ from .rowmap import Loader, copy_map, identity_map, join_metadata, official_meta
 from .split import Change, DatasetSplit, RowMap
 from .targets import foreign_source  # noqa: F401 - part of this API (in .targets: a load asks it first)
 
-logger = get_logger(__name__)  # logging only when a record could be shown
+logger = get_logger(__name__)
 
 __all__ = ["Canonical", "Change", "Match", "canonicalise", "label_shift_cue", "load_foreign",
            "registry_match", "shift_change", "to_upright", "transpose_change", "foreign_source",

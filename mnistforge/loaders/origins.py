@@ -44,7 +44,7 @@ from ..io.manifest import Manifest
 from ..log import get_logger
 from ..registry import DatasetInfo, RemoteFile, SplitInfo, get_file
 
-logger = get_logger(__name__)  # logging only when a record could be shown
+logger = get_logger(__name__)
 
 
 class Origin(Protocol):

@@ -43,7 +43,7 @@ Loader = Callable[..., DatasetSplit]
 #: the per-row columns a map is built in (``code``, ``index``, ``how``, ``l2``, ``candidates``)
 Columns = dict[str, npt.NDArray[Any]]
 
-logger = get_logger(__name__)  # logging only when a record could be shown
+logger = get_logger(__name__)
 
 __all__ = ["HOW", "NEAR_L2", "Official", "RowMap", "copy_map", "identity_map", "join_metadata", "map_rows",
            "official_metadata", "official_splits", "row_facts"]

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DatasetSplit"]
 
-logger = get_logger(__name__)  # logging only when a record could be shown
+logger = get_logger(__name__)
 
 
 #: how a row was mapped (the values of :attr:`RowMap.how`)

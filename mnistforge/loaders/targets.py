@@ -18,7 +18,7 @@ from ..log import get_logger
 from ..registry import get_dataset, get_file, list_datasets
 from .names import dataset_name, parse_split, rows_of, split_name
 
-logger = get_logger(__name__)  # logging only when a record could be shown
+logger = get_logger(__name__)
 
 __all__ = ["TargetText", "detect_dataset", "datasets_in_folder", "foreign_source",
            "parse_target_text", "resolve_target"]
