@@ -481,6 +481,7 @@ def test_distance_is_a_path_length_between_chord_and_reference_synthetic(group):
     assert r.to_json()["chord"] == r.chord and r.to_json()["params"] == r.params
 
 
+@pytest.mark.slow   # minutes on 2 cores: make test-slow (issue 44's CI budget)
 def test_real_mnist_distances_within_two_percent_of_an_independent_geodesic(mnist_reference):
     # 30 real test digits, linear classifier trained on 0-4999, both 2-D groups; the issue's
     # examples 6384 (one grid step: 2.9968 was reported, below the chord 3.0685) and 9666
@@ -564,8 +565,9 @@ def _check_against_dijkstra(mnist_reference, spec, group, images):
     return worst
 
 
-@pytest.mark.parametrize("spec", ["linear", "knn:k=3"])
-@pytest.mark.parametrize("group", ["translation", "dilation-rotation"])
+# one pair in the fast suite; the other three take minutes on 2 cores (make test-slow)
+@pytest.mark.parametrize("spec", ["linear", pytest.param("knn:k=3", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("group", ["translation", pytest.param("dilation-rotation", marks=pytest.mark.slow)])
 def test_real_mnist_distances_within_bound_of_a_dijkstra_geodesic(mnist_reference, spec, group):
     _check_against_dijkstra(mnist_reference, spec, group, FAST_IMAGES)
 
