@@ -43,6 +43,7 @@ from ..classifiers.base import short_name
 from ..errors import ConfigError, FormatError, TargetNotFoundError, TestSetMismatchError
 from ..io.atomic import atomic_file
 from ..io.compression import open_gzip_writer, open_reader
+from ..io.foreign.csvfile import is_number
 from ..io.outputs import _kind
 
 logger = logging.getLogger(__name__)
@@ -396,7 +397,7 @@ def _table(text: str, path: Path) -> tuple[list[str] | None, list[list[str]]]:
     sep = "\t" if lines and "\t" in lines[0] else "," if lines and "," in lines[0] else None
     rows = [[c.strip() for c in ln.split(sep)] for ln in lines]
     header = None
-    if rows and not all(_is_number(c) for c in rows[0]):
+    if rows and not all(is_number(c) for c in rows[0]):
         header, rows = [c.lower() for c in rows[0]], rows[1:]
     width = len(header) if header is not None else len(rows[0]) if rows else 1
     for i, r in enumerate(rows):
@@ -406,19 +407,11 @@ def _table(text: str, path: Path) -> tuple[list[str] | None, list[list[str]]]:
     return header, rows
 
 
-def _is_number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
-
-
 def _numbers(cells: list[str], path: Path, what: str) -> np.ndarray:
     try:
         return np.array(cells, dtype=np.float64)
     except ValueError:
-        i = next(i for i, c in enumerate(cells) if not _is_number(c))
+        i = next(i for i, c in enumerate(cells) if not is_number(c))
         raise FormatError(f"malformed {what}", path=path, expected=f"a number in every {what} cell",
                           found=f"{cells[i][:40]!r} in data row {i}") from None
 
@@ -541,7 +534,7 @@ def input_kind(path: str | os.PathLike[str]) -> str:
     if any(ln.strip() in (PREDICTIONS_MAGIC, PREDICTIONS_HEADER) for ln in lines[:200]):
         return "predictions"
     data = [ln.split("\t") for ln in lines if not ln.startswith("#")]
-    if data and all(len(f) in (2, 3) and not _is_number(f[0]) for f in data):
+    if data and all(len(f) in (2, 3) and not is_number(f[0]) for f in data):
         return "errors"
     return "labels"
 

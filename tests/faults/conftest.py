@@ -34,3 +34,25 @@ def built(tmp_path_factory, tiny_sd19):
     r = cli("build", "mnist", "--sd19", tiny_sd19, "--out", out, "--workers", "1")
     assert r.returncode == 0, r.stderr
     return out
+
+
+FOLDER_ROWS = 30   # the tests that use `test_folder` write predictions of this length (their N)
+
+
+@pytest.fixture
+def test_folder(tmp_path):
+    """A small EMNIST-digits folder (30 random images per split, labels 0-9 in turn, manifest)."""
+    import numpy as np
+
+    from mnistforge.io.idx import write_idx
+    from mnistforge.io.manifest import Manifest
+
+    d = tmp_path / "digits"
+    rng = np.random.default_rng(0)
+    for part in ("train", "test"):
+        write_idx(d / f"emnist-digits-{part}-images-idx3-ubyte.gz",
+                  rng.integers(0, 256, (FOLDER_ROWS, 28, 28), dtype=np.uint8))
+        write_idx(d / f"emnist-digits-{part}-labels-idx1-ubyte.gz",
+                  (np.arange(FOLDER_ROWS) % 10).astype(np.uint8))
+    Manifest(kind="emnist").write(d)
+    return d

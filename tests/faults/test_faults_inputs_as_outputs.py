@@ -11,23 +11,10 @@ import pytest
 from mnistforge.cli import main
 from mnistforge.errors import ConfigError
 from mnistforge.evaluators.errorlists import write_predictions
-from mnistforge.io.idx import write_idx
-from mnistforge.io.manifest import Manifest
 from mnistforge.io.outputs import check_apart
 
-N = 30
+N = 30   # the rows of conftest.py's test_folder (FOLDER_ROWS)
 
-
-@pytest.fixture
-def test_folder(tmp_path):
-    d = tmp_path / "digits"
-    rng = np.random.default_rng(0)
-    for part in ("train", "test"):
-        write_idx(d / f"emnist-digits-{part}-images-idx3-ubyte.gz",
-                  rng.integers(0, 256, (N, 28, 28), dtype=np.uint8))
-        write_idx(d / f"emnist-digits-{part}-labels-idx1-ubyte.gz", (np.arange(N) % 10).astype(np.uint8))
-    Manifest(kind="emnist").write(d)
-    return d
 
 
 def _snapshot(folder):

@@ -34,7 +34,8 @@ __all__ = ["read_csv", "read_csv_folder"]
 LABEL_NAMES = ("label", "labels", "class", "target", "y")
 
 
-def _is_number(tok: str) -> bool:
+def is_number(tok: str) -> bool:
+    """Whether ``tok`` reads as a number (the test for a header line, here and in prediction tables)."""
     try:
         float(tok)
     except ValueError:
@@ -83,7 +84,7 @@ def read_csv(path: StrPath) -> ForeignCopy:
     first, _, body = text.partition("\n")
     header = first.split(",")
     label_col = 0
-    if all(_is_number(t) for t in header):
+    if all(is_number(t) for t in header):
         body, header = text, []
     else:
         names = [h.strip().strip('"').lower() for h in header]
