@@ -60,7 +60,7 @@ def hf_columns(split_obj: SplitLike,
 
 def to_hf(split_obj: SplitLike) -> Any:  # datasets.Dataset (an optional dependency)
     """A :class:`datasets.Dataset` of the split (PNG-encoded images, class labels, metadata)."""
-    from datasets import Dataset
+    Dataset = require("datasets", "hf", "to_hf()").Dataset
 
     return Dataset.from_dict(hf_columns(split_obj), features=hf_features(split_obj))
 

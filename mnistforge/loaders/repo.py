@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from ..cache.seen import forget, identity, recall, remember
-from ..errors import DataMismatchError, IntegrityError, MissingFileError, MnistforgeError, PathArg
+from ..errors import DataMismatchError, IntegrityError, MissingFileError, MnistforgeError, PathArg, require
 from ..gate import admit
 from ..gate.content import OPT_OUT
 from ..io.hashing import THREAD_FROM, sha256_file, xxh3_file
@@ -236,8 +236,7 @@ def _admit(arrays: Arrays, info: DatasetInfo, split: str, where: str, *, registe
 
 
 def _rows(repo_dir: PathArg, name: str, split: str) -> int:
-    import pyarrow.parquet as pq
-
+    pq = require("pyarrow.parquet", "hf", "reading a Hugging Face export")
     return sum(pq.ParquetFile(p).metadata.num_rows for p in shard_paths(repo_dir, name, split))
 
 

@@ -55,8 +55,11 @@ def _parse(flat: str, dtype: npt.DTypeLike) -> np.ndarray:
 
 def _parse_floats(body: str, ncols: int) -> np.ndarray:
     """Float text through pyarrow's CSV reader (NumPy's float parsing is ~10x slower)."""
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+    except ImportError:  # the light install, without the [hf] extra: NumPy's parser
+        return _parse(body.replace("\n", ","), np.float64)
 
     try:
         table = pcsv.read_csv(io.BytesIO(body.encode("ascii")),
