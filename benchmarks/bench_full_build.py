@@ -280,7 +280,7 @@ def decode_floor(stages: Stages, sd19: Path, workers, name: str) -> None:
     fmt = "png" if src.edition == 2 else "mis"
     table, n = src.files, len(src.index)
     del src
-    with stages.stage(name) as info, _Pool(settings.workers(workers)) as pool:
+    with stages.stage(name) as info, _Pool(settings.current(workers=workers).workers) as pool:
         step = 512 if fmt == "png" else 8
         jobs = ((tree.spec(), table[s:e], fmt) for s, e in _bounds(len(table), step))
         info["images"] = done = sum(pool.map(_decode_only, jobs))

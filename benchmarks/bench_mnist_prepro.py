@@ -72,11 +72,11 @@ def main(argv=None) -> int:
         from mnistforge.builders.qmnist import preprocess_rows
         cfg = MnistPreproConfig()
         many = np.tile(rows, max(1, args.pipeline // rows.size))
-        from mnistforge.settings import workers as default_workers
+        from mnistforge.settings import current
         for strategy in ("main", "workers"):
             t_s, _ = timed(preprocess_rows, src, many, cfg, strategy=strategy, progress=False)
             print(f"decode+preprocess {many.size} images, strategy {strategy!r:9}: "
-                  f"{many.size / t_s:7.0f} img/s ({default_workers()} processes)")
+                  f"{many.size / t_s:7.0f} img/s ({current().workers} processes)")
 
     reps = -(-args.batch // len(imgs))
     batch = np.concatenate([imgs] * reps)[: args.batch]

@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from mnistforge.sd19.reader import open_sd19
-    from mnistforge.settings import workers as default_workers
+    from mnistforge.settings import current
 
     tmp = None
     if args.source:
@@ -58,7 +58,7 @@ def main(argv=None) -> int:
                                               hierarchies=("by_write",), by_write_cls=True), progress=False)
         print(f"synthesised {src_path} (scale {args.scale}) in {time.perf_counter() - t:.1f} s")
 
-    workers = default_workers()
+    workers = current().workers
     t = time.perf_counter()
     src = open_sd19(src_path, cache=False, reindex=True)
     t_index = time.perf_counter() - t

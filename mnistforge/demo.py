@@ -313,7 +313,7 @@ def reload_with_datasets(repo: str | os.PathLike[str], config_name: str, split: 
     import datasets
 
     cache = out / ".hf-cache"
-    if not settings.progress():
+    if not settings.current().bars:
         datasets.disable_progress_bars()
     ds = datasets.load_dataset(str(repo), config_name, split=split, cache_dir=str(cache))
     src = load(config_name, split, root=source_folder)

@@ -1,7 +1,7 @@
 """Progress bars: tqdm, off when stderr is not a terminal or when asked.
 
 Set ``MNISTFORGE_PROGRESS=0`` to silence them everywhere, ``=1`` to force them
-(:func:`mnistforge.settings.progress`).
+(:attr:`mnistforge.settings.Settings.bars`).
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def progress(iterable: Iterable[Any] | None = None, *, total: float | None = Non
     3
     """
     return _tqdm_class()(iterable, total=total, desc=desc, unit=unit,
-                         disable=not settings.progress(disable), dynamic_ncols=True, **kw)
+                         disable=not settings.current().bars if disable is None else disable, dynamic_ncols=True, **kw)
 
 
 @contextlib.contextmanager
@@ -43,7 +43,7 @@ def quiet_datasets(disable: bool | None = None) -> Iterator[None]:
     >>> with quiet_datasets(disable=True):
     ...     pass
     """
-    if settings.progress(disable):
+    if settings.current(progress=None if disable is None else not disable).bars:
         yield
         return
     try:

@@ -110,9 +110,9 @@ def main(argv=None) -> int:
     """The CLI, downloads redirected to the mirror (left alone in offline mode: messages name
     the real URLs there, and nothing is downloaded anyway)."""
     from mnistforge import cli
-    from mnistforge.settings import offline
+    from mnistforge.settings import current
 
-    if os.environ.get(ENV) and not offline() and "--offline" not in sys.argv:
+    if os.environ.get(ENV) and not current().offline and "--offline" not in sys.argv:
         redirect(os.environ[ENV])
     sys.argv[0] = "mnistforge"
     return cli.main(argv)

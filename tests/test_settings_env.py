@@ -113,7 +113,7 @@ def test_the_documented_variables_are_the_ones_settings_reads():
 
 
 def test_every_variable_has_a_settings_field():
-    names = {f for f in settings.Settings.__dataclass_fields__}
+    names = {n for n, v in vars(settings.Settings).items() if isinstance(v, property)}
     assert set(settings.VARIABLES.values()) <= names
 
 
@@ -135,20 +135,22 @@ def test_environment_semantics_are_unchanged(clean_env, tmp_path):
     clean_env.setenv("MNISTFORGE_TRUST_FILES", "1")
     clean_env.setenv("MNISTFORGE_MIRRORS", "https://m.example/{file}")
     assert settings.cache_home() == tmp_path / "home"
-    assert settings.offline() and settings.workers() == 3 and not settings.progress()
-    assert not settings.keep_raw() and settings.trust_files()
+    now = settings.current()
+    assert now.offline and now.workers == 3 and not now.progress
+    assert not now.keep_raw and now.trust_files
     assert mirrors().before == ("https://m.example/{file}",)
     # an argument wins over the variable
     assert settings.cache_home(tmp_path / "arg") == tmp_path / "arg"
-    assert not settings.offline(False) and settings.workers(5) == 5 and settings.progress(False)
-    assert settings.keep_raw(True) and not settings.trust_files(False)
+    given = settings.current(offline=False, workers=5, progress=True, keep_raw=True, trust_files=False)
+    assert not given.offline and given.workers == 5 and given.progress
+    assert given.keep_raw and not given.trust_files
     s = settings.current()
     assert (s.cache, s.cache_source, s.offline, s.workers, s.progress, s.keep_raw,
             s.trust_files) == (tmp_path / "home", "MNISTFORGE_HOME", True, 3, False, False, True)
     # read at call time
     clean_env.setenv("MNISTFORGE_OFFLINE", "0")
     clean_env.setenv("MNISTFORGE_WORKERS", "0")
-    assert not settings.offline() and settings.workers() == 1
+    assert not settings.current().offline and settings.current().workers == 1
 
 
 def test_defaults_without_any_variable(clean_env, tmp_path):
@@ -163,12 +165,12 @@ def test_defaults_without_any_variable(clean_env, tmp_path):
 
 def test_a_bad_variable_is_an_error_only_where_it_is_used(clean_env):
     clean_env.setenv("MNISTFORGE_WORKERS", "many")
-    assert not settings.offline()  # unrelated settings still read
+    assert not settings.current().offline  # unrelated settings still read
     with pytest.raises(ConfigError, match="MNISTFORGE_WORKERS"):
-        settings.workers()
-    assert settings.workers(2) == 2  # an argument never reads the variable
-    with pytest.raises(ConfigError, match="MNISTFORGE_WORKERS"):
-        settings.current()
+        settings.current().workers
+    assert settings.current(workers=2).workers == 2  # an argument never reads the variable
+    with pytest.raises(ConfigError, match="MNISTFORGE_WORKERS"):  # every setting, resolved
+        [getattr(settings.current(), name) for name in settings.VARIABLES.values()]
 
 
 def test_hugging_face_variables_and_the_token_never_shown(clean_env, tmp_path):
@@ -177,15 +179,15 @@ def test_hugging_face_variables_and_the_token_never_shown(clean_env, tmp_path):
     clean_env.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     clean_env.setenv("HF_HUB_OFFLINE", "TRUE")
     clean_env.setenv("HF_HOME", str(tmp_path / "hf"))
-    assert settings.hf_token() == token and settings.hf_token("hf_arg") == "hf_arg"
-    assert settings.hf_endpoint() == "http://127.0.0.1:9" and settings.hf_offline()
-    assert settings.hf_home() == tmp_path / "hf"
+    assert settings.current().hf_token == token and settings.current(hf_token="hf_arg").hf_token == "hf_arg"
+    assert settings.current().hf_endpoint == "http://127.0.0.1:9" and settings.current().hf_offline
+    assert settings.current().hf_home == tmp_path / "hf"
     s = settings.current()
     assert s.hf_token == token and token not in repr(s) and token not in str(s)
     with settings.using(hf_token="hf_other") as given:
-        assert settings.hf_token() == "hf_other" and "hf_other" not in repr(given)
+        assert settings.current().hf_token == "hf_other" and "hf_other" not in repr(given)
     clean_env.setenv("HF_HUB_OFFLINE", "0")
-    assert not settings.hf_offline()
+    assert not settings.current().hf_offline
 
 
 # --- behaviour: using() -----------------------------------------------------------------------
@@ -194,19 +196,19 @@ def test_using_wins_over_the_environment_nests_and_restores(clean_env, tmp_path)
     clean_env.setenv("MNISTFORGE_HOME", str(tmp_path / "env"))
     before = dict(os.environ)
     with settings.using(cache=tmp_path / "a", offline=True):
-        assert settings.cache_home() == tmp_path / "a" and settings.offline()
+        assert settings.cache_home() == tmp_path / "a" and settings.current().offline
         assert settings.current().cache_source == "cache= / --cache"
         with settings.using(cache=tmp_path / "b", progress=False):
             assert settings.cache_home() == tmp_path / "b"
-            assert settings.offline() and not settings.progress()  # the outer block's
+            assert settings.current().offline and not settings.current().progress  # the outer block's
             assert settings.cache_home(tmp_path / "arg") == tmp_path / "arg"  # argument wins
-            assert not settings.offline(False)
-        assert settings.cache_home() == tmp_path / "a" and settings.progress(False) is True
+            assert not settings.current(offline=False).offline
+        assert settings.cache_home() == tmp_path / "a" and settings.current(progress=True).progress is True
         assert dict(os.environ) == before
-    assert settings.cache_home() == tmp_path / "env" and not settings.offline()
+    assert settings.cache_home() == tmp_path / "env" and not settings.current().offline
     with pytest.raises(RuntimeError), settings.using(offline=True):
         raise RuntimeError("inside")
-    assert not settings.offline() and dict(os.environ) == before
+    assert not settings.current().offline and dict(os.environ) == before
 
 
 def test_using_in_threads_each_sees_its_own(clean_env, tmp_path):
@@ -216,7 +218,7 @@ def test_using_in_threads_each_sees_its_own(clean_env, tmp_path):
     def work(name):
         with settings.using(cache=tmp_path / name, offline=name == "a"):
             barrier.wait(timeout=30)  # both blocks active at once
-            seen[name] = [settings.cache_home(), settings.offline()]
+            seen[name] = [settings.cache_home(), settings.current().offline]
             barrier.wait(timeout=30)
 
     threads = [threading.Thread(target=work, args=(n,)) for n in "ab"]
@@ -225,7 +227,7 @@ def test_using_in_threads_each_sees_its_own(clean_env, tmp_path):
     for t in threads:
         t.join(timeout=60)
     assert seen == {"a": [tmp_path / "a", True], "b": [tmp_path / "b", False]}
-    assert not settings.offline()
+    assert not settings.current().offline
 
 
 def test_a_thread_started_inside_using_gets_it_with_its_context(clean_env, tmp_path):
@@ -244,7 +246,7 @@ def test_a_spawned_worker_process_sees_the_parents_settings(clean_env, tmp_path)
     with settings.using(cache=tmp_path / "w", offline=True), \
             process_pool(1, mp_context=mp.get_context("spawn")) as ex:
         assert ex.submit(settings.cache_home).result(timeout=120) == tmp_path / "w"
-        assert ex.submit(settings.offline).result(timeout=120) is True
+        assert ex.submit(settings.current).result(timeout=120).offline is True
 
 
 # --- behaviour: the command line ----------------------------------------------------------------
@@ -258,7 +260,7 @@ def test_cli_flags_hold_in_process_and_leave_the_environment_alone(clean_env, tm
     seen = []
 
     def probe(args):
-        seen.append((settings.cache_home(), settings.offline(), settings.progress(),
+        seen.append((settings.cache_home(), settings.current().offline, settings.current().bars,
                      dict(os.environ) == before))
         return 0
 
@@ -272,7 +274,7 @@ def test_cli_flags_hold_in_process_and_leave_the_environment_alone(clean_env, tm
     assert cli.main(["show", "mnist", "--out", str(tmp_path / "grid.png"), "--offline",
                      "--no-progress", "--cache", str(tmp_path / "flag2")]) == 0
     assert seen[-1] == (tmp_path / "flag2", True, False, True)
-    assert not settings.offline() and dict(os.environ) == before
+    assert not settings.current().offline and dict(os.environ) == before
 
 
 def test_cli_offline_and_cache_reach_the_fetch(clean_env, tmp_path, capsys):

@@ -181,7 +181,7 @@ def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfi
         return store
     if strategy not in ("workers", "main"):
         raise ConfigError("invalid strategy", expected="'workers' or 'main'", found=repr(strategy))
-    workers = settings.workers(workers)
+    workers = settings.current(workers=workers).workers
     bar = progress(total=len(rows), desc="EMNIST convert", unit="char",
                    disable=_disable(show_progress))
 
@@ -393,7 +393,7 @@ def _build(sd19: str | os.PathLike[str], out: str | os.PathLike[str], cfg: Emnis
     config, split_config, orientation = cfg.prepro, cfg.split_config, cfg.orientation
     names, overwrite, show_progress = list(cfg.splits), cfg.overwrite, cfg.progress
     workers = cfg.workers
-    workers = settings.workers(workers)
+    workers = settings.current(workers=workers).workers
     out = Path(out)
     # before any work: the --out path, and what --overwrite would replace
     check_output_folder(out, inputs=[sd19], overwrite=overwrite, owned=build_folder_problems)

@@ -190,7 +190,7 @@ def leaf_pixels(src: SD19Source, rows: npt.ArrayLike, resize: str = "thumbnail",
     rows = np.asarray(rows, np.int64)
     out = np.empty((len(rows),) + SIZE, np.uint8)
     fn = RESIZERS[resize]
-    workers = settings.workers(workers)
+    workers = settings.current(workers=workers).workers
 
     def job(start: int, imgs: np.ndarray) -> int:
         # convert('L') of the 1-bit PNG: ink 0, paper 255

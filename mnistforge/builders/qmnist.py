@@ -226,7 +226,7 @@ def preprocess_rows(src: SD19Source, rows: npt.ArrayLike, prepro: MnistPreproCon
     """
     rows = np.asarray(rows, dtype=np.int64)
     out = np.empty((rows.size, 28, 28), dtype=np.uint8)
-    workers = settings.workers(workers)
+    workers = settings.current(workers=workers).workers
     disable = None if progress is None else not progress
     pos = 0
     with progress_bar(total=rows.size, desc=desc, unit="img", disable=disable) as bar:

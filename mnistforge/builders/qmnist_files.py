@@ -85,7 +85,7 @@ def _xz_parallel(data: bytes, preset: int | None = None, block: int | None = Non
     parts = [data[i:i + block] for i in range(0, len(data), block)] or [b""]
     if len(parts) == 1:
         return lzma.compress(parts[0], preset=preset)
-    with ThreadPoolExecutor(max_workers=settings.workers()) as ex:    # lzma frees the GIL
+    with ThreadPoolExecutor(max_workers=settings.current().workers) as ex:    # lzma frees the GIL
         return b"".join(ex.map(lambda b: lzma.compress(b, preset=preset), parts))
 
 

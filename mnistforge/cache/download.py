@@ -252,7 +252,7 @@ def _missing_message(remote: RemoteFile, dest: Path, explicit: bool, urls: Seque
     if remote.compression in ("gz", "xz", "bz2"):
         raw = f" (or its decompressed content as {dest.parent / remote.raw_name})"
     # blame the switch the caller really used: the argument, --offline, or the variable
-    switch, off = settings.offline_switch()
+    switch, off = settings.current().offline_switch
     why, undo = (("downloads are switched off (download=False / --no-download)",
                   "or allow downloads") if explicit else
                  (f"offline mode ({switch}) forbids downloading it", f"or {off}"))
@@ -291,7 +291,7 @@ def fetch_file(remote: str | RemoteFile, *, root: PathArg | None = None, progres
     if dest.is_file():
         return _cached(remote, dest, rehash)
     urls = mirror_urls(remote, mirrors)
-    if settings.offline(offline):
+    if settings.current(offline=offline).offline:
         raise OfflineError(_missing_message(remote, dest, explicit=offline is not None, urls=urls))
     if not urls:
         raise DownloadError(f"{remote.id}: no URL is known for this file",

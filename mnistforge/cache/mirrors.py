@@ -1,8 +1,8 @@
 """Mirrors a user controls: address templates tried before (or after) the registry's.
 
 Entries come from ``load(..., mirrors=)``, ``fetch --mirror`` / ``--from URL``, or
-:func:`mnistforge.settings.using` / ``$MNISTFORGE_MIRRORS`` (read as given by
-:func:`mnistforge.settings.mirror_entries`); this module parses and checks them (a bad template
+:func:`mnistforge.settings.using` / ``$MNISTFORGE_MIRRORS`` (as given:
+:attr:`mnistforge.settings.Settings.mirrors`); this module parses and checks them (a bad template
 is a :class:`~mnistforge.errors.ConfigError` before anything is fetched).
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
-from ..settings import mirror_entries
+from .. import settings
 
 __all__ = ["MIRROR_FIELDS", "REGISTRY_MARK", "Mirrors", "mirrors", "parse_mirrors"]
 
@@ -119,5 +119,5 @@ def mirrors(value: Mirrors | str | Iterable[object] | None = None) -> Mirrors:
     """
     if value is not None:
         return parse_mirrors(value)
-    entries, source = mirror_entries()
+    entries, source = settings.current().mirrors
     return parse_mirrors(entries, source=source) if entries else Mirrors()

@@ -45,11 +45,11 @@ def well_known_places(cwd: StrPath | None = None, home: StrPath | None = None) -
     """The folders where other tools keep their copies (those that exist, each once)."""
     cwd = Path(cwd or os.getcwd())
     home = Path(home or Path.home())
-    hf_home = settings.hf_home() or home / ".cache" / "huggingface"
-    keras_home = settings.keras_home()
+    hf_home = settings.current().hf_home or home / ".cache" / "huggingface"
+    keras_home = settings.current().keras_home
     places = [keras_home / "datasets" if keras_home else None,
               home / ".keras" / "datasets",
-              settings.hf_datasets_cache(),
+              settings.current().hf_datasets_cache,
               hf_home / "hub", hf_home / "datasets",
               cwd / "data", home / "data",
               Path("/usr/share/datasets")]

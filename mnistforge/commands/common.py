@@ -70,7 +70,7 @@ def command_settings(args: argparse.Namespace) -> Iterator[None]:
     >>> import argparse, os
     >>> before = dict(os.environ)
     >>> with command_settings(argparse.Namespace(no_progress=True, offline=True)):
-    ...     settings.progress(), settings.offline()
+    ...     settings.current().bars, settings.current().offline
     (False, True)
     >>> dict(os.environ) == before
     True

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"mnistforge demo: synthetic SD19 at scale {args.scale} -> {args.out}")
     # no progress bars (not a terminal, or --no-progress): a line as each stage starts and ends,
     # so `mnistforge demo > log` shows where the run is
-    on_step = None if settings.progress() else (lambda line: print(line, flush=True))
+    on_step = None if settings.current().bars else (lambda line: print(line, flush=True))
     res = run_demo(args.out, DemoConfig(scale=args.scale, seed=args.seed, workers=args.workers),
                    overwrite=args.overwrite, on_step=on_step)
     print(format_summary(res))

@@ -174,10 +174,10 @@ def push_preflight(repo_id: str) -> None:
 
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo_id or ""):
         raise ConfigError("invalid Hub repository id", expected="ORG/NAME", found=repr(repo_id))
-    if settings.hf_offline():
+    if settings.current().hf_offline:
         raise UploadError("Hugging Face Hub offline mode is on (HF_HUB_OFFLINE): nothing exported "
                           "or uploaded", hint="unset HF_HUB_OFFLINE to push, or drop --push")
-    token = settings.hf_token()
+    token = settings.current().hf_token
     if not token:
         try:
             from huggingface_hub import get_token

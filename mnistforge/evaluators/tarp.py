@@ -392,7 +392,7 @@ def tarp_bounds(X: np.ndarray | Sequence[Any], y: npt.ArrayLike, *, ns: Collecti
     if int(runs) < 1:
         raise ConfigError("bad number of TARP runs", expected="runs >= 1", found=runs)
     K = max(ks)
-    workers = settings.workers(workers)
+    workers = settings.current(workers=workers).workers
     check_tarp_memory(X.shape[0], X.shape[1], max(ns), K, runs, len(ns),
                       min(workers, len(ns) * runs))
     b0 = float(min(y.mean(), 1 - y.mean()))

@@ -33,16 +33,16 @@ def push_to_hub(repo_dir: StrPath, repo_id: str, *, token: str | None = None, pr
     except ImportError as e:  # pragma: no cover - installed with datasets
         raise UploadError("huggingface_hub is not installed", expected="huggingface_hub",
                           found="nothing", hint="pip install 'mnistforge[hub]'") from e
-    offline = settings.hf_offline() or getattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    offline = settings.current().hf_offline or getattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     if offline:
         raise UploadError("Hugging Face Hub offline mode is on (HF_HUB_OFFLINE): nothing uploaded",
                           path=repo_dir, hint="unset HF_HUB_OFFLINE to push")
-    token = settings.hf_token(token) or huggingface_hub.get_token()
+    token = settings.current(hf_token=token).hf_token or huggingface_hub.get_token()
     if not token:
         raise UploadError("no Hugging Face token: nothing uploaded", path=repo_dir,
                           expected="a token in HF_TOKEN or from `hf auth login`", found="none",
                           hint="set HF_TOKEN=hf_... (write access to the target organisation)")
-    endpoint = settings.hf_endpoint(endpoint)
+    endpoint = settings.current(hf_endpoint=endpoint).hf_endpoint
     api = HfApi(endpoint=endpoint, token=token)
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)

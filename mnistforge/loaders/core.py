@@ -171,7 +171,7 @@ class Request:
     @property
     def trust(self) -> bool:
         """Whether a folder's files skip the trust gate (the argument, else the setting)."""
-        return settings.trust_files(self.trust_files)
+        return settings.current(trust_files=self.trust_files).trust_files
 
     @property
     def wants_metadata(self) -> bool:
@@ -302,7 +302,7 @@ def _origin(info: DatasetInfo, split: str, root: Path | None, req: Request) -> O
     """Where the files come from: the folder, or the cache (fetched and verified as needed)."""
     if root is not None:
         return FolderOrigin(info, root, cache=req.cache,
-                            keep_raw=settings.keep_raw_for_folders(req.keep_raw), check=req.check)
+                            keep_raw=bool(req.keep_raw), check=req.check)
     _require_release(info, info.file_split(split))
     return CacheOrigin(info, cache=req.cache, download=req.download, keep_raw=req.keep_raw,
                        progress=req.progress, check=req.check, mirrors=req.mirrors)

@@ -91,11 +91,10 @@ class CacheOrigin(_Opening):
         self.mirrors = user_mirrors(mirrors)
         self.dead_hosts: set[str] = set()  # a host that refused is asked once per load
         self.check = check  # re-hash every file, trusting no sidecar
-        self.cache = settings.cache_home(cache)
-        self.offline = settings.offline(None if download is None else not download)
-        # what fetch is told: None when the environment decides (its errors name the switch used)
+        s = settings.current(cache=cache, keep_raw=keep_raw)
+        self.cache, self.keep_raw = s.cache, s.keep_raw
+        # what fetch is told: None when the settings decide (its errors name the switch used)
         self.offline_arg = None if download is None else not download
-        self.keep_raw = settings.keep_raw(keep_raw)
         self.progress = progress
         self.status: dict[str, str] = {}
         self.orientation = info.orientation

@@ -194,7 +194,7 @@ def open_sd19(path: str | os.PathLike[str], *, progress: bool | None = None, cac
     >>> src.index[["hsf", "writer", "field", "ascii"]][:2]  # doctest: +SKIP
     """
     path = Path(path)
-    workers = settings.workers(workers)
+    workers = settings.current(workers=workers).workers
     trees = find_trees(path)
     if "by_write" not in trees:
         raise MissingSourceError("SD19 by_write hierarchy not found", path=path,

@@ -208,7 +208,7 @@ def encode_pngs(images: np.ndarray, *, workers: int | None = None,
     """
 
     n = len(images)
-    workers = settings.workers(workers)
+    workers = settings.current(workers=workers).workers
     starts = list(range(0, n, CHUNK))
     parts: list[tuple[bytes, np.ndarray] | None] = [None] * len(starts)
     bar = progress(total=n, desc=desc or "PNG", unit="img")

@@ -108,7 +108,7 @@ def _render_all(config: SynthConfig, plan: Plan, spill: _Spill, bar: Any) -> Non
     if config.workers:
         workers = config.workers
     else:
-        workers = settings.workers()
+        workers = settings.current().workers
     # Jobs group whole writer folders; how they are grouped does not change any byte.
     chunk = int(min(1000, max(50, n // (4 * workers))))
     jobs = _jobs(config, plan, chunk)
