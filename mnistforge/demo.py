@@ -39,6 +39,7 @@ from .checks import verify
 from .checks.result import VerifyReport
 from .classifiers.base import make_classifier
 from .evaluators.significance import compare_systems, error_overlap, error_rate
+from .errors import require
 from .hub import configs_from_targets, export_hf
 from .io.atomic import atomic_dir, atomic_file
 from .io.manifest import Manifest, recorded_folder_problems
@@ -175,6 +176,7 @@ def run_demo(out: str | os.PathLike[str], config: DemoConfig | None = None, *,
         evaluation and the report path; also written to ``out/summary.json``.
     """
     config = config or DemoConfig()
+    require("datasets", "hf", "the demo (it exports and reloads a Hugging Face repository)")
     # before any work: --overwrite replaces only a demo folder holding nothing else
     out = check_output_folder(out, overwrite=overwrite, owned=demo_problems)
     # built in <out>.incomplete and exchanged with the old folder when complete: Ctrl-C leaves

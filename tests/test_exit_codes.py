@@ -264,6 +264,7 @@ EXTRAS = [
                  id="manitest lenet"),
     pytest.param("torch", ["evaluate", "lenet", "--train", "{good}:train", "--test", "{good}:test"],
                  id="evaluate lenet"),
+    pytest.param("datasets", ["export", "hf", "{good}", "--out", "{out}"], id="export hf"),
 ]
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import settings
-from ..errors import ConfigError
+from ..errors import ConfigError, require
 
 from .common import (add_inputs, add_cache, add_json, add_offline, add_progress, download_flag, write_json)
 from . import argtypes
@@ -118,6 +118,7 @@ def describe_torchvision(layout: TorchvisionLayout) -> str:
 
 
 def run_hf(args: argparse.Namespace) -> int:
+    require("datasets", "hf", "export hf")  # before any work: writing, loading or the push checks
     if args.push:  # before any work (and before importing the exporter): fail fast without a token
         push_preflight(args.push)
     from .. import hub as hf

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CheckFailed, MnistforgeError
+from ..errors import CheckFailed, MnistforgeError, require
 from ..io.hf.png import decode_pngs
 from ..io.hf.repo import (features_of, png_bytes, read_card, read_split, read_split_table, repo_configs,
                           shard_paths, shard_problems)
@@ -32,6 +32,7 @@ def verify_repo(repo_dir: StrPath, *, with_datasets: bool = True,
     :class:`~mnistforge.errors.CheckFailed` listing every problem (a corrupt
     shard or image is a problem, never a raw pyarrow or Pillow error).
     """
+    require("datasets", "hf", "checking a Hugging Face export")
     import datasets
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, require
 from ..io.atomic import atomic_dir, atomic_file
 from ..io.outputs import check_output_folder, unlisted_entries
 from ..io.hf.parquet import MAX_SHARD_BYTES, write_split
@@ -198,6 +198,7 @@ def export_hf(repo_dir: StrPath, configs: list[ExportConfig], *, overwrite: bool
     >>> out["configs"][0]["splits"][0]["files"]
     ['data/toy/test-00000-of-00001.parquet']
     """
+    require("datasets", "hf", "export hf")  # before any work
     names = [c.name for c in configs]
     pixels = pixels or None
     if pixels is not None and pixels not in PIXEL_FORMATS:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...errors import FormatError
+from ...errors import FormatError, require
 from ..hf.png import decode_pngs
 from .base import SPLIT_TOKENS, ForeignCopy, ForeignSplit
 from ..types import StrPath
@@ -69,6 +69,7 @@ def _columns(table: pa.Table, where: Path) -> tuple[str, str, list[str]]:
 
 
 def _read_group(paths: list[Path]) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], str]:
+    require("pyarrow", "hf", "reading parquet files")
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import DatasetNotFoundError, FormatError, MissingFileError
+from ...errors import DatasetNotFoundError, FormatError, MissingFileError, require
 from .parquet import DATA
 from .schema import PIXELS, hf_split_name
 from ..types import StrPath
@@ -225,6 +225,7 @@ def shard_paths(repo_dir: StrPath, config: str, split: str) -> list[Path]:
 
 def read_split_table(repo_dir: StrPath, config: str, split: str) -> pa.Table:
     """The split as one pyarrow Table (all shards, in order)."""
+    require("pyarrow", "hf", "reading a Hugging Face export")
     import pyarrow as pa
     import pyarrow.parquet as pq
 
