@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,12 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once per test process (the tests below walk every module)."""
+    return ast.parse(path.read_text())
+
+
 def _type_only(tree: ast.AST) -> set[int]:
     """The import nodes under ``if TYPE_CHECKING:`` (read by type checkers, never run)."""
     return {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
@@ -37,13 +44,14 @@ def _type_only(tree: ast.AST) -> set[int]:
             for stmt in node.body for n in ast.walk(stmt)}
 
 
-def imports(path: Path, *, run_only: bool = False) -> set[str]:
+@functools.lru_cache(maxsize=None)
+def imports(path: Path, *, run_only: bool = False) -> frozenset[str]:
     """Every mnistforge module imported by ``path``, at module level or inside functions
     (``run_only``: leaving out the imports for type checkers only)."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     out = set()
-    tree = ast.parse(path.read_text())
+    tree = _tree(path)
     skip = _type_only(tree) if run_only else set()
     for node in ast.walk(tree):
         if id(node) in skip:
@@ -62,7 +70,7 @@ def imports(path: Path, *, run_only: bool = False) -> set[str]:
                         or (PKG.parent / sub.replace(".", "/")).is_dir() else target)
         elif isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.startswith("mnistforge")}
-    return out
+    return frozenset(out)
 
 
 def unit(module: str) -> str:
@@ -148,7 +156,7 @@ def test_the_error_table_of_the_architecture_page_is_errors_py():
 
 
 def _imports_in_functions(path: Path) -> list[ast.ImportFrom]:
-    tree = ast.parse(path.read_text())
+    tree = _tree(path)
     seen: set[int] = set()
     out = []
     for f in ast.walk(tree):
@@ -179,7 +187,7 @@ def test_no_type_only_import_within_a_folder():
     under ``if TYPE_CHECKING:`` inside one folder hides a circle."""
     found = []
     for p in PKG.rglob("*.py"):
-        tree = ast.parse(p.read_text())
+        tree = _tree(p)
         skip = _type_only(tree)
         for node in ast.walk(tree):
             if id(node) in skip and isinstance(node, ast.ImportFrom) and node.level == 1 \
@@ -202,7 +210,7 @@ def test_only_the_resolve_step_finds_folders():
         rel = p.relative_to(PKG)
         if rel.parts[0] in ("gate", "loaders", "io"):
             continue
-        for node in ast.walk(ast.parse(p.read_text())):
+        for node in ast.walk(_tree(p)):
             if isinstance(node, ast.Call):
                 f = node.func
                 name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
