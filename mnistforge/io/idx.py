@@ -20,10 +20,6 @@ Raw files open as read-only memory maps. Every malformed input raises
 and what was found, *before* anything large is allocated: the header is parsed
 and checked first, and decompression is capped at the size the header claims.
 
-Why this module is long: it is one format's reader and writer, and most of its length is the
-checks a hostile file needs (header, trailer, capped and streamed decompression of three
-codecs, the content hash of the decompressed bytes), each next to the read it guards.
-
 Examples
 --------
 >>> import numpy as np, tempfile, os
@@ -36,6 +32,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import math
 import os
 import stat
 import struct
@@ -82,19 +79,8 @@ MAX_DIMS = 16
 
 @dataclass(frozen=True)
 class IdxHeader:
-    """What an idx header says.
-
-    Attributes
-    ----------
-    type_code : int
-        The type byte (0x08 ... 0x0E).
-    dtype : numpy.dtype
-        Big-endian dtype of the payload.
-    shape : tuple of int
-        Dimensions.
-    offset : int
-        Header length in bytes (where the data starts).
-    """
+    """What an idx header says: the type byte, the big-endian dtype, the dims and the header
+    length (where the data starts)."""
 
     type_code: int
     dtype: np.dtype
@@ -107,10 +93,7 @@ class IdxHeader:
 
     @property
     def count(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -122,21 +105,9 @@ class IdxHeader:
 
 
 def parse_idx_header(data: bytes, path: StrPath = "<bytes>", *, max_bytes: int = MAX_BYTES) -> IdxHeader:
-    """Parse and check an idx header from the first bytes of a file.
-
-    Parameters
-    ----------
-    data : bytes
-        At least the header (4 + 4 * ndim bytes); more is ignored.
-    path : str
-        Used in error messages only.
-    max_bytes : int
-        Largest payload accepted.
-
-    Raises
-    ------
-    IdxFormatError
-        Too short, non-zero leading bytes, unknown type code or absurd size.
+    """Parse and check an idx header from the first bytes of ``data`` (more is ignored);
+    ``path`` names the file in errors.  Too short, non-zero leading bytes, an unknown type
+    code or a payload over ``max_bytes`` raise :class:`IdxFormatError`.
 
     Examples
     --------
@@ -230,19 +201,12 @@ def _decompress_capped(comp: str, data: bytes, limit: int, path: StrPath) -> byt
     try:
         while data and have < limit:
             d = decompressor(comp)
-            if comp == "gz":
-                out = d.decompress(data, limit - have)
-                eof = d.eof
-                rest = d.unused_data if eof else b""
-            else:
-                out = d.decompress(data, max_length=limit - have)
-                eof = d.eof
-                rest = d.unused_data if eof else b""
+            out = d.decompress(data, limit - have)
             chunks.append(out)
             have += len(out)
-            if not eof:
+            if not d.eof:
                 break  # capped (or truncated: the caller checks the length)
-            data = rest
+            data = d.unused_data
             if comp == "gz":
                 data = data.lstrip(b"\0")  # gzip allows zero padding between members
     except _compression.DECOMPRESS_ERRORS + (ValueError,) as e:
@@ -253,18 +217,9 @@ def _decompress_capped(comp: str, data: bytes, limit: int, path: StrPath) -> byt
 
 def parse_idx_bytes(data: bytes, path: StrPath = "<bytes>", *, compression: str | None = None,
                     max_bytes: int = MAX_BYTES) -> np.ndarray:
-    """Parse an idx file held in memory (e.g. a member streamed out of a zip).
-
-    Parameters
-    ----------
-    data : bytes
-        The file's bytes (compressed when ``compression`` is given).
-    compression : {None, "gz", "xz", "bz2"}
-
-    Returns
-    -------
-    numpy.ndarray
-        Native-endian, read-only for ubyte/sbyte (a view on the decompressed bytes).
+    """Parse an idx file held in memory (e.g. a member streamed out of a zip), compressed when
+    ``compression`` ("gz", "xz", "bz2") is given.  The array is native-endian, read-only for
+    ubyte/sbyte (a view on the decompressed bytes).
 
     Examples
     --------
@@ -272,22 +227,11 @@ def parse_idx_bytes(data: bytes, path: StrPath = "<bytes>", *, compression: str 
     [7, 9]
     """
     if compression is not None:
-        # Decompress the header alone first, so a lying header is caught before
-        # we let the decompressor allocate its claimed size.
-        # A 64 KiB prefix of the stream is plenty for 1 KiB of header, and the
-        # decompressor then never copies the whole input into unconsumed_tail.
-        head = _header_prefix(compression, lambda n: data[:n], path)
-        header = parse_idx_header(head, path, max_bytes=max_bytes)
-        if compression == "gz" and len(data) >= 18:
-            _check_gz_trailer(header, data, path)
-        view = memoryview(data)
-        chunks = (view[i:i + _INPUT_CHUNK] for i in range(0, len(view), _INPUT_CHUNK))
-        return _inflate_idx(compression, lambda: next(chunks, b""), header, path)
-    else:
-        raw = data
-        header = parse_idx_header(raw, path, max_bytes=max_bytes)
-    _check_length(header, len(raw), path)
-    arr = np.frombuffer(raw, dtype=header.dtype, count=header.count, offset=header.offset)
+        header = _packed_header(compression, data, path, max_bytes)
+        return _inflate_idx(compression, _chunks_of(data), header, path)[0]
+    header = parse_idx_header(data, path, max_bytes=max_bytes)
+    _check_length(header, len(data), path)
+    arr = np.frombuffer(data, dtype=header.dtype, count=header.count, offset=header.offset)
     arr = arr.reshape(header.shape)
     if not header.dtype.isnative and header.dtype.itemsize > 1:
         arr = arr.astype(header.dtype.newbyteorder("="))
@@ -365,18 +309,36 @@ def _inflate_into(comp: str, read: _Chunks, out: memoryview, path: StrPath) -> i
                              found=str(e), hint="the file is damaged: re-download or rebuild it") from e
 
 
-def _inflate_idx(comp: str, read: _Chunks, header: IdxHeader, path: StrPath) -> np.ndarray:
-    """The array of a compressed idx stream whose ``header`` was checked: inflated into one
-    buffer of exactly the size the header gives, byte-swapped in place."""
-    total = header.offset + header.nbytes
-    buf = np.empty(total, np.uint8)
+def _packed_header(comp: str, packed: bytes, path: StrPath, max_bytes: int) -> IdxHeader:
+    """The checked header of compressed idx bytes, decompressed alone first so that a lying
+    header is caught before a buffer of its claimed size is allocated."""
+    header = parse_idx_header(_header_prefix(comp, lambda n: packed[:n], path), path,
+                              max_bytes=max_bytes)
+    if comp == "gz" and len(packed) >= 18:
+        _check_gz_trailer(header, packed, path)
+    return header
+
+
+def _chunks_of(packed: bytes) -> _Chunks:
+    view = memoryview(packed)
+    chunks = (view[i:i + _INPUT_CHUNK] for i in range(0, len(view), _INPUT_CHUNK))
+    return lambda: next(chunks, b"")
+
+
+def _inflate_idx(comp: str, read: _Chunks, header: IdxHeader, path: StrPath, *,
+                 keep_bytes: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The array of a compressed idx stream whose ``header`` was checked, and the buffer of
+    exactly the size the header gives that it was inflated into.  Byte-swapped in place unless
+    ``keep_bytes`` (then a read-only native copy, and the buffer keeps the file's content)."""
+    buf = np.empty(header.offset + header.nbytes, np.uint8)
     _check_length(header, _inflate_into(comp, read, buf.data, path), path)
     arr = buf[header.offset:].view(header.dtype).reshape(header.shape)
     if not header.dtype.isnative and header.dtype.itemsize > 1:
-        arr = arr.byteswap(inplace=True).view(header.dtype.newbyteorder("="))
-    else:
+        native = header.dtype.newbyteorder("=")
+        arr = arr.astype(native) if keep_bytes else arr.byteswap(inplace=True).view(native)
+    if keep_bytes or header.dtype.isnative or header.dtype.itemsize == 1:
         arr.flags.writeable = False   # as a view on bytes would be: callers copy to modify
-    return arr
+    return arr, buf
 
 
 def _is_multimember_gz(data: ReadableBuffer) -> bool:
@@ -406,30 +368,12 @@ def _check_length(header: IdxHeader, length: int, path: StrPath) -> None:
 
 
 def read_idx(path: StrPath, *, mmap: bool = True, max_bytes: int = MAX_BYTES) -> np.ndarray:
-    """Read an idx file (raw, ``.gz``, ``.xz`` or ``.bz2``).
+    """Read an idx file (raw, ``.gz``, ``.xz`` or ``.bz2``) as a read-only array.
 
-    Parameters
-    ----------
-    path : str or Path
-    mmap : bool
-        Raw files open as read-only memory maps (milliseconds, no copy).
-        Multi-byte types are then big-endian views; arithmetic on them is
-        correct, call ``.astype(native)`` for a native copy.
-    max_bytes : int
-        Largest payload accepted (guards against corrupt headers).
-
-    Returns
-    -------
-    numpy.ndarray
-        Read-only; ``.copy()`` it to modify.
-
-    Raises
-    ------
-    IdxFormatError
-        Malformed header, unknown type, truncated or over-long data, corrupt
-        compression.
-    FileNotFoundError
-        No such file.
+    With ``mmap``, raw files open as read-only memory maps (milliseconds, no copy); multi-byte
+    types are then big-endian views (``.astype(native)`` for a native copy).  A malformed
+    header, an unknown type, truncated or over-long data, corrupt compression or a payload over
+    ``max_bytes`` raise :class:`IdxFormatError`; a missing file ``FileNotFoundError``.
 
     Examples
     --------
@@ -475,7 +419,7 @@ def read_idx(path: StrPath, *, mmap: bool = True, max_bytes: int = MAX_BYTES) ->
                 _check_gz_trailer(header, f.read(1 << 20) + isize.to_bytes(4, "little"), path)
         f.seek(0)
         # streamed into one buffer of the header's size: the peak is the payload, not twice it
-        return _inflate_idx(comp, lambda: f.read(_INPUT_CHUNK), header, path)
+        return _inflate_idx(comp, lambda: f.read(_INPUT_CHUNK), header, path)[0]
 
 
 @dataclass(frozen=True)
@@ -578,19 +522,9 @@ def read_idx_whole(path: StrPath, *, max_bytes: int = MAX_BYTES) -> FileRead:
             arr = arr.astype(header.dtype.newbyteorder("="))
             arr.flags.writeable = False
     else:
-        header = parse_idx_header(_header_prefix(comp, lambda n: packed[:n], path), path,
-                                  max_bytes=max_bytes)
-        if comp == "gz" and len(packed) >= 18:
-            _check_gz_trailer(header, packed, path)
-        buf = np.empty(header.offset + header.nbytes, np.uint8)
-        view = memoryview(packed)
-        chunks = (view[i:i + _INPUT_CHUNK] for i in range(0, len(view), _INPUT_CHUNK))
-        _check_length(header, _inflate_into(comp, lambda: next(chunks, b""), buf.data, path), path)
+        header = _packed_header(comp, packed, path, max_bytes)
+        arr, buf = _inflate_idx(comp, _chunks_of(packed), header, path, keep_bytes=True)
         content = buf.data.cast("B").toreadonly()
-        arr = buf[header.offset:].view(header.dtype).reshape(header.shape)
-        if not header.dtype.isnative and header.dtype.itemsize > 1:
-            arr = arr.astype(header.dtype.newbyteorder("="))
-        arr.flags.writeable = False
     return FileRead(path, arr, packed, content, before, after)
 
 
@@ -665,15 +599,8 @@ def write_idx(path: StrPath, array: npt.ArrayLike, *, compresslevel: int | None 
 
     Compression follows the suffix (``.gz``, ``.xz``, ``.bz2`` or none); gzip
     headers carry mtime 0 and no file name, so identical arrays give identical
-    bytes.
-
-    Parameters
-    ----------
-    path : str or Path
-    array : array_like
-        uint8, int8, int16, int32, float32 or float64; any number of dims.
-    compresslevel : int, optional
-        gzip/bz2 level (default 6) or xz preset (default 6).
+    bytes.  ``array``: uint8, int8, int16, int32, float32 or float64, any number of dims;
+    ``compresslevel``: the gzip/bz2 level or xz preset (default 6).
 
     Examples
     --------
@@ -683,7 +610,6 @@ def write_idx(path: StrPath, array: npt.ArrayLike, *, compresslevel: int | None 
     >>> read_idx(p).tolist()
     [[1.0, 0.0], [0.0, 1.0]]
     """
-
     arr = np.asarray(array)
     header = idx_header_bytes(arr.shape, arr.dtype)
     be = arr.dtype.newbyteorder(">")
