@@ -190,3 +190,22 @@ def test_real_mnist_test_through_torchvision(mnist_reference, built, tmp_path):
     mine = compat.MNIST(str(both), train=False)
     assert torch.equal(mine.data, theirs.data) and torch.equal(mine.targets, theirs.targets)
     assert [type(x) for x in mine[0]] == [type(x) for x in theirs[0]]
+
+
+#: one case per compat class (its test split)
+CLASS_CASES = list({c[1]: c for c in CASES if c[3] == "test"}.values())
+
+
+@pytest.mark.parametrize("name, cls, kw, split", CLASS_CASES, ids=[c[1] for c in CLASS_CASES])
+def test_compat_is_a_vision_dataset_that_transforms_v2_wraps(built, name, cls, kw, split):
+    from torchvision.transforms import v2
+
+    root, _ = built[cls]
+    extra = {"upright": False} if cls == "EMNIST" else {}
+    ours = getattr(compat, cls)(str(root), transform=v2.ToImage(), **kw, **extra)
+    assert isinstance(ours, tv.VisionDataset) and isinstance(ours, getattr(tv, cls))
+    theirs = getattr(tv, cls)(str(root), transform=v2.ToImage(), **kw)
+    a, b = tv.wrap_dataset_for_transforms_v2(ours), tv.wrap_dataset_for_transforms_v2(theirs)
+    assert len(a) == len(b) > 0
+    (ia, ta), (ib, tb) = a[len(a) - 1], b[len(b) - 1]
+    assert type(ia) is type(ib) and ia.shape == (1, 28, 28) and torch.equal(ia, ib) and ta == tb

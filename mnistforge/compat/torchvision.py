@@ -33,7 +33,9 @@ QMNIST subset a ``ConfigError`` (a ``ValueError``).
 
 torch is imported only for ``.data``/``.targets`` and QMNIST's ``compat=False``
 targets (the ``[torch]`` extra; :class:`~mnistforge.errors.MissingDependencyError`
-without it); images and ``int`` targets need only Pillow.
+without it); images and ``int`` targets need only Pillow.  Where torchvision imports, each class
+also subclasses torchvision's class of its name (a ``VisionDataset``), so ``isinstance`` checks
+and ``torchvision.datasets.wrap_dataset_for_transforms_v2`` accept it; its methods stay these.
 """
 from __future__ import annotations
 
@@ -49,6 +51,11 @@ from ..errors import (ArgumentKindError, ConfigError, IndexRangeError, MissingFi
 from ..loaders import load
 from ..gate.source import locate
 from ..registry import DatasetInfo, TorchvisionInfo, get_dataset, torchvision_datasets, torchvision_folders
+
+try:  # an optional extra, imported here: the classes subclass torchvision's when it is there
+    from torchvision import datasets as _tv
+except (ImportError, RuntimeError, OSError):  # not installed, or a torch it cannot run with
+    _tv = None
 
 if TYPE_CHECKING:
     from ..io.types import StrPath
@@ -79,6 +86,11 @@ class _StandardTransform:
                 lines = repr(t).splitlines()
                 body += [head + lines[0]] + [" " * len(head) + line for line in lines[1:]]
         return "\n".join(body)
+
+
+def _torchvision(name: str) -> tuple[type, ...]:
+    """torchvision's class ``name`` as a base class, or none without torchvision."""
+    return (getattr(_tv, name),) if _tv is not None else ()
 
 
 def _torch(what: str) -> Any:
@@ -261,16 +273,16 @@ def _row(cls: str, index: object, n: int) -> int:
     return i
 
 
-class MNIST(_MnistFamily):
+class MNIST(_MnistFamily, *_torchvision("MNIST")):  # type: ignore[misc]
     """torchvision's ``MNIST(root, train=True, transform=None, target_transform=None,
     download=False)``, verified (see :mod:`mnistforge.compat.torchvision`)."""
 
 
-class FashionMNIST(_MnistFamily):
+class FashionMNIST(_MnistFamily, *_torchvision("FashionMNIST")):  # type: ignore[misc]
     """torchvision's ``FashionMNIST``, verified."""
 
 
-class KMNIST(_MnistFamily):
+class KMNIST(_MnistFamily, *_torchvision("KMNIST")):  # type: ignore[misc]
     """torchvision's ``KMNIST``, verified."""
 
 
@@ -284,7 +296,7 @@ def _emnist_datasets() -> dict[str, str]:
     return out
 
 
-class EMNIST(_MnistFamily):
+class EMNIST(_MnistFamily, *_torchvision("EMNIST")):  # type: ignore[misc]
     """torchvision's ``EMNIST(root, split, **kwargs)``, verified, images **upright**.
 
     ``upright=False`` returns them as the files store them (transposed), as
@@ -306,7 +318,7 @@ class EMNIST(_MnistFamily):
         return images if self.upright else images.transpose(0, 2, 1)
 
 
-class QMNIST(_MnistFamily):
+class QMNIST(_MnistFamily, *_torchvision("QMNIST")):  # type: ignore[misc]
     """torchvision's ``QMNIST(root, what=None, compat=True, train=True, **kwargs)``, verified.
 
     ``what``: ``train``, ``test``, ``test10k``, ``test50k`` or ``nist``;
