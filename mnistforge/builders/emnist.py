@@ -57,7 +57,7 @@ from ..progress import progress
 from ..sd19.nist_table import FIELDS
 from ..sd19.reader import SD19Source, open_sd19
 from .qmnist import check_complete, check_consistent, synthetic_description_path
-from .sources import sd19_inputs
+from .sources import convert_threaded, sd19_inputs
 from .emnist_prepro import DEFAULT_CONFIG, EmnistPreproConfig, convert_batch
 from .emnist_splits import (DATASETS, METADATA_COLUMNS, EmnistSplitConfig, make_metadata,
                             make_splits, mapping_lines, split_sides)
@@ -208,7 +208,6 @@ def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfi
             raise BuildError("SD19 reader returned too few characters",
                              expected=f"{len(rows)} rows", found=f"{done}")
         return store
-    pos = 0
 
     def job(start: int, imgs: np.ndarray) -> int:
         out = _convert(imgs, config, orientation)
@@ -217,26 +216,8 @@ def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfi
 
     # The threads are the parallelism: BLAS threads inside each of them would
     # oversubscribe the cores (measured: EMNIST twice as slow on 2 cores).
-
-    with bar, threadpool_limits(limits=1, user_api="blas"), \
-            cf.ThreadPoolExecutor(workers) as pool:
-        pending_t = []
-        for got_rows, imgs in src.read(rows, batch_size=batch_size):
-            if len(got_rows) and not np.array_equal(got_rows, rows[pos:pos + len(got_rows)]):
-                raise BuildError("SD19 reader returned rows out of order",
-                                 expected="the requested order", found="another order")
-            # Split each batch so every worker gets a share.
-            for part in np.array_split(np.arange(len(imgs)), workers):
-                if len(part):
-                    pending_t.append(pool.submit(job, pos + part[0], imgs[part[0]:part[-1] + 1]))
-            pos += len(got_rows)
-            while len(pending_t) > 2 * workers:
-                bar.update(pending_t.pop(0).result())
-        for f in pending_t:
-            bar.update(f.result())
-    if pos != len(rows):
-        raise BuildError("SD19 reader returned too few characters",
-                         expected=f"{len(rows)} rows", found=f"{pos}")
+    with threadpool_limits(limits=1, user_api="blas"):
+        convert_threaded(src, rows, job, workers, bar, batch_size=batch_size)
     return store
 
 
@@ -245,35 +226,24 @@ def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfi
 class EmnistBuildConfig:
     """How to build EMNIST (``mnistforge build emnist|emnist-<name>``).
 
-    Attributes
-    ----------
-    splits : tuple of str
-        Datasets to build, among :func:`mnistforge.registry.emnist_splits`
-        (default: all six, in registry order).
-    seed : int
-        Seed of every random choice of the splits (>= 0).
-    split_by : {"random", "writer"}
-        Train/test sides: stratified random (official) or writer-disjoint.
-    letters_variant : {"official", "paper37"}
-        The official 26-class letters or the paper's 37 classes.
-    scale : float or None
-        Scale of the balanced quotas (None: estimated from the source).
-    orientation : {"official", "upright"}
-        Storage of the idx images (official = transposed like NIST's files).
-    prepro : EmnistPreproConfig
-        Conversion parameters (defaults documented in ``docs/provenance-emnist.md``).
-    workers : int or None
-        Threads for conversion and compression (None: all cores).
-    overwrite : bool
-        Replace an existing output folder.
-    progress : bool or None
-        Progress bars: None = on a terminal only, True/False force.
-    allow_incomplete : bool
-        Build from a source with fewer characters than it should hold; the manifest
-        lists what was missing (otherwise :class:`MissingSourceError`).
-    allow_inconsistent : bool
-        Build from a source that disagrees with itself or with what it should hold
-        (see :mod:`mnistforge.sd19.integrity`); the manifest lists every problem
+    ``splits`` (tuple of str): Datasets to build, among
+        :func:`mnistforge.registry.emnist_splits` (default: all six, in registry order).
+    ``seed``: Seed of every random choice of the splits (>= 0).
+    ``split_by`` ({"random", "writer"}): Train/test sides: stratified random (official) or
+        writer-disjoint.
+    ``letters_variant`` ({"official", "paper37"}): The official 26-class letters or the paper's
+        37 classes.
+    ``scale``: Scale of the balanced quotas (None: estimated from the source).
+    ``orientation`` ({"official", "upright"}): Storage of the idx images (official = transposed
+        like NIST's files).
+    ``prepro``: Conversion parameters (defaults documented in ``docs/provenance-emnist.md``).
+    ``workers``: Threads for conversion and compression (None: all cores).
+    ``overwrite``: Replace an existing output folder.
+    ``progress``: Progress bars: None = on a terminal only, True/False force.
+    ``allow_incomplete``: Build from a source with fewer characters than it should hold; the
+        manifest lists what was missing (otherwise :class:`MissingSourceError`).
+    ``allow_inconsistent``: Build from a source that disagrees with itself or with what it
+        should hold (see :mod:`mnistforge.sd19.integrity`); the manifest lists every problem
         (otherwise :class:`InconsistentSourceError`).
 
     Examples
@@ -334,24 +304,17 @@ def build_emnist(sd19: str | os.PathLike[str], out: str | os.PathLike[str],
                  show_progress: bool | None = None) -> Manifest:
     """Build EMNIST datasets from SD19 into ``out`` (atomically).
 
-    Parameters
-    ----------
-    sd19 : path or opened source
-        Folder of SD19 (zips or trees, either edition), or an object from
-        :func:`mnistforge.sd19.open_sd19`.
-    out : path
-        Output folder, written as ``<out>.incomplete`` then renamed.
-    config : EmnistBuildConfig, optional
-        Everything about the build.  (An :class:`EmnistPreproConfig` here is
-        taken as ``EmnistBuildConfig(prepro=config)``.)
-    splits, split_config, seed, split_by, letters_variant, orientation, overwrite, workers, show_progress
-        Keyword shortcuts: each one given replaces that field of ``config``
-        (``split_config`` its seed, split_by, letters_variant and scale).
+    ``sd19`` (path or opened source): Folder of SD19 (zips or trees, either edition), or an
+        object from :func:`mnistforge.sd19.open_sd19`.
+    ``out``: Output folder, written as ``<out>.incomplete`` then renamed.
+    ``config``: Everything about the build.  (An :class:`EmnistPreproConfig` here is taken as
+        ``EmnistBuildConfig(prepro=config)``.)
+    ``splits``, ``split_config``, ``seed``, ``split_by``, ``letters_variant``, ``orientation``,
+        ``overwrite``, ``workers``, ``show_progress``: Keyword shortcuts: each one given
+        replaces that field of ``config`` (``split_config`` its seed, split_by, letters_variant
+        and scale).
 
-    Returns
-    -------
-    Manifest
-        The manifest written to ``out/manifest.json`` (see :mod:`mnistforge.io.manifest`),
+    Returns: The manifest written to ``out/manifest.json`` (see :mod:`mnistforge.io.manifest`),
         outputs hashed, as written.
 
     Examples

@@ -31,7 +31,6 @@ mnistforge.errors.ConfigError: invalid --sf (LEAF's sample fraction): expected a
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
 import dataclasses
 import gzip
 import logging
@@ -58,6 +57,7 @@ from ..sd19.nist_table import FIELDS
 from ..sd19.reader import SD19Source
 from .emnist import _open_source, _write_images
 from .qmnist import check_complete, check_consistent, synthetic_description_path
+from .sources import convert_threaded
 from .sources import sd19_inputs
 from . import femnist_leaf as leaf
 
@@ -199,23 +199,9 @@ def leaf_pixels(src: SD19Source, rows: npt.ArrayLike, resize: str = "thumbnail",
             out[start + k] = np.asarray(fn(Image.fromarray(grey[k], "L")))
         return len(grey)
 
-    pos = 0
     disable = None if show_progress is None else not show_progress
-    with progress(total=len(rows), desc="FEMNIST thumbnails", unit="char", disable=disable) as bar, \
-            cf.ThreadPoolExecutor(workers) as pool:
-        pending: list[cf.Future[int]] = []
-        for got, imgs in src.read(rows):
-            for part in np.array_split(np.arange(len(imgs)), workers):
-                if len(part):
-                    pending.append(pool.submit(job, pos + part[0], imgs[part[0]:part[-1] + 1]))
-            pos += len(got)
-            while len(pending) > 2 * workers:
-                bar.update(pending.pop(0).result())
-        for f in pending:
-            bar.update(f.result())
-    if pos != len(rows):
-        raise BuildError("SD19 reader returned too few characters", expected=f"{len(rows)} rows",
-                         found=str(pos))
+    bar = progress(total=len(rows), desc="FEMNIST thumbnails", unit="char", disable=disable)
+    convert_threaded(src, rows, job, workers, bar)
     return out
 
 
