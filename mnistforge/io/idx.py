@@ -20,6 +20,9 @@ Raw files open as read-only memory maps. Every malformed input raises
 and what was found, *before* anything large is allocated: the header is parsed
 and checked first, and decompression is capped at the size the header claims.
 
+Why this module is long: one format's reader and writer, most of it the checks a hostile file
+needs (header, trailer, capped and streamed decompression of three codecs), each next to its read.
+
 Examples
 --------
 >>> import numpy as np, tempfile, os
