@@ -44,30 +44,19 @@ OUT_SIDE = 28
 class EmnistPreproConfig:
     """Parameters of the EMNIST conversion (defaults: see module docstring).
 
-    Attributes
-    ----------
-    sigma : float
-        Standard deviation of the Gaussian blur, in source pixels (paper: 1).
-    truncate : float
-        Kernel radius in sigmas; radius = ``int(truncate * sigma + 0.5)``
-        (SciPy's convention).  Default 2.0: a 5x5 kernel like MATLAB's
-        ``imgaussfilt`` default.
-    bbox_threshold : float
-        A row/column belongs to the box when a blurred value exceeds it
-        (ink = 1).  Default 0.0: the whole extent reached by the blur.
-    border : int
-        Empty border in output pixels (paper: 2).
-    border_stage : str
-        ``"after"`` (default): resample to ``out_side - 2*border``, then pad;
-        ``"before"``: pad the square frame by ``border`` source pixels, then
-        resample to ``out_side``.
-    cubic_a : float
-        Keys' cubic kernel parameter (default -0.5, Pillow's and MATLAB's).
-    antialias : bool
-        Stretch the kernel by the shrink factor (default True, as Pillow and
-        MATLAB's ``imresize`` do when shrinking).  False: plain interpolation.
-    out_side : int
-        Output side (28).
+    ``sigma``: Standard deviation of the Gaussian blur, in source pixels (paper: 1).
+    ``truncate``: Kernel radius in sigmas; radius = ``int(truncate * sigma + 0.5)`` (SciPy's
+        convention).  Default 2.0: a 5x5 kernel like MATLAB's ``imgaussfilt`` default.
+    ``bbox_threshold``: A row/column belongs to the box when a blurred value exceeds it (ink =
+        1).  Default 0.0: the whole extent reached by the blur.
+    ``border``: Empty border in output pixels (paper: 2).
+    ``border_stage``: ``"after"`` (default): resample to ``out_side - 2*border``, then pad;
+        ``"before"``: pad the square frame by ``border`` source pixels, then resample to
+        ``out_side``.
+    ``cubic_a``: Keys' cubic kernel parameter (default -0.5, Pillow's and MATLAB's).
+    ``antialias``: Stretch the kernel by the shrink factor (default True, as Pillow and MATLAB's
+        ``imresize`` do when shrinking).  False: plain interpolation.
+    ``out_side``: Output side (28).
     """
 
     sigma: float = 1.0
@@ -294,17 +283,11 @@ def convert_batch(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFI
                   *, chunk: int = 512) -> np.ndarray:
     """Convert a batch of 128x128 binary characters to EMNIST 28x28 bytes.
 
-    Parameters
-    ----------
-    images : ndarray, bool or 0/1 integers, shape (n, 128, 128)
-        True (1) = ink.
-    config : EmnistPreproConfig
-    chunk : int
-        Images converted at once (bounds the float32 working memory).
+    ``images`` (ndarray, bool or 0/1 integers, shape (n, 128, 128)): True (1) = ink.
+    ``config``: EmnistPreproConfig
+    ``chunk``: Images converted at once (bounds the float32 working memory).
 
-    Returns
-    -------
-    ndarray, uint8, shape (n, 28, 28), upright, ink high.
+    Returns ndarray, uint8, shape (n, 28, 28), upright, ink high.
 
     Examples
     --------

@@ -165,18 +165,13 @@ def official_pool_size(kind: str) -> int:
 class EmnistSplitConfig:
     """How the splits are drawn.
 
-    Attributes
-    ----------
-    seed : int
-        Seed of every random choice (>= 0).
-    split_by : str
-        ``"random"`` (stratified by class, official) or ``"writer"`` (writer-disjoint).
-    letters_variant : str
-        ``"official"`` (26 classes, labels 1..26) or ``"paper37"`` (the paper's
+    ``seed``: Seed of every random choice (>= 0).
+    ``split_by``: ``"random"`` (stratified by class, official) or ``"writer"``
+        (writer-disjoint).
+    ``letters_variant``: ``"official"`` (26 classes, labels 1..26) or ``"paper37"`` (the paper's
         37 classes, labels 0..36, 2,400/400 per class).
-    scale : float or None
-        Scale of the balanced quotas; None: estimated per dataset as
-        ``min(1, pool / official pool)``.
+    ``scale``: Scale of the balanced quotas; None: estimated per dataset as ``min(1, pool /
+        official pool)``.
     """
 
     seed: int = 0
@@ -454,17 +449,13 @@ def make_splits(index: IndexLike, names: Iterable[str] = DATASETS, config: Emnis
                 is_test: np.ndarray | None = None) -> dict[str, EmnistRowSelection]:
     """Compute the requested EMNIST datasets from an SD19 index.
 
-    Parameters
-    ----------
-    index : structured array with fields ``ascii``, ``writer``, ``hsf`` (see
+    ``index``: structured array with fields ``ascii``, ``writer``, ``hsf`` (see
         :mod:`mnistforge.sd19`); any object indexable by those names works.
-    names : dataset names (subset of :data:`DATASETS`).
-    config : EmnistSplitConfig
-    is_test : precomputed sides (from :func:`split_sides`), optional.
+    ``names``: dataset names (subset of :data:`DATASETS`).
+    ``config``: EmnistSplitConfig
+    ``is_test``: precomputed sides (from :func:`split_sides`), optional.
 
-    Returns
-    -------
-    dict name -> :class:`EmnistRowSelection`
+    Returns dict name -> :class:`EmnistRowSelection`.
 
     Examples
     --------

@@ -52,16 +52,12 @@ CENTRINGS = ("mnist", "true")
 class MnistPreproConfig:
     """Parameters of the MNIST preprocessing.
 
-    Parameters
-    ----------
-    fudge : float
-        Footprint shrink factor of the area-overlap resampling (step 4).  0.99
-        is the published value (it draws MNIST's faint stripes); 1 gives the
-        "clean" variant with exact mass conservation.
-    centring : {"mnist", "true"}
-        ``"mnist"``: placement at ``trunc(15 - c)`` (the published rule, with
-        its half-pixel bias); ``"true"``: the integer shift bringing the
-        centre of mass nearest to the image centre.
+    ``fudge``: Footprint shrink factor of the area-overlap resampling (step 4).  0.99 is the
+        published value (it draws MNIST's faint stripes); 1 gives the "clean" variant with exact
+        mass conservation.
+    ``centring`` ({"mnist", "true"}): ``"mnist"``: placement at ``trunc(15 - c)`` (the published
+        rule, with its half-pixel bias); ``"true"``: the integer shift bringing the centre of
+        mass nearest to the image centre.
 
     Examples
     --------
@@ -474,12 +470,9 @@ def preprocess(images: npt.ArrayLike, config: MnistPreproConfig | None = None) -
     Byte-identical to :func:`preprocess_one` applied to every image, and much
     faster.  Blank inputs give all-zero images.
 
-    Parameters
-    ----------
-    images : array_like of bool, shape (n, H, W)
-        Ink masks (any nonzero value is ink; use :func:`ink_mask` for raw rasters).
-    config : MnistPreproConfig, optional
-        Fudge factor and centring rule (published defaults).
+    ``images`` (array_like of bool, shape (n, H, W)): Ink masks (any nonzero value is ink; use
+        :func:`ink_mask` for raw rasters).
+    ``config``: Fudge factor and centring rule (published defaults).
 
     Examples
     --------

@@ -88,32 +88,22 @@ NOTE_MNIST_TEST = ("the MNIST test set here is the first rows of the determinist
 class QmnistBuildConfig:
     """How to build QMNIST / MNIST / xnist.
 
-    Attributes
-    ----------
-    prepro : MnistPreproConfig
-        Fudge factor and centring (published defaults; ``MnistPreproConfig(1.0, "true")``
-        is the "clean" variant).
-    qmnist_labels : path, ``"download"`` or None
-        The published QMNIST extended-label tables fixing the order.
-    duplicates : {"final", "source"}
-        How column 6 is computed (see the module doc).
-    workers : int or None
-        Decoding processes (default: all usable cores).
-    batch_size : int
-        Images decoded and preprocessed per batch.
-    overwrite : bool
-        Replace an existing output folder.
-    progress : bool or None
-        Progress bars (None: only on a terminal).
-    allow_incomplete : bool
-        Build from a source with fewer digits than it should hold (NIST's published
-        counts, or a synthetic source's description); the manifest lists what was missing.
-        Without it such a source fails the build (:class:`MissingSourceError`).
-    allow_inconsistent : bool
-        Build from a source that disagrees with itself or with what it should hold
-        (repeated character indices or zip members, duplicated characters or writer
-        folders, more characters than published); the manifest lists every problem.
-        Without it such a source fails the build (:class:`InconsistentSourceError`).
+    ``prepro``: Fudge factor and centring (published defaults; ``MnistPreproConfig(1.0,
+        "true")`` is the "clean" variant).
+    ``qmnist_labels`` (path, ``"download"`` or None): The published QMNIST extended-label tables
+        fixing the order.
+    ``duplicates`` ({"final", "source"}): How column 6 is computed (see the module doc).
+    ``workers``: Decoding processes (default: all usable cores).
+    ``batch_size``: Images decoded and preprocessed per batch.
+    ``overwrite``: Replace an existing output folder.
+    ``progress``: Progress bars (None: only on a terminal).
+    ``allow_incomplete``: Build from a source with fewer digits than it should hold (NIST's
+        published counts, or a synthetic source's description); the manifest lists what was
+        missing. Without it such a source fails the build (:class:`MissingSourceError`).
+    ``allow_inconsistent``: Build from a source that disagrees with itself or with what it
+        should hold (repeated character indices or zip members, duplicated characters or writer
+        folders, more characters than published); the manifest lists every problem. Without it
+        such a source fails the build (:class:`InconsistentSourceError`).
     """
 
     prepro: MnistPreproConfig = field(default_factory=MnistPreproConfig)
@@ -146,18 +136,11 @@ def build_qmnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
                  config: QmnistBuildConfig | None = None) -> Manifest:
     """Build QMNIST (train 60,000 + test 60,000 with extended labels) into ``out``.
 
-    Parameters
-    ----------
-    sd19_path : path
-        SD19 folder (zips or unpacked trees, either edition; real or synthetic).
-    out : path
-        Output folder, created atomically.
-    config : QmnistBuildConfig, optional
+    ``sd19_path``: SD19 folder (zips or unpacked trees, either edition; real or synthetic).
+    ``out``: Output folder, created atomically.
+    ``config``: QmnistBuildConfig, optional
 
-    Returns
-    -------
-    Manifest
-        The manifest written to ``out/manifest.json`` (outputs hashed), as written.
+    Returns: The manifest written to ``out/manifest.json`` (outputs hashed), as written.
 
     Examples
     --------

@@ -139,22 +139,14 @@ def select_qmnist(table: npt.ArrayLike, recipe: QmnistRecipe | None = None, *,
                   duplicate: npt.ArrayLike | None = None) -> Selection:
     """QMNIST train and test global-index sets, in the documented deterministic order.
 
-    Parameters
-    ----------
-    table : ndarray, shape (n, 8)
-        The digit table (extended labels of every digit, rows in global order;
-        column 5 must equal the row number).
-    recipe : QmnistRecipe, optional
-        Defaults to :meth:`QmnistRecipe.for_digits` of the table's length.
-    duplicate : array of bool, optional
-        Which digits are duplicates of an earlier one.  Default: column 6 != 0
-        (the published encoding cannot mark a duplicate of digit #0; builders
-        pass the exact mask).
+    ``table`` (ndarray, shape (n, 8)): The digit table (extended labels of every digit, rows in
+        global order; column 5 must equal the row number).
+    ``recipe``: Defaults to :meth:`QmnistRecipe.for_digits` of the table's length.
+    ``duplicate`` (array of bool, optional): Which digits are duplicates of an earlier one.
+        Default: column 6 != 0 (the published encoding cannot mark a duplicate of digit #0;
+        builders pass the exact mask).
 
-    Returns
-    -------
-    Selection
-        ``train`` and ``test`` arrays of global indices (column 5).
+    Returns: ``train`` and ``test`` arrays of global indices (column 5).
 
     Examples
     --------
@@ -286,13 +278,9 @@ def check_table(table: np.ndarray) -> None:
 def digit_table(index: np.ndarray, duplicates: npt.ArrayLike | None = None) -> np.ndarray:
     """Build the 8-column digit table from an SD19 index (``open_sd19(...).index``).
 
-    Parameters
-    ----------
-    index : structured ndarray
-        The SD19 index (one row per character, by_write walk order).
-    duplicates : array of int, optional
-        Column 6, one value per digit (global index of the earlier identical
-        image, else 0).  Default: from the index's exact image hashes
+    ``index`` (structured ndarray): The SD19 index (one row per character, by_write walk order).
+    ``duplicates`` (array of int, optional): Column 6, one value per digit (global index of the
+        earlier identical image, else 0).  Default: from the index's exact image hashes
         (:func:`source_duplicates`).
 
     Examples

@@ -170,17 +170,12 @@ def find_near_duplicates(query: npt.ArrayLike, base: npt.ArrayLike, threshold: f
     Exact (no pair within the threshold is missed, none outside is reported):
     see the module docstring for the pooled pre-filter and float32 slack.
 
-    Parameters
-    ----------
-    query, base : uint8 arrays ``N x H x W``
-    threshold : float
-        L2 radius over pixel values 0..255.
-    block : int, optional
-        Query rows per block, which share one slack (their products are made
-        ``_COLS`` columns at a time: memory ~ ``block * _COLS * 4`` bytes);
-        default ``2**24 // len(base)`` rows, 16 to 1024.
-    prefilter : bool
-        Use the pooled pre-filter (else the full 784-value products).
+    ``query``, ``base``: uint8 arrays ``N x H x W``
+    ``threshold``: L2 radius over pixel values 0..255.
+    ``block``: Query rows per block, which share one slack (their products are made ``_COLS``
+        columns at a time: memory ~ ``block * _COLS * 4`` bytes); default ``2**24 // len(base)``
+        rows, 16 to 1024.
+    ``prefilter``: Use the pooled pre-filter (else the full 784-value products).
 
     Examples
     --------

@@ -89,26 +89,15 @@ def _variant_strokes(ch: str, font: str, variant: int) -> tuple[npt.NDArray[np.f
 class WriterStyle:
     """How one writer writes: the same for all characters of a writer folder.
 
-    Attributes
-    ----------
-    height : float
-        Cap height (digits and capitals) in pixels.
-    pen : float
-        Pen width in pixels.
-    slant : float
-        Horizontal shear (x += slant * -y); positive leans right.
-    aspect : float
-        Width / height factor.
-    dx, dy : float
-        Usual offset of the character centre from the image centre, in pixels.
-    shaky : float
-        Standard deviation of control-point jitter, in font units.
-    cursive : bool
-        Lower case in the ``cursive`` Hershey font instead of ``futural``.
-    variants : int
-        Bit mask: which characters use their simplified variant (bit 0 -> '1', ...).
-    rough : float
-        Probability of flipping a boundary pixel (ragged edges of a scanned stroke).
+    ``height``: Cap height (digits and capitals) in pixels.
+    ``pen``: Pen width in pixels.
+    ``slant``: Horizontal shear (x += slant * -y); positive leans right.
+    ``aspect``: Width / height factor.
+    ``dx``, ``dy``: Usual offset of the character centre from the image centre, in pixels.
+    ``shaky``: Standard deviation of control-point jitter, in font units.
+    ``cursive``: Lower case in the ``cursive`` Hershey font instead of ``futural``.
+    ``variants``: Bit mask: which characters use their simplified variant (bit 0 -> '1', ...).
+    ``rough``: Probability of flipping a boundary pixel (ragged edges of a scanned stroke).
     """
 
     height: float
@@ -330,22 +319,14 @@ def render_characters(codes: bytes | Sequence[int] | np.ndarray, style: WriterSt
                       hard: HardCases = HardCases()) -> np.ndarray:
     """Render characters of one writer as 128x128 binary images (True = ink).
 
-    Parameters
-    ----------
-    codes : bytes or array of int
-        ASCII codes of the characters (``0-9``, ``A-Z``, ``a-z``).
-    style : WriterStyle
-        The writer's style (see :func:`draw_writer_style`).
-    rng : numpy.random.Generator
-        Source of the per-character distortion; the output depends only on it,
-        the style and the codes.
-    hard : HardCases
-        Probabilities of specks, very small characters and characters touching the frame.
+    ``codes`` (bytes or array of int): ASCII codes of the characters (``0-9``, ``A-Z``,
+        ``a-z``).
+    ``style``: The writer's style (see :func:`draw_writer_style`).
+    ``rng`` (numpy.random.Generator): Source of the per-character distortion; the output depends
+        only on it, the style and the codes.
+    ``hard``: Probabilities of specks, very small characters and characters touching the frame.
 
-    Returns
-    -------
-    numpy.ndarray
-        ``bool`` array of shape ``(n, 128, 128)``.
+    Returns: ``bool`` array of shape ``(n, 128, 128)``.
 
     Examples
     --------

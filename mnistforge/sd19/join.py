@@ -113,17 +113,13 @@ def join_classes(hsf: npt.ArrayLike, field: npt.ArrayLike | None, hashes: np.nda
                  rows: npt.ArrayLike | None = None) -> tuple[npt.NDArray[np.uint8], JoinReport]:
     """Give each (partition, field, hash) a class from the other tree's characters.
 
-    Parameters
-    ----------
-    hsf, field, hashes : arrays for the by_write rows to join.
-    other_hsf, other_field, other_ascii, other_hashes : the other tree's characters
-        (``other_field`` None when that tree does not know fields, e.g. by_class).
-    other_names : names of the other tree's characters, for the report.
-    rows : index row numbers of the by_write rows (default ``arange``), for the report.
+    ``hsf``, ``field``, ``hashes``: arrays for the by_write rows to join.
+    ``other_hsf``, ``other_field``, ``other_ascii``, ``other_hashes``: the other tree's
+        characters (``other_field`` None when that tree does not know fields, e.g. by_class).
+    ``other_names``: names of the other tree's characters, for the report.
+    ``rows``: index row numbers of the by_write rows (default ``arange``), for the report.
 
-    Returns
-    -------
-    ascii : uint8 array (0 where unjoined), report : JoinReport
+    Returns the ascii codes (uint8, 0 where unjoined) and the report.
     """
     n = len(hashes)
     rows = np.arange(n) if rows is None else np.asarray(rows, np.int64)

@@ -64,14 +64,9 @@ def synthesize_sd19(out: str | os.PathLike[str], config: SynthConfig = SynthConf
     ``by_write/``, ``by_class/``, ... (``"dir"``), plus ``synthetic-sd19.json``
     describing the configuration and counts.
 
-    Parameters
-    ----------
-    out : path
-        Output folder; must not exist unless ``config.overwrite``.
-    config : SynthConfig
-        What to write.
-    progress : bool or None
-        Progress bars: None = on a terminal only, True/False = force.
+    ``out``: Output folder; must not exist unless ``config.overwrite``.
+    ``config``: What to write.
+    ``progress``: Progress bars: None = on a terminal only, True/False = force.
 
     Examples
     --------
