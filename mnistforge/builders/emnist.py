@@ -22,8 +22,6 @@ Images are stored transposed like the official files (``orientation
 which, and the loaders always present them upright.  The balanced datasets'
 train files end with their validation portion (count in the manifest).
 
-Examples
---------
 >>> from mnistforge.builders.emnist import EmnistBuildConfig, build_emnist
 >>> build_emnist("sd19/", "emnist-out", EmnistBuildConfig(splits=("balanced",)))  # doctest: +SKIP
 """
@@ -246,8 +244,6 @@ class EmnistBuildConfig:
         should hold (see :mod:`mnistforge.sd19.integrity`); the manifest lists every problem
         (otherwise :class:`InconsistentSourceError`).
 
-    Examples
-    --------
     >>> EmnistBuildConfig(splits=("letters",), seed=3).split_config.seed
     3
     >>> EmnistBuildConfig(orientation="sideways")
@@ -317,8 +313,6 @@ def build_emnist(sd19: str | os.PathLike[str], out: str | os.PathLike[str],
     Returns: The manifest written to ``out/manifest.json`` (see :mod:`mnistforge.io.manifest`),
         outputs hashed, as written.
 
-    Examples
-    --------
     >>> m = build_emnist("sd19", "out", EmnistBuildConfig(splits=("mnist",), seed=1))  # doctest: +SKIP
     >>> m.dataset("mnist").counts["train"]                          # doctest: +SKIP
     60000

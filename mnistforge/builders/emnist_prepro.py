@@ -11,8 +11,6 @@ ink box.  :func:`convert_reference` is the straightforward per-image definition
 (SciPy ``gaussian_filter`` + NumPy box + Pillow resize) that tests and
 ``benchmarks/bench_emnist_prepro.py`` compare against.
 
-Examples
---------
 >>> import numpy as np
 >>> x = np.zeros((1, 128, 128), bool); x[0, 40:90, 60:70] = True
 >>> out = convert_batch(x)
@@ -289,8 +287,6 @@ def convert_batch(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFI
 
     Returns ndarray, uint8, shape (n, 28, 28), upright, ink high.
 
-    Examples
-    --------
     >>> import numpy as np
     >>> x = np.zeros((2, 128, 128), bool); x[:, 50:80, 50:80] = True
     >>> y = convert_batch(x)
@@ -354,8 +350,6 @@ def convert_reference(image: np.ndarray, config: EmnistPreproConfig = DEFAULT_CO
 
     Supports Pillow's kernel only (``cubic_a == -0.5`` and ``antialias``).
 
-    Examples
-    --------
     >>> import numpy as np
     >>> x = np.zeros((128, 128), bool); x[30:100, 60:66] = True
     >>> convert_reference(x).shape

@@ -11,8 +11,6 @@ set.  byclass / bymerge take all characters of each side; the balanced sets take
 per class from the test side and ``6 q_test`` from the train side (the official counts scaled
 to the source), the last ``q_val`` per class of the train set being the validation portion.
 
-Examples
---------
 >>> labels = label_table("bymerge")
 >>> int(labels[ord("c")]), int(labels[ord("C")]), int(labels[ord("t")])
 (12, 12, 46)
@@ -293,8 +291,6 @@ def keep_duplicates_together(index: IndexLike, is_test: np.ndarray, cls: np.ndar
     swaps sides with the first ordinary character of its class on the other
     side, so per-class side sizes (and the official totals) are unchanged.
 
-    Examples
-    --------
     >>> idx = np.zeros(4, dtype=[("duplicate_of", "i4")]); idx["duplicate_of"] = [-1, -1, 0, -1]
     >>> keep_duplicates_together(idx, np.array([True, False, False, True]), np.zeros(4, int)).tolist()
     [True, False, True, False]
@@ -457,8 +453,6 @@ def make_splits(index: IndexLike, names: Iterable[str] = DATASETS, config: Emnis
 
     Returns dict name -> :class:`EmnistRowSelection`.
 
-    Examples
-    --------
     >>> import numpy as np
     >>> idx = np.zeros(70, [("ascii", "u1"), ("writer", "i2"), ("hsf", "u1")])
     >>> idx["ascii"] = np.repeat(np.arange(48, 58), 7); idx["writer"] = np.arange(70) % 5

@@ -19,8 +19,6 @@ Files (``--layout idx``, the default)::
 ``--layout leaf`` writes LEAF's own folders instead (``data/all_data``, ``data/train``,
 ``data/test`` with LEAF's file names and JSON, ``meta/`` with the seeds), plus the manifest.
 
-Examples
---------
 >>> from mnistforge.builders.femnist import FemnistBuildConfig
 >>> FemnistBuildConfig(fraction=0.05).leaf.fraction
 0.05

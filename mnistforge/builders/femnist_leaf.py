@@ -8,8 +8,6 @@ is the sorted one (documented in ``docs/femnist.md``).
 A "file" is what LEAF writes as one JSON file: its name and its users in order, each
 with the list of rows LEAF's ``user_data[u]`` holds.
 
-Examples
---------
 >>> relabel(0x30), relabel(0x41), relabel(0x7a)
 (0, 10, 61)
 >>> frac_label(0.05), frac_label(1.0), frac_label(0.1)

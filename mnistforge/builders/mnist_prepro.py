@@ -13,8 +13,6 @@ order, in float64, so even the last bit of every float32 intermediate agrees.
 
 A blank input (no ink) gives an all-zero 28x28 image.
 
-Examples
---------
 >>> import numpy as np
 >>> img = np.zeros((128, 128), bool); img[40:90, 50:70] = True
 >>> out = preprocess(img[None])
@@ -59,8 +57,6 @@ class MnistPreproConfig:
         rule, with its half-pixel bias); ``"true"``: the integer shift bringing the centre of
         mass nearest to the image centre.
 
-    Examples
-    --------
     >>> MnistPreproConfig().is_published
     True
     >>> MnistPreproConfig(fudge=1.0, centring="true").variant
@@ -108,8 +104,6 @@ def ink_mask(raster: npt.ArrayLike) -> np.ndarray:
     its polarity (0/1, 0/255, black-on-white or white-on-black).  Works per
     image on an array of shape ``(..., H, W)``.
 
-    Examples
-    --------
     >>> r = np.full((4, 4), 255, np.uint8); r[1, 1:3] = 0
     >>> int(ink_mask(r).sum())
     2
@@ -273,8 +267,6 @@ def preprocess_one(img: npt.ArrayLike, config: MnistPreproConfig | None = None) 
     A literal, slow implementation of the eight steps, kept as the reference
     the batch implementation :func:`preprocess` is tested against.
 
-    Examples
-    --------
     >>> img = np.zeros((128, 128), bool); img[30:100, 60:64] = True
     >>> out = preprocess_one(img)
     >>> out.shape, int(out.max())
@@ -474,8 +466,6 @@ def preprocess(images: npt.ArrayLike, config: MnistPreproConfig | None = None) -
         :func:`ink_mask` for raw rasters).
     ``config``: Fudge factor and centring rule (published defaults).
 
-    Examples
-    --------
     >>> imgs = np.zeros((2, 128, 128), bool)
     >>> imgs[0, 20:80, 30:45] = True; imgs[1, 60:65, 60:65] = True
     >>> preprocess(imgs).shape
@@ -508,8 +498,6 @@ def duplicate_of(digests: npt.ArrayLike, order: npt.ArrayLike | None = None) -> 
     ``digests`` are per-image content digests (:func:`blake2b_image_digests`), listed in
     global order unless ``order`` gives each one's rank (smaller = earlier).
 
-    Examples
-    --------
     >>> duplicate_of(np.array([b"a", b"b", b"a", b"a"])).tolist()
     [-1, -1, 0, 0]
     """

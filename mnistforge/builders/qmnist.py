@@ -30,8 +30,6 @@ order; otherwise the documented deterministic order of
 Everything is written into ``<out>.incomplete`` and renamed at the end; builds
 are byte-identical when repeated.
 
-Examples
---------
 >>> from mnistforge.builders.qmnist import build_qmnist, QmnistBuildConfig
 >>> m = build_qmnist("sd19/", "build/qmnist", QmnistBuildConfig(qmnist_labels="download"))  # doctest: +SKIP
 >>> m.dataset("qmnist").counts                                   # doctest: +SKIP
@@ -142,8 +140,6 @@ def build_qmnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
 
     Returns: The manifest written to ``out/manifest.json`` (outputs hashed), as written.
 
-    Examples
-    --------
     >>> build_qmnist("sd19/", "build/qmnist").kind     # doctest: +SKIP
     'qmnist'
     """
@@ -155,8 +151,6 @@ def build_mnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
     """Build MNIST rebuilt from SD19 (QMNIST train + first 10,000 of QMNIST test) into ``out``;
     returns the manifest written.
 
-    Examples
-    --------
     >>> build_mnist("sd19/", "build/mnist", QmnistBuildConfig(qmnist_labels="download")).kind  # doctest: +SKIP
     'mnist'
     """
@@ -168,8 +162,6 @@ def build_xnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
     """Build the NIST digit table (every SD19 digit, 28x28, extended labels) into ``out``;
     returns the manifest written.
 
-    Examples
-    --------
     >>> build_xnist("sd19/", "build/xnist").kind       # doctest: +SKIP
     'xnist'
     """
@@ -301,8 +293,6 @@ _SHARED: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] | None = None
 def sharing_preprocessed_digits() -> Iterator[None]:
     """Let the QMNIST-family builds inside the block share one preprocessing pass.
 
-    Examples
-    --------
     >>> with sharing_preprocessed_digits():                       # doctest: +SKIP
     ...     build_qmnist("sd19/", "out/qmnist"); build_mnist("sd19/", "out/mnist")
     """

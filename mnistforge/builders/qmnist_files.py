@@ -44,8 +44,6 @@ XNIST_FILES = {
 def format_tsv(table: npt.ArrayLike) -> bytes:
     """The extended labels as tab-separated text, one row per line (the published format).
 
-    Examples
-    --------
     >>> format_tsv(np.array([[7, 4, 2578, 69, 37, 279260, 0, 0]]))
     b'7\\t4\\t2578\\t69\\t37\\t279260\\t0\\t0\\n'
     """

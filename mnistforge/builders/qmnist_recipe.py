@@ -22,8 +22,6 @@ The recipe (Yadav & Bottou 2019), its order with and without the published QMNIS
 and how it is scaled for a source smaller than SD19 (train and test stay disjoint) are described
 in ``docs/provenance-mnist-qmnist.md`` ("Selection").
 
-Examples
---------
 >>> import numpy as np
 >>> t = np.zeros((6, 8), np.int64); t[:, 5] = np.arange(6)
 >>> t[:, 1] = [0, 0, 4, 4, 0, 0]; t[:, 2] = [1, 1, 2100, 2400, 2, 2]
@@ -80,8 +78,6 @@ class QmnistRecipe:
     def for_digits(cls, n_digits: int) -> "QmnistRecipe":
         """The published recipe, scaled when the source has fewer than 402,953 digits.
 
-        Examples
-        --------
         >>> QmnistRecipe.for_digits(402_953).train_size
         60000
         >>> r = QmnistRecipe.for_digits(40_295); (r.train_size, r.test_fill_start, r.mnist_test_size)
@@ -123,8 +119,6 @@ class Selection:
 def interleave(a: npt.ArrayLike, b: npt.ArrayLike) -> np.ndarray:
     """``a0 b0 a1 b1 ...`` until the shorter runs out, then the rest of the longer.
 
-    Examples
-    --------
     >>> interleave(np.array([1, 2, 3]), np.array([10])).tolist()
     [1, 10, 2, 3]
     """
@@ -148,8 +142,6 @@ def select_qmnist(table: npt.ArrayLike, recipe: QmnistRecipe | None = None, *,
 
     Returns: ``train`` and ``test`` arrays of global indices (column 5).
 
-    Examples
-    --------
     >>> t = np.zeros((4, 8), np.int64); t[:, 5] = np.arange(4)
 >>> t[:, 2] = np.arange(4)      # four writers: the test fill skips writers on the train side
     >>> select_qmnist(t, QmnistRecipe(train_size=2, test_size=2, test_fill_start=2)).test.tolist()
@@ -202,8 +194,6 @@ def order_like_published(selection: Selection, published_train: npt.ArrayLike,
     source is not SD19 as QMNIST knew it (or the tables are not QMNIST's) and
     :class:`~mnistforge.errors.BuildError` is raised.
 
-    Examples
-    --------
     >>> t = np.zeros((4, 8), np.int64); t[:, 5] = np.arange(4)
 >>> t[:, 2] = np.arange(4)      # four writers: the test fill skips writers on the train side
     >>> s = select_qmnist(t, QmnistRecipe(train_size=2, test_size=2, test_fill_start=2))
@@ -241,8 +231,6 @@ def published_selection(table: npt.ArrayLike, published_train: npt.ArrayLike, pu
     against the source.  :func:`order_like_published` is the variant that checks
     the recipe's sets against the tables.
 
-    Examples
-    --------
     >>> t = np.zeros((4, 8), np.int64); t[:, 5] = np.arange(4)
     >>> pub = lambda *g: np.array([[0] * 5 + [i, 0, 0] for i in g])
     >>> s = published_selection(t, pub(1, 0), pub(3, 2), QmnistRecipe(mnist_test_size=1))
@@ -283,8 +271,6 @@ def digit_table(index: np.ndarray, duplicates: npt.ArrayLike | None = None) -> n
         earlier identical image, else 0).  Default: from the index's exact image hashes
         (:func:`source_duplicates`).
 
-    Examples
-    --------
     >>> idx = np.zeros(3, dtype=[("hsf", "u1"), ("writer", "i2"), ("template", "u1"),
     ...     ("field", "S1"), ("entry", "i4"), ("ascii", "u1"), ("digit_index", "i4"),
     ...     ("duplicate_of", "i4"), ("hash", "S16")])
@@ -332,8 +318,6 @@ def source_duplicates(index: np.ndarray) -> np.ndarray:
 def duplicates_from_digests(digests: npt.ArrayLike) -> np.ndarray:
     """Column 6 from per-digit content digests in global order (earliest wins, else 0).
 
-    Examples
-    --------
     >>> duplicates_from_digests(np.array([b"y", b"x", b"x"])).tolist()
     [0, 0, 1]
     """
@@ -357,8 +341,6 @@ def read_label_table(path: str | os.PathLike[str]) -> np.ndarray:
 
     Returns an ``(n, 8)`` int64 array.  The tsv is parsed in one vectorised call.
 
-    Examples
-    --------
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "t.tsv")
     >>> _ = open(p, "w").write("7\\t4\\t2578\\t69\\t37\\t279260\\t0\\t0\\n")

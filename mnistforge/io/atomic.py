@@ -50,8 +50,6 @@ def atomic_file(path: StrPath, mode: str = "wb") -> Iterator[IO[Any]]:
     and ``path`` is untouched.  ``path`` must be a regular file or a new name
     (:func:`check_output_file`); OS failures are named errors (:func:`named_os_error`).
 
-    Examples
-    --------
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "out.bin")
     >>> with atomic_file(p) as f:
@@ -103,8 +101,6 @@ def atomic_dir(out: StrPath, *, overwrite: bool = False, inputs: Iterable[StrPat
     (:func:`replace_folder`), so ``out`` is always whole.  A full disk raises
     :class:`~mnistforge.errors.DiskFullError`; nothing half-written is left either way.
 
-    Examples
-    --------
     >>> import tempfile, os
     >>> out = os.path.join(tempfile.mkdtemp(), "build")
     >>> with atomic_dir(out) as tmp:

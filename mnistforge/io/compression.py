@@ -4,8 +4,6 @@ Every module that opens a possibly compressed file goes through here, so adding
 a compression is one entry in :data:`CODECS`.  Writers are reproducible (gzip
 with mtime 0 and no file name in the header).
 
-Examples
---------
 >>> compression_of("t10k-images-idx3-ubyte.gz"), strip_compression("a-idx1-ubyte.xz")
 ('gz', 'a-idx1-ubyte')
 >>> import io

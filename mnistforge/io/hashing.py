@@ -39,8 +39,6 @@ THREAD_FROM = 4 << 20
 def sha256_file(path: StrPath, chunk: int = CHUNK) -> str:
     """Return the hex sha256 of a file's bytes.
 
-    Examples
-    --------
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "x"); _ = open(p, "wb").write(b"abc")
     >>> sha256_file(p)[:8]
@@ -184,8 +182,6 @@ class HashingReader:
 
     Lets one pass both decompress or copy a file and hash it.
 
-    Examples
-    --------
     >>> import io
     >>> r = HashingReader(io.BytesIO(b"abc")); _ = r.read()
     >>> r.sha256[:8], r.size
@@ -320,8 +316,6 @@ def inflate_to(src: StrPath, out: Writable, compression: str, *, md5: bool = Fal
     :class:`~mnistforge.errors.FormatError` for a damaged or truncated stream and for content
     longer than ``limit`` bytes (found before more than ``limit + 1`` bytes are held).
 
-    Examples
-    --------
     >>> import io, os, tempfile
     >>> from mnistforge.io.compression import gzip_bytes
     >>> p = os.path.join(tempfile.mkdtemp(), "x.gz"); _ = open(p, "wb").write(gzip_bytes(b"abc"))

@@ -23,8 +23,6 @@ and checked first, and decompression is capped at the size the header claims.
 Why this module is long: one format's reader and writer, most of it the checks a hostile file
 needs (header, trailer, capped and streamed decompression of three codecs), each next to its read.
 
-Examples
---------
 >>> import numpy as np, tempfile, os
 >>> p = os.path.join(tempfile.mkdtemp(), "x-idx3-ubyte.gz")
 >>> write_idx(p, np.arange(24, dtype=np.uint8).reshape(2, 3, 4))
@@ -112,8 +110,6 @@ def parse_idx_header(data: bytes, path: StrPath = "<bytes>", *, max_bytes: int =
     ``path`` names the file in errors.  Too short, non-zero leading bytes, an unknown type
     code or a payload over ``max_bytes`` raise :class:`IdxFormatError`.
 
-    Examples
-    --------
     >>> parse_idx_header(bytes([0, 0, 8, 1, 0, 0, 0, 5])).shape
     (5,)
     """
@@ -156,8 +152,6 @@ def parse_idx_header(data: bytes, path: StrPath = "<bytes>", *, max_bytes: int =
 def read_idx_header(path: StrPath, *, max_bytes: int = MAX_BYTES) -> IdxHeader:
     """Read only the header of an idx file (raw or compressed).
 
-    Examples
-    --------
     >>> import numpy as np, tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "l-idx1-ubyte")
     >>> write_idx(p, np.zeros(7, np.uint8))
@@ -224,8 +218,6 @@ def parse_idx_bytes(data: bytes, path: StrPath = "<bytes>", *, compression: str 
     ``compression`` ("gz", "xz", "bz2") is given.  The array is native-endian, read-only for
     ubyte/sbyte (a view on the decompressed bytes).
 
-    Examples
-    --------
     >>> parse_idx_bytes(bytes([0, 0, 8, 1, 0, 0, 0, 2, 7, 9])).tolist()
     [7, 9]
     """
@@ -378,8 +370,6 @@ def read_idx(path: StrPath, *, mmap: bool = True, max_bytes: int = MAX_BYTES) ->
     header, an unknown type, truncated or over-long data, corrupt compression or a payload over
     ``max_bytes`` raise :class:`IdxFormatError`; a missing file ``FileNotFoundError``.
 
-    Examples
-    --------
     >>> import numpy as np, tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "l-idx1-int")
     >>> write_idx(p, np.array([1, -2], np.int32))
@@ -605,8 +595,6 @@ def write_idx(path: StrPath, array: npt.ArrayLike, *, compresslevel: int | None 
     bytes.  ``array``: uint8, int8, int16, int32, float32 or float64, any number of dims;
     ``compresslevel``: the gzip/bz2 level or xz preset (default 6).
 
-    Examples
-    --------
     >>> import numpy as np, tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "a-idx2-double.xz")
     >>> write_idx(p, np.eye(2))
@@ -635,8 +623,6 @@ def decompress_to_raw(src: StrPath, dst: StrPath) -> Path:
 
     The content is validated as idx on the way.
 
-    Examples
-    --------
     >>> import numpy as np, tempfile, os
     >>> d = tempfile.mkdtemp(); p = os.path.join(d, "x-idx1-ubyte.gz")
     >>> write_idx(p, np.arange(3, dtype=np.uint8))

@@ -15,8 +15,6 @@ given label (:func:`issue_mask`); its **suggested label** is the one a majority 
 :data:`MISSING` (-1), as are the votes of rows the study did not examine.  The rules and the
 file's quirks: ``docs/label-errors.md``.
 
-Examples
---------
 >>> text = '[{"id": 2, "given_original_label": 4, "our_guessed_label": 9,' \\
 ...        ' "mturk": {"given": 1, "guessed": 4, "neither": 0}}]'
 >>> t = parse_mturk_json(text)

@@ -5,8 +5,6 @@ floats as ``repr(v / 255)``), so a file equals the one LEAF's ``data_to_json.py`
 ``split_data.py`` would write for the same users and pixels, without building 784 Python
 floats per image.  Read back strictly (:func:`read_leaf_file`, :func:`read_leaf_folder`).
 
-Examples
---------
 >>> import io, json, numpy as np
 >>> buf = io.BytesIO()
 >>> write_leaf_json(buf, ["u"], {"u": (np.array([[0, 255]], np.uint8), [3])})

@@ -40,8 +40,6 @@ read too: their ``dataset`` + ``counts`` (QMNIST builds), ``datasets`` and
 ``sides`` (EMNIST builds) and an orientation under ``parameters`` become the
 fields above; :attr:`Manifest.schema` is then 0.
 
-Examples
---------
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
 >>> _ = (d / "a.bin").write_bytes(b"abc")

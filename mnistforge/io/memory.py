@@ -6,8 +6,6 @@ machine can still give, from ``/proc/meminfo``'s ``MemAvailable``, else
 would not fit with :class:`~mnistforge.errors.InsufficientMemoryError` saying how
 much they would need.  Callers estimate their own arrays (they know their shapes).
 
-Examples
---------
 >>> format_bytes(584 * 2**30), format_bytes(1536)
 ('584.0 GiB', '1.5 KiB')
 >>> _ = require_memory(1024, "a small array")     # fits: returns the bytes available

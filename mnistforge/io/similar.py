@@ -52,8 +52,6 @@ def xorshift_image_digests(images: npt.ArrayLike) -> npt.NDArray[np.uint64]:
     never recorded.  Vectorised over the images: one pass of NumPy operations
     instead of a hash call per image.
 
-    Examples
-    --------
     >>> import numpy as np
     >>> d = xorshift_image_digests(np.zeros((2, 28, 28), np.uint8))
     >>> d.dtype, bool(d[0] == d[1])
@@ -86,8 +84,6 @@ def blake2b_image_digests(images: npt.ArrayLike) -> npt.NDArray[np.bytes_]:
     recorded (the SD19 index) or trusted without a byte comparison (a build's duplicates,
     FEMNIST's images by content), where :func:`xorshift_image_digests` would be too short.
 
-    Examples
-    --------
     >>> import numpy as np
     >>> d = blake2b_image_digests(np.zeros((2, 28, 28), np.uint8))
     >>> d.dtype, bool(d[0] == d[1]), len(d[0])
@@ -102,8 +98,6 @@ def blake2b_image_digests(images: npt.ArrayLike) -> npt.NDArray[np.bytes_]:
 def shift_images(images: npt.ArrayLike, dy: int, dx: int) -> np.ndarray:
     """Shift every image by ``dy`` rows and ``dx`` columns, filling with zeros.
 
-    Examples
-    --------
     >>> import numpy as np
     >>> x = np.arange(9, dtype=np.uint8).reshape(1, 3, 3)
     >>> shift_images(x, 1, 0)[0].tolist()
@@ -177,8 +171,6 @@ def find_near_duplicates(query: npt.ArrayLike, base: npt.ArrayLike, threshold: f
         rows, 16 to 1024.
     ``prefilter``: Use the pooled pre-filter (else the full 784-value products).
 
-    Examples
-    --------
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> base = rng.integers(0, 256, (50, 28, 28), dtype=np.uint8)

@@ -7,8 +7,6 @@
   hold the queue's other end open).  Every worker of :func:`process_pool` runs a small watchdog
   thread that ends the worker once its parent is gone (checked every :data:`WATCH_SECONDS`).
 
-Examples
---------
 >>> with named_worker_errors("squaring"), process_pool(2) as ex:
 ...     sorted(ex.map(abs, [-2, 1]))
 [1, 2]

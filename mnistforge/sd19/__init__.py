@@ -1,7 +1,5 @@
 """sd19: NIST SD19 readers (both editions), the index, the join, and the synthetic replica.
 
-Examples
---------
 >>> from mnistforge.sd19 import open_sd19   # doctest: +SKIP
 """
 from .reader import SD19Source, open_sd19

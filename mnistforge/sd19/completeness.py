@@ -6,8 +6,6 @@ missing partition, writer file or field gives shortfalls; a build refuses such a
 told ``allow_incomplete`` and then records the shortfalls in its manifest (issue: a missing
 ``hsf_4`` once halved QMNIST's train set with only a log line).
 
-Examples
---------
 >>> import numpy as np
 >>> idx = np.zeros(3, [("hsf", "u1"), ("field", "S1")]); idx["field"] = b"d"
 >>> shortfalls(idx, {"hsf_0": {"d": 3}, "hsf_4": {"d": 5}})

@@ -21,8 +21,6 @@ than a vectorised NumPy distance-to-segment raster of the same strokes
 (``benchmarks/bench_synth.py``).  Edge roughening runs on whole batches with
 NumPy slicing.
 
-Examples
---------
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
 >>> style = draw_writer_style(rng)
@@ -118,8 +116,6 @@ _VARIANT_CHARS = "17Zz4I0"
 def draw_writer_style(rng: np.random.Generator) -> WriterStyle:
     """Draw a random writer style (most writers ordinary, a few extreme).
 
-    Examples
-    --------
     >>> s = draw_writer_style(np.random.default_rng(1))
     >>> 1.0 <= s.pen <= 20.0
     True
@@ -328,8 +324,6 @@ def render_characters(codes: bytes | Sequence[int] | np.ndarray, style: WriterSt
 
     Returns: ``bool`` array of shape ``(n, 128, 128)``.
 
-    Examples
-    --------
     >>> rng = np.random.default_rng(3)
     >>> im = render_characters([ord("8")], draw_writer_style(rng), rng)
     >>> bool(im.any())

@@ -12,8 +12,6 @@ then unwrapped.  In both directions the TIFF says PhotometricInterpretation=1
 so that bit 1 (a CCITT "black" run) is pixel 255 for Pillow, i.e. ``True`` =
 ink in the arrays this module returns.
 
-Examples
---------
 >>> import io, numpy as np
 >>> imgs = np.zeros((2, 128, 128), bool); imgs[1, 40:80, 60:64] = True
 >>> buf = io.BytesIO(); _ = write_mis(buf, imgs)
@@ -77,8 +75,6 @@ COMPRESS_G4 = 2
 class IheadHeader:
     """The IHEAD header of a ``.mis`` file (numbers as ints, flags as 1-char strings).
 
-    Examples
-    --------
     >>> h = IheadHeader(width=128, height=256, par_x=128, par_y=128)
     >>> h.n_entries
     2
@@ -278,8 +274,6 @@ def _tiff_wrap(strip: bytes, width: int, height: int, compression: int) -> bytes
 def g4_decode(strip: bytes, width: int, height: int, path: StrPath | None = None) -> npt.NDArray[np.bool_]:
     """Decode a raw CCITT Group 4 strip to a bool array ``(height, width)``, ``True`` = bit 1.
 
-    Examples
-    --------
     >>> a = np.zeros((128, 128), bool); a[3, 5:9] = True
     >>> bool((g4_decode(g4_encode(a), 128, 128) == a).all())
     True
@@ -377,8 +371,6 @@ def read_mis(path_or_bytes: StrPath | bytes | bytearray | memoryview, *,
     ``path_or_bytes`` is a path or the file's bytes (e.g. read from a zip);
     ``name`` names it in errors when bytes are given.
 
-    Examples
-    --------
     >>> import io
     >>> imgs = np.zeros((3, 128, 128), bool); imgs[2, 0, 0] = True
     >>> b = io.BytesIO(); _ = write_mis(b, imgs)
@@ -486,8 +478,6 @@ def format_cls(ascii_codes: npt.ArrayLike) -> str:
 def read_cls(path: StrPath) -> npt.NDArray[np.uint8]:
     """Read a ``.cls`` file: ``uint8`` array of ASCII codes, one per entry.
 
-    Examples
-    --------
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "d0000_14.cls")
     >>> write_cls(p, [0x30, 0x39]); read_cls(p).tolist()

@@ -6,8 +6,6 @@ or under ``$MNISTFORGE_HOME/cache/sd19/<key>/`` when the source folder is not
 writable.  A JSON file beside them records the source fingerprint; the cache is
 reused only while the fingerprint is unchanged.
 
-Examples
---------
 >>> import numpy as np
 >>> idx = np.zeros(2, INDEX_DTYPE)
 >>> idx.dtype.names[:4]

@@ -15,8 +15,6 @@ should not be (each a sentence naming the files):
 A build refuses such a source (:class:`~mnistforge.errors.InconsistentSourceError`) unless
 told ``allow_inconsistent``, and then lists every problem in its manifest.
 
-Examples
---------
 >>> import numpy as np
 >>> idx = np.zeros(3, [("hsf", "u1"), ("writer", "i2"), ("template", "u1"), ("field", "S1"),
 ...                    ("entry", "i4")])

@@ -11,8 +11,6 @@ row left without a class and every other-tree character left without a partner
 is listed in the :class:`JoinReport`, and ``strict`` callers turn it into a
 :class:`~mnistforge.errors.JoinError`.
 
-Examples
---------
 >>> import numpy as np
 >>> h = np.array([b"a" * 16, b"b" * 16], "S16")
 >>> asc, rep = join_classes(np.array([0, 0]), np.array([b"d", b"d"]), h,

@@ -4,8 +4,6 @@ Numbers from NIST's SD19 user guides as gathered in the project spec: per
 partition (writer id range, origin, per-field counts) and per class over all
 partitions and fields.
 
-Examples
---------
 >>> PARTITIONS[4].digits
 58646
 >>> sum(p.total for p in PARTITIONS.values())

@@ -11,8 +11,6 @@ the None/Sub/Up filters + ``numpy.unpackbits``) and hand anything else
 (palette, 8-bit, interlaced, Average/Paeth filters) to Pillow, where ink is
 whatever is darker than mid-grey.
 
-Examples
---------
 >>> import numpy as np
 >>> img = np.zeros((128, 128), bool); img[30:90, 60:66] = True
 >>> data = encode_png1(img)

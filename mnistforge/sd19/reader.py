@@ -18,8 +18,6 @@ file order (the PNG number ``_NNNNN`` or the position in the ``.mis``).
 Classes come from the by_write ``.cls`` files when present; otherwise from an
 exact-content join with by_field or by_class (:mod:`mnistforge.sd19.join`).
 
-Examples
---------
 >>> from mnistforge.sd19 import open_sd19
 >>> src = open_sd19("/data/sd19")                       # doctest: +SKIP
 >>> src.edition, src.hierarchies                        # doctest: +SKIP
@@ -106,8 +104,6 @@ class SD19Source:
         ``workers`` processes (default: all usable cores), each reading the zip
         or files itself.
 
-        Examples
-        --------
         >>> for rows, images in src.read(src.digits()[:10000]):   # doctest: +SKIP
         ...     pass
         """
@@ -187,8 +183,6 @@ def open_sd19(path: str | os.PathLike[str], *, progress: bool | None = None, cac
     ``strict``: raise :class:`~mnistforge.errors.JoinError` when a class join is incomplete.
     ``workers``: decoding processes (default: every usable core).
 
-    Examples
-    --------
     >>> src = open_sd19("synthetic-sd19")                   # doctest: +SKIP
     >>> src.index[["hsf", "writer", "field", "ascii"]][:2]  # doctest: +SKIP
     """

@@ -18,8 +18,6 @@ member name that is not valid UTF-8 is a :class:`~mnistforge.errors.SD19FormatEr
 Each read inflates at most the declared size (plus one byte to detect a lie)
 and checks the inflated size and CRC-32, so memory is bounded by these limits.
 
-Examples
---------
 >>> import io, zipfile, tempfile, os
 >>> p = os.path.join(tempfile.mkdtemp(), "t.zip")
 >>> with zipfile.ZipFile(p, "w", zipfile.ZIP_DEFLATED) as z:

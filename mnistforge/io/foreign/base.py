@@ -7,8 +7,6 @@ writer ids) as metadata.  Turning them into canonical images and naming the
 dataset happens above (:mod:`mnistforge.loaders.foreign`,
 :mod:`mnistforge.checks.identify`).
 
-Examples
---------
 >>> import numpy as np
 >>> arrays = {"x_train": np.zeros((2, 28, 28)), "y_train": np.zeros(2), "x_test": np.zeros((1, 784)),
 ...           "y_test": np.zeros(1)}

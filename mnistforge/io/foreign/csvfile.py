@@ -5,8 +5,6 @@ With or without a header line (``label,1x1,1x2,...`` as in Kaggle's
 ``label``/``class`` column elsewhere is followed.  Compressed files are read
 through :mod:`mnistforge.io.compression`.
 
-Examples
---------
 >>> import tempfile, os
 >>> p = os.path.join(tempfile.mkdtemp(), "mnist_test.csv")
 >>> _ = open(p, "w").write("label," + ",".join(f"p{i}" for i in range(4)) + "\\n7,0,0,255,3\\n1,1,2,3,4\\n")

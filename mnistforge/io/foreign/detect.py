@@ -10,8 +10,6 @@ Formats: ``npz``, ``npy``, ``csv``, ``parquet``, ``mat``, ``idx`` (a single
 idx file, or a folder of idx files under any names), ``torchvision``
 (``root/<Name>/raw``), and ``pickle`` (refused).
 
-Examples
---------
 >>> import numpy as np, tempfile, os
 >>> p = os.path.join(tempfile.mkdtemp(), "no-suffix")
 >>> np.save(open(p, "wb"), np.zeros(3))

@@ -9,8 +9,6 @@ top-level variables (``x_train``, ``y_train``...) work too.  Read with
 :func:`scipy.io.loadmat` (MATLAB 4/5/7 files; 7.3 files are HDF5 and refused
 with a hint), which builds arrays and structs only: no code runs.
 
-Examples
---------
 >>> import numpy as np, scipy.io, tempfile, os
 >>> p = os.path.join(tempfile.mkdtemp(), "emnist-letters.mat")
 >>> part = {"images": np.zeros((2, 784), np.uint8), "labels": np.array([[1], [2]]),

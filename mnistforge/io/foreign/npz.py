@@ -4,8 +4,6 @@ and ``.npy`` pairs (``x_train.npy`` + ``y_train.npy``, ``images.npy`` + ``labels
 Always ``allow_pickle=False``: an object array (a pickle inside the file) is
 refused with :class:`~mnistforge.errors.UnsafeFormatError`, never unpickled.
 
-Examples
---------
 >>> import numpy as np, tempfile, os
 >>> d = tempfile.mkdtemp()
 >>> np.savez(os.path.join(d, "mnist.npz"), x_test=np.zeros((3, 28, 28), np.uint8), y_test=np.arange(3))

@@ -7,8 +7,6 @@ files are written by ``torch.save``: pickles, which run code when loaded.
 They are never opened as such; when ``raw/`` is missing the copy is refused
 with :class:`~mnistforge.errors.UnsafeFormatError` and the way out.
 
-Examples
---------
 >>> import numpy as np, tempfile, os
 >>> from mnistforge.io.idx import write_idx
 >>> raw = os.path.join(tempfile.mkdtemp(), "MNIST", "raw"); os.makedirs(raw)

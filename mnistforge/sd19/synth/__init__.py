@@ -16,8 +16,6 @@ Modules: :mod:`.config` (``SynthConfig``, constants), :mod:`.plan` (one row per
 character), :mod:`.render` (worker processes), :mod:`.write` (zips/folders, both
 editions), :mod:`.synthesize` (the entry point).
 
-Examples
---------
 >>> import tempfile
 >>> out = synthesize_sd19(tempfile.mkdtemp() + "/sd19",
 ...                       SynthConfig(scale=0.0005, fields="d", hierarchies=("by_write",)))

@@ -64,8 +64,6 @@ def field_class_counts() -> dict[str, dict[int, int]]:
     the constitution field takes the rest (hence its many O, S, e, t, ...).
     Digits are all in ``d``.
 
-    Examples
-    --------
     >>> c = field_class_counts()
     >>> sum(c["u"].values()), sum(c["c"].values())
     (81463, 248743)
@@ -400,8 +398,6 @@ def _plan_layout(config: SynthConfig) -> Plan:
 def plan_sd19(config: SynthConfig) -> Plan:
     """Plan a synthetic SD19 (no pixels): every character's metadata in by_write walk order.
 
-    Examples
-    --------
     >>> plan = plan_sd19(SynthConfig(scale=0.001, fields="d"))
     >>> int((plan.rows["duplicate_of"] >= 0).sum())
     3

@@ -68,8 +68,6 @@ def synthesize_sd19(out: str | os.PathLike[str], config: SynthConfig = SynthConf
     ``config``: What to write.
     ``progress``: Progress bars: None = on a terminal only, True/False = force.
 
-    Examples
-    --------
     >>> import tempfile
     >>> p = synthesize_sd19(tempfile.mkdtemp() + "/s", SynthConfig(scale=0.0005, edition=1,
     ...                     packaging="dir", fields="d", hierarchies=("by_write",)))
