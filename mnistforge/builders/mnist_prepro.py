@@ -93,9 +93,7 @@ class MnistPreproConfig:
         return {**asdict(self), "variant": self.variant}
 
 
-# ---------------------------------------------------------------------------
-# Polarity
-# ---------------------------------------------------------------------------
+# --- Polarity ---------------------------------------------------------------------------------
 
 def ink_mask(raster: npt.ArrayLike) -> np.ndarray:
     """Return a boolean ink mask (True = ink) of one or more binary rasters.
@@ -118,9 +116,7 @@ def ink_mask(raster: npt.ArrayLike) -> np.ndarray:
     return mask
 
 
-# ---------------------------------------------------------------------------
-# The oracle: one image, written straight from the specification
-# ---------------------------------------------------------------------------
+# --- The oracle: one image, written straight from the specification ---------------------------
 
 def bounding_box(img: npt.ArrayLike) -> tuple[int, int, int, int] | None:
     """Step 1: ``(top, bottom, left, right)`` by the three passes, or None if blank."""
@@ -282,9 +278,7 @@ def preprocess_one(img: npt.ArrayLike, config: MnistPreproConfig | None = None) 
     return place(img20, ci, cj, config.centring)
 
 
-# ---------------------------------------------------------------------------
-# The batch implementation
-# ---------------------------------------------------------------------------
+# --- The batch implementation -----------------------------------------------------------------
 
 @functools.lru_cache(maxsize=512)
 def _axis_weights(n: int, fudge: float) -> tuple[np.ndarray, np.ndarray]:
@@ -488,9 +482,7 @@ def preprocess(images: npt.ArrayLike, config: MnistPreproConfig | None = None) -
     return out
 
 
-# ---------------------------------------------------------------------------
-# Step 8: duplicates
-# ---------------------------------------------------------------------------
+# --- Step 8: duplicates -----------------------------------------------------------------------
 
 def duplicate_of(digests: npt.ArrayLike, order: npt.ArrayLike | None = None) -> np.ndarray:
     """Step 8: for each image, the position of the earliest identical image, else -1.

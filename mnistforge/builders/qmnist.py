@@ -126,9 +126,7 @@ class QmnistBuildConfig:
                               found=self.workers)
 
 
-# ---------------------------------------------------------------------------
-# Public API
-# ---------------------------------------------------------------------------
+# --- Public API -------------------------------------------------------------------------------
 
 def build_qmnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
                  config: QmnistBuildConfig | None = None) -> Manifest:
@@ -171,9 +169,7 @@ def build_xnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
     return _build("xnist", sd19_path, out, config)
 
 
-# ---------------------------------------------------------------------------
-# Preprocessing many digits
-# ---------------------------------------------------------------------------
+# --- Preprocessing many digits ----------------------------------------------------------------
 
 _WORKER: dict[str, Any] = {}
 
@@ -239,9 +235,7 @@ def _collect(item: tuple[int, cf.Future[np.ndarray]], out: np.ndarray, bar: Any,
     return pos + len(imgs)
 
 
-# ---------------------------------------------------------------------------
-# The build
-# ---------------------------------------------------------------------------
+# --- The build --------------------------------------------------------------------------------
 
 def _published_tables(spec: str | os.PathLike[str] | None, progress: bool | None
                       ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]] | tuple[None, None, None]:

@@ -327,9 +327,7 @@ def duplicates_from_digests(digests: npt.ArrayLike) -> np.ndarray:
     return np.where(dup < 0, 0, dup).astype(np.int64)
 
 
-# ---------------------------------------------------------------------------
-# Reading the published tables
-# ---------------------------------------------------------------------------
+# --- Reading the published tables -------------------------------------------------------------
 
 def _open_bytes(path: Path) -> bytes:
     with open_reader(path) as f:

@@ -20,8 +20,7 @@ from .config import _SPREAD, PLAN_DTYPE, TEMPLATES, TWO_FORM_WRITER, SynthConfig
 
 logger = logging.getLogger(__name__)
 
-# --------------------------------------------------------------------------------------------
-# Class proportions per field
+# --- Class proportions per field --------------------------------------------------------------
 
 def _apportion(total: int, weights: npt.ArrayLike) -> npt.NDArray[np.int64]:
     """Integers proportional to ``weights`` summing exactly to ``total`` (largest remainder)."""
@@ -83,8 +82,7 @@ def field_class_counts() -> dict[str, dict[int, int]]:
     }
 
 
-# --------------------------------------------------------------------------------------------
-# The xnist table
+# --- The xnist table --------------------------------------------------------------------------
 
 def read_xnist_table(path: str | os.PathLike[str]) -> npt.NDArray[np.int64]:
     """Read a QMNIST/xnist extended-label table (tsv, optionally .xz/.gz/.bz2) as int64 (n, 8).
@@ -115,8 +113,7 @@ def read_xnist_table(path: str | os.PathLike[str]) -> npt.NDArray[np.int64]:
     return table
 
 
-# --------------------------------------------------------------------------------------------
-# Planning: one row per character, in by_write walk order
+# --- Planning: one row per character, in by_write walk order ----------------------------------
 
 @dataclasses.dataclass
 class Plan:

@@ -25,8 +25,7 @@ _R = TypeVar("_R")
 #: one rendering job: (seed, edition, [(writer, template, hsf, codes), ...])
 _Job = tuple[int, int, list[tuple[int, int, int, bytes]]]
 
-# --------------------------------------------------------------------------------------------
-# Rendering (worker processes)
+# --- Rendering (worker processes) -------------------------------------------------------------
 
 def _render_job(job: _Job) -> tuple[bytes, np.ndarray, bytes]:
     """Render a group of writer folders; returns (blob, lengths, digests) of per-character payloads.

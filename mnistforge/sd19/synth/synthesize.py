@@ -23,8 +23,7 @@ from .write import _by_write_paths, _hierarchy_members, _Writer
 
 logger = logging.getLogger(__name__)
 
-# --------------------------------------------------------------------------------------------
-# Entry points
+# --- Entry points -----------------------------------------------------------------------------
 
 def _describe(config: SynthConfig, plan: Plan) -> dict[str, Any]:
     rows = plan.rows
@@ -115,8 +114,7 @@ def synthesize_sd19(out: str | os.PathLike[str], config: SynthConfig = SynthConf
     return out
 
 
-# --------------------------------------------------------------------------------------------
-# What --overwrite may replace
+# --- What --overwrite may replace -------------------------------------------------------------
 
 #: the SD19 index cache a read leaves in ``<source>/.mnistforge/`` (sd19/index.py, save_cache)
 _INDEX_CACHE = ".mnistforge"

@@ -20,8 +20,7 @@ from .render import _Spill
 
 logger = logging.getLogger(__name__)
 
-# --------------------------------------------------------------------------------------------
-# Hierarchies: sets (former .mis files) and their members
+# --- Hierarchies: sets (former .mis files) and their members ----------------------------------
 
 def _folder_name(hsf: int, writer: int, template: int) -> str:
     return f"hsf_{hsf}/f{writer:04d}_{template:02d}"
