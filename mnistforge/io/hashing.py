@@ -44,16 +44,8 @@ def sha256_file(path: StrPath, chunk: int = CHUNK) -> str:
     >>> sha256_file(p)[:8]
     'ba7816bf'
     """
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        while True:
-            b = f.read(chunk)
-            if not b:
-                break
-            h.update(b)
-    return h.hexdigest()
-
-
+        return hash_stream(f, md5=False, chunk=chunk)[0]
 
 
 def hash_stream(f: Readable, *, md5: bool = True, chunk: int = CHUNK) -> tuple[str, str | None, int]:
