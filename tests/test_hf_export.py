@@ -243,6 +243,20 @@ def test_croissant_describes_the_same_files(tmp_path):
     assert qfields == ["split", "image", "label"] + EXPORTED_QMNIST
 
 
+def test_mlcroissant_validates_the_export_with_no_warning(tmp_path, caplog):
+    mlc = pytest.importorskip("mlcroissant", reason="mlcroissant (Croissant's reference library) "
+                              "is not installed: pip install mlcroissant")
+    configs, _ = toy_configs(n_train=30, n_test=20)
+    hf.export_hf(tmp_path / "repo", configs, workers=1)
+    with caplog.at_level("WARNING"):
+        ds = mlc.Dataset(jsonld=str(tmp_path / "repo" / "croissant.json"))
+        rows = list(ds.records("qmnist"))
+    assert not ds.metadata.issues.warnings and not ds.metadata.issues.errors
+    assert [r.getMessage() for r in caplog.records if "croissant" in r.getMessage().lower()
+            or r.name == "absl"] == []
+    assert len(rows) == 50 and {r["qmnist/split"] for r in rows} == {b"train", b"test"}
+
+
 # --------------------------------------------------------------------------- reproducible
 def test_reexport_gives_identical_files(tmp_path, monkeypatch):
     configs, _ = toy_configs()

@@ -290,7 +290,8 @@ def dataset_card(configs: list[dict[str, Any]], *, repo_id: str | None = None, t
            if any(c["features"].get(PIXELS) is not None and c["features"][PIXELS].dtype == "binary"
                   for c in configs) else "")
         + ") with only the feature definition as schema "
-        "metadata. Re-exporting the same data with the same software gives byte-identical files. "
+        "metadata. Re-exporting the same data with the same software gives byte-identical files "
+        "(croissant.json: but for its date). "
         "Software used: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".",
         "",
         "## Licence",

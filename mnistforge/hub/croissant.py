@@ -1,6 +1,7 @@
 """A Croissant 1.0 JSON-LD description of an exported repository."""
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ CROISSANT_CONTEXT = {
     "recordSet": "cr:recordSet", "references": "cr:references", "regex": "cr:regex",
     "repeated": "cr:repeated", "replace": "cr:replace", "separator": "cr:separator",
     "source": "cr:source", "subField": "cr:subField", "transform": "cr:transform",
-}
+    "samplingRate": "cr:samplingRate", "equivalentProperty": "cr:equivalentProperty",
+}  # mlcroissant's own @context (a different one draws its warning)
 _CROISSANT_TYPES = {"int8": "sc:Integer", "int16": "sc:Integer", "int32": "sc:Integer",
                     "int64": "sc:Integer", "uint8": "sc:Integer", "uint16": "sc:Integer",
                     "uint32": "sc:Integer", "uint64": "sc:Integer", "float32": "sc:Float",
@@ -56,13 +58,14 @@ def croissant_metadata(configs: list[dict[str, Any]], folder: StrPath, *, repo_i
                        + ", ".join(c["name"] for c in configs) + ".",
         "license": licenses[0] if len(licenses) == 1 else licenses,
         "version": __version__,
+        # the export's date (UTC): the one value that changes from day to day
+        "datePublished": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+        "citeAs": "\n\n".join(dict.fromkeys(cites)) or f"mnistforge {__version__} export",
         "distribution": [],
         "recordSet": [],
     }
     if url:
         doc["url"] = url
-    if cites:
-        doc["citeAs"] = "\n\n".join(dict.fromkeys(cites))
     for c in configs:
         name = c["name"]
         for s in c["splits"]:
