@@ -384,7 +384,8 @@ def _map(ident: Identification, c: Canonical, name: str | None, officials: Offic
     ident.row_map = rm
     s = rm.summary()
     mine = int(np.count_nonzero(rm.mapped & (rm.official_dataset == rm.dataset)))
-    whole = mine == s["rows"] and not s["labels_differ"] and not s["ambiguous"]
+    # near rows are images that differ from their official row: not the same content
+    whole = mine == s["rows"] and not s["labels_differ"] and not s["ambiguous"] and not s["near"]
     if not whole or ident.verdict == "reordered" or rm.dataset is None:
         return
     split = max(s["by_split"], key=s["by_split"].get).split(" ", 1)[1]
