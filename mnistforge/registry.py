@@ -27,10 +27,12 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import json
 import os
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -237,7 +239,16 @@ class DatasetInfo:
             raise DatasetNotFoundError(
                 f"unknown split {name!r} of {self.name}",
                 expected="one of " + ", ".join(self.splits) if self.splits else "a dataset with splits",
-                found=name) from None
+                found=name, hint=self.split_hint(name)) from None
+
+    def split_hint(self, name: str) -> str | None:
+        """"did you mean" a split of this dataset, else which datasets have the split meant."""
+        guess = nearest(name, self.splits)
+        if guess is not None:
+            return f"did you mean {guess!r}?"
+        other = nearest(name, {s for d in _datasets().values() for s in d.splits})
+        owners = [n for n, d in _datasets().items() if other in d.splits]
+        return f"{other!r} is a split of {', '.join(owners)}, not of {self.name}" if other else None
 
     def file_split(self, name: str) -> SplitInfo:
         """The split holding the files of ``name`` (itself, or the split it is a view of)."""
@@ -392,9 +403,24 @@ def get_dataset(name: str) -> DatasetInfo:
     try:
         return _datasets()[name]
     except KeyError:
+        guess = nearest(name, _datasets())
         raise DatasetNotFoundError(
-            f"unknown dataset {name!r}", expected="one of " + ", ".join(_datasets()),
-            found=name, hint="run `mnistforge info` for the list") from None
+            f"unknown dataset {name!r}", expected="one of " + ", ".join(_datasets()), found=name,
+            hint=f"did you mean {guess!r}?" if guess else "run `mnistforge info` for the list") from None
+
+
+def nearest(text: str, choices: Iterable[str]) -> str | None:
+    """The choice nearest ``text`` (case, spaces, ``-_/.`` ignored) for a "did you mean", or None.
+
+    >>> nearest("validaton", ["train", "validation"]), nearest("MNSIT", ["mnist"]), nearest("x", ["mnist"])
+    ('validation', 'mnist', None)
+    """
+    def key(s: str) -> str:
+        return re.sub(r"[\s_\-/.]+", "", s.lower())
+
+    keys = {key(c): c for c in choices}
+    hits = difflib.get_close_matches(key(text), list(keys), n=1, cutoff=0.6)
+    return keys[hits[0]] if hits else None
 
 
 def dataset_by_alias(text: str) -> str | None:

@@ -248,3 +248,15 @@ def test_the_checks_and_the_card_read_the_entry(tmp_path):
         assert dataset_name("Someone/Fashion") == "fashion-mnist"
         assert _caveats(info, {}, built=True)[0].startswith("Rebuilt from NIST SD19")
         assert _caveats(info, {}, built=False) == []
+
+
+def test_unknown_names_get_a_did_you_mean():
+    cases = [(lambda: R.get_dataset("mnsit"), "did you mean 'mnist'?"),
+             (lambda: R.get_dataset("qmnist").split("test10"), "did you mean 'test10k'?"),
+             (lambda: R.get_dataset("mnist").split("validaton"),
+              "'validation' is a split of emnist-balanced, emnist-letters, emnist-digits, emnist-mnist, not of mnist")]
+    for call, hint in cases:
+        with pytest.raises(DatasetNotFoundError) as e:
+            call()
+        assert str(e.value).endswith(hint), e.value
+    assert R.get_dataset("mnist").split_hint("zzz") is None
