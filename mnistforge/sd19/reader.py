@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -52,25 +53,21 @@ __all__ = ["open_sd19", "SD19Source", "HIERARCHIES", "Tree", "find_trees"]
 
 # --- the source -------------------------------------------------------------------------------
 
+@dataclass(eq=False, repr=False)
 class SD19Source:
     """An opened SD19 source (see :func:`open_sd19`)."""
 
-    def __init__(self, path: Path, trees: dict[str, Tree], edition: int, index: np.ndarray,
-                 files: np.ndarray, file_of_row: np.ndarray, fingerprint: str,
-                 join_report: JoinReport | None, anomalies: list[str], cls_present: bool,
-                 workers: int, progress: bool | None = None) -> None:
-        self.path = path
-        self.trees = trees
-        self.edition = edition
-        self.index = index
-        self.files = files
-        self.file_of_row = file_of_row
-        self.fingerprint = fingerprint
-        self.join_report = join_report
-        self.anomalies = anomalies
-        self.cls_present = cls_present
-        self.workers = workers
-        self._progress = progress
+    path: Path
+    trees: dict[str, Tree]
+    edition: int
+    index: np.ndarray
+    files: np.ndarray
+    file_of_row: np.ndarray
+    fingerprint: str
+    join_report: JoinReport | None
+    anomalies: list[str]
+    cls_present: bool
+    workers: int
 
     @property
     def hierarchies(self) -> tuple[str, ...]:
@@ -206,7 +203,7 @@ def open_sd19(path: str | os.PathLike[str], *, progress: bool | None = None, cac
                 rep.raise_if_failed(path)
             return SD19Source(path, trees, meta["edition"], arrays["index"], arrays["files"],
                               arrays["file_of_row"], fp, rep, meta.get("anomalies", []),
-                              meta.get("cls_present", False), workers, progress)
+                              meta.get("cls_present", False), workers)
     src = _build(path, trees, fp, workers, progress, strict)
     if cache:
         meta = {"edition": src.edition, "anomalies": src.anomalies, "cls_present": src.cls_present,
@@ -272,7 +269,7 @@ def _build(path: Path, trees: dict[str, Tree], fp: str, workers: int, progress: 
         idx["ascii"] = asc
     files = bw.file_table(file_idx)
     src = SD19Source(path, trees, edition, idx, files, file_of_row, fp, report, anomalies,
-                     cls_present, workers, progress)
+                     cls_present, workers)
     if report is not None and strict:
         report.raise_if_failed(path)
     return src
