@@ -506,14 +506,9 @@ def read_idx_whole(path: StrPath, *, max_bytes: int = MAX_BYTES) -> FileRead:
                              hint="pass max_bytes= if the file really is that large")
     packed, before, after = _read_regular(path, max_bytes + (1 << 20))
     if comp is None:
-        header = parse_idx_header(packed, path, max_bytes=max_bytes)
-        _check_length(header, len(packed), path)
         content = memoryview(packed)
-        arr = np.frombuffer(packed, dtype=header.dtype, count=header.count, offset=header.offset)
-        arr = arr.reshape(header.shape)
-        if not header.dtype.isnative and header.dtype.itemsize > 1:
-            arr = arr.astype(header.dtype.newbyteorder("="))
-            arr.flags.writeable = False
+        arr = parse_idx_bytes(packed, path, max_bytes=max_bytes)
+        arr.flags.writeable = False
     else:
         header = _packed_header(comp, packed, path, max_bytes)
         arr, buf = _inflate_idx(comp, _chunks_of(packed), header, path, keep_bytes=True)
