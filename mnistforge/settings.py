@@ -1,16 +1,13 @@
-"""Every setting of mnistforge, in one frozen object: :func:`current` reads the environment once;
-the only module that reads it (nothing writes it).  The variables and what they mean:
-:data:`VARIABLES` and ``docs/usage.md#environment-variables``.
+"""Every setting of mnistforge in one frozen object, :func:`current`, which reads the environment
+once (the only module that reads it; nothing writes it; the variables: :data:`VARIABLES`,
+``docs/usage.md#environment-variables``).
 
-Order, for every setting: an argument given to :func:`current` (None: not given), else the values
-:func:`using` holds (the command line's ``--cache``, ``--offline``, ``--no-progress``), else the
-environment, else the default.  Each setting of a :class:`Settings` is decided when it is read,
-so a bad variable is an error only where its setting is used.  :func:`using` holds its values in
-a context variable: nested blocks restore the outer values, threads running concurrently each see
-their own, and the environment is never written.
+For every setting: an argument to :func:`current` (None: not given), else the values
+:func:`using` holds (the command line's ``--cache``, ``--offline``, ``--no-progress``; a context
+variable: nested blocks restore the outer values, each thread sees its own), else the
+environment, else the default.  Each is decided when read: a bad variable is an error only where
+its setting is used.
 
-Examples
---------
 >>> s = current(cache="/data/cache", offline=True, workers=3, keep_raw=False)
 >>> str(s.cache), s.offline, s.workers, s.keep_raw
 ('/data/cache', True, 3, False)
@@ -56,8 +53,7 @@ _GIVEN_CACHE = "cache= / --cache"
 
 
 def truthy(value: str | None, default: bool) -> bool:
-    """Read an on/off environment value (``1/true/yes/on``, ``0/false/no/off``; the values
-    huggingface_hub reads as true too).
+    """An on/off environment value (``1/true/yes/on``, ``0/false/no/off``, as huggingface_hub reads).
 
     >>> truthy("ON", False), truthy("0", True), truthy(None, True)
     (True, False, True)
@@ -74,14 +70,13 @@ def truthy(value: str | None, default: bool) -> bool:
 
 @dataclass(frozen=True)
 class Settings:
-    """Every setting (:func:`current`): ``given`` (arguments, then :func:`using`'s values) over
-    ``env`` (the variables, read once).  Neither is shown by ``repr``: they may hold the token."""
+    """Every setting: ``given`` values over ``env`` (the variables, read once); neither shown by
+    ``repr`` (they may hold the token)."""
 
     given: Overrides = field(repr=False)
     env: Mapping[str, str] = field(repr=False)
 
     def _arg(self, name: str) -> Any:
-        """The value given for setting ``name`` (None: not given)."""
         return self.given.get(name)
 
     def _flag(self, name: str, from_env: bool) -> bool:
@@ -90,17 +85,15 @@ class Settings:
 
     @property
     def cache_source(self) -> str:
-        """What names the cache folder (for an error that blames the right switch)."""
+        """What names the cache folder (an error blames that switch)."""
         if self._arg("cache") is not None:
             return _GIVEN_CACHE
         return "MNISTFORGE_HOME" if self.env.get("MNISTFORGE_HOME") else "the platform default"
 
     @property
     def cache(self) -> Path:
-        """The cache folder: given, else ``$MNISTFORGE_HOME``, else the platform cache (Linux:
-        ``$XDG_CACHE_HOME/mnistforge``, ``~/.cache/mnistforge``; macOS: ``~/Library/Caches/mnistforge``;
-        Windows: ``%LOCALAPPDATA%\\mnistforge\\Cache``); checked on each read (it may change on
-        disk): a file there is a :class:`ConfigError` naming what named it."""
+        """The cache folder (else ``$MNISTFORGE_HOME``, else the platform's), checked on each read:
+        a file there is a ConfigError naming what named it."""
         source = self.cache_source
         if source == _GIVEN_CACHE:
             path = Path(self._arg("cache")).expanduser()
@@ -136,8 +129,7 @@ class Settings:
 
     @property
     def workers(self) -> int:
-        """Processes/threads for parallel work: given (> 0), else ``$MNISTFORGE_WORKERS``, else the
-        usable cores."""
+        """Processes/threads for parallel work (default: the usable cores)."""
         got = self._arg("workers")
         if got:
             return max(1, int(got))
@@ -153,8 +145,7 @@ class Settings:
 
     @property
     def progress(self) -> bool | None:
-        """Progress bars on or off (``MNISTFORGE_PROGRESS``, ``--no-progress``); None: only when
-        standard error is a terminal (:attr:`bars`)."""
+        """Progress bars on or off; None: only on a terminal (:attr:`bars`)."""
         got = self._arg("progress")
         if got is not None:
             return bool(got)
@@ -168,18 +159,17 @@ class Settings:
 
     @property
     def keep_raw(self) -> bool:
-        """Keep decompressed copies of the cache's own files (``MNISTFORGE_KEEP_RAW``, default on)."""
+        """Keep decompressed copies of the cache's own files (default on)."""
         return self._flag("keep_raw", truthy(self.env.get("MNISTFORGE_KEEP_RAW") or None, True))
 
     @property
     def trust_files(self) -> bool:
-        """Load data that fails the trust gate (``MNISTFORGE_TRUST_FILES``, default off: refused)."""
+        """Load data that fails the trust gate (default off: refused)."""
         return self._flag("trust_files", truthy(self.env.get("MNISTFORGE_TRUST_FILES") or None, False))
 
     @property
     def mirrors(self) -> tuple[str, str]:
-        """The mirror entries as given (``""``: none) and where from; parsed by the cache
-        (:func:`mnistforge.cache.mirrors.mirrors`)."""
+        """The mirror entries as given (``""``: none) and where from (:mod:`mnistforge.cache.mirrors`)."""
         got = self._arg("mirrors")
         if got is None:
             return self.env.get("MNISTFORGE_MIRRORS") or "", "MNISTFORGE_MIRRORS"
@@ -187,35 +177,34 @@ class Settings:
 
     @property
     def hf_offline(self) -> bool:
-        """Hugging Face Hub offline mode (``HF_HUB_OFFLINE``: ``export hf --push`` sends nothing)."""
+        """Hub offline mode (``export hf --push`` sends nothing)."""
         return self._flag("hf_offline", truthy(self.env.get("HF_HUB_OFFLINE"), False))
 
     @property
     def hf_token(self) -> str | None:
-        """The Hub token (``HF_TOKEN``; None: huggingface_hub's stored login).  Never logged or
-        shown: pass it to the Hub client only."""
+        """The Hub token (None: the stored login); never logged or shown."""
         got = self._arg("hf_token")
         return str(got) if got else self.env.get("HF_TOKEN") or None
 
     @property
     def hf_endpoint(self) -> str | None:
-        """Another Hub (``HF_ENDPOINT``; None: the public Hub)."""
+        """Another Hub (None: the public one)."""
         got = self._arg("hf_endpoint")
         return str(got) if got else self.env.get("HF_ENDPOINT") or None
 
     @property
     def hf_home(self) -> Path | None:
-        """``HF_HOME`` (Hugging Face's folder), where ``find-copies`` looks for copies."""
+        """Hugging Face's folder, where ``find-copies`` looks for copies."""
         return _folder(self.env.get("HF_HOME"))
 
     @property
     def hf_datasets_cache(self) -> Path | None:
-        """``HF_DATASETS_CACHE`` (the datasets library's cache)."""
+        """The datasets library's cache."""
         return _folder(self.env.get("HF_DATASETS_CACHE"))
 
     @property
     def keras_home(self) -> Path | None:
-        """``KERAS_HOME`` (Keras's folder, datasets under ``datasets/``)."""
+        """Keras's folder (datasets under ``datasets/``)."""
         return _folder(self.env.get("KERAS_HOME"))
 
 
@@ -238,7 +227,7 @@ _GIVEN: ContextVar[Overrides] = ContextVar("mnistforge_settings", default={})
 
 
 def _given(values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` given (None: not given), over those :func:`using` holds here."""
+    """``values`` given (None: not given) over those :func:`using` holds here."""
     unknown = sorted(set(values) - set(GIVEN))
     if unknown:
         raise TypeError(f"no setting {unknown[0]!r} (the settings: {', '.join(GIVEN)})")
@@ -246,16 +235,15 @@ def _given(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def current(**values: Any) -> Settings:
-    """Every setting, from the environment as it is now: ``values`` (keyword arguments named as
-    in :data:`GIVEN`; None: not given), else :func:`using`'s, else the environment, else defaults."""
+    """Every setting, from the environment as it is now: ``values`` (named as in :data:`GIVEN`;
+    None: not given) over :func:`using`'s."""
     return Settings(_given(values), {k: os.environ[k] for k in VARIABLES if k in os.environ})
 
 
 @contextlib.contextmanager
 def using(**values: Any) -> Iterator[Settings]:
-    """While the block runs, ``values`` (named as in :data:`GIVEN`; None: not given) hold for every
-    call below it in this context, over the environment and outer blocks; the previous ones return
-    afterwards.  Yields the settings in force.
+    """While the block runs, ``values`` (as :func:`current` takes them) hold for every call below
+    it in this context; the previous ones return afterwards.  Yields the settings in force.
 
     >>> import os, tempfile
     >>> folder = os.path.join(tempfile.mkdtemp(), "cache")
@@ -277,9 +265,8 @@ def given() -> Overrides:
 
 
 def activate(values: Overrides) -> None:
-    """Make ``values`` active in this context for good (a worker process's initializer, so
-    that a pool started inside :func:`using` sees what its parent saw, whatever the start
-    method)."""
+    """Make ``values`` active here for good (a worker process's initializer: a pool started inside
+    :func:`using` sees what its parent saw, whatever the start method)."""
     _GIVEN.set(dict(values))
 
 

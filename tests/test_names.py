@@ -22,9 +22,6 @@ ALLOWED = {
     "run": (("mnistforge.commands.",), "the command protocol (see add_arguments)"),
     "file_names": (("mnistforge.builders.emnist", "mnistforge.builders.femnist"),
                    "one meaning, once per builder: the output file names that builder writes"),
-    "progress": (("mnistforge.progress", "mnistforge.settings"),
-                 "progress.progress draws a bar and reads settings.progress, whether bars are on; "
-                 "settings.py keeps its public name (its own rework, issue 28)"),
 }
 
 

@@ -1,16 +1,11 @@
 """Placing a verified copy of an official file in the cache without a download.
 
 :func:`place_in_cache` writes ``<cache>/<group>/<name>`` from a file already on the machine (an
-idx file under any name and compression) or from arrays (what a third-party copy held, serialised
-as idx content), and checks it with the cache's own verification
-(:func:`~mnistforge.cache.verify.verify_file`) *before* the rename: the registry's file hash,
-else its decompressed-content hash, decides, as for a download.  A file whose compression
-already matches is copied byte for byte (``exact`` when it is the published file,
-``content`` when a mirror re-compressed it); anything else is written in the registry's
-compression, reproducibly (gzip mtime 0), and accepted by its content.  A file already in the
-cache is never replaced (it is re-verified, as :func:`~mnistforge.cache.download.fetch_file`
-does).  What decides that a copy *is* the official file (the trust gate, the registry's
-hashes) happens above (:mod:`mnistforge.checks.adopt`); this module only writes and checks.
+idx file under any name and compression) or from arrays (serialised as idx content), and checks
+it with the cache's own verification *before* the rename, as for a download: a file of the same
+compression is copied byte for byte, anything else is written in the registry's compression
+(gzip mtime 0).  A file already in the cache is never replaced.  What decides that a copy *is*
+the official file happens above (:mod:`mnistforge.checks.adopt`); this module writes and checks.
 """
 from __future__ import annotations
 
@@ -42,14 +37,9 @@ CHUNK = 1 << 20
 def place_in_cache(remote: str | RemoteFile, *, source: PathArg | None = None,
                    arrays: np.ndarray | None = None, root: PathArg | None = None,
                    origin: str = "") -> FetchResult:
-    """Put ``remote`` into the cache from ``source`` (an idx file, any compression) or from
-    ``arrays`` (the file's content as an array); return the verified result.
-
-    ``origin`` says where it came from (logged).  Raises
-    :class:`~mnistforge.errors.HashMismatchError` (nothing written) when the bytes are not
-    the registry's file or content.
-    """
-
+    """Put ``remote`` into the cache from ``source`` (an idx file, any compression) or ``arrays``
+    (its content); the verified result.  ``origin``: where it came from (logged).  Bytes that are
+    not the registry's file or content raise HashMismatchError, nothing written."""
     remote = get_file(remote)
     if remote.archive:
         raise ConfigError(f"{remote.id} is kept in the cache inside {remote.archive}",
@@ -88,7 +78,6 @@ def place_in_cache(remote: str | RemoteFile, *, source: PathArg | None = None,
 
 
 def _write_file(source: Path, remote: RemoteFile, tmp: Path) -> None:
-
     with open(source, "rb") as f:
         comp = compression.sniff_compression(f.read(8))
     with open(tmp, "wb") as out:
@@ -106,7 +95,6 @@ def _write_file(source: Path, remote: RemoteFile, tmp: Path) -> None:
 
 
 def _write_arrays(arr: np.ndarray, remote: RemoteFile, tmp: Path) -> None:
-
     with open(tmp, "wb") as out:
         writer = compression.open_writer(out, remote.compression, 6)
         writer.write(idx_header_bytes(arr.shape, arr.dtype))

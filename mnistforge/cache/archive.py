@@ -1,22 +1,12 @@
-"""Safe zip reading: stream members in place, extract only what stays inside its folder.
+"""Safe zip reading: stream members in place (:func:`open_member`, :func:`iter_members`: SD19
+and EMNIST zips are large), extract only what stays inside its folder (:func:`safe_extract`).
 
-Real SD19 and EMNIST zips are large, so members are read straight out of the
-archive (:func:`open_member`, :func:`iter_members`) rather than extracted.
-When something must be extracted, :func:`safe_extract` refuses
+A member whose path would escape the target (absolute, ``..``, drive letters, backslashes,
+symbolic links), or that claims an absurd size or ratio (zip bombs), or turns out larger than it
+declared, is refused with :class:`~mnistforge.errors.UnsafeArchiveError` before anything is
+written for it; files are written atomically, and removed again when the call fails.  No dataset
+knowledge: the SD19 readers use these too.
 
-* a member whose path would escape the target folder (absolute paths, ``..``,
-  drive letters, backslash tricks, symbolic links), and
-* a member that claims an absurd size or compression ratio (zip bombs), or
-  that turns out larger than it declared,
-
-with :class:`~mnistforge.errors.UnsafeArchiveError`, before writing anything
-for that member.  Every file is written atomically, and on any failure the
-files already extracted by the call are removed again.
-
-The helpers are generic (no dataset knowledge) so the SD19 readers reuse them.
-
-Examples
---------
 >>> import io, zipfile, tempfile, os
 >>> d = tempfile.mkdtemp(); z = os.path.join(d, "a.zip")
 >>> with zipfile.ZipFile(z, "w") as zf:
@@ -33,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import logging
 import os
 import stat
 import zipfile
@@ -44,8 +33,6 @@ from typing import IO, Union
 
 from ..errors import MissingFileError, PathArg, UnsafeArchiveError
 from ..io.atomic import atomic_file
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["open_member", "iter_members", "member_names", "check_member", "safe_extract",
            "MAX_MEMBER_BYTES", "MAX_TOTAL_BYTES", "MAX_RATIO"]
@@ -78,25 +65,17 @@ def _zip(path_or_zip: ZipArg) -> AbstractContextManager[zipfile.ZipFile]:
 
 
 def _name(path_or_zip: ZipArg) -> str | None:
-    """How messages name the archive: an open ZipFile's file name (None for one of no file), else the path."""
+    """How messages name the archive (an open ZipFile of no file: None)."""
     if isinstance(path_or_zip, zipfile.ZipFile):
         return path_or_zip.filename
     return os.fspath(path_or_zip)
 
 
-def iter_members(path_or_zip: ZipArg, pattern: str | None = None, *,
-                 include_dirs: bool = False) -> Iterator[zipfile.ZipInfo]:
-    """Yield the :class:`zipfile.ZipInfo` of the members, sorted by name.
-
-    ``pattern`` is an optional glob on the member name (``"gzip/*.gz"``).
-    """
+def iter_members(path_or_zip: ZipArg, pattern: str | None = None) -> Iterator[zipfile.ZipInfo]:
+    """The :class:`zipfile.ZipInfo` of the files, sorted by name; ``pattern``: a glob (``"gzip/*.gz"``)."""
     with _zip(path_or_zip) as zf:
-        infos = sorted(zf.infolist(), key=lambda i: i.filename)
-    for info in infos:
-        if info.is_dir() and not include_dirs:
-            continue
-        if pattern is None or fnmatch.fnmatchcase(info.filename, pattern):
-            yield info
+        infos = sorted((i for i in zf.infolist() if not i.is_dir()), key=lambda i: i.filename)
+    yield from (i for i in infos if pattern is None or fnmatch.fnmatchcase(i.filename, pattern))
 
 
 def member_names(path_or_zip: ZipArg, pattern: str | None = None) -> list[str]:
@@ -106,11 +85,8 @@ def member_names(path_or_zip: ZipArg, pattern: str | None = None) -> list[str]:
 
 @contextlib.contextmanager
 def open_member(path_or_zip: ZipArg, member: str, *, max_bytes: int = MAX_MEMBER_BYTES) -> Iterator[IO[bytes]]:
-    """Open one member of a zip for streaming reads (nothing is extracted).
-
-    Raises MissingFileError when the member is absent, UnsafeArchiveError when
-    it claims more than ``max_bytes``.
-    """
+    """One member of a zip, for streaming reads (MissingFileError when absent, UnsafeArchiveError
+    when it claims more than ``max_bytes``)."""
     with _zip(path_or_zip) as zf:
         try:
             info = zf.getinfo(member)
@@ -172,18 +148,15 @@ def check_member(info: zipfile.ZipInfo, target: PathArg, *, max_bytes: int = MAX
 def safe_extract(path_or_zip: ZipArg, target: PathArg, members: str | Iterable[str] | None = None, *,
                  max_bytes: int = MAX_MEMBER_BYTES,
                  max_total: int = MAX_TOTAL_BYTES, max_ratio: float = MAX_RATIO) -> list[Path]:
-    """Extract ``members`` (names or globs; default all) into ``target`` safely.
+    """Extract ``members`` (names or globs; default all) into ``target``; the paths, sorted.
 
-    Every member is checked with :func:`check_member` *before* anything is
-    written; the total claimed size must stay under ``max_total``; while
-    copying, a member that yields more bytes than it declared is refused.
-    Returns the extracted paths, sorted.
+    Every member is checked (:func:`check_member`) and the total claimed size against
+    ``max_total`` *before* anything is written; a member yielding more than it declared is refused.
     """
-
     target = Path(target)
     where = _name(path_or_zip) or "archive"
     with _zip(path_or_zip) as zf:
-        infos = sorted((i for i in zf.infolist() if not i.is_dir()), key=lambda i: i.filename)
+        infos = list(iter_members(zf))
         if members is not None:
             pats = [members] if isinstance(members, str) else list(members)
             infos = [i for i in infos if any(fnmatch.fnmatchcase(i.filename, p) for p in pats)]

@@ -1,61 +1,14 @@
-"""Verified downloads into the cache: :func:`fetch` and :func:`cache_path`.
+"""Verified downloads into the cache: :func:`fetch` and :func:`cache_path` (the one HTTP client).
 
-How a file gets into the cache
-------------------------------
-1. If ``<cache>/<group>/<name>`` exists it is *re-verified* (cheaply, through
-   its ``.sha256`` sidecar when size and mtime are unchanged), never
-   re-downloaded.  A file placed there by hand is accepted the same way.
-2. Otherwise, unless offline, the mirrors are tried in order.  Each download
-   streams into ``<name>.part`` (resumed with an HTTP ``Range`` request when a
-   ``.part`` is left from an interrupted attempt), with a timeout and retries
-   with exponential back-off (capped at :data:`MAX_BACKOFF_WAIT`) on cut connections,
-   timeouts and 5xx answers, all within ``give_up_after`` (10 minutes by default) for
-   the file, every mirror together.  A 4xx answer moves on to the next mirror at once;
-   errors name the host and what it answered.
-3. The ``.part`` is hashed (file sha256, else decompressed-content sha256)
-   *before* it is renamed into place.  A wrong hash deletes it.  A ``.part``
-   is never taken for the final file; only a cut connection or Ctrl-C leaves
-   one behind, to be resumed.
-
-Limits, so that no server can hang or fill the machine: a body longer than
-the registry's size (or than :data:`MAX_UNKNOWN_BYTES` when no size is known)
-is cut off; each attempt has a total deadline (``deadline``, default
-:func:`default_deadline`: generous for the size, however slowly the bytes
-trickle in), not only a per-read timeout; redirect loops, redirects to another
-scheme, a bad ``Location`` or ``Content-Encoding`` fail that mirror with a
-named reason and the next mirror is tried.  A name that does not resolve or a
-refused connection is not retried (it will not heal in seconds): the next
-mirror is tried at once and the error says, in one line, which hosts could
-not be reached and where to put the file by hand.  Such a host (``HOST:PORT``)
-is not asked again for the rest of the fetch (every file of a dataset, every
-file of one ``mnistforge fetch``): one warning names it, once.
-
-Mirrors a user controls (``mirrors=``, ``$MNISTFORGE_MIRRORS``, ``fetch --mirror``,
-``fetch --from URL``; :mod:`mnistforge.cache.mirrors`) come before (or, after the
-word ``registry``, after) the registry's addresses, checked like any download.
-
-Two processes fetching the same file take turns through ``<name>.lock`` (an
-OS lock): the second waits, then finds the first one's verified file.
-
-Offline mode (``offline=True`` or ``MNISTFORGE_OFFLINE=1``) never touches the
-network: a missing file raises :class:`~mnistforge.errors.OfflineError` saying
-which file, from where, and exactly where to put it.
-
-Why this module is long: it is the one HTTP client of the package, and most of its length is
-the limits a hostile or broken server needs (sizes, deadlines, redirects, encodings, retries
-with a total deadline), each next to the request it guards.
-
-Cache location: the ``root`` argument, else ``$MNISTFORGE_HOME``, else the
-platform cache folder (``$XDG_CACHE_HOME/mnistforge`` or
-``~/.cache/mnistforge`` on Linux, ``~/Library/Caches/mnistforge`` on macOS,
-``%LOCALAPPDATA%\\mnistforge\\Cache`` on Windows).
-
-Examples
---------
->>> from mnistforge.cache.download import fetch
->>> r = fetch("mnist/t10k-labels-idx1-ubyte.gz")     # doctest: +SKIP
->>> r.path, r.status                                 # doctest: +SKIP
-(PosixPath('/home/me/.cache/mnistforge/mnist/t10k-labels-idx1-ubyte.gz'), 'exact')
+A file in the cache is re-verified (through its ``.sha256`` sidecar while size and mtime hold),
+never downloaded again.  Otherwise, unless offline (:class:`~mnistforge.errors.OfflineError`
+says which file, from where and where to put it), the user's mirrors
+(:mod:`mnistforge.cache.mirrors`) and the registry's are tried in order, each download streamed
+into ``<name>.part`` (resumed with ``Range``), hashed *before* it is renamed into place, two
+processes taking turns through ``<name>.lock``.  The limits a hostile or broken server meets
+(sizes, deadlines, redirects, encodings, retries within ``give_up_after``; a host that does not
+resolve or refuses asked once per fetch) sit next to the requests they guard; the rules:
+``docs/loading.md#downloads-fetch`` and ``docs/reliability.md``.
 """
 from __future__ import annotations
 
@@ -85,7 +38,7 @@ from ..registry import RemoteFile, get_dataset, get_file, list_datasets
 from ..settings import cache_home
 from .mirrors import Mirrors
 from .mirrors import mirrors as parse_user_mirrors
-from .verify import STATUS_TEXT, Verification, read_marker, verify_file, write_marker
+from .verify import STATUS_TEXT, read_marker, verify_file, write_marker
 
 logger = logging.getLogger(__name__)
 
@@ -119,13 +72,8 @@ def cache_path(remote: str | RemoteFile, root: PathArg | None = None) -> Path:
 
 @dataclass
 class FetchResult:
-    """A file in the cache.  ``os.fspath(result)`` is its path.
-
-    ``member`` is set for a file read from inside an archive (``path`` is then
-    the archive).  ``status`` is the verification status (see
-    :mod:`mnistforge.cache.verify`); ``downloaded`` says whether it came from
-    the network in this call, and ``url`` from which mirror.
-    """
+    """A file in the cache (for an archive ``member``, the archive), its ``status``, whether it was
+    ``downloaded`` in this call and from which ``url``."""
 
     remote: RemoteFile
     path: Path
@@ -177,46 +125,22 @@ def fetch(name_or_file: str | RemoteFile, *, root: PathArg | None = None, progre
           backoff: float = DEFAULT_BACKOFF, deadline: float | None = None,
           mirrors: Mirrors | str | Iterable[object] | None = None, dead_hosts: set[str] | None = None,
           give_up_after: float = DEFAULT_GIVE_UP_AFTER) -> FetchResult | list[FetchResult]:
-    """Make a registry file (or every file of a dataset) present and verified in the cache.
+    """Make a registry file (or every file of a dataset) present and verified in the cache: one
+    :class:`FetchResult` for a file, a list for a dataset (archives counted once).
 
-    Parameters
-    ----------
-    name_or_file : str or RemoteFile
-        A file id (``"mnist/train-images-idx3-ubyte.gz"``), a unique file name,
-        a :class:`~mnistforge.registry.RemoteFile`, or a dataset name
-        (``"mnist"``, ``"emnist-letters"``, ``"sd19"``...).
-    root : path, optional
-        Cache folder (see :func:`mnistforge.settings.cache_home`).
-    progress : bool, optional
-        Show a progress bar (default: only on a terminal).
-    offline : bool, optional
-        Never use the network (default: ``$MNISTFORGE_OFFLINE``).
-    timeout : float
-        Seconds to wait for a connection or for data (> 0).
-    retries : int
-        Further attempts per mirror after a cut connection or a timeout.
-    backoff : float
-        First wait between attempts, doubled each time up to :data:`MAX_BACKOFF_WAIT`.
-    deadline : float, optional
-        Total seconds one attempt may take (default :func:`default_deadline`).
-    give_up_after : float
-        Seconds all the attempts at one file, on every mirror, may take together (default
-        :data:`DEFAULT_GIVE_UP_AFTER`, 10 minutes): no retry starts, and no wait lasts, past it.
-    mirrors : list of str, str or Mirrors, optional
-        Addresses tried besides the registry's (default ``$MNISTFORGE_MIRRORS``; see
-        :func:`mnistforge.cache.mirrors.mirrors`).
-    dead_hosts : set, optional
-        Hosts (``HOST:PORT``) found unreachable so far, not asked again; filled in as hosts
-        refuse (default: a new set for this call).
-
-    Returns
-    -------
-    FetchResult or list of FetchResult
-        One result for a file, a list for a dataset (archives counted once).
-
-    Raises
-    ------
-    OfflineError, DownloadError, HashMismatchError
+    ``name_or_file``: a file id (``"mnist/train-images-idx3-ubyte.gz"``), a unique file name, a
+    :class:`~mnistforge.registry.RemoteFile` or a dataset name (``"mnist"``, ``"sd19"``...).
+    ``root``: the cache folder (:func:`mnistforge.settings.cache_home`); ``progress``: a bar
+    (default: on a terminal); ``offline``: never use the network (default
+    ``$MNISTFORGE_OFFLINE``).  ``timeout``: seconds to wait for a connection or for data (> 0);
+    ``retries``: further attempts per mirror after a cut connection or a timeout, the first
+    ``backoff`` seconds later, doubled up to :data:`MAX_BACKOFF_WAIT`; ``deadline``: seconds one
+    attempt may take (default :func:`default_deadline`); ``give_up_after``: seconds all the
+    attempts at one file, on every mirror, may take together (no retry starts, and no wait
+    lasts, past it).  ``mirrors``: addresses tried besides the registry's (default
+    ``$MNISTFORGE_MIRRORS``; :func:`mnistforge.cache.mirrors.mirrors`); ``dead_hosts``: hosts
+    (``HOST:PORT``) found unreachable so far, not asked again, filled in as hosts refuse.
+    Raises OfflineError, DownloadError, HashMismatchError.
     """
     chosen = parse_user_mirrors(mirrors)
     dead = set() if dead_hosts is None else dead_hosts
@@ -261,8 +185,7 @@ def _missing_message(remote: RemoteFile, dest: Path, explicit: bool, urls: Seque
 
 
 def mirror_urls(remote: str | RemoteFile, mirrors: Mirrors | str | Iterable[object] | None = None) -> list[str]:
-    """The addresses of ``remote`` in the order a fetch tries them: the user's mirrors
-    (``mirrors``, else ``$MNISTFORGE_MIRRORS``) around the registry's."""
+    """The addresses of ``remote`` in the order a fetch tries them."""
     remote = get_file(remote)
     return parse_user_mirrors(mirrors).urls(remote.group, remote.name, remote.urls)
 
@@ -272,12 +195,7 @@ def fetch_file(remote: str | RemoteFile, *, root: PathArg | None = None, progres
                retries: int = DEFAULT_RETRIES, backoff: float = DEFAULT_BACKOFF, rehash: bool = False,
                deadline: float | None = None, mirrors: Mirrors | str | Iterable[object] | None = None,
                dead_hosts: set[str] | None = None, give_up_after: float = DEFAULT_GIVE_UP_AFTER) -> FetchResult:
-    """Fetch one file (see :func:`fetch`); archive members fetch their archive.
-
-    ``rehash`` hashes a cached file even when its sidecar still holds.  ``mirrors`` and
-    ``dead_hosts``: see :func:`fetch` (pass one set to several calls so that a host that
-    refused is asked once).
-    """
+    """Fetch one file (:func:`fetch`; a member: its archive); ``rehash`` ignores its sidecar."""
     check_network_args(timeout, retries, backoff, deadline, give_up_after)
     remote = get_file(remote)
     if remote.archive:
@@ -335,7 +253,6 @@ def _download(remote: RemoteFile, dest: Path, urls: Sequence[str], *, progress: 
               timeout: float, retries: int, backoff: float, deadline: float | None = None,
               dead: set[str], give_up_after: float = DEFAULT_GIVE_UP_AFTER) -> FetchResult:
     give_up = _GiveUp(time.monotonic() + give_up_after, give_up_after)
-
     part = dest.with_name(dest.name + PART_SUFFIX)
     failures: list[str] = []
     unreachable: list[str] = []
@@ -382,7 +299,8 @@ def _download(remote: RemoteFile, dest: Path, urls: Sequence[str], *, progress: 
                     logger.warning("%s", e)
                     break
                 os.replace(part, dest)
-                write_marker(dest, _renamed(v, dest))
+                v.path = str(dest)
+                write_marker(dest, v)
                 logger.info("%s: %s (%s)", dest, v.text, url)
                 return FetchResult(remote, dest, v.status, v.sha256, downloaded=True, url=url)
     if part.is_file() and part.stat().st_size == 0:
@@ -399,14 +317,8 @@ def _download(remote: RemoteFile, dest: Path, urls: Sequence[str], *, progress: 
     raise DownloadError(msg, hint=f"check the network, {by_hand}")
 
 
-def _renamed(v: Verification, dest: Path) -> Verification:
-    v.path = str(dest)
-    return v
-
-
 def _say_html(e: HashMismatchError, part: Path, url: str) -> HashMismatchError:
-    """The same error, saying so when the server sent a web page instead of the file (a login
-    page, a "moved" notice, a captive portal): the usual wrong file a mirror serves."""
+    """The same error, saying so when the server sent a web page (a login page, a captive portal)."""
     try:
         with open(part, "rb") as f:
             head = f.read(512).lstrip().lower()
@@ -437,7 +349,6 @@ class _GiveUp:
 def _download_url(session: requests.Session, url: str, part: Path, remote: RemoteFile, *,
                   progress: bool | None, timeout: float, retries: int, backoff: float,
                   deadline: float | None = None, give_up: _GiveUp | None = None) -> None:
-
     last: str | None = None
     host = _host(url)
     for attempt in range(retries + 1):
@@ -601,12 +512,11 @@ def _stream_once(session: requests.Session, url: str, part: Path, remote: Remote
 
 def _chunks(r: requests.Response) -> Iterator[bytes]:
     """The body in pieces as they arrive (``read1``: a trickling server cannot keep one read
-    blocked past the deadline the way ``iter_content``'s fill-the-buffer reads do)."""
+    blocked past the deadline, as ``iter_content``'s can)."""
     raw = r.raw
     if not hasattr(raw, "read1"):  # pragma: no cover - urllib3 < 2.3
         yield from r.iter_content(CHUNK)
         return
-
     while True:
         try:
             chunk = raw.read1(CHUNK, decode_content=True)
@@ -622,14 +532,7 @@ def _chunks(r: requests.Response) -> Iterator[bytes]:
 
 
 def cache_status(remote: str | RemoteFile, root: PathArg | None = None) -> tuple[str, Path]:
-    """What the cache holds for ``remote``, without hashing anything.
-
-    Returns ``(text, path)``; ``text`` is ``"missing"``, ``"present, not
-    verified yet"``, or the recorded verification (see
-    :mod:`mnistforge.cache.verify`), plus ``" + raw copy"`` when a
-    decompressed copy is kept.
-    """
-
+    """``(text, path)``: what the cache holds for ``remote``, without hashing anything."""
     remote = get_file(remote)
     path = cache_path(remote, root)
     if remote.archive:

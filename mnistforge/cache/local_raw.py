@@ -1,15 +1,8 @@
-"""Raw copies of the compressed files of a folder you give ``load`` (``root=FOLDER, keep_raw=True``).
-
-A folder of ``.gz`` (``.xz``, ``.bz2``) idx files is decompressed on every
-load.  With ``keep_raw=True`` the loader keeps a decompressed copy of each such
-file **in the cache, never in the folder**::
-
-    <cache>/local-raw/<key>/<name without .gz>          the copy
-    <cache>/local-raw/<key>/<name without .gz>.sha256   its sidecar
-
-A copy is used only while its ``.sha256`` sidecar describes both the source and the copy
-as they are now (``rehash`` also hashes the copy); a valid copy is only read, never written.
-Copies and sidecars are written atomically; the rules are in ``docs/loading.md``.
+"""Raw copies of the compressed files of a folder you give ``load`` (``root=FOLDER, keep_raw=True``),
+kept **in the cache, never in the folder**: ``<cache>/local-raw/<key>/<name without .gz>`` and its
+``.sha256`` sidecar.  A copy is used only while its sidecar describes both the source and the
+copy as they are now (``rehash`` also hashes the copy); a valid copy is only read, never written.
+The rules: ``docs/loading.md``.
 """
 from __future__ import annotations
 
@@ -46,10 +39,9 @@ def copy_path(src: str | os.PathLike[str], cache: str | os.PathLike[str], *, rea
 
 def valid_copy(src: str | os.PathLike[str], cache: str | os.PathLike[str], *, rehash: bool = False
                ) -> tuple[Path, dict[str, Any]] | None:
-    """The raw copy of ``src`` and its sidecar record if the record still describes ``src`` and
-    the copy, else None.  Never writes.  ``rehash`` also hashes the copy against its recorded
-    content hash.  The record's ``source_sha256`` and ``sha256`` (of the content) are the hashes of
-    the source's bytes and content as the copy was made from them: what the trust gate judges."""
+    """The raw copy of ``src`` and its sidecar record while the record describes both, else None;
+    never writes.  ``rehash`` also hashes the copy.  The record's ``source_sha256`` and ``sha256``
+    (of the content) are what the trust gate judges: the source as the copy was made from it."""
     real = os.path.realpath(src)
     raw = copy_path(src, cache, real=real)
     rec = read_marker(raw)  # None unless the copy keeps the size and mtime recorded
@@ -77,14 +69,10 @@ def valid_copy(src: str | os.PathLike[str], cache: str | os.PathLike[str], *, re
 
 def make_copy(src: str | os.PathLike[str], cache: str | os.PathLike[str], *,
               content_size: int | None = None) -> Path | None:
-    """Decompress ``src`` into its raw copy under ``cache`` and record the sidecar.
-
-    ``content_size`` (from the idx header) caps the decompression and must be
-    the content's exact length.  Returns the copy, or None when the source
-    changed while it was read (the copy is then left without a sidecar: never
-    trusted).  Raises :class:`~mnistforge.errors.FormatError` for a damaged
-    stream or a wrong length (nothing renamed into place) and ``OSError`` when
-    the cache cannot be written.
+    """Decompress ``src`` into its raw copy under ``cache`` and record the sidecar; the copy, or
+    None when the source changed while it was read (no sidecar then: never trusted).
+    ``content_size`` (the idx header's) caps the decompression and must be its exact length
+    (FormatError otherwise, nothing renamed into place); OSError when the cache cannot be written.
     """
     src = Path(src)
     comp = compression_of(src.name)

@@ -26,8 +26,7 @@ REGISTRY_MARK = "registry"
 
 @dataclass(frozen=True)
 class Mirrors:
-    """Address templates tried ``before`` and ``after`` the registry's; ``only``: the
-    registry's are not tried at all (``fetch --from URL``)."""
+    """Templates tried ``before`` and ``after`` the registry's addresses (``only``: not those)."""
 
     before: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
@@ -77,11 +76,8 @@ def _template(entry: str, source: str) -> str:
 
 def parse_mirrors(entries: Mirrors | str | Iterable[object], *, source: str = "mirrors=",
                   only: bool = False) -> Mirrors:
-    """A list of mirror entries (or one string of them, separated by spaces) as :class:`Mirrors`.
-
-    Entries before the word ``registry`` are tried before the registry's addresses, those
-    after it after them; without the word, all come first.  ``only``: the registry's are not
-    tried.
+    """Mirror entries (a list, or one string separated by spaces) as :class:`Mirrors`: those
+    before the word ``registry`` come before the registry's addresses, those after it after.
 
     >>> m = parse_mirrors("https://a.example/ registry https://b.example/m/{file}")
     >>> m.urls("mnist", "x.gz", ["https://r/x.gz"])
@@ -103,16 +99,11 @@ def parse_mirrors(entries: Mirrors | str | Iterable[object], *, source: str = "m
 
 
 def mirrors(value: Mirrors | str | Iterable[object] | None = None) -> Mirrors:
-    """Addresses tried besides the registry's: ``value`` if given (a list of entries, one string
-    of them, or :class:`Mirrors`), else :func:`mnistforge.settings.using`'s, else ``$MNISTFORGE_MIRRORS`` (entries
-    separated by spaces).
-
-    An entry is a base address (``https://host/path``: files are asked for at
-    ``https://host/path/{name}/{file}``, the cache's own layout) or a template holding
-    ``{file}`` (the file name) and optionally ``{name}`` (the dataset's folder: ``mnist``,
-    ``fashion-mnist``, ``emnist``...).  They are tried before the registry's addresses; the word
-    ``registry`` in the list puts the registry's where it stands.  Every file is checked against
-    the registry's hashes, whoever served it.
+    """Addresses tried besides the registry's: ``value`` if given, else the settings'
+    (:func:`mnistforge.settings.using`, ``$MNISTFORGE_MIRRORS``).  An entry is a base address
+    (``https://host/path``: files at ``https://host/path/{name}/{file}``, the cache's own
+    layout) or a template holding ``{file}`` and optionally ``{name}`` (the dataset's folder);
+    every file is checked against the registry's hashes, whoever served it.
 
     >>> mirrors("https://m.example/{name}/{file}").before
     ('https://m.example/{name}/{file}',)

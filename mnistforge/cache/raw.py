@@ -1,20 +1,12 @@
 """Raw (decompressed) copies of verified cache files, so later loads are memory maps.
 
-Once a compressed idx file (or an archive member) has been verified, the loaders
-keep ``<cache>/<group>/<name without .gz>`` with its own ``.sha256`` sidecar
-(status ``raw`` when the registry pins the content, ``derived`` otherwise).
-Opt out with ``keep_raw=False`` or ``MNISTFORGE_KEEP_RAW=0``.  A load trusts
-the sidecar while the copy keeps its size and mtime; ``mnistforge verify``
-re-hashes.  Files the registry declares in another format (``.npz``:
-:attr:`~mnistforge.registry.RemoteFile.has_raw_copy` is false) get no copy: the
-loaders read them as they are through :mod:`mnistforge.io.formats`.
-
-A first load (a compressed file without a valid sidecar) is one read of it:
-:func:`first_raw_copy` hashes it, decompresses it into the raw copy and hashes
-the content only where the verdict needs it, the hashing and writing on a
-second thread.  Anything it cannot settle on that read is left to the two-step
-route (:func:`~mnistforge.cache.download.fetch_file`, then
-:func:`make_raw_copy`), which gives the same statuses and the same errors.
+``<cache>/<group>/<name without .gz>`` with its own ``.sha256`` sidecar (status ``raw`` when the
+registry pins the content, ``derived`` otherwise), trusted while the copy keeps its size and
+mtime; files the registry declares in another format (``.npz``) get none.  A first load is one
+read of the compressed file (:func:`first_raw_copy`: hashed, decompressed into the copy, the
+content hashed only where the verdict needs it); what that read cannot settle takes the two-step
+route (:func:`~mnistforge.cache.download.fetch_file`, then :func:`make_raw_copy`), which gives
+the same statuses and errors.
 """
 from __future__ import annotations
 
@@ -56,13 +48,8 @@ _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def check_raw_copy(raw: PathArg, remote: RemoteFile, *, rehash: bool = False) -> Verification | None:
-    """The verification of an existing raw copy, or None when it must be (re)made.
-
-    A stale copy this package made (it has a sidecar) is removed; a copy
-    without a sidecar is left alone and ignored (nothing the package did not
-    write is deleted).  ``rehash`` hashes the copy even when its sidecar
-    holds (``load(..., check=True)``: bit rot keeps size and mtime).
-    """
+    """The verification of a raw copy, or None when it must be made again (a stale copy of ours,
+    with a sidecar, removed; one without, never deleted); ``rehash`` ignores the sidecar."""
     try:
         v = verify_file(raw, remote, raw=True, use_marker=not rehash)
     except HashMismatchError as e:
@@ -83,16 +70,9 @@ class _NotSettled(Exception):
 
 def first_raw_copy(remote: RemoteFile, packed: Path, raw: Path, *,
                    rehash: bool = False) -> Verification | None:
-    """Verify the cached compressed file ``packed`` and write its raw copy ``raw``, in one read.
-
-    Returns the verification of ``packed`` (both sidecars written, statuses as
-    :func:`~mnistforge.cache.verify.verify_file` and :func:`make_raw_copy` give
-    them), or None when there is nothing to do here (no such file, its sidecar
-    holds and not ``rehash``, an archive member, no content size pinned) or the
-    read cannot settle it (a damaged stream, a hash that differs, a cache that
-    cannot be written): the caller then takes the two-step route, which says
-    precisely what is wrong.  Nothing is renamed into place before the verdict.
-    """
+    """Verify the cached ``packed`` and write its raw copy ``raw`` in one read (renamed into place
+    only after the verdict): its verification, or None when there is nothing to do here or the
+    read cannot settle it (then the two-step route says what is wrong)."""
     if remote.archive or not remote.has_raw_copy or not remote.content_size:
         return None
     assert remote.compression is not None  # has_raw_copy: gz, xz or bz2
@@ -106,7 +86,6 @@ def first_raw_copy(remote: RemoteFile, packed: Path, raw: Path, *,
     # The published wrapper can match only at its published size; any other size (a mirror
     # that re-compressed) is judged by its content.  The content is hashed too when the raw
     # copy's sidecar cannot take the pinned content hash as it is.
-
     exact_possible = bool(remote.sha256 or remote.md5) and remote.size in (None, size)
     content = not exact_possible or not remote.content_sha256
     logger.info("verifying %s and keeping a decompressed copy at %s", packed, raw)
@@ -146,11 +125,6 @@ def first_raw_copy(remote: RemoteFile, packed: Path, raw: Path, *,
     return v
 
 
-def discard_raw_copy(raw: PathArg) -> None:
-    """Remove a raw copy this package wrote (with its sidecar), e.g. when it does not parse."""
-    remove_with_marker(raw)
-
-
 def _check_member(remote: RemoteFile, hr: HashingReader, where: PathArg) -> None:
     if decide(remote, hr.sha256, hr.md5) is None:
         raise HashMismatchError(
@@ -170,17 +144,9 @@ def read_member(res: FetchResult, remote: RemoteFile) -> bytes:
 
 
 def make_raw_copy(res: FetchResult, remote: RemoteFile, raw: Path) -> Verification:
-    """Decompress a verified file (or archive member) to ``raw`` in one pass.
-
-    When the compressed file was verified as the published one (``exact``) or by
-    its content (``content``) and the registry pins the content hash, the raw
-    bytes are that content and are not hashed again (that was a third of a first
-    load).  Otherwise the content is hashed on the way and checked.
-    ``mnistforge verify`` re-hashes raw copies whatever their sidecar says.
-    """
-
+    """Decompress a verified file (or member) to ``raw`` in one pass, hashing the content on the
+    way unless it is the pinned content already (``exact``/``content``: a third of a first load)."""
     if not remote.has_raw_copy:  # an .npz, a raw idx file: read as it is, never copied onto itself
-
         raise ConfigError(f"{remote.id} has no decompressed copy", path=res.path,
                           expected="a compressed idx file or an archive member",
                           found=f"format {remote.format}, compression {remote.compression}")
@@ -206,17 +172,13 @@ def make_raw_copy(res: FetchResult, remote: RemoteFile, raw: Path) -> Verificati
                     found=f"content sha256 {hashed.sha256}", hint="delete the file and fetch it again")
     except MnistforgeError:
         raise
-    except OSError as e:
-        if e.errno in _NOT_WRITABLE:
+    except compression.DECOMPRESS_ERRORS as e:   # OSError among them
+        if isinstance(e, OSError) and e.errno in _NOT_WRITABLE:
             raise NotWritableError(
                 "cannot write the decompressed copy into the cache", path=raw,
                 expected="a writable cache folder", found=os.strerror(e.errno),
                 hint="set MNISTFORGE_KEEP_RAW=0 (load from the compressed file, no copy) or "
                      "MNISTFORGE_HOME to a writable folder") from None
-        raise IdxFormatError("cannot decompress", path=res.path,
-                             expected=f"a valid {remote.compression} file", found=str(e),
-                             hint="delete it and fetch it again") from None
-    except compression.DECOMPRESS_ERRORS as e:
         raise IdxFormatError("cannot decompress", path=res.path,
                              expected=f"a valid {remote.compression} file", found=str(e),
                              hint="delete it and fetch it again") from None

@@ -1,18 +1,12 @@
 """What was learnt about a file outside the cache, kept while the file stays the same file.
 
-The trust gate hashes a file it has not seen before (a folder's idx files, a
-third-party copy, a Hugging Face export's shards) and records what it found in
-the cache::
-
-    <cache>/seen/<key>.json      key: sha256 of the file's resolved path
-
-A record holds the file's identity when it was hashed (:func:`identity`: size,
-mtime_ns, ctime_ns, inode) and the caller's facts (hashes, verdict).  It is
-returned by :func:`recall` only while the file keeps that identity: ctime and
-the inode change with every write or replacement and cannot be set back, so a
-file damaged with its size and mtime restored is hashed again.  A record is
-never required: a missing, read-only or damaged cache only means hashing again.
-The folder ``<cache>/seen`` holds nothing else and may be deleted at any time.
+The trust gate hashes a file it has not seen before (a folder's idx files, a third-party copy,
+a Hugging Face export's shards) and records the caller's facts in ``<cache>/seen/<key>.json``
+(key: sha256 of the file's resolved path) with the file's :func:`identity` when it was hashed.
+:func:`recall` returns them only while the file keeps that identity: ctime and the inode change
+with every write or replacement and cannot be set back, so a file damaged with its size and
+mtime restored is hashed again.  A record is never required: a missing, read-only or damaged
+cache only means hashing again; ``<cache>/seen`` may be deleted at any time.
 
 >>> import os, tempfile
 >>> d = tempfile.mkdtemp(); f = os.path.join(d, "x.bin"); _ = open(f, "wb").write(b"abc")
@@ -39,55 +33,33 @@ from ..settings import cache_home
 
 logger = get_logger(__name__)
 
-__all__ = ["SEEN", "Stamp", "identity", "record_path", "recall", "remember", "forget", "stamp", "stamp_of"]
+__all__ = ["SEEN", "identity", "record_path", "recall", "remember", "forget"]
 
 #: the cache's sub-folder for records of files outside the cache
 SEEN = "seen"
-#: an identity: size, mtime_ns, ctime_ns, inode (:func:`identity`)
-Stamp = tuple[int, int, int, int]
 
 
 def identity(st: os.stat_result) -> list[int]:
-    """The facts that change whenever a file is written or replaced.
-
-    ctime changes with every write and cannot be set back (unlike mtime, which
-    ``cp -p`` and ``tar`` restore), and a replaced file gets a new inode.
-    """
+    """The facts that change whenever a file is written or replaced: size, mtime, ctime (which,
+    unlike mtime, ``cp -p`` and ``tar`` cannot set back) and the inode (new for a replaced file)."""
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-
-
-def stamp(path: str | os.PathLike[str]) -> Stamp | None:
-    """The :func:`identity` of ``path`` (a file or a folder, links followed) now; None when
-    there is nothing there."""
-    try:
-        return stamp_of(os.stat(path))
-    except (OSError, ValueError):
-        return None
-
-
-def stamp_of(st: os.stat_result) -> Stamp:
-    """:func:`identity` of a ``stat`` result already taken, as :func:`stamp` gives it."""
-    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def record_path(path: str | os.PathLike[str], cache: str | os.PathLike[str] | None = None, *,
                 real: str | None = None) -> Path:
-    """Where the record of ``path`` lives under ``cache`` (default: the settings' cache);
-    ``real``: its resolved path, when the caller has it."""
+    """Where the record of ``path`` (resolved: ``real``, when the caller has it) lives."""
     real = real or os.path.realpath(path)
     return cache_home(cache) / SEEN / f"{path_key(real)}.json"
 
 
 def path_key(real: str) -> str:
-    """The name a record (or a raw copy's folder) of resolved path ``real`` is kept under: the
-    first 32 hex digits of its sha256."""
+    """The name a record (or a raw copy's folder) of resolved path ``real`` is kept under."""
     return hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
 
 
 def recall(path: str | os.PathLike[str], cache: str | os.PathLike[str] | None = None, *,
            st: os.stat_result | None = None) -> dict[str, Any] | None:
-    """The facts recorded for ``path`` while it keeps the identity it had, else None. Never writes.
-
+    """The facts recorded for ``path`` while it keeps the identity it had, else None; never writes.
     ``st``: the identity to compare with (the ``fstat`` of the descriptor the caller read the
     file through; default: ``stat`` of ``path`` now)."""
     real = os.path.realpath(path)
@@ -107,12 +79,9 @@ def recall(path: str | os.PathLike[str], cache: str | os.PathLike[str] | None = 
 
 def remember(path: str | os.PathLike[str], facts: dict[str, Any], *, before: os.stat_result,
              cache: str | os.PathLike[str] | None = None, after: os.stat_result | None = None) -> bool:
-    """Record ``facts`` about ``path``, hashed while it had the identity of ``before``.
-
-    Nothing is recorded when the file changed since ``before`` (it was being
-    written while it was read) or the cache cannot be written; returns whether
-    a record was written.  ``after``: the file's identity once read (default: ``stat`` now).
-    """
+    """Record ``facts`` about ``path``, hashed while it had the identity of ``before``; whether a
+    record was written (not when the file changed since ``before``, read while being written,
+    nor when the cache cannot be written).  ``after``: its identity once read (default: now)."""
     try:
         if identity(after if after is not None else os.stat(path)) != identity(before):
             logger.warning("%s changed while it was read; not recorded as checked", path)

@@ -1,23 +1,13 @@
 """Check a file against its registry entry, and remember that it was checked.
 
-A file is accepted when
-
-* its own bytes match the published hash (``"exact"``), or
-* its bytes differ but its decompressed content matches the pinned content
-  hash (``"content"``: a mirror re-compressed it), or
-* it is a raw (decompressed) copy whose bytes match the content hash
-  (``"raw"``), or
-* nothing is pinned for it (``"unpinned"``: accepted, always reported as
-  unverified, with the sha256 observed) or it is a member of a pinned archive
-  (``"archive"``).
-
-Anything else raises :class:`~mnistforge.errors.HashMismatchError`.
-
-Hashing a 500 MB file on every load would be wasteful, so a successful check
-leaves a small sidecar ``<file>.sha256`` (JSON: size, mtime_ns and the hashes
-observed).  The sidecar is trusted only while the file keeps the same size and
-modification time; a changed file is hashed again.  The decision is always
-re-made from the recorded hashes, so a registry update is honoured at once.
+Statuses (:data:`STATUS_TEXT`): ``exact`` (the published bytes), ``content`` (another wrapper, the
+pinned decompressed content: a mirror re-compressed it), ``raw`` (a decompressed copy matching
+the content hash), ``derived``, ``archive`` (a member of a pinned archive), ``unpinned``
+(accepted, always reported as not verified, with the sha256 observed); anything else raises
+:class:`~mnistforge.errors.HashMismatchError`.  A successful check leaves a sidecar
+``<file>.sha256`` (JSON: size, mtime_ns, the hashes observed), trusted while the file keeps its
+size and mtime (a 500 MB file is not hashed on every load); the status is decided again from the
+recorded hashes each time, so a registry update counts at once.
 """
 from __future__ import annotations
 
@@ -80,13 +70,8 @@ class Verification:
 def decide(remote: RemoteFile, sha256: str | None = None, md5: str | None = None,
            content_sha256: str | None = None, content_md5: str | None = None,
            *, raw: bool = False, content_xxh3_128: str | None = None) -> str | None:
-    """Return the status for the hashes observed, or None when they do not match.
-
-    ``raw`` says the hashes are of a decompressed copy (compared with the
-    ``content_*`` hashes only).  ``content_xxh3_128``: the content's fast hash (of a raw
-    copy: its bytes), compared where the registry records one (the trust gate's first look
-    at a folder's copy; a check that promises sha256 passes none).
-    """
+    """The status for the hashes observed, or None when they do not match; ``raw``: of a
+    decompressed copy; ``content_xxh3_128``: the fast hash (a check promising sha256 passes none)."""
     fast = bool(remote.content_xxh3_128 and content_xxh3_128 == remote.content_xxh3_128)
     if raw and fast:
         return "raw"
@@ -121,9 +106,7 @@ def marker_path(path: PathArg) -> Path:
 
 
 def write_marker(path: PathArg, v: Verification, extra: dict[str, Any] | None = None) -> None:
-    """Record a successful check of ``path`` (keyed on its size and mtime), with ``extra``
-    fields where the caller needs more (e.g. what a copy was made from)."""
-
+    """Record a successful check of ``path`` (keyed on its size and mtime), and ``extra`` fields."""
     path = Path(path)
     st = path.stat()
     rec = {k: val for k, val in asdict(v).items() if k not in ("path", "detail", "from_marker")}
@@ -184,25 +167,12 @@ def needs_md5(remote: RemoteFile, content: bool = False) -> bool:
     return bool(remote.md5 and not remote.sha256)
 
 
-def is_raw_copy(path: PathArg, remote: RemoteFile) -> bool:
-    """Whether ``path`` is a decompressed copy of ``remote`` (its name lacks the compression suffix)."""
-    return compression_of(Path(path).name) != compression_of(remote.name) and \
-        compression_of(Path(path).name) is None
-
-
 def recheck_file(path: PathArg, remote: RemoteFile, content: ContentHasher | None = None) -> Verification:
-    """Re-hash ``path`` and judge it against ``remote``, never raising on a mismatch.
-
-    What ``mnistforge verify`` runs (sidecars are not trusted: bit rot keeps
-    size and mtime).  ``status`` is one of :data:`STATUS_TEXT`'s keys;
-    ``mismatch`` when the hashes disagree.  A decompressed copy of a file whose
-    content nothing pins is ``unpinned``.  ``content``, when given, is
-    ``f(md5) -> (sha256, md5, size)`` of the decompressed bytes, already inflated by the
-    caller (verify's parse check).
-    """
-
+    """Re-hash ``path`` against ``remote`` (``verify``: bit rot keeps size and mtime), status
+    ``mismatch`` rather than an error; ``content``: the content's hashes, inflated by the caller."""
     path = Path(path)
-    raw = is_raw_copy(path, remote)
+    # a decompressed copy of remote: its name lacks the compression suffix
+    raw = compression_of(path.name) is None and compression_of(remote.name) is not None
     if raw and not (remote.content_sha256 or remote.content_md5):
         sha, md5 = hash_file(path)
         return Verification(str(path), "unpinned", sha, md5, size=path.stat().st_size)
@@ -218,19 +188,8 @@ def recheck_file(path: PathArg, remote: RemoteFile, content: ContentHasher | Non
 
 def verify_file(path: PathArg, remote: RemoteFile, *, use_marker: bool = True,
                 raw: bool = False, content: ContentHasher | None = None) -> Verification:
-    """Check ``path`` against ``remote``; return a :class:`Verification` or raise HashMismatchError.
-
-    ``raw=True`` checks a decompressed copy against the content hash.  With
-    ``use_marker`` a valid sidecar spares the hashing (what loads do; see
-    :func:`recheck_file` for the re-hash that ``verify`` does).
-
-    Examples
-    --------
-    >>> from mnistforge.registry import get_file
-    >>> verify_file("t10k-labels-idx1-ubyte.gz",
-    ...             get_file("mnist/t10k-labels-idx1-ubyte.gz")).status   # doctest: +SKIP
-    'content'
-    """
+    """Check ``path`` against ``remote`` (``raw``: a decompressed copy, by the content hash; a valid
+    sidecar spares the hashing with ``use_marker``): a :class:`Verification` or HashMismatchError."""
     if use_marker:
         rec = read_marker(path)
         if rec is not None:
@@ -245,9 +204,7 @@ def verify_file(path: PathArg, remote: RemoteFile, *, use_marker: bool = True,
                 return Verification(os.fspath(path), status, recorded, rec.get("md5"),
                                     rec.get("content_sha256"), rec.get("content_md5"),
                                     rec.get("size", 0), from_marker=True)
-
     path = Path(path)
-
     logger.info("verifying %s", path)
     # md5 costs as much as sha256: computed only where md5 is all that is pinned
     sha, md5 = hash_file(path, md5=needs_md5(remote, raw))

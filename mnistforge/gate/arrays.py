@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,8 +26,8 @@ class _Arrays:
 
 @dataclass
 class Admission:
-    """What the gate found: the ``verdict`` (:class:`~mnistforge.gate.content.Verdict`: status
-    and registry match) and the content ``hashes`` computed (reusable by the caller)."""
+    """What the gate found: the ``verdict`` (status and registry match) and the content ``hashes``
+    computed (reusable by the caller)."""
 
     dataset: str | None
     split: str | None
@@ -36,51 +35,24 @@ class Admission:
     verdict: Verdict
     hashes: ContentHashes
 
-    @property
-    def official_order(self) -> bool:
-        return self.verdict.official_order
-
-
-def _recorded(source: PathArg, key: str, cache: PathArg | None) -> dict[str, Any] | None:
-    """The content hashes recorded for split ``key`` of single-file copy ``source``, while the
-    file keeps its identity (the verdict is made again from them: a registry update counts)."""
-
-    facts = recall(source, cache) or {}
-    got = facts.get(key)
-    return got if isinstance(got, dict) else None
-
-
-def _record(source: PathArg, before: os.stat_result, key: str, h: ContentHashes,
-            cache: PathArg | None) -> None:
-
-    facts = dict(recall(source, cache) or {})
-    facts[key] = h.to_facts()
-    remember(source, facts, before=before, cache=cache)
-
 
 def admit(images: npt.ArrayLike, labels: npt.ArrayLike, *, dataset: str | None, split: str | None,
           route: str, where: Where, trust: bool = False, classes: Sequence[str] | None = None,
           formed: bool = True, source: PathArg | None = None, before: os.stat_result | None = None,
           key: str = "", cache: PathArg | None = None, rehash: bool = False,
           rows: Callable[[], RowFacts | None] | None = None) -> Admission:
-    """Check arrays before they reach a caller; return the :class:`Admission` or raise.
+    """Check arrays before they reach a caller; the :class:`Admission`, or an error.
 
-    ``images`` (``N x H x W``, bytes in any integer type) and ``labels`` (integers) as the
-    route read them, upright as the official files store them; ``dataset``/``split``: what
-    the caller claims they are (None: no claim, the content names them); ``route``: a key of
-    :data:`~mnistforge.gate.policy.POLICY` (``npz``, ``hf-export``...); ``where``: the path
-    errors name.  Raises :class:`~mnistforge.errors.IntegrityError` /
-    :class:`~mnistforge.errors.FormatError` for a malformed split (shape, type, pixel or
-    class range; ``formed=False`` leaves these to the caller) and
-    :class:`~mnistforge.errors.DataMismatchError` when the content is not the claim
-    (``trust=True``: the explicit opt-out of the content check only).
-
-    Routes whose rule records (``record == "seen"``: a copy in one file) pass ``source`` (the
-    file), ``before`` (its stat before it was read) and ``key`` (the split): the content hashes
-    are then kept in ``<cache>/seen/`` and reused while the file keeps its identity, the verdict
-    made again from them (``rehash=True`` hashes again).  ``rows``: a callable giving the
-    :class:`~mnistforge.gate.content.RowFacts` of the arrays, asked only when the hashes do not
-    settle the claim (a subset of official rows: verdict ``mapped``).
+    ``images`` (``N x H x W``, bytes in any integer type) and ``labels`` as the route read them,
+    upright as the official files store them; ``dataset``/``split``: the claim (None: the
+    content names them); ``route``: a key of :data:`~mnistforge.gate.policy.POLICY`; ``where``:
+    the path errors name.  A malformed split raises IntegrityError / FormatError
+    (``formed=False`` leaves that to the caller), content that is not the claim
+    DataMismatchError (``trust=True`` skips that check only).  A route that records (a copy in
+    one file) passes ``source``, ``before`` (its stat before the read) and ``key`` (the split):
+    the content hashes are kept in ``<cache>/seen/`` while the file keeps its identity, the
+    verdict made again from them (``rehash=True`` hashes again).  ``rows`` gives the arrays'
+    :class:`~mnistforge.gate.content.RowFacts`, asked only when the hashes do not settle the claim.
 
     >>> import numpy as np
     >>> a = admit(np.zeros((3, 28, 28), np.uint8), np.arange(3), dataset=None, split=None,
@@ -100,13 +72,13 @@ def admit(images: npt.ArrayLike, labels: npt.ArrayLike, *, dataset: str | None, 
     if images.dtype != np.uint8:  # whole bytes (checked above): the hashes are of bytes
         images = images.astype(np.uint8)
     c = _Arrays(images, labels.astype(np.int64) if labels.dtype.kind in "iub" else labels)
-    # the file and its stat before the read, where the rule records the hashes (a copy in one file)
+    # a copy in one file: its content hashes recorded while it keeps the identity it had when read
     stamped = (source, before) if r.record == "seen" and source is not None and before is not None else None
-    rkey = f"content:{key}"
-    known = _recorded(stamped[0], rkey, cache) if stamped is not None and not rehash else None
-    h = ContentHashes(c, known, fast=not rehash)   # check=True: sha256, as it promises
+    facts = dict(recall(stamped[0], cache) or {}) if stamped is not None else {}
+    known = None if rehash else facts.get(f"content:{key}")   # the verdict is made again from them
+    h = ContentHashes(c, known if isinstance(known, dict) else None, fast=not rehash)  # check: sha256
     verdict = judge(c, dataset, split, where=where, trust=trust, hashes=h,
                     order_free="order-free sha256" in r.hashes, rows=rows)
     if stamped is not None and h.to_facts() != known:
-        _record(stamped[0], stamped[1], rkey, h, cache)
+        remember(stamped[0], {**facts, f"content:{key}": h.to_facts()}, before=stamped[1], cache=cache)
     return Admission(dataset, split, route, verdict, h)

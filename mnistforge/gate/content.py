@@ -1,14 +1,11 @@
-"""What the data is, from its content (images included): the registry's content hashes and
-order-free hashes of arrays, and the gate's verdict on a claimed dataset and split.
+"""What the data is, from its content (images included), and the gate's verdict on a claim.
 
-:func:`registry_match` recognises arrays from the registry's content hashes of the
-official files (images and labels serialised as idx content, both orientations, label
-offsets -1, 0, +1: ``content_xxh3_128`` where recorded, the fastest, else ``content_sha256``)
-and from each split's ``order_free_sha256`` (a copy in another order).
-:func:`judge` turns that into a verdict for a claim (``load("mnist", ..., root=COPY)``):
-the content is the claimed split, or :class:`~mnistforge.errors.DataMismatchError` says
-what it is instead (another dataset, another split, or no known dataset), unless the
-registry pins nothing that could tell (EMNIST, KMNIST: then ``unpinned``).
+:func:`registry_match` recognises arrays by the registry's content hashes of the official files
+(images and labels as idx content, both orientations, label offsets -1, 0, +1;
+``content_xxh3_128`` where recorded, else ``content_sha256``) and each split's
+``order_free_sha256`` (another order).  :func:`judge` turns that into a verdict on a claim
+(``load("mnist", ..., root=COPY)``), or a :class:`~mnistforge.errors.DataMismatchError` saying
+what the content is instead, unless the registry pins nothing that could tell (``unpinned``).
 """
 from __future__ import annotations
 
@@ -38,13 +35,10 @@ class Arrays(Protocol):
 
 @dataclass(frozen=True)
 class Match:
-    """What the registry's hashes say of a canonical split.
-
-    ``order`` is ``"same"`` (idx content hashes) or ``"other"`` (order-free hash);
-    ``images``/``labels`` say which parts matched (a partial match has one);
-    ``checkable`` is False when the part that did not match has no hash to
-    compare with (MNIST's train images: only their labels are pinned by content).
-    """
+    """What the registry's hashes say of a canonical split: ``order`` ``"same"`` (idx content
+    hashes) or ``"other"`` (order-free hash); ``images``/``labels``, which parts matched;
+    ``checkable``: False when the part that did not match has no hash to compare with (MNIST's
+    train images: only their labels are pinned by content)."""
 
     dataset: str
     split: str
@@ -85,8 +79,9 @@ def _content(group: str, fname: str | None, fast: bool = True) -> tuple[str, str
 
 
 class ContentHashes:
-    """The content hashes of one split's arrays, each computed once (orientation, label offset;
-    kind ``sha256`` or ``xxh3``).  ``fast=False`` (``check=True``): sha256 only."""
+    """The content hashes of one split's arrays (by orientation, label offset and kind: ``sha256``,
+    ``xxh3``), each computed once; ``known``: recorded by :meth:`to_facts`; ``fast=False``
+    (``check=True``): sha256 only."""
 
     def __init__(self, c: Arrays, known: dict[str, Any] | None = None, *, fast: bool = True) -> None:
         self.c = c
@@ -94,7 +89,7 @@ class ContentHashes:
         self._img: dict[tuple[str, bool], str] = {}
         self._lab: dict[tuple[str, int], str | None] = {}
         self._free: dict[tuple[bool, int], str] = {}
-        if known:  # recorded by to_facts() for the same arrays (older records: sha256 only)
+        if known:  # older records: sha256 only
             for kind, suffix in (("sha256", ""), ("xxh3", "_xxh3")):
                 self._img.update({(kind, k == "1"): v for k, v in known.get("images" + suffix, {}).items()})
                 self._lab.update({(kind, int(k)): v for k, v in known.get("labels" + suffix, {}).items()})
@@ -139,13 +134,9 @@ class ContentHashes:
 
 def registry_match(c: Arrays, name: str | None = None, *, hashes: ContentHashes | None = None,
                    order_free: bool = True, fast: bool = True) -> Match | None:
-    """The registry split ``c`` is, from content hashes (any orientation, label offset -1..+1).
-
-    Full matches (images and labels) win over the order-free hash, which wins
-    over a partial match (images or labels only).  ``name`` (what the user or
-    the file names say) is tried first, never trusted alone: a file named
-    ``mnist_test.csv`` holding Fashion-MNIST is named by its content.
-    """
+    """The registry split ``c`` is, from content hashes: a full match (images and labels) wins over
+    the order-free hash, which wins over a partial one.  ``name`` (what the user or the file
+    names say) is tried first, never trusted alone."""
     h = hashes or ContentHashes(c, fast=fast)   # fast=False: sha256 only (verify)
     n = len(c.labels)
     cands = sorted(((info, s, sp) for info, s, sp in _file_splits() if sp.count == n),
@@ -200,8 +191,8 @@ def _parts(c: Arrays, h: ContentHashes) -> tuple[list[str], list[str]]:
 
 @dataclass(frozen=True)
 class RowFacts:
-    """What a row map (:mod:`mnistforge.loaders.rowmap`) found for the gate: ``mapped`` of
-    ``rows`` rows are official rows of ``dataset``, most of them in ``split``."""
+    """What a row map (:mod:`mnistforge.loaders.rowmap`) found: ``mapped`` of ``rows`` rows are
+    official rows of ``dataset``, most of them in ``split``."""
 
     dataset: str | None
     split: str | None
@@ -230,14 +221,12 @@ class RowFacts:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The gate's answer on a claim: ``status`` is ``identical`` (images and labels are the
-    claimed split's, official order), ``reordered`` (same content, another order), ``mapped``
-    (every row is an official row of the claimed dataset, found by image content, with its
-    official label: a subset or a reordered copy with a row map; most rows in the claimed
-    split), ``labels``
-    (labels verified; the registry pins no content hash of the images), ``unpinned`` (the
-    registry pins nothing of this dataset's content), ``unclaimed`` (no dataset was named),
-    ``trusted`` (``trust_files=True``) or ``refused`` (only from ``judge(..., refuse=False)``)."""
+    """The gate's answer on a claim: ``status`` ``identical`` (the claimed split, official order),
+    ``reordered`` (same content, another order), ``mapped`` (every row an official row of the
+    claimed dataset with its official label, by a row map), ``labels``/``images`` (that part
+    verified, the other unpinned), ``unpinned`` (nothing of the dataset's content pinned),
+    ``unclaimed`` (no dataset named), ``trusted`` (``trust_files=True``) or ``refused`` (only
+    from ``judge(..., refuse=False)``)."""
 
     status: str
     match: Match | None = None
@@ -252,14 +241,12 @@ def judge(c: Arrays, claimed: str | None, split: str | None, *, where: Where, tr
           match: Match | None = None, hashes: ContentHashes | None = None,
           refuse: bool = True, order_free: bool = True,
           rows: Callable[[], RowFacts | None] | None = None) -> Verdict:
-    """The verdict on arrays claimed to be ``claimed`` ``split`` (see the module doc).
+    """The verdict on arrays claimed to be ``claimed`` ``split`` (checked when it names a file split).
 
-    ``split`` is checked only when it names a file split of ``claimed``.  Raises
-    DataMismatchError when the content is another dataset or split, or no known
-    dataset while the registry pins ``claimed``'s content (``refuse=False``: the
-    verdict ``refused`` instead, for a name only the file names suggest).  ``rows``, asked
-    only when the hashes do not settle the claim, maps the rows to official ones by content
-    (verdict ``mapped`` when every row is the claimed dataset's).
+    DataMismatchError when the content is another dataset or split, or no known dataset while
+    the registry pins ``claimed``'s (``refuse=False``: the verdict ``refused``, for a name only
+    the file names suggest).  ``rows``, asked only when the hashes do not settle the claim,
+    gives the row map's facts (verdict ``mapped`` when every row is the claimed dataset's).
     """
     h = hashes or ContentHashes(c)
     if match is None:

@@ -1,24 +1,14 @@
 """Is a folder's data what its file names say? Both files of a split, images included.
 
-A folder load (``load(name, split, root=FOLDER)``: an idx folder, a build folder) reads each
-file once (:func:`mnistforge.io.idx.read_idx_whole`) and judges the bytes it read, the labels
-file before the images file is read:
-
-* with a build manifest (``manifest.json``): each file against the sha256 the manifest
-  recorded for it ("changed since the build");
-* without one: each file against the registry's hashes (of the file, or of its
-  decompressed content when the folder holds a raw or re-compressed copy), through
-  :func:`mnistforge.cache.verify.decide`.  A file whose hashes match another registry entry
-  is named ("these are fashion-mnist's files"); when nothing is pinned the file loads as
-  ``"unpinned"`` (logged).
-
-Hashes are computed from the bytes read the first time a file is seen and kept in
-``<cache>/seen/`` (:mod:`mnistforge.cache.seen`): a later read of the same file (the same
-size, mtime, ctime and inode, taken from the descriptor it was read through, before and after
-the read) takes them from the record.  The verdict is made again on every load; ``check=True``
-hashes again.  A mismatch raises :class:`~mnistforge.errors.DataMismatchError` saying what the
-files are instead and how to load them anyway: ``load(..., trust_files=True)``, or
-``MNISTFORGE_TRUST_FILES=1`` on the command line.
+A folder load reads each file once (:func:`mnistforge.io.idx.read_idx_whole`) and judges the
+bytes read, the labels file first: against the sha256 its build ``manifest.json`` recorded
+("changed since the build"), else against the registry's hashes of the file or of its content
+(a raw or re-compressed copy; :func:`mnistforge.cache.verify.decide`).  A file matching another
+registry entry is named ("these are fashion-mnist's files"); nothing pinned: ``"unpinned"``.
+Hashes taken from the bytes read are kept in ``<cache>/seen/`` while the file keeps the identity
+it had (before and after the read); the verdict is made on every load, ``check=True`` hashes
+again.  A mismatch raises :class:`~mnistforge.errors.DataMismatchError` saying what the files
+are and how to load them anyway (``trust_files=True``, ``MNISTFORGE_TRUST_FILES=1``).
 """
 from __future__ import annotations
 
@@ -44,9 +34,8 @@ __all__ = ["check_folder_file", "facts_of", "files_with_hashes", "path_facts", "
 
 def facts_of(read: FileRead, need: tuple[str, ...], *, cache: str | os.PathLike[str] | None = None,
              rehash: bool = False) -> dict[str, Any]:
-    """The hashes ``need`` (``sha256``, ``md5``, ``content_sha256``, ``content_md5``,
-    ``content_xxh3_128``) of the file ``read``: recorded ones while the file has the identity it
-    had when read (not with ``rehash``), else taken from the bytes read, and recorded."""
+    """The hashes ``need`` (``sha256``, ``content_sha256``, ``content_xxh3_128``...) of the file
+    ``read``: recorded while it keeps its identity (not with ``rehash``), else from the bytes read."""
     facts: dict[str, Any] = dict(read.known)
     if not rehash and read.steady:
         facts.update(recall(read.path, cache, st=read.before) or {})
@@ -65,8 +54,7 @@ def facts_of(read: FileRead, need: tuple[str, ...], *, cache: str | os.PathLike[
 
 def path_facts(path: str | os.PathLike[str], need: tuple[str, ...], *,
                cache: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """:func:`facts_of` an idx file not otherwise read (telling datasets with the same file names
-    apart): its record, else one read."""
+    """:func:`facts_of` an idx file not otherwise read: its record, else one read."""
     facts = recall(path, cache) or {}
     if all(k in facts for k in need):
         return facts
@@ -80,11 +68,9 @@ FACT = {"content xxh3_128": "content_xxh3_128", "content sha256": "content_sha25
 
 def _needs(path: Path, remote: RemoteFile, route: str = "idx-folder", *,
            rehash: bool = False) -> tuple[str, ...]:
-    """The hash that decides ``path`` against ``remote``: the first of the route's policy
-    (:data:`~mnistforge.gate.policy.POLICY`) the registry pins.  Content first: one hash decides
-    for the published file and any re-compressed copy, and the images' content is hashed from
-    the array already read; a file's own hash applies only to a file of the same compression.
-    ``rehash`` (``check=True``): never the fast hash, which identifies but does not promise."""
+    """The hash that decides ``path`` against ``remote``: the first of the route's policy the
+    registry pins, content first (one hash for the published file and any re-compressed copy; a
+    file's own hash only for the same compression); ``rehash``: never the fast hash."""
     same_wrapper = compression_of(path.name) == remote.compression
     for name in POLICY[route].hashes:
         key = FACT.get(name)
@@ -96,8 +82,7 @@ def _needs(path: Path, remote: RemoteFile, route: str = "idx-folder", *,
 
 
 def _registry_status(path: Path, remote: RemoteFile, h: dict[str, Any]) -> str | None:
-    """``decide``'s status for a local copy that may be raw or re-compressed; "unpinned" when
-    nothing comparable is pinned."""
+    """``decide``'s status for a copy that may be raw or re-compressed ("unpinned": nothing to compare)."""
     same_wrapper = compression_of(path.name) == remote.compression
     has_content = bool(remote.content_sha256 or remote.content_md5 or remote.content_xxh3_128)
     fast = h.get("content_xxh3_128")
@@ -148,12 +133,9 @@ def _manifest_sha(manifest: Manifest, fname: str) -> str | None:
 def check_folder_file(info: DatasetInfo, split: str, read: FileRead, fname: str,
                       manifest: Manifest | None, *, cache: str | os.PathLike[str] | None = None,
                       rehash: bool = False) -> str:
-    """Judge the file ``read`` (official name ``fname``) of ``info`` by the bytes read; its status.
-
-    Statuses: ``"built"`` (matches the build manifest), ``exact``/``content``/``raw``
-    (matches the registry, see :mod:`mnistforge.cache.verify`), ``"unpinned"``
-    (nothing to compare with).  Raises DataMismatchError otherwise.
-    """
+    """Judge the file ``read`` (official name ``fname``) of ``info`` by the bytes read: ``built``
+    (the manifest's), ``exact``/``content``/``raw`` (the registry's), ``unpinned``, or
+    DataMismatchError."""
     path = Path(read.path)
     if manifest is not None:
         want = _manifest_sha(manifest, path.name)

@@ -1,8 +1,5 @@
-"""Is the data well formed: shape, type, pixel range and class range against the registry's facts.
-
-Every route runs these checks (the gate's ``FORMED`` column); they read only the arrays'
-shape, type and extremes, so a load from the cache pays microseconds and imports nothing
-but NumPy.
+"""Is the data well formed: shape, type, pixel range and class range against the registry's facts
+(every route; they read only the arrays' shape, type and extremes: microseconds).
 
 >>> import numpy as np
 >>> from mnistforge.registry import get_dataset
@@ -39,8 +36,7 @@ def pixel_range(images: np.ndarray, where: Where) -> None:
 
 
 def require_images(images: np.ndarray, info: DatasetInfo, where: Where, *, exact_type: bool = True) -> None:
-    """Images ``N x H x W`` of the registry's size; ``uint8`` (or, with ``exact_type=False``,
-    integers whose values are bytes)."""
+    """Images ``N x H x W`` of the registry's size, ``uint8`` (``exact_type=False``: any bytes)."""
     if images.ndim != 3 or (exact_type and images.dtype != np.uint8):
         raise IntegrityError(f"{info.name}: images have the wrong shape or type", path=where,
                              expected="uint8 N x H x W", found=f"{images.dtype} {images.shape}")

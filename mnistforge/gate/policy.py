@@ -1,6 +1,6 @@
 """The trust gate's policy: for each route into the data, what is checked and when a recorded hash
-may be trusted.  One table, read by the gate's code (:mod:`.files`, :mod:`.content`,
-:mod:`.formed`) and shown in ``docs/reliability.md`` (:func:`policy_rows`).
+may be trusted; one table, read by the gate's code and shown in ``docs/reliability.md``
+(:func:`policy_rows`).
 
 >>> POLICY["idx-folder"].record, POLICY["idx-folder"].hashes[:2]
 ('seen', ('content xxh3_128', 'content sha256'))
@@ -10,33 +10,21 @@ may be trusted.  One table, read by the gate's code (:mod:`.files`, :mod:`.conte
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["FORMED", "POLICY", "Rule", "policy_rows", "rule"]
-
-#: what every route checks before an array reaches a caller (against the registry's facts for
-#: the dataset: ``image_shape``, the class list; pixels are bytes)
-FORMED = ("images N x H x W as the registry says (28 x 28)", "pixels whole numbers 0..255 (uint8)",
-          "labels whole numbers inside the class range", "as many labels as images")
+__all__ = ["POLICY", "Rule", "policy_rows", "rule"]
 
 
 @dataclass(frozen=True)
 class Rule:
-    """What the gate does on one route.
-
-    ``identity``: how the gate tells what the data is; ``parts``: which files/arrays
-    are hashed; ``hashes``: the recorded hashes compared, in the order tried
-    (the first that is pinned decides, later ones name what the data is instead);
-    ``record``: where a hash once computed is kept and when it is trusted
-    (``sidecar``: next to a cache file, while size and mtime hold; ``seen``:
-    ``<cache>/seen/``, while size, mtime, ctime and inode hold; ``none``: hashed
-    on every load); ``rehash``: what ``check=True`` re-hashes.
-
-    ``content xxh3_128`` (the registry's ``content_xxh3_128``, where recorded) is the fast
-    hash a first load identifies content by; ``check=True`` skips it and re-hashes with the
-    sha256 that follows it (XXH3 finds damage and other files, not a crafted collision).
+    """What the gate does on one route: ``identity``, how it tells what the data is; ``parts``,
+    what is hashed; ``hashes``, the recorded hashes compared, in the order tried (the first
+    pinned decides, later ones name what the data is instead); ``record``, where a hash is kept
+    and while what holds (:func:`policy_rows`); ``rehash``, what ``check=True`` re-hashes.
+    ``content xxh3_128``, the fast hash a first load identifies content by, is skipped by
+    ``check=True`` for the sha256 that follows it (XXH3 finds damage, not a crafted collision).
     """
 
     route: str
@@ -47,25 +35,14 @@ class Rule:
     rehash: str
 
 
-class _Shared(TypedDict):
-    """The fields several rules share (splatted into :class:`Rule`)."""
-    parts: tuple[str, ...]
-    record: str
-    rehash: str
-
-
-class _SharedHashed(_Shared):
-    """Shared fields that also fix the hashes."""
-    hashes: tuple[str, ...]
-
-
-_FOLDER: _Shared = {"parts": ("labels", "images"), "record": "seen",
+#: the fields several rules share (splatted into :class:`Rule`)
+_FOLDER: dict[str, Any] = {"parts": ("labels", "images"), "record": "seen",
                     "rehash": "both files by sha256, ignoring the records (and the raw copies of keep_raw)"}
-_ARRAYS: _SharedHashed = {"parts": ("images", "labels"),
+_ARRAYS: dict[str, Any] = {"parts": ("images", "labels"),
                           "hashes": ("content xxh3_128", "content sha256", "order-free sha256"),
                           "record": "none", "rehash": "the arrays by sha256 (they are hashed on every load)"}
 #: a copy in one file: the registry's answer is kept while the file keeps its identity
-_ONE_FILE: _SharedHashed = {**_ARRAYS, "record": "seen", "rehash": "the arrays by sha256, ignoring the record"}
+_ONE_FILE: dict[str, Any] = {**_ARRAYS, "record": "seen", "rehash": "the arrays by sha256, ignoring the record"}
 
 #: route -> rule; the routes are the ``route=`` of :func:`mnistforge.gate.admit`
 POLICY: dict[str, Rule] = {r.route: r for r in (

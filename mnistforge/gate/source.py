@@ -1,8 +1,5 @@
-"""A folder source resolved once: where a dataset's files are under a root, and its build manifest.
-
-Loads (:class:`~mnistforge.loaders.origins.FolderOrigin`), ``verify`` (``checks/suite``) and the
-export (``hub/targets``) ask :func:`resolve` instead of each finding the folder and reading
-``manifest.json`` again.
+"""A folder source resolved once (:func:`resolve`): where a dataset's files are under a root, and
+its build manifest; loads, ``verify`` and the export ask it instead of finding folders themselves.
 
 >>> import tempfile, pathlib
 >>> from mnistforge.registry import get_dataset
@@ -26,8 +23,7 @@ __all__ = ["Source", "candidate_folders", "find_dataset_folder", "locate", "read
 
 
 def read_folder_manifest(folder: str | os.PathLike[str]) -> Manifest | None:
-    """The build manifest (``manifest.json``) of ``folder``, or None: the one place outside
-    :mod:`mnistforge.io` that reads one (a :class:`Source` reads each folder's once)."""
+    """The build manifest of ``folder``, or None (the one reader outside :mod:`mnistforge.io`)."""
     if not os.path.isfile(os.path.join(folder, MANIFEST_NAME)):
         return None
     return Manifest.read(folder)
@@ -48,12 +44,8 @@ def _probe_name(folder: str, fname: str) -> str | None:
 
 
 def _candidates(root: str, info: DatasetInfo) -> list[str]:
-    out: list[str] = []
-    for sub in ("", info.name, info.group, "gzip", os.path.join(info.group, "gzip")):
-        p = os.path.join(root, sub) if sub else root
-        if p not in out:
-            out.append(p)
-    return out
+    subs = ("", info.name, info.group, "gzip", os.path.join(info.group, "gzip"))
+    return list(dict.fromkeys(os.path.join(root, sub) if sub else root for sub in subs))
 
 
 def candidate_folders(root: Path, info: DatasetInfo) -> list[Path]:
@@ -72,9 +64,8 @@ def find_dataset_folder(root: str | os.PathLike[str], info: DatasetInfo) -> Path
 
 @dataclass
 class Source:
-    """A dataset under ``root``: its ``folder`` (None when its files are not there) and the
-    folder's build ``manifest`` (None without one); manifests of other folders read on demand,
-    each once."""
+    """A dataset under ``root``: its ``folder`` (None: not there) and its build ``manifest``;
+    other folders' manifests read on demand, each once."""
 
     root: Path
     info: DatasetInfo

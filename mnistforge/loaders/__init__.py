@@ -1,16 +1,7 @@
-"""Loaders: ``load(name, split, root=None)`` for official and built files, one code path.
+"""Loaders: :func:`load` -> :class:`DatasetSplit`, from the cache, idx folders, Hugging Face
+exports and third-party copies (one code path); :func:`resolve_target` for CLI targets;
+:func:`hf_features`, the Hugging Face schema; :func:`writer_split`, writer-disjoint re-splits.
 
-* :func:`load` -> :class:`DatasetSplit` (``images`` upright uint8 N x 28 x 28,
-  ``labels``, ``classes``, ``metadata``, ``to_numpy``/``to_torch``/``to_hf``).
-* :func:`resolve_target` parses CLI targets (``NAME``, ``NAME:SPLIT``,
-  ``FOLDER``, ``FOLDER:SPLIT``, ``FOLDER:NAME:SPLIT``).
-* :func:`hf_features` is the Hugging Face schema of a split (the export's, from
-  :mod:`mnistforge.io.hf.schema`).
-* :func:`writer_split` re-splits loaded splits by writer (no writer on both sides), with
-  the class balance of each side (:class:`WriterSplit`, :class:`ClassBalance`).
-
-Examples
---------
 >>> from mnistforge.loaders import resolve_target
 >>> resolve_target("mnist:test")
 ('mnist', 'test', None)

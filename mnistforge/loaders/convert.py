@@ -1,8 +1,5 @@
-"""Conversions of a loaded split: PyTorch (optional) and Hugging Face ``datasets``.
-
-The Hugging Face schema is :func:`mnistforge.io.hf.schema.features_for`, the
-same definition the export writes, so loaded and exported datasets agree.
-"""
+"""Conversions of a loaded split: PyTorch and Hugging Face ``datasets`` (optional), in the schema
+the export writes (:func:`mnistforge.io.hf.schema.features_for`)."""
 from __future__ import annotations
 
 import functools
@@ -20,8 +17,7 @@ __all__ = ["hf_features", "hf_columns", "to_hf", "to_torch"]
 
 
 class SplitLike(Protocol):
-    """What the conversions read of a :class:`~mnistforge.loaders.split.SplitLike` (named
-    here, not imported: the split's methods call these functions)."""
+    """What the conversions read of a split (named here: the split's methods call them)."""
 
     name: str
     split: str
@@ -34,8 +30,6 @@ class SplitLike(Protocol):
 def hf_features(split_obj: SplitLike) -> Any:  # datasets.Features (an optional dependency)
     """The :class:`datasets.Features` of a loaded split (see :func:`~mnistforge.io.hf.schema.features_for`).
 
-    Examples
-    --------
     >>> from types import SimpleNamespace
     >>> f = hf_features(SimpleNamespace(classes=["0", "1"], metadata=None))
     >>> list(f), f["label"].names
@@ -124,13 +118,9 @@ def __getattr__(name: str) -> Any:
 
 def to_torch(split_obj: SplitLike, transform: Callable[[Any], Any] | None = None,
              target_transform: Callable[[int], Any] | None = None, *, dtype: object = "uint8") -> Any:
-    """A ``torch.utils.data.Dataset`` of ``(1 x 28 x 28 image tensor, int label)`` pairs.
-
-    ``dtype`` is ``"uint8"`` (pixels 0..255) or ``"float32"`` (pixels in
-    [0, 1]); ``transform``/``target_transform`` are applied to each item, as in
-    torchvision.  torch is imported here only; without it a
-    MissingDependencyError explains how to install it.
-    """
+    """A ``torch.utils.data.Dataset`` of ``(1 x 28 x 28 image tensor, int label)`` pairs, pixels
+    ``"uint8"`` (0..255) or ``"float32"`` (in [0, 1]); ``transform``/``target_transform`` as in
+    torchvision.  Without torch (``mnistforge[torch]``) a MissingDependencyError says so."""
     dtype = str(dtype).replace("torch.", "")
     if dtype not in _DTYPES:
         raise ConfigError("unsupported image dtype", expected=" or ".join(_DTYPES), found=dtype)

@@ -1,17 +1,6 @@
-"""``load(name, split, root=None)``: official and built files, from one code path.
-
-A load is three steps, each its own function:
-
-* **resolution** (:func:`resolve_load`): which route the arguments name (a third-party copy, a
-  Hugging Face export, idx files in a folder or in the cache), the dataset, the folder and the
-  split, before any file is opened;
-* **trust** (:func:`_open_arrays`): a folder's files pass the trust gate (:mod:`mnistforge.gate`)
-  unless the caller trusts them; every route checks shapes, pixels and classes;
-* **conversion** (:func:`_to_split`, :func:`_finish`): the arrays become a
-  :class:`~mnistforge.loaders.split.DatasetSplit` (the registry's view of the split, the
-  orientation, the requested rows, the label-issue view, the metadata asked for).
-
-Each route is one reader in :data:`READERS`.
+"""``load(name, split, root=None)`` in the four steps of ``docs/architecture.md``: resolve
+(:func:`resolve_load`: a route, one reader in :data:`READERS`), read once (:mod:`.origins`), admit
+(:func:`_open_arrays`, through :mod:`mnistforge.gate`), serve (:func:`_to_split`, :func:`_finish`).
 """
 from __future__ import annotations
 
@@ -53,98 +42,29 @@ def load(name: PathArg, split: str = "train", *, root: PathArg | None = None,
          cache: PathArg | None = None, keep_raw: bool | None = None, progress: bool | None = None,
          trust_files: bool | None = None, label_issues: str | None = None, check: bool = False,
          mirrors: Sequence[str] | str | None = None) -> DatasetSplit:
-    """Load one split of a dataset: official files from the cache, or built files.
+    """Load one split of a dataset: official files from the cache, a folder of idx files (a build),
+    a Hugging Face export or a third-party copy (``docs/loading.md``).
 
-    Parameters
-    ----------
-    name : str
-        Dataset name, as in the registry (``mnist``, ``qmnist``,
-        ``emnist-letters``...) or as typed elsewhere: case and ``-``/``_``/``/``
-        do not matter (``MNIST``, ``fashion_mnist``, ``emnist/letters``).  A
-        folder path is accepted too (the dataset is recognised from the file
-        names, see :func:`resolve_target`).
-    split : str
-        ``train``, ``test``; ``test10k``, ``test50k``, ``nist`` (qmnist);
-        ``validation``, ``train-without-validation`` (EMNIST balanced sets).
-        A slice may follow, as in TFDS: ``test[:100]``, ``train[:90%]``,
-        ``train[-10%:]`` (percentages rounded to the nearest row).
-    root : path, optional
-        A third-party copy (Keras ``.npz``, ``.npy`` pairs, CSV, a torchvision
-        root, a Hugging Face parquet snapshot, an EMNIST ``.mat``; see
-        :mod:`mnistforge.loaders.foreign`; ``name`` itself may be such a path),
-        or a folder of idx files with the official names (e.g. a build folder):
-        looked for in ``root`` and ``root/<name>`` (and ``root/<group>``, and
-        ``root/xnist`` for qmnist's ``nist``).  A Hugging Face export folder
-        works too.  Without it, official files come from the cache (fetched and
-        verified as needed).
-    download : bool, optional
-        The one network switch: ``False`` never opens a connection (a missing
-        official file raises :class:`~mnistforge.errors.OfflineError`),
-        ``True`` fetches what is missing; ``None`` (default) fetches unless
-        ``MNISTFORGE_OFFLINE=1``.
-    with_metadata : bool or "files"
-        Also load the metadata (QMNIST's 8 columns; EMNIST writer side files
-        of built folders).  ``metadata`` stays None when there is none.
-        MNIST and QMNIST also get the human label votes of Northcutt et al.
-        (2021): ``label_votes_given``/``_guessed``/``_neither``,
-        ``suggested_label``, ``label_issue`` (-1 votes: not examined; see
-        :mod:`mnistforge.loaders.label_issues`).  ``"files"``: the files' own
-        columns only, without the label votes (nothing fetched for them).
-    label_issues : {None, "exclude", "relabel"}
-        ``None`` (default): the labels as published.  ``"exclude"`` drops the
-        images with a known label issue (15 of MNIST's test set);
-        ``"relabel"`` gives them the label most workers chose and drops those
-        where no label got a majority.  ``ds.label_issues`` says what changed.
-        A third-party copy must be the official split in the official order
-        (:class:`~mnistforge.errors.ConfigError` otherwise).
-    cache : path, optional
-        Cache folder (default ``$MNISTFORGE_HOME`` or the platform cache).
-    keep_raw : bool, optional
-        Keep a decompressed copy in the cache for millisecond memory-mapped
-        loads (default true, or ``MNISTFORGE_KEEP_RAW``).  With ``root=``, a
-        folder's compressed files get such copies only when ``keep_raw=True``
-        is passed; they go to ``<cache>/local-raw/``, never into the folder
-        (see :mod:`mnistforge.cache.local_raw`).
-    check : bool
-        Re-hash every cached file this load reads (the compressed file and its
-        decompressed copy) instead of trusting its ``.sha256`` sidecar, which
-        a load otherwise trusts while size and modification time hold; a
-        mismatch raises :class:`~mnistforge.errors.HashMismatchError` (a stale
-        decompressed copy is rebuilt).  ``mnistforge verify`` always re-hashes.
-        With ``root=``, the folder's files are hashed again (their records in
-        ``<cache>/seen/`` are not trusted), and with ``keep_raw=True`` their raw
-        copies too (a damaged one is made again).
-    mirrors : list of str or str, optional
-        Addresses tried before the registry's when a file must be downloaded (base
-        addresses or templates with ``{name}`` and ``{file}``; default
-        ``$MNISTFORGE_MIRRORS``; see :func:`mnistforge.cache.mirrors.mirrors`).  What they serve
-        is checked against the registry's hashes.
-    trust_files : bool, optional
-        Data from ``root`` passes the trust gate (:mod:`mnistforge.gate`): a
-        folder's two files are hashed (once: later loads trust the record while
-        each file keeps its size, mtime, ctime and inode) and checked against
-        the folder's build manifest, or, without one, against the registry; a
-        third-party copy's arrays against the registry's content hashes.  Data
-        that is not what ``name`` says raises
-        :class:`~mnistforge.errors.DataMismatchError` saying what it is.
-        ``True`` loads it anyway (default ``MNISTFORGE_TRUST_FILES``, off);
-        shape, pixel and class-range checks apply either way.
-
-    Returns
-    -------
-    DatasetSplit
-
-    Examples
-    --------
-    >>> import mnistforge
-    >>> ds = mnistforge.load("emnist-letters", "test")          # doctest: +SKIP
-    >>> ds.classes[ds.labels[0]]                                # doctest: +SKIP
-    'W'
-    >>> first = mnistforge.load("MNIST", "test[:100]")         # doctest: +SKIP
-    >>> built = mnistforge.load("qmnist", "test10k", root="build/", with_metadata=True)  # doctest: +SKIP
+    ``name``: a dataset as typed (``MNIST``, ``fashion_mnist``, ``emnist/letters``) or a path (a
+    folder, recognised from its files, or a copy).  ``split``: ``train``, ``test``, a registry
+    view (``test10k``, ``validation``...), a TFDS slice after it (``test[:100]``, ``train[:90%]``).
+    ``root``: a folder of idx files under the official names (or in ``root/<name>``,
+    ``root/<group>``), an export or a copy; without it, the cache, fetched and verified as needed.
+    ``download``: ``False`` never opens a connection (OfflineError), ``True`` fetches; None:
+    unless ``MNISTFORGE_OFFLINE=1``.  ``with_metadata``: QMNIST's columns, an EMNIST build's
+    writers and, for MNIST and QMNIST, the label votes of Northcutt et al. (2021) (``"files"``:
+    the files' columns only).  ``label_issues``: ``"exclude"`` or ``"relabel"`` the images with a
+    known label issue (``ds.label_issues`` says what changed).  ``cache``: the cache folder.
+    ``keep_raw``: keep decompressed copies for memory-mapped loads (default on, or
+    ``MNISTFORGE_KEEP_RAW``; a folder's only when ``True`` is passed, in ``<cache>/local-raw/``).
+    ``check``: re-hash every file read instead of trusting its sidecar or record
+    (HashMismatchError; a stale raw copy is made again).  ``mirrors``: addresses tried before the
+    registry's (default ``$MNISTFORGE_MIRRORS``).  ``trust_files``: data from ``root`` passes the
+    trust gate (:mod:`mnistforge.gate`), hashed once and checked against its build manifest or
+    the registry (DataMismatchError saying what it is); ``True`` (or ``MNISTFORGE_TRUST_FILES``)
+    loads it anyway.  Shape, pixel and class-range checks apply either way.
     """
     if label_issues is not None:  # refused on every route, the third-party copies' included
-
         check_mode(label_issues)
     request = Request(with_metadata=with_metadata, label_issues=label_issues, download=download,
                       cache=cache, keep_raw=keep_raw, progress=progress, check=check,
@@ -153,7 +73,7 @@ def load(name: PathArg, split: str = "train", *, root: PathArg | None = None,
     return READERS[route.kind](route, request)
 
 
-# --------------------------------------------------------------------------- the request
+# --------------------------------------------------------------------------- 1. resolve
 
 @dataclass(frozen=True)
 class Request:
@@ -179,18 +99,11 @@ class Request:
         return bool(self.with_metadata) or self.label_issues is not None
 
 
-# --------------------------------------------------------------------------- resolution
-
 @dataclass(frozen=True)
 class Route:
-    """Where a load reads from, resolved before any file is opened.
-
-    ``kind`` is the reader (:data:`READERS`): ``foreign`` (a third-party copy at ``path``;
-    ``name`` and ``split`` as given), ``repo`` (a Hugging Face export at ``root``), ``files``
-    (idx files in folder ``root``, or in the cache without one).  ``split`` is then the
-    registry's split name (the export's as typed for a renamed config) and ``rows`` the slice
-    that followed it (``[:100]``), taken in :func:`_finish`.
-    """
+    """Where a load reads from, resolved before any file is opened: ``kind``, the reader
+    (``foreign``: a copy at ``path``, ``repo``: an export at ``root``, ``files``: idx files in
+    ``root`` or the cache); ``split``, the registry's name; ``rows``, the slice after it."""
 
     kind: Literal["foreign", "repo", "files"]
     name: str | None
@@ -202,8 +115,8 @@ class Route:
 
 
 def resolve_load(name: PathArg, split: str, root: PathArg | None = None) -> Route:
-    """The :class:`Route` of ``load(name, split, root=root)`` (errors for a folder that is not
-    there, a name that is no dataset, a split it does not have)."""
+    """The :class:`Route` of ``load(name, split, root=root)``, or the error of a missing folder,
+    an unknown dataset or split."""
     if root is None and isinstance(name, str) and "/" not in name and os.sep not in name:
         # a dataset's name wins over a folder of that name in the working directory
         # (torchvision's root holds MNIST/, FashionMNIST/...)
@@ -212,8 +125,7 @@ def resolve_load(name: PathArg, split: str, root: PathArg | None = None) -> Rout
         except DatasetNotFoundError:
             pass
     if root is not None or not (isinstance(name, str) and name in list_datasets()):
-        # a third-party copy: npz/npy, CSV, parquet, .mat, torchvision
-        if foreign_source(name, root):
+        if foreign_source(name, root):   # npz/npy, CSV, parquet, .mat, torchvision
             if root is None:
                 return Route("foreign", None, split, path=name)
             return Route("foreign", os.fspath(name), split, path=root)
@@ -226,30 +138,17 @@ def resolve_load(name: PathArg, split: str, root: PathArg | None = None) -> Rout
             raise TargetNotFoundError("no such folder", path=root,
                                       expected="a folder of idx files or a Hugging Face export",
                                       found="nothing there")
-        # An exported Hugging Face repository (README.md + data/<name>/).
-        if _is_repo(root, name):
-            return Route("repo", os.fspath(name), _repo_split(os.fspath(name), base), Path(root),
-                         rows)
+        if is_hf_repo(root, os.fspath(name)):   # an export: README.md + data/<name>/
+            try:   # the registry's split name (a renamed config keeps the split as typed)
+                repo_split = split_name(get_dataset(dataset_name(os.fspath(name))), base)
+            except DatasetNotFoundError:
+                repo_split = base
+            return Route("repo", os.fspath(name), repo_split, Path(root), rows)
     info = get_dataset(dataset_name(os.fspath(name)))
-    if root is not None and info.name != name \
-            and _is_repo(root, info.name):   # (a name asked already is not asked again)
+    if root is not None and info.name != name and is_hf_repo(root, info.name):
         return Route("repo", info.name, split_name(info, base), Path(root), rows, info)
     return Route("files", info.name, split_name(info, base), None if root is None else Path(root),
                  rows, info)
-
-
-def _repo_split(name: str, split: str) -> str:
-    """The registry's name of ``split`` when ``name`` is a registry dataset (a renamed config
-    keeps the split as typed)."""
-    try:
-        return split_name(get_dataset(dataset_name(name)), split)
-    except DatasetNotFoundError:
-        return split
-
-
-def _is_repo(root: PathArg, name: PathArg) -> bool:
-
-    return bool(is_hf_repo(root, os.fspath(name)))
 
 
 # --------------------------------------------------------------------------- the readers
@@ -257,34 +156,28 @@ def _is_repo(root: PathArg, name: PathArg) -> bool:
 def _read_foreign(route: Route, req: Request) -> DatasetSplit:
     """A third-party copy: its reader identifies, gates and converts it (:mod:`.foreign`)."""
     assert route.path is not None
-    ds: DatasetSplit = load_foreign(
-        route.path, route.name, route.split, with_metadata=bool(req.with_metadata),
-        trust=req.trust, label_issues=req.label_issues, cache=req.cache, download=req.download,
-        progress=req.progress, check=req.check, loader=load)
-    return ds
+    return load_foreign(route.path, route.name, route.split, with_metadata=bool(req.with_metadata),
+                        trust=req.trust, label_issues=req.label_issues, cache=req.cache,
+                        download=req.download, progress=req.progress, check=req.check, loader=load)
 
 
 def _read_repo(route: Route, req: Request) -> DatasetSplit:
     """A Hugging Face export (README.md + data/<name>/): its shards checked, then read."""
     assert route.root is not None and route.name is not None and route.split is not None
-    ds: DatasetSplit = load_split_from_repo(route.root, route.name, route.split,
-                                            with_metadata=req.wants_metadata, cache=req.cache,
-                                            check=req.check, trust=req.trust)
+    ds = load_split_from_repo(route.root, route.name, route.split, with_metadata=req.wants_metadata,
+                              cache=req.cache, check=req.check, trust=req.trust)
     return _finish(ds, route.rows, req.label_issues, req.with_metadata)
 
 
 def _read_files(route: Route, req: Request) -> DatasetSplit:
-    """idx files, in a folder or the cache: opened (through the gate), then converted."""
+    """idx files, in a folder or the cache: read once, admitted, served."""
     assert route.info is not None and route.split is not None
     info, split = route.info, route.split
-    sp = info.split(split)
     src = _origin(info, split, route.root, req)
-    fsp = info.file_split(split)
-    images, labels, meta = _open_arrays(info, fsp, src, req)
-    ds = _to_split(info, sp, src, images, labels, meta)
+    images, labels, meta = _open_arrays(info, info.file_split(split), src, req)
+    ds = _to_split(info, info.split(split), src, images, labels, meta)
     if req.wants_metadata and req.with_metadata != "files":
         # the human label votes of the splits a study examined
-
         add_label_votes(ds, root=route.root, cache=req.cache, download=req.download,
                         progress=req.progress, required=req.label_issues is not None)
     return _finish(ds, route.rows, req.label_issues, req.with_metadata)
@@ -298,38 +191,31 @@ READERS: dict[str, Callable[[Route, Request], DatasetSplit]] = {
 }
 
 
+# --------------------------------------------------------------------------- 2. read once
+
 def _origin(info: DatasetInfo, split: str, root: Path | None, req: Request) -> Origin:
-    """Where the files come from: the folder, or the cache (fetched and verified as needed)."""
+    """The folder, or the cache.  A folder gets raw copies only when ``keep_raw=True`` is passed
+    (``MNISTFORGE_KEEP_RAW`` is about the cache's own files: a folder load writes nothing unasked)."""
     if root is not None:
-        return FolderOrigin(info, root, cache=req.cache,
-                            keep_raw=bool(req.keep_raw), check=req.check)
-    _require_release(info, info.file_split(split))
-    return CacheOrigin(info, cache=req.cache, download=req.download, keep_raw=req.keep_raw,
-                       progress=req.progress, check=req.check, mirrors=req.mirrors)
-
-
-def _require_release(info: DatasetInfo, fsp: SplitInfo) -> None:
-    """A dataset with no published files (FEMNIST) loads only from a build folder."""
+        return FolderOrigin(info, root, cache=req.cache, keep_raw=bool(req.keep_raw), check=req.check)
     try:
-        get_file(f"{info.group}/{fsp.images}")
-    except KeyError:
+        get_file(f"{info.group}/{info.file_split(split).images}")
+    except KeyError:   # no published files (FEMNIST): only a build folder loads
         raise DatasetNotFoundError(f"{info.name} has no published files to download",
                                    expected="a folder built by mnistforge (root=DIR)",
                                    found="no root given",
                                    hint=f"build it: `mnistforge build {info.name} --sd19 SD19 --out DIR`, "
                                         f"then load it with root=DIR") from None
+    return CacheOrigin(info, cache=req.cache, download=req.download, keep_raw=req.keep_raw,
+                       progress=req.progress, check=req.check, mirrors=req.mirrors)
 
 
-# --------------------------------------------------------------------------- trust
+# --------------------------------------------------------------------------- 3. admit
 
 def _open_arrays(info: DatasetInfo, fsp: SplitInfo, src: Origin, req: Request,
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """``(images, labels, metadata or None)`` of file split ``fsp``, as stored.
-
-    A folder's files pass the trust gate unless trusted, each judged by the bytes it was read
-    from (the labels file, tens of kB, before the images file is read).  Shapes, pixels and
-    pairs are checked on every route.
-    """
+    """``(images, labels, metadata or None)`` of file split ``fsp``, as stored, well formed; a
+    folder's files judged by the gate (unless trusted) by the bytes read, the labels first."""
     assert fsp.images and fsp.labels, f"registry: file split {fsp.name} without files"
     gated = isinstance(src, FolderOrigin) and not req.trust
 
@@ -351,48 +237,31 @@ def _open_arrays(info: DatasetInfo, fsp: SplitInfo, src: Origin, req: Request,
     meta = None
     if req.wants_metadata and fsp.metadata:
         meta = lab if fsp.metadata == fsp.labels else src.open_optional(fsp.metadata)
-    arranged = _arranged(info, fsp, src, images, lab, meta)
-    if fsp.images != fsp.labels:   # ... and the images once well formed
-        judge(fsp.images)
-    if gated and all(src.status.get(f) in ("unpinned", "archive", None) for f in (fsp.images, fsp.labels)):
-        logger.info("%s %s in %s: no hash to check the files against (unverified)", info.name,
-                    fsp.name, src.where)
-    return arranged
-
-
-def _arranged(info: DatasetInfo, fsp: SplitInfo, src: Origin, images: np.ndarray,
-              lab: np.ndarray, meta: np.ndarray | None,
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """``(images, labels, metadata)`` from the files' arrays: the labels column of a label
-    table taken, and every shape checked."""
-    if fsp.labels_column is not None:
+    labels = lab
+    if fsp.labels_column is not None:   # a label table: its labels column
         if lab.ndim != 2 or lab.shape[1] <= fsp.labels_column:
             raise IntegrityError("label table has the wrong shape", path=fsp.labels,
-                                 expected=f"N x >{fsp.labels_column} columns",
-                                 found=str(lab.shape))
+                                 expected=f"N x >{fsp.labels_column} columns", found=str(lab.shape))
         labels = lab[:, fsp.labels_column]
-    else:
-        labels = lab
-    _check_shapes(info, fsp, images, labels, meta, src)
-    return images, labels, meta
-
-
-def _check_shapes(info: DatasetInfo, fsp: SplitInfo, images: np.ndarray, labels: np.ndarray,
-                  meta: np.ndarray | None, src: Origin) -> None:
     where = f"{src.where}/{fsp.images}"
     require_images(images, info, where)
     require_pair(images, labels, info, where, labels_where=f"{src.where}/{fsp.labels}")
     if meta is not None and (meta.ndim != 2 or meta.shape[0] != images.shape[0]):
         raise IntegrityError(f"{info.name}: metadata does not match the images", path=where,
                              expected=f"{images.shape[0]} x k", found=str(meta.shape))
+    if fsp.images != fsp.labels:   # ... and the images once well formed
+        judge(fsp.images)
+    if gated and all(src.status.get(f) in ("unpinned", "archive", None) for f in (fsp.images, fsp.labels)):
+        logger.info("%s %s in %s: no hash to check the files against (unverified)", info.name,
+                    fsp.name, src.where)
+    return images, labels, meta
 
 
-# --------------------------------------------------------------------------- conversion
+# --------------------------------------------------------------------------- 4. serve
 
 def _to_split(info: DatasetInfo, sp: SplitInfo, src: Origin, images: np.ndarray,
               labels: np.ndarray, meta: np.ndarray | None) -> DatasetSplit:
-    """The :class:`DatasetSplit` of the arrays of split ``sp``'s files: the registry's view of
-    them (``test10k``, ``validation``...), upright, labels as int64, metadata as named columns."""
+    """The :class:`DatasetSplit` of split ``sp`` (a view: its rows), upright, int64 labels."""
     split = sp.name
     sl = _view_rows(info, sp, src, images.shape[0])
     if sl is not None:
@@ -402,13 +271,19 @@ def _to_split(info: DatasetInfo, sp: SplitInfo, src: Origin, images: np.ndarray,
         images = images.transpose(0, 2, 1)
     stored = np.asarray(labels)  # the file's own (small) type: a cheaper range check
     labels = np.asarray(labels, dtype=np.int64)
-    metadata = _structured(meta, info) if meta is not None else None
     if src.kind == "cache" and len(labels) != sp.count:
         raise IntegrityError(f"{info.name} {split}: wrong number of rows", path=src.where,
                              expected=f"{sp.count} (registry)", found=str(len(labels)))
     classes = list(src.classes) if src.classes else list(info.classes)
     require_labels(info, split, stored, classes, f"{src.where}/{info.file_split(split).labels}")
     logger.info("loaded %s %s: %d images from %s", info.name, split, len(labels), src)
+    metadata = None
+    if meta is not None:   # one named int32 field per column (col<i> past the registry's names)
+        k, known = meta.shape[1], list(info.metadata_fields)
+        names = (known + [f"col{i}" for i in range(len(known), k)])[:k]
+        metadata = np.empty(len(meta), dtype=[(f, np.int32) for f in names])
+        for i, f in enumerate(names):
+            metadata[f] = meta[:, i]
     ds = DatasetSplit(info.name, split, images, labels, info, metadata, str(src), src.status,
                       src.orientation)
     ds.classes = classes
@@ -432,33 +307,14 @@ def _view_rows(info: DatasetInfo, sp: SplitInfo, src: Origin, n: int) -> slice |
     return None
 
 
-def _structured(meta: np.ndarray, info: DatasetInfo) -> np.ndarray:
-    fields = list(info.metadata_fields)
-    k = meta.shape[1]
-    if len(fields) < k:
-        fields += [f"col{i}" for i in range(len(fields), k)]
-    dt = np.dtype([(f, np.int32) for f in fields[:k]])
-    out = np.empty(meta.shape[0], dtype=dt)
-    for i, f in enumerate(dt.names or ()):
-        out[f] = meta[:, i]
-    return out
-
-
 def _finish(ds: DatasetSplit, rows: str | None, label_issues: str | None,
             with_metadata: Metadata) -> DatasetSplit:
     """The requested rows, the label-issue view, and metadata only when asked for."""
-    ds = warn_if_empty(_slice(ds, rows))
-    if label_issues is None and with_metadata:
-        return ds
-    if label_issues is None:
+    if rows is not None:
+        ds = ds.select(rows_of(rows, len(ds)), split=f"{ds.split}{rows.replace(' ', '')}")
+    warn_if_empty(ds)
+    if label_issues is not None:
+        return clean_view(ds, label_issues, bool(with_metadata))
+    if not with_metadata:
         ds.metadata = None
-        return ds
-
-    out: DatasetSplit = clean_view(ds, label_issues, bool(with_metadata))
-    return out
-
-
-def _slice(ds: DatasetSplit, rows: str | None) -> DatasetSplit:
-    if rows is None:
-        return ds
-    return ds.select(rows_of(rows, len(ds)), split=f"{ds.split}{rows.replace(' ', '')}")
+    return ds

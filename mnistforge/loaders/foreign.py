@@ -1,26 +1,14 @@
 """Third-party copies as a source for ``load``: canonical arrays, every departure reported.
 
-A copy read by :mod:`mnistforge.io.foreign` holds arrays as their maker
-stored them.  :func:`canonicalise` turns one split into ``uint8 N x 28 x 28``
-images and integer labels, and *says* what it undid rather than undoing it
-silently:
+:func:`canonicalise` turns one split as its maker stored it (:mod:`mnistforge.io.foreign`) into
+``uint8 N x 28 x 28`` images and integer labels and *says* what it undid: lossless storage facts
+(``storage``: rows flattened, a channel axis, wide integer types, one-hot labels, a label
+table's extra columns) and departures from the official bytes (``changes``, :class:`Change`:
+float images in [0, 1] or [0, 255], inverted intensities and, once the dataset is known, a
+transposition and labels offset by one).  :func:`load_foreign` is what ``load(name, split,
+root=COPY)`` and ``load(COPY, split)`` run: the trust gate names the content
+(:func:`mnistforge.gate.content.registry_match`), a row map places a reordered copy or subset.
 
-* storage facts that lose nothing (``storage``): rows flattened to 784
-  columns, a channel axis, integer text/wide integer types, one-hot labels,
-  a label table's extra columns;
-* departures from the official bytes (``changes``, :class:`Change`): float
-  images in [0, 1] or [0, 255], inverted intensities (both seen in the data
-  itself), and, once the dataset is known, images stored transposed relative to
-  the official files and labels offset by one (letters 0..25 instead of 1..26).
-
-:func:`registry_match` recognises a canonical split from the registry's
-content hashes (idx content of images and labels; the order-free hash of the
-pairs), trying both orientations and label offsets of -1, 0, +1.
-:func:`load_foreign` is what ``load(name, split, root=COPY)`` and
-``load(COPY, split)`` run.
-
-Examples
---------
 >>> import numpy as np
 >>> from mnistforge.io.foreign import ForeignSplit
 >>> x = np.zeros((4, 784), np.float32); x[:, :20] = 1.0
@@ -54,15 +42,18 @@ from .targets import foreign_source  # noqa: F401 - part of this API (in .target
 
 logger = get_logger(__name__)
 
+#: a copy's format -> the gate's route (:data:`mnistforge.gate.POLICY`) where the names differ (a
+#: format without a rule is refused by the gate)
+_ROUTES = {"idx": "idx-copy"}
+
 __all__ = ["Canonical", "Change", "Match", "canonicalise", "label_shift_cue", "load_foreign",
-           "registry_match", "shift_change", "to_upright", "transpose_change", "foreign_source",
-           "make_split", "pick_split"]
+           "registry_match", "shift_change", "transpose_change", "foreign_source", "make_split",
+           "pick_split"]
 
 
 @dataclass
 class Canonical:
-    """One split made canonical: images ``uint8 N x 28 x 28`` in the copy's own orientation
-    (see :func:`to_upright`), ``int64`` labels as the copy numbers them."""
+    """One split made canonical: ``uint8 N x 28 x 28`` images and ``int64`` labels as the copy has them."""
 
     split: str | None
     images: np.ndarray
@@ -162,7 +153,7 @@ def _labels(y: np.ndarray, n: int, where: str, storage: list[str], meta: dict[st
 
 
 def canonicalise(fs: ForeignSplit) -> Canonical:
-    """Canonical images and labels of one split as stored, with what was undone (see module doc)."""
+    """Canonical images and labels of one split as stored, with what was undone."""
     storage: list[str] = []
     changes: list[Change] = []
     meta = {k: np.asarray(v) for k, v in fs.metadata.items()}
@@ -200,13 +191,6 @@ def label_shift_cue(labels: np.ndarray, info: DatasetInfo) -> int:
     return 0
 
 
-def to_upright(images_official: np.ndarray, info: DatasetInfo | None) -> np.ndarray:
-    """Images as the official files store them -> upright (EMNIST's files are transposed)."""
-    if info is not None and info.orientation == "transposed":
-        return images_official.transpose(0, 2, 1)
-    return images_official
-
-
 # --------------------------------------------------------------------------- load
 
 def _adhoc_info(name: str, labels: np.ndarray, path: PathArg) -> DatasetInfo:
@@ -216,8 +200,10 @@ def _adhoc_info(name: str, labels: np.ndarray, path: PathArg) -> DatasetInfo:
                        citation="", classes=tuple(str(i) for i in range(top + 1)))
 
 
-def _structured(meta: dict[str, np.ndarray], n: int) -> np.ndarray | None:
-    cols = {k: np.asarray(v).reshape(-1) for k, v in meta.items() if np.asarray(v).size == n}
+def _structured(meta: dict[str, np.ndarray], n: int, info: DatasetInfo) -> np.ndarray | None:
+    """A copy's columns of ``n`` rows, named as the dataset names them (``writer_id``: ``writer``)."""
+    cols = {field_name(k, info.metadata_fields): np.asarray(v).reshape(-1) for k, v in meta.items()
+            if np.asarray(v).size == n}
     if not cols:
         return None
     out = np.empty(n, dtype=[(k, np.int64 if v.dtype.kind in "iub" else v.dtype)
@@ -227,13 +213,8 @@ def _structured(meta: dict[str, np.ndarray], n: int) -> np.ndarray | None:
     return out
 
 
-def _field_names(meta: dict[str, np.ndarray], info: DatasetInfo) -> dict[str, np.ndarray]:
-    """A copy's metadata under the dataset's field names (an export's ``writer_id`` is ``writer``)."""
-    return {field_name(k, info.metadata_fields): v for k, v in meta.items()}
-
-
 def pick_split(copy: ForeignCopy, name: str | None, split: str | None) -> ForeignSplit:
-    """The split of ``copy`` asked for, also as ``<dataset hint>:<split>`` in a copy of several."""
+    """The split of ``copy`` asked for (``<dataset hint>:<split>`` in a copy of several)."""
     if name and split and f"{name}:{split}" in copy.splits:
         return copy.splits[f"{name}:{split}"]
     if name:
@@ -244,40 +225,29 @@ def pick_split(copy: ForeignCopy, name: str | None, split: str | None) -> Foreig
 
 
 def load_foreign(path: PathArg, name: str | None = None, split: str | None = "train", *,
-                 with_metadata: bool = False, copy: ForeignCopy | None = None, trust: bool = False,
+                 with_metadata: bool = False, trust: bool = False,
                  label_issues: str | None = None, cache: PathArg | None = None, download: bool | None = None,
                  progress: bool | None = None, check: bool = False, loader: Loader | None = None) -> DatasetSplit:
     """``load(name, split, root=COPY)`` / ``load(COPY, split)`` on a third-party copy.
 
-    The dataset is ``name``, else the registry split the hashes recognise, else
-    the copy's name hint when the registry knows it and the content does not
-    contradict it, else an unnamed dataset (``foreign``).  Images come back upright;
-    each change undone (float, inverted, transposed, labels offset) is logged as a
-    warning and listed in ``ds.changes`` (:class:`Change`), storage facts in ``ds.storage``.
-
-    The trust gate decides first (:func:`mnistforge.gate.admit`): a ``name`` the content
-    contradicts (another dataset or split, or no known dataset where the registry pins the
-    named one) raises :class:`~mnistforge.errors.DataMismatchError` unless ``trust``; the
-    arrays must be well formed for the dataset (28 x 28, bytes, labels in the class range).
-    A copy that is not the official split in the official order (reordered, a subset) gets a
-    row map (:mod:`mnistforge.loaders.rowmap`) when the official images are in the cache:
-    ``ds.official_index``, ``ds.official_split``, ``ds.leakage`` (rows that are official rows
-    of another split, logged as a warning); a claimed dataset every row of which maps into it
-    passes the gate (verdict ``mapped``).  ``label_issues`` and ``with_metadata`` then use the
-    official rows' label votes and metadata; ``label_issues`` needs the official order or a map.
-    ``loader`` (:func:`mnistforge.load`, which passes itself) reads the official splits the
-    map needs; without it no map is made.
+    The dataset is ``name``, else the registry split the hashes recognise, else the copy's name
+    hint when the content does not contradict it, else an unnamed dataset (``foreign``).  The
+    trust gate decides first (:func:`mnistforge.gate.admit`): a ``name`` the content
+    contradicts raises :class:`~mnistforge.errors.DataMismatchError` unless ``trust``; the
+    arrays must be well formed.  Images come back upright, each change undone logged and listed
+    in ``ds.changes``.  A copy that is not the official split in the official order gets a row
+    map (:mod:`mnistforge.loaders.rowmap`) when the official images are at hand, read with
+    ``loader`` (:func:`mnistforge.load`, which passes itself): ``ds.official_index``,
+    ``ds.leakage`` (warned); a claimed dataset every row of which maps into it passes (verdict
+    ``mapped``), and ``label_issues``/``with_metadata`` use the official rows' votes and metadata.
     """
-
     rows = None
     if split is not None:
         split, rows = parse_split(split)  # test[:100] as for the official files
     if label_issues is not None:
         check_mode(label_issues)
-    before = None
-    if copy is None:
-        before = os.stat(path) if os.path.isfile(path) else None  # a copy in one file: recordable
-        copy = read_foreign(path, torchvision_classes=torchvision_folders())
+    before = os.stat(path) if os.path.isfile(path) else None  # a copy in one file: recordable
+    copy = read_foreign(path, torchvision_classes=torchvision_folders())
     fs = pick_split(copy, name, split)
     c = canonicalise(fs)
     split_claim = split if split is not None else fs.split
@@ -290,7 +260,7 @@ def load_foreign(path: PathArg, name: str | None = None, split: str | None = "tr
                                      cache=cache, loader=loader)
         return maps.get(dataset)
 
-    adm = admit(c.images, c.labels, dataset=name, split=split_claim, route=route_of(copy.format),
+    adm = admit(c.images, c.labels, dataset=name, split=split_claim, route=_ROUTES.get(copy.format, copy.format),
                 where=fs.where, trust=trust, formed=False, source=path if before else None,
                 before=before, key=fs.where, cache=cache, rehash=check,
                 rows=(lambda: row_facts(mapped(name))) if name else None)
@@ -335,7 +305,6 @@ def load_foreign(path: PathArg, name: str | None = None, split: str | None = "tr
     ds = make_split(copy, c, info, transposed, shift, changes, with_metadata=with_metadata,
                     split=fs.split or split)
     if info is not None:  # well formed for the dataset it is said to be
-
         require_images(ds.images, info, fs.where)
         require_labels(info, ds.split, ds.labels, ds.classes, fs.where)
     ds.status = {"content": verdict.status}
@@ -350,15 +319,6 @@ def load_foreign(path: PathArg, name: str | None = None, split: str | None = "tr
     if label_issues is not None:
         ds = clean_view(ds, label_issues, with_metadata)
     return ds
-
-
-#: a copy's format -> the gate's route (:data:`mnistforge.gate.POLICY`), where the names differ
-ROUTE_OF_FORMAT = {"idx": "idx-copy"}
-
-
-def route_of(fmt: str) -> str:
-    """The gate's route of a copy's format (a format without a rule is refused by the gate)."""
-    return ROUTE_OF_FORMAT.get(fmt, fmt)
 
 
 def _say_map(where: str, rm: RowMap) -> None:
@@ -376,14 +336,12 @@ def _say_map(where: str, rm: RowMap) -> None:
 
 def _official_rows(ds: DatasetSplit, v: Verdict, label_issues: str | None, *, loader: Loader | None = None,
                    **kw: Any) -> DatasetSplit:
-    """The label votes (and official metadata) of the split's rows: for the official split in the
-    official order (row ``i`` is the official row ``i``), or through the copy's row map; else
-    ``label_issues`` is refused."""
+    """The split's rows' label votes and official metadata, in the official order or through the
+    row map; else ``label_issues`` is refused."""
     rm = ds.row_map
     official = (v.official_order and v.match is not None and v.match.dataset == ds.name
                 and v.match.split == ds.split) or (
         rm is not None and rm.official_order and rm.keys == ((ds.name, ds.split),))
-
     if official:  # row i is official row i: the votes join directly (metadata: the copy's own)
         return ds if label_issues is None else add_label_votes(ds, root=None, required=True, **kw)
     if rm is not None and rm.dataset == ds.name and rm.mapped.any() and loader is not None:
@@ -415,16 +373,15 @@ def _official_rows(ds: DatasetSplit, v: Verdict, label_issues: str | None, *, lo
 def make_split(copy: ForeignCopy, c: Canonical, info: DatasetInfo | None, transposed: bool,
                shift: int, changes: list[Change], *, with_metadata: bool = False,
                split: str | None = None) -> DatasetSplit:
-    """The :class:`DatasetSplit` of a canonical split once orientation and label offset are decided:
-    upright images, official labels; its ``changes``/``storage`` say what was done."""
-    images = c.images.transpose(0, 2, 1) if transposed else c.images
-    images = to_upright(images, info)
+    """The :class:`DatasetSplit` of a canonical split once orientation and label offset are decided."""
     labels = c.labels + shift
     if info is None:
         info = _adhoc_info(c.hint or "foreign", labels, copy.path)
+    # upright: undo the copy's own transposition, then the official files' (EMNIST's)
     stored_transposed = transposed != (info.orientation == "transposed")
+    images = c.images.transpose(0, 2, 1) if stored_transposed else c.images
     ds = DatasetSplit(info.name, split or c.split or "data", images, labels, info,
-                      _structured(_field_names(c.metadata, info), len(labels)) if with_metadata else None,
+                      _structured(c.metadata, len(labels), info) if with_metadata else None,
                       f"{copy.format} {c.where}", {},
                       "transposed" if stored_transposed else "upright")
     ds.changes = list(changes)

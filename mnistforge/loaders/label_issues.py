@@ -1,30 +1,13 @@
 """Human label votes joined to the splits they describe, and the cleaned views of ``load``.
 
-The registry (``label_annotations``) says which file splits a study annotates
-(MNIST test; QMNIST test, whose first 10,000 rows are MNIST's test set in
-order) and where study id ``i`` falls (row ``i + offset``).  This module
-
-* gets the study's file like any dataset file: fetched into the cache and
-  verified against its pinned sha256 (:func:`study_path`, :func:`read_study`;
-  a file with another hash is refused with
-  :class:`~mnistforge.errors.HashMismatchError`);
-* checks that the split is the one the study looked at (every
-  ``given_original_label`` equals the split's label at that row; otherwise the
-  votes do not apply and are not joined);
-* turns the votes into the metadata columns of :data:`~mnistforge.io.label_votes.FIELDS`
-  (:func:`label_columns`): ``label_votes_given``, ``label_votes_guessed``,
-  ``label_votes_neither``, ``suggested_label`` (-1 where not examined or no
-  majority) and ``label_issue`` (the paper's rule);
-* applies ``load(..., label_issues=...)`` (:func:`apply_label_issues`):
-  ``"exclude"`` drops the rows with a label issue, ``"relabel"`` gives them the
-  label a majority of workers chose and drops those where no label got a
-  majority (the workers split, or most answered "neither").
-
-Every split of an annotated dataset gets the columns (rows never examined:
-votes -1, no issue), so the splits of one dataset share one metadata schema
-(what a Hugging Face export needs).  A folder of idx files has them only when a
-build wrote the side files (``t10k-label-votes-idx2-int.gz``...), see
-:func:`side_table`.
+The registry (``label_annotations``) says which file splits a study annotates (MNIST test;
+QMNIST test, whose first 10,000 rows are MNIST's test set) and where study id ``i`` falls (row
+``i + offset``).  The study's file is fetched and verified like any dataset file; the votes are
+joined only where every ``given_original_label`` equals the split's label at that row, as the
+columns of :data:`~mnistforge.io.label_votes.FIELDS` (:func:`label_columns`; every split of an
+annotated dataset gets them, rows never examined -1, so the splits share one schema; a folder
+only from a build's side files).  ``load(..., label_issues=...)``: :func:`apply_label_issues`.
+See ``docs/label-errors.md``.
 """
 from __future__ import annotations
 
@@ -39,23 +22,21 @@ from ..cache.verify import verify_file
 from ..errors import ConfigError, DownloadError, IntegrityError, PathArg
 from ..gate.source import locate, resolve
 from ..io.idx import read_idx
-from ..io.label_votes import FIELDS, MISSING, LabelVotes, dense_columns, read_mturk_json, table_to_columns
-from ..io.label_votes import given_mismatches as check_given_labels
+from ..io.label_votes import (FIELDS, MISSING, LabelVotes, dense_columns, given_mismatches, read_mturk_json,
+                              table_to_columns)
 from ..registry import DatasetInfo, LabelAnnotation, get_dataset, get_file, label_annotations
 from .split import DatasetSplit, LabelIssueView
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-
     #: label-vote columns by name (:data:`~mnistforge.io.label_votes.FIELDS`)
     Columns = dict[str, npt.NDArray[Any]]
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MODES", "LabelIssueView", "study_path", "read_study", "label_columns",
-           "add_label_votes", "clean_view", "check_mode", "join_columns", "apply_label_issues",
-           "check_given_labels", "split_offset", "side_table", "annotated_datasets",
+__all__ = ["MODES", "LabelIssueView", "study_path", "read_study", "label_columns", "add_label_votes",
+           "clean_view", "check_mode", "join_columns", "apply_label_issues", "split_offset", "side_table",
            "study_votes"]
 
 #: Values of ``load(..., label_issues=...)`` besides ``None`` (the data as published).
@@ -72,9 +53,7 @@ def study_path(ann: LabelAnnotation | str, *, cache: PathArg | None = None, down
 
 
 def read_study(path: PathArg, file_id: str = "label-errors/mnist_mturk.json") -> LabelVotes:
-    """Verify ``path`` against the registry's sha256 of ``file_id``, then parse it.
-
-    A copy with any other content raises :class:`~mnistforge.errors.HashMismatchError`.
+    """Verify ``path`` against the registry's sha256 of ``file_id`` (HashMismatchError), then parse it.
 
     >>> from pathlib import Path
     >>> p = Path("../shared/reference/papers/northcutt2021-mnist-test-mturk.json")
@@ -87,10 +66,8 @@ def read_study(path: PathArg, file_id: str = "label-errors/mnist_mturk.json") ->
 
 
 def split_offset(info: DatasetInfo, split: str) -> tuple[LabelAnnotation, int] | None:
-    """``(annotation, first row)`` when ``split`` is (a view of) an annotated file split.
-
-    The first row is where the split starts in its file split (``test50k``: 10000).
-    """
+    """``(annotation, first row in its file split)`` when ``split`` is (a view of) an annotated
+    file split (``test50k``: 10000)."""
     sp = info.split(split)
     fsp = info.file_split(split)
     for ann in label_annotations(info.name):
@@ -138,14 +115,9 @@ def _folder_columns(info: DatasetInfo, split: str, n: int, root: PathArg) -> Col
 def label_columns(ds: DatasetSplit, *, root: PathArg | None = None, cache: PathArg | None = None,
                   download: bool | None = None, progress: bool | None = None,
                   required: bool = False) -> Columns | None:
-    """The label-vote columns of a loaded (whole) split, or None where none apply.
-
-    Official files (``root`` None: the cache) get the study's file from the
-    cache, fetched as ``download`` allows, and are checked against it (every
-    given label must equal the split's label at that row); a folder has the
-    columns only from its build's side files.  With ``required`` a study file
-    that cannot be had raises instead of leaving the columns out.
-    """
+    """The label-vote columns of a loaded (whole) split, or None where none apply: from the
+    study's file (fetched as ``download`` allows; ``required``: raise when it cannot be had)
+    for official files, from its build's side files for a folder (``root``)."""
     info = ds.info
     anns = label_annotations(info.name)
     if not anns:
@@ -167,7 +139,7 @@ def label_columns(ds: DatasetSplit, *, root: PathArg | None = None, cache: PathA
     ann, start = hit
     v = votes[ann.file]
     offset = ann.offset - start
-    bad = check_given_labels(v, ds.labels, offset)
+    bad = given_mismatches(v, ds.labels, offset)
     if bad:
         raise IntegrityError(f"{info.name} {ds.split}: the study's given labels disagree with "
                              "the verified labels", path=ann.file,
@@ -229,9 +201,9 @@ def check_mode(mode: str | None) -> None:
 def apply_label_issues(mode: str, name: str, split: str, images: npt.NDArray[np.uint8], labels: npt.ArrayLike,
                        metadata: npt.NDArray[np.void] | None, study: str = "label-errors",
                        ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.void], LabelIssueView]:
-    """``(images, labels, metadata, view)`` after ``mode`` (``exclude`` or ``relabel``).
-
-    ``metadata`` must hold the label-vote columns.  Rows not examined are kept.
+    """``(images, labels, metadata, view)`` after ``mode``: ``exclude`` drops the rows with a label
+    issue, ``relabel`` gives them the label a majority chose and drops those without one.
+    ``metadata`` must hold the label-vote columns; rows not examined are kept.
 
     >>> import numpy as np
     >>> from mnistforge.io.label_votes import parse_mturk_json, dense_columns
@@ -273,18 +245,10 @@ def apply_label_issues(mode: str, name: str, split: str, images: npt.NDArray[np.
     return images[keep], labels[keep], metadata[keep], view
 
 
-def annotated_datasets() -> list[str]:
-    """Registry names of the datasets with label votes (``mnist``, ``qmnist``)."""
-    return sorted({a.dataset for a in label_annotations()})
-
-
 def study_votes(name: str, split: str, *, download: bool | None = None,
                 cache: PathArg | None = None) -> tuple[LabelVotes, int] | None:
-    """``(votes, offset)`` of a split the study annotates (id ``i`` at row ``i + offset``), or None.
-
-    ``split`` is a registry split (a view such as ``test10k`` included); the study's
-    file comes from the cache, fetched as ``download`` allows.
-    """
+    """``(votes, offset)`` of a registry split (a view included) the study annotates (id ``i`` at
+    row ``i + offset``), or None; the study's file fetched as ``download`` allows."""
     hit = split_offset(get_dataset(name), split)
     if hit is None:
         return None

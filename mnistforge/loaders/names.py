@@ -1,19 +1,11 @@
-"""Names as users type them: dataset aliases, split names and TFDS-style split slices.
+"""Names as users type them: dataset names and aliases, split names and TFDS-style split slices.
 
-* Dataset names are case-insensitive and ``-``, ``_``, ``/``, ``.`` and spaces
-  are equivalent or optional (``MNIST``, ``fashion_mnist``, ``FashionMNIST``,
-  ``emnist/letters``, ``EMNIST-Letters``); the Hub ids of the registry's ``aliases`` are
-  known too (``ylecun/mnist``).  A typo gets a "did you mean" suggestion, and the list of
-  choices in errors holds only the datasets :func:`mnistforge.load` can load.
-* Split names follow the same rule (``train_without_validation`` is
-  ``train-without-validation``).
-* A split may carry a slice, as in TensorFlow Datasets and Hugging Face
-  ``datasets``: ``test[:100]``, ``train[:90%]``, ``train[-10%:]``,
-  ``train[100:200]``.  Percentages are rounded to the nearest row.  As in TFDS, a bound
-  beyond the split is refused; so is a slice that selects no rows (``test[10:5]``).
+Case and ``-``, ``_``, ``/``, ``.``, spaces do not matter (``FashionMNIST``, ``emnist/letters``,
+``train_without_validation``); the registry's ``aliases`` (Hub ids: ``ylecun/mnist``) count too;
+a typo gets a "did you mean".  A slice (``test[:100]``, ``train[:90%]``, ``train[-10%:]``) rounds
+percentages to the nearest row and, as in TFDS, refuses a bound beyond the split and a slice
+that selects no rows.
 
-Examples
---------
 >>> dataset_name("EMNIST-Letters"), dataset_name("fashion_mnist"), dataset_name("emnist/letters")
 ('emnist-letters', 'fashion-mnist', 'emnist-letters')
 >>> parse_split("train[-10%:]")
@@ -30,7 +22,7 @@ import re
 from ..errors import ConfigError, DatasetNotFoundError, EmptySelectionError, IndexRangeError, NoSuchPathError
 from ..registry import DatasetInfo, dataset_by_alias, get_dataset, list_datasets
 
-__all__ = ["dataset_name", "split_name", "parse_split", "rows_of", "loadable_datasets"]
+__all__ = ["dataset_name", "split_name", "parse_split", "rows_of"]
 
 #: endings of the files a path names (third-party copies, idx files, archives): such a name is a path
 _FILE_ENDINGS = (".mat", ".npz", ".npy", ".gz", ".csv", ".parquet", ".arrow", ".zip", ".tar", ".pt",
@@ -44,21 +36,15 @@ def _key(text: str) -> str:
     return re.sub(r"[\s_\-/.]+", "", text.lower())
 
 
-def loadable_datasets() -> list[str]:
-    """Registry datasets that :func:`mnistforge.load` loads as images (not sources or archives)."""
-    return list_datasets("dataset")
-
-
 def _suggest(text: str, choices: list[str]) -> str | None:
-
     keys = {_key(c): c for c in choices}
     hits = difflib.get_close_matches(_key(text), list(keys), n=1, cutoff=0.6)
     return keys[hits[0]] if hits else None
 
 
 def looks_like_path(text: str) -> bool:
-    """Whether a name that is no dataset was meant as a path that is not there (then "no such
-    file or folder" is the answer, not "unknown dataset").
+    """Whether a name that is no dataset was meant as a path that is not there ("no such file or
+    folder", not "unknown dataset").
 
     >>> looks_like_path("/data/emnist-letters.mat"), looks_like_path("x.npz"), looks_like_path("emnist/letters")
     (True, True, False)
@@ -72,13 +58,9 @@ def looks_like_path(text: str) -> bool:
 
 
 def dataset_name(text: str, *, kinds: tuple[str, ...] = ("dataset",)) -> str:
-    """The registry name ``text`` stands for (see the module doc), or DatasetNotFoundError
-    (:class:`~mnistforge.errors.NoSuchPathError`, one of those, when ``text`` is a path that
-    does not exist: :func:`looks_like_path`).
-
-    ``kinds`` are the registry kinds accepted (``"dataset"``; ``"source"``,
-    ``"archive"`` for ``fetch``/``info``).  The error lists only those, with a
-    suggestion for a near miss.
+    """The registry name ``text`` stands for, or DatasetNotFoundError listing the datasets of
+    ``kinds`` (``"source"``, ``"archive"`` too for ``fetch``/``info``) with a suggestion
+    (:class:`~mnistforge.errors.NoSuchPathError` for a path that is not there).
 
     >>> dataset_name("MNSIT")  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
@@ -177,11 +159,9 @@ def _short(spec: str) -> str:
 
 
 def rows_of(spec: str, n: int) -> slice:
-    """The rows ``[START:STOP]`` (rows or percentages) select among ``n``, as a normalised slice.
-
-    A bound beyond the split (:class:`~mnistforge.errors.IndexRangeError`) and a slice that
-    selects nothing, reversed or empty (:class:`~mnistforge.errors.EmptySelectionError`),
-    are refused: an empty split would let every later step "succeed" on no data.
+    """The rows ``[START:STOP]`` (rows or percentages) select among ``n``, as a normalised slice;
+    a bound beyond the split (IndexRangeError) and a slice that selects nothing
+    (EmptySelectionError: every later step would "succeed" on no data) are refused.
 
     >>> rows_of("[10:5]", 100)  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):

@@ -1,23 +1,12 @@
-"""Where a loader's files come from: the verified cache, or a folder of idx files.
+"""Where a loader's files come from (the :class:`Origin` protocol, one code path in :func:`load`):
 
-Both kinds answer the same two questions, so :func:`mnistforge.loaders.load`
-has one code path:
-
-* ``open(file_name)`` -> the idx array (memory map when raw), and
-  ``open_optional(file_name)`` -> the same, or None for an optional file that is absent;
-* ``length(split_info)`` -> the number of rows of a file split.
-
-:class:`CacheOrigin` serves the official files: it fetches/verifies them
-through :mod:`mnistforge.cache.download` and, once a compressed file has been
-verified, keeps a decompressed raw copy next to it (``<cache>/<group>/<name
-without .gz>``, with its own ``.sha256`` sidecar) so later loads are memory
-maps.  Opt out with ``keep_raw=False`` or ``MNISTFORGE_KEEP_RAW=0``.  A file in
-another format the registry declares (``format: npz``) is verified and read as it
-is (:mod:`mnistforge.io.formats`).
-
-:class:`FolderOrigin` serves a folder of idx files under the official names
-(a build folder, or official files you already have); the orientation comes
-from the folder's ``manifest.json`` when it says so, else from the registry.
+* :class:`CacheOrigin`: the official files, fetched and verified into the cache
+  (:mod:`mnistforge.cache`), read from their decompressed raw copies, memory-mapped (the
+  package's own files; ``keep_raw=False`` or ``MNISTFORGE_KEEP_RAW=0`` keeps none); a file the
+  registry declares in another format (``npz``) is read as it is (:mod:`mnistforge.io.formats`);
+* :class:`FolderOrigin`: a folder of idx files under the official names (a build folder, or
+  official files you have), each read once into memory; the orientation from its
+  ``manifest.json`` when it says so, else from the registry.
 """
 from __future__ import annotations
 
@@ -33,8 +22,8 @@ from .. import settings
 from ..cache.download import cache_path, fetch_file
 from ..cache.local_raw import make_copy, valid_copy
 from ..cache.mirrors import Mirrors, mirrors as user_mirrors
-from ..cache.raw import check_raw_copy, discard_raw_copy, first_raw_copy, make_raw_copy, read_member
-from ..cache.verify import verify_file
+from ..cache.raw import check_raw_copy, first_raw_copy, make_raw_copy, read_member
+from ..cache.verify import remove_with_marker, verify_file
 from ..errors import DiskFullError, FormatError, IdxFormatError, MissingFileError, NotWritableError, PathArg
 from ..gate.source import candidate_folders, locate, resolve
 from ..io.compression import compression_of, strip_compression
@@ -63,7 +52,7 @@ class Origin(Protocol):
 
 
 class _Opening:
-    """``open``/``open_optional`` over a subclass's ``_open(fname, required)``."""
+    """``open``/``open_optional`` (None when an optional file is absent) over ``_open``."""
 
     def _open(self, fname: str, required: bool) -> np.ndarray | None:
         raise NotImplementedError
@@ -74,12 +63,11 @@ class _Opening:
         return arr
 
     def open_optional(self, fname: str) -> np.ndarray | None:
-        """The array of ``fname``, or None when the file is absent (e.g. metadata)."""
         return self._open(fname, required=False)
 
 
 class CacheOrigin(_Opening):
-    """Official files, fetched and verified into the cache (see module doc)."""
+    """Official files, fetched and verified into the cache."""
     kind = "cache"
     classes: list[str] | None = None
 
@@ -147,8 +135,7 @@ class CacheOrigin(_Opening):
         return read_idx(res.path)
 
     def _open_as_is(self, fname: str, remote: RemoteFile) -> np.ndarray:
-        """A file the cache keeps no decompressed copy of (an ``.npz``, a raw idx file):
-        fetched and verified, then read through :func:`mnistforge.io.formats.read_array`."""
+        """A file the cache keeps no raw copy of (an ``.npz``, a raw idx file), verified."""
         res = fetch_file(remote, root=self.cache, progress=self.progress,
                          offline=self.offline_arg, rehash=self.check)
         self.status[fname] = res.status
@@ -163,38 +150,28 @@ class CacheOrigin(_Opening):
         v = check_raw_copy(raw, remote, rehash=self.check)
         if v is None:
             return None
-        if self.check:  # check=True re-hashes the compressed download too, not only its copy
-            self._recheck_download(remote)
+        if self.check and remote.member is None:   # check=True re-hashes the download too
+            packed = cache_path(remote, self.cache)
+            if packed.is_file():
+                verify_file(packed, remote, use_marker=False)
         self.status[remote.name] = v.status if v.status != "derived" else self.status.get(
             remote.name, "derived")
         return read_raw_copy(raw)
 
-    def _recheck_download(self, remote: RemoteFile) -> None:
-        """Re-hash the cached compressed file of ``remote`` (when kept), never trusting its
-        sidecar; a mismatch raises HashMismatchError (`mnistforge fetch` gets it again)."""
-        packed = cache_path(remote, self.cache)
-        if remote.member is None and packed.is_file():
-            verify_file(packed, remote, use_marker=False)
-
 
 def read_raw_copy(raw: PathArg) -> np.ndarray | None:
-    """A raw copy the package made (in its cache, written atomically, never changed in place),
-    memory-mapped; one that does not parse is removed (with its sidecar) and None returned, so
-    that the caller makes it again."""
+    """A raw copy the package made, memory-mapped; one that does not parse removed (None)."""
     try:
         return read_idx(raw)
     except IdxFormatError as e:
         logger.warning("%s; rebuilding the raw copy", e)
-        discard_raw_copy(raw)
+        remove_with_marker(raw)
         return None
 
 
 def manifest_classes(manifest: Manifest | None, info: DatasetInfo) -> list[str] | None:
-    """The class names a build manifest records for this dataset, if any.
-
-    A build can differ from the registry's class list (EMNIST letters built as
-    the paper's 37-class variant); the entry's class set (``kind``) then says so.
-    """
+    """The class names a build manifest records for this dataset, where its class set (``kind``)
+    is not the registry's (EMNIST letters built as the paper's 37-class variant)."""
     entry = manifest.dataset(info.name) if manifest is not None else None
     short = info.name.split("-", 1)[1] if info.name.startswith("emnist-") else info.name
     if entry is None or entry.kind in (None, short) or not entry.class_names:
@@ -203,15 +180,9 @@ def manifest_classes(manifest: Manifest | None, info: DatasetInfo) -> list[str] 
 
 
 class FolderOrigin(_Opening):
-    """Idx files under their official names in a folder (built or official).
-
-    Each file is read once, into memory (:func:`mnistforge.io.idx.read_idx_whole`): the array a
-    caller gets and the bytes the trust gate judges (``reads``) are the same, and no later write
-    to the folder's files can change the array.  ``keep_raw=True`` keeps a decompressed copy of
-    each compressed file in the cache (never in the folder; see
-    :mod:`mnistforge.cache.local_raw`), memory-mapped by later loads, and judged by the hashes
-    recorded when it was made; ``check=True`` re-hashes such copies.
-    """
+    """Idx files under their official names in a folder, each read once into memory: the array a
+    caller gets is the bytes the gate judges (``reads``), whatever is written to the file later.
+    ``keep_raw=True``: memory-mapped raw copies in the cache (:mod:`mnistforge.cache.local_raw`)."""
 
     kind = "folder"
 
@@ -249,13 +220,10 @@ class FolderOrigin(_Opening):
         """Where ``fname`` is: in the dataset's folder, else in a sibling build folder
         (``build all`` writes qmnist's ``nist`` files to ``<out>/xnist``); found once per load."""
         if fname not in self._paths:
-            self._paths[fname] = self._find(fname)
+            self._paths[fname] = locate(self.folder, fname) or self._find_elsewhere(fname)
         return self._paths[fname]
 
-    def _find(self, fname: str) -> Path | None:
-        p = locate(self.folder, fname)
-        if p is not None:
-            return p
+    def _find_elsewhere(self, fname: str) -> Path | None:
         others = candidate_folders(self.root, self.info)
         if self.root.is_dir():
             others += sorted(d for d in self.root.iterdir() if d.is_dir())
@@ -266,12 +234,11 @@ class FolderOrigin(_Opening):
         return None
 
     def manifest_of(self, path: Path) -> Manifest | None:
-        """The build manifest of the folder holding ``path`` (each read once)."""
+        """The build manifest of the folder holding ``path`` (read once)."""
         return self.source.manifest_of(path.parent)
 
     def _format(self, fname: str) -> tuple[str, str | None]:
-        """The format the registry declares for ``fname`` (and its ``.npz`` array): ``idx``
-        for a file it does not list (a build's side files)."""
+        """The registry's format of ``fname`` and its ``.npz`` array (``idx``: a build's side file)."""
         try:
             remote = get_file(f"{self.info.group}/{fname}")
         except KeyError:
@@ -313,9 +280,8 @@ class FolderOrigin(_Opening):
         return got.array
 
     def _read_copy(self, p: Path) -> FileRead | None:
-        """The raw copy of compressed ``p`` in the cache (made when missing or stale), mapped, with
-        the hashes of ``p`` recorded when the copy was made from it; None when no copy can be
-        made (the caller reads ``p`` itself, which names what is wrong)."""
+        """The raw copy of ``p`` (made when missing or stale), mapped, with the hashes recorded of
+        ``p`` when it was made; None when none can be made (then ``p`` itself is read)."""
         assert self.cache is not None
         got = valid_copy(p, self.cache, rehash=self.check)
         if got is None:

@@ -1,15 +1,11 @@
 """Load a split from a Hugging Face repository folder exported by mnistforge (``load(..., root=REPO)``).
 
-What a load of an export checks, before any array reaches the caller:
-
-* every shard it reads against the hash the export recorded (the card's "Shards
-  (xxh3_128)" list, the fast hash, where the export wrote one; else its "Shards (sha256)"
-  or ``croissant.json``): hashed the first time the shard is seen, then trusted while
-  the file keeps its identity (:mod:`mnistforge.cache.seen`); ``check=True`` re-hashes,
-  by sha256; ``trust_files=True`` skips it.  A missing, swapped
-  or changed shard is refused, named.  An export that recorded no hashes is
-  loaded as *unverified* (a warning);
-* the arrays themselves (:func:`_admit`): shape, type, labels within the classes.
+Before any array reaches the caller, every shard read is checked against the hash the export
+recorded (the card's "Shards (xxh3_128)", the fast hash, where written; else "Shards (sha256)" or
+``croissant.json``): hashed the first time it is seen, then trusted while the file keeps its
+identity (:mod:`mnistforge.cache.seen`); ``check=True`` re-hashes by sha256, ``trust_files=True``
+skips it.  A missing, swapped or changed shard is refused, named; an export that recorded no
+hashes loads as *unverified* (a warning).  The arrays then pass the gate (:func:`_admit`).
 """
 from __future__ import annotations
 
@@ -44,7 +40,6 @@ from .split import DatasetSplit
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-
     #: what :func:`mnistforge.io.hf.repo.read_split` returns: ``(images, labels, classes, metadata)``
     Arrays = tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], list[str], npt.NDArray[np.void] | None]
     #: ``(shard, its stat before it was read, the digest it hashed to)``
@@ -54,7 +49,6 @@ logger = get_logger(__name__)
 
 #: the fact a seen record of a shard holds: the recorded sha256 the shard was found to have
 SHARD_FACT = "hf_shard_sha256"
-
 
 _WHAT_TO_DO = ("restore the shard from the original export or export the data again "
                "(`mnistforge verify REPO_DIR` lists every damaged shard); " + OPT_OUT)
@@ -91,8 +85,8 @@ class _Shard(NamedTuple):
 
 def _plan(repo_dir: Path, config: str, splits: Iterable[str] | None, cache: PathArg | None,
           check: bool) -> tuple[dict[str, dict[str, str]], dict[str, str], list[_Shard]]:
-    """``(recorded digests by kind, trusted {rel: sha256}, [shards to hash])``; a shard missing or not
-    recorded is refused here, before any shard is read."""
+    """``(recorded digests by kind, trusted {rel: sha256}, [shards to hash])``; a shard missing or
+    not recorded is refused here, before any shard is read."""
     recorded = recorded_shard_hashes(repo_dir)
     if not recorded:
         logger.warning("%s: the export recorded no shard sha256 (not written by mnistforge, or by "
@@ -125,8 +119,7 @@ def _plan(repo_dir: Path, config: str, splits: Iterable[str] | None, cache: Path
 
 
 def _hash(todo: list[_Shard]) -> list[Hashed]:
-    """``[(shard, stat before, digest)]``: each shard hashed once (by its recorded fast hash
-    where there is one, else sha256), its identity taken first."""
+    """``[(shard, stat before, digest)]``: each shard hashed once (by its fast hash where recorded)."""
     out: list[Hashed] = []
     for sh in todo:
         before = os.stat(sh.path)
@@ -167,19 +160,9 @@ def _judge(config: str, hashed: list[Hashed], recorded: dict[str, dict[str, str]
 
 def check_shards(repo_dir: PathArg, config: str, splits: Iterable[str] | None = None, *,
                  cache: PathArg | None = None, check: bool = False) -> dict[str, str]:
-    """Check the shards of ``config`` (of ``splits``; default every split) against the sha256
-    the export recorded; return ``{shard path relative to repo_dir: sha256}``.
-
-    A shard is hashed the first time it is seen (and always with ``check``),
-    then trusted while it keeps its identity (size, mtime, ctime, inode:
-    :mod:`mnistforge.cache.seen`): a repeat load reads one small record per
-    shard, no shard bytes.  Raises :class:`MissingFileError` (a recorded shard
-    is absent), :class:`DataMismatchError` (a shard holds another shard's
-    content: swapped or copied over) or :class:`IntegrityError` (changed, or
-    listed in the card without a recorded sha256).  Returns ``{}`` for an export
-    that recorded no hashes (written by someone else or an older mnistforge):
-    it is logged as unverified.
-    """
+    """Check the shards of ``config`` (of ``splits``; default all) against the hashes the export
+    recorded: ``{shard path relative to repo_dir: sha256}`` (``{}``: none recorded), or
+    MissingFileError, DataMismatchError (another shard's content), IntegrityError (changed)."""
     recorded, trusted, todo = _plan(Path(repo_dir), config, splits, cache, check)
     return {**trusted, **_judge(config, _hash(todo), recorded, cache)}
 
@@ -187,11 +170,10 @@ def check_shards(repo_dir: PathArg, config: str, splits: Iterable[str] | None = 
 @contextlib.contextmanager
 def _checked(repo_dir: PathArg, config: str, splits: Iterable[str] | None, *, cache: PathArg | None,
              check: bool) -> Iterator[bool]:
-    """:func:`check_shards` around reading the shards: the unseen ones are hashed on a thread
-    while the body parses them (hashing and parquet both release the GIL), and judged before
-    the body's result is used; a read that fails on a damaged shard reports the damage.
-    Shards of less than :data:`~mnistforge.io.hashing.THREAD_FROM` bytes in all are hashed
-    and judged before the body runs."""
+    """:func:`check_shards` around reading the shards: the unseen ones hashed on a thread while
+    the body parses them (both release the GIL) and judged before its result is used (a read
+    that fails on a damaged shard reports the damage); below
+    :data:`~mnistforge.io.hashing.THREAD_FROM` bytes in all, hashed and judged first."""
     recorded, _, todo = _plan(Path(repo_dir), config, splits, cache, check)
     vouched = bool(recorded["sha256"])   # the shards matched the export's own record
     if not todo:
@@ -202,7 +184,6 @@ def _checked(repo_dir: PathArg, config: str, splits: Iterable[str] | None, *, ca
         _judge(config, _hash(todo), recorded, cache)
         yield vouched
         return
-
     with ThreadPoolExecutor(1, thread_name_prefix="mnistforge-shard-hash") as pool:
         hashed = pool.submit(_hash, todo)
         try:
@@ -215,17 +196,10 @@ def _checked(repo_dir: PathArg, config: str, splits: Iterable[str] | None, *, ca
 
 def _admit(arrays: Arrays, info: DatasetInfo, split: str, where: str, *, registered: bool,
            vouched: bool) -> Arrays:
-    """The arrays read from an export, through the trust gate, before they become a DatasetSplit.
-
-    ``arrays`` is ``(images, labels, classes, metadata)`` as
-    :func:`mnistforge.io.hf.repo.read_split` returns it; returned as admitted.  Every split is
-    checked for form (:func:`mnistforge.gate.admit`: shape, type, pixels, labels within the
-    card's classes); ``registered``: the config is a registry dataset, so the gate may judge
-    what the content is; ``vouched``: every shard matched the sha256 the export recorded, so
-    the content is what was exported (checked by the gate when it was exported) and is not
-    judged again.  Metadata of another length is refused too.
-    """
-
+    """The arrays read from an export (:func:`mnistforge.io.hf.repo.read_split`'s) through the
+    trust gate: form always (labels within the card's classes; metadata of the same length);
+    content where the config is a registry dataset (``registered``) and the shards were not
+    ``vouched`` for by the export's own record (then it was judged when it was exported)."""
     images, labels, classes, meta = arrays
     admit(images, labels, dataset=info.name if registered else None, split=split,
           route="hf-export", where=where, trust=vouched, classes=classes)
@@ -271,20 +245,10 @@ def _view_of(repo_dir: PathArg, name: str, split: str, with_metadata: bool, cach
 
 def load_split_from_repo(repo_dir: PathArg, name: str, split: str, *, with_metadata: bool = False,
                          cache: PathArg | None = None, check: bool = False, trust: bool = False) -> DatasetSplit:
-    """``mnistforge.load(name, split, root=repo_dir)`` on an exported repository.
-
-    Returns a :class:`mnistforge.loaders.DatasetSplit` equal to what the idx
-    files give: same images, labels and classes; with ``with_metadata`` the
-    registry's metadata fields in registry order (QMNIST's ``label`` column,
-    not stored twice in the export, is restored from the labels).  The shards
-    are checked first (:func:`check_shards`; ``check`` re-hashes them,
-    ``trust`` skips it) and the arrays after (:func:`_admit`).
-    """
+    """``mnistforge.load(name, split, root=repo_dir)`` on an export: the split the idx files give."""
     view = _view_of(repo_dir, name, split, with_metadata, cache=cache, check=check, trust=trust)
     if view is not None:
         return view
-    # vouched: the shards were checked against the export's own record, so their content is
-    # what was exported (and judged when it was exported)
     if trust:
         arrays = read_split(repo_dir, name, split)
         vouched = True

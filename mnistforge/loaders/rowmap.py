@@ -1,15 +1,11 @@
 """Row maps: each row of a third-party copy joined to its official ``(dataset, split, index)``.
 
-A copy that holds official images in another order, or only some of them, is joined to the
-official splits the machine can see by image content: **exact** (64-bit digests joined by
-:func:`numpy.searchsorted`, each pair then compared byte for byte), then **near** for the rows
-left (within L2 128 under the best of nine one-pixel placements, as
-:mod:`mnistforge.checks.reference`).  A row matching several official rows is **ambiguous**
-(never guessed); rows mapping into another split than the one claimed are **leakage**.  The
-rules in full: ``docs/verify.md`` (row maps).
+By image content, against the official splits this machine holds: **exact** (64-bit digests
+joined by :func:`numpy.searchsorted`, each pair then compared byte for byte), then **near** for
+the rows left (L2 within :data:`NEAR_L2` under the best of nine one-pixel placements).  A row
+matching several official rows is **ambiguous** (never guessed); rows of another split than the
+one claimed are **leakage**.  The rules in full: ``docs/verify.md`` (row maps).
 
-Examples
---------
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
 >>> train = rng.integers(0, 256, (6, 28, 28), dtype=np.uint8)
@@ -36,7 +32,7 @@ from ..io.similar import SHIFTS, find_near_duplicates, shift_images, xorshift_im
 from ..log import get_logger
 from ..registry import get_dataset, list_datasets
 from .label_issues import add_label_votes
-from .split import AMBIGUOUS, EXACT, FIRST, HOW, NEAR, NEAR_L2, NONE, DatasetSplit, RowMap, orient_images as _orient
+from .split import AMBIGUOUS, EXACT, FIRST, HOW, NEAR, NEAR_L2, NONE, DatasetSplit, RowMap
 
 #: :func:`mnistforge.load` (passed in: this module sits below it)
 Loader = Callable[..., DatasetSplit]
@@ -48,9 +44,10 @@ logger = get_logger(__name__)
 __all__ = ["HOW", "NEAR_L2", "Official", "RowMap", "copy_map", "identity_map", "join_metadata", "map_rows",
            "official_metadata", "official_splits", "row_facts"]
 
+#: at most this many (row, official image, placement) comparisons in the near step (a second or
+#: two); beyond it the near step is skipped for those rows and the map says so
 NEAR_BUDGET = 2e8
-"""At most this many (row, official image, placement) comparisons in the near step (a second or
-two); beyond it the near step is skipped for those rows and the map says so."""
+
 
 @dataclass
 class Official:
@@ -183,12 +180,8 @@ def _near(copy: npt.NDArray[np.uint8], officials: list[Official], codes: list[in
 
 def map_rows(images: npt.ArrayLike, labels: npt.ArrayLike, officials: list[Official], *, dataset: str | None = None,
              claimed: str | None = None, near: bool = True, threshold: float = NEAR_L2) -> RowMap:
-    """The :class:`RowMap` of a copy's ``images`` (``N x H x W`` as the copy stores them) and
-    ``labels`` against ``officials`` (see the module doc).
-
-    ``dataset`` (the claimed dataset) is searched first, then the others, for the rows still
-    unmapped (exactly only); ``claimed`` is the split the copy says it is (for leakage).
-    """
+    """The :class:`RowMap` of a copy's ``images`` and ``labels`` against ``officials``: the claimed
+    ``dataset`` first, the others (exactly only) for the rows left; ``claimed``: its split."""
     images = np.ascontiguousarray(np.asarray(images))
     labels = np.asarray(labels, dtype=np.int64)
     n = len(images)
@@ -202,7 +195,7 @@ def map_rows(images: npt.ArrayLike, labels: npt.ArrayLike, officials: list[Offic
     indexes = {d: _Index(c, officials) for d, c in groups.items() if c}
     # the orientation and first dataset: the claimed one, else where most rows are found
     sample = np.unique(np.linspace(0, n - 1, min(n, 2000)).astype(np.int64)) if n else np.zeros(0, int)
-    views = {False: images[sample], True: _orient(images[sample], True)}
+    views = {False: images[sample], True: np.ascontiguousarray(images[sample].transpose(0, 2, 1))}
 
     def hits(d: str, t: bool) -> int:
         lo, hi = indexes[d].ranges(xorshift_image_digests(views[t]))
@@ -212,7 +205,7 @@ def map_rows(images: npt.ArrayLike, labels: npt.ArrayLike, officials: list[Offic
     # the transposed copy of every row only where some dataset is found that way
     square = images.shape[1] == images.shape[2]
     want_t = square and any(score[d, True] > score[d, False] for d in indexes)
-    copies = {False: images, **({True: _orient(images, True)} if want_t else {})}
+    copies = {False: images, **({True: np.ascontiguousarray(images.transpose(0, 2, 1))} if want_t else {})}
     score = {k: v for k, v in score.items() if k[1] in copies}
     order: list[str] = sorted(indexes, key=lambda d: (d != dataset, -max(score[d, t] for t in copies)))
     primary = dataset or (order[0] if order and max(score[order[0], t] for t in copies) != 0 else None)
@@ -250,20 +243,10 @@ def _labels(rm: RowMap, labels: npt.NDArray[np.int64], officials: list[Official]
 
 # --------------------------------------------------------------------------- what the machine sees
 
-def _storage(ds: DatasetSplit) -> npt.NDArray[np.uint8]:
-    """A loaded split's images as its files store them (EMNIST: transposed)."""
-    images = np.asarray(ds.images)
-    return images.transpose(0, 2, 1) if ds.info.orientation == "transposed" else images
-
-
 def official_splits(datasets: Iterable[str] | None = None, *, loader: Loader, cache: PathArg | None = None,
                     root: PathArg | None = None, image_shape: tuple[int, ...] = (28, 28)) -> list[Official]:
-    """The official file splits of ``datasets`` (default: every dataset) this machine holds.
-
-    Read with ``loader`` (:func:`mnistforge.load`, passed in: this module sits below it) from
-    the cache (verified as every load is; never downloaded: a map uses what is here), or from
-    ``root`` (a folder of official files, for ``verify --reference DIR``).
-    """
+    """The official file splits of ``datasets`` (default: all) this machine holds, read with
+    ``loader`` from the cache (verified, never downloaded) or ``root`` (``verify --reference DIR``)."""
     names = list(datasets) if datasets is not None else list_datasets()
     got: list[Official] = []
     for name in dict.fromkeys(names):
@@ -278,16 +261,18 @@ def official_splits(datasets: Iterable[str] | None = None, *, loader: Loader, ca
             except Exception as e:  # not on this machine (or damaged): nothing to map to
                 logger.debug("no official %s %s to map to: %s", name, split, e)
                 continue
-            got.append(Official(name, split, _storage(ds), np.asarray(ds.labels), ds.source))
+            images = np.asarray(ds.images)   # as the files store them (EMNIST: transposed)
+            if info.orientation == "transposed":
+                images = images.transpose(0, 2, 1)
+            got.append(Official(name, split, images, np.asarray(ds.labels), ds.source))
     return got
 
 
 def copy_map(images: npt.ArrayLike, labels: npt.ArrayLike, *, dataset: str | None = None,
              claimed: str | None = None, cache: PathArg | None = None, officials: list[Official] | None = None,
              loader: Loader | None = None, near: bool = True) -> RowMap | None:
-    """The row map of a copy's canonical arrays against what this machine holds: ``officials``
-    if given, else ``dataset``'s official splits in the cache (every dataset's when None), read
-    with ``loader``.  None when there is no official image to map to."""
+    """The row map of a copy's canonical arrays against ``officials``, else ``dataset``'s official
+    splits in the cache (every dataset's when None) read with ``loader``; None without any."""
     if officials is None and loader is None:
         return None
     shape = tuple(np.asarray(images).shape[1:3])
@@ -337,10 +322,8 @@ def identity_map(dataset: str, split: str, n: int) -> RowMap:
 def official_metadata(ds: DatasetSplit, rm: RowMap, *, loader: Loader, cache: PathArg | None = None,
                       download: bool | None = None, votes: bool = True,
                       required: bool = False) -> npt.NDArray[np.void] | None:
-    """The official metadata of each mapped row of ``ds`` (a copy of ``rm.dataset``): the files'
-    columns and the human label votes, gathered by the map; rows that are no official row of
-    the dataset get -1 (label votes: not examined, no issue).  None when the official splits
-    have no metadata.  ``loader`` is :func:`mnistforge.load`."""
+    """The official metadata (the files' columns, the label votes) of each mapped row of ``ds``;
+    -1 for rows that are no official row (votes: not examined, no issue); None without any."""
     parts: list[tuple[npt.NDArray[np.intp], npt.NDArray[np.int64], npt.NDArray[np.void]]] = []
     for k, (name, split) in enumerate(rm.keys):
         rows = np.flatnonzero(rm.mapped & (rm.code == k))

@@ -15,7 +15,6 @@ from .convert import to_hf, to_torch
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-
     #: what selects rows: a slice, integer indices or a boolean mask (see DatasetSplit.select)
     Rows = slice | Sequence[int] | Sequence[bool] | npt.NDArray[np.integer[Any]] | npt.NDArray[np.bool_]
 
@@ -28,9 +27,9 @@ logger = get_logger(__name__)
 HOW = ("none", "exact", "near", "ambiguous")
 NONE, EXACT, NEAR, AMBIGUOUS = range(4)
 
+#: the near-match radius (L2 over pixels 0..255, best of nine placements), as ``verify``'s
+#: for re-rendered copies (``checks.reference.DEFAULT_MATCH_L2``)
 NEAR_L2 = 128.0
-"""The near-match radius (L2 over pixels 0..255, best of nine placements): the value
-``verify`` uses for re-rendered copies (``checks.reference.DEFAULT_MATCH_L2``)."""
 
 #: how many rows a summary lists
 FIRST = 10
@@ -38,11 +37,8 @@ FIRST = 10
 
 @dataclass(frozen=True)
 class Change:
-    """A departure of a copy from the official bytes: ``kind`` for scripts, ``description`` for people.
-
-    Kinds: ``float01``, ``float255``, ``inverted``, ``transposed``, ``labels+1``,
-    ``labels-1`` (what must be added to the copy's labels to get the official ones).
-    """
+    """A departure of a copy from the official bytes: ``kind`` (``float01``, ``float255``,
+    ``inverted``, ``transposed``, ``labels+1``, ``labels-1``), ``description`` for people."""
 
     kind: str
     description: str
@@ -65,20 +61,13 @@ class LabelIssueView:
                 "relabelled": {str(k): v for k, v in self.relabelled.items()}}
 
 
-def orient_images(images: npt.NDArray[np.uint8], t: bool) -> npt.NDArray[np.uint8]:
-    return np.ascontiguousarray(images.transpose(0, 2, 1)) if t else images
-
-
 @dataclass
 class RowMap:
-    """Each row of a copy -> its official row: ``keys[code[i]]`` is ``(dataset, split)``,
-    ``index[i]`` the row there (-1: none), ``how[i]`` an index into :data:`HOW`, ``l2[i]`` the
-    distance (0 exact, NaN none).
-
-    ``dataset`` is the copy's dataset (claimed, or the one most rows map into), ``claimed``
-    the split the copy says it is; ``transposed``/``shift``: the copy's orientation relative
-    to the official files and its label offset (what turns its labels into the official ones).
-    """
+    """Each row of a copy -> its official row (:mod:`mnistforge.loaders.rowmap`): ``keys[code[i]]``
+    is ``(dataset, split)``, ``index[i]`` the row there (-1: none), ``how[i]`` an index into
+    :data:`HOW`, ``l2[i]`` the distance (0 exact, NaN none).  ``dataset``: the copy's (claimed, or
+    where most rows map), ``claimed``: the split it says it is; ``transposed``/``shift``: its
+    orientation and label offset relative to the official files."""
 
     keys: tuple[tuple[str, str], ...]
     code: npt.NDArray[np.int32]
@@ -99,7 +88,6 @@ class RowMap:
     def __len__(self) -> int:
         return int(self.index.shape[0])
 
-    # -- per row
     @property
     def mapped(self) -> npt.NDArray[np.bool_]:
         return self.index >= 0
@@ -155,7 +143,6 @@ class RowMap:
                       transposed=self.transposed, shift=self.shift, sources=list(self.sources),
                       notes=list(self.notes), **pick, **extra)
 
-    # -- summary
     def leakage(self) -> dict[str, Any]:
         """The leakage facts: rows, by official split (``ds.leakage``, ``verify --json``)."""
         rows = self.leakage_rows
@@ -212,65 +199,24 @@ class RowMap:
 
 
 class DatasetSplit:
-    """One split of a dataset, loaded.
+    """One split of a dataset, loaded: ``len(ds)``, ``ds[i]`` -> ``(image, label)``, iteration
+    over such pairs; ``ds[a:b]``, ``ds[index_array]``, ``ds[bool_mask]`` -> a smaller split with
+    the same classes, origin and metadata rows (``indices``: the rows of the whole split it holds).
 
-    ``len(ds)``, ``ds[i]`` -> ``(image, label)``, iteration over such pairs;
-    ``ds[:n]``, ``ds[10:20]``, ``ds[index_array]`` or ``ds[bool_mask]`` -> a
-    smaller ``DatasetSplit`` with the same classes, metadata rows and origin
-    (``indices`` says which rows of the whole split it holds).
+    Attributes: ``name``, ``split`` (registry names); ``images`` (``uint8 N x 28 x 28``, upright,
+    ink high: a read-only memory map, or a view of one, where the cache keeps a raw copy);
+    ``labels`` (``int64``); ``classes`` (``classes[labels[i]]`` is the character); ``metadata``
+    (a structured array, one named int32 field per column: QMNIST's 8, an EMNIST build's
+    writer, hsf, field, ascii, entry, sd19_row; the label votes; or None); ``info`` (the
+    registry entry); ``source`` (``"cache ..."``, ``"folder ..."``); ``status`` (how each file
+    was verified); ``orientation`` (always ``"upright"``) and ``stored_orientation`` (the
+    files': ``"transposed"`` for EMNIST's); ``label_issues`` (what ``label_issues=`` changed,
+    :class:`LabelIssueView`); ``synthetic`` (built from a synthetic SD19).  A third-party copy
+    (:mod:`mnistforge.loaders.foreign`) also has ``changes`` (what was undone:
+    :class:`Change`), ``storage`` (lossless storage facts) and ``row_map`` (:class:`RowMap`:
+    each row's official row by content, None where no official images were at hand), whence
+    ``official_index``, ``official_split`` and ``leakage``.
 
-    Attributes
-    ----------
-    name, split : str
-        Dataset and split names (registry names).
-    images : numpy.ndarray
-        ``uint8``, ``N x 28 x 28``, upright, ink high.  A read-only memory map
-        (or a view of one) when a raw copy is available.
-    labels : numpy.ndarray
-        ``int64``, ``N``.
-    classes : list of str
-        The character (or name) of each label value: ``classes[labels[i]]``.
-    metadata : numpy.ndarray or None
-        Structured array with one named int32 field per metadata column
-        (QMNIST: label, hsf, writer, index_in_writer, nist_class, nist_index,
-        duplicate, unused; EMNIST builds: writer, hsf, field, ascii, entry,
-        sd19_row), when asked for and available.
-    info : DatasetInfo
-        The registry entry.
-    source : str
-        Where the files came from (``"cache ..."`` or ``"folder ..."``).
-    status : dict
-        Verification status of each file used (``exact``, ``content``, ...).
-    orientation : str
-        How the images you hold are oriented: always ``"upright"``.
-    stored_orientation : str
-        How the files store them: ``"transposed"`` for the official EMNIST
-        files (flipped once by the loader), else ``"upright"``.
-    indices : numpy.ndarray or None
-        Rows of the whole split this one holds (None: all of them).
-    label_issues : LabelIssueView or None
-        What ``load(..., label_issues="exclude"|"relabel")`` changed (mode, rows
-        dropped, rows relabelled; see :mod:`mnistforge.loaders.label_issues`).
-    synthetic : bool
-        The files were built from a synthetic SD19 (their build manifest says so).
-    changes : list
-        For a third-party copy (:mod:`mnistforge.loaders.foreign`): what was undone to
-        get the official arrays (``Change(kind, description)``: float scaling,
-        inversion, transposition, labels offset by one); empty otherwise.
-    storage : list of str
-        For a third-party copy: lossless storage facts (rows flattened, one-hot labels...).
-    row_map : RowMap or None
-        For a third-party copy: each row's official ``(dataset, split, index)`` found by image
-        content (:mod:`mnistforge.loaders.rowmap`); None where no official images were at hand.
-    official_index, official_split : numpy.ndarray or None
-        From ``row_map``: the official row of each row (-1: none) and its split name
-        (``""``: none); None without a map.
-    leakage : dict or None
-        From ``row_map``: the rows that are official rows of another split than this one
-        (``{"rows": n, "by_split": {"train": n}, "first_rows": [...], ...}``).
-
-    Examples
-    --------
     >>> import numpy as np
     >>> from mnistforge.registry import get_dataset
     >>> ds = DatasetSplit("mnist", "test", np.zeros((5, 28, 28), np.uint8), np.arange(5),
@@ -303,22 +249,22 @@ class DatasetSplit:
 
     @property
     def official_index(self) -> npt.NDArray[np.int64] | None:
-        """The official row of each row (``-1``: none), from :attr:`row_map`; None without one."""
+        """The official row of each row (-1: none), from :attr:`row_map`."""
         return None if self.row_map is None else self.row_map.official_index
 
     @property
     def official_split(self) -> npt.NDArray[np.str_] | None:
-        """The official split of each row (``""``: none), from :attr:`row_map`; None without one."""
+        """The official split of each row (``""``: none), from :attr:`row_map`."""
         return None if self.row_map is None else self.row_map.official_split
 
     @property
     def leakage(self) -> dict[str, Any] | None:
-        """Rows that are official rows of another split than the one claimed (see :attr:`row_map`)."""
+        """Rows that are official rows of another split than the one claimed (:meth:`RowMap.leakage`)."""
         return None if self.row_map is None else self.row_map.leakage()
 
     @property
     def orientation(self) -> str:
-        """``"upright"``: the loader flips transposed files once (see :attr:`stored_orientation`)."""
+        """``"upright"``: the loader flips transposed files once."""
         return "upright"
 
     def __len__(self) -> int:
@@ -350,15 +296,10 @@ class DatasetSplit:
         return self.select(key)
 
     def select(self, rows: Rows, split: str | None = None) -> DatasetSplit:
-        """A smaller split of the rows ``rows`` (slice, integer array or boolean mask).
-
-        A slice keeps the images a view (of the memory map when there is one);
-        an index array copies the rows.  ``split`` names the result (default:
-        this split's name).  Indices outside the split are an
-        :class:`~mnistforge.errors.IndexRangeError` naming the valid range; a
-        slice step of 0 is an :class:`~mnistforge.errors.EmptySelectionError`;
-        floats, strings and other objects are an :class:`~mnistforge.errors.IndexKindError`.
-        """
+        """A smaller split of the rows ``rows`` (slice, integer array or boolean mask), named
+        ``split`` (default: this one's).  A slice keeps the images a view; an index array copies.
+        Rows outside the split: IndexRangeError; a step of 0: EmptySelectionError; floats,
+        strings and other objects: IndexKindError."""
         n = len(self)
         if isinstance(rows, slice):
             try:
@@ -394,16 +335,8 @@ class DatasetSplit:
 
     def to_torch(self, transform: Callable[[Any], Any] | None = None,
                  target_transform: Callable[[int], Any] | None = None, *, dtype: object = "uint8") -> Any:
-        """A ``torch.utils.data.Dataset`` of ``(image, label)`` pairs, like torchvision's MNIST.
-
-        Images are ``1 x 28 x 28`` tensors (channel first), ``uint8`` by default or
-        ``float32`` in [0, 1] with ``dtype="float32"``; then ``transform(image)``
-        and ``target_transform(label)`` when given.  Labels are ints.  The
-        dataset also has ``classes``, ``targets`` (int64 tensor) and ``data``
-        (uint8 ``N x 28 x 28`` tensor, a copy).  torch is optional
-        (``pip install 'mnistforge[torch]'``); without it a
-        :class:`~mnistforge.errors.MissingDependencyError` says so.
-        """
+        """A ``torch.utils.data.Dataset`` of ``(image, label)`` pairs, like torchvision's MNIST
+        (:func:`mnistforge.loaders.convert.to_torch`; ``classes``, ``targets``, ``data`` too)."""
         return to_torch(self, transform=transform, target_transform=target_transform, dtype=dtype)
 
     def to_hf(self) -> Any:  # a datasets.Dataset (an optional dependency)
@@ -473,8 +406,7 @@ def why_empty(ds: DatasetSplit) -> str:
 
 
 def warn_if_empty(ds: DatasetSplit) -> DatasetSplit:
-    """Log a warning naming the split and why it is empty (a small build has no ``test50k``):
-    an empty selection is said, never returned without a word."""
+    """Warn, naming why, when a split is empty (a small build has no ``test50k``)."""
     if len(ds) == 0:
         logger.warning("%s selects 0 rows: %s", f"{ds.name} {ds.split}", why_empty(ds))
     return ds

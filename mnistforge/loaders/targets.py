@@ -25,13 +25,9 @@ __all__ = ["TargetText", "detect_dataset", "datasets_in_folder", "foreign_source
 
 
 def detect_dataset(folder: PathArg) -> str:
-    """Which registry dataset a folder of idx files holds.
-
-    Decided by the file names; when several datasets share them (MNIST,
-    Fashion-MNIST and KMNIST use the same names) by the build manifest, the
-    folder name, then the hash of the test labels; otherwise the one the registry marks
-    ``assumed_for_shared_names`` (MNIST).
-    """
+    """Which registry dataset a folder of idx files holds: by the file names; where datasets share
+    them (MNIST, Fashion-MNIST, KMNIST) by the build manifest, the folder's name, the labels'
+    hashes, else the one the registry marks ``assumed_for_shared_names`` (MNIST)."""
     folder = Path(folder)
     sources = {n: resolve(folder, get_dataset(n)) for n in list_datasets()}  # the gate's, once
     cands = [n for n, src in sources.items() if src.folder is not None]
@@ -84,19 +80,15 @@ def detect_dataset(folder: PathArg) -> str:
 
 
 def _share_file_names(names: list[str], *, together: bool = False) -> bool:
-    """Whether datasets use the same file names (MNIST, Fashion-MNIST, KMNIST do): some of them
-    (all of them with ``together``)."""
+    """Whether some of ``names`` (all, with ``together``) use the same file names."""
     files = [frozenset(sp.images for sp in get_dataset(n).splits.values() if sp.images)
              for n in names]
     return len(set(files)) == 1 if together else len(set(files)) < len(files)
 
 
 def datasets_in_folder(folder: PathArg) -> list[str]:
-    """Every registry dataset whose files are in ``folder`` (a build folder may hold several).
-
-    Datasets sharing file names (MNIST, Fashion-MNIST, KMNIST) are told apart
-    by :func:`mnistforge.loaders.detect_dataset`.
-    """
+    """Every registry dataset whose files are in ``folder`` (a build folder may hold several; those
+    sharing file names told apart by :func:`detect_dataset`)."""
     by_folder: dict[Path, list[str]] = {}
     folder = Path(folder)
     for n in list_datasets():
@@ -117,9 +109,8 @@ def datasets_in_folder(folder: PathArg) -> list[str]:
 
 
 def _holds_dataset_files(folder: PathArg, name: object = None) -> bool:
-    """Whether the files of some registry dataset are in ``folder``: what
-    ``bool(datasets_in_folder(folder))`` says, without telling datasets apart (no hashing),
-    and trying ``name`` first (a folder load names its dataset)."""
+    """``bool(datasets_in_folder(folder))`` without telling datasets apart (no hashing), ``name``
+    tried first (a folder load names its dataset)."""
     names = list_datasets()
     try:
         first = dataset_name(name) if isinstance(name, str) else None
@@ -132,9 +123,7 @@ def _holds_dataset_files(folder: PathArg, name: object = None) -> bool:
 
 def foreign_source(name: object, root: PathArg | None = None) -> bool:
     """Whether ``load(name, root=root)`` (or ``load(name)`` with ``name`` a path) is a third-party
-    copy: a file, or a folder that is neither idx files under official names nor our Hub export.
-
-    """
+    copy: a file, or a folder that is neither idx files under official names nor our Hub export."""
     if root is None:
         if not isinstance(name, (str, os.PathLike)) or str(name) in list_datasets():
             return False
@@ -163,12 +152,9 @@ _CONFIG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 @dataclass(frozen=True)
 class TargetText:
-    """A target string taken apart, before anything is looked up: the one parser of
-    ``[CONFIG=]NAME[:SPLIT]``, ``PATH[:NAME][:SPLIT]`` (what every command takes).
-
-    ``parts`` are the pieces between the colons outside ``[...]`` slices (``mnist:test[:100]``
-    is two); ``config`` is the ``CONFIG=`` prefix (export targets, asked for with
-    ``config=True`` in :func:`parse_target_text`), ``text`` the target without it.
+    """A target string (``[CONFIG=]NAME[:SPLIT]``, ``PATH[:NAME][:SPLIT]``) taken apart, before
+    anything is looked up: ``parts`` between the colons outside ``[...]`` slices, ``config`` the
+    ``CONFIG=`` prefix of an export target, ``text`` the target without it.
 
     >>> t = parse_target_text("rebuilt=build/mnist:test[:10]", config=True)
     >>> t.config, t.text, t.parts
@@ -193,8 +179,7 @@ class TargetText:
 
 
 def parse_target_text(text: str | os.PathLike[str], *, config: bool = False) -> TargetText:
-    """Take a target string apart (:class:`TargetText`); ``config``: an export target, whose
-    ``CONFIG=`` prefix (a name, then ``=`` and a target) is split off."""
+    """A target string taken apart; ``config``: an export target (``CONFIG=`` split off)."""
     text = os.fspath(text)
     name = None
     if config:
@@ -224,17 +209,10 @@ def resolve_target(text: PathArg,
 
 def resolve_target(text: PathArg,
                    default_split: str | None = None) -> tuple[str, str | None, Path | None]:
-    """Parse a CLI target into ``(name, split, root)``.
+    """A CLI target (``NAME``, ``NAME:SPLIT``, ``FOLDER``, ``FOLDER:SPLIT``, ``FOLDER:NAME[:SPLIT]``)
+    as ``(name, split, root)``: names matched as :func:`mnistforge.load` matches them, ``root``
+    None for a registry name, ``split`` ``default_split`` when not given.
 
-    ``text`` may be ``NAME``, ``NAME:SPLIT``, ``FOLDER``, ``FOLDER:SPLIT``,
-    ``FOLDER:NAME`` or ``FOLDER:NAME:SPLIT`` (for a folder holding several
-    datasets).  Names are matched as :func:`mnistforge.load` matches them
-    (case, ``-``/``_``/``/``), and a split may carry a slice (``test[:100]``).
-    ``root`` is None for registry names (load from the cache), the folder path
-    otherwise.  ``split`` is ``default_split`` when not given.
-
-    Examples
-    --------
     >>> resolve_target("qmnist:test10k")
     ('qmnist', 'test10k', None)
     >>> resolve_target("emnist-letters", default_split="train")

@@ -1,20 +1,6 @@
-"""Writer-disjoint re-splits of loaded splits: no writer on both sides, each side's class balance said.
+"""Writer-disjoint re-splits of loaded splits (:func:`writer_split`): no writer on both sides,
+each side's class balance said (:class:`ClassBalance`).  The rules: ``docs/federated.md``.
 
-The official EMNIST train/test split is random per character, so the same
-writers sit on both sides.  Their ``.mat`` files record every image's writer
-(``load("emnist-letters.mat", "train", with_metadata=True).metadata["writer"]``),
-so a writer-disjoint split needs no SD19: :func:`writer_split` pools the splits
-given (e.g. the official train and test), shuffles the writers with ``seed`` and
-sends whole writers, in that order, to the test side while that brings its share
-of the rows closer to ``test_fraction``.  Only the writer ids and the seed decide
-(not the row order of the inputs), so the same files and seed give the same
-sides.  Each side keeps the metadata fields common to the inputs, plus
-``from_split`` and ``from_row`` (where each row came from: the input's split and
-its row there).  :class:`ClassBalance` reports the class counts of each side and
-how far each side's class shares stray from the pool's.
-
-Examples
---------
 >>> import numpy as np
 >>> from mnistforge.registry import get_dataset
 >>> n = 60
@@ -52,15 +38,10 @@ WRITER_FIELDS = ("writer", "writer_id")
 
 @dataclass(frozen=True)
 class ClassBalance:
-    """Class counts of each side and their departure from the pool's class shares.
-
-    ``labels`` are the label values present in the pool, ``names`` their classes;
-    ``counts[side][i]`` is how many rows of class ``labels[i]`` the side holds.
-    ``deviation[side][i]`` is the relative deviation of the class's share of the
-    side from its share of the pool, ``(n_side(c) / n_side) / (n(c) / n) - 1``
-    (0: the side has the pool's class mix); ``max_deviation[side]`` its largest
-    absolute value and ``worst[side]`` the class where it is reached.
-    """
+    """Class counts of each side (``counts[side][i]``: rows of class ``labels[i]``, named
+    ``names[i]``) and the relative deviation of each class's share of a side from its share of
+    the pool (``deviation``: ``(n_side(c) / n_side) / (n(c) / n) - 1``; ``max_deviation[side]``
+    its largest absolute value, at class ``worst[side]``)."""
 
     labels: np.ndarray
     names: list[str]
@@ -183,29 +164,12 @@ def _concat(arrays: list[np.ndarray]) -> np.ndarray:
 
 def writer_split(data: DatasetSplit | Sequence[DatasetSplit], test_fraction: float = 1 / 7,
                  seed: int = 0) -> WriterSplit:
-    """A writer-disjoint train/test split of ``data`` (one loaded split, or several pooled).
-
-    Parameters
-    ----------
-    data : DatasetSplit or sequence of DatasetSplit
-        Loaded with ``with_metadata=True`` from files that record each row's
-        writer (the official EMNIST ``.mat`` files, an EMNIST or QMNIST build); the
-        splits of one dataset, pooled in the order given (e.g. ``[train, test]``).
-    test_fraction : float
-        The share of the rows wanted on the test side (default 1/7, EMNIST's own):
-        whole writers are moved, so the share reached is that of the prefix of the
-        shuffled writers closest to it (``len(result.test) / n``).
-    seed : int
-        The writers' shuffle: the same writer ids and seed give the same sides.
-
-    Returns
-    -------
-    WriterSplit
-        ``train`` and ``test`` (:class:`DatasetSplit`, splits ``train-by-writer`` and
-        ``test-by-writer``, rows in pooled order; metadata: ``writer``, the other
-        fields common to the inputs, ``from_split`` and ``from_row``: the input split
-        and the row of it as loaded, before any slice, see ``DatasetSplit.indices``), ``balance``
-        (:class:`ClassBalance`), ``writers`` (how many on each side).
+    """A writer-disjoint train/test split of ``data`` (one loaded split, or the splits of one
+    dataset pooled in the order given, loaded ``with_metadata=True`` from files that record each
+    row's writer): the writers shuffled with ``seed``, whole writers sent to the test side while
+    that brings its share of the rows closer to ``test_fraction``.  Returns the sides
+    (``train-by-writer``, ``test-by-writer``; metadata ``writer``, the fields common to the
+    inputs, ``from_split`` and ``from_row``), their ``balance`` and ``writers`` on each side.
     """
     parts = [data] if isinstance(data, DatasetSplit) else list(data)
     _check_parts(parts)
