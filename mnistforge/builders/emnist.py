@@ -312,10 +312,6 @@ def build_emnist(sd19: str | os.PathLike[str], out: str | os.PathLike[str],
 
     Returns: The manifest written to ``out/manifest.json`` (see :mod:`mnistforge.io.manifest`),
         outputs hashed, as written.
-
-    >>> m = build_emnist("sd19", "out", EmnistBuildConfig(splits=("mnist",), seed=1))  # doctest: +SKIP
-    >>> m.dataset("mnist").counts["train"]                          # doctest: +SKIP
-    60000
     """
     config = _with_overrides(config, splits=splits, split_config=split_config, seed=seed,
                              split_by=split_by, letters_variant=letters_variant,

@@ -137,9 +137,6 @@ def build_qmnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
     ``config``: QmnistBuildConfig, optional
 
     Returns: The manifest written to ``out/manifest.json`` (outputs hashed), as written.
-
-    >>> build_qmnist("sd19/", "build/qmnist").kind     # doctest: +SKIP
-    'qmnist'
     """
     return _build("qmnist", sd19_path, out, config or QmnistBuildConfig())
 
@@ -147,22 +144,14 @@ def build_qmnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
 def build_mnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
                 config: QmnistBuildConfig | None = None) -> Manifest:
     """Build MNIST rebuilt from SD19 (QMNIST train + first 10,000 of QMNIST test) into ``out``;
-    returns the manifest written.
-
-    >>> build_mnist("sd19/", "build/mnist", QmnistBuildConfig(qmnist_labels="download")).kind  # doctest: +SKIP
-    'mnist'
-    """
+    returns the manifest written."""
     return _build("mnist", sd19_path, out, config or QmnistBuildConfig())
 
 
 def build_xnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
                 config: QmnistBuildConfig | None = None) -> Manifest:
     """Build the NIST digit table (every SD19 digit, 28x28, extended labels) into ``out``;
-    returns the manifest written.
-
-    >>> build_xnist("sd19/", "build/xnist").kind       # doctest: +SKIP
-    'xnist'
-    """
+    returns the manifest written."""
     config = config or QmnistBuildConfig()
     if config.duplicates != "final":
         config = replace(config, duplicates="final")    # every digit is preprocessed anyway
