@@ -8,18 +8,17 @@ variable: nested blocks restore the outer values, each thread sees its own), els
 environment, else the default.  Each is decided when read: a bad variable is an error only where
 its setting is used.
 
->>> s = current(cache="/data/cache", offline=True, workers=3, keep_raw=False)
->>> str(s.cache), s.offline, s.workers, s.keep_raw
-('/data/cache', True, 3, False)
+>>> current(offline=True, workers=3).workers
+3
 >>> with using(offline=True, progress=False):
-...     current().offline, current().progress, current().offline_switch
-(True, False, ('--offline', 'drop --offline'))
+...     with using(cache="/data/cache") as s:
+...         str(s.cache), s.offline, s.progress, s.offline_switch
+('/data/cache', True, False, ('--offline', 'drop --offline'))
 """
 from __future__ import annotations
 
 import contextlib
 import os
-import stat
 import sys
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
@@ -50,28 +49,22 @@ Overrides = Mapping[str, Any]
 
 #: the source named when an explicit cache folder is not a folder
 _GIVEN_CACHE = "cache= / --cache"
+#: the on/off words of an environment value (as huggingface_hub reads them)
+_ON_OFF = {**dict.fromkeys(("1", "true", "yes", "on"), True), **dict.fromkeys(("0", "false", "no", "off", ""), False)}
 
 
 def truthy(value: str | None, default: bool) -> bool:
-    """An on/off environment value (``1/true/yes/on``, ``0/false/no/off``, as huggingface_hub reads).
+    """An on/off environment value (``1/true/yes/on``, ``0/false/no/off``; else ``default``).
 
     >>> truthy("ON", False), truthy("0", True), truthy(None, True)
     (True, False, True)
     """
-    if value is None:
-        return default
-    v = value.strip().lower()
-    if v in ("1", "true", "yes", "on"):
-        return True
-    if v in ("0", "false", "no", "off", ""):
-        return False
-    return default
+    return default if value is None else _ON_OFF.get(value.strip().lower(), default)
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Every setting: ``given`` values over ``env`` (the variables, read once); neither shown by
-    ``repr`` (they may hold the token)."""
+    """Every setting: ``given`` values over ``env`` (read once); ``repr`` shows neither (the token)."""
 
     given: Overrides = field(repr=False)
     env: Mapping[str, str] = field(repr=False)
@@ -92,8 +85,7 @@ class Settings:
 
     @property
     def cache(self) -> Path:
-        """The cache folder (else ``$MNISTFORGE_HOME``, else the platform's), checked on each read:
-        a file there is a ConfigError naming what named it."""
+        """The cache folder, checked on each read (a file there: ConfigError naming what named it)."""
         source = self.cache_source
         if source == _GIVEN_CACHE:
             path = Path(self._arg("cache")).expanduser()
@@ -101,17 +93,11 @@ class Settings:
             path = Path(self.env["MNISTFORGE_HOME"]).expanduser()
         else:
             path = _platform_cache(self.env)
-        try:
-            is_file = not stat.S_ISDIR(os.stat(path).st_mode)
-            exists = True
-        except OSError:  # missing (or unreadable: the later use names it)
-            is_file = exists = False
-        above = None if exists else next(
-            (p for p in path.parents if os.path.exists(p) and not os.path.isdir(p)), None)
-        if is_file or above is not None:   # not a NotADirectoryError later, from deep inside
+        there = next((p for p in (path, *path.parents) if os.path.exists(p)), None)   # the nearest
+        if there is not None and not os.path.isdir(there):   # not a NotADirectoryError later, deep inside
             raise ConfigError(f"the cache named by {source} is not a folder", path=path,
                               expected="a folder (or a new name) for the cache",
-                              found="a file" if is_file else f"{above} is a file",
+                              found="a file" if there == path else f"{there} is a file",
                               hint="point MNISTFORGE_HOME (or --cache) at a folder")
         return path
 
@@ -199,12 +185,10 @@ class Settings:
 
     @property
     def hf_datasets_cache(self) -> Path | None:
-        """The datasets library's cache."""
         return _folder(self.env.get("HF_DATASETS_CACHE"))
 
     @property
     def keras_home(self) -> Path | None:
-        """Keras's folder (datasets under ``datasets/``)."""
         return _folder(self.env.get("KERAS_HOME"))
 
 
@@ -235,23 +219,14 @@ def _given(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def current(**values: Any) -> Settings:
-    """Every setting, from the environment as it is now: ``values`` (named as in :data:`GIVEN`;
-    None: not given) over :func:`using`'s."""
+    """Every setting from the environment as it is now, ``values`` (None: not given) over :func:`using`'s."""
     return Settings(_given(values), {k: os.environ[k] for k in VARIABLES if k in os.environ})
 
 
 @contextlib.contextmanager
 def using(**values: Any) -> Iterator[Settings]:
     """While the block runs, ``values`` (as :func:`current` takes them) hold for every call below
-    it in this context; the previous ones return afterwards.  Yields the settings in force.
-
-    >>> import os, tempfile
-    >>> folder = os.path.join(tempfile.mkdtemp(), "cache")
-    >>> with using(cache=folder):
-    ...     with using(offline=True) as s:
-    ...         str(s.cache) == folder, s.offline
-    (True, True)
-    """
+    it in this context; the previous ones return afterwards.  Yields the settings in force."""
     token = _GIVEN.set(_given(values))
     try:
         yield current()

@@ -1,15 +1,10 @@
-"""Placing a verified copy of an official file in the cache without a download.
-
-:func:`place_in_cache` writes ``<cache>/<group>/<name>`` from a file already on the machine (an
-idx file under any name and compression) or from arrays (serialised as idx content), and checks
-it with the cache's own verification *before* the rename, as for a download: a file of the same
-compression is copied byte for byte, anything else is written in the registry's compression
-(gzip mtime 0).  A file already in the cache is never replaced.  What decides that a copy *is*
-the official file happens above (:mod:`mnistforge.checks.adopt`); this module writes and checks.
+"""Placing a verified copy of an official file in the cache without a download
+(:func:`place_in_cache`): written from a file on the machine or from arrays, checked by the cache's
+own verification before the rename; what decides that a copy *is* the official file is
+:mod:`mnistforge.checks.adopt`'s.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -69,8 +64,7 @@ def place_in_cache(remote: str | RemoteFile, *, source: PathArg | None = None,
                                   hint="place it by hand if you trust it; nothing was written")
             os.replace(tmp, dest)
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+            tmp.unlink(missing_ok=True)
         v.path = str(dest)
         write_marker(dest, v, {"adopted_from": origin} if origin else None)
     logger.info("%s: %s (adopted from %s)", dest, v.text, origin or source or "arrays")
@@ -80,16 +74,13 @@ def place_in_cache(remote: str | RemoteFile, *, source: PathArg | None = None,
 def _write_file(source: Path, remote: RemoteFile, tmp: Path) -> None:
     with open(source, "rb") as f:
         comp = compression.sniff_compression(f.read(8))
-    with open(tmp, "wb") as out:
-        if comp == remote.compression or remote.compression not in ("gz", "xz", "bz2", None):
-            # the same wrapper (or an archive, kept whole): byte for byte
-            with open(source, "rb") as f:
-                shutil.copyfileobj(f, out, CHUNK)
-            return
+    if comp == remote.compression or remote.compression not in ("gz", "xz", "bz2", None):
+        shutil.copyfile(source, tmp)   # the same wrapper (or an archive, kept whole): byte for byte
+        return
+    with open(tmp, "wb") as out, compression.open_sniffed(source) as f:
         writer = compression.open_writer(out, remote.compression, 6)
-        with compression.open_sniffed(source) as f:
-            while chunk := f.read(CHUNK):
-                writer.write(chunk)
+        while chunk := f.read(CHUNK):
+            writer.write(chunk)
         if writer is not out:
             writer.close()
 

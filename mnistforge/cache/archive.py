@@ -1,11 +1,6 @@
-"""Safe zip reading: stream members in place (:func:`open_member`, :func:`iter_members`: SD19
-and EMNIST zips are large), extract only what stays inside its folder (:func:`safe_extract`).
-
-A member whose path would escape the target (absolute, ``..``, drive letters, backslashes,
-symbolic links), or that claims an absurd size or ratio (zip bombs), or turns out larger than it
-declared, is refused with :class:`~mnistforge.errors.UnsafeArchiveError` before anything is
-written for it; files are written atomically, and removed again when the call fails.  No dataset
-knowledge: the SD19 readers use these too.
+"""Safe zip reading: members streamed in place (:func:`open_member`, :func:`iter_members`), and
+extracted only inside their folder (:func:`safe_extract`: paths that escape, absurd sizes or
+ratios refused with :class:`~mnistforge.errors.UnsafeArchiveError` before anything is written).
 
 >>> import io, zipfile, tempfile, os
 >>> d = tempfile.mkdtemp(); z = os.path.join(d, "a.zip")
@@ -79,14 +74,12 @@ def iter_members(path_or_zip: ZipArg, pattern: str | None = None) -> Iterator[zi
 
 
 def member_names(path_or_zip: ZipArg, pattern: str | None = None) -> list[str]:
-    """Sorted member names (files only) matching ``pattern``."""
     return [i.filename for i in iter_members(path_or_zip, pattern)]
 
 
 @contextlib.contextmanager
 def open_member(path_or_zip: ZipArg, member: str, *, max_bytes: int = MAX_MEMBER_BYTES) -> Iterator[IO[bytes]]:
-    """One member of a zip, for streaming reads (MissingFileError when absent, UnsafeArchiveError
-    when it claims more than ``max_bytes``)."""
+    """One member of a zip, for streaming reads (UnsafeArchiveError when it claims over ``max_bytes``)."""
     with _zip(path_or_zip) as zf:
         try:
             info = zf.getinfo(member)
@@ -113,10 +106,6 @@ def _check_size(info: zipfile.ZipInfo, max_bytes: int, max_ratio: float, where: 
             hint="refusing to extract a possible zip bomb")
 
 
-def _is_symlink(info: zipfile.ZipInfo) -> bool:
-    return stat.S_ISLNK(info.external_attr >> 16)
-
-
 def check_member(info: zipfile.ZipInfo, target: PathArg, *, max_bytes: int = MAX_MEMBER_BYTES,
                  max_ratio: float = MAX_RATIO, where: str = "archive") -> Path:
     """Return where ``info`` would be extracted under ``target``, or raise UnsafeArchiveError."""
@@ -130,7 +119,7 @@ def check_member(info: zipfile.ZipInfo, target: PathArg, *, max_bytes: int = MAX
         bad = "an absolute path"
     elif ".." in PurePosixPath(name).parts:
         bad = "a '..' component"
-    elif _is_symlink(info):
+    elif stat.S_ISLNK(info.external_attr >> 16):
         bad = "a symbolic link"
     if bad is None:
         dest = (target / name).resolve()

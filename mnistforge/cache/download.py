@@ -1,18 +1,10 @@
-"""Verified downloads into the cache: :func:`fetch` and :func:`cache_path` (the one HTTP client).
-
-A file in the cache is re-verified (through its ``.sha256`` sidecar while size and mtime hold),
-never downloaded again.  Otherwise, unless offline (:class:`~mnistforge.errors.OfflineError`
-says which file, from where and where to put it), the user's mirrors
-(:mod:`mnistforge.cache.mirrors`) and the registry's are tried in order, each download streamed
-into ``<name>.part`` (resumed with ``Range``), hashed *before* it is renamed into place, two
-processes taking turns through ``<name>.lock``.  The limits a hostile or broken server meets
-(sizes, deadlines, redirects, encodings, retries within ``give_up_after``; a host that does not
-resolve or refuses asked once per fetch) sit next to the requests they guard; the rules:
-``docs/loading.md#downloads-fetch`` and ``docs/reliability.md``.
+"""Verified downloads into the cache (:func:`fetch`), the package's one HTTP client: mirrors in
+order, ``<name>.part`` resumed and hashed before the rename, ``<name>.lock`` between processes,
+and the limits a hostile or broken server meets next to the requests they guard (the rules:
+``docs/loading.md#downloads-fetch``, ``docs/reliability.md``).
 """
 from __future__ import annotations
 
-import contextlib
 import errno
 import logging
 import math
@@ -36,8 +28,7 @@ from ..io.outputs import disk_full_error
 from ..progress import progress as _progress
 from ..registry import RemoteFile, get_dataset, get_file, list_datasets
 from ..settings import cache_home
-from .mirrors import Mirrors
-from .mirrors import mirrors as parse_user_mirrors
+from .mirrors import Mirrors, mirrors as parse_user_mirrors
 from .verify import STATUS_TEXT, read_marker, verify_file, write_marker
 
 logger = logging.getLogger(__name__)
@@ -72,8 +63,7 @@ def cache_path(remote: str | RemoteFile, root: PathArg | None = None) -> Path:
 
 @dataclass
 class FetchResult:
-    """A file in the cache (for an archive ``member``, the archive), its ``status``, whether it was
-    ``downloaded`` in this call and from which ``url``."""
+    """A file in the cache (a ``member``: its archive), its ``status``, and the ``url`` it came from."""
 
     remote: RemoteFile
     path: Path
@@ -107,10 +97,8 @@ def default_deadline(size: int | None, timeout: float) -> float:
 def check_network_args(timeout: float, retries: int, backoff: float, deadline: float | None = None,
                        give_up_after: float | None = None) -> None:
     """Refuse a zero, negative or non-finite ``timeout`` (and the like) as a usage error."""
-    for name, value, low in (("timeout", timeout, 0.0), ("deadline", deadline, 0.0),
-                             ("give_up_after", give_up_after, 0.0)):
-        if value is not None and not (isinstance(value, numbers.Real) and math.isfinite(value)
-                                      and value > low):
+    for name, value in (("timeout", timeout), ("deadline", deadline), ("give_up_after", give_up_after)):
+        if value is not None and not (isinstance(value, numbers.Real) and math.isfinite(value) and value > 0):
             raise ConfigError(f"invalid {name}", expected="a number of seconds > 0",
                               found=repr(value))
     if not isinstance(retries, numbers.Integral) or isinstance(retries, bool) \
@@ -125,22 +113,14 @@ def fetch(name_or_file: str | RemoteFile, *, root: PathArg | None = None, progre
           backoff: float = DEFAULT_BACKOFF, deadline: float | None = None,
           mirrors: Mirrors | str | Iterable[object] | None = None, dead_hosts: set[str] | None = None,
           give_up_after: float = DEFAULT_GIVE_UP_AFTER) -> FetchResult | list[FetchResult]:
-    """Make a registry file (or every file of a dataset) present and verified in the cache: one
-    :class:`FetchResult` for a file, a list for a dataset (archives counted once).
+    """Make a registry file (an id, a unique name, a :class:`~mnistforge.registry.RemoteFile`) or
+    every file of a dataset present and verified in the cache: its :class:`FetchResult` (a list).
 
-    ``name_or_file``: a file id (``"mnist/train-images-idx3-ubyte.gz"``), a unique file name, a
-    :class:`~mnistforge.registry.RemoteFile` or a dataset name (``"mnist"``, ``"sd19"``...).
-    ``root``: the cache folder (:func:`mnistforge.settings.cache_home`); ``progress``: a bar
-    (default: on a terminal); ``offline``: never use the network (default
-    ``$MNISTFORGE_OFFLINE``).  ``timeout``: seconds to wait for a connection or for data (> 0);
-    ``retries``: further attempts per mirror after a cut connection or a timeout, the first
-    ``backoff`` seconds later, doubled up to :data:`MAX_BACKOFF_WAIT`; ``deadline``: seconds one
-    attempt may take (default :func:`default_deadline`); ``give_up_after``: seconds all the
-    attempts at one file, on every mirror, may take together (no retry starts, and no wait
-    lasts, past it).  ``mirrors``: addresses tried besides the registry's (default
-    ``$MNISTFORGE_MIRRORS``; :func:`mnistforge.cache.mirrors.mirrors`); ``dead_hosts``: hosts
-    (``HOST:PORT``) found unreachable so far, not asked again, filled in as hosts refuse.
-    Raises OfflineError, DownloadError, HashMismatchError.
+    ``timeout``: seconds to wait for a connection or data; ``retries``: further attempts per
+    mirror, the first ``backoff`` seconds later, doubled up to :data:`MAX_BACKOFF_WAIT`;
+    ``deadline``: seconds one attempt may take (:func:`default_deadline`); ``give_up_after``:
+    seconds all attempts at one file may take together; ``dead_hosts``: hosts (``HOST:PORT``)
+    found unreachable, not asked again.  Raises OfflineError, DownloadError, HashMismatchError.
     """
     chosen = parse_user_mirrors(mirrors)
     dead = set() if dead_hosts is None else dead_hosts
@@ -150,17 +130,9 @@ def fetch(name_or_file: str | RemoteFile, *, root: PathArg | None = None, progre
                           retries=retries, backoff=backoff, deadline=deadline, mirrors=chosen,
                           dead_hosts=dead, give_up_after=give_up_after)
 
-    if isinstance(name_or_file, str) and "/" not in name_or_file:
-        if name_or_file in list_datasets(None):
-            results: list[FetchResult] = []
-            seen: set[str] = set()
-            for f in get_dataset(name_or_file).remote_files():
-                key = f.archive or f.id
-                if key in seen:
-                    continue
-                seen.add(key)
-                results.append(one(get_file(key)))
-            return results
+    if isinstance(name_or_file, str) and "/" not in name_or_file and name_or_file in list_datasets(None):
+        files = dict.fromkeys(f.archive or f.id for f in get_dataset(name_or_file).remote_files())
+        return [one(get_file(key)) for key in files]   # an archive once
     return one(name_or_file)
 
 
@@ -269,7 +241,7 @@ def _download(remote: RemoteFile, dest: Path, urls: Sequence[str], *, progress: 
                 continue
             for fresh in (False, True):
                 if fresh:
-                    _unlink(part)
+                    part.unlink(missing_ok=True)
                 resumed = part.is_file() and part.stat().st_size > 0
                 try:
                     _download_url(session, url, part, remote, progress=progress, timeout=timeout,
@@ -289,7 +261,7 @@ def _download(remote: RemoteFile, dest: Path, urls: Sequence[str], *, progress: 
                     v = verify_file(part, remote, use_marker=False)
                 except HashMismatchError as e:
                     e = _say_html(e, part, url)
-                    _unlink(part)
+                    part.unlink(missing_ok=True)
                     if resumed and not fresh:
                         # The kept .part may come from another mirror or an older file.
                         logger.warning("%s: resumed download has the wrong hash; starting over", url)
@@ -304,7 +276,7 @@ def _download(remote: RemoteFile, dest: Path, urls: Sequence[str], *, progress: 
                 logger.info("%s: %s (%s)", dest, v.text, url)
                 return FetchResult(remote, dest, v.status, v.sha256, downloaded=True, url=url)
     if part.is_file() and part.stat().st_size == 0:
-        _unlink(part)
+        part.unlink(missing_ok=True)
     kept = f" (partial download kept as {part} to resume)" if part.is_file() else ""
     by_hand = f"or put the file at {dest} ({_pinned(remote)})"
     if unreachable and len(unreachable) == len(failures):
@@ -327,11 +299,6 @@ def _say_html(e: HashMismatchError, part: Path, url: str) -> HashMismatchError:
     if head.startswith((b"<!doctype html", b"<html", b"<?xml", b"<head")):
         return HashMismatchError(f"{url} served a web page (HTML), not the file; {e}")
     return e
-
-
-def _unlink(p: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        p.unlink()
 
 
 @dataclass(frozen=True)
@@ -377,8 +344,6 @@ def _download_url(session: requests.Session, url: str, part: Path, remote: Remot
             raise _MirrorFailed(f"bad redirect or URL ({type(e).__name__}: {e})") from None
         except requests.exceptions.ContentDecodingError as e:
             raise _MirrorFailed(f"bad Content-Encoding ({e})") from None
-        except _TooLong as e:
-            raise _MirrorFailed(str(e)) from None
         except requests.Timeout as e:
             last = f"timed out after {timeout} s ({type(e).__name__})"
         except requests.ConnectionError as e:
@@ -402,7 +367,7 @@ class _Incomplete(Exception):
     pass
 
 
-class _TooLong(Exception):
+class _TooLong(_MirrorFailed):   # an endless body: this mirror failed
     pass
 
 
@@ -437,13 +402,13 @@ def _unreachable_reason(e: Exception) -> str | None:
         if nxt is None and cur.args and isinstance(cur.args[0], BaseException):
             nxt = cur.args[0]
         cur = nxt if isinstance(nxt, BaseException) else None
-    text = str(e)
-    if "Name or service not known" in text or "getaddrinfo failed" in text or \
-            "nodename nor servname" in text or "Temporary failure in name resolution" in text:
-        return "name resolution failed"
-    if "Connection refused" in text:
-        return "connection refused"
-    return None
+    return next((why for why, marks in _SAID.items() if any(m in str(e) for m in marks)), None)
+
+
+#: what the system's message says, where no exception in the chain names the reason
+_SAID = {"name resolution failed": ("Name or service not known", "getaddrinfo failed", "nodename nor servname",
+                                    "Temporary failure in name resolution"),
+         "connection refused": ("Connection refused",)}
 
 
 _RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)")
@@ -465,7 +430,7 @@ def _stream_once(session: requests.Session, url: str, part: Path, remote: Remote
             m = re.search(r"/(\d+)", r.headers.get("Content-Range", ""))
             if m and int(m.group(1)) == have:
                 return
-            _unlink(part)
+            part.unlink(missing_ok=True)
             raise _Incomplete("server refused to resume; starting over")
         r.raise_for_status()
         mode = "wb"
@@ -475,7 +440,7 @@ def _stream_once(session: requests.Session, url: str, part: Path, remote: Remote
                 mode = "ab"
                 logger.info("resuming %s at byte %d", url, have)
             else:
-                _unlink(part)
+                part.unlink(missing_ok=True)
                 raise _Incomplete(f"unexpected Content-Range {r.headers.get('Content-Range')!r}")
         if mode == "wb":
             have = 0
@@ -483,10 +448,9 @@ def _stream_once(session: requests.Session, url: str, part: Path, remote: Remote
         expected = have + int(length) if length and length.isdigit() else None
         if expected is not None and expected > cap:
             raise _TooLong(f"the server announces {expected} bytes; at most {cap} expected")
-        total = expected or remote.size
-        disable = None if progress is None else not progress
-        bar = _progress(total=total, desc=remote.name, unit="B", disable=disable,
-                        unit_scale=True, unit_divisor=1024, initial=have, leave=False)
+        bar = _progress(total=expected or remote.size, desc=remote.name, unit="B",
+                        disable=None if progress is None else not progress, unit_scale=True,
+                        unit_divisor=1024, initial=have, leave=False)
         try:
             with open(part, mode) as f:
                 got = have
@@ -501,7 +465,7 @@ def _stream_once(session: requests.Session, url: str, part: Path, remote: Remote
                         raise _Slow(f"too slow: {got} bytes after the total deadline of "
                                     f"{limit:.0f} s")
         except _TooLong:
-            _unlink(part)   # nothing of an endless body is worth resuming
+            part.unlink(missing_ok=True)   # nothing of an endless body is worth resuming
             raise
         finally:
             bar.close()

@@ -1,8 +1,6 @@
-"""Raw copies of the compressed files of a folder you give ``load`` (``root=FOLDER, keep_raw=True``),
-kept **in the cache, never in the folder**: ``<cache>/local-raw/<key>/<name without .gz>`` and its
-``.sha256`` sidecar.  A copy is used only while its sidecar describes both the source and the
-copy as they are now (``rehash`` also hashes the copy); a valid copy is only read, never written.
-The rules: ``docs/loading.md``.
+"""Raw copies of a folder's compressed files (``load(..., root=FOLDER, keep_raw=True)``), kept in
+the cache, never in the folder (``<cache>/local-raw/<key>/``), used only while their sidecar
+describes both the source and the copy as they are now (``docs/loading.md``).
 """
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Mirrors a user controls: address templates tried before (or after) the registry's.
-
-Entries come from ``load(..., mirrors=)``, ``fetch --mirror`` / ``--from URL``, or
-:func:`mnistforge.settings.using` / ``$MNISTFORGE_MIRRORS`` (as given:
-:attr:`mnistforge.settings.Settings.mirrors`); this module parses and checks them (a bad template
-is a :class:`~mnistforge.errors.ConfigError` before anything is fetched).
+"""Mirrors a user controls (``load(..., mirrors=)``, ``fetch --mirror``/``--from URL``,
+``$MNISTFORGE_MIRRORS``): address templates tried before (or after) the registry's, parsed and
+checked here (a bad one is a :class:`~mnistforge.errors.ConfigError` before anything is fetched).
 """
 from __future__ import annotations
 
@@ -45,8 +42,7 @@ class Mirrors:
 
 
 def _template(entry: str, source: str) -> str:
-    """One entry as a template: a base address ``BASE`` reads as ``BASE/{name}/{file}`` (the
-    cache's own layout); an entry with braces is a template already, checked here."""
+    """One entry as a template (a base address ``BASE`` reads as ``BASE/{name}/{file}``), checked."""
     scheme = urlsplit(entry).scheme.lower()
     if scheme not in ("http", "https"):
         raise ConfigError(f"a mirror in {source} is not an http(s) address", expected=
@@ -103,11 +99,7 @@ def mirrors(value: Mirrors | str | Iterable[object] | None = None) -> Mirrors:
     (:func:`mnistforge.settings.using`, ``$MNISTFORGE_MIRRORS``).  An entry is a base address
     (``https://host/path``: files at ``https://host/path/{name}/{file}``, the cache's own
     layout) or a template holding ``{file}`` and optionally ``{name}`` (the dataset's folder);
-    every file is checked against the registry's hashes, whoever served it.
-
-    >>> mirrors("https://m.example/{name}/{file}").before
-    ('https://m.example/{name}/{file}',)
-    """
+    every file is checked against the registry's hashes, whoever served it."""
     if value is not None:
         return parse_mirrors(value)
     entries, source = settings.current().mirrors

@@ -1,12 +1,7 @@
-"""Raw (decompressed) copies of verified cache files, so later loads are memory maps.
-
-``<cache>/<group>/<name without .gz>`` with its own ``.sha256`` sidecar (status ``raw`` when the
-registry pins the content, ``derived`` otherwise), trusted while the copy keeps its size and
-mtime; files the registry declares in another format (``.npz``) get none.  A first load is one
-read of the compressed file (:func:`first_raw_copy`: hashed, decompressed into the copy, the
-content hashed only where the verdict needs it); what that read cannot settle takes the two-step
-route (:func:`~mnistforge.cache.download.fetch_file`, then :func:`make_raw_copy`), which gives
-the same statuses and errors.
+"""Raw (decompressed) copies of verified cache files (``<cache>/<group>/<name without .gz>`` and a
+sidecar), so later loads are memory maps.  A first load reads the compressed file once
+(:func:`first_raw_copy`); what that read cannot settle takes the two-step route
+(:func:`~mnistforge.cache.download.fetch_file`, :func:`make_raw_copy`), with the same statuses.
 """
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """What was learnt about a file outside the cache, kept while the file stays the same file.
 
-The trust gate hashes a file it has not seen before (a folder's idx files, a third-party copy,
-a Hugging Face export's shards) and records the caller's facts in ``<cache>/seen/<key>.json``
-(key: sha256 of the file's resolved path) with the file's :func:`identity` when it was hashed.
-:func:`recall` returns them only while the file keeps that identity: ctime and the inode change
-with every write or replacement and cannot be set back, so a file damaged with its size and
-mtime restored is hashed again.  A record is never required: a missing, read-only or damaged
-cache only means hashing again; ``<cache>/seen`` may be deleted at any time.
+The trust gate's facts about a file (its hashes) are kept in ``<cache>/seen/<key>.json`` with the
+file's :func:`identity` when it was hashed, and returned by :func:`recall` only while the file
+keeps it (ctime and the inode cannot be set back).  A record is never required: a missing or
+read-only cache means hashing again; ``<cache>/seen`` may be deleted at any time.
 
 >>> import os, tempfile
 >>> d = tempfile.mkdtemp(); f = os.path.join(d, "x.bin"); _ = open(f, "wb").write(b"abc")

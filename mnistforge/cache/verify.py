@@ -1,13 +1,7 @@
-"""Check a file against its registry entry, and remember that it was checked.
-
-Statuses (:data:`STATUS_TEXT`): ``exact`` (the published bytes), ``content`` (another wrapper, the
-pinned decompressed content: a mirror re-compressed it), ``raw`` (a decompressed copy matching
-the content hash), ``derived``, ``archive`` (a member of a pinned archive), ``unpinned``
-(accepted, always reported as not verified, with the sha256 observed); anything else raises
-:class:`~mnistforge.errors.HashMismatchError`.  A successful check leaves a sidecar
-``<file>.sha256`` (JSON: size, mtime_ns, the hashes observed), trusted while the file keeps its
-size and mtime (a 500 MB file is not hashed on every load); the status is decided again from the
-recorded hashes each time, so a registry update counts at once.
+"""Check a file against its registry entry (statuses: :data:`STATUS_TEXT`; anything else raises
+:class:`~mnistforge.errors.HashMismatchError`), and remember it in a ``<file>.sha256`` sidecar
+trusted while the file keeps its size and mtime; the status is decided from the recorded hashes
+each time, so a registry update counts at once.
 """
 from __future__ import annotations
 
@@ -70,32 +64,24 @@ class Verification:
 def decide(remote: RemoteFile, sha256: str | None = None, md5: str | None = None,
            content_sha256: str | None = None, content_md5: str | None = None,
            *, raw: bool = False, content_xxh3_128: str | None = None) -> str | None:
-    """The status for the hashes observed, or None when they do not match; ``raw``: of a
-    decompressed copy; ``content_xxh3_128``: the fast hash (a check promising sha256 passes none)."""
+    """The status for the hashes observed (``raw``: of a decompressed copy), or None when they do not match."""
     fast = bool(remote.content_xxh3_128 and content_xxh3_128 == remote.content_xxh3_128)
-    if raw and fast:
-        return "raw"
     if raw:
-        if remote.content_sha256:
-            return "raw" if sha256 == remote.content_sha256 else None
-        if remote.content_md5:
-            return "raw" if md5 == remote.content_md5 else None
-        return None
-    if remote.sha256:
-        if sha256 == remote.sha256:
-            return "exact"
-    elif remote.md5 and md5 == remote.md5:
+        return "raw" if fast or _matches(remote.content_sha256, remote.content_md5, sha256, md5) else None
+    if _matches(remote.sha256, remote.md5, sha256, md5):
         return "exact"
-    if fast:
-        return "content"
-    if remote.content_sha256:
-        if content_sha256 == remote.content_sha256:
-            return "content"
-    elif remote.content_md5 and content_md5 == remote.content_md5:
+    if fast or _matches(remote.content_sha256, remote.content_md5, content_sha256, content_md5):
         return "content"
     if not (remote.sha256 or remote.md5 or remote.content_sha256 or remote.content_md5):
         return "archive" if remote.archive else "unpinned"
     return None
+
+
+def _matches(pinned_sha256: str | None, pinned_md5: str | None, sha256: str | None, md5: str | None) -> bool:
+    """Whether the hashes observed match the pinned one (the sha256, else the md5)."""
+    if pinned_sha256:
+        return sha256 == pinned_sha256
+    return bool(pinned_md5) and md5 == pinned_md5
 
 
 # --- sidecar markers ---------------------------------------------------------
@@ -188,8 +174,7 @@ def recheck_file(path: PathArg, remote: RemoteFile, content: ContentHasher | Non
 
 def verify_file(path: PathArg, remote: RemoteFile, *, use_marker: bool = True,
                 raw: bool = False, content: ContentHasher | None = None) -> Verification:
-    """Check ``path`` against ``remote`` (``raw``: a decompressed copy, by the content hash; a valid
-    sidecar spares the hashing with ``use_marker``): a :class:`Verification` or HashMismatchError."""
+    """A :class:`Verification` of ``path`` (``use_marker``: a valid sidecar spares hashing), or HashMismatchError."""
     if use_marker:
         rec = read_marker(path)
         if rec is not None:

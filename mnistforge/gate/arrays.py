@@ -26,8 +26,7 @@ class _Arrays:
 
 @dataclass
 class Admission:
-    """What the gate found: the ``verdict`` (status and registry match) and the content ``hashes``
-    computed (reusable by the caller)."""
+    """What the gate found: the ``verdict`` and the content ``hashes`` computed (reusable by the caller)."""
 
     dataset: str | None
     split: str | None
@@ -41,18 +40,12 @@ def admit(images: npt.ArrayLike, labels: npt.ArrayLike, *, dataset: str | None, 
           formed: bool = True, source: PathArg | None = None, before: os.stat_result | None = None,
           key: str = "", cache: PathArg | None = None, rehash: bool = False,
           rows: Callable[[], RowFacts | None] | None = None) -> Admission:
-    """Check arrays before they reach a caller; the :class:`Admission`, or an error.
-
-    ``images`` (``N x H x W``, bytes in any integer type) and ``labels`` as the route read them,
-    upright as the official files store them; ``dataset``/``split``: the claim (None: the
-    content names them); ``route``: a key of :data:`~mnistforge.gate.policy.POLICY`; ``where``:
-    the path errors name.  A malformed split raises IntegrityError / FormatError
-    (``formed=False`` leaves that to the caller), content that is not the claim
-    DataMismatchError (``trust=True`` skips that check only).  A route that records (a copy in
-    one file) passes ``source``, ``before`` (its stat before the read) and ``key`` (the split):
-    the content hashes are kept in ``<cache>/seen/`` while the file keeps its identity, the
-    verdict made again from them (``rehash=True`` hashes again).  ``rows`` gives the arrays'
-    :class:`~mnistforge.gate.content.RowFacts`, asked only when the hashes do not settle the claim.
+    """Check arrays (as the route read them, upright as the official files store them) before
+    they reach a caller: the :class:`Admission`, or IntegrityError/FormatError (malformed;
+    ``formed=False`` leaves that to the caller), DataMismatchError (not the claim
+    ``dataset``/``split``; ``trust=True`` skips that check only).  ``route``: a key of
+    :data:`~mnistforge.gate.policy.POLICY`; a route that records passes ``source``, ``before``
+    (its stat before the read) and ``key``; ``rows``: the row map's facts, asked when needed.
 
     >>> import numpy as np
     >>> a = admit(np.zeros((3, 28, 28), np.uint8), np.arange(3), dataset=None, split=None,

@@ -1,11 +1,6 @@
-"""What the data is, from its content (images included), and the gate's verdict on a claim.
-
-:func:`registry_match` recognises arrays by the registry's content hashes of the official files
-(images and labels as idx content, both orientations, label offsets -1, 0, +1;
-``content_xxh3_128`` where recorded, else ``content_sha256``) and each split's
-``order_free_sha256`` (another order).  :func:`judge` turns that into a verdict on a claim
-(``load("mnist", ..., root=COPY)``), or a :class:`~mnistforge.errors.DataMismatchError` saying
-what the content is instead, unless the registry pins nothing that could tell (``unpinned``).
+"""What the data is, from its content: :func:`registry_match` (the registry's content hashes of the
+official files, any orientation and label offset, and order-free hashes) and :func:`judge`, the
+verdict on a claim, or a :class:`~mnistforge.errors.DataMismatchError` saying what it is instead.
 """
 from __future__ import annotations
 
@@ -35,10 +30,7 @@ class Arrays(Protocol):
 
 @dataclass(frozen=True)
 class Match:
-    """What the registry's hashes say of a canonical split: ``order`` ``"same"`` (idx content
-    hashes) or ``"other"`` (order-free hash); ``images``/``labels``, which parts matched;
-    ``checkable``: False when the part that did not match has no hash to compare with (MNIST's
-    train images: only their labels are pinned by content)."""
+    """What the registry's hashes say of a split (``checkable``: False when the unmatched part has no hash)."""
 
     dataset: str
     split: str
@@ -65,8 +57,7 @@ KINDS = {"xxh3": ("content_xxh3_128", idx_content_xxh3),
 
 
 def _content(group: str, fname: str | None, fast: bool = True) -> tuple[str, str] | None:
-    """``(kind, hash)`` the registry pins for the content of ``group/fname``: the fast hash
-    where recorded (unless ``fast=False``), else sha256; None when neither."""
+    """``(kind, hash)`` pinned for ``group/fname``'s content: the fast hash where recorded, else sha256."""
     if not fname:
         return None
     try:
@@ -79,9 +70,7 @@ def _content(group: str, fname: str | None, fast: bool = True) -> tuple[str, str
 
 
 class ContentHashes:
-    """The content hashes of one split's arrays (by orientation, label offset and kind: ``sha256``,
-    ``xxh3``), each computed once; ``known``: recorded by :meth:`to_facts`; ``fast=False``
-    (``check=True``): sha256 only."""
+    """The content hashes of one split's arrays, each computed once (``fast=False``: sha256 only)."""
 
     def __init__(self, c: Arrays, known: dict[str, Any] | None = None, *, fast: bool = True) -> None:
         self.c = c
@@ -191,8 +180,7 @@ def _parts(c: Arrays, h: ContentHashes) -> tuple[list[str], list[str]]:
 
 @dataclass(frozen=True)
 class RowFacts:
-    """What a row map (:mod:`mnistforge.loaders.rowmap`) found: ``mapped`` of ``rows`` rows are
-    official rows of ``dataset``, most of them in ``split``."""
+    """What a row map found: ``mapped`` of ``rows`` rows are ``dataset``'s, most in ``split``."""
 
     dataset: str | None
     split: str | None
@@ -221,12 +209,9 @@ class RowFacts:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The gate's answer on a claim: ``status`` ``identical`` (the claimed split, official order),
-    ``reordered`` (same content, another order), ``mapped`` (every row an official row of the
-    claimed dataset with its official label, by a row map), ``labels``/``images`` (that part
-    verified, the other unpinned), ``unpinned`` (nothing of the dataset's content pinned),
-    ``unclaimed`` (no dataset named), ``trusted`` (``trust_files=True``) or ``refused`` (only
-    from ``judge(..., refuse=False)``)."""
+    """The gate's answer on a claim: ``status`` ``identical``, ``reordered``, ``mapped`` (every row
+    an official row by a row map), ``labels``/``images`` (that part verified, the other
+    unpinned), ``unpinned``, ``unclaimed``, ``trusted`` or ``refused`` (``refuse=False``)."""
 
     status: str
     match: Match | None = None
@@ -241,13 +226,9 @@ def judge(c: Arrays, claimed: str | None, split: str | None, *, where: Where, tr
           match: Match | None = None, hashes: ContentHashes | None = None,
           refuse: bool = True, order_free: bool = True,
           rows: Callable[[], RowFacts | None] | None = None) -> Verdict:
-    """The verdict on arrays claimed to be ``claimed`` ``split`` (checked when it names a file split).
-
-    DataMismatchError when the content is another dataset or split, or no known dataset while
-    the registry pins ``claimed``'s (``refuse=False``: the verdict ``refused``, for a name only
-    the file names suggest).  ``rows``, asked only when the hashes do not settle the claim,
-    gives the row map's facts (verdict ``mapped`` when every row is the claimed dataset's).
-    """
+    """The verdict on arrays claimed to be ``claimed`` ``split``: DataMismatchError when the content
+    is another dataset or split, or unknown while the registry pins ``claimed``'s (``refuse=False``:
+    the verdict ``refused``); ``rows``: the row map's facts, asked when the hashes do not settle it."""
     h = hashes or ContentHashes(c)
     if match is None:
         match = registry_match(c, claimed, hashes=h, order_free=order_free)

@@ -1,14 +1,7 @@
-"""Is a folder's data what its file names say? Both files of a split, images included.
-
-A folder load reads each file once (:func:`mnistforge.io.idx.read_idx_whole`) and judges the
-bytes read, the labels file first: against the sha256 its build ``manifest.json`` recorded
-("changed since the build"), else against the registry's hashes of the file or of its content
-(a raw or re-compressed copy; :func:`mnistforge.cache.verify.decide`).  A file matching another
-registry entry is named ("these are fashion-mnist's files"); nothing pinned: ``"unpinned"``.
-Hashes taken from the bytes read are kept in ``<cache>/seen/`` while the file keeps the identity
-it had (before and after the read); the verdict is made on every load, ``check=True`` hashes
-again.  A mismatch raises :class:`~mnistforge.errors.DataMismatchError` saying what the files
-are and how to load them anyway (``trust_files=True``, ``MNISTFORGE_TRUST_FILES=1``).
+"""Is a folder's data what its file names say? Each file judged by the bytes read (the labels first)
+against its build manifest's sha256, else the registry's hashes of the file or its content; a
+match with another entry is named; hashes kept in ``<cache>/seen/`` while the file keeps its
+identity (``docs/loading.md``, "Is a folder what its names say?").
 """
 from __future__ import annotations
 
@@ -34,8 +27,7 @@ __all__ = ["check_folder_file", "facts_of", "files_with_hashes", "path_facts", "
 
 def facts_of(read: FileRead, need: tuple[str, ...], *, cache: str | os.PathLike[str] | None = None,
              rehash: bool = False) -> dict[str, Any]:
-    """The hashes ``need`` (``sha256``, ``content_sha256``, ``content_xxh3_128``...) of the file
-    ``read``: recorded while it keeps its identity (not with ``rehash``), else from the bytes read."""
+    """The hashes ``need`` of the file ``read``: recorded while it keeps its identity, else from its bytes."""
     facts: dict[str, Any] = dict(read.known)
     if not rehash and read.steady:
         facts.update(recall(read.path, cache, st=read.before) or {})
@@ -61,11 +53,6 @@ def path_facts(path: str | os.PathLike[str], need: tuple[str, ...], *,
     return facts_of(read_idx_whole(path), need, cache=cache)
 
 
-#: the policy's hash names -> the keys of a file's facts (and of a registry entry)
-FACT = {"content xxh3_128": "content_xxh3_128", "content sha256": "content_sha256",
-        "content md5": "content_md5", "sha256": "sha256", "md5": "md5"}
-
-
 def _needs(path: Path, remote: RemoteFile, route: str = "idx-folder", *,
            rehash: bool = False) -> tuple[str, ...]:
     """The hash that decides ``path`` against ``remote``: the first of the route's policy the
@@ -73,10 +60,10 @@ def _needs(path: Path, remote: RemoteFile, route: str = "idx-folder", *,
     file's own hash only for the same compression); ``rehash``: never the fast hash."""
     same_wrapper = compression_of(path.name) == remote.compression
     for name in POLICY[route].hashes:
-        key = FACT.get(name)
+        key = name.replace(" ", "_")   # the keys of a file's facts and of a registry entry
         if rehash and key == "content_xxh3_128":
             continue
-        if key and getattr(remote, key) and (key.startswith("content") or same_wrapper):
+        if getattr(remote, key, None) and (key.startswith("content") or same_wrapper):
             return (key,)
     return ()
 
@@ -101,27 +88,16 @@ def _registry_status(path: Path, remote: RemoteFile, h: dict[str, Any]) -> str |
 
 def _usage(remote: RemoteFile) -> list[tuple[str, str]]:
     """(dataset, split) pairs whose files include ``remote``."""
-    out: list[tuple[str, str]] = []
-    for name in list_datasets():
-        info = get_dataset(name)
-        if info.group != remote.group:
-            continue
-        for sp in info.splits.values():
-            if not sp.is_view and remote.name in (sp.images, sp.labels):
-                out.append((name, sp.name))
-    return out
+    infos = [get_dataset(name) for name in list_datasets()]
+    return [(info.name, sp.name) for info in infos if info.group == remote.group
+            for sp in info.splits.values() if not sp.is_view and remote.name in (sp.images, sp.labels)]
 
 
 def files_with_hashes(h: dict[str, Any]) -> list[tuple[RemoteFile, list[tuple[str, str]]]]:
     """Registry files whose published or content hashes equal the hashes in ``h``."""
-    hits: list[tuple[RemoteFile, list[tuple[str, str]]]] = []
-    for rf in list_files():
-        if (rf.sha256 and rf.sha256 == h.get("sha256")) or (rf.md5 and rf.md5 == h.get("md5")) \
-                or (rf.content_sha256 and rf.content_sha256 == h.get("content_sha256")) \
-                or (rf.content_md5 and rf.content_md5 == h.get("content_md5")) \
-                or (rf.content_xxh3_128 and rf.content_xxh3_128 == h.get("content_xxh3_128")):
-            hits.append((rf, _usage(rf)))
-    return hits
+    keys = ("sha256", "md5", "content_sha256", "content_md5", "content_xxh3_128")
+    return [(rf, _usage(rf)) for rf in list_files()
+            if any(getattr(rf, k) and getattr(rf, k) == h.get(k) for k in keys)]
 
 
 def _manifest_sha(manifest: Manifest, fname: str) -> str | None:
@@ -133,9 +109,7 @@ def _manifest_sha(manifest: Manifest, fname: str) -> str | None:
 def check_folder_file(info: DatasetInfo, split: str, read: FileRead, fname: str,
                       manifest: Manifest | None, *, cache: str | os.PathLike[str] | None = None,
                       rehash: bool = False) -> str:
-    """Judge the file ``read`` (official name ``fname``) of ``info`` by the bytes read: ``built``
-    (the manifest's), ``exact``/``content``/``raw`` (the registry's), ``unpinned``, or
-    DataMismatchError."""
+    """The status of the file ``read`` (``built``, ``exact``, ``content``, ``raw``...), or DataMismatchError."""
     path = Path(read.path)
     if manifest is not None:
         want = _manifest_sha(manifest, path.name)

@@ -19,13 +19,9 @@ __all__ = ["POLICY", "Rule", "policy_rows", "rule"]
 
 @dataclass(frozen=True)
 class Rule:
-    """What the gate does on one route: ``identity``, how it tells what the data is; ``parts``,
-    what is hashed; ``hashes``, the recorded hashes compared, in the order tried (the first
-    pinned decides, later ones name what the data is instead); ``record``, where a hash is kept
-    and while what holds (:func:`policy_rows`); ``rehash``, what ``check=True`` re-hashes.
-    ``content xxh3_128``, the fast hash a first load identifies content by, is skipped by
-    ``check=True`` for the sha256 that follows it (XXH3 finds damage, not a crafted collision).
-    """
+    """What the gate does on one route: how it tells what the data is, what is hashed, the hashes
+    compared in order (the first pinned decides; ``check=True`` skips the fast XXH3, which finds
+    damage but not a crafted collision), where a hash is kept, what ``check=True`` re-hashes."""
 
     route: str
     identity: str

@@ -37,10 +37,7 @@ def locate(folder: str | os.PathLike[str], fname: str) -> Path | None:
 
 def _probe_name(folder: str, fname: str) -> str | None:
     stem = strip_compression(fname)
-    for suf in COMPRESSIONS:
-        if os.path.isfile(os.path.join(folder, stem + suf)):
-            return stem + suf
-    return None
+    return next((stem + suf for suf in COMPRESSIONS if os.path.isfile(os.path.join(folder, stem + suf))), None)
 
 
 def _candidates(root: str, info: DatasetInfo) -> list[str]:
@@ -64,8 +61,7 @@ def find_dataset_folder(root: str | os.PathLike[str], info: DatasetInfo) -> Path
 
 @dataclass
 class Source:
-    """A dataset under ``root``: its ``folder`` (None: not there) and its build ``manifest``;
-    other folders' manifests read on demand, each once."""
+    """A dataset under ``root``: its ``folder`` (None: not there) and the manifests, each read once."""
 
     root: Path
     info: DatasetInfo
@@ -73,7 +69,6 @@ class Source:
     _manifests: dict[str, Manifest | None] = field(default_factory=dict, repr=False)
 
     def manifest_of(self, folder: Path | None) -> Manifest | None:
-        """The build manifest of ``folder`` (read once), or None."""
         if folder is None:
             return None
         key = os.fspath(folder)
@@ -86,8 +81,7 @@ class Source:
         return self.manifest_of(self.folder)
 
     def build_manifest(self) -> tuple[Manifest | None, Path | None]:
-        """The manifest describing this dataset's build and the folder holding it: the dataset
-        folder's, else the root's (``build all``), else ``root/<name>``'s."""
+        """The manifest of this build and its folder: the dataset folder's, the root's, ``root/<name>``'s."""
         for folder in (self.folder, self.root, self.root / self.info.name):
             m = self.manifest_of(folder)
             if m is not None:
@@ -96,6 +90,5 @@ class Source:
 
 
 def resolve(root: str | os.PathLike[str], info: DatasetInfo) -> Source:
-    """The :class:`Source` of ``info`` under folder ``root``."""
     root = root if isinstance(root, Path) else Path(root)
     return Source(root, info, find_dataset_folder(root, info))

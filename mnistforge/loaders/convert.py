@@ -12,13 +12,11 @@ import numpy.typing as npt
 from ..errors import ConfigError, require
 from ..io.hf.schema import export_metadata, features_for, metadata_columns
 
-
 __all__ = ["hf_features", "hf_columns", "to_hf", "to_torch"]
 
 
 class SplitLike(Protocol):
     """What the conversions read of a split (named here: the split's methods call them)."""
-
     name: str
     split: str
     images: npt.NDArray[Any]
@@ -43,19 +41,17 @@ def hf_columns(split_obj: SplitLike,
                rows: slice | Sequence[int] | npt.NDArray[Any] | None = None) -> dict[str, list[Any]]:
     """Column data for :func:`hf_features` (images as ``uint8`` arrays), optionally for ``rows``."""
     sl = slice(None) if rows is None else rows
-    images = np.asarray(split_obj.images[sl])
-    cols: dict[str, list[Any]] = {"image": list(images), "label": np.asarray(split_obj.labels[sl]).tolist()}
+    cols: dict[str, list[Any]] = {"image": list(np.asarray(split_obj.images[sl])),
+                                  "label": np.asarray(split_obj.labels[sl]).tolist()}
     meta = export_metadata(split_obj.metadata)
     if meta is not None:  # no metadata: no columns
-        for f in metadata_columns(meta.dtype):
-            cols[f] = np.asarray(meta[f][sl]).tolist()
+        cols.update({f: np.asarray(meta[f][sl]).tolist() for f in metadata_columns(meta.dtype)})
     return cols
 
 
 def to_hf(split_obj: SplitLike) -> Any:  # datasets.Dataset (an optional dependency)
     """A :class:`datasets.Dataset` of the split (PNG-encoded images, class labels, metadata)."""
     Dataset = require("datasets", "hf", "to_hf()").Dataset
-
     return Dataset.from_dict(hf_columns(split_obj), features=hf_features(split_obj))
 
 
@@ -118,9 +114,7 @@ def __getattr__(name: str) -> Any:
 
 def to_torch(split_obj: SplitLike, transform: Callable[[Any], Any] | None = None,
              target_transform: Callable[[int], Any] | None = None, *, dtype: object = "uint8") -> Any:
-    """A ``torch.utils.data.Dataset`` of ``(1 x 28 x 28 image tensor, int label)`` pairs, pixels
-    ``"uint8"`` (0..255) or ``"float32"`` (in [0, 1]); ``transform``/``target_transform`` as in
-    torchvision.  Without torch (``mnistforge[torch]``) a MissingDependencyError says so."""
+    """A ``torch.utils.data.Dataset`` of ``(1 x 28 x 28 tensor, label)``, ``uint8`` or ``float32`` in [0, 1]."""
     dtype = str(dtype).replace("torch.", "")
     if dtype not in _DTYPES:
         raise ConfigError("unsupported image dtype", expected=" or ".join(_DTYPES), found=dtype)

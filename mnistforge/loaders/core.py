@@ -115,8 +115,7 @@ class Route:
 
 
 def resolve_load(name: PathArg, split: str, root: PathArg | None = None) -> Route:
-    """The :class:`Route` of ``load(name, split, root=root)``, or the error of a missing folder,
-    an unknown dataset or split."""
+    """The :class:`Route` of ``load(name, split, root=root)``, or the error of a missing folder, name or split."""
     if root is None and isinstance(name, str) and "/" not in name and os.sep not in name:
         # a dataset's name wins over a folder of that name in the working directory
         # (torchvision's root holds MNIST/, FashionMNIST/...)
@@ -154,7 +153,6 @@ def resolve_load(name: PathArg, split: str, root: PathArg | None = None) -> Rout
 # --------------------------------------------------------------------------- the readers
 
 def _read_foreign(route: Route, req: Request) -> DatasetSplit:
-    """A third-party copy: its reader identifies, gates and converts it (:mod:`.foreign`)."""
     assert route.path is not None
     return load_foreign(route.path, route.name, route.split, with_metadata=bool(req.with_metadata),
                         trust=req.trust, label_issues=req.label_issues, cache=req.cache,

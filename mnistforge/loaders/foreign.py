@@ -1,13 +1,7 @@
-"""Third-party copies as a source for ``load``: canonical arrays, every departure reported.
-
-:func:`canonicalise` turns one split as its maker stored it (:mod:`mnistforge.io.foreign`) into
-``uint8 N x 28 x 28`` images and integer labels and *says* what it undid: lossless storage facts
-(``storage``: rows flattened, a channel axis, wide integer types, one-hot labels, a label
-table's extra columns) and departures from the official bytes (``changes``, :class:`Change`:
-float images in [0, 1] or [0, 255], inverted intensities and, once the dataset is known, a
-transposition and labels offset by one).  :func:`load_foreign` is what ``load(name, split,
-root=COPY)`` and ``load(COPY, split)`` run: the trust gate names the content
-(:func:`mnistforge.gate.content.registry_match`), a row map places a reordered copy or subset.
+"""Third-party copies as a source for ``load`` (:func:`load_foreign`): :func:`canonicalise` turns
+a split as its maker stored it into ``uint8 N x 28 x 28`` images and integer labels and *says*
+what it undid: lossless ``storage`` facts and departures from the official bytes (``changes``:
+float scaling, inversion and, once the dataset is known, a transposition, a label offset).
 
 >>> import numpy as np
 >>> from mnistforge.io.foreign import ForeignSplit
@@ -29,7 +23,7 @@ import numpy as np
 from ..errors import ConfigError, FormatError, PathArg
 from ..gate import admit
 from ..gate.content import Match, Verdict, judge, registry_match
-from ..gate.formed import require_images, require_labels
+from ..gate.formed import pixel_range, require_images, require_labels
 from ..io.foreign import ForeignCopy, ForeignSplit, read_foreign
 from ..io.hf.schema import field_name
 from ..log import get_logger
@@ -90,22 +84,17 @@ def _images(x: np.ndarray, where: str, storage: list[str], changes: list[Change]
             raise FormatError("float images out of range", path=where,
                               expected="values in [0, 1] or [0, 255]",
                               found=f"[{float(np.nanmin(x)):g}, {hi:g}]")
-        scale = 255.0 if hi <= 1.0 else 1.0
-        y = np.asarray(x, np.float64) * scale
+        unit = hi <= 1.0   # [0, 1]: x 255
+        y = np.asarray(x, np.float64) * (255.0 if unit else 1.0)
         r = np.rint(y)
-        exact = bool(np.all(np.abs(y - r) < 1e-3))
-        kind = "float01" if scale == 255.0 else "float255"
-        rng = "[0, 1]" if scale == 255.0 else "[0, 255]"
-        desc = f"images stored as {x.dtype.name} in {rng}" + (
-            " (x 255 and rounding give the bytes back)" if scale == 255.0 else " (rounded to bytes)")
-        if not exact:
+        desc = f"images stored as {x.dtype.name} in " + (
+            "[0, 1] (x 255 and rounding give the bytes back)" if unit else "[0, 255] (rounded to bytes)")
+        if not np.all(np.abs(y - r) < 1e-3):
             desc += "; not every value is a whole byte: rounded (lossy)"
-        changes.append(Change(kind, desc))
+        changes.append(Change("float01" if unit else "float255", desc))
         x = r.astype(np.uint8)
     elif x.dtype != np.uint8:
-        if x.dtype.kind not in "iub" or (x.size and (int(x.min()) < 0 or int(x.max()) > 255)):
-            raise FormatError("pixel values out of range", path=where, expected="0..255",
-                              found=f"{x.dtype.name} [{x.min()}, {x.max()}]")
+        pixel_range(x, where)   # whole bytes in another integer type
         storage.append(f"pixels stored as {x.dtype.name} (whole bytes, kept exact)")
         x = x.astype(np.uint8)
     x = np.ascontiguousarray(x)
@@ -176,8 +165,7 @@ def shift_change(shift: int, labels: np.ndarray) -> Change:
 
 
 def label_shift_cue(labels: np.ndarray, info: DatasetInfo) -> int:
-    """The offset to add so the labels fall in ``info``'s range (0 when they already do or when
-    no single offset of one fits): letters 0..25 -> +1 for EMNIST letters (1..26)."""
+    """The offset (-1, 0, +1) that puts the labels in ``info``'s range (letters 0..25 -> +1); 0: none fits."""
     if not labels.size or not info.classes:
         return 0
     lo, hi = int(labels.min()), int(labels.max())
@@ -228,19 +216,10 @@ def load_foreign(path: PathArg, name: str | None = None, split: str | None = "tr
                  with_metadata: bool = False, trust: bool = False,
                  label_issues: str | None = None, cache: PathArg | None = None, download: bool | None = None,
                  progress: bool | None = None, check: bool = False, loader: Loader | None = None) -> DatasetSplit:
-    """``load(name, split, root=COPY)`` / ``load(COPY, split)`` on a third-party copy.
-
-    The dataset is ``name``, else the registry split the hashes recognise, else the copy's name
-    hint when the content does not contradict it, else an unnamed dataset (``foreign``).  The
-    trust gate decides first (:func:`mnistforge.gate.admit`): a ``name`` the content
-    contradicts raises :class:`~mnistforge.errors.DataMismatchError` unless ``trust``; the
-    arrays must be well formed.  Images come back upright, each change undone logged and listed
-    in ``ds.changes``.  A copy that is not the official split in the official order gets a row
-    map (:mod:`mnistforge.loaders.rowmap`) when the official images are at hand, read with
-    ``loader`` (:func:`mnistforge.load`, which passes itself): ``ds.official_index``,
-    ``ds.leakage`` (warned); a claimed dataset every row of which maps into it passes (verdict
-    ``mapped``), and ``label_issues``/``with_metadata`` use the official rows' votes and metadata.
-    """
+    """``load(name, split, root=COPY)`` / ``load(COPY, split)`` on a third-party copy: the dataset
+    is ``name`` (checked by the trust gate unless ``trust``), else what the hashes recognise, else
+    the copy's name hint the content does not contradict.  A copy not in the official order gets a
+    row map (:mod:`mnistforge.loaders.rowmap`) read with ``loader`` (:func:`mnistforge.load`)."""
     rows = None
     if split is not None:
         split, rows = parse_split(split)  # test[:100] as for the official files
@@ -254,7 +233,6 @@ def load_foreign(path: PathArg, name: str | None = None, split: str | None = "tr
     maps: dict[str | None, RowMap | None] = {}
 
     def mapped(dataset: str | None) -> RowMap | None:
-        """The row map against ``dataset``'s official splits in the cache (computed once)."""
         if dataset not in maps:
             maps[dataset] = copy_map(c.images, c.labels, dataset=dataset, claimed=split_claim,
                                      cache=cache, loader=loader)
@@ -336,8 +314,7 @@ def _say_map(where: str, rm: RowMap) -> None:
 
 def _official_rows(ds: DatasetSplit, v: Verdict, label_issues: str | None, *, loader: Loader | None = None,
                    **kw: Any) -> DatasetSplit:
-    """The split's rows' label votes and official metadata, in the official order or through the
-    row map; else ``label_issues`` is refused."""
+    """The votes and official metadata of the rows (official order, or by the row map); else refused."""
     rm = ds.row_map
     official = (v.official_order and v.match is not None and v.match.dataset == ds.name
                 and v.match.split == ds.split) or (

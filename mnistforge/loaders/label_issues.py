@@ -1,13 +1,7 @@
-"""Human label votes joined to the splits they describe, and the cleaned views of ``load``.
-
-The registry (``label_annotations``) says which file splits a study annotates (MNIST test;
-QMNIST test, whose first 10,000 rows are MNIST's test set) and where study id ``i`` falls (row
-``i + offset``).  The study's file is fetched and verified like any dataset file; the votes are
-joined only where every ``given_original_label`` equals the split's label at that row, as the
-columns of :data:`~mnistforge.io.label_votes.FIELDS` (:func:`label_columns`; every split of an
-annotated dataset gets them, rows never examined -1, so the splits share one schema; a folder
-only from a build's side files).  ``load(..., label_issues=...)``: :func:`apply_label_issues`.
-See ``docs/label-errors.md``.
+"""Human label votes joined to the splits they describe (:func:`label_columns`: from the study's
+verified file where every given label equals the split's, or a build's side files; every split of
+an annotated dataset gets the columns, -1 where not examined), and the cleaned views of
+``load(..., label_issues=...)`` (:func:`apply_label_issues`).  See ``docs/label-errors.md``.
 """
 from __future__ import annotations
 
@@ -36,20 +30,18 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = ["MODES", "LabelIssueView", "study_path", "read_study", "label_columns", "add_label_votes",
-           "clean_view", "check_mode", "join_columns", "apply_label_issues", "split_offset", "side_table",
-           "study_votes"]
+           "clean_view", "check_mode", "join_columns", "apply_label_issues", "split_offset", "study_votes"]
 
 #: Values of ``load(..., label_issues=...)`` besides ``None`` (the data as published).
 MODES = ("exclude", "relabel")
 
 
-def study_path(ann: LabelAnnotation | str, *, cache: PathArg | None = None, download: bool | None = None,
+def study_path(ann: LabelAnnotation, *, cache: PathArg | None = None, download: bool | None = None,
                progress: bool | None = None) -> Path:
     """The study's file in the cache, fetched and verified like any dataset file."""
-    fid = ann.file if isinstance(ann, LabelAnnotation) else ann
     # None lets fetch read MNISTFORGE_OFFLINE itself, so its error names the switch really used
     offline = None if download is None else not download
-    return fetch_file(fid, root=cache, offline=offline, progress=progress).path
+    return fetch_file(ann.file, root=cache, offline=offline, progress=progress).path
 
 
 def read_study(path: PathArg, file_id: str = "label-errors/mnist_mturk.json") -> LabelVotes:
@@ -66,8 +58,7 @@ def read_study(path: PathArg, file_id: str = "label-errors/mnist_mturk.json") ->
 
 
 def split_offset(info: DatasetInfo, split: str) -> tuple[LabelAnnotation, int] | None:
-    """``(annotation, first row in its file split)`` when ``split`` is (a view of) an annotated
-    file split (``test50k``: 10000)."""
+    """``(annotation, first row in its file split)`` of an annotated split (``test50k``: 10000), or None."""
     sp = info.split(split)
     fsp = info.file_split(split)
     for ann in label_annotations(info.name):
@@ -83,24 +74,18 @@ def _missing(n: int) -> Columns:
     return cols
 
 
-def side_table(folder: PathArg, ann: LabelAnnotation) -> Columns | None:
-    """The columns in a folder's side file of ``ann`` (a build's), or None when there is none."""
-    p = locate(Path(folder), ann.side_file)
-    if p is None:
-        return None
-    return table_to_columns(np.asarray(read_idx(p)), str(p))
-
-
 def _folder_columns(info: DatasetInfo, split: str, n: int, root: PathArg) -> Columns | None:
+    """The columns of a build's side files (``t10k-label-votes-idx2-int.gz``...), or None."""
     folder = resolve(root, info).folder
     if folder is None:
         return None
     hit = split_offset(info, split)
     if hit is not None:
         ann, start = hit
-        cols = side_table(folder, ann)
-        if cols is None:
+        p = locate(folder, ann.side_file)
+        if p is None:
             return None
+        cols = table_to_columns(np.asarray(read_idx(p)), str(p))
         if len(cols["label_issue"]) < start + n:
             raise IntegrityError("label-vote side file does not match the split",
                                  path=Path(folder) / ann.side_file,
@@ -157,24 +142,17 @@ def add_label_votes(ds: DatasetSplit, **kw: Any) -> DatasetSplit:
     return ds
 
 
-def clean_view(ds: DatasetSplit, mode: str | None, keep_metadata: bool) -> DatasetSplit:
+def clean_view(ds: DatasetSplit, mode: str, keep_metadata: bool) -> DatasetSplit:
     """Apply ``load(..., label_issues=mode)`` to ``ds`` in place; drop the metadata unless kept."""
-    if mode is not None:
-        images, labels, meta, view = apply_label_issues(mode, ds.name, ds.split, ds.images,
-                                                        ds.labels, ds.metadata)
-        keep = np.ones(len(ds), dtype=bool)
-        keep[view.dropped] = False
-        indices, row_map = getattr(ds, "indices", None), getattr(ds, "row_map", None)
-        if indices is not None:
-            ds.indices = indices[keep]
-        elif hasattr(ds, "indices"):
-            ds.indices = np.flatnonzero(keep)
-        if row_map is not None:  # a copy's map follows its rows
-            ds.row_map = row_map.select(keep)
-        ds.images, ds.labels, ds.metadata = images, labels, meta
-        ds.label_issues = view
-    if not keep_metadata:
-        ds.metadata = None
+    images, labels, meta, view = apply_label_issues(mode, ds.name, ds.split, ds.images, ds.labels,
+                                                    ds.metadata)
+    keep = np.ones(len(ds), dtype=bool)
+    keep[view.dropped] = False
+    ds.indices = np.flatnonzero(keep) if ds.indices is None else ds.indices[keep]
+    if ds.row_map is not None:  # a copy's map follows its rows
+        ds.row_map = ds.row_map.select(keep)
+    ds.images, ds.labels, ds.label_issues = images, labels, view
+    ds.metadata = meta if keep_metadata else None
     return ds
 
 
@@ -247,8 +225,7 @@ def apply_label_issues(mode: str, name: str, split: str, images: npt.NDArray[np.
 
 def study_votes(name: str, split: str, *, download: bool | None = None,
                 cache: PathArg | None = None) -> tuple[LabelVotes, int] | None:
-    """``(votes, offset)`` of a registry split (a view included) the study annotates (id ``i`` at
-    row ``i + offset``), or None; the study's file fetched as ``download`` allows."""
+    """``(votes, offset)`` of a registry split the study annotates (id ``i`` at row ``i + offset``), or None."""
     hit = split_offset(get_dataset(name), split)
     if hit is None:
         return None

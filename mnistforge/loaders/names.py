@@ -1,10 +1,8 @@
 """Names as users type them: dataset names and aliases, split names and TFDS-style split slices.
 
-Case and ``-``, ``_``, ``/``, ``.``, spaces do not matter (``FashionMNIST``, ``emnist/letters``,
-``train_without_validation``); the registry's ``aliases`` (Hub ids: ``ylecun/mnist``) count too;
-a typo gets a "did you mean".  A slice (``test[:100]``, ``train[:90%]``, ``train[-10%:]``) rounds
-percentages to the nearest row and, as in TFDS, refuses a bound beyond the split and a slice
-that selects no rows.
+Case and ``-``, ``_``, ``/``, ``.``, spaces do not matter; the registry's ``aliases`` count too;
+a slice rounds percentages to the nearest row and, as in TFDS, refuses a bound beyond the split
+and a slice that selects no rows (``docs/loading.md``).
 
 >>> dataset_name("EMNIST-Letters"), dataset_name("fashion_mnist"), dataset_name("emnist/letters")
 ('emnist-letters', 'fashion-mnist', 'emnist-letters')
@@ -34,6 +32,11 @@ _BOUND = re.compile(r"^\s*(?P<num>[+-]?\d+(?:\.\d+)?)\s*(?P<pct>%?)\s*$")
 
 def _key(text: str) -> str:
     return re.sub(r"[\s_\-/.]+", "", text.lower())
+
+
+def _keyed(text: str, choices: list[str]) -> str | None:
+    """The choice ``text`` names: itself, else with case and ``-``, ``_``, ``/``, ``.`` ignored."""
+    return text if text in choices else {_key(c): c for c in choices}.get(_key(text))
 
 
 def _suggest(text: str, choices: list[str]) -> str | None:
@@ -69,15 +72,10 @@ def dataset_name(text: str, *, kinds: tuple[str, ...] = ("dataset",)) -> str:
     """
     text = str(text)
     choices = [n for k in kinds for n in list_datasets(k)]
-    if text in choices:
-        return text
     alias = dataset_by_alias(text)
-    if alias in choices:
-        return str(alias)
-    by_key = {_key(n): n for n in choices}
-    hit = by_key.get(_key(text))
+    hit = alias if alias in choices and text not in choices else _keyed(text, choices)
     if hit is not None:
-        return hit
+        return str(hit)
     others = [n for n in list_datasets(None) if n not in choices]
     other = {_key(n): n for n in others}.get(_key(text))
     if other is not None:
@@ -102,10 +100,7 @@ def split_name(info: DatasetInfo, text: str) -> str:
     >>> split_name(get_dataset("emnist-balanced"), "Train_Without_Validation")
     'train-without-validation'
     """
-    if text in info.splits:
-        return text
-    by_key = {_key(s): s for s in info.splits}
-    hit = by_key.get(_key(text))
+    hit = _keyed(text, list(info.splits))
     if hit is not None:
         return hit
     guess = _suggest(text, list(info.splits))
@@ -148,14 +143,11 @@ def _bound(text: str, n: int, spec: str) -> int | None:
     # a bound beyond the split is refused, as TFDS does (a 5000-digit one before int() chokes)
     if len(digits) > 18 or int(digits) > n:
         shown = text.strip() if len(digits) <= 40 else f"a {len(digits)}-digit number"
-        raise IndexRangeError(f"split slice {_short(spec)} reaches beyond the split", found=shown,
+        short = spec if len(spec) <= 40 else spec[:30] + "...]"
+        raise IndexRangeError(f"split slice {short} reaches beyond the split", found=shown,
                               expected=f"row bounds within -{n}..{n} (the split has {n} rows)",
                               hint="use a smaller bound, or a percentage such as [:10%]")
     return int(m["num"])
-
-
-def _short(spec: str) -> str:
-    return spec if len(spec) <= 40 else spec[:30] + "...]"
 
 
 def rows_of(spec: str, n: int) -> slice:

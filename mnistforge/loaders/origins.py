@@ -1,12 +1,6 @@
-"""Where a loader's files come from (the :class:`Origin` protocol, one code path in :func:`load`):
-
-* :class:`CacheOrigin`: the official files, fetched and verified into the cache
-  (:mod:`mnistforge.cache`), read from their decompressed raw copies, memory-mapped (the
-  package's own files; ``keep_raw=False`` or ``MNISTFORGE_KEEP_RAW=0`` keeps none); a file the
-  registry declares in another format (``npz``) is read as it is (:mod:`mnistforge.io.formats`);
-* :class:`FolderOrigin`: a folder of idx files under the official names (a build folder, or
-  official files you have), each read once into memory; the orientation from its
-  ``manifest.json`` when it says so, else from the registry.
+"""Where a loader's files come from (:class:`Origin`): :class:`CacheOrigin`, the official files,
+verified, read from memory-mapped raw copies; :class:`FolderOrigin`, a folder of idx files under
+the official names, each read once into memory.
 """
 from __future__ import annotations
 
@@ -14,7 +8,6 @@ import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
@@ -36,25 +29,19 @@ from ..registry import DatasetInfo, RemoteFile, SplitInfo, get_file
 logger = get_logger(__name__)
 
 
-class Origin(Protocol):
-    """What :func:`mnistforge.loaders.load` asks of a place files come from."""
+class Origin:
+    """What :func:`mnistforge.loaders.load` asks of a place files come from: ``open`` (and
+    ``open_optional``: None when the file is absent) over ``_open``, and ``length`` of a split."""
     kind: str
     where: str
     orientation: str
     status: dict[str, str]
     classes: list[str] | None
 
-    def open(self, fname: str) -> np.ndarray: ...
-
-    def open_optional(self, fname: str) -> np.ndarray | None: ...
-
-    def length(self, sp: SplitInfo) -> int: ...
-
-
-class _Opening:
-    """``open``/``open_optional`` (None when an optional file is absent) over ``_open``."""
-
     def _open(self, fname: str, required: bool) -> np.ndarray | None:
+        raise NotImplementedError
+
+    def length(self, sp: SplitInfo) -> int:
         raise NotImplementedError
 
     def open(self, fname: str) -> np.ndarray:
@@ -66,7 +53,7 @@ class _Opening:
         return self._open(fname, required=False)
 
 
-class CacheOrigin(_Opening):
+class CacheOrigin(Origin):
     """Official files, fetched and verified into the cache."""
     kind = "cache"
     classes: list[str] | None = None
@@ -170,8 +157,7 @@ def read_raw_copy(raw: PathArg) -> np.ndarray | None:
 
 
 def manifest_classes(manifest: Manifest | None, info: DatasetInfo) -> list[str] | None:
-    """The class names a build manifest records for this dataset, where its class set (``kind``)
-    is not the registry's (EMNIST letters built as the paper's 37-class variant)."""
+    """The class names a build manifest records where its class set is not the registry's (else None)."""
     entry = manifest.dataset(info.name) if manifest is not None else None
     short = info.name.split("-", 1)[1] if info.name.startswith("emnist-") else info.name
     if entry is None or entry.kind in (None, short) or not entry.class_names:
@@ -179,7 +165,7 @@ def manifest_classes(manifest: Manifest | None, info: DatasetInfo) -> list[str] 
     return list(entry.class_names)
 
 
-class FolderOrigin(_Opening):
+class FolderOrigin(Origin):
     """Idx files under their official names in a folder, each read once into memory: the array a
     caller gets is the bytes the gate judges (``reads``), whatever is written to the file later.
     ``keep_raw=True``: memory-mapped raw copies in the cache (:mod:`mnistforge.cache.local_raw`)."""
@@ -217,8 +203,7 @@ class FolderOrigin(_Opening):
         return f"folder {self.folder}"
 
     def path_of(self, fname: str) -> Path | None:
-        """Where ``fname`` is: in the dataset's folder, else in a sibling build folder
-        (``build all`` writes qmnist's ``nist`` files to ``<out>/xnist``); found once per load."""
+        """Where ``fname`` is: the dataset's folder, else a sibling build folder (``<out>/xnist``)."""
         if fname not in self._paths:
             self._paths[fname] = locate(self.folder, fname) or self._find_elsewhere(fname)
         return self._paths[fname]
@@ -234,7 +219,6 @@ class FolderOrigin(_Opening):
         return None
 
     def manifest_of(self, path: Path) -> Manifest | None:
-        """The build manifest of the folder holding ``path`` (read once)."""
         return self.source.manifest_of(path.parent)
 
     def _format(self, fname: str) -> tuple[str, str | None]:

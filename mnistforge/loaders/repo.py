@@ -1,11 +1,6 @@
-"""Load a split from a Hugging Face repository folder exported by mnistforge (``load(..., root=REPO)``).
-
-Before any array reaches the caller, every shard read is checked against the hash the export
-recorded (the card's "Shards (xxh3_128)", the fast hash, where written; else "Shards (sha256)" or
-``croissant.json``): hashed the first time it is seen, then trusted while the file keeps its
-identity (:mod:`mnistforge.cache.seen`); ``check=True`` re-hashes by sha256, ``trust_files=True``
-skips it.  A missing, swapped or changed shard is refused, named; an export that recorded no
-hashes loads as *unverified* (a warning).  The arrays then pass the gate (:func:`_admit`).
+"""Load a split from a Hugging Face export (``load(..., root=REPO)``): every shard read checked
+against the hash the export recorded (hashed once, then trusted while the file keeps its identity;
+``check=True``: sha256 again), then the arrays through the gate (:func:`_admit`).
 """
 from __future__ import annotations
 
@@ -34,7 +29,7 @@ from ..io.hf.repo import (
 )
 from ..io.hf.schema import field_name, hf_split_name
 from ..log import get_logger
-from ..registry import DatasetInfo, get_dataset
+from ..registry import DatasetInfo, get_dataset, list_datasets
 from .split import DatasetSplit
 
 if TYPE_CHECKING:
@@ -55,8 +50,7 @@ _WHAT_TO_DO = ("restore the shard from the original export or export the data ag
 
 
 def _listed(repo_dir: Path, config: str, splits: Iterable[str] | None) -> list[tuple[str, str]]:
-    """``[(split, shard path relative to repo_dir)]`` the card lists for ``splits`` of ``config``
-    (every split when None); glob patterns (a folder written by others) expanded."""
+    """``[(split, shard path relative to repo_dir)]`` the card lists for ``splits`` (all: None), globs expanded."""
     declared = repo_configs(repo_dir).get(config, {})
     names = list(declared) if splits is None else [hf_split_name(s) for s in splits]
     out: list[tuple[str, str]] = []
@@ -85,8 +79,7 @@ class _Shard(NamedTuple):
 
 def _plan(repo_dir: Path, config: str, splits: Iterable[str] | None, cache: PathArg | None,
           check: bool) -> tuple[dict[str, dict[str, str]], dict[str, str], list[_Shard]]:
-    """``(recorded digests by kind, trusted {rel: sha256}, [shards to hash])``; a shard missing or
-    not recorded is refused here, before any shard is read."""
+    """``(recorded digests by kind, trusted {rel: sha256}, [shards to hash])``; a missing shard refused here."""
     recorded = recorded_shard_hashes(repo_dir)
     if not recorded:
         logger.warning("%s: the export recorded no shard sha256 (not written by mnistforge, or by "
@@ -120,17 +113,12 @@ def _plan(repo_dir: Path, config: str, splits: Iterable[str] | None, cache: Path
 
 def _hash(todo: list[_Shard]) -> list[Hashed]:
     """``[(shard, stat before, digest)]``: each shard hashed once (by its fast hash where recorded)."""
-    out: list[Hashed] = []
-    for sh in todo:
-        before = os.stat(sh.path)
-        out.append((sh, before, xxh3_file(sh.path) if sh.fast else sha256_file(sh.path)))
-    return out
+    return [(sh, os.stat(sh.path), xxh3_file(sh.path) if sh.fast else sha256_file(sh.path)) for sh in todo]
 
 
 def _judge(config: str, hashed: list[Hashed], recorded: dict[str, dict[str, str]],
            cache: PathArg | None) -> dict[str, str]:
-    """Refuse the first shard whose hash is not the recorded one (named); record the others.
-    ``recorded``: kind (``sha256``, ``xxh3_128``) -> {shard: digest}, to name a swapped shard."""
+    """Refuse the first shard whose hash is not the recorded one (named, swapped or changed); record the rest."""
     out: dict[str, str] = {}
     for sh, before, got in hashed:
         if got != sh.want:
@@ -138,14 +126,11 @@ def _judge(config: str, hashed: list[Hashed], recorded: dict[str, dict[str, str]
             kind = "xxh3_128" if sh.fast else "sha256"
             want = f"{kind} {sh.want} (recorded by the export" + \
                 (f", with sha256 {sh.digest})" if sh.fast else ")")
-            others = recorded[kind]
-            other = next((r for r, d in sorted(others.items()) if d == got and r != sh.rel), None)
+            other = next((r for r, d in sorted(recorded[kind].items()) if d == got and r != sh.rel), None)
             if other is not None:
                 raise DataMismatchError(f"{config}/{sh.split}: shard holds another shard's data",
-                                        path=sh.path,
-                                        expected=want,
-                                        found=f"{kind} {got}, the content of {other}",
-                                        hint=_WHAT_TO_DO)
+                                        path=sh.path, expected=want,
+                                        found=f"{kind} {got}, the content of {other}", hint=_WHAT_TO_DO)
             raise IntegrityError(f"{config}/{sh.split}: shard changed since the export",
                                  path=sh.path, expected=want,
                                  found=f"{kind} {got}", hint=_WHAT_TO_DO)
@@ -255,12 +240,11 @@ def load_split_from_repo(repo_dir: PathArg, name: str, split: str, *, with_metad
     else:
         with _checked(repo_dir, name, [split], cache=cache, check=check) as vouched:
             arrays = read_split(repo_dir, name, split)
-    registered = True
-    try:
+    registered = name in list_datasets(None)
+    if registered:
         info = get_dataset(name)
         split_name = next((s for s in info.splits if hf_split_name(s) == hf_split_name(split)), split)
-    except MnistforgeError:  # a config renamed at export (CONFIG=TARGET)
-        registered = False
+    else:  # a config renamed at export (CONFIG=TARGET)
         info = DatasetInfo(name=name, group=name, title=name, kind="dataset",
                            description=f"config {name} of {repo_dir}", homepage="", licence="",
                            citation="", classes=tuple(arrays[2]))
@@ -272,10 +256,7 @@ def load_split_from_repo(repo_dir: PathArg, name: str, split: str, *, with_metad
     if with_metadata and meta is not None:
         names = meta.dtype.names or ()  # (a structured array: never None)
         fields = list(info.metadata_fields) or list(names)
-        if "label" in fields and "label" not in names:
-            cols = {"label": labels.astype(np.int32)}
-        else:
-            cols = {}
+        cols = {"label": labels.astype(np.int32)} if "label" in fields and "label" not in names else {}
         cols.update({field_name(f, fields): meta[f] for f in names})  # writer_id: writer
         order = [f for f in fields if f in cols] + [f for f in cols if f not in fields]
         metadata = np.empty(len(labels), dtype=[(f, cols[f].dtype) for f in order])

@@ -1,10 +1,8 @@
 """Row maps: each row of a third-party copy joined to its official ``(dataset, split, index)``.
 
-By image content, against the official splits this machine holds: **exact** (64-bit digests
-joined by :func:`numpy.searchsorted`, each pair then compared byte for byte), then **near** for
-the rows left (L2 within :data:`NEAR_L2` under the best of nine one-pixel placements).  A row
-matching several official rows is **ambiguous** (never guessed); rows of another split than the
-one claimed are **leakage**.  The rules in full: ``docs/verify.md`` (row maps).
+By image content, against the official splits this machine holds: **exact** (digests, then
+bytes), then **near** (L2 within :data:`NEAR_L2`, best of nine placements); a row matching several
+is **ambiguous**, one of another split than claimed **leakage** (``docs/verify.md``, row maps).
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -69,7 +67,6 @@ class _Index:
     """One dataset's official digests, sorted once: exact lookups by searchsorted."""
 
     def __init__(self, codes: list[int], officials: list[Official]) -> None:
-        self.codes = codes
         d = np.concatenate([officials[k].digests() for k in codes])
         self.code = np.concatenate([np.full(len(officials[k].images), k, np.int32) for k in codes])
         self.row = np.concatenate([np.arange(len(officials[k].images)) for k in codes])
@@ -245,17 +242,14 @@ def _labels(rm: RowMap, labels: npt.NDArray[np.int64], officials: list[Official]
 
 def official_splits(datasets: Iterable[str] | None = None, *, loader: Loader, cache: PathArg | None = None,
                     root: PathArg | None = None, image_shape: tuple[int, ...] = (28, 28)) -> list[Official]:
-    """The official file splits of ``datasets`` (default: all) this machine holds, read with
-    ``loader`` from the cache (verified, never downloaded) or ``root`` (``verify --reference DIR``)."""
+    """The official file splits of ``datasets`` (default: all) this machine holds, read with ``loader``."""
     names = list(datasets) if datasets is not None else list_datasets()
     got: list[Official] = []
     for name in dict.fromkeys(names):
         info = get_dataset(name)
         if tuple(info.image_shape) != tuple(image_shape):
             continue
-        for split, sp in info.splits.items():
-            if sp.is_view:
-                continue
+        for split in (s for s, sp in info.splits.items() if not sp.is_view):
             try:
                 ds = loader(name, split, root=root, download=False, cache=cache)
             except Exception as e:  # not on this machine (or damaged): nothing to map to
@@ -271,8 +265,7 @@ def official_splits(datasets: Iterable[str] | None = None, *, loader: Loader, ca
 def copy_map(images: npt.ArrayLike, labels: npt.ArrayLike, *, dataset: str | None = None,
              claimed: str | None = None, cache: PathArg | None = None, officials: list[Official] | None = None,
              loader: Loader | None = None, near: bool = True) -> RowMap | None:
-    """The row map of a copy's canonical arrays against ``officials``, else ``dataset``'s official
-    splits in the cache (every dataset's when None) read with ``loader``; None without any."""
+    """The row map of a copy against ``officials``, else ``dataset``'s splits read with ``loader``; or None."""
     if officials is None and loader is None:
         return None
     shape = tuple(np.asarray(images).shape[1:3])
@@ -322,8 +315,7 @@ def identity_map(dataset: str, split: str, n: int) -> RowMap:
 def official_metadata(ds: DatasetSplit, rm: RowMap, *, loader: Loader, cache: PathArg | None = None,
                       download: bool | None = None, votes: bool = True,
                       required: bool = False) -> npt.NDArray[np.void] | None:
-    """The official metadata (the files' columns, the label votes) of each mapped row of ``ds``;
-    -1 for rows that are no official row (votes: not examined, no issue); None without any."""
+    """The official metadata of each mapped row of ``ds`` (-1 for other rows), or None without any."""
     parts: list[tuple[npt.NDArray[np.intp], npt.NDArray[np.int64], npt.NDArray[np.void]]] = []
     for k, (name, split) in enumerate(rm.keys):
         rows = np.flatnonzero(rm.mapped & (rm.code == k))

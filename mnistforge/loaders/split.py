@@ -203,19 +203,12 @@ class DatasetSplit:
     over such pairs; ``ds[a:b]``, ``ds[index_array]``, ``ds[bool_mask]`` -> a smaller split with
     the same classes, origin and metadata rows (``indices``: the rows of the whole split it holds).
 
-    Attributes: ``name``, ``split`` (registry names); ``images`` (``uint8 N x 28 x 28``, upright,
-    ink high: a read-only memory map, or a view of one, where the cache keeps a raw copy);
-    ``labels`` (``int64``); ``classes`` (``classes[labels[i]]`` is the character); ``metadata``
-    (a structured array, one named int32 field per column: QMNIST's 8, an EMNIST build's
-    writer, hsf, field, ascii, entry, sd19_row; the label votes; or None); ``info`` (the
-    registry entry); ``source`` (``"cache ..."``, ``"folder ..."``); ``status`` (how each file
-    was verified); ``orientation`` (always ``"upright"``) and ``stored_orientation`` (the
-    files': ``"transposed"`` for EMNIST's); ``label_issues`` (what ``label_issues=`` changed,
-    :class:`LabelIssueView`); ``synthetic`` (built from a synthetic SD19).  A third-party copy
-    (:mod:`mnistforge.loaders.foreign`) also has ``changes`` (what was undone:
-    :class:`Change`), ``storage`` (lossless storage facts) and ``row_map`` (:class:`RowMap`:
-    each row's official row by content, None where no official images were at hand), whence
-    ``official_index``, ``official_split`` and ``leakage``.
+    ``images`` are ``uint8 N x 28 x 28``, upright, ink high (a read-only memory map where the
+    cache keeps a raw copy), ``labels`` int64, ``classes[labels[i]]`` the character, ``metadata``
+    a structured array (one named field per column) or None, ``status`` how each file was
+    verified, ``stored_orientation`` the files' (``"transposed"`` for EMNIST's).  A third-party
+    copy also has ``changes`` (what was undone), ``storage`` and ``row_map`` (each row's
+    official row, whence ``official_index``, ``official_split``, ``leakage``).
 
     >>> import numpy as np
     >>> from mnistforge.registry import get_dataset
@@ -335,8 +328,7 @@ class DatasetSplit:
 
     def to_torch(self, transform: Callable[[Any], Any] | None = None,
                  target_transform: Callable[[int], Any] | None = None, *, dtype: object = "uint8") -> Any:
-        """A ``torch.utils.data.Dataset`` of ``(image, label)`` pairs, like torchvision's MNIST
-        (:func:`mnistforge.loaders.convert.to_torch`; ``classes``, ``targets``, ``data`` too)."""
+        """A ``torch.utils.data.Dataset`` like torchvision's MNIST (:func:`mnistforge.loaders.convert.to_torch`)."""
         return to_torch(self, transform=transform, target_transform=target_transform, dtype=dtype)
 
     def to_hf(self) -> Any:  # a datasets.Dataset (an optional dependency)

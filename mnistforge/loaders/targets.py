@@ -1,6 +1,7 @@
 """Which dataset a folder holds, and CLI targets (``NAME``, ``NAME:SPLIT``, ``FOLDER[:NAME][:SPLIT]``)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -87,8 +88,7 @@ def _share_file_names(names: list[str], *, together: bool = False) -> bool:
 
 
 def datasets_in_folder(folder: PathArg) -> list[str]:
-    """Every registry dataset whose files are in ``folder`` (a build folder may hold several; those
-    sharing file names told apart by :func:`detect_dataset`)."""
+    """Every registry dataset whose files are in ``folder`` (those sharing names: :func:`detect_dataset`)."""
     by_folder: dict[Path, list[str]] = {}
     folder = Path(folder)
     for n in list_datasets():
@@ -98,26 +98,19 @@ def datasets_in_folder(folder: PathArg) -> list[str]:
     names: list[str] = []
     for f, ns in by_folder.items():
         if len(ns) > 1 and _share_file_names(ns):
-            try:
+            with contextlib.suppress(ConfigError):  # several distinct datasets side by side: all
                 one = detect_dataset(f)
-            except ConfigError:  # several distinct datasets side by side: all of them
-                one = None
-            if one in ns:
-                ns = [one]
+                ns = [one] if one in ns else ns
         names += [n for n in ns if n not in names]
     return names
 
 
 def _holds_dataset_files(folder: PathArg, name: object = None) -> bool:
-    """``bool(datasets_in_folder(folder))`` without telling datasets apart (no hashing), ``name``
-    tried first (a folder load names its dataset)."""
+    """Whether ``datasets_in_folder(folder)`` is not empty, without hashing (``name`` tried first)."""
     names = list_datasets()
-    try:
+    with contextlib.suppress(DatasetNotFoundError):
         first = dataset_name(name) if isinstance(name, str) else None
-    except DatasetNotFoundError:
-        first = None
-    if first is not None:
-        names = [first] + [n for n in names if n != first]
+        names = [first] + [n for n in names if n != first] if first else names
     return any(find_dataset_folder(folder, get_dataset(n)) is not None for n in names)
 
 
@@ -138,9 +131,8 @@ def foreign_source(name: object, root: PathArg | None = None) -> bool:
         return False  # our export: the loaders' own path
     if _holds_dataset_files(root, name):   # official names: the loaders' own path
         return False
-    p = Path(root)
     try:
-        sniff(p)  # idx files under other names (Kaggle's t10k-images.idx3-ubyte) count too
+        sniff(Path(root))  # idx files under other names (Kaggle's t10k-images.idx3-ubyte) count too
     except FormatError:
         return False
     return True
@@ -169,8 +161,7 @@ class TargetText:
 
     def path_prefix(self, exists: Callable[[str], bool] = os.path.isdir,
                     ) -> tuple[str, tuple[str, ...]] | None:
-        """``(path, the parts after it)`` for the longest leading parts that ``exists`` says
-        name a path (a folder by default: ``os.path.exists`` for files too), else None."""
+        """``(path, the parts after it)`` for the longest leading parts that ``exists``, else None."""
         for k in range(len(self.parts), 0, -1):
             head = ":".join(self.parts[:k])
             if head and exists(head):
@@ -213,8 +204,6 @@ def resolve_target(text: PathArg,
     as ``(name, split, root)``: names matched as :func:`mnistforge.load` matches them, ``root``
     None for a registry name, ``split`` ``default_split`` when not given.
 
-    >>> resolve_target("qmnist:test10k")
-    ('qmnist', 'test10k', None)
     >>> resolve_target("emnist-letters", default_split="train")
     ('emnist-letters', 'train', None)
     >>> resolve_target("MNIST:test[:100]")
@@ -227,13 +216,10 @@ def resolve_target(text: PathArg,
     if folder is not None:
         name = None
         if rest:
-            try:
+            with contextlib.suppress(DatasetNotFoundError):
                 name = dataset_name(rest[0])
                 rest.pop(0)
-            except DatasetNotFoundError:
-                name = None
-        if name is None:
-            name = detect_dataset(folder)
+        name = name or detect_dataset(folder)
         if len(rest) > 1:
             raise ConfigError("cannot parse target", found=text,
                               expected="FOLDER, FOLDER:SPLIT or FOLDER:NAME:SPLIT")

@@ -12,8 +12,6 @@ each side's class balance said (:class:`ClassBalance`).  The rules: ``docs/feder
 (45, 15, {'train': 9, 'test': 3})
 >>> set(sides.train.metadata["writer"]) & set(sides.test.metadata["writer"])
 set()
->>> sides.balance.counts["test"].tolist()
-[2, 1, 2, 1, 2, 1, 2, 1, 2, 1]
 >>> print(sides.balance.summary())
 largest relative deviation from the pool's class shares: train 11.1% (class '0'), test 33.3% (class '1')
 """
