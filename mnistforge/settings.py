@@ -1,12 +1,10 @@
-"""Every setting of mnistforge in one frozen object, :func:`current`, which reads the environment
-once (the only module that reads it; nothing writes it; the variables: :data:`VARIABLES`,
-``docs/usage.md#environment-variables``).
+"""Every setting in one frozen object, :func:`current`, which reads the environment once (the only
+module that reads it; nothing writes it; the variables: :data:`VARIABLES`, ``docs/usage.md``).
 
-For every setting: an argument to :func:`current` (None: not given), else the values
-:func:`using` holds (the command line's ``--cache``, ``--offline``, ``--no-progress``; a context
-variable: nested blocks restore the outer values, each thread sees its own), else the
-environment, else the default.  Each is decided when read: a bad variable is an error only where
-its setting is used.
+For every setting: an argument to :func:`current` (None: not given), else the values :func:`using`
+holds in a context variable (the command line's ``--cache``, ``--offline``, ``--no-progress``),
+else the environment, else the default; each decided when read (a bad variable is an error only
+where its setting is used).
 
 >>> current(offline=True, workers=3).workers
 3

@@ -13,8 +13,7 @@ from ..io.atomic import atomic_file
 from ..io.compression import compression_of, strip_compression
 from ..io.hashing import inflate_to, sha256_file
 from ..log import get_logger
-from .seen import identity as _identity
-from .seen import path_key
+from .seen import identity as _identity, path_key
 from .verify import Verification, read_marker, write_marker
 
 logger = get_logger(__name__)

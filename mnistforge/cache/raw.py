@@ -9,15 +9,8 @@ import errno
 import os
 from pathlib import Path
 
-from ..errors import (
-    ConfigError,
-    FormatError,
-    HashMismatchError,
-    IdxFormatError,
-    MnistforgeError,
-    NotWritableError,
-    PathArg,
-)
+from ..errors import (ConfigError, FormatError, HashMismatchError, IdxFormatError, MnistforgeError, NotWritableError,
+                      PathArg)
 from ..io import compression
 from ..io.atomic import atomic_file
 from ..io.hashing import HashingReader, inflate_to
@@ -25,16 +18,8 @@ from ..log import get_logger
 from ..registry import RemoteFile
 from .archive import open_member
 from .download import FetchResult
-from .verify import (
-    Verification,
-    decide,
-    marker_path,
-    needs_md5,
-    read_marker,
-    remove_with_marker,
-    verify_file,
-    write_marker,
-)
+from .verify import (Verification, decide, marker_path, needs_md5, read_marker, remove_with_marker, said, verify_file,
+                     write_marker)
 
 logger = get_logger(__name__)
 
@@ -109,12 +94,7 @@ def first_raw_copy(remote: RemoteFile, packed: Path, raw: Path, *,
         return None
     if status == "exact":
         csha = cmd5 = None  # what verify_file records: content hashes only where they decided
-    v = Verification(str(packed), status, got.sha256, got.md5, csha, cmd5, got.size)
-    if status == "content":
-        logger.info("%s: compressed bytes differ from the published file, content matches", packed)
-    elif status == "unpinned":
-        logger.warning("%s: no hash is pinned for %s; observed sha256 %s (not verified)",
-                       packed, remote.id, got.sha256)
+    v = said(Verification(str(packed), status, got.sha256, got.md5, csha, cmd5, got.size), remote)
     write_marker(packed, v)
     write_marker(raw, raw_v)
     return v

@@ -17,6 +17,7 @@ True
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -95,7 +96,5 @@ def remember(path: str | os.PathLike[str], facts: dict[str, Any], *, before: os.
 
 def forget(path: str | os.PathLike[str], cache: str | os.PathLike[str] | None = None) -> None:
     """Remove the record of ``path`` (a file found damaged must be hashed again next time)."""
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(record_path(path, cache))
-    except OSError:
-        pass

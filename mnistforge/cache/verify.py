@@ -204,10 +204,14 @@ def verify_file(path: PathArg, remote: RemoteFile, *, use_marker: bool = True,
             status = decide(remote, sha, md5, csha, cmd5)
     if status is None:
         raise _mismatch(path, remote, sha, csha, raw=raw)
-    v = Verification(str(path), status, sha, md5, csha, cmd5, size)
-    if status == "content":
-        logger.info("%s: compressed bytes differ from the published file, content matches", path)
-    elif status == "unpinned":
-        logger.warning("%s: no hash is pinned for %s; observed sha256 %s (not verified)",
-                       path, remote.id, sha)
+    return said(Verification(str(path), status, sha, md5, csha, cmd5, size), remote)
+
+
+def said(v: Verification, remote: RemoteFile) -> Verification:
+    """``v``, logged where it needs saying (another wrapper, nothing pinned)."""
+    if v.status == "content":
+        logger.info("%s: compressed bytes differ from the published file, content matches", v.path)
+    elif v.status == "unpinned":
+        logger.warning("%s: no hash is pinned for %s; observed sha256 %s (not verified)", v.path,
+                       remote.id, v.sha256)
     return v

@@ -1,11 +1,6 @@
-"""The trust gate: every route into the data passes here before an array reaches a caller.
-
-It decides **what the data is**, from content, images included (:mod:`.content`; folders:
-:mod:`.files`; a name the content contradicts raises
-:class:`~mnistforge.errors.DataMismatchError` unless ``trust_files=True``), **that it is
-intact** (recorded hashes, trusted while the file keeps its identity:
-:mod:`mnistforge.cache.seen`) and **that it is well formed** (:mod:`.formed`).  What each route
-checks is one table, :data:`.policy.POLICY`; arrays from any route go through :func:`admit`.
+"""The trust gate, which every route into the data passes: **what the data is**, from content
+(:mod:`.content`, :mod:`.files`), **that it is intact** (recorded hashes, :mod:`mnistforge.cache.seen`),
+**that it is well formed** (:mod:`.formed`); what each route checks: :data:`.policy.POLICY`.
 """
 from __future__ import annotations
 

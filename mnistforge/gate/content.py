@@ -271,9 +271,8 @@ def judge(c: Arrays, claimed: str | None, split: str | None, *, where: Where, tr
 def _mismatch(c: Arrays, info: DatasetInfo, split: str | None, where: Where, *, found: str,
               suggest: tuple[str, str] | None = None) -> DataMismatchError:
     sizes = ", ".join(f"{s} {sp.count:,}" for s, sp in info.splits.items() if not sp.is_view)
-    hint = ""
-    if suggest is not None:
-        hint = f"load it as what it is: mnistforge.load({suggest[0]!r}, {suggest[1]!r}, root=...); or, "
+    hint = "" if suggest is None else \
+        f"load it as what it is: mnistforge.load({suggest[0]!r}, {suggest[1]!r}, root=...); or, "
     return DataMismatchError(
         f"this is not {info.name}" + (f" {split}" if split else ""), path=where,
         expected=f"{info.name}" + (f" {split}" if split else "") + f" (registry content hashes; {sizes} rows)",

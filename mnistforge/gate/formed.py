@@ -1,7 +1,6 @@
 """Is the data well formed: shape, type, pixel range and class range against the registry's facts
 (every route; they read only the arrays' shape, type and extremes: microseconds).
 
->>> import numpy as np
 >>> from mnistforge.registry import get_dataset
 >>> try:
 ...     require_images(np.zeros((2, 14, 56), np.uint8), get_dataset("mnist"), "x.npz")

@@ -33,10 +33,10 @@ class Rule:
 
 #: the fields several rules share (splatted into :class:`Rule`)
 _FOLDER: dict[str, Any] = {"parts": ("labels", "images"), "record": "seen",
-                    "rehash": "both files by sha256, ignoring the records (and the raw copies of keep_raw)"}
+                           "rehash": "both files by sha256, ignoring the records (and the raw copies of keep_raw)"}
 _ARRAYS: dict[str, Any] = {"parts": ("images", "labels"),
-                          "hashes": ("content xxh3_128", "content sha256", "order-free sha256"),
-                          "record": "none", "rehash": "the arrays by sha256 (they are hashed on every load)"}
+                           "hashes": ("content xxh3_128", "content sha256", "order-free sha256"),
+                           "record": "none", "rehash": "the arrays by sha256 (they are hashed on every load)"}
 #: a copy in one file: the registry's answer is kept while the file keeps its identity
 _ONE_FILE: dict[str, Any] = {**_ARRAYS, "record": "seen", "rehash": "the arrays by sha256, ignoring the record"}
 
@@ -64,8 +64,7 @@ POLICY: dict[str, Rule] = {r.route: r for r in (
                       "order-free hashes of the arrays",
          parts=("shards", "images", "labels"),
          hashes=("recorded shard sha256", "content xxh3_128", "content sha256", "order-free sha256"),
-         record="seen",
-         rehash="every shard, ignoring the records"),
+         record="seen", rehash="every shard, ignoring the records"),
 )}
 
 

@@ -1,8 +1,6 @@
-"""Loaders: :func:`load` -> :class:`DatasetSplit`, from the cache, idx folders, Hugging Face
-exports and third-party copies (one code path); :func:`resolve_target` for CLI targets;
-:func:`hf_features`, the Hugging Face schema; :func:`writer_split`, writer-disjoint re-splits.
+"""Loaders: :func:`load` -> :class:`DatasetSplit` (the cache, idx folders, Hugging Face exports,
+third-party copies), :func:`resolve_target`, :func:`hf_features`, :func:`writer_split`.
 
->>> from mnistforge.loaders import resolve_target
 >>> resolve_target("mnist:test")
 ('mnist', 'test', None)
 """

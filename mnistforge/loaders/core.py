@@ -42,27 +42,18 @@ def load(name: PathArg, split: str = "train", *, root: PathArg | None = None,
          cache: PathArg | None = None, keep_raw: bool | None = None, progress: bool | None = None,
          trust_files: bool | None = None, label_issues: str | None = None, check: bool = False,
          mirrors: Sequence[str] | str | None = None) -> DatasetSplit:
-    """Load one split of a dataset: official files from the cache, a folder of idx files (a build),
-    a Hugging Face export or a third-party copy (``docs/loading.md``).
+    """Load one split of a dataset (``docs/loading.md``): ``name`` as typed (``MNIST``,
+    ``emnist/letters``) or a path; ``split`` a registry split, TFDS slice after it allowed
+    (``test[:100]``, ``train[:90%]``); ``root`` a folder of idx files under the official names, a
+    Hugging Face export or a third-party copy (without it: the cache, fetched and verified).
 
-    ``name``: a dataset as typed (``MNIST``, ``fashion_mnist``, ``emnist/letters``) or a path (a
-    folder, recognised from its files, or a copy).  ``split``: ``train``, ``test``, a registry
-    view (``test10k``, ``validation``...), a TFDS slice after it (``test[:100]``, ``train[:90%]``).
-    ``root``: a folder of idx files under the official names (or in ``root/<name>``,
-    ``root/<group>``), an export or a copy; without it, the cache, fetched and verified as needed.
-    ``download``: ``False`` never opens a connection (OfflineError), ``True`` fetches; None:
-    unless ``MNISTFORGE_OFFLINE=1``.  ``with_metadata``: QMNIST's columns, an EMNIST build's
-    writers and, for MNIST and QMNIST, the label votes of Northcutt et al. (2021) (``"files"``:
-    the files' columns only).  ``label_issues``: ``"exclude"`` or ``"relabel"`` the images with a
-    known label issue (``ds.label_issues`` says what changed).  ``cache``: the cache folder.
-    ``keep_raw``: keep decompressed copies for memory-mapped loads (default on, or
-    ``MNISTFORGE_KEEP_RAW``; a folder's only when ``True`` is passed, in ``<cache>/local-raw/``).
-    ``check``: re-hash every file read instead of trusting its sidecar or record
-    (HashMismatchError; a stale raw copy is made again).  ``mirrors``: addresses tried before the
-    registry's (default ``$MNISTFORGE_MIRRORS``).  ``trust_files``: data from ``root`` passes the
-    trust gate (:mod:`mnistforge.gate`), hashed once and checked against its build manifest or
-    the registry (DataMismatchError saying what it is); ``True`` (or ``MNISTFORGE_TRUST_FILES``)
-    loads it anyway.  Shape, pixel and class-range checks apply either way.
+    ``download=False`` never opens a connection (OfflineError); ``with_metadata``: the files'
+    columns and, for MNIST and QMNIST, the label votes (``"files"``: the files' only);
+    ``label_issues``: ``"exclude"`` or ``"relabel"`` the images with a known label issue;
+    ``keep_raw``: memory-mapped decompressed copies (a folder's only when ``True`` is passed);
+    ``check``: re-hash every file read, trusting no sidecar or record; ``mirrors``: addresses tried
+    before the registry's; ``trust_files=True``: data from ``root`` that fails the trust gate
+    (DataMismatchError, saying what it is) loads anyway.  Shape, pixel and class checks apply always.
     """
     if label_issues is not None:  # refused on every route, the third-party copies' included
         check_mode(label_issues)

@@ -3,7 +3,6 @@ a split as its maker stored it into ``uint8 N x 28 x 28`` images and integer lab
 what it undid: lossless ``storage`` facts and departures from the official bytes (``changes``:
 float scaling, inversion and, once the dataset is known, a transposition, a label offset).
 
->>> import numpy as np
 >>> from mnistforge.io.foreign import ForeignSplit
 >>> x = np.zeros((4, 784), np.float32); x[:, :20] = 1.0
 >>> c = canonicalise(ForeignSplit("test", x, np.arange(4), "demo"))

@@ -47,7 +47,6 @@ def study_path(ann: LabelAnnotation, *, cache: PathArg | None = None, download: 
 def read_study(path: PathArg, file_id: str = "label-errors/mnist_mturk.json") -> LabelVotes:
     """Verify ``path`` against the registry's sha256 of ``file_id`` (HashMismatchError), then parse it.
 
-    >>> from pathlib import Path
     >>> p = Path("../shared/reference/papers/northcutt2021-mnist-test-mturk.json")
     >>> len(read_study(p)) if p.is_file() else 100
     100
@@ -183,7 +182,6 @@ def apply_label_issues(mode: str, name: str, split: str, images: npt.NDArray[np.
     issue, ``relabel`` gives them the label a majority chose and drops those without one.
     ``metadata`` must hold the label-vote columns; rows not examined are kept.
 
-    >>> import numpy as np
     >>> from mnistforge.io.label_votes import parse_mturk_json, dense_columns
     >>> t = parse_mturk_json('[{"id": 0, "given_original_label": 1, "our_guessed_label": 7,'
     ...     ' "mturk": {"given": 0, "guessed": 5, "neither": 0}}, {"id": 1,'

@@ -110,11 +110,7 @@ def split_name(info: DatasetInfo, text: str) -> str:
 
 
 def parse_split(text: str) -> tuple[str, str | None]:
-    """``"train[:90%]"`` -> ``("train", "[:90%]")``; ``"test"`` -> ``("test", None)``.
-
-    >>> parse_split("test[:100]"), parse_split("test")
-    (('test', '[:100]'), ('test', None))
-    """
+    """``"train[:90%]"`` -> ``("train", "[:90%]")``; ``"test"`` -> ``("test", None)``."""
     m = _SLICE.match(str(text).strip())
     if not m:
         raise ConfigError("cannot parse the split", found=repr(text),

@@ -82,9 +82,8 @@ class CacheOrigin(Origin):
         return sp.count
 
     def _open(self, fname: str, required: bool) -> np.ndarray | None:
-        fid = f"{self.info.group}/{fname}"
         try:
-            remote = get_file(fid)
+            remote = get_file(f"{self.info.group}/{fname}")
         except KeyError:
             if required:
                 raise

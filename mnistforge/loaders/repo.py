@@ -19,14 +19,8 @@ from ..gate import admit
 from ..gate.content import OPT_OUT
 from ..io.hashing import THREAD_FROM, sha256_file, xxh3_file
 from ..io.hf.parquet import DATA
-from ..io.hf.repo import (
-    config_is_synthetic,
-    read_split,
-    recorded_shard_fast_hashes,
-    recorded_shard_hashes,
-    repo_configs,
-    shard_paths,
-)
+from ..io.hf.repo import (config_is_synthetic, read_split, recorded_shard_fast_hashes, recorded_shard_hashes,
+                          repo_configs, shard_paths)
 from ..io.hf.schema import field_name, hf_split_name
 from ..log import get_logger
 from ..registry import DatasetInfo, get_dataset, list_datasets
@@ -70,11 +64,6 @@ class _Shard(NamedTuple):
     path: Path
     digest: str       # the sha256 the export recorded
     fast: str | None = None   # its XXH3-128, where recorded and not check=True: hashed instead
-
-    @property
-    def want(self) -> str:
-        """The digest the shard is hashed against (the fast one where there is one)."""
-        return self.fast or self.digest
 
 
 def _plan(repo_dir: Path, config: str, splits: Iterable[str] | None, cache: PathArg | None,
@@ -121,10 +110,10 @@ def _judge(config: str, hashed: list[Hashed], recorded: dict[str, dict[str, str]
     """Refuse the first shard whose hash is not the recorded one (named, swapped or changed); record the rest."""
     out: dict[str, str] = {}
     for sh, before, got in hashed:
-        if got != sh.want:
+        if got != (sh.fast or sh.digest):   # the fast digest where there is one
             forget(sh.path, cache)
             kind = "xxh3_128" if sh.fast else "sha256"
-            want = f"{kind} {sh.want} (recorded by the export" + \
+            want = f"{kind} {sh.fast or sh.digest} (recorded by the export" + \
                 (f", with sha256 {sh.digest})" if sh.fast else ")")
             other = next((r for r, d in sorted(recorded[kind].items()) if d == got and r != sh.rel), None)
             if other is not None:

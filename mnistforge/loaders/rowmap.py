@@ -4,7 +4,6 @@ By image content, against the official splits this machine holds: **exact** (dig
 bytes), then **near** (L2 within :data:`NEAR_L2`, best of nine placements); a row matching several
 is **ambiguous**, one of another split than claimed **leakage** (``docs/verify.md``, row maps).
 
->>> import numpy as np
 >>> rng = np.random.default_rng(0)
 >>> train = rng.integers(0, 256, (6, 28, 28), dtype=np.uint8)
 >>> test = rng.integers(0, 256, (5, 28, 28), dtype=np.uint8)

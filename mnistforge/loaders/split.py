@@ -199,18 +199,14 @@ class RowMap:
 
 
 class DatasetSplit:
-    """One split of a dataset, loaded: ``len(ds)``, ``ds[i]`` -> ``(image, label)``, iteration
-    over such pairs; ``ds[a:b]``, ``ds[index_array]``, ``ds[bool_mask]`` -> a smaller split with
-    the same classes, origin and metadata rows (``indices``: the rows of the whole split it holds).
+    """One split of a dataset, loaded: ``len(ds)``, ``ds[i]`` -> ``(image, label)``, iteration;
+    ``ds[a:b]``, ``ds[index_array]``, ``ds[bool_mask]`` -> a smaller split (``indices``: its rows of
+    the whole).  ``images``: ``uint8 N x 28 x 28``, upright, ink high (a read-only memory map where
+    the cache keeps a raw copy); ``classes[labels[i]]``: the character; ``metadata``: one named
+    field per column, or None; ``stored_orientation``: the files' (``"transposed"``: EMNIST's).  A
+    third-party copy also has ``changes`` (what was undone), ``storage`` and ``row_map`` (each
+    row's official row: ``official_index``, ``official_split``, ``leakage``).
 
-    ``images`` are ``uint8 N x 28 x 28``, upright, ink high (a read-only memory map where the
-    cache keeps a raw copy), ``labels`` int64, ``classes[labels[i]]`` the character, ``metadata``
-    a structured array (one named field per column) or None, ``status`` how each file was
-    verified, ``stored_orientation`` the files' (``"transposed"`` for EMNIST's).  A third-party
-    copy also has ``changes`` (what was undone), ``storage`` and ``row_map`` (each row's
-    official row, whence ``official_index``, ``official_split``, ``leakage``).
-
-    >>> import numpy as np
     >>> from mnistforge.registry import get_dataset
     >>> ds = DatasetSplit("mnist", "test", np.zeros((5, 28, 28), np.uint8), np.arange(5),
     ...                   get_dataset("mnist"))
@@ -367,10 +363,8 @@ def _index_array(rows: object, n: int) -> npt.NDArray[np.int64]:
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         raise IndexKindError("cannot select rows", expected="an int, a slice, integer indices or a "
                              "boolean mask", found=f"{arr.dtype} values")
-    if arr.size:
-        lo, hi = int(arr.min()), int(arr.max())  # before the cast: uint64 2^63 must not wrap
-        for v in (lo, hi):
-            _row(v, n)
+    for v in (int(arr.min()), int(arr.max())) if arr.size else ():  # before the cast: 2^63 must not wrap
+        _row(v, n)
     return arr.astype(np.int64)
 
 

@@ -1,7 +1,6 @@
 """Writer-disjoint re-splits of loaded splits (:func:`writer_split`): no writer on both sides,
 each side's class balance said (:class:`ClassBalance`).  The rules: ``docs/federated.md``.
 
->>> import numpy as np
 >>> from mnistforge.registry import get_dataset
 >>> n = 60
 >>> meta = np.zeros(n, dtype=[("writer", "i4")]); meta["writer"] = np.arange(n) % 12
