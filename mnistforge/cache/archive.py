@@ -2,15 +2,12 @@
 extracted only inside their folder (:func:`safe_extract`: paths that escape, absurd sizes or
 ratios refused with :class:`~mnistforge.errors.UnsafeArchiveError` before anything is written).
 
->>> import io, zipfile, tempfile, os
+>>> import tempfile
 >>> d = tempfile.mkdtemp(); z = os.path.join(d, "a.zip")
 >>> with zipfile.ZipFile(z, "w") as zf:
 ...     zf.writestr("b/2.txt", "two"); zf.writestr("a/1.txt", "one")
 >>> [i.filename for i in iter_members(z)]
 ['a/1.txt', 'b/2.txt']
->>> with open_member(z, "b/2.txt") as f:
-...     f.read()
-b'two'
 >>> sorted(p.name for p in safe_extract(z, os.path.join(d, "out")))
 ['1.txt', '2.txt']
 """

@@ -47,9 +47,8 @@ def admit(images: npt.ArrayLike, labels: npt.ArrayLike, *, dataset: str | None, 
     :data:`~mnistforge.gate.policy.POLICY`; a route that records passes ``source``, ``before``
     (its stat before the read) and ``key``; ``rows``: the row map's facts, asked when needed.
 
-    >>> a = admit(np.zeros((3, 28, 28), np.uint8), np.arange(3), dataset=None, split=None,
-    ...           route="npz", where="x.npz")
-    >>> a.verdict.status
+    >>> admit(np.zeros((3, 28, 28), np.uint8), np.arange(3), dataset=None, split=None, route="npz",
+    ...       where="x.npz").verdict.status
     'unclaimed'
     """
     r = rule(route)
