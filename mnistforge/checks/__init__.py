@@ -5,8 +5,6 @@ Each check is a small function returning a :class:`CheckResult` (name, status
 applicable ones on a dataset name, a folder or a loaded split and returns a
 :class:`VerifyReport` (``.results``, ``.status``, ``.to_json()``).
 
-Examples
---------
 >>> from mnistforge.checks import verify
 >>> report = verify("mnist:test")                 # doctest: +SKIP
 >>> report.status, report.exit_code               # doctest: +SKIP

@@ -1,28 +1,17 @@
 """What a copy on this machine is, which official files it can give the cache, and giving them.
 
 :func:`examine` reads a file or folder (never writing to it) and answers, for each split it
-holds, one :class:`CopyAnswer`: the verdict (``identical``, ``reordered``, ``subset``,
-``transformed``, ``damaged``, ``unknown``), the dataset and split, and the official files it
-can be adopted as (:class:`Piece`):
-
-* idx files (any name, raw or compressed) are judged file by file against the registry: the
-  file's own hash, else its decompressed content's (a mirror's re-compressed copy, a
-  torchvision ``raw/`` file);
-* every other format (Keras ``.npz``, ``.npy`` pairs, CSV, torchvision roots, Hub parquet,
-  EMNIST ``.mat``) goes through the trust gate's identification
-  (:func:`mnistforge.checks.identify.identify`, :func:`mnistforge.gate.content.registry_match`):
-  a part (images or labels) whose canonical array, serialised as idx content, has the
-  registry's ``content_sha256`` in the official order is that official file's content.
-
-:func:`mnistforge.checks.copies.adopt` places those pieces in the cache
-(:func:`mnistforge.cache.adopt.place_in_cache`, which checks them once more with the cache's own
-verification before the rename).  A reordered or subset copy, or a part the registry pins no
-content hash of (MNIST's train images, EMNIST's members), is not adoptable, and the answer
-says why.
+holds, one :class:`CopyAnswer`: the verdict, the dataset and split, and the official files it can
+be adopted as (:class:`Piece`).  idx files are judged file by file by their own hash, else their
+decompressed content's; every other format goes through the trust gate's identification
+(:func:`mnistforge.checks.identify.identify`): a part whose canonical array, as idx content, has
+the registry's ``content_sha256`` in the official order is that official file's content.
+:func:`mnistforge.checks.copies.adopt` places the pieces in the cache, verified once more; a
+reordered or subset copy, or a part the registry pins no content hash of, is not adoptable, and
+the answer says why.
 """
 from __future__ import annotations
 
-import logging
 import os
 import stat
 from dataclasses import dataclass, field
@@ -36,13 +25,12 @@ from ..gate.content import registry_match
 from ..io.compression import open_sniffed, sniff_compression
 from ..io.foreign.detect import sniff
 from ..io.hashing import hash_file, hash_stream
+from ..io.outputs import _kind
 from ..io.types import Readable, StrPath
 from ..loaders.foreign import Canonical, canonicalise
 from ..registry import RemoteFile, get_dataset, get_file, list_datasets, list_files
 from .foreign import identify_copy
 from .identify import Identification
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["CopyAnswer", "Piece", "VERDICTS", "examine", "regular_or_folder"]
 
@@ -101,16 +89,10 @@ def regular_or_folder(path: StrPath) -> Path:
                           hint="check its permissions and those of the folders above it") from None
     if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
         return p
-    kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else
-            "a socket" if stat.S_ISSOCK(st.st_mode) else
-            "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else
-            "not a regular file")
     raise FormatError("not a file that can be read as a copy", path=p,
-                      expected="a regular file or a folder", found=kind,
+                      expected="a regular file or a folder", found=_kind(st),
                       hint="point at the file itself (or the folder holding it)")
 
-
-# --------------------------------------------------------------------------- the registry
 
 def _where_in_registry(fid: str) -> tuple[str | None, str | None]:
     """The (dataset, split) whose images or labels file ``fid`` is."""
@@ -138,8 +120,6 @@ def _official_names() -> dict[str, RemoteFile]:
         out.setdefault(f.raw_name, f)
     return out
 
-
-# --------------------------------------------------------------------------- idx files
 
 def _idx_files(path: Path) -> list[Path]:
     if path.is_file():
@@ -185,8 +165,7 @@ def _file_answer(p: Path) -> CopyAnswer:
         dataset, split = _where_in_registry(hit.id)
         how = ("the published file" if sha in (hit.sha256, hit.md5) else
                "its content is the published file's")
-        ans = CopyAnswer(str(p), "idx", p.name, "identical", dataset, split,
-                         f"{hit.id}: {how}")
+        ans = CopyAnswer(str(p), "idx", p.name, "identical", dataset, split, f"{hit.id}: {how}")
         if hit.archive:
             ans.why_not = (f"the cache keeps {hit.id} inside {hit.archive}: adopt that file "
                            "instead")
@@ -240,8 +219,6 @@ class _Capped:
             raise _TooBig
         return data
 
-
-# --------------------------------------------------------------------------- other formats
 
 def _verdict(ident: Identification) -> str:
     v = ident.verdict

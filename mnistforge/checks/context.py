@@ -73,27 +73,23 @@ _ITEMS: dict[Scope, Callable[[Context], Iterable[tuple[dict[str, str], Any]]]] =
 }
 
 
-def manifest_entry(manifest: Manifest | None, name: str | None) -> dict[str, Any]:
-    """The image counts per split a build manifest records for dataset ``name``, if any."""
-    entry = manifest.dataset(name) if manifest is not None and name else None
-    return dict(entry.counts) if entry is not None else {}
-
-
-def manifest_split_by(manifest: Manifest | None) -> str | None:
-    return manifest.split_by if manifest is not None else None
+def _build_entry(ctx: Context) -> Any:
+    """The target dataset's entry in the build manifest, if any."""
+    return ctx.manifest.dataset(ctx.name) if ctx.manifest is not None and ctx.name else None
 
 
 def expected_count(ctx: Context, split: str) -> tuple[int | None, str]:
     """(count, source) for a split: build manifest first, then the registry."""
-    entry = manifest_entry(ctx.manifest, ctx.name)
-    if isinstance(entry.get(split), int):
-        return int(entry[split]), "build manifest"
+    entry = _build_entry(ctx)
+    counts = dict(entry.counts) if entry is not None else {}
+    if isinstance(counts.get(split), int):
+        return int(counts[split]), "build manifest"
     if split in ctx.card_counts:
         return int(ctx.card_counts[split]), "dataset card"
-    if ctx.is_build:
+    if ctx.manifest is not None:
         # A build from a partial or synthetic SD19 has its own sizes; without
         # them in the manifest the registry size would be a false alarm.
-        if ctx.info is not None and split in ctx.info.splits and not _synthetic(ctx.manifest):
+        if ctx.info is not None and split in ctx.info.splits and not ctx.manifest.from_synthetic_sd19:
             return ctx.info.split(split).count, "registry"
         return None, "build manifest (no size recorded)"
     if ctx.info is not None and split in ctx.info.splits:
@@ -101,16 +97,12 @@ def expected_count(ctx: Context, split: str) -> tuple[int | None, str]:
     return None, "registry"
 
 
-def _synthetic(manifest: Manifest | None) -> bool:
-    return manifest is not None and manifest.from_synthetic_sd19
-
-
 def class_range(ctx: Context, ds: Any) -> tuple[int, int]:
     """(number of classes, first label) for a split."""
     info = getattr(ds, "info", None) or ctx.info
     classes = list(getattr(ds, "classes", None) or (info.classes if info else []))
     offset = int(info.label_offset) if info is not None else 0
-    entry = ctx.manifest.dataset(ctx.name) if ctx.manifest is not None and ctx.name else None
+    entry = _build_entry(ctx)
     n = len(classes) - offset if classes else int(np.max(ds.labels)) + 1
     if entry is not None and entry.classes is not None and entry.classes != n:
         return int(entry.classes), 0  # e.g. the paper's 37-class letters variant

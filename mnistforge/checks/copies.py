@@ -64,7 +64,6 @@ def _interesting(p: Path) -> bool:
     name = p.name.lower()
     if name.startswith("."):
         return False
-
     return name.endswith(SUFFIXES) or any(h in name for h in IDX_HINTS) or \
         name in {f.name.lower() for f in list_files()}
 
@@ -112,7 +111,7 @@ def candidates(place: StrPath) -> Iterator[Path]:
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode) and _interesting(e):
-                if e.name.endswith(".npy") and _labels_of_a_pair(e):
+                if e.name.endswith(".npy") and role_of(e.name) == "labels" and _npy_partner(e) is not None:
                     continue  # read with its images file
                 yield e
             elif stat.S_ISDIR(st.st_mode) and not e.is_symlink() and depth > 0 \
@@ -120,15 +119,6 @@ def candidates(place: StrPath) -> Iterator[Path]:
                 yield from walk(e, depth - 1)
 
     yield from walk(place, DEPTH)
-
-
-def _names_a_class(d: Path) -> bool:
-    """Whether ``d`` holds a torchvision class folder (MNIST/, FashionMNIST/...) or is one."""
-    return d.name in torchvision_folders() or any((d / c).is_dir() for c in torchvision_folders())
-
-
-def _labels_of_a_pair(p: Path) -> bool:
-    return role_of(p.name) == "labels" and _npy_partner(p) is not None
 
 
 def find_copies(places: Iterable[StrPath] | None = None, *,
@@ -155,8 +145,12 @@ def _examine(cand: Path, search_cache: bool) -> list[CopyAnswer]:
         return [CopyAnswer(str(cand), "pickle", "", "unknown", message=f"refused, never "
                            f"unpickled: {e}", why_not="a pickle")]
     except FormatError as e:
-        if (cand.is_file() and not _interesting(cand)) or (cand.is_dir() and not _names_a_class(cand)):
-            return []  # a folder that merely has a raw/ in it, a file that is not a copy
+        # a folder that merely has a raw/ in it (no torchvision class folder, MNIST/...), a file
+        # that is not a copy
+        classes = torchvision_folders()
+        if (cand.is_file() and not _interesting(cand)) or (cand.is_dir() and cand.name not in classes
+                                                            and not any((cand / c).is_dir() for c in classes)):
+            return []
         return [CopyAnswer(str(cand), "?", "", "unknown", message=f"not readable as a copy: {e}",
                            why_not="unreadable")]
     except (MnistforgeError, OSError, ValueError) as e:
@@ -176,8 +170,7 @@ def adopt(paths: StrPath | Iterable[StrPath], files: Iterable[RemoteFile | str] 
     answers: list[CopyAnswer] = []
     for path in ([paths] if isinstance(paths, (str, os.PathLike)) else paths):
         p = regular_or_folder(path)
-        found = examine(p) if p.is_file() else \
-            [a for cand in candidates(p) for a in _examine(cand, True)]
+        found = examine(p) if p.is_file() else [a for cand in candidates(p) for a in _examine(cand, True)]
         for ans in found:
             answers.append(ans)
             for piece in ans.pieces:

@@ -1,30 +1,16 @@
 """Exact and near duplicates, within a split and across train/test.
 
-* **Exact** duplicates: every image's bytes are hashed (64 bits, vectorised);
-  images sharing a digest are then compared byte for byte, so a hash
-  collision can never produce a false report.
-* **Near** duplicates across splits: pairs of images whose L2 distance (pixel
-  values 0..255) is at most a threshold.  The search is blocked and exact:
+Exact: images sharing a 64-bit digest are then compared byte for byte, so a hash collision can
+never produce a false report.  Near: the exact blocked L2 radius search of
+:func:`mnistforge.io.similar.find_near_duplicates`, whose pooled pre-filter cannot lose a true
+pair.  In full: ``docs/verify.md`` (duplicates: exact and near).
 
-  1. a cheap pre-filter on 4x4-pooled images (49 values instead of 784).
-     Pooling with ``sum / 4`` is a contraction: by Cauchy-Schwarz
-     ``(sum of 16 d)^2 / 16 <= sum of 16 d^2``, so the pooled distance never
-     exceeds the full one and no true pair is lost;
-  2. pooled distances for a block of queries against all base images with
-     one float32 matrix product (``|a|^2 + |b|^2 - 2 a.b``), with a slack
-     covering float32 rounding;
-  3. the exact integer L2 distance for the few surviving candidates.
-
-Examples
---------
->>> import numpy as np
 >>> a = np.zeros((3, 28, 28), np.uint8); a[1, 5, 5] = 9; a[2, 5, 5] = 9
 >>> [g.tolist() for g in find_exact_duplicates(a)]
 [[1, 2]]
 """
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import numpy as np
@@ -34,10 +20,8 @@ from ..io.similar import (DEFAULT_NEAR_L2 as DEFAULT_NEAR_L2, NearDuplicates, fi
                           xorshift_image_digests, nearest_brute_force)
 from .result import PASS, WARN, CheckResult, fail
 
-logger = logging.getLogger(__name__)
 
-
-def _groups_by_value(keys: np.ndarray) -> list[np.ndarray]:
+def groups_by_value(keys: np.ndarray) -> list[np.ndarray]:
     """Index arrays of the positions sharing each repeated key."""
     order = np.argsort(keys, kind="stable")
     k = keys[order]
@@ -53,7 +37,7 @@ def find_exact_duplicates(images: npt.ArrayLike, digests: np.ndarray | None = No
     images = np.asarray(images)
     digests = xorshift_image_digests(images) if digests is None else digests
     groups = []
-    for g in _groups_by_value(digests):
+    for g in groups_by_value(digests):
         g = np.sort(g)
         # Split a digest group into byte-identical classes (guards collisions).
         flat = images[g].reshape(len(g), -1)
@@ -89,8 +73,6 @@ def find_cross_duplicates(a: npt.ArrayLike, b: npt.ArrayLike, digests_a: np.ndar
     return np.asarray(pairs, np.int64).reshape(-1, 2)
 
 
-# --------------------------------------------------------------------------- checks
-
 def check_exact_within(images: np.ndarray, split: str = "", *, digests: np.ndarray | None = None, max_examples: int = 8,
                        name: str | None = None) -> CheckResult:
     """Byte-identical images within one split: a warning with counts and examples."""
@@ -116,8 +98,7 @@ def check_exact_across(train: np.ndarray, test: np.ndarray, *, digests_train: np
     """A test image byte-identical to a training image is leakage: a failure."""
     pairs = find_cross_duplicates(train, test, digests_train, digests_test)
     n_test = int(np.unique(pairs[:, 1]).size)
-    values = {"pairs": len(pairs), "test_images": n_test,
-              "examples": pairs[:max_examples].tolist()}
+    values = {"pairs": len(pairs), "test_images": n_test, "examples": pairs[:max_examples].tolist()}
     if len(pairs):
         r = fail(name, values, f"{n_test} test images also appear in train "
                                f"(e.g. train {pairs[0, 0]} = test {pairs[0, 1]})")

@@ -5,8 +5,6 @@ held by more than one writer, images on both train and test (and how many of the
 SD19 character LEAF's ``group_by_writer.py`` doubled), and the LEAF parameters the data was
 made with: from the manifest, or read back from LEAF's file and folder names and ``meta/``.
 
-Examples
---------
 >>> leaf_parameters_from_names(["all_data_0_niid_05_keep_0_train_9.json",
 ...                             "all_data_1_niid_05_keep_0_train_9.json"])
 {'-s': 'niid', '--sf': 0.05, '-k': 0, '--tf': 0.9, '-t': 'sample'}
@@ -27,6 +25,7 @@ from ..io.leaf import read_leaf_folder
 from ..io.manifest import Manifest
 from ..io.similar import blake2b_image_digests
 from ..io.types import StrPath
+from .duplicates import groups_by_value
 from .result import FAIL, INFO, PASS, WARN, CheckResult, VerifyReport, run_check
 
 __all__ = ["is_leaf_folder", "leaf_parameters_from_names", "check_writers_and_classes",
@@ -104,17 +103,9 @@ def check_writers_and_classes(users: npt.ArrayLike, labels: npt.ArrayLike, split
 
 def check_cross_writer_duplicates(images: npt.ArrayLike, users: npt.ArrayLike, split: str) -> CheckResult:
     """Identical images held by more than one writer (a warning: LEAF never checks)."""
-    d = _digests(images)
     users = np.asarray(users)
-    order = np.argsort(d, kind="stable")
-    ds, us = d[order], users[order]
-    groups = np.flatnonzero(np.r_[True, ds[1:] != ds[:-1]])
-    bounds = np.r_[groups, len(ds)]
-    shared = []
-    for i, s in enumerate(groups.tolist()):
-        e = int(bounds[i + 1])
-        if e - s > 1 and len(set(us[s:e].tolist())) > 1:
-            shared.append(sorted(set(us[s:e].tolist())))
+    holders = (sorted(set(users[g].tolist())) for g in groups_by_value(_digests(images)))
+    shared = [who for who in holders if len(who) > 1]
     values = {"images_in_several_writers": len(shared), "examples": shared[:5]}
     if shared:
         return CheckResult(f"femnist.duplicates.writers[{split}]", WARN, values,
@@ -165,8 +156,7 @@ def femnist_build_checks(manifest: Manifest | None, loaded: dict[str, Any],
                 r = CheckResult(r.name, FAIL, dict(r.values, manifest=len(want)),
                                 "samples per writer differ from the manifest's writer_counts")
         add(r)
-        add(run_check(f"femnist.duplicates.writers[{s}]", check_cross_writer_duplicates,
-                      ds.images, users, s))
+        add(run_check(f"femnist.duplicates.writers[{s}]", check_cross_writer_duplicates, ds.images, users, s))
     if "train" in loaded and "test" in loaded:
         tr, te = loaded["train"].metadata, loaded["test"].metadata
         rows = (tr["sd19_row"], te["sd19_row"]) if tr is not None and te is not None else (None, None)

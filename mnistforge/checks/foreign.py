@@ -1,13 +1,10 @@
 """``verify`` on a third-party copy: first say what it is, then the usual checks run on it.
 
-``verify("mnist.npz")``, ``verify("emnist-letters.mat:test")``,
-``verify("root/")`` (torchvision), ``verify("snapshot/")`` (parquet): every
-split of the copy is made canonical, identified (:mod:`.identify`), loaded as
-a :class:`~mnistforge.loaders.DatasetSplit` with the changes undone
-(:func:`identify_copy`); :func:`mnistforge.checks.verify` checks those and
-:func:`finish_report` puts the answers first.  The report starts with one
-``identify[<split>]`` result per split; ``report.info["identification"]``
-holds the same answers as fields (what ``verify --json`` writes).
+Every split of the copy (``verify("mnist.npz")``, ``verify("root/")``...) is made canonical,
+identified (:mod:`.identify`) and loaded as a :class:`~mnistforge.loaders.DatasetSplit` with the
+changes undone (:func:`identify_copy`); :func:`mnistforge.checks.verify` checks those and
+:func:`finish_report` puts the answers first: one ``identify[<split>]`` result per split, and
+the same answers as fields in ``report.info["identification"]`` (what ``verify --json`` writes).
 """
 from __future__ import annotations
 
@@ -139,8 +136,7 @@ def _officials(reference: Any, ref: RefArrays | None, search_cache: bool,
                 _, _, rroot = resolve_target(os.fspath(reference))
                 got += official_splits([rname], loader=load, root=rroot, image_shape=tuple(shape))
         if search_cache:
-            got += official_splits([dataset] if dataset else None, loader=load,
-                                   image_shape=tuple(shape))
+            got += official_splits([dataset] if dataset else None, loader=load, image_shape=tuple(shape))
         seen: set[tuple[str, str]] = set()
         out: list[Official] = []
         for o in got:  # the reference's first: one entry per official split

@@ -1,16 +1,10 @@
 """Hash checks: official files against the registry, built files against their manifest.
 
-* A **build folder** carries ``manifest.json`` whose ``outputs`` maps every
-  file to its sha256 and size at build time: any later edit, truncation or
-  deletion is a failure; an idx file the manifest does not list is a warning.
-* An **official** file (cache or a folder of official files) is compared with
-  the registry: the sha256 (or md5) of the file as published, and, when that
-  differs, of its decompressed content.  Mirrors re-compress files, so a
-  matching *content* is a pass that says so; a file the registry cannot pin
-  at all is a warning ("unverified"), never a silent pass.
+A build folder's ``manifest.json`` records every output's sha256 and size: an edit, truncation
+or deletion fails, an idx file it does not list warns.  An official file passes when its bytes,
+or (a mirror re-compresses files) its decompressed content, have the registry's hash, and says
+which; a file the registry pins no hash of warns ("unverified"), never a silent pass.
 
-Examples
---------
 >>> import tempfile, pathlib
 >>> from mnistforge.io.manifest import Manifest
 >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a.bin").write_bytes(b"x")
@@ -23,7 +17,6 @@ Examples
 """
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -37,27 +30,20 @@ from ..registry import RemoteFile, find_superseded
 from .integrity import ContentHasher
 from .result import FAIL, PASS, WARN, CheckResult
 
-logger = logging.getLogger(__name__)
-
 IDX_MARKERS = ("-idx1-", "-idx2-", "-idx3-", "-idx4-")
-
-
-def is_idx_name(name: str) -> bool:
-    return any(k in name for k in IDX_MARKERS)
+#: what the files of each registry status are, in the message
+_SAID = {"exact": "identical to the published files",
+         "content": "with the published content (re-compressed wrapper)",
+         "raw": "decompressed copies with the published content",
+         "archive": "verified through their pinned archive"}
 
 
 def check_manifest(folder: StrPath, manifest: Manifest | dict[str, Any] | None = None, *,
                    only: Iterable[str] | None = None,
                    name: str = "hashes.manifest") -> CheckResult:
-    """Every output listed in the build manifest still has its sha256 and size.
-
-    Parameters
-    ----------
-    folder : path of the build folder
-    manifest : :class:`~mnistforge.io.manifest.Manifest` or its dict form
-        (read from ``folder/manifest.json`` when None)
-    only : optional iterable of relative names to restrict the check to
-    """
+    """Every output listed in the build manifest of ``folder`` (a
+    :class:`~mnistforge.io.manifest.Manifest` or its dict form; default: ``folder/manifest.json``)
+    still has its sha256 and size; ``only``: the relative names to restrict the check to."""
     folder = Path(folder)
     manifest = read_folder_manifest(folder) if manifest is None else Manifest.coerce(manifest)
     if manifest is None:
@@ -80,19 +66,14 @@ def check_manifest(folder: StrPath, manifest: Manifest | dict[str, Any] | None =
             changed.append(rel)
     listed = set(manifest.outputs)
     extra = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
-                   if p.is_file() and is_idx_name(p.name) and not p.name.startswith(".")
+                   if p.is_file() and any(k in p.name for k in IDX_MARKERS) and not p.name.startswith(".")
                    and p.relative_to(folder).as_posix() not in listed)
     values = {"files": len(outputs), "missing": missing, "size_changed": resized,
               "hash_changed": changed, "unlisted": extra, "kind": manifest.kind}
     bad = missing + resized + changed
     if bad:
-        parts = []
-        if missing:
-            parts.append(f"{len(missing)} missing ({missing[0]})")
-        if resized:
-            parts.append(f"{len(resized)} changed size ({resized[0]})")
-        if changed:
-            parts.append(f"{len(changed)} changed content ({changed[0]})")
+        parts = [f"{len(v)} {what} ({v[0]})" for v, what in
+                 ((missing, "missing"), (resized, "changed size"), (changed, "changed content")) if v]
         return CheckResult(name, FAIL, values,
                            "files differ from the build manifest: " + "; ".join(parts)
                            + ". Rebuild, or restore the files")
@@ -122,7 +103,6 @@ def verify_against_registry(path: StrPath, remote: RemoteFile,
     if v.status == "unpinned" and (remote.sha256 or remote.md5):
         out["note"] = "only the published compressed file is pinned"
     if v.status == "mismatch":  # an older release the registry knows, named
-
         rel = find_superseded(sha256=v.sha256, content_sha256=v.content_sha256)
         if rel is not None:
             out["superseded"] = {"release": rel.release, "superseded_by": rel.superseded_by,
@@ -133,15 +113,9 @@ def verify_against_registry(path: StrPath, remote: RemoteFile,
 
 def check_registry_files(files: Mapping[Path, RemoteFile], name: str = "hashes.registry",
                          contents: Mapping[Path, ContentHasher] | None = None) -> CheckResult:
-    """Check official files against the registry.
-
-    Parameters
-    ----------
-    files : dict mapping a local path to its :class:`~mnistforge.registry.RemoteFile`
-    contents : dict, optional
-        Content hashers by path from :func:`~mnistforge.checks.integrity.check_parse`
-        (the files inflated once for both checks).
-    """
+    """Check official files (``{local path: its registry file}``) against the registry;
+    ``contents``: content hashers by path from :func:`~mnistforge.checks.integrity.check_parse`
+    (the files inflated once for both checks)."""
     contents = contents or {}
     rows = [verify_against_registry(p, r, contents.get(Path(p)))
             for p, r in sorted(files.items(), key=lambda x: str(x[0]))]
@@ -161,15 +135,7 @@ def check_registry_files(files: Mapping[Path, RemoteFile], name: str = "hashes.r
         return CheckResult(name, FAIL, values,
                            f"{len(bad)} of {len(rows)} files differ from the registry ({bad[0]}): "
                            "modified or corrupted; fetch them again")
-    parts = []
-    if by.get("exact"):
-        parts.append(f"{len(by['exact'])} identical to the published files")
-    if by.get("content"):
-        parts.append(f"{len(by['content'])} with the published content (re-compressed wrapper)")
-    if by.get("raw"):
-        parts.append(f"{len(by['raw'])} decompressed copies with the published content")
-    if by.get("archive"):
-        parts.append(f"{len(by['archive'])} verified through their pinned archive")
+    parts = [f"{len(by[k])} {said}" for k, said in _SAID.items() if by.get(k)]
     if by.get("unpinned"):
         parts.append(f"{len(by['unpinned'])} unverified (no hash pinned: "
                      f"{', '.join(by['unpinned'][:2])})")

@@ -2,18 +2,13 @@
 
 For each split of a copy (:mod:`mnistforge.io.foreign`, made canonical by
 :mod:`mnistforge.loaders.foreign`), :func:`identify` answers one verdict of the table in
-``docs/verify.md``: ``identical``, ``reordered``, ``subset`` (found by the row map, :mod:`mnistforge.loaders.rowmap`),
-``transformed`` (with the listed changes), ``differs`` (with a reference at hand),
-``superseded`` (an older release the registry knows) or ``unknown`` (with what it resembles).
+``docs/verify.md``: ``identical``, ``reordered``, ``subset`` (found by the row map,
+:mod:`mnistforge.loaders.rowmap`), ``transformed`` (with the listed changes), ``differs`` (with a
+reference at hand), ``superseded`` (an older release the registry knows) or ``unknown`` (with
+what it resembles).  Hashes compare the canonical arrays serialised as idx content with the
+registry's ``content_sha256`` of the official files, so no file is needed; image-by-image
+comparison needs the reference arrays.
 
-The verdict names the dataset and split.  Hashes compare the canonical arrays
-serialised as idx content with the registry's ``content_sha256`` of the
-official files, so no file is needed; image-by-image comparison needs the
-reference arrays.
-
-Examples
---------
->>> import numpy as np
 >>> from mnistforge.io.foreign import ForeignSplit
 >>> from mnistforge.loaders.foreign import canonicalise
 >>> rng = np.random.default_rng(0)
@@ -49,8 +44,7 @@ logger = logging.getLogger(__name__)
 #: the official splits to map a copy's rows to: a list, or ``dataset -> list``
 Officials = list[Official] | Callable[[str | None], list[Official]]
 
-__all__ = ["Identification", "compare_with_reference", "identify", "identification_check",
-           "row_map_check"]
+__all__ = ["Identification", "compare_with_reference", "identify", "identification_check", "row_map_check"]
 
 #: how many differing indices an answer lists
 FIRST = 10
@@ -102,18 +96,14 @@ class Identification:
                 f", after: {after}" if after else "")
         elif self.verdict == "differs":
             parts = []
-            if self.images_differ is None:
-                parts.append("images differ (how many needs a reference: --reference)")
-            elif self.images_differ:
-                parts.append(f"{self.images_differ} images differ (first: "
-                             f"{', '.join(map(str, self.first_images))})")
-            if self.labels_differ is None:
-                parts.append("labels differ (how many needs a reference: --reference)")
-            elif self.labels_differ:
-                parts.append(f"{self.labels_differ} labels differ (first: "
-                             f"{', '.join(map(str, self.first_labels))})")
-            same = [w for w, n in (("images", self.images_differ), ("labels", self.labels_differ))
-                    if n == 0]
+            both = (("images", self.images_differ, self.first_images),
+                    ("labels", self.labels_differ, self.first_labels))
+            for what, n, first in both:
+                if n is None:
+                    parts.append(f"{what} differ (how many needs a reference: --reference)")
+                elif n:
+                    parts.append(f"{n} {what} differ (first: {', '.join(map(str, first))})")
+            same = [what for what, n, _ in both if n == 0]
             text = f"{self.target}: " + "; ".join(parts) + (
                 f"; {' and '.join(same)} identical" if same else "")
             if self.missing and self.missing != self.images_differ:  # a subset, or a superset
@@ -147,8 +137,6 @@ class Identification:
                 "leakage": None if self.row_map is None else self.row_map.leakage(),
                 "message": self.message()}
 
-
-# --------------------------------------------------------------------------- reference
 
 @dataclass(frozen=True)
 class RefResult:
@@ -184,8 +172,7 @@ def compare_with_reference(images: np.ndarray, labels: np.ndarray, ref_images: n
     if best is not None and best[1].mean() >= 0.5:
         t, eq = best
         shift = max((0, 1, -1), key=lambda k: int(np.count_nonzero(labels + k == ref_labels)))
-        return RefResult(t, shift, "same", np.flatnonzero(~eq),
-                         np.flatnonzero(labels + shift != ref_labels))
+        return RefResult(t, shift, "same", np.flatnonzero(~eq), np.flatnonzero(labels + shift != ref_labels))
     index: dict[bytes, list[int]] = {}
     for i, d in enumerate(_digests(ref_images)):
         index.setdefault(d, []).append(i)
@@ -207,8 +194,7 @@ def compare_with_reference(images: np.ndarray, labels: np.ndarray, ref_images: n
         return np.array([h is not None and all(labels[i] + k != ref_labels[j] for j in h)
                          for i, h in enumerate(hits)], dtype=bool)
     shift = min((0, 1, -1), key=lambda k: int(label_bad(k).sum()))
-    return RefResult(t, shift, "other", np.flatnonzero(~ok), np.flatnonzero(label_bad(shift)),
-                     missing)
+    return RefResult(t, shift, "other", np.flatnonzero(~ok), np.flatnonzero(label_bad(shift)), missing)
 
 
 def _cached_references(c: Canonical, name: str | None
@@ -231,24 +217,20 @@ def _official_storage(ds: DatasetSplit) -> np.ndarray:
     """A loaded split's images as the official files store them (EMNIST: transposed)."""
     info = getattr(ds, "info", None)
     images = np.asarray(ds.images)
-    return images.transpose(0, 2, 1) if info is not None and info.orientation == "transposed" \
-        else images
+    return images.transpose(0, 2, 1) if info is not None and info.orientation == "transposed" else images
+
+
+def _changes(c: Canonical, transposed: bool, shift: int) -> list[Change]:
+    """The copy's own changes, then the transposition and the label shift found."""
+    return list(c.changes) + ([transpose_change()] if transposed else []) + (
+        [shift_change(shift, c.labels)] if shift else [])
 
 
 def _from_ref(c: Canonical, r: RefResult, dataset: str | None, split: str | None,
               how: str) -> Identification:
-    changes = list(c.changes)
-    if r.transposed:
-        changes.append(transpose_change())
-    if r.shift:
-        changes.append(shift_change(r.shift, c.labels))
+    changes = _changes(c, r.transposed, r.shift)
     nb_i, nb_l = len(r.bad_images), len(r.bad_labels)
-    if nb_i or nb_l or r.missing:
-        verdict = "differs"
-    elif r.order == "other":
-        verdict = "reordered"
-    else:
-        verdict = "transformed" if changes else "identical"
+    verdict = "differs" if nb_i or nb_l or r.missing else _same_content(r.order, changes)
     return Identification("", verdict, dataset, split, r.order, changes, matched_by=how,
                           images_differ=nb_i, labels_differ=nb_l,
                           first_images=[int(i) for i in r.bad_images[:FIRST]],
@@ -257,11 +239,7 @@ def _from_ref(c: Canonical, r: RefResult, dataset: str | None, split: str | None
 
 
 def _from_match(c: Canonical, m: Match) -> Identification:
-    changes = list(c.changes)
-    if m.transposed and m.images:
-        changes.append(transpose_change())
-    if m.shift and m.labels:
-        changes.append(shift_change(m.shift, c.labels))
+    changes = _changes(c, bool(m.transposed and m.images), m.shift if m.labels else 0)
     if not (m.images and m.labels) and not m.checkable:
         part, other = ("labels", "images") if m.labels else ("images", "labels")
         ident = Identification("", "unknown", m.dataset, m.split, m.order, changes,
@@ -276,11 +254,13 @@ def _from_match(c: Canonical, m: Match) -> Identification:
                               matched_by=m.how + (" (labels only)" if m.labels else " (images only)"),
                               images_differ=0 if m.images else None,
                               labels_differ=0 if m.labels else None)
-    if m.order == "other":
-        verdict = "reordered"
-    else:
-        verdict = "transformed" if changes else "identical"
-    return Identification("", verdict, m.dataset, m.split, m.order, changes, matched_by=m.how)
+    return Identification("", _same_content(m.order, changes), m.dataset, m.split, m.order, changes,
+                          matched_by=m.how)
+
+
+def _same_content(order: str, changes: list[Change]) -> str:
+    """The verdict of a copy with the official content: in another order, changed, or not."""
+    return "reordered" if order == "other" else "transformed" if changes else "identical"
 
 
 def resemblance(c: Canonical) -> dict[str, Any]:
@@ -360,8 +340,7 @@ def _superseded(ident: Identification, c: Canonical) -> None:
         rel = find_superseded(**{kind: value()})
         if rel is None:
             continue
-        changes = list(c.changes) + ([transpose_change()] if t else []) + (
-            [shift_change(k, c.labels)] if k else [])
+        changes = _changes(c, t, k)
         ident.verdict, ident.dataset, ident.split = "superseded", rel.dataset, rel.split
         ident.changes, ident.resembles = changes, {}
         ident.order = "other" if kind == "order_free_sha256" else "same"
@@ -377,8 +356,7 @@ def _map(ident: Identification, c: Canonical, name: str | None, officials: Offic
     if callable(officials):
         officials = officials(dataset)
 
-    rm = copy_map(c.images, c.labels, dataset=dataset, claimed=c.split, officials=officials,
-                  loader=load)
+    rm = copy_map(c.images, c.labels, dataset=dataset, claimed=c.split, officials=officials, loader=load)
     if rm is None or not rm.mapped.any():
         return
     ident.row_map = rm
@@ -393,11 +371,7 @@ def _map(ident: Identification, c: Canonical, name: str | None, officials: Offic
         and len(s["by_split"]) == 1
     kinds = {ch.kind for ch in ident.changes}
     if ident.verdict == "unknown":
-        ident.changes = list(c.changes)
-        if rm.transposed:
-            ident.changes.append(transpose_change())
-        if rm.shift:
-            ident.changes.append(shift_change(rm.shift, c.labels))
+        ident.changes = _changes(c, rm.transposed, rm.shift)
     elif rm.transposed and "transposed" not in kinds:
         ident.changes.append(transpose_change())
     ident.verdict = "reordered" if full else "subset"

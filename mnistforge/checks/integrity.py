@@ -3,16 +3,12 @@
 Every function takes plain arrays (or paths, for :func:`check_parse`) and
 returns a :class:`~mnistforge.checks.result.CheckResult`.
 
-Examples
---------
->>> import numpy as np
 >>> check_counts(np.zeros((3, 28, 28), np.uint8), np.zeros(3, np.uint8)).status
 'pass'
 """
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -24,8 +20,6 @@ from ..io.compression import compression_of, open_reader
 from ..io.idx import read_idx, read_idx_header
 from ..io.types import StrPath
 from .result import FAIL, PASS, CheckResult, fail, result
-
-logger = logging.getLogger(__name__)
 
 #: ``content(md5) -> (sha256, md5 or None, size)`` of a file's decompressed bytes (:func:`check_parse`)
 ContentHasher = Callable[[bool], tuple[str, str | None, int]]
@@ -47,14 +41,12 @@ def check_parse(paths: Iterable[StrPath], name: str = "integrity.parse",
         try:
             a = read_idx(p, mmap=True)
             shapes[p.name] = list(a.shape)
-            if contents is not None and not isinstance(a, np.memmap):
-                hasher = _content_hasher(p, a)
-                if hasher is not None:
-                    contents[p] = hasher
             if isinstance(a, np.memmap):
                 # Touch the last element so a short raw file is noticed even if
                 # the reader only checked the header lazily.
                 _ = a.reshape(-1)[-1:].copy() if a.size else None
+            elif contents is not None and (hasher := _content_hasher(p, a)) is not None:
+                contents[p] = hasher
         except Exception as e:
             errors[p.name] = f"{type(e).__name__}: {e}"
     values = {"files": len(files), "shapes": shapes, "errors": errors}

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..io.label_votes import MISSING
-from .result import CheckResult, info
+from .result import INFO, CheckResult
 
 __all__ = ["check_label_issues", "has_votes"]
 
@@ -27,8 +27,6 @@ def has_votes(metadata: Any) -> bool:
 def check_label_issues(labels: np.ndarray, metadata: np.ndarray, split: str = "test") -> CheckResult:
     """An ``info`` result listing every row with a known label issue (0-based rows).
 
-    Examples
-    --------
     >>> from mnistforge.io.label_votes import parse_mturk_json, dense_columns
     >>> from mnistforge.loaders.label_issues import join_columns
     >>> t = parse_mturk_json('[{"id": 1, "given_original_label": 4, "our_guessed_label": 9,'
@@ -47,12 +45,11 @@ def check_label_issues(labels: np.ndarray, metadata: np.ndarray, split: str = "t
                        "suggested": None if sug == MISSING else sug,
                        "votes": {k: int(metadata[f"label_votes_{k}"][i])
                                  for k in ("given", "guessed", "neither")}})
-    pairs = ", ".join(f"{d['given']} -> {'?' if d['suggested'] is None else d['suggested']}"
-                      for d in listed)
+    pairs = ", ".join(f"{d['given']} -> {'?' if d['suggested'] is None else d['suggested']}" for d in listed)
     noun = "error" if rows.size == 1 else "errors"
     msg = (f"{rows.size} known label {noun} among {int(examined.sum())} images humans examined "
            f"(rows {', '.join(map(str, rows.tolist()))}; given -> suggested: {pairs})")
-    return info(f"label_issues[{split}]", {
+    return CheckResult(f"label_issues[{split}]", INFO, {
         "study": "Northcutt, Athalye & Mueller (2021), label-errors/mnist_mturk.json",
         "rule": "label error when fewer than 3 of the 5 workers chose the given label",
         "examined": int(examined.sum()), "label_issues": listed,

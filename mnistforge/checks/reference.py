@@ -5,9 +5,6 @@ assignment) and compared under the nine one-pixel placements; the report is the 
 (pairs without and with a shift, quartiles of L2 and of the largest pixel difference).  The
 pairing and the published figures: ``docs/verify.md`` (matching a reference).
 
-Examples
---------
->>> import numpy as np
 >>> rng = np.random.default_rng(0)
 >>> ref = np.zeros((4, 28, 28), np.uint8); ref[:, 8:20, 8:20] = rng.integers(1, 255, (4, 12, 12))
 >>> m = match_reference(ref[::-1], ref)
@@ -173,8 +170,7 @@ def _assign_block(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     left_b = np.setdiff1d(np.arange(len(b)), rb)
     if left_a.size and left_b.size:
         if left_a.size * left_b.size > 5e7:
-            logger.warning("assignment on a %d x %d block: this may take a while",
-                           left_a.size, left_b.size)
+            logger.warning("assignment on a %d x %d block: this may take a while", left_a.size, left_b.size)
         cost = _shift_aware_cost(a[left_a], b[left_b])
         i, j = linear_sum_assignment(cost)
         ra = np.concatenate([ra, left_a[i]])
@@ -185,17 +181,10 @@ def _assign_block(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 def match_reference(images: npt.ArrayLike, ref_images: npt.ArrayLike, labels: npt.ArrayLike | None = None,
                     ref_labels: npt.ArrayLike | None = None, *, order: str = "auto",
                     match_l2: float = DEFAULT_MATCH_L2) -> Matching:
-    """Pair each rebuilt image with its reference counterpart (see module docstring).
-
-    Parameters
-    ----------
-    images, ref_images : uint8 arrays ``N x H x W`` and ``M x H x W``
-    labels, ref_labels : optional label arrays; the assignment runs per label.
-    order : {"auto", "known", "assignment"}
-        ``auto`` detects a shared order on a sample of 256 pairs.
-    match_l2 : float
-        Distance under which a pair counts as the same drawing (order detection).
-    """
+    """Pair each rebuilt image (uint8 ``N x H x W``) with its reference counterpart (``M x H x W``;
+    see the module docstring).  With labels the assignment runs per label.  ``order``: "known",
+    "assignment" or "auto" (a shared order detected on a sample of 256 pairs, a pair within
+    ``match_l2`` counting as the same drawing)."""
     a, b = np.asarray(images), np.asarray(ref_images)
     n, m = len(a), len(b)
     if order == "auto":

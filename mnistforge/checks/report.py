@@ -5,8 +5,6 @@ PNG per check that kept example images (worst reference matches, duplicates
 found): each row shows the two images side by side and their absolute
 difference, magnified.
 
-Examples
---------
 >>> import tempfile, numpy as np
 >>> from mnistforge.checks.result import CheckResult, VerifyReport
 >>> r = CheckResult("duplicates.train-test", "fail", {"pairs": 1}, "1 test image in train")
@@ -22,7 +20,6 @@ import html
 import logging
 import re
 from pathlib import Path
-
 
 from ..io.atomic import atomic_file, utc_now
 from ..io.types import StrPath
@@ -57,17 +54,13 @@ def write_report(report: VerifyReport, out_dir: StrPath) -> Path:
         f.write(report.to_json() + "\n")
     c = report.counts()
     verdict = "OK" if report.ok else "FAILED"
-    rows_html = []
-    for r in report.results:
-        col = COLOURS[r.status]
-        rows_html.append(
-            f"<tr><td style='color:{col};font-weight:bold'>{r.status.upper()}</td>"
-            f"<td><code>{html.escape(r.name)}</code></td><td>{html.escape(r.message)}</td></tr>")
-    pics_html = []
-    for name, fname in pictures.items():
-        pics_html.append(f"<h3><code>{html.escape(name)}</code></h3>"
-                         f"<p>left: first image, middle: second, right: |difference| "
-                         f"(stretched)</p><img src='{html.escape(fname)}' alt='{html.escape(name)}'>")
+    rows_html = [f"<tr><td style='color:{COLOURS[r.status]};font-weight:bold'>{r.status.upper()}</td>"
+                 f"<td><code>{html.escape(r.name)}</code></td><td>{html.escape(r.message)}</td></tr>"
+                 for r in report.results]
+    pics_html = [f"<h3><code>{html.escape(name)}</code></h3>"
+                 f"<p>left: first image, middle: second, right: |difference| "
+                 f"(stretched)</p><img src='{html.escape(fname)}' alt='{html.escape(name)}'>"
+                 for name, fname in pictures.items()]
     page = f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>mnistforge verify: {html.escape(report.target)}</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}

@@ -31,16 +31,10 @@ _RANK = {PASS: 0, INFO: 0, WARN: 1, FAIL: 2}
 def worst(statuses: Iterable[str]) -> str:
     """Return the most severe of ``statuses`` (``pass`` for none).
 
-    Examples
-    --------
     >>> worst(["pass", "warn", "pass"])
     'warn'
     """
-    out = PASS
-    for s in statuses:
-        if _RANK[s] > _RANK[out]:
-            out = s
-    return out
+    return max([PASS, *statuses], key=_RANK.__getitem__)   # the first of the most severe
 
 
 def jsonable(value: Any) -> Any:
@@ -65,23 +59,11 @@ def jsonable(value: Any) -> Any:
 
 @dataclasses.dataclass
 class CheckResult:
-    """What one check found.
+    """What one check found: a short ``name`` (``"integrity.counts[test]"``), a ``status``
+    (pass, warn, fail or info), the measured ``values`` (JSON-serialisable after
+    :func:`jsonable`), a one-line ``message`` for the table, and ``artifacts`` kept for the HTML
+    report (example images, index pairs; never written to JSON).
 
-    Parameters
-    ----------
-    name : str
-        Short identifier, e.g. ``"integrity.counts[test]"``.
-    status : {"pass", "warn", "fail", "info"}
-    values : dict
-        Measured values (JSON-serialisable after :func:`jsonable`).
-    message : str
-        One line for the table.
-    artifacts : dict
-        Arrays kept for the HTML report (example images, index pairs); never
-        written to JSON.
-
-    Examples
-    --------
     >>> r = CheckResult("integrity.counts", "pass", {"n": 3}, "3 images, 3 labels")
     >>> r.to_dict()["status"]
     'pass'
@@ -144,8 +126,6 @@ class VerifyReport:
     when the only failures are resources that could not be had (a reference offline: checks
     marked ``unavailable``), as in :data:`mnistforge.errors.EXIT_CODES`.
 
-    Examples
-    --------
     >>> rep = VerifyReport("demo", [CheckResult("a", "pass"), CheckResult("b", "warn")])
     >>> rep.status, rep.exit_code
     ('warn', 0)
@@ -216,10 +196,6 @@ class VerifyReport:
                      + (f", {c[INFO]} for information" if c[INFO] else "")
                      + (" (strict: warnings fail)" if self.strict and c[WARN] else ""))
         return "\n".join(lines)
-
-
-def info(name: str, values: dict[str, Any] | None = None, message: str = "") -> CheckResult:
-    return CheckResult(name, INFO, values or {}, message)
 
 
 def fail(name: str, values: dict[str, Any] | None = None, message: str = "") -> CheckResult:

@@ -26,7 +26,7 @@ from ..registry import DatasetInfo, RemoteFile, balanced_datasets, get_dataset, 
 from ..settings import cache_home
 from . import duplicates as dup
 from . import hashes, integrity, reference as ref_mod, statistics, writers
-from .context import CROSS_PAIRS, Context, SplitItem, class_range, expected_count, manifest_split_by
+from .context import CROSS_PAIRS, Context, SplitItem, class_range, expected_count
 from .femnist import femnist_build_checks
 from .identify import identification_check, row_map_check
 from .label_issues import check_label_issues, has_votes
@@ -38,15 +38,8 @@ logger = logging.getLogger(__name__)
 
 #: an extra check of a build: ``(manifest, loaded splits, add)``
 BuildCheck = Callable[[Manifest | None, dict[str, Any], Callable[[CheckResult], None]], None]
-
-
-def _leaf_checks() -> BuildCheck:
-    return femnist_build_checks
-
-
-#: the extra checks a registry entry's ``build_checks`` names -> a function returning the check
-#: ``(manifest, loaded, add)`` (imported when used)
-BUILD_CHECKS: dict[str, Callable[[], BuildCheck]] = {"leaf": _leaf_checks}
+#: the extra checks a registry entry's ``build_checks`` names
+BUILD_CHECKS: dict[str, BuildCheck] = {"leaf": femnist_build_checks}
 
 
 def _split_files(info: DatasetInfo, split: str, folder: Path | None) -> dict[str, tuple[str, Path | None]]:
@@ -89,8 +82,7 @@ def _card_files(ctx: Context, s: str) -> list[CheckResult]:
     if s in ctx.card_counts:
         return []
     ctx.skipped.add(s)
-    return [CheckResult(f"files[{s}]", FAIL, {"missing": [s]},
-                        f"split {s} is not in the export's card")]
+    return [CheckResult(f"files[{s}]", FAIL, {"missing": [s]}, f"split {s} is not in the export's card")]
 
 
 def _load_split(ctx: Context, s: str) -> list[CheckResult]:
@@ -108,10 +100,6 @@ def _load_split(ctx: Context, s: str) -> list[CheckResult]:
 
 def _uniq(ctx: Context, _: object = None) -> list[Path]:
     return sorted(set(ctx.used_files))
-
-
-def _parse(ctx: Context, _: object) -> CheckResult:
-    return integrity.check_parse(_uniq(ctx), contents=ctx.contents)
 
 
 def _manifest_hashes(ctx: Context, _: object) -> CheckResult:
@@ -141,8 +129,7 @@ def _registry_hashes(ctx: Context, _: object) -> CheckResult:
 def _cache_hashes(ctx: Context, _: object) -> CheckResult:
     # verify re-hashes what it verifies: a sidecar is what bit rot fools
     files = _cache_files(ctx.info, ctx.loaded)
-    return hashes.check_registry_files(files, name="hashes.cache") if files else \
-        _cache_status(ctx.loaded)
+    return hashes.check_registry_files(files, name="hashes.cache") if files else _cache_status(ctx.loaded)
 
 
 def _size(ctx: Context, it: SplitItem) -> CheckResult:
@@ -165,8 +152,7 @@ def _balance(ctx: Context, it: SplitItem) -> CheckResult:
 def _validation_balance(ctx: Context, _: object) -> CheckResult:
     try:
         assert ctx.name is not None, "a balanced dataset has a name"
-        val = load(ctx.name, "validation", root=ctx.root, download=ctx.options["download"],
-                   trust_files=True)
+        val = load(ctx.name, "validation", root=ctx.root, download=ctx.options["download"], trust_files=True)
         n_cls, offset = class_range(ctx, val)
         return run_check("integrity.balance[validation]", integrity.check_balanced,
                          val.labels, None, n_cls, offset)
@@ -177,17 +163,12 @@ def _validation_balance(ctx: Context, _: object) -> CheckResult:
 def _build_checks(ctx: Context, _: object) -> list[CheckResult]:
     out: list[CheckResult] = []
     for check in ctx.entry.build_checks:
-        BUILD_CHECKS[check]()(ctx.manifest, ctx.loaded, out.append)
+        BUILD_CHECKS[check](ctx.manifest, ctx.loaded, out.append)
     return out
 
 
 def _balanced(ctx: Context) -> bool:
     return ctx.name in balanced_datasets()
-
-
-def _has_validation(ctx: Context, _: object) -> bool:
-    return _balanced(ctx) and "train" in ctx.loaded and \
-        "validation" in getattr(ctx.info, "splits", {})
 
 
 def _shard_hashes(ctx: Context, _: object) -> CheckResult:
@@ -273,15 +254,13 @@ def _writer_checks(ctx: Context, _: object) -> list[CheckResult]:
         if ds is not None and s in metadata:
             ml = writers.metadata_labels(md)
             if ml is not None:
-                add(run_check(f"integrity.metadata[{s}]", integrity.check_metadata_labels,
-                              ds.labels, ml))
+                add(run_check(f"integrity.metadata[{s}]", integrity.check_metadata_labels, ds.labels, ml))
         add(run_check(f"writers[{s}]", writers.check_writer_counts, wid[s], s))
     for a, b in CROSS_PAIRS:
         if a in wid and b in wid:
             expect = writers.expects_disjoint_writers(
-                ctx.name, {"split_by": manifest_split_by(ctx.manifest) or "random"})
-            add(run_check(f"writers.{a}-{b}", writers.check_writers, wid[a], wid[b],
-                          expect_disjoint=expect))
+                ctx.name, {"split_by": (ctx.manifest.split_by if ctx.manifest is not None else None) or "random"})
+            add(run_check(f"writers.{a}-{b}", writers.check_writers, wid[a], wid[b], expect_disjoint=expect))
     return out
 
 
@@ -323,34 +302,19 @@ def _reference_checks(ctx: Context, _: object) -> list[CheckResult]:
 # (checks/foreign.finish_report) ahead of the others, and listed here for the docs.
 
 _FILES = kinds("build", "folder")
-
-
 _READ = kinds("build", "folder", "cache", "hf")   # everything but loaded arrays
-
-
 _COPY = kinds("copy")
 
-
-def _a(*names: str) -> Callable[[Any, Any], bool]:
-    """``when``: the split item's attribute ``names`` hold something."""
-    return lambda ctx, it: all(getattr(it, n) is not None for n in names)
-
-
-def _copy_rows() -> tuple[Check, ...]:
-    return (
-        Check("identify[{split}]", "target", _COPY, lambda ctx, ident: identification_check(ident), "O(n) hashes",
-              "a third-party copy is identical to a registry split, or the same content "
-              "reordered (see above)",
-              "transformed or unknown (warn); images or labels differ (fail)", many=True,
-              function=identification_check),
-        Check("row_map[{split}]", "target", _COPY, lambda ctx, ident: row_map_check(ident), "O(n) hashes",
-              "the copy's rows map to official rows of one split (a subset)",
-              "rows of several splits of one dataset: leakage (fail)",
-              when_text="a copy whose rows were mapped", many=True, function=row_map_check),
-    )
-
-
-CHECKS: tuple[Check, ...] = _copy_rows() + (
+CHECKS: tuple[Check, ...] = (
+    Check("identify[{split}]", "target", _COPY, lambda ctx, ident: identification_check(ident), "O(n) hashes",
+          "a third-party copy is identical to a registry split, or the same content "
+          "reordered (see above)",
+          "transformed or unknown (warn); images or labels differ (fail)", many=True,
+          function=identification_check),
+    Check("row_map[{split}]", "target", _COPY, lambda ctx, ident: row_map_check(ident), "O(n) hashes",
+          "the copy's rows map to official rows of one split (a subset)",
+          "rows of several splits of one dataset: leakage (fail)",
+          when_text="a copy whose rows were mapped", many=True, function=row_map_check),
     Check("hashes.shards", "target", kinds("hf"), _shard_hashes, "reads files",
           "every parquet shard has the sha256 the export recorded",
           "a shard edited, truncated or missing (fail); no hashes recorded (warn)"),
@@ -364,7 +328,8 @@ CHECKS: tuple[Check, ...] = _copy_rows() + (
     Check("load[{split}]", "wanted", _READ, _load_split, "inflates",
           "the loader reads the split", "the loader refuses it (fail, with its message)",
           many=True),
-    Check("integrity.parse", "target", _FILES, _parse, "inflates",
+    Check("integrity.parse", "target", _FILES,
+          lambda ctx, _: integrity.check_parse(_uniq(ctx), contents=ctx.contents), "inflates",
           "every idx file parses fully (header, declared length, compression)",
           "truncated / corrupt file (fail)", when=lambda ctx, _: bool(ctx.used_files),
           function=integrity.check_parse),
@@ -409,7 +374,8 @@ CHECKS: tuple[Check, ...] = _copy_rows() + (
     Check("integrity.metadata[{split}]", "split", ALL,
           lambda ctx, it: integrity.check_metadata_labels(it.ds.labels, it.metadata_labels),
           "O(n) arrays", "the label column of the metadata (QMNIST column 0) equals the labels",
-          "disagreement (fail)", when=_a("metadata", "metadata_labels"),
+          "disagreement (fail)",
+          when=lambda ctx, it: it.metadata is not None and it.metadata_labels is not None,
           when_text="metadata with a label column",
           function=integrity.check_metadata_labels),
     Check("label_issues[{split}]", "split", ALL,
@@ -438,7 +404,9 @@ CHECKS: tuple[Check, ...] = _copy_rows() + (
           function=dup.check_exact_within),
     Check("integrity.balance[validation]", "target", _READ, _validation_balance,
           "loads more data", "the validation part of a balanced EMNIST set: every class the "
-          "same count", "a class differs (fail)", when=_has_validation,
+          "same count", "a class differs (fail)",
+          when=lambda ctx, _: _balanced(ctx) and "train" in ctx.loaded
+          and "validation" in getattr(ctx.info, "splits", {}),
           when_text="datasets the registry marks `balanced` with a validation split, train "
                     "verified",
           function=integrity.check_balanced),

@@ -1,35 +1,17 @@
 """Image statistics in the style of the QMNIST analysis, and orientation sanity.
 
-* **Centre of mass** (pixel centres at ``i + 0.5``, pixel values as weights):
-  mean and spread over the split.  MNIST's placement truncates instead of
-  rounding, so its digits sit about half a pixel off the geometric centre.
-* **Frame style**: MNIST scales the character into a 20x20 box and pastes it
-  by centre of mass, so its ink stays inside a 20x20 bounding box and mostly
-  leaves a 4-pixel border empty; EMNIST scales the character to fill the
-  frame (2-pixel margin before resampling, blurred), so its long side spans
-  24 pixels or more.
-* **Pixel histogram**: the share of 0s, 128s and 255s.
-* **Orientation**: a file stored transposed (official EMNIST) and read without
-  transposing shows every character mirrored across the diagonal.  The cue we
-  use is *elongation*: handwritten characters are taller than wide, so the
-  ink's row variance exceeds its column variance.  Per image
-  ``e = log((var_rows + 1) / (var_cols + 1))``; transposing an image negates
-  ``e`` exactly, so the sign of the median decides the orientation and its
-  size measures the confidence.  When the class list is known, the
-  vertical-stroke classes (``1``, ``I``, ``i``, ``l``) give the strongest and
-  most robust score (a '1' is a vertical bar); otherwise the whole split is
-  used.  A score near 0 is reported as undecided (warning), never guessed.
+Centre of mass, frame style (MNIST's 20x20 box against EMNIST's frame-filling characters), the
+pixel histogram, and the orientation cue: the median *elongation*
+``log((var_rows + 1) / (var_cols + 1))`` of the ink, which transposing an image negates exactly
+(taken on the vertical-stroke classes when the class names are known).  Definitions and the
+values measured on MNIST: ``docs/verify.md`` (image statistics, orientation).
 
-Examples
---------
->>> import numpy as np
 >>> img = np.zeros((1, 28, 28), np.uint8); img[0, 4:24, 13:15] = 255   # a '1'
 >>> orientation_score(img) > 0, orientation_score(img.transpose(0, 2, 1)) < 0
 (True, True)
 """
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -39,8 +21,6 @@ import numpy.typing as npt
 from ..errors import DatasetNotFoundError
 from ..registry import DatasetInfo, get_dataset
 from .result import FAIL, PASS, WARN, CheckResult
-
-logger = logging.getLogger(__name__)
 
 VERTICAL_STROKE_CHARS = frozenset("1Iil")
 """Characters drawn as one vertical bar: the strongest orientation cue."""
@@ -127,9 +107,6 @@ def image_statistics(images: np.ndarray) -> dict[str, Any]:
     (of all pixels) and ``ink_share_128``, ``ink_share_255`` (of nonzero pixels),
     ``blank`` (images without ink) and ``style``.
 
-    Examples
-    --------
-    >>> import numpy as np
     >>> x = np.zeros((2, 28, 28), np.uint8); x[:, 4:24, 10:18] = 255
     >>> s = image_statistics(x)
     >>> s["com_mean"], s["share_in_20x20"], s["style"]
@@ -206,8 +183,7 @@ def orientation_score(images: np.ndarray, labels: npt.ArrayLike | None = None,
 def _vertical_stroke_mask(labels: npt.ArrayLike | None, classes: Sequence[object] | None) -> np.ndarray | None:
     if labels is None or not classes:
         return None
-    stroke = [k for k, c in enumerate(classes)
-              if c and all(ch in VERTICAL_STROKE_CHARS for ch in str(c))]
+    stroke = [k for k, c in enumerate(classes) if c and all(ch in VERTICAL_STROKE_CHARS for ch in str(c))]
     if not stroke:
         return None
     labels = np.asarray(labels)
@@ -215,8 +191,6 @@ def _vertical_stroke_mask(labels: npt.ArrayLike | None, classes: Sequence[object
     # placeholder at 0 or not: accept either by matching the name list length.
     return np.isin(labels, stroke)
 
-
-# --------------------------------------------------------------------------- checks
 
 def _entry(dataset: str | None) -> DatasetInfo | None:
     """The registry entry of ``dataset``, or None (no name, or a name the registry lacks)."""

@@ -11,7 +11,6 @@ docs/verify.md's table of checks is generated from them.
 """
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,17 +22,15 @@ from ..io.hf.repo import is_hf_repo, read_card
 from ..io.hf.schema import hf_split_name
 from ..io.types import StrPath
 from ..loaders import resolve_target
-from ..registry import DatasetInfo, get_dataset
+from ..registry import get_dataset
 from . import duplicates as dup
 from .context import Context
 from .femnist import is_leaf_folder, verify_leaf_folder
 from .foreign import finish_report, foreign_target, identify_copy
 from .report import write_report
-from .rows import BUILD_CHECKS, CHECKS  # noqa: F401 - BUILD_CHECKS: named by the registry docs
+from .rows import CHECKS
 from .result import CheckResult, VerifyReport
 from .table import run_checks
-
-logger = logging.getLogger(__name__)
 
 
 def _resolve(target: Any, split: str | None
@@ -52,52 +49,23 @@ def _resolve(target: Any, split: str | None
     return name, sp, root
 
 
-def _splits_to_check(info: DatasetInfo | None, split: str | None) -> list[str]:
-    if split:
-        return [split]
-    assert info is not None, "a target without a split is a registry dataset"
-    return [s for s, sp in info.splits.items() if not sp.is_view]
-
-
 def verify(target: Any, *, reference: Any = None, strict: bool = False, split: str | None = None,
            metadata: Mapping[str, Any] | None = None, near_threshold: float = dup.DEFAULT_NEAR_L2,
            download: bool | None = None, report_dir: StrPath | None = None, near: bool = True) -> VerifyReport:
     """Verify a dataset; return a :class:`~mnistforge.checks.result.VerifyReport`.
 
-    Parameters
-    ----------
-    target : str, path, DatasetSplit or dict of DatasetSplit
-        ``NAME``, ``NAME:SPLIT``, ``FOLDER``, ``FOLDER:SPLIT`` or loaded splits;
-        or a third-party copy ``PATH[:SPLIT]`` (npz, npy, CSV, torchvision root,
-        parquet snapshot, .mat), which is identified first (:mod:`.foreign`).
-    reference : str, path or DatasetSplit, optional
-        Match every verified split against the same split of this dataset
-        (QMNIST-style statistics).  ``NAME:SPLIT`` picks the reference split.
-    strict : bool
-        Warnings count as failures (``report.exit_code``).
-    split : str, optional
-        Only this split (same as ``TARGET:SPLIT``).
-    metadata : dict, optional
-        Extra metadata by split (array or idx path), e.g. the QMNIST extended
-        labels for the official MNIST files; for a split of ``N`` images the
-        first ``N`` rows are used (QMNIST's test rows start with MNIST's test set).
-    near_threshold : float
-        L2 radius of the near-duplicate search (pixels 0..255).
-    download : bool
-        Let official files be fetched into the cache when missing.
-    report_dir : path, optional
-        Also write the HTML report (see :mod:`mnistforge.checks.report`).
-    near : bool
-        Run the near-duplicate search (the slowest check on large sets).
-
-    Examples
-    --------
-    >>> from mnistforge.checks import verify
-    >>> rep = verify("mnist:test")                  # doctest: +SKIP
-    >>> rep.status, rep["integrity.size[test]"].values["found"]   # doctest: +SKIP
-    ('pass', 10000)
-    >>> verify("mnist.npz").info["identification"][0]["verdict"]  # doctest: +SKIP
-    'identical'
+    ``target``: ``NAME``, ``NAME:SPLIT``, ``FOLDER``, ``FOLDER:SPLIT``, loaded splits (a
+    ``DatasetSplit`` or a dict of them), or a third-party copy ``PATH[:SPLIT]`` (npz, npy, CSV,
+    torchvision root, parquet snapshot, .mat), identified first (:mod:`.foreign`).
+    ``reference``: match every verified split against the same split of this dataset
+    (QMNIST-style statistics; ``NAME:SPLIT`` picks the reference split).  ``strict``: warnings
+    count as failures (``report.exit_code``).  ``split``: only this split (as ``TARGET:SPLIT``).
+    ``metadata``: extra metadata by split (array or idx path), e.g. the QMNIST extended labels for
+    the official MNIST files; for a split of ``N`` images the first ``N`` rows are used.
+    ``near_threshold``: L2 radius of the near-duplicate search (pixels 0..255); ``near``: run that
+    search (the slowest check on large sets).  ``download``: let official files be fetched into
+    the cache.  ``report_dir``: also write the HTML report (:mod:`mnistforge.checks.report`).
+    Usage: the package docstring, ``docs/verify.md``.
     """
     if isinstance(target, (str, os.PathLike)) and is_leaf_folder(target):
         return verify_leaf_folder(target, strict=strict)   # LEAF's JSON (checks/femnist.py)
@@ -113,12 +81,10 @@ def verify(target: Any, *, reference: Any = None, strict: bool = False, split: s
 
     name, sp, root = _resolve(target, split)
     results: list[CheckResult] = []
-    info = None
-    if name:
-        try:
-            info = get_dataset(name)
-        except KeyError:
-            info = None
+    try:
+        info = get_dataset(name) if name else None
+    except KeyError:
+        info = None
     ctx = Context(name, info, root, options=dict(reference=reference, metadata=metadata,
                                               near_threshold=near_threshold, download=download,
                                               near=near))
@@ -157,7 +123,8 @@ def _prepare_files(ctx: Context, report: VerifyReport) -> None:
                        build=ctx.is_build,
                        source="build folder" if ctx.is_build else
                        ("folder" if root is not None else "cache"))
-    ctx.wanted = _splits_to_check(ctx.info, ctx.split)
+    # a target without a split is a registry dataset
+    ctx.wanted = [ctx.split] if ctx.split else [s for s, sp in ctx.entry.splits.items() if not sp.is_view]
 
 
 def _prepare_hf(ctx: Context, declared: dict[str, int], report: VerifyReport) -> None:

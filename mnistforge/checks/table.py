@@ -48,10 +48,6 @@ BEGIN = "<!-- begin: checks table (generated from mnistforge/checks/rows.CHECKS 
 END = "<!-- end: checks table -->"
 
 
-def _always(ctx: Any, item: Any) -> bool:
-    return True
-
-
 @dataclasses.dataclass(frozen=True)
 class Check:
     """One check of ``verify``: what it adds, when it applies, what it runs and costs."""
@@ -63,7 +59,7 @@ class Check:
     cost: Cost
     passes: str                     #: one line: what a pass means
     finds: str                      #: one line: what fails or warns
-    when: Callable[[Any, Any], bool] = _always  #: applies to this target/split/pair
+    when: Callable[[Any, Any], bool] = lambda ctx, item: True  #: applies to this target/split/pair
     when_text: str = ""             #: ``when`` in words, for the docs
     option: str = ""                #: the option that turns it off (or on)
     many: bool = False              #: adds results of its own names (run unwrapped)

@@ -1,27 +1,16 @@
 """Writer checks: how many writers per split, and which ones sit on both sides.
 
-MNIST and QMNIST take train and test from disjoint writer sets (NIST hsf_4
-writers 2100-2349 vs 2350-2599, plus disjoint ranges of the census
-partitions): a shared writer is a failure.  The official EMNIST split is
-random per character, so train and test share most writers: that is reported
-as a warning with the count, unless the build was made writer-disjoint.
+MNIST and QMNIST take train and test from disjoint writers (a shared writer fails); the official
+EMNIST split is random per character, so train and test share most writers (a warning with the
+count) unless the build was made writer-disjoint.  :func:`writer_ids` reads a structured array
+with a ``writer`` field, the QMNIST extended labels (8 columns, writer = column 2) or the EMNIST
+side files (6 columns, writer = column 0).
 
-Metadata layouts understood by :func:`writer_ids`:
-
-* a structured array with a ``writer`` field;
-* the QMNIST extended labels, 8 integer columns (writer = column 2);
-* the EMNIST side files, 6 integer columns
-  (writer, hsf, field, ascii, entry, sd19_row; writer = column 0).
-
-Examples
---------
->>> import numpy as np
 >>> check_writers(np.array([1, 2, 2]), np.array([3, 4]), expect_disjoint=True).status
 'pass'
 """
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import numpy as np
@@ -30,8 +19,6 @@ import numpy.typing as npt
 from ..errors import DatasetNotFoundError, FormatError
 from ..registry import get_dataset
 from .result import FAIL, PASS, WARN, CheckResult
-
-logger = logging.getLogger(__name__)
 
 WRITER_COLUMN = {8: 2, 6: 0}
 """Column holding the writer id, by number of metadata columns (QMNIST 8, EMNIST 6)."""
@@ -87,17 +74,10 @@ def expects_disjoint_writers(dataset: str | None, parameters: dict[str, Any] | N
 
 def check_writers(train_writers: npt.ArrayLike, test_writers: npt.ArrayLike, *, expect_disjoint: bool | None = True,
                   max_examples: int = 10, name: str = "writers.train-test") -> CheckResult:
-    """Count writers per split and the writers found in both.
-
-    Parameters
-    ----------
-    train_writers, test_writers : int arrays
-        The writer id of every image of each split.
-    expect_disjoint : bool or None
-        True: a shared writer fails.  False: shared writers are expected
-        (official EMNIST) and reported as a warning with the count.
-        None: reported as a warning when any are shared.
-    """
+    """Count writers per split (the writer id of every image of each) and the writers found in
+    both.  ``expect_disjoint``: True, a shared writer fails; False, shared writers are expected
+    (official EMNIST) and reported as a warning with the count; None, a warning when any are
+    shared."""
     tr = np.unique(np.asarray(train_writers))
     te = np.unique(np.asarray(test_writers))
     shared = np.intersect1d(tr, te)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import logging
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
@@ -23,7 +22,6 @@ import numpy.typing as npt
 
 from ..errors import ConfigError
 
-logger = logging.getLogger(__name__)
 _C = TypeVar("_C", bound="Classifier")
 
 # name -> "module:Class" (imported lazily: the torch models must not import torch early)
@@ -78,12 +76,10 @@ class Classifier:
                           and getattr(self, f.name) != f.default)
         return f"{self.name}:{params}" if params else self.name
 
-    # helpers shared by subclasses
     def _encode_labels(self, y: npt.ArrayLike) -> np.ndarray:
-        y = np.asarray(y).ravel()
         classes: np.ndarray
         codes: np.ndarray
-        classes, codes = np.unique(y, return_inverse=True)
+        classes, codes = np.unique(np.asarray(y).ravel(), return_inverse=True)
         self.classes_ = classes
         return codes
 
@@ -96,8 +92,6 @@ class Classifier:
 def as_features(X: npt.ArrayLike, dtype: npt.DTypeLike = np.float32, scale: float | None = None) -> np.ndarray:
     """Flatten images to ``N x D`` rows of ``dtype``; uint8 pixels are scaled to [0, 1].
 
-    Examples
-    --------
     >>> as_features(np.full((2, 28, 28), 255, np.uint8)).max(), as_features(np.ones((2, 3))).shape
     (np.float32(1.0), (2, 3))
     """
@@ -118,8 +112,7 @@ def check_xy(X: npt.ArrayLike, y: npt.ArrayLike) -> np.ndarray:
     n = np.asarray(X).shape[0]
     y = np.asarray(y).ravel()
     if y.shape[0] != n:
-        raise ConfigError("inputs and labels differ in length", expected=f"{n} labels",
-                          found=f"{y.shape[0]}")
+        raise ConfigError("inputs and labels differ in length", expected=f"{n} labels", found=f"{y.shape[0]}")
     if n == 0:
         raise ConfigError("no training samples", expected="at least one", found=0)
     return y
@@ -177,15 +170,12 @@ def _check_range(name: str, key: str, value: object) -> None:
     if bad:
         rng = (f"in {lo}..{hi}" if hi is not None else f"a finite number >= {lo}") \
             if lo is not None else "a finite number"
-        raise ConfigError(f"bad value for {name} parameter {key}", expected=rng,
-                          found=repr(value))
+        raise ConfigError(f"bad value for {name} parameter {key}", expected=rng, found=repr(value))
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     """Split ``"name:key=value,key=value"`` into the name and a dict of strings.
 
-    Examples
-    --------
     >>> parse_spec("elm:hidden=2000,seed=0")
     ('elm', {'hidden': '2000', 'seed': '0'})
     """
@@ -206,27 +196,19 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     return name.strip().lower(), params
 
 
-def classifier_class(name: str) -> type[Classifier]:
-    if name not in REGISTRY:
-        raise ConfigError("unknown classifier", expected="one of " + ", ".join(sorted(REGISTRY)),
-                          found=name)
-    mod, cls = REGISTRY[name].split(":")
-    found: type[Classifier] = getattr(importlib.import_module(f"mnistforge.classifiers.{mod}"), cls)
-    return found
-
-
 def make_classifier(spec: str, **overrides: Any) -> Classifier:
     """Build a classifier from a spec string; keyword overrides take precedence.
 
-    Examples
-    --------
     >>> make_classifier("knn:k=3").k
     3
     >>> make_classifier("elm:hidden=200,activation=tanh,seed=1").spec()
     'elm:seed=1,hidden=200,activation=tanh,ridge=0.001,scale=1.0,solver=normal,block=4096'
     """
     name, params = parse_spec(spec)
-    cls = classifier_class(name)
+    if name not in REGISTRY:
+        raise ConfigError("unknown classifier", expected="one of " + ", ".join(sorted(REGISTRY)), found=name)
+    mod, cls_name = REGISTRY[name].split(":")
+    cls: type[Classifier] = getattr(importlib.import_module(f"mnistforge.classifiers.{mod}"), cls_name)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in params.items():
@@ -260,4 +242,3 @@ def short_name(spec: str, longer_than: int = 40) -> str:
         return make_classifier(spec).short_spec()
     except Exception:  # not a spec of ours (a user's own name): kept as it is
         return spec
-

@@ -1,30 +1,14 @@
 """Extreme learning machine with the OPIUM recursive pseudo-inverse update.
 
-Fixed random input weights map an input to ``hidden`` units with a nonlinearity; only
-the output weights are learned, by (ridge) least squares on one-hot targets — the
-baseline family of the EMNIST paper.
-
-Two equivalent solvers:
-
-* ``solver="normal"`` (default): accumulate ``H^T H`` and ``H^T Y`` over blocks of rows,
-  then one Cholesky solve — fast; memory ``O(hidden^2)`` whatever the number of samples
-  (10,000 hidden units: 0.8 GB for the float64 accumulator, updated in place by the
-  BLAS rank-k update, plus ~0.65 GB for a 4,096-row hidden block in float32 and float64), so
-  EMNIST-balanced's 112,800 images fit in a few GB);
-* ``solver="opium"``: the OPIUM update of Tapson & van Schaik (2013), i.e. recursive least
-  squares.  Per sample ``x`` with error ``e = y - W x``: ``psi = P x``, ``nu = 1 + x^T psi``,
-  ``P <- P - psi psi^T / nu``, ``W <- W + e psi^T / nu``; the block form (Woodbury) handles
-  ``block`` rows per step.  Starting from ``P = I / ridge`` it reaches exactly the ridge
-  solution of the normal equations, while streaming (see :meth:`ELMClassifier.partial_fit`).
-
-Input weights are drawn from ``default_rng(seed)``; each hidden unit is then standardised
-(zero mean, unit std of its pre-activation on the first up-to-2,048 training rows) and
-multiplied by ``scale``, so the nonlinearity is used in its useful range whatever the
-input scaling.
+Fixed random input weights map an input to ``hidden`` units with a nonlinearity; only the output
+weights are learned, by (ridge) least squares on one-hot targets: the baseline family of the
+EMNIST paper.  Two solvers reach the same ridge solution: ``solver="normal"`` (blocked normal
+equations, one Cholesky solve; memory ``O(hidden^2)``) and ``solver="opium"`` (the recursive
+update of Tapson & van Schaik 2013, streaming: :meth:`ELMClassifier.partial_fit`).  The solvers,
+their memory and the input weights' scaling: ``docs/classifiers.md``, implementation notes.
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,8 +19,6 @@ from ..errors import ConfigError
 from ..progress import progress
 from .base import Classifier, as_features, check_ridge, check_xy, one_hot
 from .linear import accumulate_normal_equations, solve_ridge
-
-logger = logging.getLogger(__name__)
 
 CALIBRATION_ROWS = 2048
 ACTIVATIONS = ("sigmoid", "tanh", "relu")
@@ -63,24 +45,6 @@ def _activate(z: np.ndarray, kind: str) -> np.ndarray:
 class ELMClassifier(Classifier):
     """ELM: random hidden layer + least-squares output layer (normal equations or OPIUM).
 
-    Parameters
-    ----------
-    hidden : int
-        Number of hidden units ``M``.
-    activation : {"sigmoid", "tanh", "relu"}
-    ridge : float
-        Ridge penalty on the output weights (``P = I / ridge`` for OPIUM).
-    scale : float
-        Standard deviation of the hidden pre-activations after standardisation.
-    solver : {"normal", "opium"}
-    block : int
-        Rows per block (both solvers); ``block=1`` gives the per-sample OPIUM update.
-    dtype : {"float32", "float64"}
-        Precision of the hidden activations (the normal equations and OPIUM's ``P`` are
-        always float64).
-
-    Examples
-    --------
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(300, 5)); y = (X[:, 0] * X[:, 1] > 0).astype(int)
     >>> clf = ELMClassifier(hidden=200, seed=0).fit(X, y)
@@ -88,13 +52,13 @@ class ELMClassifier(Classifier):
     True
     """
 
-    hidden: int = 1000
-    activation: str = "sigmoid"
-    ridge: float = 1e-3
-    scale: float = 1.0
-    solver: str = "normal"
-    block: int = 4096
-    dtype: str = "float32"
+    hidden: int = 1000            #: hidden units ``M``
+    activation: str = "sigmoid"   #: sigmoid, tanh or relu
+    ridge: float = 1e-3           #: ridge penalty on the output weights (``P = I / ridge`` for OPIUM)
+    scale: float = 1.0            #: standard deviation of the hidden pre-activations after standardisation
+    solver: str = "normal"        #: normal (equations) or opium
+    block: int = 4096             #: rows per block (both solvers); 1: the per-sample OPIUM update
+    dtype: str = "float32"        #: of the hidden activations (the normal equations and OPIUM's P: float64)
 
     name = "elm"
 
@@ -119,7 +83,6 @@ class ELMClassifier(Classifier):
         s = super().spec()
         return s.replace(",dtype=float32", "")  # the default, kept out of the short form
 
-    # ------------------------------------------------------------------ hidden layer
     def _init_weights(self, X: np.ndarray) -> None:
         dt = np.dtype(self.dtype)
         calib = as_features(X[:CALIBRATION_ROWS], dt)
@@ -146,7 +109,6 @@ class ELMClassifier(Classifier):
         H = self.hidden_activations(X)
         return np.hstack([H, np.ones((H.shape[0], 1), H.dtype)])
 
-    # ------------------------------------------------------------------ fitting
     def fit(self, X: np.ndarray, y: npt.ArrayLike) -> ELMClassifier:
         y = check_xy(X, y)
         codes = self._encode_labels(y)
@@ -161,7 +123,8 @@ class ELMClassifier(Classifier):
         else:
             self._opium_start()
             self._opium_update(X, Y)
-            self._opium_finish()
+            self.coef_ = self.W_.astype(self.dtype)
+            del self.P_, self.W_
         return self
 
     def partial_fit(self, X: np.ndarray, y: npt.ArrayLike, classes: npt.ArrayLike | None = None) -> ELMClassifier:
@@ -217,10 +180,6 @@ class ELMClassifier(Classifier):
             P += P.T                                    # keep P symmetric against drift
             P *= 0.5
         self.P_, self.W_ = P, W
-
-    def _opium_finish(self) -> None:
-        self.coef_ = self.W_.astype(self.dtype)
-        del self.P_, self.W_
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
         self._check_fitted()

@@ -1,27 +1,10 @@
-"""k-nearest neighbours (Euclidean): blocked matrix products, exact neighbour order.
+"""k-nearest neighbours (Euclidean): blocked float32 matrix products, exact neighbour order.
 
-**Search.**  For a block of test rows, one float32 matrix product gives the score
-``x.t - |t|^2 / 2`` of every training row ``t`` (the norm rides along as an extra feature
-column, so no pass over the distance block is spent on it; ranking by the score is ranking
-by ``|x - t|^2``).  The ``m`` best scores per row are found without a full partition: the
-block is cut into column chunks of :data:`CHUNK`, one pass takes each chunk's maximum, and
-only the ``m`` chunks with the largest maxima (which hold the ``m`` best entries) are
-searched.  Blocks are sized so the score block stays under ``memory_mb``.
-
-**Exact order.**  float32 scores can swap neighbours whose distances differ by one part in
-a million.  The ``m = k + SPARE`` candidates are re-ranked by exact distances (integers for
-uint8 images on both sides, float64 otherwise) and ordered by (distance, training index).
-A row is certified when its exact ``k``-th distance is below the smallest score-derived
-distance any non-candidate can have (its approximate distance minus a rigorous float32
-error bound); for the few rows that are not, every training row whose score could put it
-among the ``k`` nearest is re-ranked exactly.
-
-**Votes.**  A sweep of ``k`` values is read off one neighbour list
-(:meth:`KNNClassifier.predict_sweep`).  Vote ties are broken, by default, by the **nearest
-neighbour among the tied classes** (``tie="nearest"``; equivalently, drop the farthest
-neighbours until the tie breaks).  ``tie="lowest"`` gives the tie to the lowest label, as
-scikit-learn's ``KNeighborsClassifier`` does, so predictions match it exactly (unless a
-distance tie straddles the ``k``-th neighbour, where scikit-learn's choice is arbitrary).
+The ``k + SPARE`` best float32 scores of each test row are re-ranked by exact distances
+(integers for uint8 images, float64 otherwise), ordered by (distance, training index); a row the
+float32 rounding bound cannot certify is re-ranked against every training row within the bound.
+Vote ties go to the nearest neighbour's class (``tie="nearest"``) or to the lowest label
+(``tie="lowest"``, scikit-learn's rule).  In full: ``docs/classifiers.md``, implementation notes.
 """
 from __future__ import annotations
 
@@ -58,8 +41,6 @@ def vote(neighbour_codes: np.ndarray, k: int, n_classes: int,
     class appearing first in the neighbour list (``tie="nearest"``) or to the lowest
     class code (``tie="lowest"``).
 
-    Examples
-    --------
     >>> codes = np.array([[2, 1, 1, 2]])
     >>> vote(codes, 4, 3)[0].tolist(), vote(codes, 4, 3, "lowest")[0].tolist()
     ([2], [1])
@@ -86,29 +67,17 @@ def vote(neighbour_codes: np.ndarray, k: int, n_classes: int,
 class KNNClassifier(Classifier):
     """Euclidean k-NN; ``predict_sweep`` gives every k of a list from one distance pass.
 
-    Parameters
-    ----------
-    k : int
-        Neighbours for :meth:`predict`.
-    memory_mb : int
-        Bound on the score block (test rows x training rows x 4 bytes).
-    tie : {"nearest", "lowest"}
-        Vote ties: the nearest neighbour's class among the tied ones (default), or the
-        lowest label (scikit-learn's rule).
-    standardize : bool
-        Standardise every feature with the training mean and std first (the Fashion-MNIST
-        benchmark runner's setting; distances are then in float64, not integers).
+    ``standardize`` standardises every feature with the training mean and std first (the
+    Fashion-MNIST benchmark runner's setting; distances are then in float64, not integers).
 
-    Examples
-    --------
     >>> X = np.array([[0., 0.], [0., 1.], [5., 5.], [5., 6.]]); y = [0, 0, 1, 1]
     >>> KNNClassifier(k=1).fit(X, y).predict([[0.2, 0.1], [5.1, 5.4]]).tolist()
     [0, 1]
     """
 
-    k: int = 1
-    memory_mb: int = 256
-    tie: str = "nearest"
+    k: int = 1                  #: neighbours for :meth:`predict`
+    memory_mb: int = 256        #: bound on the score block (test rows x training rows x 4 bytes)
+    tie: str = "nearest"        #: vote ties: the nearest neighbour's class among the tied ones, or "lowest" label
     standardize: bool = False
 
     name = "knn"
@@ -117,8 +86,7 @@ class KNNClassifier(Classifier):
         if self.k < 1:
             raise ConfigError("invalid k", expected="k >= 1", found=self.k)
         if self.tie not in TIES:
-            raise ConfigError("invalid k-NN tie rule", expected=" or ".join(TIES),
-                              found=self.tie)
+            raise ConfigError("invalid k-NN tie rule", expected=" or ".join(TIES), found=self.tie)
 
     def fit(self, X: npt.ArrayLike, y: npt.ArrayLike) -> KNNClassifier:
         y = check_xy(X, y)
@@ -159,15 +127,13 @@ class KNNClassifier(Classifier):
         k = self.k if k is None else int(k)
         n_train, dim = self.train_.shape
         if not 1 <= k <= n_train:
-            raise ConfigError("invalid k", expected=f"1 <= k <= {n_train} (training size)",
-                              found=k)
+            raise ConfigError("invalid k", expected=f"1 <= k <= {n_train} (training size)", found=k)
         X = np.asarray(_standardized(self, X))
         Q = as_features(X)
         if Q.shape[1] != dim:
             raise ConfigError("test inputs differ in size from training inputs",
                               expected=f"{dim} features", found=f"{Q.shape[1]}")
-        q8 = X.reshape(len(X), -1) if (X.dtype == np.uint8 and self.train_u8_ is not None) \
-            else None
+        q8 = X.reshape(len(X), -1) if (X.dtype == np.uint8 and self.train_u8_ is not None) else None
         n = Q.shape[0]
         m = min(k + SPARE, n_train)
         cols = self.train_aug_.shape[0]
@@ -235,8 +201,6 @@ class KNNClassifier(Classifier):
     def predict_sweep(self, X: npt.ArrayLike, ks: Iterable[int]) -> dict[int, np.ndarray]:
         """Predictions for every ``k`` in ``ks`` from one distance pass.
 
-        Examples
-        --------
         >>> X = np.array([[0.], [1.], [2.], [10.]]); y = [0, 0, 1, 1]
         >>> clf = KNNClassifier().fit(X, y)
         >>> {k: p.tolist() for k, p in clf.predict_sweep([[2.2]], [1, 3]).items()}

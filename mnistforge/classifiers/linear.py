@@ -86,26 +86,14 @@ def solve_ridge(A: np.ndarray, C: np.ndarray, ridge: float, penalise_last: bool 
 class LinearClassifier(Classifier):
     """Ridge least squares on one-hot targets (with an unpenalised bias).
 
-    Parameters
-    ----------
-    ridge : float
-        Penalty added to the diagonal of ``X^T X`` (pixels scaled to [0, 1]).
-    block : int
-        Rows processed at a time.
-    standardize : bool
-        Standardise every feature with the training mean and std first
-        (:class:`.preprocess.Standardizer`, fitted in ``fit``, applied in ``predict``).
-
-    Examples
-    --------
     >>> X = np.array([[0., 0.], [0., 1.], [3., 0.], [3., 1.]]); y = [0, 0, 1, 1]
     >>> LinearClassifier().fit(X, y).predict(X).tolist()
     [0, 0, 1, 1]
     """
 
-    ridge: float = 1e-3
-    block: int = 8192
-    standardize: bool = False
+    ridge: float = 1e-3         #: added to the diagonal of ``X^T X`` (pixels scaled to [0, 1])
+    block: int = 8192           #: rows processed at a time
+    standardize: bool = False   #: standardise every feature first (a :class:`.preprocess.Standardizer`)
 
     name = "linear"
 

@@ -1,28 +1,16 @@
 """Training, prediction and pickle-free saving of the neural reference classifiers.
 
-:class:`NeuralClassifier` is the base of ``lenet`` (:mod:`.lenet`) and ``cnn``
-(:mod:`.cnn`): a seeded mini-batch training loop (SGD with momentum or Adam; one-cycle, cosine or constant learning
-rate per step; optional light random similarity augmentation drawn afresh each epoch),
-early stopping on a validation set when one is given (the best epoch's weights are kept),
-and a progress bar per epoch.  torch is imported inside functions only, so listing the
-classifiers works without it.
-
-Models are saved by :func:`save_model` as two files: ``NAME.npz`` (the tensors, plain
-NumPy arrays, read back with ``np.load(allow_pickle=False)``) and ``NAME.json`` (the
-classifier spec, architecture, classes, input shape, training history and the weights'
-sha256).  ``torch.load`` is never used: a model file cannot run code when loaded.
-
-Examples
---------
->>> clf = make_classifier("cnn:epochs=3")                     # doctest: +SKIP
->>> clf.fit(train_images, train_labels).save("cnn.npz")      # doctest: +SKIP
->>> load_model("cnn.npz").predict(test_images)               # doctest: +SKIP
+:class:`NeuralClassifier` is the base of ``lenet`` (:mod:`.lenet`) and ``cnn`` (:mod:`.cnn`): a
+seeded mini-batch training loop with early stopping on a validation set; torch is imported
+inside functions only.  :func:`save_model` writes ``NAME.npz`` (the tensors, read back with
+``np.load(allow_pickle=False)``) and ``NAME.json`` (spec, classes, history, the weights' sha256):
+``torch.load`` is never used, so a model file cannot run code when loaded.  The recipes and
+their options: ``docs/classifiers.md``.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import logging
 import math
@@ -39,6 +27,7 @@ from scipy import ndimage
 
 from ..errors import ConfigError, FormatError, IntegrityError, MissingFileError
 from ..io.atomic import atomic_file
+from ..io.hashing import sha256_file
 from ..progress import progress
 from .base import Classifier, check_xy, make_classifier
 from .torch_models import build_network, require_torch
@@ -50,8 +39,6 @@ MODEL_VERSION = 1
 OPTIMIZERS = ("sgd", "adam")
 SCHEDULES = ("onecycle", "cosine", "none")
 PREDICT_BATCH = 1024
-
-
 
 
 def resolve_device(device: str = "auto") -> Any:  # a torch.device (torch: an optional extra)
@@ -178,12 +165,10 @@ class NeuralClassifier(Classifier):
         for field, v, lo in (("epochs", self.epochs, 1), ("batch", self.batch, 1),
                              ("patience", self.patience, 1)):
             if v < lo:
-                raise ConfigError(f"invalid {self.name} parameter {field}",
-                                  expected=f">= {lo}", found=v)
+                raise ConfigError(f"invalid {self.name} parameter {field}", expected=f">= {lo}", found=v)
         if not self.lr > 0:
             raise ConfigError(f"invalid {self.name} parameter lr", expected="> 0", found=self.lr)
 
-    # ------------------------------------------------------------------ model
     def _network(self, n_classes: int, in_hw: tuple[int, ...]) -> Any:  # a torch.nn.Module
         return build_network(self.arch, n_classes, in_hw)
 
@@ -195,24 +180,15 @@ class NeuralClassifier(Classifier):
         if self.optimizer == "adam":
             opt = torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
         else:
-            opt = torch.optim.SGD(params, lr=self.lr, momentum=self.momentum,
-                                  weight_decay=self.weight_decay)
+            opt = torch.optim.SGD(params, lr=self.lr, momentum=self.momentum, weight_decay=self.weight_decay)
         if self.schedule == "onecycle":
-            sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=self.lr,
-                                                        total_steps=max(1, steps))
+            sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=self.lr, total_steps=max(1, steps))
         elif self.schedule == "cosine":
             sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, steps))
         else:
             sched = None
         return opt, sched
 
-    def _epoch_images(self, x: np.ndarray, epoch: int) -> np.ndarray:
-        if not self.augment:
-            return x
-        rng = np.random.default_rng(self.seed * 100_003 + epoch)
-        return random_similarity(x, rng)
-
-    # ------------------------------------------------------------------ training
     def fit(self, X: npt.ArrayLike, y: npt.ArrayLike,
             validation: tuple[npt.ArrayLike, npt.ArrayLike] | None = None) -> NeuralClassifier:
         """Train on images ``X`` and labels ``y``; ``validation=(X_val, y_val)`` enables
@@ -227,8 +203,7 @@ class NeuralClassifier(Classifier):
         if validation is not None:
             xv, yv = validation
             self.check_labels(yv)
-            val = (self._check_shape(as_images(xv)), np.searchsorted(self.classes_,
-                                                                     np.asarray(yv).ravel()))
+            val = (self._check_shape(as_images(xv)), np.searchsorted(self.classes_, np.asarray(yv).ravel()))
         dev = self.resolve_device()
         n, batch = len(x0), self.batch
         steps = self.epochs * ((n + batch - 1) // batch)
@@ -245,18 +220,19 @@ class NeuralClassifier(Classifier):
             bar = progress(range(self.epochs), desc=f"{self.name} epochs", unit="epoch")
             for epoch in bar:
                 t0 = time.perf_counter()
-                x = self._epoch_images(x0, epoch)
+                x = (random_similarity(x0, np.random.default_rng(self.seed * 100_003 + epoch))
+                     if self.augment else x0)
                 xt = torch.from_numpy(x).unsqueeze(1).to(dev)
                 loss = self._train_epoch(torch, xt, yt, gen, opt, sched, loss_fn, epoch)
                 rec: dict[str, Any] = {"epoch": epoch + 1, "loss": round(loss, 6),
                        "seconds": round(time.perf_counter() - t0, 3)}
                 if val is not None:
-                    err = int((self._predict_codes(torch, val[0]) != val[1]).sum())
+                    # (the next epoch puts the model back in training mode)
+                    err = int((self._logits(torch, val[0]).argmax(1) != val[1]).sum())
                     rec["val_errors"] = err
                     if best is None or err < best:
                         best, stale = err, 0
-                        best_state = {k: v.detach().clone()
-                                      for k, v in self.model_.state_dict().items()}
+                        best_state = {k: v.detach().clone() for k, v in self.model_.state_dict().items()}
                         self.best_epoch_ = epoch + 1
                     else:
                         stale += 1
@@ -294,7 +270,6 @@ class NeuralClassifier(Classifier):
             total += loss.detach() * len(i)
         return float(total) / n
 
-    # ------------------------------------------------------------------ prediction
     def _check_shape(self, x: np.ndarray) -> np.ndarray:
         if tuple(x.shape[1:]) != tuple(self.in_hw_):
             raise ConfigError(f"{self.name} model got images of another size",
@@ -312,12 +287,6 @@ class NeuralClassifier(Classifier):
                 xb = torch.from_numpy(x[s:s + PREDICT_BATCH]).unsqueeze(1).to(dev)
                 out.append(self.model_(xb).float().cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, len(self.classes_)), np.float32)
-
-    def _predict_codes(self, torch: Any, x: np.ndarray) -> np.ndarray:
-        was_training = self.model_.training
-        codes: np.ndarray = self._logits(torch, x).argmax(1)
-        self.model_.train(was_training)
-        return codes
 
     def decision_function(self, X: npt.ArrayLike) -> np.ndarray:
         """Network outputs (logits), ``N x n_classes``."""
@@ -340,7 +309,6 @@ class NeuralClassifier(Classifier):
                 hint="test on a set with the training set's classes, or train a model on this "
                      "dataset")
 
-    # ------------------------------------------------------------------ saving
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write ``PATH.npz`` + ``PATH.json`` (see :func:`save_model`); returns the npz path."""
         return save_model(self, path)
@@ -352,14 +320,6 @@ def model_paths(path: str | os.PathLike[str]) -> tuple[Path, Path]:
     if p.suffix in (".npz", ".json"):
         p = p.with_suffix("")
     return p.with_name(p.name + ".npz"), p.with_name(p.name + ".json")
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def save_model(clf: NeuralClassifier, path: str | os.PathLike[str]) -> Path:
@@ -380,7 +340,7 @@ def save_model(clf: NeuralClassifier, path: str | os.PathLike[str]) -> Path:
         "classifier": clf.name, "arch": clf.arch, "spec": clf.spec(), "params": params,
         "classes": clf.classes_.tolist(), "classes_dtype": clf.classes_.dtype.str,
         "input_shape": list(clf.in_hw_),
-        "weights": weights.name, "weights_format": "npz", "weights_sha256": _sha256(weights),
+        "weights": weights.name, "weights_format": "npz", "weights_sha256": sha256_file(weights),
         "tensors": {k: {"dtype": v.dtype.str, "shape": list(v.shape)} for k, v in state.items()},
         "training": {"n_train": getattr(clf, "n_train_", None),
                      "best_epoch": getattr(clf, "best_epoch_", None),
@@ -411,8 +371,7 @@ def load_model(path: str | os.PathLike[str], device: str = "auto") -> NeuralClas
     try:
         doc = json.loads(meta.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise FormatError("unreadable model description", path=meta, expected="JSON",
-                          found=str(e)) from e
+        raise FormatError("unreadable model description", path=meta, expected="JSON", found=str(e)) from e
     if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
         raise FormatError("not a mnistforge model description", path=meta,
                           expected=f'"format": "{MODEL_FORMAT}"',
@@ -421,7 +380,7 @@ def load_model(path: str | os.PathLike[str], device: str = "auto") -> NeuralClas
         raise FormatError("unsupported model file version", path=meta,
                           expected=MODEL_VERSION, found=doc.get("version"),
                           hint="upgrade mnistforge")
-    digest = _sha256(weights)
+    digest = sha256_file(weights)
     if digest != doc.get("weights_sha256"):
         raise IntegrityError("weights do not match their description", path=weights,
                              expected=f"sha256 {doc.get('weights_sha256')}", found=digest,
@@ -441,8 +400,7 @@ def load_model(path: str | os.PathLike[str], device: str = "auto") -> NeuralClas
         clf.best_epoch_ = doc["training"]["best_epoch"]
     model = clf._network(len(clf.classes_), clf.in_hw_)
     try:
-        model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in state.items()},
-                              strict=True)
+        model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in state.items()}, strict=True)
     except RuntimeError as e:
         raise FormatError("weights do not fit the architecture", path=weights,
                           expected=f"the tensors of {doc['arch']}", found=str(e)[:300]) from e

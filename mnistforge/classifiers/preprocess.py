@@ -1,14 +1,8 @@
 """Preprocessing the literature uses: pixel scaling, per-feature standardisation and
-moment-based deskewing.
-
-Deskewing (LeCun's "deslanted" results) removes the slant of each digit: from the
-image moments, the shear ``alpha = cov(row, col) / var(row)`` is undone and the centre
-of mass moved to the image centre, with bilinear interpolation.  All images of a
-batch are resampled in one vectorised :func:`scipy.ndimage.map_coordinates` call.
+moment-based deskewing (LeCun's "deslanted" results; :func:`deskew`).
 """
 from __future__ import annotations
 
-import logging
 from typing import Any, TypeVar
 
 import numpy as np
@@ -17,8 +11,6 @@ from scipy import ndimage
 
 from ..errors import ConfigError
 from .base import as_features
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["scale_pixels", "Standardizer", "deskew", "image_moments"]
 
@@ -30,8 +22,6 @@ def scale_pixels(images: npt.ArrayLike, mode: str = "unit", mean: float | None =
     For ``standard`` pass the training ``mean``/``std`` when scaling test data
     (both default to the statistics of ``images``).
 
-    Examples
-    --------
     >>> scale_pixels(np.array([[0, 255]], np.uint8)).tolist()
     [[0.0, 1.0]]
     """
@@ -56,8 +46,6 @@ class Standardizer:
     rows; the result is float32 (uint8 pixels are first scaled to [0, 1], which the
     standardised values do not depend on).
 
-    Examples
-    --------
     >>> s = Standardizer().fit(np.array([[0., 5.], [2., 5.]]))
     >>> s.transform(np.array([[1., 5.], [3., 6.]])).tolist()
     [[0.0, 0.0], [2.0, 1.0]]
@@ -151,8 +139,6 @@ def deskew(images: npt.ArrayLike, batch: int = 4096) -> np.ndarray:
     ``alpha * (r - r0) + (c - c0) + mc``, where ``(r0, c0)`` is the image centre,
     ``(mr, mc)`` the centre of mass and ``alpha = cov / var_r``.
 
-    Examples
-    --------
     >>> img = np.zeros((1, 28, 28), np.uint8)
     >>> for r in range(6, 22): img[0, r, 8 + (22 - r) // 2] = 255   # a slanted stroke
     >>> out = deskew(img)
@@ -167,8 +153,7 @@ def deskew(images: npt.ArrayLike, batch: int = 4096) -> np.ndarray:
     out_dtype = np.uint8 if x.dtype == np.uint8 else np.float32
     out = np.empty((n, h, w), out_dtype)
     r0, c0 = h / 2.0, w / 2.0
-    rr, cc = np.meshgrid(np.arange(h, dtype=np.float64), np.arange(w, dtype=np.float64),
-                         indexing="ij")
+    rr, cc = np.meshgrid(np.arange(h, dtype=np.float64), np.arange(w, dtype=np.float64), indexing="ij")
     for s in range(0, n, batch):
         xb = np.asarray(x[s:s + batch], np.float32)
         mr, mc, var_r, cov = image_moments(xb)

@@ -1,15 +1,7 @@
-"""The network architectures of the neural reference classifiers (PyTorch modules).
-
-``lenet5``: the usual modern reading of LeNet-5 (LeCun et al. 1998): input zero-padded to
-32x32, conv 5x5 x6 - tanh - average pool - conv 5x5 x16 - tanh - average pool - 120 - 84 -
-classes (full connection table in C3, a linear output layer instead of the RBF units).
-
-``cnn``: a small modern CNN: three blocks of conv 3x3 - batch norm - ReLU - max pool
-(``width``, 2 ``width``, 4 ``width`` channels, 16-32-64 by default; 28 -> 14 -> 7 -> 3), then
-dropout - 128 - ReLU - dropout - classes.  The default width keeps an epoch of 60,000 images
-near a minute on two CPU cores; ``width=32`` is about 3.5x the work.
-
-torch is imported inside :func:`build_network` only.
+"""The network architectures of the neural reference classifiers (PyTorch modules): ``lenet5``,
+LeNet-5 as usually read today, and ``cnn``, three conv-BN-ReLU-pool blocks of ``width``,
+``2 width``, ``4 width`` channels (``docs/classifiers.md``).  torch is imported inside
+:func:`build_network` only.
 """
 from __future__ import annotations
 
@@ -45,8 +37,7 @@ def build_network(arch: str, n_classes: int, in_hw: tuple[int, ...], dropout: fl
             nn.Linear(84, n_classes))
     if arch == "cnn":
         if min(h, w) < 8:
-            raise ConfigError("images too small for the cnn", expected="at least 8 x 8",
-                              found=f"{h} x {w}")
+            raise ConfigError("images too small for the cnn", expected="at least 8 x 8", found=f"{h} x {w}")
         layers, c_in = [], 1
         for c_out in (width, 2 * width, 4 * width):
             # the conv bias is redundant before batch norm

@@ -6,9 +6,6 @@ its invariance score.  :func:`augment_similarity` draws those transformations (s
 uniform in each range) and applies them about the image centre with zero padding, in
 batches, with the same warp as Manitest (:mod:`.manitest.warp`).
 
-Examples
---------
->>> import numpy as np
 >>> imgs = np.zeros((4, 28, 28), np.uint8); imgs[:, 10:18, 12:16] = 255
 >>> out, params = augment_similarity(imgs, seed=0, return_params=True)
 >>> out.shape, out.dtype, params.shape
@@ -18,7 +15,6 @@ Examples
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,8 +23,6 @@ import numpy.typing as npt
 from ..errors import ConfigError
 from .manitest.groups import get_group
 from .manitest.warp import transform_images
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -64,8 +58,6 @@ def apply_similarity(images: npt.ArrayLike, params: npt.ArrayLike, order: int = 
 
     uint8 images are rounded back to uint8; float images stay float.
 
-    Examples
-    --------
     >>> img = np.zeros((1, 9, 9)); img[0, 4, 4] = 1.0
     >>> apply_similarity(img, [[1.0, -2.0, 0.0, 1.0]])[0].argmax() == 2 * 9 + 5
     np.True_
@@ -94,27 +86,14 @@ def apply_similarity(images: npt.ArrayLike, params: npt.ArrayLike, order: int = 
 def augment_similarity(images: npt.ArrayLike, labels: npt.ArrayLike | None = None, *, copies: int = 1,
                        seed: int = 0, config: AugmentConfig | None = None, include_original: bool = False,
                        return_params: bool = False) -> np.ndarray | tuple[np.ndarray, ...]:
-    """Random similarity-transformed copies of ``images`` (and their labels).
+    """Random similarity-transformed copies of ``images`` (``N x H x W``, uint8 or float), and of
+    ``labels`` (repeated to match) when given.
 
-    Parameters
-    ----------
-    images : array ``N x H x W`` (uint8 or float)
-    labels : array ``N``, optional
-        Repeated to match the copies when given.
-    copies : int
-        Transformed copies per image (copy ``j`` of every image comes in block ``j``).
-    seed : int
-        Seed of ``numpy.random.default_rng``: same seed, same output.
-    config : AugmentConfig, optional
-        Bounds (default: translation <= 3 px, scale 0.7-1.3, rotation <= 0.2 rad).
-    include_original : bool
-        Put the untouched images first.
-    return_params : bool
-        Also return the ``(tx, ty, rotation, scale)`` rows used.
-
-    Returns
-    -------
-    images, or (images, labels), plus params when asked.
+    ``copies`` transformed copies per image (copy ``j`` of every image in block ``j``), drawn from
+    ``numpy.random.default_rng(seed)`` (same seed, same output) within the bounds of ``config``
+    (default: translation <= 3 px, scale 0.7-1.3, rotation <= 0.2 rad); ``include_original`` puts
+    the untouched images first; ``return_params`` also returns the ``(tx, ty, rotation, scale)``
+    rows used.  Returns the images, or (images, labels), plus the params when asked.
     """
     c = config or AugmentConfig()
     images = np.asarray(images)

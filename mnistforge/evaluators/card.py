@@ -8,7 +8,6 @@ Markdown.  Definitions: ``docs/card.md`` and the pages it links.
 """
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -23,8 +22,6 @@ from ..loaders.split import DatasetSplit
 from . import label_issues as kli
 from . import significance as sg
 from .errorlists import SystemOutput, load_example
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["Card", "GalleryItem", "build_card", "significant_difference", "qmnist_gap",
            "confusion_matrix", "GALLERY_RULE"]
@@ -86,7 +83,6 @@ class Card:
         return d
 
 
-# --------------------------------------------------------------------------- numbers
 def significant_difference(disagreements: int, confidence: float = 0.95) -> int:
     """Smallest ``n12 - n21`` the paired test (:func:`~.significance.paired_worse`) calls
     significant when two systems disagree on ``disagreements`` samples (0: none can be).
@@ -113,8 +109,7 @@ def qmnist_gap(wrong: np.ndarray, boundary: int = 10_000, confidence: float = 0.
     a = sg.error_rate(wrong[:boundary], confidence=confidence)
     b = sg.error_rate(wrong[boundary:], confidence=confidence)
     gap = a.rate - b.rate
-    h = sg.z_two_sided(confidence) * math.sqrt(a.rate * (1 - a.rate) / a.n
-                                               + b.rate * (1 - b.rate) / b.n)
+    h = sg.z_two_sided(confidence) * math.sqrt(a.rate * (1 - a.rate) / a.n + b.rate * (1 - b.rate) / b.n)
     return {"names": list(names), "boundary": int(boundary), names[0]: a.to_dict(),
             names[1]: b.to_dict(), "gap": gap, "interval": [gap - h, gap + h],
             "significant": bool(abs(gap) > h)}
@@ -247,8 +242,7 @@ def build_card(system: SystemOutput, ds: DatasetSplit, others: Sequence[SystemOu
     if compared:
         base = [s for s in compared if s.name not in abstain]
         wrong = {system.name: system.wrong, **{s.name: s.wrong for s in compared}}
-        vote = sg.majority_vote({system.name: system.wrong, **{s.name: s.wrong for s in base}},
-                                system.name)
+        vote = sg.majority_vote({system.name: system.wrong, **{s.name: s.wrong for s in base}}, system.name)
         if np.array_equal(vote, system.wrong):   # two systems: the tie-breaker decides every tie
             notes.append(f"no vote row: the majority vote of {system.name} and "
                          f"{', '.join(s.name for s in base)} ({system.name} breaking ties) is "
@@ -259,10 +253,8 @@ def build_card(system: SystemOutput, ds: DatasetSplit, others: Sequence[SystemOu
                            "tie_breaker": system.name, "rate": r.to_dict()}
             wrong["vote"] = vote
         comp = sg.compare_systems(wrong, resamples, seed, confidence)
-        comparison = comp.to_dict()
-        comparison["names"] = comp.names
-        comparison["poi"] = comp.poi.tolist()
-        comparison["descriptions"] = {s.name: s.description for s in compared}
+        comparison = {**comp.to_dict(), "names": comp.names, "poi": comp.poi.tolist(),
+                      "descriptions": {s.name: s.description for s in compared}}
 
     qmnist = None
     qnote = (f"not applicable: {ds.name}:{ds.split} is not split by the registry into two "

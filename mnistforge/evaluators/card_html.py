@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,8 +24,6 @@ from .significance import format_k
 
 if TYPE_CHECKING:
     from PIL import Image
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["pictures", "render_html", "render_markdown", "DEFINITIONS"]
 
@@ -56,16 +53,6 @@ def _png(img: Image.Image) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _gallery_picture(card: Card, images: npt.ArrayLike) -> Image.Image | None:
-    if not card.gallery:
-        return None
-    rows = [g.row for g in card.gallery]
-    caps = [f"{g.row}{'*' if g.label_issue else ''}: {g.label_name}>{g.predicted_name}"
-            for g in card.gallery]
-    return render_grid(np.asarray(images)[rows], captions=caps, cols=min(10, len(rows)),
-                       scale=2, invert=True)
-
-
 def _interval_chart(card: Card) -> Image.Image:
     """Error rates with exact intervals of every system compared (matplotlib)."""
     plt = pyplot("the interval chart of the card")
@@ -91,9 +78,12 @@ def _interval_chart(card: Card) -> Image.Image:
 def pictures(card: Card, images: npt.ArrayLike) -> tuple[dict[str, str], dict[str, str]]:
     """``({name: data URI}, {name: why missing})`` of the card's pictures."""
     out, missing = {}, {}
-    g = _gallery_picture(card, images)
-    if g is not None:
-        out["gallery"] = _png(g)
+    if card.gallery:
+        at = [g.row for g in card.gallery]
+        caps = [f"{g.row}{'*' if g.label_issue else ''}: {g.label_name}>{g.predicted_name}"
+                for g in card.gallery]
+        out["gallery"] = _png(render_grid(np.asarray(images)[at], captions=caps,
+                                          cols=min(10, len(at)), scale=2, invert=True))
     if card.confusion is not None:
         k = len(card.classes)
         cols = [str(i) for i in range(k)]   # columns by index, rows by index and class name
@@ -119,7 +109,6 @@ def pictures(card: Card, images: npt.ArrayLike) -> tuple[dict[str, str], dict[st
     return out, missing
 
 
-# --------------------------------------------------------------------------- text
 def _pct(x: float) -> str:
     return f"{100 * x:.2f} %"
 
@@ -149,8 +138,7 @@ def _sections(card: Card) -> list[Section]:
     out.append(("difference", "Difference needed for significance", [diff], None, None))
     k = card.known_labels
     if k is None:
-        out.append(("labels", "Known label errors", [f"Not counted: {card.known_labels_note}."],
-                    None, None))
+        out.append(("labels", "Known label errors", [f"Not counted: {card.known_labels_note}."], None, None))
     else:
         wl = k["without_label_issues"]
         out.append(("labels", "Known label errors", [
@@ -188,8 +176,7 @@ def _sections(card: Card) -> list[Section]:
         out.append(("pairs", "Paired comparisons", paras, rows, "poi"))
     q = card.qmnist
     if q is None:
-        out.append(("qmnist", "QMNIST test10k vs test50k", [f"Skipped: {card.qmnist_note}."],
-                    None, None))
+        out.append(("qmnist", "QMNIST test10k vs test50k", [f"Skipped: {card.qmnist_note}."], None, None))
     else:
         a, b = (q[nm] for nm in q["names"])
         out.append(("qmnist", "QMNIST test10k vs test50k", [
@@ -255,8 +242,7 @@ CSS = ("body{font-family:sans-serif;max-width:1100px;margin:1em auto;color:#222}
 
 def _table_html(rows: Sequence[Sequence[str]]) -> str:
     head = "".join(f"<th>{html.escape(x)}</th>" for x in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in r) + "</tr>"
-                   for r in rows[1:])
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in r) + "</tr>" for r in rows[1:])
     return f"<table><tr>{head}</tr>{body}</table>"
 
 

@@ -1,6 +1,6 @@
-"""Files that carry a system's outputs on a test set: prediction files and error lists.
-
-Two plain-text formats, both read by ``mnistforge significance``:
+"""Files that carry a system's outputs on a test set: prediction files and error lists.  The one
+reader of every input ``card`` and ``significance`` take (also tables and arrays of labels or
+scores), with their checks.
 
 **Prediction files** (written by ``mnistforge evaluate --predictions``; ``.gz`` compresses)::
 
@@ -13,22 +13,17 @@ Two plain-text formats, both read by ``mnistforge significance``:
     0<TAB>7<TAB>7
     ...
 
-``index`` is the 0-based position in the test split.
-
-**Error lists** (the format of the appendix of Keysers 2006): one line per system,
-``name<TAB>description<TAB>comma-separated 1-based indices of the wrongly classified
-samples``; ``#`` starts a comment; an optional ``# n: 10000`` line gives the test-set
-size (otherwise it must be passed as ``n``).  Only right/wrong is known.
-
-Why this module is long: it is the one reader of every input ``card`` and ``significance`` take
-(prediction files, error lists, tables and arrays of labels or scores), with their checks.
+``index`` is the 0-based position in the test split.  **Error lists** (the format of the
+appendix of Keysers 2006): one line per system, ``name<TAB>description<TAB>comma-separated
+1-based indices of the wrongly classified samples``; ``#`` starts a comment; an optional
+``# n: 10000`` line gives the test-set size (otherwise it must be passed as ``n``).  Only
+right/wrong is known.
 """
 from __future__ import annotations
 
 import codecs
 import errno
 import io
-import logging
 import os
 import re
 import stat
@@ -45,8 +40,6 @@ from ..io.atomic import atomic_file
 from ..io.compression import open_gzip_writer, open_reader
 from ..io.foreign.csvfile import is_number
 from ..io.outputs import _kind
-
-logger = logging.getLogger(__name__)
 
 PREDICTIONS_MAGIC = "# mnistforge predictions"
 PREDICTIONS_HEADER = "index\tlabel\tprediction"
@@ -95,8 +88,6 @@ def write_predictions(path: str | os.PathLike[str], predictions: np.typing.Array
                       name: str, metadata: dict[str, object] | None = None) -> None:
     """Write a prediction file atomically (gzip when ``path`` ends in ``.gz``).
 
-    Examples
-    --------
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "pred.tsv")
     >>> write_predictions(p, [1, 2, 3], [1, 0, 3], name="demo")
@@ -108,18 +99,14 @@ def write_predictions(path: str | os.PathLike[str], predictions: np.typing.Array
         raise ConfigError("predictions and labels differ in length", expected="equal lengths",
                           found=f"{p.size} predictions, {y.size} labels")
     meta = {"name": name, **(metadata or {}), "n": p.size}
-    lines = [PREDICTIONS_MAGIC]
-    for k, v in meta.items():
-        v = str(v).replace("\n", " ")
-        lines.append(f"# {k}: {v}")
-    lines.append(PREDICTIONS_HEADER)
+    lines = [PREDICTIONS_MAGIC, *(f"# {k}: " + str(v).replace("\n", " ") for k, v in meta.items()),
+             PREDICTIONS_HEADER]
     body = io.StringIO()
     body.write("\n".join(lines) + "\n")
     np.savetxt(body, np.column_stack([np.arange(p.size), y, p]), fmt="%d", delimiter="\t")
     data = body.getvalue().encode("utf-8")
-    path = Path(path)
     with atomic_file(path, "wb") as f:
-        if path.suffix == ".gz":
+        if Path(path).suffix == ".gz":
             with open_gzip_writer(f) as g:
                 g.write(data)
         else:
@@ -194,8 +181,6 @@ def read_error_lists(path: str | os.PathLike[str] | None, n: int | None = None, 
     """Read an error-list file (Keysers format); ``n`` overrides a ``# n:`` line, ``default_n``
     stands in for a missing one.
 
-    Examples
-    --------
     >>> s = read_error_lists(None, n=5, text="A\\tfirst\\t1,3\\nB\\tsecond\\t\\n")
     >>> [x.wrong.tolist() for x in s]
     [[True, False, True, False, False], [False, False, False, False, False]]
@@ -306,8 +291,7 @@ def read_systems(paths: Iterable[str | os.PathLike[str]], n: int | None = None,
                               found=s.name, hint="rename them with --names")
         seen.add(s.name)
     if n is not None and systems and systems[0].n != int(n):
-        raise ConfigError("test-set size differs from --n", expected=f"{n} samples",
-                          found=f"{systems[0].n}")
+        raise ConfigError("test-set size differs from --n", expected=f"{n} samples", found=f"{systems[0].n}")
     check_same_truth(systems)
     return systems
 
@@ -329,7 +313,6 @@ def check_same_truth(systems: Iterable[SystemOutput]) -> None:
                 hint="compare predictions on the same test set, in the same order")
 
 
-# --------------------------------------------------------------------------- reading inputs
 #: header names of the column holding the predicted label, and of a row-index column
 PREDICTION_COLUMNS = ("prediction", "predictions", "predicted", "pred", "y_pred", "yhat")
 ROW_COLUMNS = ("index", "row", "id", "idx", "imageid", "image_id")
@@ -369,8 +352,7 @@ def read_text(path: str | os.PathLike[str], expected: str = "a text file") -> st
         with open_reader(p) as f:
             data = f.read()
     except (OSError, EOFError) as e:
-        raise FormatError("cannot read the file", path=p, expected=expected,
-                          found=str(e)) from e
+        raise FormatError("cannot read the file", path=p, expected=expected, found=str(e)) from e
     for bom, name in ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
                       (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")):
         if data.startswith(bom):
@@ -586,14 +568,11 @@ def read_inputs(paths: list[str] | list[Path], labels: np.ndarray, classes: int 
 def load_example(name: str = "keysers2006") -> list[SystemOutput]:
     """Load a bundled example: ``keysers2006`` = four MNIST systems and their combination.
 
-    Examples
-    --------
     >>> [(s.name, s.errors) for s in load_example("keysers2006")]
     [('SC', 63), ('SVM', 56), ('IDM', 54), ('CNN', 42), ('CC', 35)]
     """
     if name not in EXAMPLES:
-        raise ConfigError("unknown example", expected="one of " + ", ".join(EXAMPLES),
-                          found=name)
+        raise ConfigError("unknown example", expected="one of " + ", ".join(EXAMPLES), found=name)
     text = resources.files("mnistforge").joinpath("data", EXAMPLES[name]).read_text("utf-8")
     systems = read_error_lists(None, text=text)
     for s in systems:

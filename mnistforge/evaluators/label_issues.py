@@ -1,19 +1,13 @@
 """How much of a classifier's error sits on known label problems of MNIST's test set.
 
-Two lists of "hard or wrong" MNIST test images, both indexed by the 0-based
-position in the official 10,000-image test set (QMNIST's first 10,000 test rows
-are the same images in the same order):
-
-* the **known label issues** of Northcutt, Athalye & Mueller (2021): 15 images
-  where fewer than 3 of 5 human workers chose the given label
-  (:mod:`mnistforge.loaders.label_issues`);
-* **Keysers' common errors**: the 8 images that all four systems of Keysers
-  (2006) misclassify (SC, SVM, IDM, CNN; ``mnistforge/data/keysers2006.tsv``).
-
-:func:`known_problems` finds them for a test set (and checks, when the labels
-are at hand, that it is the one the study examined); :func:`account` says how
-many of each system's errors fall on them and what the error rates and paired
-comparisons become with them excluded.
+Two lists of 0-based positions in the official 10,000-image test set (QMNIST's first 10,000 test
+rows are the same images in the same order): the **known label issues** of Northcutt, Athalye &
+Mueller (2021), 15 images where fewer than 3 of 5 human workers chose the given label
+(:mod:`mnistforge.loaders.label_issues`), and **Keysers' common errors**, the 8 images all four
+systems of Keysers (2006) misclassify (``mnistforge/data/keysers2006.tsv``).  :func:`known_problems`
+finds them for a test set (checking, when the labels are at hand, that it is the one the study
+examined); :func:`account` says how many of each system's errors fall on them and what the error
+rates and paired comparisons become without them.
 """
 from __future__ import annotations
 
@@ -101,27 +95,24 @@ def known_problems(test: str, n: int, labels: npt.ArrayLike | None = None, *, do
     only when its ``labels`` identify it as the study's test set and its build was not
     from a synthetic SD19 (then ``why`` says the test set is not the study's; no warning).
     """
+    why = [] if why is None else why
     try:
         name, split, root = resolve_target(test, default_split="test")
         base, rows = parse_split(split)
         if root is not None and _built_from_synthetic(name, root):
             # said once by the caller, never warned: a synthetic build is simply another test set
-            if why is not None:
-                why.append(f"the test set is not the study's ({test} was built from a synthetic SD19)")
+            why.append(f"the test set is not the study's ({test} was built from a synthetic SD19)")
             return None
         if root is not None and labels is None:
             # a folder is the study's test set only by its content: here, its labels
-            if why is not None:
-                why.append(f"the labels of {test} are not at hand to identify it as the "
-                           "study's test set")
+            why.append(f"the labels of {test} are not at hand to identify it as the study's test set")
             return None
         hit = study_votes(name, base, download=False if root is not None else download)
     except OfflineError:
         msg = ("the study's file label-errors/mnist_mturk.json is not in the cache "
                "(`mnistforge fetch label-errors` gets it)")
         logger.info("known label problems not counted: %s", msg)
-        if why is not None:
-            why.append(msg)
+        why.append(msg)
         return None
     except MnistforgeError:
         return None
@@ -146,8 +137,7 @@ def known_problems(test: str, n: int, labels: npt.ArrayLike | None = None, *, do
             msg = (f"the test set is not the study's ({bad} of the study's given labels differ "
                    f"from the labels of {test})")
             logger.info("known label problems not counted: %s", msg)  # the caller says it, once
-            if why is not None:
-                why.append(msg)
+            why.append(msg)
             return None
     return KnownProblems(test, issue, keys, sug)
 
@@ -256,6 +246,5 @@ def evaluation_account(test: str, wrong: npt.ArrayLike, labels: npt.ArrayLike | 
     problems = known_problems(test, wrong.size, labels, why=why)
     if problems is None:
         return (None, [f"known label problems not counted: {why[0]}"]) if why else None
-    acc = account({name: wrong}, problems, confidence,
-                  None if predictions is None else {name: predictions})
+    acc = account({name: wrong}, problems, confidence, None if predictions is None else {name: predictions})
     return acc, format_account(acc)

@@ -84,8 +84,6 @@ def evaluate_classifier(clf: Classifier | str, train_images: np.ndarray | None, 
     ``validation=(images, labels)`` is passed to ``fit`` (early stopping of the neural
     classifiers).  A classifier with ``check_labels`` refuses test labels it does not know.
 
-    Examples
-    --------
     >>> X = np.array([[0.], [1.], [5.], [6.]]); y = np.array([0, 0, 1, 1])
     >>> e = evaluate_classifier("knn:k=1", X, y, X, y)
     >>> e.errors, e.exact95[0]
@@ -145,23 +143,15 @@ def run_qmnist_protocol(spec: str, *, train: dict[str, str] | None = None, test:
                         deskew: bool = False, confidence: float = 0.95,
                         resamples: int = 100_000, seed: int = 0,
                         limit_train: int | None = None) -> ProtocolResult:
-    """Run the six train/test combinations of the QMNIST paper for one classifier.
+    """Run the six train/test combinations of the QMNIST paper for the classifier ``spec``
+    (``"knn:k=3"``, ``"lenet:epochs=10"`` ...; a fresh one fitted per training set).
 
-    Parameters
-    ----------
-    spec : str
-        Classifier spec (``"knn:k=3"``, ``"lenet:epochs=10"`` ...); a fresh classifier is
-        fitted per training set.
-    train, test : dict, optional
-        Targets per code (defaults :data:`QMNIST_TRAIN`, :data:`QMNIST_TEST`): names or
-        folders of idx files, as on the command line.
-    loader : callable, optional
-        ``loader(target, default_split) -> (images, labels, label)``; default
-        :func:`load_target` (tests pass arrays this way).
-
-    Paired comparisons are made between runs whose test sets have the same size: the
-    same test set with the two training sets, and MNIST vs QMNIST10K test sets (the
-    same images, reconstructed) with the same training set.
+    ``train``, ``test``: the targets per code (defaults :data:`QMNIST_TRAIN`, :data:`QMNIST_TEST`),
+    names or folders of idx files as on the command line, read by
+    ``loader(target, default_split) -> (images, labels, label)`` (default :func:`load_target`;
+    tests pass arrays this way).  Paired comparisons are made between runs whose test sets have
+    the same size: the same test set with the two training sets, and MNIST vs QMNIST10K test sets
+    (the same images, reconstructed) with the same training set.
     """
     train = dict(QMNIST_TRAIN if train is None else train)
     test = dict(QMNIST_TEST if test is None else test)
@@ -180,19 +170,10 @@ def run_qmnist_protocol(spec: str, *, train: dict[str, str] | None = None, test:
         clf.fit(Xtr, ytr)
         fit_s = time.perf_counter() - t0
         for ecode, (Xte, yte, tename) in tests.items():
-            if deskew:
-                Xte = deskew_images(Xte)
-            t0 = time.perf_counter()
-            pred = np.asarray(clf.predict(Xte))
-            pred_s = time.perf_counter() - t0
-            r95 = sg.error_rate(pred != yte, confidence=0.95)
-            rc = sg.error_rate(pred != yte, confidence=confidence)
-            runs[tcode + ecode] = Evaluation(
-                spec, trname, tename, int(len(ytr)), int(len(yte)), r95.errors, r95.rate,
-                list(r95.wald), list(r95.exact), round(fit_s, 3), round(pred_s, 3),
-                float(confidence), list(rc.wald), list(rc.exact), bool(deskew), pred,
-                np.asarray(yte))
-            logger.info("%s%s: %s", tcode, ecode, r95)
+            ev = evaluate_classifier(clf, Xtr, ytr, Xte, yte, train_name=trname, test_name=tename,
+                                     deskew=deskew, confidence=confidence, spec=spec, fitted=True)
+            ev.fit_seconds = round(fit_s, 3)
+            runs[tcode + ecode] = ev
     comparisons: list[dict[str, Any]] = []
     names = list(runs)
     for i, a in enumerate(names):
@@ -206,8 +187,7 @@ def run_qmnist_protocol(spec: str, *, train: dict[str, str] | None = None, test:
                 continue
             t = sg.paired_test(ra.wrong, rb.wrong, confidence)
             c = t.counts
-            bs = sg.probability_of_improvement_from_counts(
-                c, resamples, np.random.default_rng(sg._pair_seed(seed, a, b)), confidence)
+            bs = sg.probability_of_improvement_from_counts(c, resamples, sg.pair_seed(seed, a, b), confidence)
             comparisons.append({
                 "a": a, "b": b, "errors_a": ra.errors, "errors_b": rb.errors,
                 "n12": c.n12, "n21": c.n21, "poi_a_better": bs.poi,

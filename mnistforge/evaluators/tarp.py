@@ -8,9 +8,6 @@ impurity), trees of depth k (a split kept only where it lowers the validation er
 ``docs/tarp.md`` gives the method and its seeding in full; one tree per (run, n) yields
 ``B_k^n`` for every k <= K.
 
-Examples
---------
->>> import numpy as np
 >>> rng = np.random.default_rng(0)
 >>> X = np.r_[rng.normal(0, 1, (300, 5)), rng.normal(0, 1, (300, 5)) + [6, 0, 0, 0, 0]]
 >>> y = np.r_[np.zeros(300, int), np.ones(300, int)]
@@ -22,7 +19,7 @@ True
 """
 from __future__ import annotations
 
-import logging
+import contextlib
 import math
 import multiprocessing as mp
 import time
@@ -42,30 +39,13 @@ from ..errors import ConfigError
 from ..io.types import StrPath
 from ..progress import progress as bar
 
-logger = logging.getLogger(__name__)
-
-
-# --------------------------------------------------------------------------- nodes
 
 def gaussian_thresholds(p: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Bayes thresholds between two 1-D Gaussians, one per column of ``p``.
+    """Bayes thresholds between two 1-D Gaussians, one per column of ``p`` (``m x n``: the
+    projections of a node's training points on n directions; ``y`` their 0/1 labels, both
+    classes present): the root of the Bayes boundary lying between the two class means (the
+    midpoint when no root lies there).
 
-    Parameters
-    ----------
-    p : ndarray (m, n)
-        Projections of the node's training points on n directions.
-    y : ndarray (m,)
-        0/1 labels (both classes present).
-
-    Returns
-    -------
-    ndarray (n,)
-        For each direction the root of the Bayes boundary lying between the
-        two class means (the midpoint when no root lies there).
-
-    Examples
-    --------
-    >>> import numpy as np
     >>> p = np.array([[0.], [1.], [2.], [10.], [11.], [12.]])
     >>> float(gaussian_thresholds(p, np.array([0, 0, 0, 1, 1, 1]))[0])
     6.0
@@ -86,8 +66,7 @@ def gaussian_thresholds(p: np.ndarray, y: np.ndarray) -> np.ndarray:
     v1 = np.maximum(v1, floor)
     a = 0.5 / v1 - 0.5 / v0
     b = m0 / v0 - m1 / v1
-    c = (m1 ** 2 / (2 * v1) - m0 ** 2 / (2 * v0) + math.log(n0 / n1)
-         - 0.5 * np.log(v0) + 0.5 * np.log(v1))
+    c = (m1 ** 2 / (2 * v1) - m0 ** 2 / (2 * v0) + math.log(n0 / n1) - 0.5 * np.log(v0) + 0.5 * np.log(v1))
     lo, hi = np.minimum(m0, m1), np.maximum(m0, m1)
     mid = 0.5 * (m0 + m1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -127,16 +106,6 @@ class NodeSplit:
     gain: float
 
 
-def majority(y: np.ndarray, default: int = 0) -> int:
-    """Majority label of a 0/1 vector (``default`` when empty or tied)."""
-    if y.size == 0:
-        return default
-    s = int(y.sum())
-    if 2 * s == y.size:
-        return default
-    return int(2 * s > y.size)
-
-
 def best_split(X: np.ndarray, y: np.ndarray, n: int, rng: np.random.Generator,
                parent_label: int) -> NodeSplit | None:
     """n-TARP: the best of ``n`` random-projection splits of one node, by Gini gain.
@@ -164,12 +133,11 @@ def best_split(X: np.ndarray, y: np.ndarray, n: int, rng: np.random.Generator,
 
 
 def majority_from_counts(c1: float, c: float, default: int) -> int:
+    """Majority label of ``c`` 0/1 labels of which ``c1`` are 1 (``default`` when none or tied)."""
     if c == 0 or 2 * c1 == c:
         return default
     return int(2 * c1 > c)
 
-
-# --------------------------------------------------------------------------- one run
 
 @dataclass
 class RunResult:
@@ -195,7 +163,7 @@ def run_tree(X: np.ndarray, y: np.ndarray, n: int, K: int, split_seed: int | tup
     node_tr = np.zeros(len(ytr), np.int64)
     node_va = np.zeros(len(yva), np.int64)
     node_te = np.zeros(len(yte), np.int64)
-    labels = {0: majority(ytr)}
+    labels = {0: majority_from_counts(int(ytr.sum()), ytr.size, 0)}
     errors = np.empty(K + 1)
     proj = np.zeros(K + 1)
     secs = np.empty(K + 1)
@@ -242,8 +210,6 @@ def run_tree(X: np.ndarray, y: np.ndarray, n: int, K: int, split_seed: int | tup
         secs[level + 1] = time.perf_counter() - t0
     return RunResult(errors, proj, secs)
 
-
-# --------------------------------------------------------------------------- many runs
 
 @dataclass
 class TarpResult:
@@ -298,16 +264,6 @@ def tarp_memory(n_samples: int, dims: int, n: int, depth: int, runs: int, n_grid
     return concurrent * per_job + results
 
 
-def check_tarp_memory(n_samples: int, dims: int, n: int, depth: int, runs: int, n_grid: int = 1,
-                      concurrent: int = 1) -> None:
-    """:class:`~mnistforge.errors.InsufficientMemoryError` when :func:`tarp_memory` would not fit."""
-    need = tarp_memory(n_samples, dims, n, depth, runs, n_grid, concurrent)
-    require_memory(need, f"TARP with n={n} directions on {n_samples} samples of {dims} values"
-                   + (f" ({concurrent} runs at once)" if concurrent > 1 else ""),
-                   hint="use fewer directions (--n), fewer samples (--limit) or fewer "
-                        "workers (--workers)")
-
-
 def check_point(name: str, error: float, cost: float) -> None:
     """A classifier's place on the benchmark plane: an error rate in [0, 1], a cost >= 0.
 
@@ -330,10 +286,6 @@ def check_point(name: str, error: float, cost: float) -> None:
 _SHARED: dict[str, np.ndarray] = {}
 
 
-def _init(X: np.ndarray, y: np.ndarray) -> None:
-    _SHARED["X"], _SHARED["y"] = X, y
-
-
 def _job(args: tuple[int, int, int, int]) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray]:
     n, K, run, seed = args
     X, y = _SHARED["X"], _SHARED["y"]
@@ -344,29 +296,11 @@ def _job(args: tuple[int, int, int, int]) -> tuple[int, int, np.ndarray, np.ndar
 def tarp_bounds(X: np.ndarray | Sequence[Any], y: npt.ArrayLike, *, ns: Collection[int] = (1, 10, 100),
                 ks: Collection[int] = range(0, 7), runs: int = 100, seed: int = 0,
                 workers: int | None = None, task: str = "", progress: bool | None = None) -> TarpResult:
-    """Estimate ``B_k^n`` for every n in ``ns`` and k in ``ks``.
+    """Estimate ``B_k^n`` for every n in ``ns`` (directions per node) and k in ``ks`` (tree
+    depths) from ``runs`` independent runs (a fresh split and fresh directions each) on the
+    samples ``X`` (``N x D``, images flattened; cast to float32) with 0/1 labels ``y``.
+    ``workers``: processes (default: all cores); results do not depend on it.
 
-    Parameters
-    ----------
-    X : array_like (N, D)
-        Samples (images flattened); cast to float32.
-    y : array_like (N,)
-        Binary labels 0/1.
-    ns, ks : iterables of int
-        Directions per node and tree depths.
-    runs : int
-        R, independent runs (fresh split and directions each).
-    seed : int
-    workers : int, optional
-        Processes (default: all cores). Results do not depend on it.
-
-    Returns
-    -------
-    TarpResult
-
-    Examples
-    --------
-    >>> import numpy as np
     >>> X = np.random.default_rng(1).normal(size=(200, 3)); y = (X[:, 0] > 0).astype(int)
     >>> r = tarp_bounds(X, y, ns=[50], ks=[3], runs=3, workers=1)
     >>> r.point(50, 3)["mean"] < 0.2
@@ -393,38 +327,33 @@ def tarp_bounds(X: np.ndarray | Sequence[Any], y: npt.ArrayLike, *, ns: Collecti
         raise ConfigError("bad number of TARP runs", expected="runs >= 1", found=runs)
     K = max(ks)
     workers = settings.current(workers=workers).workers
-    check_tarp_memory(X.shape[0], X.shape[1], max(ns), K, runs, len(ns),
-                      min(workers, len(ns) * runs))
+    concurrent = min(workers, len(ns) * runs)
+    require_memory(tarp_memory(X.shape[0], X.shape[1], max(ns), K, runs, len(ns), concurrent),
+                   f"TARP with n={max(ns)} directions on {X.shape[0]} samples of {X.shape[1]} values"
+                   + (f" ({concurrent} runs at once)" if concurrent > 1 else ""),
+                   hint="use fewer directions (--n), fewer samples (--limit) or fewer "
+                        "workers (--workers)")
     b0 = float(min(y.mean(), 1 - y.mean()))
     jobs = [(n, K, run, seed) for n in ns for run in range(runs)]
     out: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     pbar = bar(total=len(jobs), desc="TARP runs", unit="run", disable=progress)
-    if workers > 1 and len(jobs) > 1:
-        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-        if ctx is None:
-            workers = 1
-    if workers > 1 and len(jobs) > 1:
-        # fork: the workers inherit X and y; only (n, run) tuples and small
-        # result arrays cross the process boundary.
-        _init(X, y)
-        with named_worker_errors("running TARP"), process_pool(workers, mp_context=ctx) as ex:
-            for res in ex.map(_job, jobs, chunksize=max(1, len(jobs) // (8 * workers))):
-                out[res[0], res[1]] = res[2:]
-                pbar.update()
-        _SHARED.clear()
-    else:
-        _init(X, y)
-        for j in jobs:
-            res = _job(j)
+    # fork: the workers inherit X and y; only (n, run) tuples and small result arrays cross the
+    # process boundary
+    _SHARED["X"], _SHARED["y"] = X, y
+    with contextlib.ExitStack() as stack:
+        results: Iterable[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = map(_job, jobs)
+        if workers > 1 and len(jobs) > 1 and "fork" in mp.get_all_start_methods():
+            stack.enter_context(named_worker_errors("running TARP"))
+            ex = stack.enter_context(process_pool(workers, mp_context=mp.get_context("fork")))
+            results = ex.map(_job, jobs, chunksize=max(1, len(jobs) // (8 * workers)))
+        for res in results:
             out[res[0], res[1]] = res[2:]
             pbar.update()
-        _SHARED.clear()
+    _SHARED.clear()
     pbar.close()
     result = TarpResult(task=task, n_samples=int(len(y)), b0=b0, seed=seed)
     for n in ns:
-        E = np.stack([out[n, r][0] for r in range(runs)])
-        C = np.stack([out[n, r][1] for r in range(runs)])
-        S = np.stack([out[n, r][2] for r in range(runs)])
+        E, C, S = (np.stack([out[n, r][i] for r in range(runs)]) for i in range(3))
         for k in ks:
             e = E[:, k]
             result.results.append({
@@ -435,8 +364,6 @@ def tarp_bounds(X: np.ndarray | Sequence[Any], y: npt.ArrayLike, *, ns: Collecti
             })
     return result
 
-
-# --------------------------------------------------------------------------- tasks
 
 def parse_classes(text: str, classes: Iterable[object] | None) -> list[int]:
     """Label indices named by a comma list of class characters or label numbers."""
@@ -462,18 +389,10 @@ def binary_task(images: npt.ArrayLike, labels: npt.ArrayLike, task: str, classes
 
     ``task`` is ``"AvB"`` (``A`` and ``B`` comma lists of classes, e.g. ``0v1``,
     ``0,2,4v1,3``), ``"A,B"`` (one class against another), ``"even-odd"`` or
-    ``"Avrest"`` (a set against its complement).
+    ``"Avrest"`` (a set against its complement).  Returns ``X`` (``M x D`` float32: the images of
+    the selected classes flattened, scaled to [0, 1] when ``scale``) and ``y`` (1 for the second
+    group, 0 for the first).
 
-    Returns
-    -------
-    X : ndarray float32 (M, D)
-        Flattened (scaled to [0, 1] when ``scale``) images of the selected classes.
-    y : ndarray int (M,)
-        1 for the second group, 0 for the first.
-
-    Examples
-    --------
-    >>> import numpy as np
     >>> X, y = binary_task(np.zeros((4, 2, 2), np.uint8), np.array([0, 1, 2, 3]), "even-odd")
     >>> y.tolist()
     [0, 1, 0, 1]
@@ -542,8 +461,7 @@ def plot_benchmark(result: TarpResult, path: StrPath,
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=110)
     for n in sorted({r["n"] for r in result.results}):
         c = [r for r in result.curve(n) if r["cost_projections"] > 0]  # k = 0 costs nothing
-        ax.plot([r["cost_projections"] for r in c], [r["mean"] for r in c], "o-",
-                label=f"n={n}")
+        ax.plot([r["cost_projections"] for r in c], [r["mean"] for r in c], "o-", label=f"n={n}")
     ax.axhline(result.asymptote(), color="grey", ls="--", lw=1, label="asymptote")
     ax.axhline(result.b0, color="black", ls=":", lw=1, label="B0")
     for name, err, cost in points:
@@ -563,5 +481,4 @@ def plot_benchmark(result: TarpResult, path: StrPath,
 
 
 __all__ = ["tarp_bounds", "binary_task", "gaussian_thresholds", "best_split", "run_tree",
-           "TarpResult", "region_of", "plot_benchmark", "check_point", "tarp_memory",
-           "check_tarp_memory"]
+           "TarpResult", "region_of", "plot_benchmark", "check_point", "tarp_memory"]

@@ -10,8 +10,6 @@ Fawzi & Frossard, "Manitest: Are classifiers really invariant?" (BMVC 2015); def
 * :mod:`.score` — the invariance score of one image and the global score of a sample;
 * :mod:`.plots` — pictures (optional ``[plot]`` extra).
 
-Examples
---------
 >>> import numpy as np
 >>> from mnistforge.evaluators.manitest import manitest
 >>> yy, xx = np.mgrid[0:28, 0:28]

@@ -1,28 +1,12 @@
 """Transformation groups acting on images about the image centre.
 
-A group is declared by the list of its parameters.  Every parameter has a *kind* that says
-how it enters the transformation ``T_t(x) = c + L(t) (x - c) + b(t)`` of the image plane
-(``x = (column, row)`` in pixels, ``c`` the image centre, the row axis pointing down):
+A group is declared by the list of its parameter kinds (``tx``, ``ty``, ``rotation``,
+``dilation``, ``aspect``, ``shear``), each with a grid step and search bounds.  The
+transformation is ``T_t(x) = c + L(t) (x - c) + b(t)`` on ``x = (column, row)`` in pixels, with
+``L(t) = exp(dilation) R(rotation) [[exp(aspect), shear], [0, exp(-aspect)]]`` and
+``b(t) = (tx, ty)``; the transformed image is ``I_t(p) = I(T_t^{-1}(p))``, zero outside the frame.
+The kinds' meanings, steps, bounds and generator fields: ``docs/manitest.md`` (groups).
 
-============  ===============================  ============  ========================
-kind          meaning                          grid step     generator field at ``e``
-============  ===============================  ============  ========================
-``tx``        shift right (pixels)             0.5 px        ``(1, 0)``
-``ty``        shift down (pixels)              0.5 px        ``(0, 1)``
-``rotation``  angle (radians; positive turns   pi/20         ``(-(y - cy), x - cx)``
-              the picture clockwise on screen)
-``dilation``  log of the scale factor          0.1           ``(x - cx, y - cy)``
-``aspect``    log of the x/y stretch ratio/2   0.1           ``(x - cx, -(y - cy))``
-``shear``     horizontal shear                 0.1           ``(y - cy, 0)``
-============  ===============================  ============  ========================
-
-with ``L(t) = exp(dilation) R(rotation) [[exp(aspect), shear], [0, exp(-aspect)]]`` and
-``b(t) = (tx, ty)``, so every ``L`` is invertible and the parameters are the paper's
-(translation, rotation, dilation) where they overlap.  The transformed image is
-``I_t(p) = I(T_t^{-1}(p))`` with zeros outside the frame and the same output size.
-
-Examples
---------
 >>> g = get_group("dilation-rotation")
 >>> g.params, [round(s, 4) for s in g.steps]
 (('dilation', 'rotation'), [0.1, 0.1571])
@@ -40,8 +24,7 @@ import numpy.typing as npt
 from ...errors import ConfigError
 
 #: Paper grid steps (Fawzi & Frossard 2015), per parameter kind.
-DEFAULT_STEPS = {"tx": 0.5, "ty": 0.5, "rotation": math.pi / 20, "dilation": 0.1,
-                 "aspect": 0.1, "shear": 0.1}
+DEFAULT_STEPS = {"tx": 0.5, "ty": 0.5, "rotation": math.pi / 20, "dilation": 0.1, "aspect": 0.1, "shear": 0.1}
 #: Default search bounds per kind: beyond them the picture has left the frame, turned a
 #: full half-turn either way, or shrunk/grown by e^3 (20x); the search stops there.
 DEFAULT_BOUNDS = {"tx": (-28.0, 28.0), "ty": (-28.0, 28.0), "rotation": (-math.pi, math.pi),
@@ -51,21 +34,10 @@ KINDS = tuple(DEFAULT_STEPS)
 
 @dataclass(frozen=True)
 class TransformGroup:
-    """A transformation group: its parameters (kinds), grid steps and search bounds.
+    """A transformation group: its parameter kinds (in grid-axis order), the grid step per
+    parameter (default: the paper's, :data:`DEFAULT_STEPS`) and the range searched (default:
+    :data:`DEFAULT_BOUNDS`; the grid holds the nodes ``k * step`` inside it).
 
-    Parameters
-    ----------
-    name : str
-    params : tuple of str
-        Parameter kinds (see the module table), in grid-axis order.
-    steps : tuple of float, optional
-        Grid step per parameter (default: the paper's steps).
-    bounds : tuple of (float, float), optional
-        Parameter range searched (default: :data:`DEFAULT_BOUNDS`); the grid holds the
-        nodes ``k * step`` inside it.
-
-    Examples
-    --------
     >>> g = TransformGroup("shift-x", ("tx",))
     >>> g.steps, g.linear(np.zeros(1)).tolist(), g.shift(np.array([2.0])).tolist()
     ((0.5,), [[1.0, 0.0], [0.0, 1.0]], [2.0, 0.0])
@@ -165,8 +137,6 @@ class TransformGroup:
 
         Component 0 is the x (column) velocity, 1 the y (row) velocity.
 
-        Examples
-        --------
         >>> f = get_group("rotation").generator_fields((3, 3))
         >>> f[0, :, 0, 2].tolist()  # top-right corner (x=1, y=-1 about the centre) moves
         [1.0, 1.0]
@@ -201,8 +171,6 @@ GROUPS = {
 def get_group(group: TransformGroup | str) -> TransformGroup:
     """A :class:`TransformGroup` from its name (or the group itself).
 
-    Examples
-    --------
     >>> get_group("similarity").params
     ('tx', 'ty', 'rotation', 'dilation')
     """
@@ -213,6 +181,5 @@ def get_group(group: TransformGroup | str) -> TransformGroup:
                "translations": "translation"}
     key = aliases.get(key, key)
     if key not in GROUPS:
-        raise ConfigError("unknown transformation group", expected="one of " + ", ".join(GROUPS),
-                          found=group)
+        raise ConfigError("unknown transformation group", expected="one of " + ", ".join(GROUPS), found=group)
     return GROUPS[key]

@@ -1,47 +1,15 @@
 """Fast marching for the geodesic distance from the identity on a lazily grown grid.
 
-The parameter grid is ``Z^d`` (``d`` = 1..6) scaled by the grid steps and clipped to the
-group's bounds.  Nodes are created lazily, in batches: ``evaluate`` is called once per batch
-and returns the metric tensors ``G`` and the classifier's labels of all its nodes, so metric
-and classifier never work node by node.  A batch is the set of new neighbours of the node
-just accepted (the newly reached nodes) plus, once the search has run for a while, those of
-the Trial nodes at the top of the heap (about to be accepted; up to
-:data:`LOOKAHEAD_MAX` of them, growing with the number of Known nodes).  In 1-D it is the
-block of ``side`` nodes (centred on the origin, :data:`BLOCK_SIDE`) holding the node the
-front needs.  (Fixed blocks in 2-D cost more than they save: most classifiers change
-label within a few grid steps, so most of a block would be evaluated for nothing.)
+The distance ``u`` solves the anisotropic eikonal equation ``sqrt(grad u^T G^-1 grad u) = 1``,
+``u(0) = 0``, on the grid ``k * steps`` (``d`` = 1..6) clipped to the group's bounds: nodes are
+Known or Trial (a min-heap), updated from simplices of Known neighbours (factored or classic
+updates, used only where admissible) with the edge update as the fallback.  Nodes are created in
+batches: ``evaluate`` gets every new node at once and returns their metric tensors ``G`` and
+labels, so metric and classifier never work node by node.  The march stops at the first accepted
+node whose label ``stop`` accepts (``"changed"``), after ``cap`` accepted nodes (``"cap"``), or
+with every node inside the bounds Known (``"boundary"``).  The scheme in full:
+``docs/manitest.md`` (fast marching).
 
-The distance ``u`` solves the anisotropic eikonal equation ``sqrt(grad u^T G^-1 grad u) = 1``
-with ``u(0) = 0``.  Nodes are *Known* (final) or *Trial* (in a min-heap).  When a node is
-accepted, each of its non-Known axis neighbours ``x`` is updated from every simplex made of
-the accepted node and Known axis neighbours of ``x`` on other axes (the one with the
-smaller value on each axis):
-
-* **simplex update** with vertices ``x + h_j`` (values ``u_j``): minimise over the face
-  ``u(y) + ||x - y||_G`` with ``u`` linear on the face.  With ``Q = H^T G H`` the minimiser
-  is ``mu = (b + sqrt(b^2 - a (c - 1))) / a`` with ``a = 1^T Q^-1 1``, ``b = 1^T Q^-1 u``,
-  ``c = u^T Q^-1 u`` (the discrete eikonal equation over the simplex), and the foot point's
-  barycentric weights ``lambda = Q^-1 (mu 1 - u) / (mu a - b)``.  The update is
-  **admissible** only when the discriminant is non-negative and every ``lambda_j >= 0``,
-  i.e. the characteristic reaches ``x`` through the simplex;
-* **edge update** ``u_k + ||h||_G`` from the accepted neighbour alone: always admissible,
-  the fallback.
-
-``G`` in a simplex update is the mean of the tensors at ``x`` and the simplex vertices; an
-edge length is the mean of its length under the two end tensors (trapezoid rule, so 1-D
-distances are second-order accurate).  Nodes within L1 index distance ``init_radius`` of the
-origin start at the local straight-line distance ``sqrt(t^T G t)`` (the usual point-source
-initialisation; without it the first-order scheme's error near the source dominates
-everywhere).  A new tentative value is never below the value just accepted, so nodes are
-accepted in non-decreasing distance order even where the metric is strongly anisotropic.
-
-The march stops at the first accepted node for which ``stop(label)`` holds (status
-``"changed"``), when ``cap`` nodes have been accepted (``"cap"``), or when every node inside
-the bounds is Known (``"boundary"``).
-
-Examples
---------
->>> import numpy as np
 >>> ev = lambda K: (np.broadcast_to(np.eye(2), (len(K), 2, 2)), None)
 >>> res = fast_march([1.0, 1.0], [-10, -10], [10, 10], ev, cap=200)
 >>> res.status, round(res.values[(3, 4)], 1)
@@ -51,7 +19,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import logging
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -61,8 +28,6 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import ConfigError
-
-logger = logging.getLogger(__name__)
 
 #: block side per dimension; 1 means "batch the new neighbours of each accepted node"
 BLOCK_SIDE = {1: 8, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1}
@@ -119,8 +84,6 @@ def solve_simplex(Q: np.ndarray, u: np.ndarray) -> tuple[float, np.ndarray] | No
     ``Q = H^T G H`` (``k x k``, ``H`` the vertex offsets from the updated node) and ``u`` the
     vertex values.
 
-    Examples
-    --------
     >>> mu, lam = solve_simplex(np.eye(2), np.array([0.0, 0.0]))   # plane wave at 45 degrees
     >>> round(float(mu), 4), lam.round(3).tolist()
     (0.7071, [0.5, 0.5])
@@ -176,8 +139,6 @@ def solve_factored(A: np.ndarray, h: np.ndarray, tau: np.ndarray, g0: np.ndarray
     the characteristic ``A grad_S u`` reaches the node through the simplex.  Exact (to
     rounding) wherever the metric is constant, so no point-source error builds up.
 
-    Examples
-    --------
     >>> t = np.array([3.0, 4.0]); h = np.array([-1.0, -1.0])        # vertices (2,4), (3,3)
     >>> u, lam = solve_factored(np.eye(2), h, np.ones(2), t / 5.0, 5.0)
     >>> round(u, 12), bool(lam.min() >= 0)
@@ -272,33 +233,16 @@ def fast_march(steps: Sequence[float] | np.ndarray, lo: Sequence[int] | np.ndarr
                stop: Callable[[Any], bool] | None = None,
                init_radius: int = 1, block_side: int | None = None,
                factored: bool = True) -> MarchResult:
-    """Geodesic distances from the origin of the grid ``k * steps``, ``lo <= k <= hi``.
+    """Geodesic distances from the origin of the grid ``k * steps`` (the step per axis, in
+    parameter units), ``lo <= k <= hi`` (the grid index bounds per axis, ``lo <= 0 <= hi``).
 
-    Parameters
-    ----------
-    steps : sequence of float
-        Grid step per axis (parameter units).
-    lo, hi : sequence of int
-        Lowest/highest grid index per axis (``lo <= 0 <= hi``).
-    evaluate : callable
-        ``evaluate(K)`` with ``K`` an ``M x d`` int array of grid indices returns
-        ``(G, labels)``: metric tensors ``M x d x d`` in parameter units and the labels
-        (or ``None``).
-    cap : int
-        Stop after this many Known nodes (status ``"cap"``).
-    stop : callable, optional
-        ``stop(label) -> bool``: a Known node with such a label ends the march.
-    init_radius : int
-        L1 index radius of the initialised ball around the origin (0 for none).
-    block_side : int, optional
-        Nodes per block side (default :data:`BLOCK_SIDE`).
-    factored : bool
-        Use factored simplex updates (default; exact for a constant metric) instead of the
-        classic ones (first-order error growing like ``h log(r/h)`` from the source).
-
-    Returns
-    -------
-    MarchResult
+    ``evaluate(K)``, ``K`` an ``M x d`` int array of grid indices, returns ``(G, labels)``: metric
+    tensors ``M x d x d`` in parameter units and the labels (or ``None``).  The march stops after
+    ``cap`` Known nodes (status ``"cap"``), or at a Known node whose label ``stop(label)`` accepts.
+    ``init_radius``: L1 index radius of the initialised ball around the origin (0 for none);
+    ``block_side``: nodes per block side (default :data:`BLOCK_SIDE`); ``factored``: factored
+    simplex updates (default; exact for a constant metric) instead of the classic ones (their
+    first-order error grows like ``h log(r/h)`` from the source).
     """
     steps = [float(s) for s in steps]
     d = len(steps)
@@ -354,7 +298,6 @@ def fast_march(steps: Sequence[float] | np.ndarray, lo: Sequence[int] | np.ndarr
             if labs is not None:
                 labels[kk] = labs[i]
 
-
     def inside(node: Node) -> bool:
         return all(l <= c <= h for c, l, h in zip(node, lo, hi))
 
@@ -398,8 +341,7 @@ def fast_march(steps: Sequence[float] | np.ndarray, lo: Sequence[int] | np.ndarr
             gsub = [[sum(g[i][j] for g in gls) / n for j in axes] for i in axes]
             stats["simplex"] += 1
             if factored:
-                sol = _factored_small(gsub, hs, [tau[v] for v in verts],
-                                      [g0[i] for i in axes], u0x)
+                sol = _factored_small(gsub, hs, [tau[v] for v in verts], [g0[i] for i in axes], u0x)
             else:
                 sol = _simplex_small(gsub, hs, [uk] + [o[1] for o in sub])
             if sol is not None and sol[0] < best:

@@ -1,26 +1,11 @@
 """Lengths of actual paths in image space: the distance Manitest reports.
 
-Fast marching (:mod:`.marching`) orders the grid nodes by an approximate geodesic distance
-and so finds ``t*``, but its values are a first-order PDE solution: near the origin and
-where the metric is far from diagonal they miss the geodesic by several per cent either way
-(and can even fall below the chord ``||I_t* - I||``, which no path is shorter than).  So the
-distance reported for ``t*`` is the length of an actual path ``s -> I_{t(s)}``, the shortest
-of a few candidates in parameter space:
-
-* the straight segment ``0 -> t*``;
-* the march's grid path (parents backtracked from ``t*``);
-* two-segment paths ``0 -> m -> t*`` with the corner ``m`` refined by a few rounds of a
-  compass search started from the middle of the straight segment (steps scaled by the
-  metric there), then four-segment paths through ``m`` and the two midpoints, the three
-  corners refined the same way (a geodesic can bend more than one corner allows).
-
-Each candidate's length is computed twice from the same samples (:data:`PER_UNIT`):
-Simpson's rule on the speed ``||J(t(s)) t'(s)||`` with the exact warp Jacobian, and the
-inscribed polyline ``sum ||I_{t_{j+1}} - I_{t_j}||`` starting at the image itself.  The
-polyline never exceeds the true length and, by the triangle inequality, is never below the
-chord; the larger of the two is kept, so a reported distance is always at least the chord
-and (to the quadrature accuracy) the length of a real path: an upper bound of the geodesic
-distance ``d(e, t*)``.
+Fast marching (:mod:`.marching`) finds ``t*``, but its values are a first-order solution (off by
+several per cent either way, even below the chord ``||I_t* - I||``), so the distance reported is
+the length of the shortest of a few candidate paths ``s -> I_{t(s)}``: the straight segment, the
+march's grid path, and two- and four-segment paths whose corners a compass search refines.  A
+length is ``max(Simpson's rule on the speed, inscribed polyline)`` over the same samples: never
+below the chord, the length of a real path.  In full: ``docs/manitest.md`` (distance reported).
 """
 from __future__ import annotations
 
@@ -36,8 +21,7 @@ from .warp import SplineImage, warp_nodes
 
 #: samples per parameter unit, per kind: about 1/8 px of motion per sample for ink within
 #: 10 px of the centre (Simpson's relative error then stays below 1e-3 on MNIST digits)
-PER_UNIT = {"tx": 8.0, "ty": 8.0, "rotation": 50.0, "dilation": 80.0, "aspect": 80.0,
-            "shear": 80.0}
+PER_UNIT = {"tx": 8.0, "ty": 8.0, "rotation": 50.0, "dilation": 80.0, "aspect": 80.0, "shear": 80.0}
 #: compass-search rounds for the corner of the two-segment path, and again for the three
 #: corners of the bent path seeded from it
 CORNER_ROUNDS = 5
@@ -77,8 +61,7 @@ def path_lengths(image: npt.ArrayLike, spl: SplineImage, group: TransformGroup, 
     per: list[tuple[int, int, list[tuple[int, int]], np.ndarray]] = []
     for path in paths:
         pts, slices = _samples(np.asarray(path, np.float64), density)
-        per.append((int(sum(len(p) for p in allpts)), len(pts), slices,
-                    np.asarray(path, np.float64)))
+        per.append((int(sum(len(p) for p in allpts)), len(pts), slices, np.asarray(path, np.float64)))
         allpts.append(pts)
     T = np.concatenate(allpts)
     imgs, J = warp_nodes(spl, group, T)
@@ -94,8 +77,7 @@ def path_lengths(image: npt.ArrayLike, spl: SplineImage, group: TransformGroup, 
             seg = verts[j + 1] - verts[j]
             speed = np.linalg.norm(J[off + a:off + b] @ seg, axis=1)
             m = b - a - 1
-            quad = (speed[0] + speed[-1] + 4 * speed[1:-1:2].sum()
-                    + 2 * speed[2:-1:2].sum()) / (3 * m)
+            quad = (speed[0] + speed[-1] + 4 * speed[1:-1:2].sum() + 2 * speed[2:-1:2].sum()) / (3 * m)
             total += max(quad, chords)
         out[p] = total
     return out
@@ -132,8 +114,7 @@ def shortest_path(image: npt.ArrayLike, spl: SplineImage, group: TransformGroup,
     res = resolution * SEARCH_RESOLUTION
     quick = float(path_lengths(image, spl, group, [np.stack([z, t])], res)[0])
     # stage 1: one corner, from the middle of the straight segment
-    two, ql, delta1 = _compass(image, spl, group, np.stack([z, t / 2, t]), quick, delta,
-                               rounds, res)
+    two, ql, delta1 = _compass(image, spl, group, np.stack([z, t / 2, t]), quick, delta, rounds, res)
     cands = [(two, "two-segment")]
     if ql < quick * (1 - BEND_MIN_GAIN):
         # stage 2: three corners seeded from the best corner (midpoints inserted)

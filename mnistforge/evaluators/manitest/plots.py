@@ -1,7 +1,6 @@
 """Pictures for Manitest (optional ``[plot]`` extra: matplotlib is imported lazily)."""
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +13,6 @@ from ...io.types import StrPath
 from .groups import TransformGroup, get_group
 from .score import ImageScore, ManitestResult
 from .warp import as_float_images
-
-logger = logging.getLogger(__name__)
 
 
 def require_matplotlib() -> Any:
@@ -47,8 +44,7 @@ def plot_distance_map(result: ImageScore, path: StrPath, group: TransformGroup |
     fig.colorbar(sc, ax=ax, label="geodesic distance d(e, t)")
     C = m["changed_params"]
     if len(C):
-        ax.scatter(C[:, 0], C[:, 1], marker="x", c="red", s=30,
-                   label="label changes (evaluated nodes)")
+        ax.scatter(C[:, 0], C[:, 1], marker="x", c="red", s=30, label="label changes (evaluated nodes)")
     if result.path:
         path_arr = np.array(result.path)
         ax.plot(path_arr[:, 0], path_arr[:, 1], "-", c="white", lw=2.5)
@@ -74,8 +70,7 @@ def plot_strip(manitest_result: ManitestResult, images: np.ndarray, path: StrPat
         pick = np.unique(np.linspace(0, len(rows) - 1, n).round().astype(int))
         rows = [rows[i] for i in pick]
     if not rows:
-        raise ConfigError("nothing to draw", expected="at least one image whose label changed",
-                          found="none")
+        raise ConfigError("nothing to draw", expected="at least one image whose label changed", found="none")
     fig, axes = plt.subplots(2, len(rows), figsize=(1.2 * len(rows) + 0.6, 2.9), squeeze=False)
     for j, r in enumerate(rows):
         axes[0, j].imshow(as_float_images(images[r.index]), cmap="gray_r", vmin=0, vmax=1)

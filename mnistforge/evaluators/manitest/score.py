@@ -1,20 +1,13 @@
 """Invariance scores: Manitest on one image, and the global score over a sample.
 
-For an image ``I`` and a classifier ``f``, the march (:func:`.marching.fast_march`) grows
-the geodesic distance ``d(e, t)`` over the group's parameter grid, the metric being the
-pull-back ``G(t) = J(t)^T J(t)`` of the L2 image metric (:mod:`.warp`); it stops at the first
-accepted node ``t*`` with ``f(I_t*) != f(I)``.  The invariance score is
-``Delta(I) = d(e, t*) / ||I||_2``.
-
-When the march ends without a label change (node cap reached, or every node inside the
-group's bounds visited) the image has **no score**: it is reported with status ``"cap"`` or
-``"boundary"`` and only a lower bound (the largest distance reached, over ``||I||``).
-
-Images and the transformed images the classifier sees are float in [0, 1] (uint8 input is
-divided by 255), ``N x H x W``.
+The march (:func:`.marching.fast_march`) stops at the first accepted node ``t*`` with
+``f(I_t*) != f(I)``; the invariance score is ``d(e, t*) / ||I||_2``.  A march that ends without a
+label change (``"cap"`` or ``"boundary"``) gives **no score**, only a lower bound.  Images are
+float in [0, 1] (uint8 divided by 255), ``N x H x W``.  Definitions: ``docs/manitest.md``.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import math
@@ -51,8 +44,6 @@ CANDIDATE_MARGIN = 1.25
 MAX_CANDIDATES = 6
 
 
-# --------------------------------------------------------------------------- classifiers
-
 def as_predictor(model: Any) -> Predictor:
     """A function ``images (N x H x W float in [0, 1]) -> labels (N,)`` from ``model``.
 
@@ -60,8 +51,6 @@ def as_predictor(model: Any) -> Predictor:
     ``torch.nn.Module`` (argmax of its outputs on ``N x 1 x H x W`` float32 tensors; torch
     is imported only then), or any callable on image batches.
 
-    Examples
-    --------
     >>> f = as_predictor(lambda x: (x.sum(axis=(1, 2)) > 1).astype(int))
     >>> f(np.ones((2, 3, 3))).tolist()
     [1, 1]
@@ -115,10 +104,8 @@ def labels_of(out: npt.ArrayLike, n: int) -> np.ndarray:
 
 
 def _is_torch_module(model: Any) -> bool:
-    mod = type(model).__module__ or ""
-    if not mod.startswith("torch"):
-        return any((c.__module__ or "").startswith("torch.nn") for c in type(model).__mro__)
-    return True
+    return (type(model).__module__ or "").startswith("torch") or any(
+        (c.__module__ or "").startswith("torch.nn") for c in type(model).__mro__)
 
 
 def torch_predictor(model: Any, device: Any = None, batch: int = 1024) -> Predictor:
@@ -141,8 +128,6 @@ def torch_predictor(model: Any, device: Any = None, batch: int = 1024) -> Predic
 def load_callable(spec: str) -> Any:
     """Import ``"module:attribute"`` (a callable or an object with ``predict``).
 
-    Examples
-    --------
     >>> load_callable("math:floor")(2.5)
     2
     """
@@ -161,8 +146,6 @@ def load_callable(spec: str) -> Any:
         obj = getattr(obj, part)
     return obj
 
-
-# --------------------------------------------------------------------------- one image
 
 @dataclass
 class ImageScore:
@@ -220,41 +203,21 @@ def score_image(image: npt.ArrayLike, predict: Any, group: TransformGroup | str 
                 order: int = 3, cap: int = DEFAULT_CAP, jacobian: str = "analytic", keep_map: bool = False,
                 index: int | None = None, factored: bool = True, init_radius: int = 1,
                 label: Any = None, refine: bool = True, flip: bool = False) -> ImageScore:
-    """Manitest on one image: the nearest label-changing transformation and its distance.
+    """Manitest on one image (``H x W``, uint8 scaled to [0, 1], or float): the nearest
+    label-changing transformation of ``group`` and its distance, for the classifier ``predict``
+    (:func:`as_predictor`; ``label``: its label of ``image``, computed when not given).
 
-    Parameters
-    ----------
-    image : array ``H x W``
-        uint8 (scaled to [0, 1]) or float.
-    predict : callable or classifier
-        See :func:`as_predictor`.
-    group : str or TransformGroup
-        ``rotation``, ``translation``, ``dilation-rotation``, ``similarity``, ``affine``.
-    order : {1, 3}
-        Interpolation: bilinear or cubic B-spline (default).
-    cap : int
-        Node cap (50,000 as in the paper).
-    jacobian : {"analytic", "fd"}
-        Spline derivatives times generator fields, or finite differences.  With
-        ``"analytic"`` a quick comparison against finite differences runs on the first
-        image of each group and order, and a mismatch switches to ``"fd"`` (logged).
-    keep_map : bool
-        Keep every Known node's parameters, distance and label in ``distance_map`` (for
-        pictures and checks), plus the created nodes whose label differs.
-    label : optional
-        The classifier's label of ``image`` (computed when not given).
-    refine : bool
-        Measure the distance as the length of the shortest of several actual paths
-        (:func:`.paths.shortest_path`: straight, grid path, refined two-segment and bent
-        paths), also for label-changed nodes the march ranked close behind ``t*`` (default).  False: the
-        straight path to the march's ``t*`` only (no search; still at least the chord).
-    flip : bool
-        Move ``t*`` off the grid: to the first point of the measured path where the label
-        changes (a batch along the path, then one of 32 points between the last two
-        samples), and measure the path up to it.  ``grid_params`` keeps the grid node.
+    ``order``: interpolation, 1 bilinear or 3 cubic B-spline; ``cap``: the node cap (50,000 as in
+    the paper); ``jacobian``: ``"analytic"`` (spline derivatives times generator fields; checked
+    against finite differences on the first image of each group and order, a mismatch switches
+    to ``"fd"``, logged) or ``"fd"``; ``keep_map``: keep every Known node's parameters, distance
+    and label in ``distance_map`` (pictures, checks), plus the created nodes whose label differs.
+    ``refine``: the distance is the shortest of several actual paths (:func:`.paths.shortest_path`),
+    also to the label-changed nodes the march ranked close behind ``t*``; False: the straight path
+    to the march's ``t*`` only (still at least the chord).  ``flip``: move ``t*`` off the grid, to
+    the first point of the measured path where the label changes (one of 32 points between the
+    last two samples), and measure the path up to it (``grid_params`` keeps the grid node).
 
-    Examples
-    --------
     >>> yy, xx = np.mgrid[0:28, 0:28]
     >>> blob = np.exp(-((xx - 13.5) ** 2 + (yy - 13.5) ** 2) / 8.0)
     >>> right = lambda x: (np.tensordot(x, np.arange(28.0), ([2], [0])).sum(1)
@@ -365,8 +328,6 @@ def _nearest_change(res: MarchResult, label: Any, img: np.ndarray, spl: SplineIm
     return nodes[i], length, verts, kind
 
 
-# --------------------------------------------------------------------------- global score
-
 @dataclass
 class ManitestResult:
     """Global invariance score of a classifier over a sample of images."""
@@ -407,8 +368,6 @@ def mean_ci(values: npt.ArrayLike, level: float = 0.95
             ) -> tuple[float | None, tuple[float, float] | None, float | None]:
     """Mean, ``level`` t-interval and standard deviation of ``values``.
 
-    Examples
-    --------
     >>> m, (lo, hi), s = mean_ci([1.0, 2.0, 3.0])
     >>> m, round(lo, 3), round(hi, 3)
     (2.0, -0.484, 4.484)
@@ -429,33 +388,20 @@ _WORKER: dict[str, Any] = {}
 
 def _work(args: tuple[int, dict[str, Any]]) -> ImageScore:
     i, kw = args
-    return score_image(_WORKER["images"][i], _WORKER["predict"], index=int(_WORKER["index"][i]),
-                       **kw)
+    return score_image(_WORKER["images"][i], _WORKER["predict"], index=i, **kw)
 
 
 def manitest(images: np.ndarray, predict: Any, group: TransformGroup | str = "dilation-rotation", *,
              samples: int | None = 200, seed: int = 0, indices: npt.ArrayLike | None = None,
              classifier_name: str = "", workers: int | None = 1,
              progress_desc: str | None = None, **kw: Any) -> ManitestResult:
-    """Global Manitest score over a seeded random sample of ``images``.
+    """Global Manitest score over a seeded random sample of ``images`` (``N x H x W``).
 
-    Parameters
-    ----------
-    images : array ``N x H x W``
-    predict : callable or classifier
-    group : str or TransformGroup
-    samples : int or None
-        Images drawn without replacement with ``default_rng(seed)`` (None: all).
-    indices : sequence of int, optional
-        Score exactly these images instead of a random sample.
-    workers : int, optional
-        Processes (fork; the classifier is shared, not pickled).  Results do not depend on
-        it.  None: ``min(2, cpu count)``.
-    **kw
-        Passed to :func:`score_image` (``order``, ``cap``, ``jacobian``, ``keep_map``...).
+    ``samples`` images are drawn without replacement with ``default_rng(seed)`` (None: all), or
+    exactly the ``indices`` given are scored.  ``workers``: processes (fork; the classifier is
+    shared, not pickled; None: ``min(2, cpu count)``); results do not depend on it.  ``**kw``
+    go to :func:`score_image` (``order``, ``cap``, ``jacobian``, ``keep_map``...).
 
-    Examples
-    --------
     >>> yy, xx = np.mgrid[0:28, 0:28]
     >>> imgs = np.stack([np.exp(-((xx - 13.5 - s) ** 2 + (yy - 13.5) ** 2) / 6.0)
     ...                  for s in (-1.0, 0.0, 1.0)])
@@ -475,8 +421,7 @@ def manitest(images: np.ndarray, predict: Any, group: TransformGroup | str = "di
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
             raise ConfigError(f"invalid {name}", expected="a whole number", found=repr(value))
     if samples is not None and samples < 1:
-        raise EmptySelectionError("no images to score", expected="samples >= 1 (None: all)",
-                                  found=samples)
+        raise EmptySelectionError("no images to score", expected="samples >= 1 (None: all)", found=samples)
     if seed < 0:
         raise ConfigError("invalid seed", expected="an integer >= 0", found=seed)
     if indices is None:
@@ -499,32 +444,24 @@ def manitest(images: np.ndarray, predict: Any, group: TransformGroup | str = "di
     if workers is None:
         workers = min(2, os.cpu_count() or 1)
     results: list[ImageScore] = []
-    jobs = [(j, kw) for j in range(len(indices))]
+    jobs = [(int(i), kw) for i in indices]
     bar = progress(total=len(jobs), desc=progress_desc or f"manitest {group.name}", unit="img")
-    _WORKER.update(images=images, predict=predict, index=indices)
+    _WORKER.update(images=images, predict=predict)   # fork: shared with the workers, not pickled
     try:
-        if workers > 1 and len(jobs) > 1 and "fork" in _start_methods():
-            ctx = mp.get_context("fork")
-            sub = [(int(i), kw) for i in indices]
-            _WORKER["images"], _WORKER["index"] = images, np.arange(n)
-            with named_worker_errors("scoring Manitest"), \
-                    process_pool(workers, mp_context=ctx) as ex:
-                for r in ex.map(_work, sub, chunksize=max(1, len(sub) // (8 * workers))):
-                    results.append(r)
-                    bar.update(1)
-        else:
-            for i in indices:
-                results.append(score_image(images[i], predict, index=int(i), **kw))
+        with contextlib.ExitStack() as stack:
+            scored: Iterable[ImageScore] = map(_work, jobs)
+            if workers > 1 and len(jobs) > 1 and "fork" in mp.get_all_start_methods():
+                stack.enter_context(named_worker_errors("scoring Manitest"))
+                ex = stack.enter_context(process_pool(workers, mp_context=mp.get_context("fork")))
+                scored = ex.map(_work, jobs, chunksize=max(1, len(jobs) // (8 * workers)))
+            for r in scored:
+                results.append(r)
                 bar.update(1)
     finally:
         bar.close()
         _WORKER.clear()
     return summarise(results, group.name, classifier_name, indices, cap=kw.get("cap", DEFAULT_CAP),
                      order=kw.get("order", 3), seed=seed)
-
-
-def _start_methods() -> list[str]:
-    return mp.get_all_start_methods()
 
 
 def summarise(results: Sequence[ImageScore], group_name: str, classifier_name: str, indices: Iterable[int],

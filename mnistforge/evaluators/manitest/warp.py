@@ -1,19 +1,11 @@
 """Batched warps of one image by many transformations, with their exact Jacobians.
 
-The image is represented by its interpolating B-spline (``order=3``, the default: cubic,
-coefficients from :func:`scipy.ndimage.spline_filter` on the image padded with zeros) or by
-bilinear interpolation (``order=1``).  Both are evaluated here by one vectorised gather of
-the ``(order+1)^2`` coefficients around every sample point, for all parameter nodes of a
-batch at once; values equal :func:`scipy.ndimage.map_coordinates` with the same order on
-the zero-padded image (checked in the tests).
+The image is its interpolating cubic B-spline (``order=3``; coefficients of the zero-padded
+image) or bilinear (``order=1``), evaluated by one vectorised gather for every node of a batch
+(values equal :func:`scipy.ndimage.map_coordinates`, tested).  ``J`` is the exact derivative of
+the warp as computed; :func:`jacobian_fd` gives central finite differences, the checked
+fallback; the metric is ``G(t) = J(t)^T J(t)``.  The formulas: ``docs/manitest.md`` (warps, metric).
 
-``J`` is the exact derivative of the warp as computed (the spline's derivative weights, same
-gather; the formula is in ``docs/manitest.md``); :func:`jacobian_fd` gives central finite
-differences in parameter space, the checked fallback.  The metric on parameter space is
-``G(t) = J(t)^T J(t)`` (sum over pixels).
-
-Examples
---------
 >>> from .groups import get_group
 >>> img = np.zeros((28, 28)); img[10:18, 12:16] = 1.0
 >>> spl = spline_image(img)
@@ -54,8 +46,6 @@ class SplineImage:
 def as_float_images(images: npt.ArrayLike) -> np.ndarray:
     """Images as float64; uint8 pixels scaled to [0, 1] (what the classifiers see).
 
-    Examples
-    --------
     >>> as_float_images(np.full((1, 2, 2), 255, np.uint8)).max()
     np.float64(1.0)
     """
@@ -68,8 +58,6 @@ def as_float_images(images: npt.ArrayLike) -> np.ndarray:
 def spline_image(image: npt.ArrayLike, order: int = 3) -> SplineImage:
     """Coefficients of ``image`` (``H x W``, or a batch ``B x H x W``) for order 1 or 3.
 
-    Examples
-    --------
     >>> spline_image(np.ones((4, 4)), order=1).coeffs.shape
     (12, 12)
     """
@@ -105,8 +93,7 @@ def _weights(c: np.ndarray, order: int, n: int) -> tuple[np.ndarray, list[np.nda
         f3 = f2 * f
         g = 1.0 - f
         g2 = g * g
-        w = [g2 * g / 6.0, 0.5 * f3 - f2 + 2.0 / 3.0, -0.5 * f3 + 0.5 * (f2 + f) + 1.0 / 6.0,
-             f3 / 6.0]
+        w = [g2 * g / 6.0, 0.5 * f3 - f2 + 2.0 / 3.0, -0.5 * f3 + 0.5 * (f2 + f) + 1.0 / 6.0, f3 / 6.0]
         dw = [-0.5 * g2, 1.5 * f2 - 2.0 * f, -1.5 * f2 + f + 0.5, 0.5 * f2]
         return base, w, dw
     c = np.clip(c, 0.0, n - 2.0)
@@ -131,8 +118,6 @@ def interpolate(spl: SplineImage, qx: npt.ArrayLike, qy: npt.ArrayLike,
     ``qx``/``qy`` are columns/rows in pixels of the original image, any shape (leading axis
     = batch when ``spl`` holds a batch).  Outside the frame the image is zero.
 
-    Examples
-    --------
     >>> spl = spline_image(np.eye(5), order=1)
     >>> interpolate(spl, np.array([1.5]), np.array([1.0])).tolist()
     [0.5]
@@ -256,8 +241,6 @@ def metric(image: npt.ArrayLike | SplineImage, group: TransformGroup | str, T: n
     ``method`` is ``"analytic"`` (spline derivatives times generator fields) or ``"fd"``
     (finite differences of the warp).
 
-    Examples
-    --------
     >>> from .groups import get_group
     >>> yy, xx = np.mgrid[0:28, 0:28]
     >>> blob = np.exp(-((xx - 13.5) ** 2 + (yy - 13.5) ** 2) / 8.0)
@@ -278,8 +261,6 @@ def transform_images(images: npt.ArrayLike, group: TransformGroup | str, T: npt.
                      order: int = 3) -> np.ndarray:
     """Apply one parameter vector per image: ``images`` ``N x H x W``, ``T`` ``N x dim``.
 
-    Examples
-    --------
     >>> from .groups import get_group
     >>> img = np.zeros((1, 9, 9)); img[0, 4, 2] = 1.0
     >>> out = transform_images(img, get_group("translation"), [[2.0, 0.0]], order=1)
