@@ -157,6 +157,13 @@ def test_typos_get_a_suggestion_and_only_loadable_names():
         dataset_name("emnist-leters")
 
 
+def test_a_split_of_other_datasets_is_said_and_an_archive_takes_an(tmp_path):
+    with pytest.raises(DatasetNotFoundError, match="'validation' is a split of emnist-balanced, .*not of mnist"):
+        load("mnist", "validaton")
+    with pytest.raises(DatasetNotFoundError, match="'emnist' is an archive, not a dataset"):
+        dataset_name("emnist")
+
+
 def test_split_names_as_typed(tmp_path):
     d = tmp_path / "b"
     mnist_build(d)

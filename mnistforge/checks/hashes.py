@@ -133,7 +133,8 @@ def check_registry_files(files: Mapping[Path, RemoteFile], name: str = "hashes.r
     if by.get("mismatch"):
         bad = by["mismatch"]
         return CheckResult(name, FAIL, values,
-                           f"{len(bad)} of {len(rows)} files differ from the registry ({bad[0]}): "
+                           f"{len(bad)} of {len(rows)} files differ from the registry "
+                           f"({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''}): "
                            "modified or corrupted; fetch them again")
     parts = [f"{len(by[k])} {said}" for k, said in _SAID.items() if by.get(k)]
     if by.get("unpinned"):

@@ -232,9 +232,9 @@ def _open_arrays(info: DatasetInfo, fsp: SplitInfo, src: Origin, req: Request,
             raise IntegrityError("label table has the wrong shape", path=fsp.labels,
                                  expected=f"N x >{fsp.labels_column} columns", found=str(lab.shape))
         labels = lab[:, fsp.labels_column]
-    where = f"{src.where}/{fsp.images}"
+    where = src.named(fsp.images)
     require_images(images, info, where)
-    require_pair(images, labels, info, where, labels_where=f"{src.where}/{fsp.labels}")
+    require_pair(images, labels, info, where, labels_where=src.named(fsp.labels))
     if meta is not None and (meta.ndim != 2 or meta.shape[0] != images.shape[0]):
         raise IntegrityError(f"{info.name}: metadata does not match the images", path=where,
                              expected=f"{images.shape[0]} x k", found=str(meta.shape))
@@ -264,7 +264,7 @@ def _to_split(info: DatasetInfo, sp: SplitInfo, src: Origin, images: np.ndarray,
         raise IntegrityError(f"{info.name} {split}: wrong number of rows", path=src.where,
                              expected=f"{sp.count} (registry)", found=str(len(labels)))
     classes = list(src.classes) if src.classes else list(info.classes)
-    require_labels(info, split, stored, classes, f"{src.where}/{info.file_split(split).labels}")
+    require_labels(info, split, stored, classes, src.named(info.file_split(split).labels or sp.name))
     logger.info("loaded %s %s: %d images from %s", info.name, split, len(labels), src)
     metadata = None
     if meta is not None:   # one named int32 field per column (col<i> past the registry's names)

@@ -13,12 +13,11 @@ and a slice that selects no rows (``docs/loading.md``).
 """
 from __future__ import annotations
 
-import difflib
 import os
 import re
 
 from ..errors import ConfigError, DatasetNotFoundError, EmptySelectionError, IndexRangeError, NoSuchPathError
-from ..registry import DatasetInfo, dataset_by_alias, get_dataset, list_datasets
+from ..registry import DatasetInfo, dataset_by_alias, get_dataset, list_datasets, nearest
 
 __all__ = ["dataset_name", "split_name", "parse_split", "rows_of"]
 
@@ -37,12 +36,6 @@ def _key(text: str) -> str:
 def _keyed(text: str, choices: list[str]) -> str | None:
     """The choice ``text`` names: itself, else with case and ``-``, ``_``, ``/``, ``.`` ignored."""
     return text if text in choices else {_key(c): c for c in choices}.get(_key(text))
-
-
-def _suggest(text: str, choices: list[str]) -> str | None:
-    keys = {_key(c): c for c in choices}
-    hits = difflib.get_close_matches(_key(text), list(keys), n=1, cutoff=0.6)
-    return keys[hits[0]] if hits else None
 
 
 def looks_like_path(text: str) -> bool:
@@ -81,14 +74,15 @@ def dataset_name(text: str, *, kinds: tuple[str, ...] = ("dataset",)) -> str:
     if other is not None:
         kind = get_dataset(other).kind
         raise DatasetNotFoundError(
-            f"{other!r} is a {kind}, not a dataset of images", expected="one of " + ", ".join(choices),
+            f"{other!r} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}, not a dataset of images",
+            expected="one of " + ", ".join(choices),
             found=text, hint=f"`mnistforge fetch {other}` downloads it")
     if looks_like_path(text):
         raise NoSuchPathError("no such file or folder", path=text,
                               expected="an existing file or folder (a folder of idx files or a "
                                        "third-party copy), or a dataset name",
                               found="nothing there", hint="check the path")
-    guess = _suggest(text, choices)
+    guess = nearest(text, choices)
     raise DatasetNotFoundError(
         f"unknown dataset {text!r}", expected="one of " + ", ".join(choices), found=text,
         hint=(f"did you mean {guess!r}?" if guess else "run `mnistforge info` for the list"))
@@ -103,10 +97,9 @@ def split_name(info: DatasetInfo, text: str) -> str:
     hit = _keyed(text, list(info.splits))
     if hit is not None:
         return hit
-    guess = _suggest(text, list(info.splits))
     raise DatasetNotFoundError(
         f"unknown split {text!r} of {info.name}", expected="one of " + ", ".join(info.splits),
-        found=text, hint=f"did you mean {guess!r}?" if guess else None)
+        found=text, hint=info.split_hint(text))
 
 
 def parse_split(text: str) -> tuple[str, str | None]:

@@ -52,6 +52,10 @@ class Origin:
     def open_optional(self, fname: str) -> np.ndarray | None:
         return self._open(fname, required=False)
 
+    def named(self, fname: str) -> str:
+        """The file an error names for ``fname``."""
+        return f"{self.where}/{fname}"
+
 
 class CacheOrigin(Origin):
     """Official files, fetched and verified into the cache."""
@@ -200,6 +204,11 @@ class FolderOrigin(Origin):
 
     def __str__(self) -> str:
         return f"folder {self.folder}"
+
+    def named(self, fname: str) -> str:
+        """The file that is there (``t10k-labels-idx1-ubyte`` for ``...ubyte.gz``), else as asked."""
+        found = self.path_of(fname)
+        return str(found) if found is not None else super().named(fname)
 
     def path_of(self, fname: str) -> Path | None:
         """Where ``fname`` is: the dataset's folder, else a sibling build folder (``<out>/xnist``)."""

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from mnistforge.cli import main
-from mnistforge.errors import ArgumentKindError, ConfigError, IndexRangeError, MissingFileError
+from mnistforge.compat import KMNIST
+from mnistforge.errors import ArgumentKindError, ConfigError, IndexRangeError, IntegrityError, MissingFileError
+from mnistforge.io.idx import write_idx
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +89,14 @@ def test_a_root_without_data_names_what_was_looked_for(tmp_path, monkeypatch):
     msg = str(e.value)
     assert "t10k-images-idx3-ubyte" in msg and str(tmp_path / "KMNIST" / "raw") in msg
     assert "download=True" in msg
+
+
+def test_a_label_out_of_range_names_the_file_that_is_there(tmp_path):
+    """The folder holds ``t10k-labels-idx1-ubyte`` (no .gz): the error named ``...ubyte.gz``."""
+    raw = tmp_path / "KMNIST" / "raw"
+    rng = np.random.default_rng(0)
+    write_idx(raw / "t10k-images-idx3-ubyte", rng.integers(0, 256, (20, 28, 28), dtype=np.uint8))
+    write_idx(raw / "t10k-labels-idx1-ubyte", (np.arange(20) % 12).astype(np.uint8))
+    with pytest.raises(IntegrityError, match="labels outside the class range") as e:
+        KMNIST(tmp_path, train=False)
+    assert f"{raw / 't10k-labels-idx1-ubyte'}:" in str(e.value) and ".gz" not in str(e.value)
