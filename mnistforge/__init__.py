@@ -1,7 +1,5 @@
 """mnistforge: rebuild the MNIST family from NIST SD19 and the tools to trust it.
 
-Examples
---------
 >>> import mnistforge
 >>> ds = mnistforge.load("mnist", "test")          # doctest: +SKIP
 >>> ds.images.shape                                # doctest: +SKIP

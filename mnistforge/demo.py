@@ -11,12 +11,7 @@ Steps, each timed:
    significance analysis;
 6. draw a sample grid per dataset and write ``report.md`` linking everything.
 
-No network is needed. Examples
---------
->>> from mnistforge.demo import DemoConfig, run_demo
->>> result = run_demo("demo-out", DemoConfig(scale=0.05))   # doctest: +SKIP
->>> result.datasets[0]["verify"]                             # doctest: +SKIP
-'pass'
+No network is needed: ``run_demo("demo-out", DemoConfig(scale=0.05))``.
 """
 from __future__ import annotations
 
@@ -59,20 +54,10 @@ EXPECTED_WARNINGS = {"emnist": ("writers.train-test", "duplicates.within")}
 
 @dataclass
 class DemoConfig:
-    """Parameters of the demo run.
-
-    Attributes
-    ----------
-    scale : float
-        Fraction of SD19 to synthesise (0.05: about 40,700 characters; 45 s on an idle
-        2-core machine, 90 s at load 5-7 and 218 s at load 15-30 on a shared one).
-    seed : int
-        Seed of the synthetic SD19 and of the EMNIST splits.
-    classifiers : tuple of str
-        Reference classifiers compared on the built QMNIST split.
-    bootstrap : int
-        Resamples of the probability-of-improvement bootstrap.
-    """
+    """Parameters of the demo run: ``scale``, the fraction of SD19 to synthesise (0.05: about
+    40,700 characters; 45 s on an idle 2-core machine, 90 s at load 5-7 and 218 s at load 15-30 on
+    a shared one); ``seed``, of the synthetic SD19 and the EMNIST splits; ``classifiers``, compared
+    on the built QMNIST split; ``bootstrap``, resamples of the probability of improvement."""
 
     scale: float = 0.05
     seed: int = 0
@@ -158,23 +143,11 @@ GRID_SPLITS = {"qmnist": ("test50k", "test")}
 
 def run_demo(out: str | os.PathLike[str], config: DemoConfig | None = None, *,
              overwrite: bool = False, on_step: Callable[[str], None] | None = None) -> DemoResult:
-    """Run the whole pipeline into ``out`` and return its summary.
-
-    Parameters
-    ----------
-    out : path
-        Output folder (replaced when ``overwrite``).
-    config : DemoConfig, optional
-    on_step : callable, optional
-        Called with one line as each stage starts and ends ("demo: verify ...", "demo: verify
-        done in 3.2 s: ..."); the same lines are logged at INFO by this module's logger.
-
-    Returns
-    -------
-    DemoResult
-        Stages with timings, per-dataset split sizes and verify status, the
-        evaluation and the report path; also written to ``out/summary.json``.
-    """
+    """Run the whole pipeline into ``out`` (replaced when ``overwrite``) and return its summary
+    (stages with timings, split sizes and verify status per dataset, the evaluation, the report's
+    path; also written to ``out/summary.json``). ``on_step`` is called with one line as each stage
+    starts and ends ("demo: verify ...", "demo: verify done in 3.2 s: ..."), the lines this
+    module logs at INFO."""
     config = config or DemoConfig()
     require("datasets", "hf", "the demo (it exports and reloads a Hugging Face repository)")
     # before any work: --overwrite replaces only a demo folder holding nothing else

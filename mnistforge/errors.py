@@ -29,8 +29,6 @@ def describe(path: Where | None = None, expected: object = None, found: object =
              hint: str | None = None, what: str | None = None) -> str:
     """Build a uniform error message.
 
-    Examples
-    --------
     >>> describe("a.gz", "magic 2051", "magic 7", "re-download the file")
     'a.gz: expected magic 2051, found magic 7. re-download the file'
     """
@@ -206,8 +204,6 @@ class MissingDependencyError(MnistforgeError, ImportError):
 def require(module: str, extra: str, purpose: str) -> ModuleType:
     """Import optional ``module`` or raise :class:`MissingDependencyError` naming the extra.
 
-    Examples
-    --------
     >>> require("json", "none", "a test").__name__
     'json'
     >>> require("no_such_module_xyz", "plot", "pictures")  # doctest: +IGNORE_EXCEPTION_DETAIL

@@ -3,8 +3,6 @@
 Only the CLI prints; library code logs through its module's logger (warnings reach stderr
 through :mod:`logging`'s last-resort handler when nothing is configured).
 
-Examples
---------
 >>> logger = get_logger("mnistforge.example")
 >>> logger.name
 'mnistforge.example'

@@ -8,8 +8,6 @@
   :func:`matrix_picture` (a heat map with its values written: the card's confusion and POI
   tables); :func:`pil_font` is the font of them all.
 
-Examples
---------
 >>> import numpy as np, tempfile, os
 >>> imgs = np.zeros((6, 28, 28), np.uint8); imgs[:, 10:18, 12:16] = 255
 >>> p = save_grid(imgs, [0, 1, 2, 0, 1, 2], ["a", "b", "c"],
@@ -39,8 +37,6 @@ __all__ = ["pyplot", "pil_font", "caption_for", "grid_title", "render_grid", "sa
 def pyplot(purpose: str) -> Any:  # matplotlib.pyplot (the optional [plot] extra)
     """``matplotlib.pyplot`` on the non-interactive Agg backend, or MissingDependencyError.
 
-    Examples
-    --------
     >>> plt = pyplot("a picture")   # doctest: +SKIP
     """
     matplotlib = require("matplotlib", "plot", purpose)
@@ -100,26 +96,9 @@ def render_grid(images: npt.ArrayLike, labels: Sequence[SupportsInt] | np.ndarra
                 classes: Sequence[object] | np.ndarray | None = None, *, cols: int | None = None, scale: int = 3,
                 captions: Sequence[str] | None = None, title: str | None = None, pad: int = 6,
                 invert: bool = False) -> Image.Image:
-    """Return a :class:`PIL.Image.Image` with the images in a grid, each captioned.
-
-    Parameters
-    ----------
-    images : array_like
-        ``N x H x W`` uint8 (ink high).
-    labels : sequence of int, optional
-        Label of each image (captioned with ``classes[label]``).
-    classes : sequence of str, optional
-    cols : int, optional
-        Columns (default: about square).
-    scale : int
-        Pixel magnification.
-    captions : sequence of str, optional
-        Explicit captions (override labels/classes).
-    title : str, optional
-        A line of text above the grid.
-    invert : bool
-        Draw ink dark on white instead of white on black.
-    """
+    """A :class:`PIL.Image.Image` of ``images`` (``N x H x W`` uint8, ink high) in a grid of ``cols``
+    columns (default: about square), magnified ``scale`` times, each captioned ``captions[i]`` or
+    ``classes[labels[i]]``, with an optional ``title`` line; ``invert`` draws ink dark on white."""
     imgs = np.asarray(images)
     if imgs.ndim != 3:
         raise ValueError(f"images must be N x H x W, got shape {imgs.shape}")

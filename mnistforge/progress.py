@@ -27,8 +27,6 @@ def progress(iterable: Iterable[Any] | None = None, *, total: float | None = Non
              unit: str = "it", disable: bool | None = None, **kw: Any) -> Any:
     """Return a tqdm bar that is only shown on a terminal (see module doc).
 
-    Examples
-    --------
     >>> sum(progress(range(3), desc="demo", disable=True))
     3
     """

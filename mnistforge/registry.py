@@ -15,8 +15,6 @@ Why this module is long: it is the one reader of ``registry.json`` and every typ
 it (datasets, splits, files, label annotations, torchvision names, superseded releases) sits
 next to the parser that fills it, so that a field added to the file is added in one place.
 
-Examples
---------
 >>> from mnistforge.registry import get_dataset, get_file
 >>> ds = get_dataset("emnist-letters")
 >>> ds.classes[:3], ds.orientation, ds.split("validation").count

@@ -4,8 +4,6 @@ Sits above the loaders (targets are loaded with :func:`mnistforge.load`) and
 uses the codec in :mod:`mnistforge.io.hf` (schema, PNG, parquet shards, reading
 a repository folder back).
 
-Examples
---------
 >>> import numpy as np, tempfile, os
 >>> from mnistforge.hub import ExportConfig, SplitData, export_hf, load_hf_split
 >>> repo = os.path.join(tempfile.mkdtemp(), "repo")

@@ -27,40 +27,18 @@ logger = logging.getLogger(__name__)
 SplitSource = SplitData | Sequence[Any] | Callable[[], SplitData | Sequence[Any]]
 
 
-
 @dataclass
 class ExportConfig:
     """A dataset to export as one Hub config.
 
-    Parameters
-    ----------
-    name : str
-        Config name (the dataset name: ``mnist``, ``qmnist``, ``emnist-letters``...).
-    splits : dict
-        ``{split: SplitData or (images, labels[, metadata])}``, or a callable
-        returning one: it is called when the split is written, so a large
-        export holds one split in memory at a time.
-    classes : list of str
-        ``classes[i]`` is the character of label ``i``; becomes the ClassLabel names.
-    description : str
-        One paragraph for the card.
-    source : str
-        Where the data comes from ("official release files", "built from NIST SD19 ...").
-    provenance : dict
-        Free-form provenance rendered in the card: package version, parameters,
-        ``inputs`` ({file: sha256 or dict}), notes.
-    license, license_name : str
-        Hub licence identifier (``mit``, ``cc-by-sa-3.0``, ``bsd-3-clause``, ``other``)
-        and a human name for ``other``.
-    citation : str
-        BibTeX of the work to cite.
-    label_note : str
-        How the labels are numbered (e.g. "letters: labels 1..26, 0 unused").
-    caveats : list of str
-        Known pitfalls, one sentence each.
-    synthetic : bool
-        Built from a synthetic SD19 replica (its build manifest says so): the card says it
-        in the first lines of the config.
+    ``name``: the config (the dataset's name); ``splits``: ``{split: SplitData or (images,
+    labels[, metadata])}``, or a callable returning one, called when the split is written (a large
+    export holds one split in memory at a time); ``classes[i]``: the ClassLabel name of label ``i``;
+    ``description``: a paragraph for the card; ``source``: where the data comes from;
+    ``provenance``: rendered in the card (version, parameters, ``inputs``, notes); ``license``,
+    ``license_name``: the Hub's licence id and a name for ``other``; ``citation``: BibTeX;
+    ``label_note``: how labels are numbered; ``caveats``: a sentence each; ``synthetic``: built
+    from a synthetic SD19 replica (the card says so in the config's first lines).
     """
 
     name: str
@@ -146,52 +124,22 @@ def export_hf(repo_dir: StrPath, configs: list[ExportConfig], *, overwrite: bool
               croissant: bool = True, repo_id: str | None = None, title: str | None = None,
               inputs: Iterable[StrPath | None] = (), pixels: str | None = None,
               png: str | None = None) -> dict[str, Any]:
-    """Write a Hub dataset repository folder holding ``configs``; return its summary.
+    """Write a Hub dataset repository folder holding ``configs``; return its summary
+    (``{"repo_dir", "configs": [{"name", "splits": [{"name", "files", "num_examples", "num_bytes",
+    "download_size"}]}]}``).
 
-    The folder is built under ``<repo_dir>.incomplete`` and renamed when
-    complete.  The first config is the default one.
+    Built under ``<repo_dir>.incomplete``, renamed when complete; the first config is the default.
+    ``repo_dir`` must not exist unless ``overwrite`` (then it must be an earlier export holding
+    nothing else: :func:`export_problems`) nor overlap ``inputs``, the folders the configs are read
+    from. Splits are cut into equal-row shards under ``max_shard_bytes`` of PNG; ``workers``
+    threads encode them (default: every core). ``pixels`` also stores every image undecoded in a
+    ``pixels`` column (``export hf --pixels``): ``"bytes"`` (``Value("binary")``, the fastest to
+    load: ``ds.with_format("numpy")[:]["pixels"].view("uint8").reshape(-1, H, W)``) or ``"array"``
+    (``Array2D((H, W), "uint8")``); the ``image`` column stays what the Hub's viewer shows. ``png``
+    (:data:`~mnistforge.io.hf.png.PNG_ENCODERS`): ``"fast"`` (default: no scanline filter, ISA-L's
+    deflate) or ``"pillow"`` (the bytes of exports before it); either way the same data gives the
+    same bytes run to run. ``repo_id`` (``ORG/NAME``) is used in the card's examples and URLs.
 
-    Parameters
-    ----------
-    repo_dir : path
-        Output folder (must not exist unless ``overwrite``; replaced only if it
-        is an earlier export holding nothing else, :func:`export_problems`).
-    configs : list of ExportConfig
-        One per dataset; names must be distinct.
-    inputs : list of path
-        Folders the configs are read from: ``repo_dir`` must not overlap them.
-    max_shard_bytes : int
-        Largest shard (PNG bytes); splits are cut into equal-row shards below it.
-    workers : int, optional
-        Threads for PNG encoding (default: every core).
-    croissant : bool
-        Also write ``croissant.json``.
-    pixels : {"bytes", "array"}, optional
-        Also store every image undecoded in a ``pixels`` column
-        (``mnistforge export hf --pixels bytes|array``): plain ``datasets`` users
-        then get NumPy arrays without decoding PNGs, for more space on disk; the
-        ``image`` column stays what the Hub's viewer shows.  ``"bytes"``
-        (``Value("binary")``, H*W bytes per row, the fastest to load:
-        ``ds.with_format("numpy")[:]["pixels"].view("uint8").reshape(-1, H, W)``)
-        or ``"array"`` (``Array2D((H, W), "uint8")``:
-        ``ds.with_format("numpy", dtype="uint8")[:]["pixels"]``).  None (default):
-        the export stays the Hub's usual layout.
-    png : {"fast", "pillow"}, optional
-        The PNG encoder (``export hf --png``; :data:`~mnistforge.io.hf.png.PNG_ENCODERS`).
-        ``"fast"`` (default): no scanline filter, ISA-L's deflate; ``"pillow"``: Pillow's
-        bytes, what every export wrote before the fast encoder became the default.
-        Either way the same data gives the same bytes run to run and decodes to the same pixels.
-    repo_id : str, optional
-        ``ORG/NAME`` the folder is meant for (used in the card's examples and URLs).
-
-    Returns
-    -------
-    dict
-        ``{"repo_dir": ..., "configs": [{"name", "splits": [{"name", "files",
-        "num_examples", "num_bytes", "download_size"}], ...}]}``
-
-    Examples
-    --------
     >>> import tempfile, os, numpy as np
     >>> cfg = ExportConfig("toy", {"test": (np.zeros((2, 28, 28), np.uint8), np.array([1, 0]))}, ["x", "y"])
     >>> out = export_hf(os.path.join(tempfile.mkdtemp(), "r"), [cfg], workers=1)

@@ -31,8 +31,6 @@ from .export import ExportConfig, SplitSource
 def parse_target(text: str) -> tuple[str | None, str]:
     """Split ``[CONFIG=]TARGET[:SPLIT]`` into ``(config or None, rest)``.
 
-    Examples
-    --------
     >>> parse_target("rebuilt=build/mnist:test")
     ('rebuilt', 'build/mnist:test')
     >>> parse_target("qmnist")

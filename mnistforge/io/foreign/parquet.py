@@ -6,8 +6,6 @@ are read, without the ``datasets`` library: the shards of a split are joined
 in name order, the PNGs decoded by :func:`mnistforge.io.hf.png.decode_pngs`.
 Other integer columns are kept as metadata.
 
-Examples
---------
 >>> import numpy as np, pyarrow as pa, pyarrow.parquet as pq, tempfile, os
 >>> from mnistforge.io.hf.png import encode_png
 >>> d = os.path.join(tempfile.mkdtemp(), "mnist"); os.makedirs(d)

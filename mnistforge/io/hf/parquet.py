@@ -123,8 +123,6 @@ def writer_options(schema: pa.Schema) -> dict[str, Any]:
 def shard_bounds(offsets: np.ndarray, max_shard_bytes: int = MAX_SHARD_BYTES) -> list[tuple[int, int]]:
     """Row ranges of the shards of one split: equal row counts, each under ``max_shard_bytes``.
 
-    Examples
-    --------
     >>> shard_bounds(np.arange(0, 1001, 100), max_shard_bytes=450)
     [(0, 3), (3, 7), (7, 10)]
     """

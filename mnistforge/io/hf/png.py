@@ -55,8 +55,6 @@ def encode_png(image: np.ndarray, compress_level: int = PNG_COMPRESS_LEVEL, *,
     With ``png="pillow"`` the bytes are those Pillow writes (``Image.save(format="PNG",
     compress_level=..., optimize=False)``); see :func:`encode_batch`.
 
-    Examples
-    --------
     >>> encode_png(np.zeros((28, 28), np.uint8))[:8]
     b'\\x89PNG\\r\\n\\x1a\\n'
     """
@@ -79,8 +77,6 @@ def select_filters(images: np.ndarray) -> np.ndarray:
     current choice only when its cost (PNG's min-sum heuristic: the filtered
     bytes read as signed, summed by magnitude) is strictly lower.
 
-    Examples
-    --------
     >>> select_filters(np.array([[[5, 5], [5, 5]]], np.uint8)).tolist()   # sub, then up
     [[[1, 5, 0], [2, 0, 0]]]
     """
@@ -340,8 +336,6 @@ def decode_pngs(blobs: Iterable[_Blob], shape: Sequence[int] | None = None) -> n
     (zlib + batch un-filtering); anything else goes through Pillow.  Every
     image must have the same size.
 
-    Examples
-    --------
     >>> a = np.arange(784, dtype=np.uint8).reshape(28, 28)
     >>> bool((decode_pngs([encode_png(a)])[0] == a).all())
     True

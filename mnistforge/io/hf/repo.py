@@ -165,8 +165,6 @@ def shard_problems(repo_dir: StrPath, configs: Mapping[str, Mapping[str, list[st
 def is_hf_repo(root: StrPath, config: str | None = None) -> bool:
     """True when ``root`` looks like an exported repository (README.md + data/<config>/).
 
-    Examples
-    --------
     >>> is_hf_repo("/nonexistent")
     False
     """
@@ -325,8 +323,6 @@ def read_split(repo_dir: StrPath, config: str, split: str
     or ``_``.  This is what ``mnistforge.load(config, split, root=repo_dir)``
     runs on such a folder.
 
-    Examples
-    --------
     >>> images, labels, classes, meta = read_split("hf-repo", "qmnist", "test")  # doctest: +SKIP
     """
 

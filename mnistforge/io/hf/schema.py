@@ -109,8 +109,6 @@ def field_name(column: str, fields: Collection[str]) -> str:
 def hf_split_name(split: str) -> str:
     """The Hub's spelling of a split name (``\\w+``: ``-`` becomes ``_``).
 
-    Examples
-    --------
     >>> hf_split_name("train-without-validation")
     'train_without_validation'
     """
@@ -135,8 +133,6 @@ def features_for(classes: Iterable[object], metadata_dtype: np.dtype | None = No
     Fields named ``image``, ``label`` or ``pixels`` are left out.  The loaders'
     ``.to_hf()`` uses the same definition.
 
-    Examples
-    --------
     >>> f = features_for(["0", "1"], np.dtype([("writer", "i4")]))
     >>> list(f), f["label"].names, f["writer_id"].dtype
     (['image', 'label', 'writer_id'], ['0', '1'], 'int32')
