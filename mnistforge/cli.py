@@ -1,22 +1,9 @@
 """Command-line interface: ``mnistforge COMMAND ...``.
 
-Each command lives in its own module ``mnistforge/commands/<name>.py`` exposing
-
-* ``NAME`` (the sub-command as typed, e.g. ``"synth-sd19"``),
-* ``HELP`` (one line),
-* ``add_arguments(parser)`` and
-* ``run(args) -> int`` (exit code, see :data:`mnistforge.errors.EXIT_CODES`:
-  0 ok, 1 the data failed a check, 2 usage error, 3 a needed resource is
-  unavailable, 130 interrupted).
-
-Commands are discovered from :data:`COMMAND_MODULES`; a module that is not
-present yet is skipped, so areas can land independently.
-
-Conventions shared by all commands: wherever a dataset ``NAME`` is taken, a
-folder of idx files is accepted too, and ``NAME:SPLIT`` picks a split (see
-:func:`mnistforge.loaders.resolve_target`); ``--json PATH`` (``-``: standard
-output), ``--offline``/``--no-download``, ``--cache`` and ``--no-progress`` are
-spelled the same everywhere (:mod:`mnistforge.commands.common`).
+Each command is a module ``mnistforge/commands/<name>.py`` (listed in :data:`COMMAND_MODULES`;
+one not present yet is skipped) with ``NAME``, ``HELP`` (one line), ``add_arguments(parser)``
+and ``run(args) -> int`` (an exit code of :data:`mnistforge.errors.EXIT_CODES`). Options
+shared by all commands: :mod:`mnistforge.commands.common`.
 """
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Numeric command-line values checked at parse time, each with its allowed range.
+"""Numeric command-line values checked at parse time (usage error, exit 2, naming the option and
+the range). Not a command.
 
-``--seed -1``, ``--cols -3``, ``--scale 100000``, ``--timeout 0``, ``--near-threshold nan``,
-``--bootstrap 1e10``: argparse refuses them with a usage error (exit 2) naming the option and the
-range, before any work (or any allocation) starts.  Not a command (not in ``COMMAND_MODULES``).
-
-Examples
---------
 >>> int_in(1, 10)("3"), float_in(0, 1, low_open=True)("0.5")
 (3, 0.5)
 >>> int_in(1, 10)("0")

@@ -1,9 +1,5 @@
-"""``mnistforge build TARGET --sd19 PATH --out DIR``: build datasets from SD19.
-
-The flags become a typed build configuration (:class:`QmnistBuildConfig`,
-:class:`EmnistBuildConfig`) and :func:`builders` maps each target to the
-builder function that takes it; nothing below this module sees argparse.
-"""
+"""``mnistforge build TARGET --sd19 PATH --out DIR``: build datasets from SD19 (flags -> typed
+build configurations -> builder functions; nothing below this module sees argparse)."""
 from __future__ import annotations
 
 import argparse
@@ -242,10 +238,7 @@ def run(args: argparse.Namespace) -> int:
         return build_torchvision(args)
     if args.target == "all":
         return build_all(args)
-    build = builders().get(args.target)
-    if build is None:
-        raise _unknown(args.target)
-    manifest = build(args.sd19, args.out, config_for(args.target, args))
+    manifest = builders()[args.target](args.sd19, args.out, config_for(args.target, args))
     print(describe_build(args.target, args.out, manifest))
     _write_manifests(args, {args.target: (Path(args.out), manifest)})
     return 0

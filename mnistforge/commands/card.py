@@ -1,11 +1,5 @@
-"""``mnistforge card PREDICTIONS... --test NAME:SPLIT``: one page of what a test error says.
-
-The first file is the system carded, the others are compared with it (on MNIST test with
-none given: the Keysers 2006 published systems).  Files: prediction files (``evaluate
---predictions``), error lists, or ``.npy``/``.csv`` predicted labels in official row order.
-Writes ``DIR/card.html`` (self-contained, offline), ``DIR/card.md`` with ``--markdown``,
-and the numbers as JSON with ``--json``.
-"""
+"""``mnistforge card PREDICTIONS... --test NAME:SPLIT``: one page of what a test error says
+(the first file is the system carded, the others are compared with it)."""
 from __future__ import annotations
 
 import argparse

@@ -1,14 +1,5 @@
 """What every command shares: one spelling per option, JSON output, exit codes, terminal width.
 
-* ``--json PATH`` writes what a command reports as JSON; ``--json -`` (or a
-  bare ``--json``) writes it to standard output, and the text report then goes
-  to standard error so the JSON can be piped.
-* ``--offline`` and ``--no-download`` are one option (never open a
-  connection); ``--cache DIR``; ``--no-progress``.
-* Exit codes (:data:`mnistforge.errors.EXIT_CODES`, with the error classes they
-  belong to), documented in ``mnistforge --help``.
-* Tables fit the terminal (``COLUMNS`` when set, as for every Unix tool).
-
 Not a command: :data:`mnistforge.cli.COMMAND_MODULES` does not list it.
 """
 from __future__ import annotations
@@ -78,14 +69,6 @@ def command_settings(args: argparse.Namespace) -> Iterator[None]:
     with settings.using(cache=getattr(args, "cache", None) or None,
                         offline=True if getattr(args, "offline", None) else None,
                         progress=False if getattr(args, "no_progress", False) else None):
-        yield
-
-
-@contextlib.contextmanager
-def cache_from_args(args: argparse.Namespace) -> Iterator[None]:
-    """While a command runs, ``--cache DIR`` is the cache of every library call below it
-    (:func:`mnistforge.settings.using`); the previous cache returns afterwards."""
-    with settings.using(cache=getattr(args, "cache", None)):
         yield
 
 

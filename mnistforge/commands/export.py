@@ -1,24 +1,12 @@
 """``mnistforge export hf NAME... --out REPO_DIR [--push ORG/NAME]``: Hub dataset repositories;
 ``mnistforge export torchvision NAME... --out ROOT``: torchvision's ``<ROOT>/<Class>/raw/`` layout.
 
-NAME is a dataset name (official files, fetched and verified), a folder of idx
-files (official or built) or an exported repository; ``NAME:SPLIT`` picks one
-split (default: every split stored in files, see
-:func:`mnistforge.hub.default_splits`) and ``CONFIG=NAME`` renames the
-config.  The folder is checked (card, counts, features, reload with
-``datasets.load_dataset``) before anything is pushed.
-
 Examples
 --------
     mnistforge export hf mnist qmnist emnist-letters --out hf-mnist
     mnistforge export hf rebuilt=build/mnist official=mnist:test --out hf-compare
-    mnistforge export hf build/qmnist --out hf-qmnist --push my-org/qmnist-rebuilt
     mnistforge export hf --out hf-qmnist --push my-org/qmnist-rebuilt   # push an existing folder
     mnistforge export torchvision mnist fashion-mnist build/emnist --out data   # MNIST(root="data")
-
-``export torchvision`` writes the decompressed idx files torchvision's
-``MNIST``/``FashionMNIST``/``KMNIST``/``QMNIST``/``EMNIST`` read, each split
-loaded (and checked) first, with a manifest (:mod:`mnistforge.layouts.torchvision`).
 """
 from __future__ import annotations
 
@@ -124,40 +112,31 @@ def run_hf(args: argparse.Namespace) -> int:
     from .. import hub as hf
 
     out = Path(args.out)
-    if not args.names:
-        if not args.push:
-            raise ConfigError("nothing to export", expected="at least one NAME (or --push to upload "
-                              "an existing REPO_DIR)", found="no NAME")
-        counts = hf.verify_repo(out)
-        _print_counts(out, counts)
-        url: str | None = hf.push_to_hub(out, args.push, private=args.private, check=False)
-        print(f"pushed {out} to {args.push}: {url}")
-        write_json(args, {"out": str(out), "configs": counts, "checked": True, "pushed": url})
-        return 0
-    if args.max_shard_mb is not None and args.max_shard_mb <= 0:
-        raise ConfigError("--max-shard-mb must be positive", expected="> 0", found=args.max_shard_mb)
-    from ..hub.export import export_problems
-    from ..io.outputs import check_output_folder
+    if not args.names and not args.push:
+        raise ConfigError("nothing to export", expected="at least one NAME (or --push to upload "
+                          "an existing REPO_DIR)", found="no NAME")
+    if args.names:  # else --push alone: check and upload REPO_DIR as it is
+        from ..hub.export import export_problems
+        from ..io.outputs import check_output_folder
 
-    # before any download or loading: the --out path, and what --overwrite would replace
-    check_output_folder(out, inputs=_input_folders(args.names), overwrite=args.overwrite,
-                        owned=export_problems)
-    configs = hf.configs_from_targets(args.names, download=download_flag(args))
-    kw: dict[str, Any] = {}
-    if args.max_shard_mb:
-        kw["max_shard_bytes"] = int(args.max_shard_mb * 2**20)
-    hf.export_hf(out, configs, overwrite=args.overwrite, workers=args.workers, pixels=args.pixels,
-                 png=args.png,
-                 croissant=not args.no_croissant, repo_id=args.push,
-                 inputs=_input_folders(args.names), **kw)
-    if args.no_check and not args.push:
-        print(f"wrote {out} ({len(configs)} config(s); not checked)")
-        write_json(args, {"out": str(out), "configs": {c.name: list(c.splits) for c in configs},
-                          "checked": False, "pushed": None})
-        return 0
+        # before any download or loading: the --out path, and what --overwrite would replace
+        check_output_folder(out, inputs=_input_folders(args.names), overwrite=args.overwrite,
+                            owned=export_problems)
+        configs = hf.configs_from_targets(args.names, download=download_flag(args))
+        kw: dict[str, Any] = {}
+        if args.max_shard_mb:
+            kw["max_shard_bytes"] = int(args.max_shard_mb * 2**20)
+        hf.export_hf(out, configs, overwrite=args.overwrite, workers=args.workers, pixels=args.pixels,
+                     png=args.png, croissant=not args.no_croissant, repo_id=args.push,
+                     inputs=_input_folders(args.names), **kw)
+        if args.no_check and not args.push:
+            print(f"wrote {out} ({len(configs)} config(s); not checked)")
+            write_json(args, {"out": str(out), "configs": {c.name: list(c.splits) for c in configs},
+                              "checked": False, "pushed": None})
+            return 0
     counts = hf.verify_repo(out)
     _print_counts(out, counts)
-    url = None
+    url: str | None = None
     if args.push:
         url = hf.push_to_hub(out, args.push, private=args.private, check=False)
         print(f"pushed {out} to {args.push}: {url}")

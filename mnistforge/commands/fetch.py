@@ -1,10 +1,5 @@
-"""``mnistforge fetch NAME...``: download and verify files into the cache.
-
-``--mirror URL`` (repeatable) adds addresses tried before the registry's (the word
-``registry`` among them puts the registry's where it stands; default ``$MNISTFORGE_MIRRORS``);
-``--from URL`` fetches from that address only; ``--from PATH`` adopts a copy already on the
-machine (:mod:`mnistforge.checks.adopt`): nothing is downloaded.
-"""
+"""``mnistforge fetch NAME...``: download and verify files into the cache (``--mirror``, ``--from``:
+see their help)."""
 from __future__ import annotations
 
 import argparse

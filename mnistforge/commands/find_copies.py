@@ -1,10 +1,5 @@
-"""``mnistforge find-copies [DIR ...]``: what copies of the datasets this machine already holds.
-
-Looks in the well-known places (Keras' datasets folder, the Hugging Face cache, ``./data`` and
-``~/data``, ``/usr/share/datasets``) and in the folders given, and prints, for each copy, what
-it is (identical / reordered / subset / transformed / damaged / unknown) and whether
-``mnistforge fetch NAME --from PATH`` can adopt it.  It only reads.
-"""
+"""``mnistforge find-copies [DIR ...]``: what copies of the datasets this machine already holds
+(it only reads)."""
 from __future__ import annotations
 
 import argparse

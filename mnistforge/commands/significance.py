@@ -1,10 +1,4 @@
-"""``mnistforge significance FILES...``: how much differences on a shared test set mean.
-
-FILES are prediction files (``mnistforge evaluate --predictions``) or error-list files
-(Keysers format, test-set size from ``--n`` or a ``# n:`` line).  Prints error rates with
-intervals, the pairwise table (errors, n12/n21, POI, paired verdict, Bonferroni K, McNemar),
-the error overlap and, with ``--combine``, the majority-vote combination.
-"""
+"""``mnistforge significance FILES...``: how much differences on a shared test set mean."""
 from __future__ import annotations
 
 import argparse

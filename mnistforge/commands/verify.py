@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .common import (add_inputs, add_cache, add_json, add_offline, add_progress, cache_from_args, download_flag,
+from .common import (add_inputs, add_cache, add_json, add_offline, add_progress, download_flag,
                      terminal_width, write_json)
 from . import argtypes
 
@@ -59,8 +59,7 @@ def _parse_metadata(items: Iterable[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     targets = expand_targets(args.target)
-    with cache_from_args(args):
-        results = [verify_one(t, args, several=len(targets) > 1) for t in targets]
+    results = [verify_one(t, args, several=len(targets) > 1) for t in targets]
     codes = [code for code, _ in results]
     if len(targets) > 1:
         print(f"verified {len(targets)} datasets in {args.target}: "
