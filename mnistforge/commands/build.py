@@ -12,7 +12,8 @@ from ..errors import ConfigError
 from ..registry import emnist_splits
 from . import argtypes
 
-from .common import (add_inputs, add_cache, add_json, add_progress, require_existing_path, write_json)
+from .common import (add_inputs, add_cache, add_json, add_progress, refuse_existing_output, require_existing_path,
+                     write_json)
 
 if TYPE_CHECKING:
     from ..builders.emnist import EmnistBuildConfig
@@ -105,7 +106,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def qmnist_config(args: argparse.Namespace) -> QmnistBuildConfig:
     """The :class:`~mnistforge.builders.qmnist.QmnistBuildConfig` the flags ask for.
 
-    >>> import argparse
     >>> p = argparse.ArgumentParser(); add_arguments(p)
     >>> qmnist_config(p.parse_args(["qmnist", "--sd19", "s", "--out", "o", "--fudge", "1"])).prepro.fudge
     1.0
@@ -123,7 +123,6 @@ def qmnist_config(args: argparse.Namespace) -> QmnistBuildConfig:
 def emnist_config(args: argparse.Namespace, splits: Iterable[str] | None = None) -> EmnistBuildConfig:
     """The :class:`~mnistforge.builders.emnist.EmnistBuildConfig` the flags ask for.
 
-    >>> import argparse
     >>> p = argparse.ArgumentParser(); add_arguments(p)
     >>> c = emnist_config(p.parse_args(["emnist", "--sd19", "s", "--out", "o", "--seed", "4"]),
     ...                   splits=("letters",))
@@ -144,7 +143,6 @@ def emnist_config(args: argparse.Namespace, splits: Iterable[str] | None = None)
 def femnist_config(args: argparse.Namespace) -> FemnistBuildConfig:
     """The :class:`~mnistforge.builders.femnist.FemnistBuildConfig` the flags ask for.
 
-    >>> import argparse
     >>> p = argparse.ArgumentParser(); add_arguments(p)
     >>> c = femnist_config(p.parse_args(["femnist", "--sd19", "s", "--out", "o", "--sf", "0.05"]))
     >>> c.sample, c.fraction, c.seed, c.split_seed
@@ -179,8 +177,7 @@ BUILDERS: dict[str, tuple[str, Callable[[argparse.Namespace],
 
 
 def targets() -> dict[str, str]:
-    """Every build target -> its builder (:data:`BUILDERS`): the builders' own names, and
-    ``emnist-<split>`` for each EMNIST split of the registry.
+    """Every build target -> its builder: the builders' names, and ``emnist-<split>``.
 
     >>> targets()["emnist-letters"], targets()["mnist"]
     ('emnist', 'mnist')
@@ -195,15 +192,15 @@ def config_for(target: str, args: argparse.Namespace) -> QmnistBuildConfig | Emn
                           found=f"build {target} --layout leaf")
     builder = targets().get(target)
     if builder is None:
-        raise _unknown(target)
+        raise ConfigError(f"unknown build target {target!r}",
+                          expected="one of " + ", ".join(sorted(targets()) + ["all"]), found=target)
     if builder == "emnist" and target != "emnist":
         return emnist_config(args, splits=(target[len("emnist-"):],))
     return BUILDERS[builder][1](args)
 
 
 def builders() -> dict[str, Callable[..., Manifest]]:
-    """Target -> builder function ``f(sd19, out, config)`` (from :data:`BUILDERS`; imported when a
-    build runs, as the CLI's commands import)."""
+    """Target -> builder function ``f(sd19, out, config)``, imported when a build runs."""
     import importlib
 
     out = {}
@@ -211,11 +208,6 @@ def builders() -> dict[str, Callable[..., Manifest]]:
         module, function = BUILDERS[b][0].split(".")
         out[t] = getattr(importlib.import_module(f"mnistforge.builders.{module}"), function)
     return out
-
-
-def _unknown(target: str) -> ConfigError:
-    return ConfigError(f"unknown build target {target!r}",
-                       expected="one of " + ", ".join(sorted(targets()) + ["all"]), found=target)
 
 
 # --------------------------------------------------------------------------- running
@@ -273,8 +265,7 @@ def _build_all_into(args: argparse.Namespace, out: Path) -> dict[str, Manifest]:
 
 
 def build_torchvision(args: argparse.Namespace) -> int:
-    """``--layout torchvision``: build into a temporary folder next to ``--out`` (the usual
-    layout, with its manifests), write torchvision's layout from it, remove the temporary one."""
+    """``--layout torchvision``: a usual build in a temporary folder next to ``--out``, then that."""
     import shutil
     import tempfile
 
@@ -284,11 +275,7 @@ def build_torchvision(args: argparse.Namespace) -> int:
 
     out = check_output_path(args.out, _inputs(args))
     out.parent.mkdir(parents=True, exist_ok=True)
-    if out.exists() and not args.overwrite:  # before the build, not after it
-        from ..errors import OutputExistsError
-
-        raise OutputExistsError("output folder already exists", path=out, expected="a new folder",
-                         found="an existing one", hint="choose another --out or pass --overwrite")
+    refuse_existing_output(out, args.overwrite)  # before the build, not after it
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.idx-", dir=out.parent))
     try:
         build = staging / "build"
@@ -307,8 +294,7 @@ def build_torchvision(args: argparse.Namespace) -> int:
 
 
 def _write_manifests(args: argparse.Namespace, built: dict[str, tuple[Path, Manifest]]) -> None:
-    """``--json``: ``{target: {"folder": path, "manifest": manifest.json's content}}``, from
-    the manifests the builders returned (what they wrote, not read back)."""
+    """``--json``: ``{target: {"folder": path, "manifest": what its builder wrote}}``."""
     doc = {target: {"folder": str(folder), "manifest": m.to_dict()}
            for target, (folder, m) in built.items()}
     write_json(args, doc)

@@ -1,7 +1,4 @@
-"""What every command shares: one spelling per option, JSON output, exit codes, terminal width.
-
-Not a command: :data:`mnistforge.cli.COMMAND_MODULES` does not list it.
-"""
+"""What every command shares (not a command itself): options, JSON output, exit codes, width."""
 from __future__ import annotations
 
 import argparse
@@ -42,8 +39,7 @@ def add_offline(p: argparse.ArgumentParser, what: str = "official files") -> Non
 
 
 def download_flag(args: argparse.Namespace) -> bool | None:
-    """The ``download=`` argument of :func:`mnistforge.load` for ``--offline``: False, or None
-    (the environment decides)."""
+    """``load(download=)`` for ``--offline``: False, or None (the environment decides)."""
     return False if getattr(args, "offline", None) else None
 
 
@@ -54,9 +50,8 @@ def add_cache(p: argparse.ArgumentParser) -> None:
 
 @contextlib.contextmanager
 def command_settings(args: argparse.Namespace) -> Iterator[None]:
-    """While a command runs, its ``--cache DIR``, ``--offline`` and ``--no-progress`` hold for
-    every library call below it (:func:`mnistforge.settings.using`: the environment is not
-    written, and the previous values return afterwards).
+    """``--cache``, ``--offline`` and ``--no-progress`` for every library call of the command
+    (:func:`mnistforge.settings.using`: the environment is not written).
 
     >>> import argparse, os
     >>> before = dict(os.environ)
@@ -73,8 +68,7 @@ def command_settings(args: argparse.Namespace) -> Iterator[None]:
 
 
 def require_existing_path(path: StrPath, what: str, expected: str) -> None:
-    """A path typed on the command line that is not there is a usage error (exit 2: "no such
-    path" in :data:`~mnistforge.errors.EXIT_CODES`), whichever command it is given to."""
+    """A path typed on the command line that is not there: a usage error (exit 2), in every command."""
     from pathlib import Path
 
     from ..errors import TargetNotFoundError
@@ -85,8 +79,7 @@ def require_existing_path(path: StrPath, what: str, expected: str) -> None:
 
 
 def refuse_existing_output(out: StrPath, overwrite: bool) -> None:
-    """An existing ``--out`` folder without ``--overwrite`` is a usage error (exit 2), found
-    before any work (the writers refuse it again when they start).
+    """An existing ``--out`` folder without ``--overwrite``: a usage error (exit 2) before any work.
 
     >>> import tempfile
     >>> refuse_existing_output(tempfile.mkdtemp(), overwrite=True)
@@ -132,14 +125,12 @@ def write_json(args: argparse.Namespace, doc: Any, *,
 
 
 def add_inputs(p: argparse.ArgumentParser, *dests: str) -> None:
-    """Name the arguments (``dest``) that are the command's inputs: no output of it may be,
-    hold or lie in one (:func:`check_outputs`)."""
+    """The arguments (``dest``) that are inputs: no output may be, hold or lie in one."""
     p.set_defaults(_inputs=dests)
 
 
 def input_paths(args: argparse.Namespace) -> list[str]:
-    """The paths among the command's inputs (:func:`add_inputs`): a value, or the folder of
-    ``FOLDER:SPLIT``, that exists on disk (a dataset name or URL is no path)."""
+    """The inputs (:func:`add_inputs`), or folders of ``FOLDER:SPLIT``, that exist on disk."""
     paths = []
     for dest in getattr(args, "_inputs", ()):
         value = getattr(args, dest, None)
@@ -154,10 +145,8 @@ def input_paths(args: argparse.Namespace) -> list[str]:
 
 
 def check_outputs(args: argparse.Namespace) -> None:
-    """Before a command's work: every output named on its command line (``--json``, ``--out``,
-    ``--plot``, ``--report``...; :func:`~mnistforge.commands.argtypes.output_file`) checked in
-    full, a folder that cannot be written included, and apart from every input of the command
-    (:func:`add_inputs`; :func:`mnistforge.io.outputs.check_apart`)."""
+    """Before a command's work: every output on its command line checked in full (writable too)
+    and apart from every input of the command (:func:`add_inputs`)."""
     from ..io.outputs import check_apart, check_output_file, check_output_path
     from .argtypes import OutputFile, OutputFolder
 
@@ -178,8 +167,7 @@ def flush_streams(args: argparse.Namespace) -> None:
 
 
 def output_stream_error(e: OSError) -> DiskFullError | None:
-    """A write to standard output that failed (a full device, an I/O error) as one named error,
-    or None for any other OSError (which stays a bug to see)."""
+    """A failed write to standard output as one named error; None for another OSError (a bug)."""
     import errno
 
     if e.filename is not None or e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO,
@@ -208,13 +196,8 @@ def wrap(text: str, width: int, indent: str = "") -> list[str]:
 
 
 def lazy_import(name: str) -> types.ModuleType:
-    """Module ``name``, executed on its first attribute access.
-
-    Command modules are all imported to build ``mnistforge --help``; the heavy
-    ones (NumPy, the evaluators) load only when their command runs.
-    """
+    """Module ``name``, executed on first use: ``--help`` imports every command, not NumPy."""
     import importlib.util
-    import sys
 
     if name in sys.modules:
         return sys.modules[name]

@@ -148,23 +148,19 @@ def _neural_options(args: argparse.Namespace) -> tuple[Classifier | None, str]:
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
-    """Before any work: every file this run will write is a regular file or a new name (a
-    symlink, FIFO or device is refused), ``--predictions`` with ``--protocol`` a folder; none
-    of them an input (the training or test folder, the model loaded)."""
+    """Before any work: the files this run writes (``--predictions`` with ``--protocol``: a
+    folder) are checked, and none of them is an input (the data, the model loaded)."""
+    from ..classifiers.neural import model_paths
     from ..io.outputs import check_apart, check_output_file, check_output_path
     from .common import input_paths
 
     inputs = input_paths(args)
     if args.load_model:
-        from ..classifiers.neural import model_paths
-
         inputs += [str(p) for p in model_paths(args.load_model)]
     if args.predictions:
         (check_output_path if args.protocol else check_output_file)(args.predictions)
         check_apart(args.predictions, inputs, "--predictions output")
     if args.save_model:
-        from ..classifiers.neural import model_paths
-
         for p in model_paths(args.save_model):
             check_output_file(p, "--save-model")
             check_apart(p, inputs, "--save-model output")

@@ -198,23 +198,20 @@ def _adopt(args: argparse.Namespace, files: list[RemoteFile], paths: list[str]) 
             continue
         try:  # not in the copies: already in the cache? (re-verified, never downloaded)
             r = fetch_file(f, root=args.cache, offline=True)
-        except OfflineError:
-            why = "; ".join(sorted({a.why_not for a in answers if a.why_not and
-                                    (a.dataset is None or f.group == _group(a.dataset))}))
-            if not (f.content_sha256 or f.content_md5):
-                why = "; ".join(filter(None, (why, "the registry pins no content hash of it: "
-                                              "only the published file itself is adopted")))
-            e = OfflineError(f"{f.id} is in none of these copies and not in the cache"
-                             + (f" ({why})" if why else ""),
-                             hint="fetch it (without --from), or give a copy that holds it")
-            failed += 1
-            codes.append(exit_code(e))
-            records.append(_failure(f, e, "missing"))
-            continue
         except MnistforgeError as e:
+            err = e
+            if isinstance(e, OfflineError):
+                why = "; ".join(sorted({a.why_not for a in answers if a.why_not and
+                                        (a.dataset is None or f.group == _group(a.dataset))}))
+                if not (f.content_sha256 or f.content_md5):
+                    why = "; ".join(filter(None, (why, "the registry pins no content hash of it: "
+                                                  "only the published file itself is adopted")))
+                err = OfflineError(f"{f.id} is in none of these copies and not in the cache"
+                                   + (f" ({why})" if why else ""),
+                                   hint="fetch it (without --from), or give a copy that holds it")
             failed += 1
-            codes.append(exit_code(e))
-            records.append(_failure(f, e, "failed"))
+            codes.append(exit_code(err))
+            records.append(_failure(f, err, "missing" if err is not e else "failed"))
             continue
         print(f"ok          {f.id}: present, {r.text}")
         print(f"            {r.path}")

@@ -1,7 +1,4 @@
-"""``mnistforge info [NAME|FOLDER]``: datasets, splits, counts, classes, files and cache status.
-
-Each view is built as a dict first (what ``--json`` writes), then printed.
-"""
+"""``mnistforge info [NAME|FOLDER]``: datasets, splits, counts, classes, files and cache status."""
 from __future__ import annotations
 
 import argparse

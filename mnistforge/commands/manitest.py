@@ -158,8 +158,6 @@ def run(args: argparse.Namespace) -> int:
     if not groups:  # nothing would be scored, and the run would still exit 0
         raise EmptySelectionError("no transformation group given", found=repr(args.group),
                                   expected="one or more of " + ", ".join(GROUPS) + ", or 'all'")
-    if args.samples < 0:
-        raise ConfigError("invalid --samples", expected=">= 0", found=args.samples)
     if args.plot:
         from ..evaluators.manitest.plots import require_matplotlib
         require_matplotlib()

@@ -46,9 +46,6 @@ def run(args: argparse.Namespace) -> int:
         from ..loaders.names import parse_split, split_name
         from ..registry import get_dataset
         split_name(get_dataset(name), parse_split(split)[0])
-    if args.count < 1 or args.scale < 1 or args.start < 0:
-        raise ConfigError("bad sample size", expected="--count >= 1, --scale >= 1, --start >= 0",
-                          found=f"{args.count}, {args.scale}, {args.start}")
     ds = load(name, split, root=root or args.root, download=download_flag(args), cache=args.cache)
     n = len(ds)
     k = min(args.count, n)

@@ -107,10 +107,9 @@ def _print_tables(comp: Comparison, systems: Sequence[SystemOutput]) -> None:
               f" {row['mcnemar_p']:10.3g}")
 
 
-def _overlap_dict(ov: dict[str, Any], one_based: bool = True) -> dict[str, Any]:
-    off = 1 if one_based else 0
-    return {"common": (ov["common"] + off).tolist(), "union_size": int(ov["union"].size),
-            "unique": {k: (v + off).tolist() for k, v in ov["unique"].items()},
+def _overlap_dict(ov: dict[str, Any]) -> dict[str, Any]:
+    return {"common": (ov["common"] + 1).tolist(), "union_size": int(ov["union"].size),
+            "unique": {k: (v + 1).tolist() for k, v in ov["unique"].items()},
             "histogram": ov["histogram"].tolist(), "indices": "1-based"}
 
 

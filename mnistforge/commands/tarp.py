@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 
-
 from ..errors import ConfigError, require
 
 from .common import add_inputs, add_cache, add_json, add_offline, write_json

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-
 import json
 import sys
 from collections.abc import Iterable
@@ -88,7 +87,6 @@ def verify_one(target: str, args: argparse.Namespace, several: bool = False) -> 
     from ..checks import verify
     from ..checks.duplicates import DEFAULT_NEAR_L2
     from ..io.atomic import atomic_file
-
     from ..loaders.targets import parse_target_text
 
     # FOLDER:NAME, one of several datasets in a folder: its report goes to <report>/NAME
