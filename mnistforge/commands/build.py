@@ -215,15 +215,17 @@ def builders() -> dict[str, Callable[..., Manifest]]:
 def run(args: argparse.Namespace) -> int:
     from ..io.outputs import check_output_folder
     from ..io.manifest import build_folder_problems
+    from ..layouts.torchvision import layout_problems
 
     # before any work: bad flag values, then an --out that is a file, a link, overlaps the
     # inputs, or holds anything of the user's that --overwrite would destroy
     for target in (ALL_TARGETS if args.target == "all" else (args.target,)):
         config_for(target, args)
+    torchvision = getattr(args, "layout", "idx") == "torchvision"   # a root of <Class>/raw/ folders
     check_output_folder(args.out, inputs=_inputs(args), overwrite=bool(args.overwrite),
-                        owned=build_folder_problems)
+                        owned=layout_problems if torchvision else build_folder_problems)
     require_existing_path(args.sd19, "SD19 source", "a folder of SD19 zips or unpacked trees")
-    if getattr(args, "layout", "idx") == "torchvision":
+    if torchvision:
         if args.target == "femnist":
             raise ConfigError("--layout torchvision has no FEMNIST class", expected="--layout idx or leaf",
                               found="--layout torchvision")
@@ -284,7 +286,8 @@ def build_torchvision(args: argparse.Namespace) -> int:
         else:
             config = dataclasses.replace(config_for(args.target, args), overwrite=False)
             builders()[args.target](args.sd19, build, config)
-        layout = write_torchvision(out, sources_from_targets([build]),
+        layout = write_torchvision(out, [dataclasses.replace(src, shown="(built by this command)")
+                                         for src in sources_from_targets([build])],
                                    overwrite=args.overwrite, inputs=_inputs(args))
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # made here, by this run

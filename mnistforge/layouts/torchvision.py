@@ -55,6 +55,8 @@ class TorchvisionSource:
     name: str
     root: Path | None
     splits: list[str]
+    #: how the manifest names ``root`` when it is a temporary folder (a build's staging)
+    shown: str | None = None
 
 
 @dataclass
@@ -304,7 +306,7 @@ def _write_source(raw: Path, src: TorchvisionSource, manifest: Manifest, layout:
         for k, v in built.inputs.items():
             manifest.inputs.setdefault(k, v)
         manifest.notes += [n for n in built.notes if n not in manifest.notes]
-    where = {"cache": src.root is None, "folder": None if src.root is None else str(src.root),
+    where = {"cache": src.root is None, "folder": None if src.root is None else src.shown or str(src.root),
              "status": status}
     manifest.inputs.setdefault("sources", {})[src.name] = where
     notes, warnings = [], []
