@@ -407,17 +407,19 @@ def get_dataset(name: str) -> DatasetInfo:
             hint=f"did you mean {guess!r}?" if guess else "run `mnistforge info` for the list") from None
 
 
+def name_key(text: str) -> str:
+    """A name as compared: case, spaces and ``-_/.`` ignored (``"EMNIST_Letters"`` -> ``"emnistletters"``)."""
+    return re.sub(r"[\s_\-/.]+", "", text.lower())
+
+
 def nearest(text: str, choices: Iterable[str]) -> str | None:
     """The choice nearest ``text`` (case, spaces, ``-_/.`` ignored) for a "did you mean", or None.
 
     >>> nearest("validaton", ["train", "validation"]), nearest("MNSIT", ["mnist"]), nearest("x", ["mnist"])
     ('validation', 'mnist', None)
     """
-    def key(s: str) -> str:
-        return re.sub(r"[\s_\-/.]+", "", s.lower())
-
-    keys = {key(c): c for c in choices}
-    hits = difflib.get_close_matches(key(text), list(keys), n=1, cutoff=0.6)
+    keys = {name_key(c): c for c in choices}
+    hits = difflib.get_close_matches(name_key(text), list(keys), n=1, cutoff=0.6)
     return keys[hits[0]] if hits else None
 
 

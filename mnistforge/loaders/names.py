@@ -17,7 +17,7 @@ import os
 import re
 
 from ..errors import ConfigError, DatasetNotFoundError, EmptySelectionError, IndexRangeError, NoSuchPathError
-from ..registry import DatasetInfo, dataset_by_alias, get_dataset, list_datasets, nearest
+from ..registry import DatasetInfo, dataset_by_alias, get_dataset, list_datasets, name_key, nearest
 
 __all__ = ["dataset_name", "split_name", "parse_split", "rows_of"]
 
@@ -29,13 +29,9 @@ _SLICE = re.compile(r"^(?P<split>[^\[\]]+?)\s*(?P<rows>\[[^\[\]]*\])?$")
 _BOUND = re.compile(r"^\s*(?P<num>[+-]?\d+(?:\.\d+)?)\s*(?P<pct>%?)\s*$")
 
 
-def _key(text: str) -> str:
-    return re.sub(r"[\s_\-/.]+", "", text.lower())
-
-
 def _keyed(text: str, choices: list[str]) -> str | None:
     """The choice ``text`` names: itself, else with case and ``-``, ``_``, ``/``, ``.`` ignored."""
-    return text if text in choices else {_key(c): c for c in choices}.get(_key(text))
+    return text if text in choices else {name_key(c): c for c in choices}.get(name_key(text))
 
 
 def looks_like_path(text: str) -> bool:
@@ -70,7 +66,7 @@ def dataset_name(text: str, *, kinds: tuple[str, ...] = ("dataset",)) -> str:
     if hit is not None:
         return str(hit)
     others = [n for n in list_datasets(None) if n not in choices]
-    other = {_key(n): n for n in others}.get(_key(text))
+    other = {name_key(n): n for n in others}.get(name_key(text))
     if other is not None:
         kind = get_dataset(other).kind
         raise DatasetNotFoundError(
