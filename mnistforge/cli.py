@@ -23,7 +23,7 @@ from .errors import (EXIT_CODES, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE, EX
 
 COMMAND_MODULES = [
     "info", "fetch", "show", "synth_sd19", "sd19", "build", "verify", "export",
-    "evaluate", "significance", "tarp", "manitest", "demo", "card", "find_copies",
+    "evaluate", "significance", "tarp", "manitest", "demo", "card", "find_copies", "overlap",
 ]
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_USAGE", "EXIT_UNAVAILABLE", "EXIT_INTERRUPTED"]

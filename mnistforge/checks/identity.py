@@ -1,0 +1,162 @@
+"""One SD19 identity per row (``docs/provenance-mnist-qmnist.md``, "Overlaps"): the fields of
+:data:`IDENTITY_DTYPE`, -1 where unknown.  ``character`` is the SD19 character id (the row of
+the by_write walk over all 814,255 characters: the builds' ``sd19_row``), ``digit`` the global
+NIST digit index (QMNIST's column 5, ``nist_index``).
+
+Sources: a split's metadata (QMNIST tables, EMNIST/FEMNIST build side files, the writer of the
+official EMNIST ``.mat``); for official MNIST and QMNIST the published QMNIST tables (``tables``:
+a folder holding ``qmnist-{train,test}-labels-idx2-int.gz``, else the cache, fetched when
+allowed); for a built MNIST the QMNIST build beside it.  With an SD19 index (``sd19``, else the
+source a build's manifest names, when there) ``character`` and ``digit`` fill each other.
+
+>>> ids = from_metadata(np.array([(4, 2100, 7)], [("hsf", "i4"), ("writer", "i4"), ("nist_index", "i4")]))
+>>> ids.tolist()
+[(4, 2100, -1, 7)]
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, MissingFileError, MnistforgeError
+from ..io.idx import read_idx
+from ..io.manifest import read_manifest
+from ..loaders import DatasetSplit, load
+from ..loaders.names import parse_split, rows_of
+from ..loaders.targets import resolve_target
+
+IDENTITY_DTYPE = np.dtype([("hsf", "i2"), ("writer", "i4"), ("character", "i8"), ("digit", "i8")])
+#: official splits as rows of a published QMNIST table: (table, first row, end row or None)
+OFFICIAL = {("mnist", "train"): ("train", 0, None), ("mnist", "test"): ("test", 0, 10_000),
+            ("qmnist", "train"): ("train", 0, None), ("qmnist", "test"): ("test", 0, None),
+            ("qmnist", "test10k"): ("test", 0, 10_000), ("qmnist", "test50k"): ("test", 10_000, None)}
+PathArg = str | os.PathLike[str]
+
+
+@dataclass
+class Identities:
+    """The identities of one split's rows (``rows``, :data:`IDENTITY_DTYPE`) and their source."""
+    target: str
+    rows: np.ndarray
+    source: str
+
+    def known(self, field: str) -> bool:
+        return bool(len(self.rows) == 0 or (self.rows[field] >= 0).all())
+
+
+def from_metadata(md: np.ndarray) -> np.ndarray:
+    """Identities from a structured metadata table (the columns named in the module docstring)."""
+    names = md.dtype.names or ()
+    out = np.full(len(md), -1, IDENTITY_DTYPE)
+    for field, cols in (("hsf", ("hsf",)), ("writer", ("writer",)), ("character", ("sd19_row",)),
+                        ("digit", ("nist_index",))):
+        col = next((c for c in cols if c in names), None)
+        if col is not None:
+            out[field] = md[col]
+    return out
+
+
+def _table(split: str, tables: PathArg | None) -> np.ndarray:
+    name = f"qmnist-{split}-labels-idx2-int.gz"
+    if tables is not None:
+        path = Path(tables) / name
+        if not path.is_file():
+            raise MissingFileError("QMNIST table not found", path=path, expected=name,
+                                   hint="give the folder holding the published QMNIST tables")
+        return np.asarray(read_idx(path), np.int64)
+    from ..cache.download import fetch_file  # the cache is only needed for official tables
+
+    return np.asarray(read_idx(fetch_file(f"qmnist/{name}").path), np.int64)
+
+
+def _official(name: str, split: str, tables: PathArg | None) -> np.ndarray:
+    base, spec = parse_split(split)
+    if (name, base) not in OFFICIAL:
+        raise ConfigError(f"no row identities for official {name} {base}", found=f"{name}:{split}",
+                          expected=", ".join(f"{n}:{s}" for n, s in OFFICIAL),
+                          hint="official EMNIST idx files carry no writer: use the expected overlap "
+                               "(mnistforge.checks.overlap.expected_overlap) or a build")
+    table, start, end = OFFICIAL[name, base]
+    t = _table(table, tables)[start:end]
+    md = np.zeros(len(t), [("hsf", "i4"), ("writer", "i4"), ("nist_index", "i4")])
+    md["hsf"], md["writer"], md["nist_index"] = t[:, 1], t[:, 2], t[:, 5]
+    rows = from_metadata(md)
+    return rows if spec is None else rows[rows_of(spec, len(rows))]
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
+    try:
+        return read_manifest(folder) or {}
+    except (OSError, ValueError, MnistforgeError):
+        return {}
+
+
+def _beside(folder: Path, ds: DatasetSplit) -> np.ndarray | None:
+    """A built MNIST's identities: the QMNIST build of the same source and recipe beside it
+    (MNIST train is its train, MNIST test the first rows of its test)."""
+    mine, theirs = _manifest(folder), _manifest(folder.parent / "qmnist")
+    same = [{k: v for k, v in m.get("parameters", {}).items() if k != "target"} for m in (mine, theirs)]
+    if not mine or mine.get("inputs") != theirs.get("inputs") or same[0] != same[1]:
+        return None
+    base, _ = parse_split(ds.split)
+    q = load("qmnist", base, root=folder.parent / "qmnist", with_metadata="files")
+    assert q.metadata is not None
+    rows = from_metadata(q.metadata)[:int(mine["datasets"]["mnist"][base])]
+    return rows if ds.indices is None else rows[ds.indices]
+
+
+def _sd19_of(folder: Path | None, sd19: PathArg | None) -> Path | None:
+    if sd19 is not None or folder is None:
+        return None if sd19 is None else Path(sd19)
+    src = _manifest(folder).get("inputs", {}).get("sd19")
+    path = src.get("path") if isinstance(src, dict) else src
+    return Path(path) if isinstance(path, str) and Path(path).exists() else None
+
+
+def fill_from_sd19(rows: np.ndarray, sd19: PathArg) -> np.ndarray:
+    """``character`` from ``digit`` and back through an SD19 index (row k of its digits has
+    ``digit_index`` k), writer and hsf where missing."""
+    from ..sd19 import open_sd19  # the SD19 reader is only needed here
+
+    index = open_sd19(sd19, progress=False).index
+    digits = np.flatnonzero(index["field"] == b"d")
+    rows = rows.copy()
+    need = (rows["character"] < 0) & (rows["digit"] >= 0) & (rows["digit"] < len(digits))
+    rows["character"][need] = digits[rows["digit"][need]]
+    has = (rows["character"] >= 0) & (rows["character"] < len(index))
+    rows["digit"][has & (rows["digit"] < 0)] = index["digit_index"][rows["character"][has & (rows["digit"] < 0)]]
+    for f in ("writer", "hsf"):
+        rows[f][has & (rows[f] < 0)] = index[f][rows["character"][has & (rows[f] < 0)]]
+    return rows
+
+
+def row_identities(target: PathArg, *, tables: PathArg | None = None,
+                   sd19: PathArg | None = None) -> Identities:
+    """The identities of a CLI target's rows (``NAME[:SPLIT]``, ``FOLDER[:NAME][:SPLIT]``)."""
+    name, split, root = resolve_target(target, default_split="test")
+    label = f"{name}:{split}" if root is None else f"{root}:{name}:{split}"
+    folder, rows, source = None, None, "published QMNIST tables"
+    if root is None and (name, parse_split(split)[0]) in OFFICIAL:
+        rows = _official(name, split, tables)
+    else:
+        ds = load(name, split, root=root, with_metadata="files")
+        folder = next((f for f in ([root, root / name] if root else []) if (f / "manifest.json").is_file()), root)
+        if ds.metadata is not None and ds.metadata.dtype.names:
+            rows, source = from_metadata(ds.metadata), "the files' metadata"
+        elif folder is not None and name == "mnist":
+            rows, source = _beside(folder, ds), "the QMNIST build beside it"
+    if rows is None:
+        raise ConfigError(f"no row identities in {label}", found="no writer or SD19 columns",
+                          expected="QMNIST tables, a build's side files, official EMNIST .mat",
+                          hint="for official EMNIST idx files use the expected overlap")
+    where = _sd19_of(folder, sd19)
+    if where is not None and not ((rows["character"] >= 0).all() and (rows["digit"] >= 0).all()):
+        rows, source = fill_from_sd19(rows, where), f"{source} and the SD19 index of {where}"
+    return Identities(label, rows, source)
+
+
+__all__ = ["IDENTITY_DTYPE", "Identities", "row_identities", "from_metadata", "fill_from_sd19"]

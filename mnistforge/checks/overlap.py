@@ -1,0 +1,120 @@
+"""What two splits of the MNIST family share (``docs/provenance-mnist-qmnist.md``, "Overlaps"):
+exact from the rows' SD19 identities (:mod:`.identity`), or expected for sets drawn at random
+from a pool (official EMNIST, whose rows carry no character id).
+
+>>> e = expected_overlap(10_000, 697_932, 814_255)
+>>> round(e.mean), [round(x) for x in e.interval]
+(8571, [8503, 8640])
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from .identity import Identities, PathArg, row_identities
+
+LEVELS = ("character", "writer")
+
+
+@dataclass
+class Overlap:
+    """Rows, characters and writers two splits share.  ``shared_rows``: the rows of each side
+    whose character (``level="character"``) or writer is on the other side; ``key``: the id
+    the characters were compared by (``character``, ``digit``, None: not comparable)."""
+    a: str
+    b: str
+    level: str
+    key: str | None
+    shared_characters: int | None
+    shared_writers: int | None
+    shared_rows: dict[str, list[int]] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)
+    writers: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "level": self.level, "character_key": self.key,
+                "rows": self.rows, "writers": self.writers,
+                "shared_rows": {s: len(r) for s, r in self.shared_rows.items()},
+                "shared_characters": self.shared_characters, "shared_writers": self.shared_writers,
+                "shared_row_lists": self.shared_rows}
+
+    def summary(self) -> str:
+        c = "not comparable" if self.shared_characters is None else f"{self.shared_characters:,}"
+        w = "unknown" if self.shared_writers is None else f"{self.shared_writers:,}"
+        r = ", ".join(f"{len(v):,} of {self.rows[s]:,} rows of {s}" for s, v in self.shared_rows.items())
+        return f"{self.a} and {self.b} share {c} characters and {w} writers ({self.level} level: {r})"
+
+    @property
+    def any(self) -> bool:
+        return bool(self.shared_characters or self.shared_writers)
+
+
+def _key(a: Identities, b: Identities) -> str | None:
+    return next((k for k in ("character", "digit") if a.known(k) and b.known(k)), None)
+
+
+def compare(a: Identities, b: Identities, level: str = "character") -> Overlap:
+    """The :class:`Overlap` of two splits' identities."""
+    if level not in LEVELS:
+        raise ConfigError("unknown overlap level", expected=" or ".join(LEVELS), found=repr(level))
+    key = _key(a, b)
+    if level == "character" and key is None:
+        raise ConfigError(f"{a.target} and {b.target} cannot be compared character by character",
+                          expected="SD19 character ids (or NIST digit indices) on both sides",
+                          found=f"{a.source}; {b.source}", hint="give the SD19 source (--sd19) to "
+                          "tie NIST digit indices to SD19 characters, or use --level writer")
+    writers = a.known("writer") and b.known("writer")
+    if level == "writer" and not writers:
+        raise ConfigError(f"{a.target} or {b.target} has no writer per row", found=f"{a.source}; "
+                          f"{b.source}", expected="writer ids on both sides")
+    side = key if level == "character" else "writer"
+    assert side is not None
+    out = Overlap(a.target, b.target, level, key,
+                  None if key is None else int(np.intersect1d(a.rows[key], b.rows[key]).size),
+                  int(np.intersect1d(a.rows["writer"], b.rows["writer"]).size) if writers else None)
+    for name, x, y in (("a", a, b), ("b", b, a)):
+        out.shared_rows[name] = np.flatnonzero(np.isin(x.rows[side], y.rows[side])).tolist()
+        out.rows[name] = len(x.rows)
+        if writers:
+            out.writers[name] = int(np.unique(x.rows["writer"]).size)
+    return out
+
+
+def overlap(a: PathArg, b: PathArg, level: str = "character", *, tables: PathArg | None = None,
+            sd19: PathArg | None = None) -> Overlap:
+    """What splits ``a`` and ``b`` (CLI targets: ``mnist:test``, ``FOLDER:NAME:SPLIT``) share;
+    ``tables``: folder of the published QMNIST tables; ``sd19``: an SD19 source (ties QMNIST's
+    digit indices to the builds' SD19 rows)."""
+    return compare(row_identities(a, tables=tables, sd19=sd19),
+                   row_identities(b, tables=tables, sd19=sd19), level)
+
+
+@dataclass(frozen=True)
+class Expected:
+    """Expected shared characters with its normal-approximation interval (an expectation)."""
+    mean: float
+    sd: float
+    interval: tuple[float, float]
+    formula: str
+
+
+def expected_overlap(n: int, drawn: int, pool: int, z: float = 1.959964) -> Expected:
+    """Characters of a fixed set of ``n`` (all in the pool) expected in a random subset of
+    ``drawn`` of the ``pool``: hypergeometric, mean ``n d / N``, variance
+    ``n p (1 - p) (N - n) / (N - 1)`` with ``p = d / N`` (a split stratified by class, as
+    EMNIST's, varies a little less)."""
+    if not 0 <= n <= pool or not 0 <= drawn <= pool or pool < 2:
+        raise ConfigError("expected overlap out of range", expected="0 <= n, drawn <= pool, pool >= 2",
+                          found=f"n={n}, drawn={drawn}, pool={pool}")
+    p = drawn / pool
+    sd = math.sqrt(n * p * (1 - p) * (pool - n) / (pool - 1))
+    mean = n * p
+    return Expected(mean, sd, (max(0.0, mean - z * sd), min(float(n), mean + z * sd)),
+                    f"{n} x {drawn} / {pool}")
+
+
+__all__ = ["Overlap", "Expected", "overlap", "compare", "expected_overlap", "LEVELS"]

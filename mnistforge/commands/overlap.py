@@ -1,0 +1,35 @@
+"""``mnistforge overlap A:SPLIT B:SPLIT``: the rows, SD19 characters and writers two splits share."""
+from __future__ import annotations
+
+import argparse
+
+from .common import EXIT_OK, add_cache, add_inputs, add_json, add_offline, write_json
+
+NAME = "overlap"
+HELP = "how many rows, SD19 characters and writers two splits of the MNIST family share"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_inputs(p, "a", "b", "tables", "sd19")
+    p.add_argument("a", metavar="A:SPLIT", help="a split: NAME:SPLIT or FOLDER[:NAME][:SPLIT]")
+    p.add_argument("b", metavar="B:SPLIT", help="the other split")
+    p.add_argument("--level", choices=["character", "writer"], default="character",
+                   help="what makes a row shared: its SD19 character (default) or its writer")
+    p.add_argument("--tables", default=None, metavar="DIR",
+                   help="folder of the published QMNIST tables (qmnist-*-labels-idx2-int.gz) "
+                        "for official MNIST/QMNIST (default: the cache, fetched when allowed)")
+    p.add_argument("--sd19", default=None, metavar="PATH",
+                   help="SD19 source tying QMNIST's NIST digit indices to SD19 characters "
+                        "(default: the one a build's manifest names, when there)")
+    add_json(p, "the counts and the shared row lists")
+    add_offline(p)
+    add_cache(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..checks.overlap import overlap
+
+    o = overlap(args.a, args.b, args.level, tables=args.tables, sd19=args.sd19)
+    print(o.summary())
+    write_json(args, o.to_dict())
+    return EXIT_OK
