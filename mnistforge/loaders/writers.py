@@ -21,10 +21,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, PathArg
+from .core import load
+from .names import parse_split
 from .split import DatasetSplit
+from .targets import resolve_target
 
-__all__ = ["ClassBalance", "WriterSplit", "writer_split", "SIDES"]
+__all__ = ["ClassBalance", "WriterSplit", "writer_split", "row_writers", "SIDES"]
 
 #: the two sides, and the split names the results carry
 SIDES = ("train", "test")
@@ -115,6 +118,21 @@ def _writer_field(ds: DatasetSplit) -> str:
                                "official EMNIST .mat files, an EMNIST build, QMNIST (the official "
                                "EMNIST idx files have no writer)")
     return found
+
+
+def row_writers(test: str, *, cache: PathArg | None = None,
+                download: bool | None = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """The writer and NIST series (``hsf``; None when not recorded) of every row of test set ``test``
+    (``NAME[:SPLIT]`` or a folder): MNIST test's from QMNIST's table (its first 10,000 test rows),
+    any other split's from its metadata (a mapped copy's through its row map)."""
+    name, split, root = resolve_target(test, default_split="test")
+    base, rows = parse_split(split)
+    if root is None and name == "mnist" and base == "test":
+        name, split = "qmnist", "test10k" + (rows or "")
+    ds = load(name, split, root=root, with_metadata=True, download=download, cache=cache)
+    fields = () if ds.metadata is None else ds.metadata.dtype.names or ()
+    return (np.asarray(ds.metadata[_writer_field(ds)], np.int64),  # type: ignore[index]
+            np.asarray(ds.metadata["hsf"]) if "hsf" in fields else None)  # type: ignore[index]
 
 
 def _check_parts(parts: list[DatasetSplit]) -> None:

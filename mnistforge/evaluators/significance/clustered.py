@@ -1,0 +1,187 @@
+"""When test rows are not independent draws (``docs/significance.md``): the cluster-robust (CR1)
+Wald interval of the mean of per-row values (error indicators, paired differences) with its design
+effect, per-stratum tables, and the hierarchical bootstrap over runs x rows (x clusters)."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ...errors import ConfigError
+from .bootstrap import Bootstrap, Seed, _check_resamples, _summarise, probability_of_improvement
+from .intervals import _as_wrong, z_two_sided
+
+
+@dataclass(frozen=True)
+class Clustered:
+    """The mean of ``n`` per-row values in ``clusters`` groups (``by``): ``se`` the CR1 standard
+    error, ``naive_se`` the one of independent rows, ``design_effect`` ``(se / naive_se)**2``
+    (None when both are 0), intervals ``mean +/- z*se`` (and ``z*naive_se``) clipped to [0, 1]
+    for rates, [-1, 1] for differences."""
+
+    by: str
+    clusters: int
+    n: int
+    mean: float
+    se: float
+    interval: tuple[float, float]
+    design_effect: float | None
+    naive_se: float
+    naive_interval: tuple[float, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["interval"], d["naive_interval"] = list(self.interval), list(self.naive_interval)
+        return d
+
+
+def _codes(groups: npt.ArrayLike, n: int) -> tuple[np.ndarray, int]:
+    g = np.asarray(groups)
+    if g.shape != (n,):
+        raise ConfigError("groups do not match the test rows", expected=f"one group id for each of the "
+                          f"{n} rows", found=f"shape {g.shape}")
+    _, codes = np.unique(g, return_inverse=True)
+    return codes.ravel(), int(codes.max(initial=-1)) + 1
+
+
+def clustered_mean(values: npt.ArrayLike, groups: npt.ArrayLike, confidence: float = 0.95,
+                   by: str = "groups") -> Clustered:
+    """CR1 (``statsmodels`` OLS on a constant, ``cov_type="cluster"``): ``se**2 = G/(G-1) *
+    sum_g (sum_{i in g} (x_i - mean))**2 / n**2`` over ``G`` clusters.
+
+    >>> c = clustered_mean([1, 1, 0, 0, 0, 0], [0, 0, 1, 1, 2, 2])
+    >>> c.clusters, round(c.se, 4), round(c.design_effect, 2)
+    (3, 0.3333, 3.0)
+    """
+    x = np.asarray(values, float)
+    codes, k = _codes(groups, x.size)
+    if k < 2:
+        raise ConfigError("a clustered standard error needs two clusters at least", found=f"{k} cluster")
+    m = float(x.mean())
+    e = x - m
+    s = np.bincount(codes, weights=e, minlength=k)
+    se, naive = math.sqrt(k / (k - 1) * float(s @ s)) / x.size, math.sqrt(float(e @ e)) / x.size
+    z, lo = z_two_sided(confidence), (0.0 if x.min() >= 0 else -1.0)
+    return Clustered(by, k, x.size, m, se, (max(lo, m - z * se), min(1.0, m + z * se)),
+                     se ** 2 / naive ** 2 if naive else None, naive,
+                     (max(lo, m - z * naive), min(1.0, m + z * naive)))
+
+
+def by_stratum(values: npt.ArrayLike, strata: npt.ArrayLike, groups: npt.ArrayLike | None = None,
+               confidence: float = 0.95, by: str = "groups") -> dict[str, Clustered]:
+    """:func:`clustered_mean` within each stratum (name -> result, strata in sorted order); without
+    ``groups`` (or in a stratum of one cluster) each row is its own cluster.
+
+    >>> r = by_stratum([1, 0, 0, 0], ["hsf_4", "hsf_4", "hsf_0", "hsf_0"])
+    >>> {k: v.mean for k, v in r.items()}
+    {'hsf_0': 0.0, 'hsf_4': 0.5}
+    """
+    x, s = np.asarray(values, float), np.asarray(strata)
+    g = np.arange(x.size) if groups is None else np.asarray(groups)
+    _codes(s, x.size)
+    out = {}
+    for name in np.unique(s).tolist():
+        rows = s == name
+        one = np.unique(g[rows]).size < 2
+        out[str(name)] = clustered_mean(x[rows], np.arange(rows.sum()) if one else g[rows], confidence,
+                                        "rows" if one else by)
+    return out
+
+
+def _runs(runs: npt.ArrayLike | Sequence[npt.ArrayLike], name: str) -> np.ndarray:
+    """Runs x rows, sorted: the result must not depend on the order the runs are given in."""
+    if not (isinstance(runs, (list, tuple)) and runs and np.ndim(runs[0]) == 1):
+        runs = np.atleast_2d(np.asarray(runs))  # a 1-D vector: one run
+    vs = [_as_wrong(v, name) for v in runs]
+    if len({v.size for v in vs}) != 1:
+        raise ConfigError(f"the runs of the {name} system differ in length", expected="one wrong-vector "
+                          "per run, all on the same test rows", found=[v.size for v in vs] or "no run")
+    r = np.stack(vs)
+    return r[np.lexsort(r.T[::-1])]
+
+
+def hierarchical_poi(runs_a: npt.ArrayLike | Sequence[npt.ArrayLike], runs_b: npt.ArrayLike | Sequence[npt.ArrayLike],
+                     groups: npt.ArrayLike | None = None, resamples: int = 100_000, seed: Seed = 0,
+                     confidence: float = 0.95, batch_elements: int = 1 << 24) -> Bootstrap:
+    """Bootstrap POI of A over B resampling clusters (``groups``; without them rows) and, in each
+    resample, each system's runs (wrong-vectors of several training seeds; a 1-D vector is one run).
+    Clusters with the same errors in every run are drawn as one category of a multinomial draw, so
+    with one run each and no groups this is :func:`.probability_of_improvement` (same seed, same
+    result); the difference is in errors, the runs' mean.
+
+    >>> a = np.zeros(1000, bool); a[:10] = True
+    >>> hierarchical_poi([a, a], [a], groups=np.arange(1000) // 10, resamples=1000).poi
+    0.5
+    """
+    a, b = _runs(runs_a, "first"), _runs(runs_b, "second")
+    if a.shape[1] != b.shape[1]:
+        raise ConfigError("systems were not run on the same test set", expected="runs of equal length",
+                          found=f"{a.shape[1]} and {b.shape[1]} rows")
+    resamples = _check_resamples(resamples)
+    if len(a) == len(b) == 1 and groups is None:
+        return probability_of_improvement(a[0], b[0], resamples, seed, confidence)
+    codes, k = (np.arange(a.shape[1]), a.shape[1]) if groups is None else _codes(groups, a.shape[1])
+    per = np.stack([np.bincount(codes, weights=r, minlength=k) for r in np.vstack([a, b])], axis=1)
+    pat, count = np.unique(per, axis=0, return_counts=True)
+    pat, count = pat[::-1], count[::-1]  # one run each: only A wrong, only B wrong, the rest
+    zero = (pat == pat[:, :1]).all(axis=1)  # the same errors in every run: no difference ever
+    pat, p = pat[~zero], np.append(count[~zero], count[zero].sum()) / k
+    rng = np.random.default_rng(seed)
+    out = np.empty(resamples)
+    rows = max(1, batch_elements // max(1, len(p) * max(len(a), len(b))))
+    for start in range(0, resamples, rows):
+        m = min(rows, resamples - start)
+        c = rng.multinomial(k, p, size=m)[:, :-1]
+        wa, wb = (np.ones((m, 1)) if len(r) == 1 else rng.multinomial(len(r), np.full(len(r), 1 / len(r)), size=m)
+                  for r in (a, b))
+        out[start:start + m] = (c * (wa @ pat[:, :len(a)].T / len(a) - wb @ pat[:, len(a):].T / len(b))).sum(axis=1)
+    return _summarise(out, resamples, confidence)
+
+
+@dataclass(frozen=True)
+class RunSpread:
+    """Several runs per system: mean error rates, the between-run standard deviation of each
+    (``spread``, 0 for one run), the share of the variance of ``diff`` that is between runs, the
+    runs per system that would make ``diff`` significant at ``confidence`` (None: no number would,
+    the test set is too small) and the hierarchical bootstrap."""
+
+    runs: tuple[int, int]
+    rates: tuple[float, float]
+    spread: tuple[float, float]
+    diff: float
+    between_share: float
+    runs_needed: int | None
+    bootstrap: Bootstrap
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["bootstrap"] = self.bootstrap.to_dict()
+        return d
+
+
+def run_spread(runs_a: npt.ArrayLike | Sequence[npt.ArrayLike], runs_b: npt.ArrayLike | Sequence[npt.ArrayLike],
+               groups: npt.ArrayLike | None = None, resamples: int = 100_000, seed: Seed = 0,
+               confidence: float = 0.95) -> RunSpread:
+    """Between-run variance ``s_a**2/R_a + s_b**2/R_b`` beside the test-set variance of the runs'
+    mean difference (clustered when ``groups``); runs needed ``R >= (s_a**2 + s_b**2) /
+    ((diff/z)**2 - test variance)``.
+
+    >>> a = np.zeros(1000, bool); a[:10] = True
+    >>> run_spread([a, np.roll(a, 3)], [a], resamples=100).spread
+    (0.0, 0.0)
+    """
+    a, b = _runs(runs_a, "first"), _runs(runs_b, "second")
+    boot = hierarchical_poi(a, b, groups, resamples, seed, confidence)
+    ra, rb = a.mean(axis=1), b.mean(axis=1)
+    sa, sb = (float(r.std(ddof=1)) if len(r) > 1 else 0.0 for r in (ra, rb))
+    d = a.mean(axis=0) - b.mean(axis=0)
+    within = clustered_mean(d, np.arange(d.size) if groups is None else groups, confidence).se ** 2
+    between, diff, z = sa ** 2 / len(a) + sb ** 2 / len(b), float(ra.mean() - rb.mean()), z_two_sided(confidence)
+    room = (diff / z) ** 2 - within
+    need = None if room <= 0 else max(1, math.ceil((sa ** 2 + sb ** 2) / room))
+    return RunSpread((len(a), len(b)), (float(ra.mean()), float(rb.mean())), (sa, sb), diff,
+                     between / (between + within) if between + within else 0.0, need, boot)
