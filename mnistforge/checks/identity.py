@@ -77,9 +77,7 @@ def _official(name: str, split: str, tables: PathArg | None) -> np.ndarray:
     base, spec = parse_split(split)
     if (name, base) not in OFFICIAL:
         raise ConfigError(f"no row identities for official {name} {base}", found=f"{name}:{split}",
-                          expected=", ".join(f"{n}:{s}" for n, s in OFFICIAL),
-                          hint="official EMNIST idx files carry no writer: use the expected overlap "
-                               "(mnistforge.checks.overlap.expected_overlap) or a build")
+                          expected=", ".join(f"{n}:{s}" for n, s in OFFICIAL))
     table, start, end = OFFICIAL[name, base]
     t = _table(table, tables)[start:end]
     md = np.zeros(len(t), [("hsf", "i4"), ("writer", "i4"), ("nist_index", "i4")])
@@ -134,13 +132,13 @@ def fill_from_sd19(rows: np.ndarray, sd19: PathArg) -> np.ndarray:
     return rows
 
 
-def row_identities(target: PathArg, *, tables: PathArg | None = None,
-                   sd19: PathArg | None = None) -> Identities:
+def row_identities(target: PathArg, *, tables: PathArg | None = None, sd19: PathArg | None = None,
+                   default_split: str = "test") -> Identities:
     """The identities of a CLI target's rows (``NAME[:SPLIT]``, ``FOLDER[:NAME][:SPLIT]``)."""
-    name, split, root = resolve_target(target, default_split="test")
+    name, split, root = resolve_target(target, default_split=default_split)
     label = f"{name}:{split}" if root is None else f"{root}:{name}:{split}"
     folder, rows, source = None, None, "published QMNIST tables"
-    if root is None and (name, parse_split(split)[0]) in OFFICIAL:
+    if root is None and name in ("mnist", "qmnist"):
         rows = _official(name, split, tables)
     else:
         ds = load(name, split, root=root, with_metadata="files")

@@ -8,16 +8,21 @@ from a pool (official EMNIST, whose rows carry no character id).
 """
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from .. import settings
+from ..errors import ConfigError, MnistforgeError
+from ..loaders import resolve_target
 from .identity import Identities, PathArg, row_identities
 
+logger = logging.getLogger(__name__)
 LEVELS = ("character", "writer")
+FAMILY = ("mnist", "qmnist", "emnist", "femnist")
 
 
 @dataclass
@@ -93,6 +98,32 @@ def overlap(a: PathArg, b: PathArg, level: str = "character", *, tables: PathArg
                    row_identities(b, tables=tables, sd19=sd19), level)
 
 
+def leakage(train: str, test: str, limits: tuple[int | None, int | None] = (None, None)) -> str | None:
+    """The warning for a classifier trained on ``train`` (its first ``limits[0]`` rows) and
+    tested on ``test`` when they share SD19 characters or writers; None when they share none or
+    either side's identities are unknown (then logged; official tables only from the cache)."""
+    try:
+        if any(resolve_target(t)[0].split("-")[0] not in FAMILY for t in (train, test)):
+            return None
+        with settings.using(offline=True):  # no download for a warning: the cache or nothing
+            a, b = (row_identities(t, default_split=s) for t, s in ((train, "train"), (test, "test")))
+    except MnistforgeError as e:
+        logger.info("no overlap check of %s and %s: %s", train, test, e)
+        return None
+    a.rows, b.rows = a.rows[:limits[0]], b.rows[:limits[1]]
+    said = []
+    for level, what in (("character", "SD19 characters"), ("writer", "writers")):
+        if (_key(a, b) if level == "character" else a.known("writer") and b.known("writer")):
+            o = compare(a, b, level)
+            n = o.shared_characters if level == "character" else o.shared_writers
+            if n:
+                said.append(f"{n:,} {what} ({len(o.shared_rows['b']):,} test rows)")
+    if not said:
+        return None
+    return (f"the training set {a.target} and the test set {b.target} share " + " and ".join(said)
+            + ": those test rows are not independent of the training set")
+
+
 @dataclass(frozen=True)
 class Expected:
     """Expected shared characters with its normal-approximation interval (an expectation)."""
@@ -117,4 +148,4 @@ def expected_overlap(n: int, drawn: int, pool: int, z: float = 1.959964) -> Expe
                     f"{n} x {drawn} / {pool}")
 
 
-__all__ = ["Overlap", "Expected", "overlap", "compare", "expected_overlap", "LEVELS"]
+__all__ = ["Overlap", "Expected", "overlap", "compare", "expected_overlap", "leakage", "LEVELS"]

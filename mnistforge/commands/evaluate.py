@@ -191,9 +191,13 @@ def run(args: argparse.Namespace) -> int:
     if args.validation:
         Xv, yv, _ = pr.load_target(args.validation, "validation")
         validation = (Xv, yv)
+    from ..checks.overlap import leakage
     from ..classifiers.base import make_classifier
 
     check_label_space(ytr, yte, trname, tename)
+    shared = leakage(args.train, args.test, (args.limit_train, args.limit_test))
+    if shared:
+        print(f"warning: {shared}")
     clf: Any = make_classifier(args.classifier)  # a neural one has best_epoch_, history_, save
     e = pr.evaluate_classifier(clf, Xtr, ytr, Xte, yte, train_name=trname, spec=args.classifier,
                                test_name=tename, deskew=args.deskew, confidence=args.confidence,
