@@ -119,6 +119,8 @@ USAGE = {
     "demo": [["demo", "--out", "{exists}", "--scale", "0.002"]],
     "card": [["card", "{missing}.npy", "--test", "{good}:test", "--out", "{out}"],
              ["card", "{good}/emnist-digits-test-labels-idx1-ubyte.gz", "--test", "{good}:test", "--out", "{exists}"]],
+    "overlap": [["overlap", "{good}:train", "{good}:test", "--level", "pixel"],
+                ["overlap", "{good}:train", "{good}:test"]],     # no identities in these files
 }
 
 #: a resource that cannot be had: an offline empty cache, an SD19 folder without SD19
@@ -133,6 +135,7 @@ UNAVAILABLE = {
     "tarp": [["tarp", "mnist", "--task", "0v1"]],
     "manitest": [["manitest", "mnist", "--classifier", "linear"]],
     "card": [["card", "{good}/emnist-digits-test-labels-idx1-ubyte.gz", "--test", "mnist:test", "--out", "{out}"]],
+    "overlap": [["overlap", "mnist:train", "mnist:test"]],          # the QMNIST tables, not cached
 }
 
 #: data that failed a check: truncated idx files, a damaged cached file
@@ -147,6 +150,7 @@ FAILED = {
     "significance": [["significance", "{tmp}/broken.tsv", "{tmp}/broken.tsv"]],
     "card": [["card", "{good}/emnist-digits-test-labels-idx1-ubyte.gz", "--test", "{bad}:test", "--out", "{out}"],
              ["card", "{tmp}/broken.tsv", "--test", "{good}:test", "--out", "{out}"]],
+    "overlap": [["overlap", "{bad}:train", "{good}:test"]],
 }
 
 #: what does not apply, and why (each command is in every table or here)
@@ -301,6 +305,7 @@ WORK = {
     "demo": ["demo", "--out", "{out}", "--scale", "0.002"],
     "card": ["card", "{good}/emnist-digits-test-labels-idx1-ubyte.gz", "--test", "{good}:test", "--out", "{out}"],
     "find-copies": ["find-copies", "--only", "{good}"],
+    "overlap": ["overlap", "{good}:train", "{good}:test"],
 }
 
 
