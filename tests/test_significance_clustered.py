@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import gzip
+import json
 import math
 
 import numpy as np
 import pytest
 
+from cache_helpers import put
+from mnistforge.cli import main
 from mnistforge.errors import ConfigError
+from mnistforge.io.idx import read_idx
 from mnistforge.evaluators import errorlists as el
 from mnistforge.evaluators import significance as sg
 
@@ -188,3 +192,77 @@ def test_bad_groups_and_runs_are_refused():
         sg.hierarchical_poi([w, w[:9]], w)
     with pytest.raises(ConfigError, match="same test set"):
         sg.hierarchical_poi([w, w], np.zeros(9, bool))
+
+
+# ------------------------------------------------------------------ the command
+def test_cli_cluster_writer_on_keysers_gives_clustered_and_strata(qmnist_reference, cache, tmp_path, capsys):
+    put(cache, "qmnist", qmnist_reference / "qmnist-test-labels-idx2-int.gz")
+    out = tmp_path / "r.json"
+    assert main(["significance", "--example", "keysers2006", "--cluster", "writer", "--bootstrap", "2000",
+                 "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "writer-clustered (CR1) intervals" in text and "design effect" in text
+    d = json.loads(out.read_text())
+    writers = np.asarray(read_idx(qmnist_reference / "qmnist-test-labels-idx2-int.gz"))[:10_000, 2]
+    for s in d["systems"]:
+        c = s["clustered"]
+        assert {"by", "clusters", "se", "interval", "design_effect"} <= set(c)
+        assert c["by"] == "writer" and c["clusters"] == 297
+        wrong = _keysers().get(s["name"])
+        if wrong is not None:
+            assert c["se"] == pytest.approx(sg.clustered_mean(wrong, writers).se, rel=1e-12)
+        assert set(s["strata"]) == {"hsf_0", "hsf_4"}
+        assert sum(v["n"] for v in s["strata"].values()) == 10_000
+        assert c["interval"][0] < s["rate"] < c["interval"][1]   # naive figures kept beside
+    for p in d["pairs"]:
+        c = p["clustered"]
+        assert c["mean"] == pytest.approx(p["error_diff"]) and "strata" in p
+        assert 0.0 <= c["poi_a_better"] <= 1.0
+    # each unordered pair: the two orders mirror each other
+    by_pair = {(p["a"], p["b"]): p["clustered"] for p in d["pairs"]}
+    for (a, b), c in by_pair.items():
+        assert c["poi_a_better"] + by_pair[b, a]["poi_a_better"] == pytest.approx(1.0)
+        assert c["se"] == pytest.approx(by_pair[b, a]["se"])
+
+
+def test_cli_groups_file_npy_and_csv_agree(tmp_path, capsys):
+    groups = np.arange(10_000) // 25
+    np.save(tmp_path / "g.npy", groups)
+    (tmp_path / "g.csv").write_text("group\n" + "\n".join(f"w{g}" for g in groups) + "\n")
+    docs = []
+    for f in ("g.npy", "g.csv"):
+        out = tmp_path / f"{f}.json"
+        assert main(["significance", "--example", "keysers2006", "--groups", str(tmp_path / f),
+                     "--bootstrap", "500", "--json", str(out)]) == 0
+        docs.append(json.loads(out.read_text()))
+    for x, y in zip(docs[0]["systems"] + docs[0]["pairs"], docs[1]["systems"] + docs[1]["pairs"]):
+        cx, cy = x["clustered"], y["clustered"]   # ids sort differently: sums in another order
+        assert cx["se"] == pytest.approx(cy["se"], rel=1e-12) and cx.get("poi_a_better") == cy.get("poi_a_better")
+    assert docs[0]["systems"][0]["clustered"]["clusters"] == 400
+    assert "strata" not in docs[0]["systems"][0]   # a groups file knows no NIST series
+    (tmp_path / "short.csv").write_text("1\n2\n3\n")
+    short = str(tmp_path / "short.csv")
+    assert main(["significance", "--example", "keysers2006", "--groups", short]) == 1   # a data error
+    assert "groups do not match the test rows" in capsys.readouterr().err
+
+
+def test_cli_runs_per_system(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 10, 3000)
+    paths = []
+    for name, rate in (("a-1", 0.03), ("a-2", 0.035), ("a-3", 0.032), ("b-1", 0.05), ("b-2", 0.045)):
+        paths.append(tmp_path / f"{name}.tsv")
+        el.write_predictions(paths[-1], np.where(rng.random(3000) < rate, (y + 1) % 10, y), y, name=name)
+    out = tmp_path / "r.json"
+    assert main(["significance", *map(str, paths), "--runs", "3", "2", "--bootstrap", "1000",
+                 "--json", str(out)]) == 0
+    assert "several runs per system" in capsys.readouterr().out
+    r = json.loads(out.read_text())["runs"]
+    assert [s["name"] for s in r["systems"]] == ["a", "b"]
+    (pair,) = r["pairs"]
+    assert pair["runs"] == [3, 2] and 0 <= pair["between_share"] <= 1
+    wrong = [el.read_predictions(p).wrong for p in paths]
+    rs = sg.run_spread(wrong[:3], wrong[3:], None, 1000, sg.pair_seed(0, "a", "b"))
+    assert pair == {"a": "a", "b": "b", **json.loads(json.dumps(rs.to_dict()))}
+    assert main(["significance", *map(str, paths), "--runs", "3", "3"]) == 2
+    assert "--runs does not add up" in capsys.readouterr().err

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, require
-from .common import add_inputs, add_cache, add_json, add_offline, lazy_import, write_json
+from .common import add_inputs, add_cache, add_json, add_offline, download_flag, lazy_import, write_json
 from . import argtypes
 
 if TYPE_CHECKING:
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 np = lazy_import("numpy")
 el = lazy_import("mnistforge.evaluators.errorlists")
 sg = lazy_import("mnistforge.evaluators.significance")
+lw = lazy_import("mnistforge.loaders.writers")
 
 NAME = "significance"
 HELP = ("how significant differences between classifiers on one test set are "
@@ -48,6 +50,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     # an unknown name is refused by errorlists.load_example with the list of examples
     p.add_argument("--example", default=None, metavar="NAME",
                    help="run on a bundled example instead of FILES: keysers2006")
+    p.add_argument("--cluster", choices=["writer"], default=None,
+                   help="writer-clustered intervals, design effects and NIST-series strata, the writers "
+                        "from the registry (MNIST test: QMNIST's table; QMNIST, EMNIST, FEMNIST builds)")
+    p.add_argument("--groups", default=None, metavar="FILE",
+                   help="clustered intervals by the groups in FILE (.npy or .csv: one id per test row)")
+    p.add_argument("--runs", nargs="+", type=argtypes.int_in(1, 10**4), default=None, metavar="K",
+                   help="the FILEs are runs (training seeds): the first K1 of one system, the next K2 "
+                        "of the next...; adds the between-run spread and a bootstrap over runs x rows")
     add_offline(p)
     add_cache(p)
 
@@ -105,6 +115,92 @@ def _print_tables(comp: Comparison, systems: Sequence[SystemOutput]) -> None:
               f" {row['poi_a_better_strict']:7.3f}"
               f" {'yes' if row['paired_worse'] else 'no':>8} {sg.format_k(row['max_bonferroni_k']):>7}"
               f" {row['mcnemar_p']:10.3g}")
+
+
+def _clustered(args: argparse.Namespace, systems: Sequence[SystemOutput], wrong: dict[str, Any],
+               result: dict[str, Any]) -> Any:
+    """Print the clustered intervals (and strata) of the systems and pairs, add them to ``result``
+    (``clustered``, ``strata``); return the groups (None without --cluster or --groups)."""
+    n, conf, hsf = len(next(iter(wrong.values()))), args.confidence, None
+    if args.groups and args.cluster:
+        raise ConfigError("give either --cluster or --groups", expected="one source of groups", found="both")
+    if args.groups:
+        groups, by = sg.read_groups(args.groups, n), "groups"
+    elif args.cluster:
+        test = _test_set(args, systems)
+        if test is None:
+            raise ConfigError("--cluster writer needs the test set", found="no test set named",
+                              expected="--test-set NAME[:SPLIT] (or prediction files that name it)")
+        groups, hsf = lw.row_writers(test, cache=args.cache, download=download_flag(args))
+        by = "writer"
+        if groups.size != n:
+            raise ConfigError(f"the writers of {test} do not match the systems", found=f"{groups.size} rows",
+                              expected=f"{n} rows (what the systems were scored on)")
+    else:
+        return None
+    strata = None if hsf is None else np.array([f"hsf_{h}" for h in hsf])
+    names, pairs = list(wrong), {(r["a"], r["b"]): r for r in result["pairs"]}
+    width = max(6, *(len(s) for s in names))
+
+    def row(label: str, c: Any, extra: str = "") -> str:
+        lo, hi, nlo, nhi = (100 * v for v in (*c.interval, *c.naive_interval))
+        return (f"{label:<{2 * width + 1}} {100 * c.mean:7.2f} %  [{nlo:5.2f}, {nhi:5.2f}]  [{lo:5.2f}, {hi:5.2f}]"
+                f"  {c.design_effect or float('nan'):6.2f}{extra}")
+
+    cols = f"{'':<{2 * width + 1}} {'mean':>9}   naive Wald      {by}-clustered   design effect"
+    print(f"\n{by}-clustered (CR1) intervals, {conf:.0%}: system error rates, then paired differences A - B "
+          f"(clustered bootstrap POI of A over B, B={args.bootstrap}):\n{cols}")
+    for r, name in zip(result["systems"], names):
+        c = sg.clustered_mean(wrong[name], groups, conf, by)
+        r["clustered"] = c.to_dict()
+        print(row(name, c))
+        if strata is not None:
+            r["strata"] = {k: v.to_dict() for k, v in sg.by_stratum(wrong[name], strata, groups, conf, by).items()}
+            for k, v in r["strata"].items():
+                print(f"  {k:<{2 * width - 1}} {100 * v['mean']:7.2f} %  [{100 * v['interval'][0]:.2f}, "
+                      f"{100 * v['interval'][1]:.2f}] clustered, {v['n']} rows, {v['clusters']} {by}s")
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            d = wrong[a].astype(np.int8) - wrong[b].astype(np.int8)
+            bs = sg.hierarchical_poi(wrong[a], wrong[b], groups, args.bootstrap,
+                                     sg.pair_seed(args.seed, a, b), conf)
+            for x, y, sign, poi in ((a, b, 1, bs.poi), (b, a, -1, 1.0 - bs.poi)):
+                c = sg.clustered_mean(sign * d, groups, conf, by)
+                pairs[x, y]["clustered"] = {**c.to_dict(), "poi_a_better": poi}
+                if strata is not None:
+                    pairs[x, y]["strata"] = {k: v.to_dict() for k, v in
+                                             sg.by_stratum(sign * d, strata, groups, conf, by).items()}
+            print(row(f"{a}-{b}", sg.clustered_mean(d, groups, conf, by), f"  POI {bs.poi:.3f}"))
+    return groups
+
+
+def _runs(args: argparse.Namespace, systems: Sequence[SystemOutput], groups: Any) -> dict[str, Any]:
+    """Print and return the several-runs section: each system's runs, spread and the pairs."""
+    if sum(args.runs) != len(systems):
+        raise ConfigError("--runs does not add up to the systems read", found=f"{args.runs}",
+                          expected=f"counts adding up to {len(systems)} ({', '.join(s.name for s in systems)})")
+    parts = [list(systems[sum(args.runs[:i]):sum(args.runs[:i + 1])]) for i in range(len(args.runs))]
+    names = [os.path.commonprefix([s.name for s in p]).rstrip("-_@.:0123456789 ") if len(p) > 1 else ""
+             for p in parts]
+    names = [nm or p[0].name for nm, p in zip(names, parts)]
+    if len(set(names)) < len(names):
+        names = [p[0].name for p in parts]
+    out: dict[str, Any] = {"systems": [{"name": nm, "runs": [s.name for s in p],
+                                        "rates": [s.errors / s.n for s in p]} for nm, p in zip(names, parts)],
+                           "pairs": []}
+    print(f"\nseveral runs per system (bootstrap over runs x {'clusters' if groups is not None else 'rows'}"
+          f", B={args.bootstrap}):")
+    for i, (a, pa) in enumerate(zip(names, parts)):
+        for b, pb in zip(names[i + 1:], parts[i + 1:]):
+            rs = sg.run_spread([s.wrong for s in pa], [s.wrong for s in pb], groups, args.bootstrap,
+                               sg.pair_seed(args.seed, a, b), args.confidence)
+            out["pairs"].append({"a": a, "b": b, **rs.to_dict()})
+            need = "never (the test set is too small)" if rs.runs_needed is None else str(rs.runs_needed)
+            print(f"  {a} ({rs.runs[0]} runs, {100 * rs.rates[0]:.2f} % +/- {100 * rs.spread[0]:.2f}) vs {b} "
+                  f"({rs.runs[1]} runs, {100 * rs.rates[1]:.2f} % +/- {100 * rs.spread[1]:.2f}): POI "
+                  f"{rs.bootstrap.poi:.3f}, {rs.between_share:.0%} of the variance between runs, "
+                  f"runs per system for significance at {args.confidence:.0%}: {need}")
+    return out
 
 
 def _overlap_dict(ov: dict[str, Any]) -> dict[str, Any]:
@@ -230,6 +326,9 @@ def run(args: argparse.Namespace) -> int:
                   + ("identical to the recomputed vote" if same else
                      f"differs at {diff.size} samples: {diff.tolist()}"))
             result["combination"]["matches_published"] = same
+    groups = _clustered(args, systems, {s.name: s.wrong for s in table_systems}, result)
+    if args.runs:
+        result["runs"] = _runs(args, systems, groups)
     known = _known_label_problems(args, systems, table_systems, published)
     if known is not None:
         result["known_label_problems"] = known

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ...errors import ConfigError
+from ...errors import ConfigError, FormatError, PathArg
+from ..errorlists import read_text, regular_input
 from .bootstrap import Bootstrap, Seed, _check_resamples, _summarise, probability_of_improvement
 from .intervals import _as_wrong, z_two_sided
 
@@ -46,6 +47,24 @@ def _codes(groups: npt.ArrayLike, n: int) -> tuple[np.ndarray, int]:
                           f"{n} rows", found=f"shape {g.shape}")
     _, codes = np.unique(g, return_inverse=True)
     return codes.ravel(), int(codes.max(initial=-1)) + 1
+
+
+def read_groups(path: PathArg, n: int) -> np.ndarray:
+    """The group of each of ``n`` test rows from ``path``: a 1-D ``.npy``, or text with one id a line
+    (``.csv``; a header line above ``n`` ids is skipped)."""
+    what = f"{n} group ids, one per test row (.npy or .csv)"
+    if str(path).endswith(".npy"):
+        try:
+            g: np.ndarray = np.load(regular_input(path, what), allow_pickle=False)
+        except ValueError as e:
+            raise FormatError("cannot read the groups", path=path, expected=what, found=str(e)) from None
+    else:
+        lines = [x.strip() for x in read_text(path, what).splitlines() if x.strip()]
+        g = np.array(lines[1:] if len(lines) == n + 1 else lines)
+    if g.shape != (n,):
+        raise FormatError("the groups do not match the test rows", path=path, expected=what,
+                          found=f"shape {g.shape}")
+    return g
 
 
 def clustered_mean(values: npt.ArrayLike, groups: npt.ArrayLike, confidence: float = 0.95,
