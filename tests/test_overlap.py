@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -212,3 +213,42 @@ def test_evaluate_silent_when_disjoint(family, capsys):
     assert main(["evaluate", "knn:k=1", "--train", targets["mnist:train"], "--test",
                  targets["mnist:test"]]) == 0
     assert "warning" not in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- the docs' tables
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def _table_rows(page, heading):
+    text = (DOCS / page).read_text().split(heading, 1)[1].split("\n## ", 1)[0]
+    return [[c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+            for line in text.splitlines() if line.startswith("| ") and not line.startswith("| A ")
+            and "expected in" not in line]
+
+
+def test_the_exact_table_is_what_the_tables_give(qmnist_reference):
+    rows = _table_rows("provenance-mnist-qmnist.md", "## Overlaps within the family")
+    assert len(rows) == 6
+    for a, b, chars, writers, shared in rows:
+        o = overlap(a, b, "writer", tables=qmnist_reference)
+        assert [chars, writers, shared] == [f"{o.shared_characters:,}", f"{o.shared_writers:,}",
+                                            f"{len(o.shared_rows['a']):,} / {len(o.shared_rows['b']):,}"]
+
+
+MNIST_TEST_PER_CLASS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
+SD19_DIGITS_PER_CLASS = [40363, 44704, 40072, 41112, 39154, 36606, 39937, 41893, 39579, 39533]
+
+
+def test_the_expected_table_is_what_the_formula_gives():
+    rows = _table_rows("provenance-emnist.md", "## 7. Overlaps with MNIST and QMNIST")
+    per_class = {"24,000": 24_000, "6,000": 6_000, "2,400": 2_400}
+    assert len(rows) == 5
+    for _what, formula, mean, interval in rows:
+        if formula.startswith("10,000 x"):
+            d, n_pool = (int(x.replace(",", "")) for x in formula.split(" x ")[1].split(" / "))
+            e = expected_overlap(10_000, d, n_pool)
+        else:
+            k = per_class[formula.split(" x ")[1].split(" / ")[0]]
+            e = expected_overlap(MNIST_TEST_PER_CLASS, [k] * 10, SD19_DIGITS_PER_CLASS)
+        assert [mean, interval] == [f"{e.mean:,.0f}", "-".join(f"{x:,.0f}" for x in e.interval)]

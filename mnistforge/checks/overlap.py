@@ -133,19 +133,19 @@ class Expected:
     formula: str
 
 
-def expected_overlap(n: int, drawn: int, pool: int, z: float = 1.959964) -> Expected:
+def expected_overlap(n: Any, drawn: Any, pool: Any, z: float = 1.959964) -> Expected:
     """Characters of a fixed set of ``n`` (all in the pool) expected in a random subset of
     ``drawn`` of the ``pool``: hypergeometric, mean ``n d / N``, variance
-    ``n p (1 - p) (N - n) / (N - 1)`` with ``p = d / N`` (a split stratified by class, as
-    EMNIST's, varies a little less)."""
-    if not 0 <= n <= pool or not 0 <= drawn <= pool or pool < 2:
+    ``n p (1 - p) (N - n) / (N - 1)`` with ``p = d / N``; arrays (one entry per class, each
+    class drawn on its own) sum both (a split stratified by class varies a little less)."""
+    n, d, N = (np.atleast_1d(np.asarray(v, np.float64)) for v in (n, drawn, pool))
+    if (n < 0).any() or (d < 0).any() or (n > N).any() or (d > N).any() or (N < 2).any():
         raise ConfigError("expected overlap out of range", expected="0 <= n, drawn <= pool, pool >= 2",
-                          found=f"n={n}, drawn={drawn}, pool={pool}")
-    p = drawn / pool
-    sd = math.sqrt(n * p * (1 - p) * (pool - n) / (pool - 1))
-    mean = n * p
-    return Expected(mean, sd, (max(0.0, mean - z * sd), min(float(n), mean + z * sd)),
-                    f"{n} x {drawn} / {pool}")
+                          found=f"n={n.tolist()}, drawn={d.tolist()}, pool={N.tolist()}")
+    p = d / N
+    mean, sd = float((n * p).sum()), math.sqrt(float((n * p * (1 - p) * (N - n) / (N - 1)).sum()))
+    return Expected(mean, sd, (max(0.0, mean - z * sd), min(float(n.sum()), mean + z * sd)),
+                    "sum over classes of n_c x d_c / N_c" if len(n) > 1 else f"{n[0]:.0f} x {d[0]:.0f} / {N[0]:.0f}")
 
 
 __all__ = ["Overlap", "Expected", "overlap", "compare", "expected_overlap", "leakage", "LEVELS"]
