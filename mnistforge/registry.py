@@ -79,6 +79,8 @@ class RemoteFile:
     format: str = "idx"
     #: the array of an ``.npz`` file (``"arr_0"``, what ``np.savez`` names an unnamed array)
     array: str | None = None
+    #: the Hub's parquet copy of its split, after the Hub's address (``cache/hub_parquet``)
+    hub_parquet: str | None = None
 
     @property
     def compression(self) -> str | None:
@@ -334,7 +336,7 @@ def _files() -> dict[str, RemoteFile]:
             content_md5=d.get("content_md5"), archive=d.get("archive"), member=d.get("member"),
             pinned=bool(d.get("pinned")), note=d.get("note", ""),
             format=d.get("format", "idx"), array=d.get("array"),
-            content_xxh3_128=d.get("content_xxh3_128"))
+            content_xxh3_128=d.get("content_xxh3_128"), hub_parquet=d.get("hub_parquet"))
         if out[fid].format not in FORMATS:
             raise ConfigError(f"registry file {fid}: unknown format", expected=" or ".join(FORMATS),
                               found=repr(out[fid].format))

@@ -3,6 +3,7 @@ a dead host asked once: real HTTP servers on 127.0.0.1 started here, a port that
 connections, never the internet, never a mock of requests."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import http.server
 import logging
@@ -12,10 +13,12 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 import mnistforge
+from mnistforge.cache import download
 from mnistforge.cache.download import fetch, fetch_file, mirror_urls
 from mnistforge.cli import main
 from mnistforge.errors import ConfigError, DownloadError, HashMismatchError
@@ -230,3 +233,47 @@ def test_cli_one_line_about_the_dead_host_then_the_files_arrive(mnist_server, tm
     assert r.stdout.count("downloaded, verified") == 2
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and dead in lines[0] and "connection refused" in lines[0], r.stderr
+
+
+# --------------------------------------------------------------------------- second hosts (issue 45)
+
+@pytest.mark.parametrize("fid", ["emnist/gzip.zip", "kmnist/train-images-idx3-ubyte.gz",
+                                 "kmnist/train-labels-idx1-ubyte.gz", "kmnist/t10k-images-idx3-ubyte.gz",
+                                 "kmnist/t10k-labels-idx1-ubyte.gz"])
+def test_a_dead_first_host_falls_back_to_the_registrys_second(fid, server, tmp_path):
+    """The registry's two addresses of the file, their paths served on 127.0.0.1: the first on
+    a port that refuses, the second by a real server; the file arrives from the second."""
+    real = get_file(fid)
+    assert len({download._host(u) for u in real.urls}) >= 2, real.urls   # two HOST:PORTs
+    first, second = (urlsplit(u).path for u in real.urls[:2])
+    body = os.urandom(4000)   # a stand-in: the real files are not at hand
+    server.files[second] = body
+    f = dataclasses.replace(real, urls=(f"http://127.0.0.1:{closed_port()}{first}", server.base + second),
+                            size=len(body), sha256=hashlib.sha256(body).hexdigest(), md5=None)
+    r = fetch_file(f, root=tmp_path, retries=2, backoff=30)   # a refusal is never retried
+    assert r.url == server.base + second and r.status == "exact" and r.path.read_bytes() == body
+    assert server.requests == [second]
+
+
+def test_http_and_https_of_one_host_are_two_addresses():
+    assert download._host("https://codh.rois.ac.jp/x") != download._host("http://codh.rois.ac.jp/x")
+    assert download._host("http://127.0.0.1:8080/x") == "127.0.0.1:8080"
+
+
+# --------------------------------------------------------------------------- fetch --offline
+
+def test_fetch_offline_says_one_short_line_per_file_and_one_hint(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("MNISTFORGE_OFFLINE", raising=False)
+    assert main(["fetch", "mnist", "kmnist:test", "--offline", "--cache", str(tmp_path)]) == 3
+    err = capsys.readouterr().err.splitlines()
+    files = ["mnist/train-images-idx3-ubyte.gz", "mnist/train-labels-idx1-ubyte.gz",
+             "mnist/t10k-images-idx3-ubyte.gz", "mnist/t10k-labels-idx1-ubyte.gz",
+             "kmnist/t10k-images-idx3-ubyte.gz", "kmnist/t10k-labels-idx1-ubyte.gz"]
+    assert len(err) == len(files) + 1, err
+    for line, fid in zip(err, files):
+        where = str(tmp_path / fid)
+        assert fid in line and where in line and "http" not in line   # no addresses, no hashes
+        assert len(line) - len(where) < 70, line
+    hint = err[-1]
+    assert hint.startswith("hint: --offline forbids downloads: drop --offline")
+    assert "mnistforge info mnist" in hint and "https://ossci-datasets" in hint

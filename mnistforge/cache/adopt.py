@@ -14,10 +14,10 @@ import numpy as np
 from ..errors import ConfigError, PathArg
 from ..io import compression
 from ..io.atomic import output_lock
-from ..io.idx import idx_header_bytes
 from ..log import get_logger
 from ..registry import RemoteFile, get_file
 from .download import FetchResult, _cached, cache_path
+from .hub_parquet import write_arrays
 from .verify import verify_file, write_marker
 
 logger = get_logger(__name__)
@@ -55,7 +55,7 @@ def place_in_cache(remote: str | RemoteFile, *, source: PathArg | None = None,
             if source is not None:
                 _write_file(Path(source), remote, tmp)
             else:
-                _write_arrays(np.asarray(arrays), remote, tmp)
+                write_arrays(np.asarray(arrays), remote, tmp)
             v = verify_file(tmp, remote, use_marker=False)
             if not v.verified:  # nothing pinned: a copy is adopted only when it can be verified
                 raise ConfigError(f"{remote.id}: the registry pins no hash of it",
@@ -81,18 +81,5 @@ def _write_file(source: Path, remote: RemoteFile, tmp: Path) -> None:
         writer = compression.open_writer(out, remote.compression, 6)
         while chunk := f.read(CHUNK):
             writer.write(chunk)
-        if writer is not out:
-            writer.close()
-
-
-def _write_arrays(arr: np.ndarray, remote: RemoteFile, tmp: Path) -> None:
-    with open(tmp, "wb") as out:
-        writer = compression.open_writer(out, remote.compression, 6)
-        writer.write(idx_header_bytes(arr.shape, arr.dtype))
-        flat = arr.reshape(-1)
-        be = arr.dtype.newbyteorder(">")
-        step = max(1, CHUNK // max(1, arr.dtype.itemsize))
-        for i in range(0, flat.size, step):
-            writer.write(np.ascontiguousarray(flat[i:i + step], dtype=be).tobytes())
         if writer is not out:
             writer.close()

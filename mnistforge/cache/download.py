@@ -22,12 +22,14 @@ import requests
 import urllib3
 
 from .. import settings
-from ..errors import ConfigError, DownloadError, HashMismatchError, NotWritableError, OfflineError, PathArg
+from ..errors import ConfigError, DownloadError, FormatError, HashMismatchError, MissingDependencyError, \
+    NotWritableError, OfflineError, PathArg, require
 from ..io.atomic import output_lock
 from ..io.outputs import disk_full_error
 from ..progress import progress as _progress
 from ..registry import RemoteFile, get_dataset, get_file, list_datasets
 from ..settings import cache_home
+from .hub_parquet import MAX_BYTES, hub_url, place_split, why_not
 from .mirrors import Mirrors, mirrors as parse_user_mirrors
 from .verify import STATUS_TEXT, read_marker, verify_file, write_marker
 
@@ -63,7 +65,8 @@ def cache_path(remote: str | RemoteFile, root: PathArg | None = None) -> Path:
 
 @dataclass
 class FetchResult:
-    """A file in the cache (a ``member``: its archive), its ``status``, and the ``url`` it came from."""
+    """A file in the cache (a ``member``: its archive), its ``status``, the ``url`` it came from,
+    and ``adopted_from``: the copy it was made from (the Hub's parquet copy), if not downloaded as is."""
 
     remote: RemoteFile
     path: Path
@@ -72,6 +75,7 @@ class FetchResult:
     downloaded: bool = False
     url: str | None = None
     member: str | None = None
+    adopted_from: str | None = None
 
     def __fspath__(self) -> str:
         return os.fspath(self.path)
@@ -180,7 +184,8 @@ def fetch_file(remote: str | RemoteFile, *, root: PathArg | None = None, progres
     dest = cache_path(remote, root)
     if dest.is_file():
         return _cached(remote, dest, rehash)
-    urls = mirror_urls(remote, mirrors)
+    chosen = parse_user_mirrors(mirrors)
+    urls = chosen.urls(remote.group, remote.name, remote.urls)
     if settings.current(offline=offline).offline:
         raise OfflineError(_missing_message(remote, dest, explicit=offline is not None, urls=urls))
     if not urls:
@@ -196,7 +201,7 @@ def fetch_file(remote: str | RemoteFile, *, root: PathArg | None = None, progres
             return _download(remote, dest, urls, progress=progress, timeout=timeout,
                              retries=retries, backoff=backoff, deadline=deadline,
                              dead=set() if dead_hosts is None else dead_hosts,
-                             give_up_after=give_up_after)
+                             give_up_after=give_up_after, hub=not chosen.only)
     except OSError as e:
         full = disk_full_error(e, dest)
         if full is not e:   # a full disk: the .part is kept to resume once there is room
@@ -223,7 +228,8 @@ class _MirrorFailed(Exception):
 
 def _download(remote: RemoteFile, dest: Path, urls: Sequence[str], *, progress: bool | None,
               timeout: float, retries: int, backoff: float, deadline: float | None = None,
-              dead: set[str], give_up_after: float = DEFAULT_GIVE_UP_AFTER) -> FetchResult:
+              dead: set[str], give_up_after: float = DEFAULT_GIVE_UP_AFTER, hub: bool = True) -> FetchResult:
+    """``hub``: when every address failed, the Hub's parquet copy (not for ``--from URL``)."""
     give_up = _GiveUp(time.monotonic() + give_up_after, give_up_after)
     part = dest.with_name(dest.name + PART_SUFFIX)
     failures: list[str] = []
@@ -275,6 +281,17 @@ def _download(remote: RemoteFile, dest: Path, urls: Sequence[str], *, progress: 
                 write_marker(dest, v)
                 logger.info("%s: %s (%s)", dest, v.text, url)
                 return FetchResult(remote, dest, v.status, v.sha256, downloaded=True, url=url)
+        copy = hub_url(remote) if hub else None
+        if copy and not why_not(remote, _host(copy) in dead):
+            try:
+                return _from_hub(session, remote, dest, copy, "; ".join(failures), progress=progress,
+                                 timeout=timeout, retries=retries, backoff=backoff,
+                                 deadline=deadline, give_up=give_up)
+            except _MirrorFailed as e:
+                failures.append(f"the Hub's parquet copy {copy}: {e}")
+                if isinstance(e, _Unreachable):
+                    unreachable.append(str(e))
+                    dead.add(_host(copy))
     if part.is_file() and part.stat().st_size == 0:
         part.unlink(missing_ok=True)
     kept = f" (partial download kept as {part} to resume)" if part.is_file() else ""
@@ -287,6 +304,34 @@ def _download(remote: RemoteFile, dest: Path, urls: Sequence[str], *, progress: 
     if bad_hash:
         raise HashMismatchError(msg, path=dest, hint="nothing was written to the cache")
     raise DownloadError(msg, hint=f"check the network, {by_hand}")
+
+
+def _from_hub(session: requests.Session, remote: RemoteFile, dest: Path, url: str, tried: str, *,
+              progress: bool | None, timeout: float, retries: int, backoff: float,
+              deadline: float | None, give_up: _GiveUp) -> FetchResult:
+    """Every address of ``remote`` failed (``tried``): its split from the Hub's parquet copy at
+    ``url``, accepted by the registry's content hash (:mod:`.hub_parquet`)."""
+    try:
+        require("pyarrow", "hf", "the Hub's parquet copies")
+    except MissingDependencyError as e:
+        raise MissingDependencyError(f"{remote.id}: every address failed ({tried}); its Hub "
+                                     f"parquet copy ({url}) needs pyarrow", expected=e.expected,
+                                     found=e.found, hint=e.hint) from None
+    logger.warning("%s: every address failed; trying the Hub's parquet copy %s", remote.id, url)
+    part = dest.with_name(f"{dest.name}.hub.parquet{PART_SUFFIX}")
+    part.unlink(missing_ok=True)   # nothing pins its bytes: never resumed
+    copy = RemoteFile(id=url, group=remote.group, name=url.rsplit("/", 1)[-1], size=MAX_BYTES)
+    try:
+        _download_url(session, url, part, copy, progress=progress, timeout=timeout,
+                      retries=retries, backoff=backoff, deadline=deadline, give_up=give_up)
+        v = place_split(part, remote, url)
+    except FormatError as e:   # a web page, a cut file: not the copy
+        raise HashMismatchError(f"{remote.id}: {url} is not a parquet copy of it ({e})",
+                                hint="nothing was written to the cache") from None
+    finally:
+        part.unlink(missing_ok=True)
+    logger.info("%s: %s (adopted from %s)", dest, v.text, url)
+    return FetchResult(remote, dest, v.status, v.sha256, downloaded=True, url=url, adopted_from=url)
 
 
 def _say_html(e: HashMismatchError, part: Path, url: str) -> HashMismatchError:
@@ -380,10 +425,12 @@ class _Unreachable(_MirrorFailed):
 
 
 def _host(url: str) -> str:
-    """``HOST:PORT`` of ``url`` (the port too: two servers on one machine are two hosts)."""
+    """``HOST:PORT`` of ``url`` (the port too: two servers on one machine are two hosts; 443 unsaid)."""
     try:
         parts = urlsplit(url)
-        return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname or url
+        if parts.port or parts.scheme == "http":  # http://H and https://H: two ports
+            return f"{parts.hostname}:{parts.port or 80}"
+        return parts.hostname or url
     except ValueError:
         return url
 
@@ -457,8 +504,7 @@ def _stream_once(session: requests.Session, url: str, part: Path, remote: Remote
                 for chunk in _chunks(r):
                     got += len(chunk)
                     if got > cap:
-                        raise _TooLong(f"the server sent more than {cap} bytes "
-                                       f"({'the registry size' if remote.size else 'the cap'})")
+                        raise _TooLong(f"the server sent more than {cap} bytes (the size expected)")
                     f.write(chunk)
                     bar.update(len(chunk))
                     if time.monotonic() > t_end:

@@ -22,7 +22,7 @@ HELP = "download and verify official files into the cache (datasets, emnist, sd1
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inputs(p, "source")
     p.add_argument("names", nargs="+", metavar="NAME",
-                   help="dataset (mnist, qmnist, emnist-letters...), source (sd19, "
+                   help="dataset (mnist, qmnist, emnist-letters...; NAME:SPLIT: that split's files), source (sd19, "
                         "sd19-1st-edition, emnist) or file id (mnist/t10k-images-idx3-ubyte.gz)")
     add_cache(p)
     add_offline(p, "and only check the files")
@@ -51,19 +51,22 @@ def _targets(names: Iterable[str]) -> list[RemoteFile]:
     from ..errors import DatasetNotFoundError
     from ..registry import get_dataset, get_file, list_datasets
 
-    from ..loaders.names import dataset_name
+    from ..loaders.names import dataset_name, parse_split, split_name
     from ..loaders.targets import parse_target_text
 
     seen: set[str] = set()
     out: list[RemoteFile] = []
     for n in names:
-        base = parse_target_text(n).parts[0]
+        base, *split = parse_target_text(n).parts
         try:
             base = dataset_name(base, kinds=("dataset", "source", "archive"))
         except DatasetNotFoundError:
             pass
         if base in list_datasets(None):
             files = get_dataset(base).remote_files()
+            if split:   # NAME:SPLIT: the files of that split (of the split it is a view of)
+                sp = get_dataset(base).file_split(split_name(get_dataset(base), parse_split(split[0])[0]))
+                files = [f for f in files if f.name in (sp.images, sp.labels, sp.metadata)]
             if not files:  # FEMNIST: made by a build, never published as files
                 raise DatasetNotFoundError(
                     f"{base} has no published files to download", expected="a dataset with files",
@@ -128,8 +131,9 @@ def _failure(f: RemoteFile, e: Exception, status: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import MnistforgeError
-    from ..cache.download import fetch_file
+    from ..errors import MnistforgeError, OfflineError
+    from ..cache.download import cache_path, fetch_file, mirror_urls
+    from ..cache.verify import read_marker
     from .common import exit_code
 
     files = _targets(args.names)  # unknown names: usage error before any download
@@ -141,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
     failed = unpinned = 0
     codes = [EXIT_OK]
     records: list[dict[str, Any]] = []
+    offline: list[RemoteFile] = []   # said in one short line each, then one hint
     for f in files:
         try:
             r = fetch_file(f, root=args.cache, offline=args.offline, timeout=args.timeout,
@@ -150,11 +155,21 @@ def run(args: argparse.Namespace) -> int:
         except MnistforgeError as e:
             failed += 1
             codes.append(exit_code(e))
+            if isinstance(e, OfflineError):
+                offline.append(f)
+                print(f"{'FAILED':<12}{f.id}: not in the cache ({cache_path(f, args.cache)})",
+                      file=sys.stderr)
+                records.append({"id": f.id, "status": "failed", "error": str(e),
+                                "error_type": type(e).__name__})
+                continue
             records.append(_failure(f, e, "failed"))
             continue
+        # a copy made from another (the Hub's parquet copy): said each time, from its sidecar
+        adopted = r.adopted_from or (read_marker(r.path) or {}).get("adopted_from")
         records.append({"id": f.id, "status": r.status, "verified": bool(r.verified),
-                        "downloaded": bool(r.downloaded), "path": str(r.path), "sha256": r.sha256})
-        how = "downloaded" if r.downloaded else "present"
+                        "downloaded": bool(r.downloaded), "path": str(r.path), "sha256": r.sha256}
+                       | ({"adopted_from": adopted} if adopted else {}))
+        how = ("downloaded" if r.downloaded else "present") + (f", adopted from {adopted}" if adopted else "")
         if r.verified:
             print(f"ok          {f.id}: {how}, {r.text}")
         else:
@@ -165,6 +180,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(files) - failed} of {len(files)} files in the cache"
           + (f", {unpinned} not verifiable (hash not pinned)" if unpinned else "")
           + (f", {failed} failed" if failed else ""))
+    if offline:
+        from .. import settings
+
+        switch, undo = settings.current().offline_switch
+        urls = mirror_urls(offline[0], mirrors)
+        print(f"hint: {switch} forbids downloads: {undo}, or put the files at the paths above by "
+              f"hand (addresses and hashes: `mnistforge info {offline[0].group}`"
+              + (f"; e.g. {urls[0]}" if urls else "") + ")", file=sys.stderr)
     write_json(args, {"files": records, "failed": failed, "unverified": unpinned})
     # a file that is there but wrong is a failed check (1); one that could not be had, 3
     return EXIT_FAILED if EXIT_FAILED in codes else max(codes) if failed else EXIT_OK
