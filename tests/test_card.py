@@ -445,3 +445,32 @@ def test_two_real_systems_show_both_names_in_full_everywhere(mnist_npy, tmp_path
     assert lab >= int(pil_font(12).getlength("2: mnist-linear-ridge")) + 10
     rows = [poi.crop((0, lab + 44 * i, lab, lab + 44 * (i + 1))) for i in range(2)]
     assert ImageChops.difference(rows[0], rows[1]).getbbox() is not None
+
+
+def test_the_card_shows_writer_clustered_intervals_strata_and_pairs(mnist_cache, qmnist_reference, tmp_path,
+                                                                     capsys):
+    from mnistforge.evaluators.errorlists import write_error_lists
+    from mnistforge.io.idx import read_idx
+
+    keys = {s.name: s for s in load_example("keysers2006")}
+    f = tmp_path / "cnn.tsv"
+    write_error_lists(f, [keys["CNN"]])
+    argv = ["card", str(f), "--test", "mnist:test", "--bootstrap", "200", "--markdown"]
+    _card([*argv, "--out", str(tmp_path / "a"), "--json", str(tmp_path / "a.json")], capsys)
+    doc = json.loads((tmp_path / "a.json").read_text())
+    assert doc["clustered"] is None and "not known here" in doc["clustered_note"]   # no QMNIST table
+    assert "Writers" in (tmp_path / "a" / "card.md").read_text()
+    put(mnist_cache, "qmnist", qmnist_reference / "qmnist-test-labels-idx2-int.gz")
+    _card([*argv, "--out", str(tmp_path / "b"), "--json", str(tmp_path / "b.json")], capsys)
+    c = json.loads((tmp_path / "b.json").read_text())["clustered"]
+    table = np.asarray(read_idx(qmnist_reference / "qmnist-test-labels-idx2-int.gz"))[:10_000]
+    want = sg.clustered_mean(keys["CNN"].wrong, table[:, 2])
+    assert c["system"]["se"] == pytest.approx(want.se, rel=1e-12) and c["system"]["clusters"] == 297
+    assert c["system"]["design_effect"] > 1   # the CNN's errors cluster by writer
+    assert set(c["strata"]) == {"hsf_0", "hsf_4"}
+    assert c["strata"]["hsf_4"]["mean"] == pytest.approx(keys["CNN"].wrong[table[:, 1] == 4].mean())
+    assert {p["a"] for p in c["pairs"]} == {"CNN"} and {"SC", "SVM", "IDM", "CC"} <= {p["b"] for p in c["pairs"]}
+    sc = next(p for p in c["pairs"] if p["b"] == "SC")
+    assert sc["mean"] == pytest.approx((42 - 63) / 10_000) and sc["poi_a_better"] > 0.9
+    md = (tmp_path / "b" / "card.md").read_text()
+    assert "Writers: naive and clustered intervals" in md and "CNN in hsf_4" in md and "CNN - SC" in md

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import TestSetMismatchError
+from ..errors import MnistforgeError, TestSetMismatchError
 from ..io.hashing import sha256_parts
 from ..loaders.split import DatasetSplit
+from ..loaders.writers import row_writers
 from . import label_issues as kli
 from . import significance as sg
 from .errorlists import SystemOutput, load_example
@@ -75,6 +76,9 @@ class Card:
     per_class: list[dict[str, Any]] = field(default_factory=list)
     #: training-set size of each system shown (None: not given)
     training: dict[str, int | None] = field(default_factory=dict)
+    #: writer-clustered intervals: ``system``, ``strata`` and ``pairs`` (None: writers unknown, why)
+    clustered: dict[str, Any] | None = None
+    clustered_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -219,6 +223,27 @@ def _others(test_name: str, split: str, n: int,
     return [], "no other system given (on MNIST test the Keysers 2006 systems are used)", set()
 
 
+def _clustered(test: str, ds: DatasetSplit, wrong: dict[str, np.ndarray], resamples: int, seed: int,
+               confidence: float) -> tuple[dict[str, Any] | None, str]:
+    """The writer-clustered intervals of the first system and of its differences with the others."""
+    meta = ds.metadata if ds.metadata is not None and "writer" in (ds.metadata.dtype.names or ()) else None
+    try:
+        groups, hsf = (meta["writer"], meta["hsf"] if "hsf" in (meta.dtype.names or ()) else None) \
+            if meta is not None else row_writers(test, download=False)
+        (name, w), *others = wrong.items()
+        out: dict[str, Any] = {
+            "by": "writer", "system": sg.clustered_mean(w, groups, confidence, "writer").to_dict(), "pairs": [],
+            "strata": None if hsf is None else {k: v.to_dict() for k, v in sg.by_stratum(
+                w, [f"hsf_{h}" for h in hsf], groups, confidence, "writer").items()}}
+    except MnistforgeError as e:
+        return None, f"the writers of {test}'s rows are not known here ({e})"
+    for b, wb in others:
+        bs = sg.hierarchical_poi(w, wb, groups, resamples, sg.pair_seed(seed, name, b), confidence)
+        out["pairs"].append({"a": name, "b": b, "poi_a_better": bs.poi, **sg.clustered_mean(
+            w.astype(np.int8) - wb.astype(np.int8), groups, confidence, "writer").to_dict()})
+    return out, ""
+
+
 def build_card(system: SystemOutput, ds: DatasetSplit, others: Sequence[SystemOutput] = (), *, test: str | None = None,
                resamples: int = 10_000, seed: int = 0, confidence: float = 0.95,
                gallery_limit: int = 200) -> Card:
@@ -238,10 +263,10 @@ def build_card(system: SystemOutput, ds: DatasetSplit, others: Sequence[SystemOu
 
     compared, where, abstain = _others(ds.name, ds.split, n, others)
     comparison = combination = None
+    wrong = {system.name: system.wrong, **{s.name: s.wrong for s in compared}}
     notes: list[str] = _training_notes(system, compared)
     if compared:
         base = [s for s in compared if s.name not in abstain]
-        wrong = {system.name: system.wrong, **{s.name: s.wrong for s in compared}}
         vote = sg.majority_vote({system.name: system.wrong, **{s.name: s.wrong for s in base}}, system.name)
         if np.array_equal(vote, system.wrong):   # two systems: the tie-breaker decides every tie
             notes.append(f"no vote row: the majority vote of {system.name} and "
@@ -262,6 +287,7 @@ def build_card(system: SystemOutput, ds: DatasetSplit, others: Sequence[SystemOu
     views = _gap_views(ds) if ds.indices is None else None
     if views is not None:
         qmnist, qnote = qmnist_gap(system.wrong, views[2], confidence, views[:2]), ""
+    clustered, cnote = _clustered(test, ds, wrong, resamples, seed, confidence)
 
     flagged = problems.label_issue if problems is not None else np.zeros(n, bool)
     rows = np.flatnonzero(system.wrong)
@@ -289,4 +315,4 @@ def build_card(system: SystemOutput, ds: DatasetSplit, others: Sequence[SystemOu
                 known_note, comparison, "" if compared else where, combination, qmnist, qnote,
                 gallery, GALLERY_RULE.format(limit=limit, total=rows.size), conf, classes,
                 int(resamples), int(seed), notes + ([f"compared with {where}"] if compared else []),
-                per_class, training)
+                per_class, training, clustered, cnote)

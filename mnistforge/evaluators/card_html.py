@@ -39,6 +39,10 @@ DEFINITIONS = {
              "errors than B (ties half); max K: the largest number of simultaneous comparisons "
              "(Bonferroni: each at 1 - confidence / K) for which 'A worse' still holds (0: not "
              "even one; a huge K only says the difference is overwhelming).",
+    "writers": "the images of one writer err together: the cluster-robust (CR1) Wald interval by "
+               "writer (as statsmodels' cov_type='cluster'), design effect = its variance / the naive "
+               "one; POI from resampling whole writers; strata: NIST series hsf_0 (SD-3, Census "
+               "employees) and hsf_4 (SD-1, high-school students).",
     "qmnist": "QMNIST's test set is MNIST's 10,000 test images followed by 50,000 recovered "
               "ones; a model selected on the first part tends to do worse on the second.",
     "gallery": "misclassified test images; rows of the confusion matrix are the true class.",
@@ -174,6 +178,20 @@ def _sections(card: Card) -> list[Section]:
                 for nm, x in card.training.items()) + ".")
         paras += [f"{nm}: {d}" for nm, d in comp.get("descriptions", {}).items() if d]
         out.append(("pairs", "Paired comparisons", paras, rows, "poi"))
+    w = card.clustered
+    if w is None:
+        out.append(("writers", "Writers", [f"Not shown: {card.clustered_note}."], None, None))
+    else:
+        rows = [["rows", "mean", f"naive {c}", f"writer-clustered {c}", "design effect", "writers",
+                 "POI(A beats B)"]]
+        for label, x in [(card.system, w["system"]), *((f"{card.system} in {k}", v) for k, v in
+                                                         (w["strata"] or {}).items()),
+                         *((f"{p['a']} - {p['b']}", p) for p in w["pairs"])]:
+            rows.append([label, _pct(x["mean"]), _iv(x["naive_interval"]), _iv(x["interval"]),
+                         "-" if x["design_effect"] is None else f"{x['design_effect']:.2f}",
+                         str(x["clusters"]), f"{x['poi_a_better']:.3f}" if "poi_a_better" in x else ""])
+        out.append(("writers", "Writers: naive and clustered intervals", [
+            "Naive intervals treat the test images as independent; the clustered ones do not."], rows, None))
     q = card.qmnist
     if q is None:
         out.append(("qmnist", "QMNIST test10k vs test50k", [f"Skipped: {card.qmnist_note}."], None, None))
