@@ -1,13 +1,7 @@
-"""One SD19 identity per row (``docs/provenance-mnist-qmnist.md``, "Overlaps"): the fields of
-:data:`IDENTITY_DTYPE`, -1 where unknown.  ``character`` is the SD19 character id (the row of
-the by_write walk over all 814,255 characters: the builds' ``sd19_row``), ``digit`` the global
-NIST digit index (QMNIST's column 5, ``nist_index``).
-
-Sources: a split's metadata (QMNIST tables, EMNIST/FEMNIST build side files, the writer of the
-official EMNIST ``.mat``); for official MNIST and QMNIST the published QMNIST tables (``tables``:
-a folder holding ``qmnist-{train,test}-labels-idx2-int.gz``, else the cache, fetched when
-allowed); for a built MNIST the QMNIST build beside it.  With an SD19 index (``sd19``, else the
-source a build's manifest names, when there) ``character`` and ``digit`` fill each other.
+"""One SD19 identity per row (:data:`IDENTITY_DTYPE`, -1 where unknown): ``character`` is the SD19
+character id (the builds' ``sd19_row``), ``digit`` the global NIST digit index (QMNIST's column 5).
+Sources, and how digit indices meet SD19 characters: ``docs/provenance-mnist-qmnist.md``,
+"Overlaps within the family".
 
 >>> ids = from_metadata(np.array([(4, 2100, 7)], [("hsf", "i4"), ("writer", "i4"), ("nist_index", "i4")]))
 >>> ids.tolist()
@@ -22,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, MissingFileError, MnistforgeError
+from ..errors import ConfigError, FormatError, MissingFileError, MnistforgeError
 from ..io.idx import read_idx
 from ..io.manifest import read_manifest
 from ..loaders import DatasetSplit, load
@@ -35,6 +29,9 @@ OFFICIAL = {("mnist", "train"): ("train", 0, None), ("mnist", "test"): ("test", 
             ("qmnist", "train"): ("train", 0, None), ("qmnist", "test"): ("test", 0, None),
             ("qmnist", "test10k"): ("test", 0, 10_000), ("qmnist", "test50k"): ("test", 10_000, None)}
 PathArg = str | os.PathLike[str]
+#: metadata columns each identity field is read from (first found; a Hugging Face export: writer_id)
+COLUMNS = {"hsf": ("hsf",), "writer": ("writer", "writer_id"), "character": ("sd19_row",),
+           "digit": ("nist_index",)}
 
 
 @dataclass
@@ -50,11 +47,9 @@ class Identities:
 
 def from_metadata(md: np.ndarray) -> np.ndarray:
     """Identities from a structured metadata table (the columns named in the module docstring)."""
-    names = md.dtype.names or ()
     out = np.full(len(md), -1, IDENTITY_DTYPE)
-    for field, cols in (("hsf", ("hsf",)), ("writer", ("writer",)), ("character", ("sd19_row",)),
-                        ("digit", ("nist_index",))):
-        col = next((c for c in cols if c in names), None)
+    for field, cols in COLUMNS.items():
+        col = next((c for c in cols if c in (md.dtype.names or ())), None)
         if col is not None:
             out[field] = md[col]
     return out
@@ -62,15 +57,17 @@ def from_metadata(md: np.ndarray) -> np.ndarray:
 
 def _table(split: str, tables: PathArg | None) -> np.ndarray:
     name = f"qmnist-{split}-labels-idx2-int.gz"
-    if tables is not None:
-        path = Path(tables) / name
-        if not path.is_file():
-            raise MissingFileError("QMNIST table not found", path=path, expected=name,
-                                   hint="give the folder holding the published QMNIST tables")
-        return np.asarray(read_idx(path), np.int64)
-    from ..cache.download import fetch_file  # the cache is only needed for official tables
-
-    return np.asarray(read_idx(fetch_file(f"qmnist/{name}").path), np.int64)
+    if tables is None:
+        from ..cache.download import fetch_file  # the cache is only needed for official tables
+    elif not (Path(tables) / name).is_file():
+        raise MissingFileError("QMNIST table not found", path=Path(tables) / name, expected=name,
+                               hint="give the folder holding the published QMNIST tables")
+    path = Path(tables) / name if tables is not None else fetch_file(f"qmnist/{name}").path
+    t = np.asarray(read_idx(path), np.int64)
+    if t.shape != (60_000, 8):  # a build's tables (other digits) would name the wrong characters
+        raise FormatError("not a published QMNIST table", path=path, found=f"shape {t.shape}",
+                          expected="60,000 rows of 8 columns (the QMNIST release's)")
+    return t
 
 
 def _official(name: str, split: str, tables: PathArg | None) -> np.ndarray:
@@ -80,9 +77,8 @@ def _official(name: str, split: str, tables: PathArg | None) -> np.ndarray:
                           expected=", ".join(f"{n}:{s}" for n, s in OFFICIAL))
     table, start, end = OFFICIAL[name, base]
     t = _table(table, tables)[start:end]
-    md = np.zeros(len(t), [("hsf", "i4"), ("writer", "i4"), ("nist_index", "i4")])
-    md["hsf"], md["writer"], md["nist_index"] = t[:, 1], t[:, 2], t[:, 5]
-    rows = from_metadata(md)
+    rows = np.full(len(t), -1, IDENTITY_DTYPE)
+    rows["hsf"], rows["writer"], rows["digit"] = t[:, 1], t[:, 2], t[:, 5]
     return rows if spec is None else rows[rows_of(spec, len(rows))]
 
 
@@ -107,20 +103,28 @@ def _beside(folder: Path, ds: DatasetSplit) -> np.ndarray | None:
     return rows if ds.indices is None else rows[ds.indices]
 
 
-def _sd19_of(folder: Path | None, sd19: PathArg | None) -> Path | None:
-    if sd19 is not None or folder is None:
-        return None if sd19 is None else Path(sd19)
-    src = _manifest(folder).get("inputs", {}).get("sd19")
+def _sd19_of(folder: Path | None, sd19: PathArg | None) -> tuple[Path | None, str | None]:
+    """The SD19 source to use (``sd19``, else the build's when there) and the build's fingerprint."""
+    inputs = _manifest(folder).get("inputs", {}) if folder is not None else {}
+    src = inputs.get("sd19")
+    fp = src.get("fingerprint") if isinstance(src, dict) else inputs.get("sd19_fingerprint")
     path = src.get("path") if isinstance(src, dict) else src
-    return Path(path) if isinstance(path, str) and Path(path).exists() else None
+    if sd19 is not None:
+        return Path(sd19), fp
+    return (Path(path) if isinstance(path, str) and Path(path).exists() else None), fp
 
 
-def fill_from_sd19(rows: np.ndarray, sd19: PathArg) -> np.ndarray:
+def fill_from_sd19(rows: np.ndarray, sd19: PathArg, fingerprint: str | None = None) -> np.ndarray:
     """``character`` from ``digit`` and back through an SD19 index (row k of its digits has
-    ``digit_index`` k), writer and hsf where missing."""
+    ``digit_index`` k), writer and hsf where missing; ``fingerprint``: the source the rows
+    were built from (another is refused: its rows are other characters)."""
     from ..sd19 import open_sd19  # the SD19 reader is only needed here
 
-    index = open_sd19(sd19, progress=False).index
+    src = open_sd19(sd19, progress=False)
+    if fingerprint and src.fingerprint != fingerprint:
+        raise ConfigError("the SD19 source is not the one the build was made from", path=sd19,
+                          expected=fingerprint, found=src.fingerprint, hint="give the build's SD19")
+    index = src.index
     digits = np.flatnonzero(index["field"] == b"d")
     rows = rows.copy()
     need = (rows["character"] < 0) & (rows["digit"] >= 0) & (rows["digit"] < len(digits))
@@ -151,9 +155,9 @@ def row_identities(target: PathArg, *, tables: PathArg | None = None, sd19: Path
         raise ConfigError(f"no row identities in {label}", found="no writer or SD19 columns",
                           expected="QMNIST tables, a build's side files, official EMNIST .mat",
                           hint="for official EMNIST idx files use the expected overlap")
-    where = _sd19_of(folder, sd19)
+    where, fp = _sd19_of(folder, sd19)
     if where is not None and not ((rows["character"] >= 0).all() and (rows["digit"] >= 0).all()):
-        rows, source = fill_from_sd19(rows, where), f"{source} and the SD19 index of {where}"
+        rows, source = fill_from_sd19(rows, where, fp), f"{source} and the SD19 index of {where}"
     return Identities(label, rows, source)
 
 

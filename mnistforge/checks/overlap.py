@@ -53,10 +53,6 @@ class Overlap:
         r = ", ".join(f"{len(v):,} of {self.rows[s]:,} rows of {s}" for s, v in self.shared_rows.items())
         return f"{self.a} and {self.b} share {c} characters and {w} writers ({self.level} level: {r})"
 
-    @property
-    def any(self) -> bool:
-        return bool(self.shared_characters or self.shared_writers)
-
 
 def _key(a: Identities, b: Identities) -> str | None:
     return next((k for k in ("character", "digit") if a.known(k) and b.known(k)), None)
@@ -107,21 +103,17 @@ def leakage(train: str, test: str, limits: tuple[int | None, int | None] = (None
             return None
         with settings.using(offline=True):  # no download for a warning: the cache or nothing
             a, b = (row_identities(t, default_split=s) for t, s in ((train, "train"), (test, "test")))
+        a.rows, b.rows = a.rows[:limits[0]], b.rows[:limits[1]]
+        o = compare(a, b, "writer" if a.known("writer") and b.known("writer") else "character")
     except MnistforgeError as e:
         logger.info("no overlap check of %s and %s: %s", train, test, e)
         return None
-    a.rows, b.rows = a.rows[:limits[0]], b.rows[:limits[1]]
-    said = []
-    for level, what in (("character", "SD19 characters"), ("writer", "writers")):
-        if (_key(a, b) if level == "character" else a.known("writer") and b.known("writer")):
-            o = compare(a, b, level)
-            n = o.shared_characters if level == "character" else o.shared_writers
-            if n:
-                said.append(f"{n:,} {what} ({len(o.shared_rows['b']):,} test rows)")
-    if not said:
-        return None
-    return (f"the training set {a.target} and the test set {b.target} share " + " and ".join(said)
-            + ": those test rows are not independent of the training set")
+    said = [f"{n:,} {what}" for n, what in ((o.shared_characters, "SD19 characters"),
+                                            (o.shared_writers, "writers")) if n]
+    return None if not said else (
+        f"the training set {a.target} and the test set {b.target} share {' and '.join(said)} "
+        f"({len(o.shared_rows['b']):,} of the {o.rows['b']:,} test rows by a shared {o.level}): "
+        "those test rows are not independent of the training set")
 
 
 @dataclass(frozen=True)
