@@ -4,6 +4,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -266,3 +267,46 @@ def test_cli_runs_per_system(tmp_path, capsys):
     assert pair == {"a": "a", "b": "b", **json.loads(json.dumps(rs.to_dict()))}
     assert main(["significance", *map(str, paths), "--runs", "3", "3"]) == 2
     assert "--runs does not add up" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the table of docs/significance.md
+DOC = Path(__file__).resolve().parents[1] / "docs" / "significance.md"
+
+
+def keysers_writer_tables(writers, hsf, resamples=10_000):
+    """The two tables of docs/significance.md ("Writers, strata and runs"), as Markdown lines."""
+    k = _keysers()
+    strata = np.array([f"hsf_{h}" for h in hsf])
+
+    def iv(c, naive=False):
+        lo, hi = c.naive_interval if naive else c.interval
+        return f"{100 * lo:.2f} to {100 * hi:.2f} %"
+
+    def st(t):
+        return f"{100 * t.mean:.2f} % ({iv(t)})"
+
+    lines = ["| system | errors | naive 95 % | writer-clustered 95 % | design effect | hsf_0 (SD-3) | "
+             "hsf_4 (SD-1) | hsf_4 / hsf_0 |", "|---|---|---|---|---|---|---|---|"]
+    for name, w in k.items():
+        c, s = sg.clustered_mean(w, writers), sg.by_stratum(w, strata, writers)
+        lines.append(f"| {name} | {w.sum()} | {iv(c, True)} | {iv(c)} | {c.design_effect:.2f} | "
+                     f"{st(s['hsf_0'])} | {st(s['hsf_4'])} | {s['hsf_4'].mean / s['hsf_0'].mean:.1f} |")
+    lines += ["", "| A - B | difference | naive 95 % | writer-clustered 95 % | design effect | POI(A beats B), "
+                  "rows / writers resampled | hsf_0 | hsf_4 |", "|---|---|---|---|---|---|---|---|"]
+    names = list(k)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            d = k[a].astype(int) - k[b].astype(int)
+            c, s = sg.clustered_mean(d, writers), sg.by_stratum(d, strata, writers)
+            seed = sg.pair_seed(0, a, b)
+            rows = sg.hierarchical_poi(k[a], k[b], None, resamples, seed).poi
+            clus = sg.hierarchical_poi(k[a], k[b], writers, resamples, seed).poi
+            lines.append(f"| {a} - {b} | {100 * c.mean:+.2f} % | {iv(c, True)} | {iv(c)} | {c.design_effect:.2f} "
+                         f"| {rows:.3f} / {clus:.3f} | {st(s['hsf_0'])} | {st(s['hsf_4'])} |")
+    return lines
+
+
+def test_docs_show_the_real_writer_table(mnist_writers):
+    table = "\n".join(keysers_writer_tables(*mnist_writers))
+    assert table in DOC.read_text(encoding="utf-8"), (
+        "docs/significance.md does not show the current table; paste:\n" + table)
