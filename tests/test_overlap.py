@@ -106,27 +106,36 @@ def family(tmp_path_factory):
     return sd19, targets
 
 
-def _truth(src, target):
+def _references(src):
+    """Per conversion (QMNIST's, EMNIST's, LEAF's): image bytes -> the SD19 rows converting to it."""
+    out = {}
+    for kind in ("qmnist", "emnist", "femnist"):
+        rows = src.digits() if kind == "qmnist" else np.arange(len(src.index))
+        imgs = src.read_all(rows)
+        ref = (preprocess(imgs) if kind == "qmnist" else
+               255 - leaf_pixels(src, rows, workers=1) if kind == "femnist" else convert_batch(imgs))
+        out[kind] = {}
+        for r, im in zip(rows.tolist(), ref):
+            out[kind].setdefault(im.tobytes(), []).append(r)
+    return out
+
+
+def _truth(refs, target):
     """Per row of the loaded split: the SD19 rows whose conversion is its image."""
-    name, split = target.rsplit(":", 2)[-2:]
-    ds = mnistforge.load(name, split, root=target.rsplit(":", 2)[0])
-    rows = src.digits() if name in ("mnist", "qmnist") else np.arange(len(src.index))
-    imgs = src.read_all(rows)
-    ref = (preprocess(imgs) if name in ("mnist", "qmnist") else
-           255 - leaf_pixels(src, rows, workers=1) if name == "femnist" else convert_batch(imgs))
-    where: dict[bytes, list[int]] = {}
-    for r, im in zip(rows.tolist(), ref):
-        where.setdefault(im.tobytes(), []).append(r)
+    root, name, split = target.rsplit(":", 2)
+    ds = mnistforge.load(name, split, root=root)
+    where = refs["qmnist" if name in ("mnist", "qmnist") else "femnist" if name == "femnist" else "emnist"]
     return [where.get(im.tobytes(), []) for im in np.asarray(ds.images)]
 
 
 def test_every_overlap_of_the_built_family_equals_the_replicas_truth(family):
     sd19, targets = family
     src = open_sd19(sd19, progress=False)
+    refs = _references(src)
     ids, truth, ambiguous = {}, {}, 0
     for key, target in targets.items():
         ids[key] = row_identities(target)
-        cands = _truth(src, target)
+        cands = _truth(refs, target)
         got = ids[key].rows["character"]
         assert len(cands) == len(got) and all(cands), key  # every built image traced to SD19
         # each row's identity is a character with its image (several: byte-identical SD19 images)
