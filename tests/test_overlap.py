@@ -97,7 +97,7 @@ def family(tmp_path_factory):
     assert main(["build", "all", "--sd19", str(sd19), "--out", str(base / "all"), "--workers", "1"]) == 0
     assert main(["build", "femnist", "--sd19", str(sd19), "--out", str(base / "femnist"),
                  "--workers", "1"]) == 0
-    targets = {f"qmnist:{s}": f"{base}/all/qmnist:qmnist:{s}" for s in ("train", "test")}
+    targets = {f"qmnist:{s}": f"{base}/all/qmnist:qmnist:{s}" for s in ("train", "test", "test10k", "test50k")}
     targets["qmnist:nist"] = f"{base}/all/xnist:qmnist:nist"
     targets |= {f"mnist:{s}": f"{base}/all/mnist:mnist:{s}" for s in ("train", "test")}
     targets |= {f"emnist-{d}:{s}": f"{base}/all/emnist:emnist-{d}:{s}" for d in EMNIST
@@ -141,7 +141,7 @@ def test_every_overlap_of_the_built_family_equals_the_replicas_truth(family):
         # each row's identity is a character with its image (several: byte-identical SD19 images)
         assert all(int(g) in c for g, c in zip(got, cands)), key
         ambiguous += sum(len(c) > 1 for c in cands)
-        truth[key] = np.array([c[0] if len(c) == 1 else int(g) for g, c in zip(got, cands)])
+        truth[key] = np.array([c[0] if len(c) == 1 else int(g) for g, c in zip(got, cands)], np.int64)
         assert np.array_equal(ids[key].rows["writer"], src.index["writer"][truth[key]]), key
     assert ambiguous <= sum(len(t) for t in truth.values()) // 20   # only SD19's duplicated images
     pairs = 0
