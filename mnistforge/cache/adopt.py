@@ -14,18 +14,16 @@ import numpy as np
 from ..errors import ConfigError, PathArg
 from ..io import compression
 from ..io.atomic import output_lock
+from ..io.idx import write_idx
 from ..log import get_logger
 from ..registry import RemoteFile, get_file
 from .download import FetchResult, _cached, cache_path
-from .hub_parquet import write_arrays
 from .verify import verify_file, write_marker
 
 logger = get_logger(__name__)
 
-__all__ = ["place_in_cache", "ADOPT_SUFFIX"]
+__all__ = ["place_in_cache"]
 
-#: the temporary name a copy is written under before its verification and rename
-ADOPT_SUFFIX = ".adopting"
 CHUNK = 1 << 20
 
 
@@ -50,12 +48,12 @@ def place_in_cache(remote: str | RemoteFile, *, source: PathArg | None = None,
     with output_lock(dest, wait=True):
         if dest.is_file():  # another process placed it meanwhile
             return _cached(remote, dest, rehash=False)
-        tmp = dest.with_name(dest.name + ADOPT_SUFFIX)
+        tmp = dest.with_name(f".adopting-{dest.name}")   # verified, then renamed
         try:
             if source is not None:
                 _write_file(Path(source), remote, tmp)
             else:
-                write_arrays(np.asarray(arrays), remote, tmp)
+                write_idx(tmp, np.asarray(arrays))
             v = verify_file(tmp, remote, use_marker=False)
             if not v.verified:  # nothing pinned: a copy is adopted only when it can be verified
                 raise ConfigError(f"{remote.id}: the registry pins no hash of it",

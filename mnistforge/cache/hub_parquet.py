@@ -13,22 +13,20 @@ import numpy as np
 
 from .. import settings
 from ..errors import HashMismatchError
-from ..io import compression
 from ..io.foreign.base import role_of
 from ..io.foreign.parquet import read_parquet
-from ..io.idx import idx_header_bytes
+from ..io.idx import write_idx
 from ..log import get_logger
 from ..registry import RemoteFile, list_files
 from .verify import Verification, verify_file, write_marker
 
 logger = get_logger(__name__)
 
-__all__ = ["HUB", "MAX_BYTES", "hub_url", "why_not", "place_split", "write_arrays"]
+__all__ = ["HUB", "MAX_BYTES", "hub_url", "why_not", "place_split"]
 
 HUB = "https://huggingface.co"
 #: most bytes accepted for one parquet copy (Fashion-MNIST's train split has 31 MB)
 MAX_BYTES = 256 << 20
-CHUNK = 1 << 20
 
 
 def hub_url(remote: RemoteFile) -> str | None:
@@ -77,11 +75,11 @@ def place_split(parquet: Path, remote: RemoteFile, url: str) -> Verification:
 
 
 def _place(arr: np.ndarray, f: RemoteFile, dest: Path, url: str) -> Verification:
-    tmp = dest.with_name(dest.name + ".hub")
+    tmp = dest.with_name(f".hub-{dest.name}")   # its compression suffix kept
     try:
         if arr.dtype.kind in "iu" and arr.ndim == 1 and arr.size and 0 <= arr.min() and arr.max() < 256:
             arr = arr.astype(np.uint8)   # the Hub's int64 labels; the official files hold bytes
-        write_arrays(arr, f, tmp)
+        write_idx(tmp, arr)
         try:
             v = verify_file(tmp, f, use_marker=False)
         except HashMismatchError as e:
@@ -94,17 +92,3 @@ def _place(arr: np.ndarray, f: RemoteFile, dest: Path, url: str) -> Verification
     v.path = str(dest)
     write_marker(dest, v, {"adopted_from": url})
     return v
-
-
-def write_arrays(arr: np.ndarray, remote: RemoteFile, tmp: Path) -> None:
-    """Write ``arr`` at ``tmp`` as ``remote``'s idx file (its compression)."""
-    with open(tmp, "wb") as out:
-        writer = compression.open_writer(out, remote.compression, 6)
-        writer.write(idx_header_bytes(arr.shape, arr.dtype))
-        flat = arr.reshape(-1)
-        be = arr.dtype.newbyteorder(">")
-        step = max(1, CHUNK // max(1, arr.dtype.itemsize))
-        for i in range(0, flat.size, step):
-            writer.write(np.ascontiguousarray(flat[i:i + step], dtype=be).tobytes())
-        if writer is not out:
-            writer.close()
