@@ -467,8 +467,8 @@ def test_the_card_shows_writer_clustered_intervals_strata_and_pairs(mnist_cache,
     want = sg.clustered_mean(keys["CNN"].wrong, table[:, 2])
     assert c["system"]["se"] == pytest.approx(want.se, rel=1e-12) and c["system"]["clusters"] == 297
     assert c["system"]["design_effect"] > 1   # the CNN's errors cluster by writer
-    assert set(c["strata"]) == {"hsf_0", "hsf_4"}
-    assert c["strata"]["hsf_4"]["mean"] == pytest.approx(keys["CNN"].wrong[table[:, 1] == 4].mean())
+    assert set(c["system"]["strata"]) == {"hsf_0", "hsf_4"}
+    assert c["system"]["strata"]["hsf_4"]["mean"] == pytest.approx(keys["CNN"].wrong[table[:, 1] == 4].mean())
     assert {p["a"] for p in c["pairs"]} == {"CNN"} and {"SC", "SVM", "IDM", "CC"} <= {p["b"] for p in c["pairs"]}
     sc = next(p for p in c["pairs"] if p["b"] == "SC")
     assert sc["mean"] == pytest.approx((42 - 63) / 10_000) and sc["poi_a_better"] > 0.9

@@ -259,12 +259,12 @@ def test_cli_runs_per_system(tmp_path, capsys):
                  "--json", str(out)]) == 0
     assert "several runs per system" in capsys.readouterr().out
     r = json.loads(out.read_text())["runs"]
-    assert [s["name"] for s in r["systems"]] == ["a", "b"]
+    assert [s["name"] for s in r["systems"]] == ["a-1", "b-1"]   # named by their first runs
     (pair,) = r["pairs"]
     assert pair["runs"] == [3, 2] and 0 <= pair["between_share"] <= 1
     wrong = [el.read_predictions(p).wrong for p in paths]
-    rs = sg.run_spread(wrong[:3], wrong[3:], None, 1000, sg.pair_seed(0, "a", "b"))
-    assert pair == {"a": "a", "b": "b", **json.loads(json.dumps(rs.to_dict()))}
+    rs = sg.run_spread(wrong[:3], wrong[3:], None, 1000, sg.pair_seed(0, "a-1", "b-1"))
+    assert pair == {"a": "a-1", "b": "b-1", **json.loads(json.dumps(rs.to_dict()))}
     assert main(["significance", *map(str, paths), "--runs", "3", "3"]) == 2
     assert "--runs does not add up" in capsys.readouterr().err
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +11,7 @@ from . import argtypes
 
 if TYPE_CHECKING:
     from ..evaluators.errorlists import SystemOutput
-    from ..evaluators.significance import Comparison, ErrorRate
+    from ..evaluators.significance import Comparison
 
 # loaded when the command runs: `mnistforge --help` stays free of NumPy
 np = lazy_import("numpy")
@@ -64,25 +63,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _combine(systems: Sequence[SystemOutput], tie_breaker: str | None) -> tuple[SystemOutput, str, str]:
     wrong = {s.name: s.wrong for s in systems}
-    if all(s.predictions is not None for s in systems):
-        labels = systems[0].labels
-        if all(np.array_equal(s.labels, labels) for s in systems):
-            names = [s.name for s in systems]
-            t = tie_breaker if tie_breaker is not None else names[int(np.argmin(
-                [s.errors for s in systems]))]
-            pred = sg.plurality_vote({s.name: s.predictions for s in systems}, t)
-            return el.SystemOutput("vote", pred != labels, f"plurality vote, {t} breaks ties",
-                                   pred, labels), "plurality vote on labels", t
-    names = list(wrong)
-    t = tie_breaker if tie_breaker is not None else names[int(np.argmin(
-        [s.errors for s in systems]))]
+    t = tie_breaker if tie_breaker is not None else systems[int(np.argmin([s.errors for s in systems]))].name
+    labels = systems[0].labels
+    if all(s.predictions is not None and np.array_equal(s.labels, labels) for s in systems):
+        pred = sg.plurality_vote({s.name: s.predictions for s in systems}, t)
+        return el.SystemOutput("vote", pred != labels, f"plurality vote, {t} breaks ties",
+                               pred, labels), "plurality vote on labels", t
     return (el.SystemOutput("vote", sg.majority_vote(wrong, t), f"majority vote, {t} breaks ties"),
             "majority vote on right/wrong", t)
-
-
-def _fmt_rate(r: ErrorRate) -> str:
-    return (f"{100 * r.rate:6.2f} %  [{100 * r.wald[0]:.2f}, {100 * r.wald[1]:.2f}]"
-            f"  [{100 * r.exact[0]:.2f}, {100 * r.exact[1]:.2f}]")
 
 
 def _print_tables(comp: Comparison, systems: Sequence[SystemOutput]) -> None:
@@ -92,7 +80,8 @@ def _print_tables(comp: Comparison, systems: Sequence[SystemOutput]) -> None:
           f"(seed {comp.seed}, ties counted half)\n")
     print(f"{'system':<{width}}  errors   rate      Wald interval   exact interval  description")
     for s, r in zip(systems, comp.rates):
-        print(f"{s.name:<{width}}  {r.errors:6d}  {_fmt_rate(r)}  {s.description}")
+        print(f"{s.name:<{width}}  {r.errors:6d}  {100 * r.rate:6.2f} %  [{100 * r.wald[0]:.2f}, "
+              f"{100 * r.wald[1]:.2f}]  [{100 * r.exact[0]:.2f}, {100 * r.exact[1]:.2f}]  {s.description}")
     print(f"\nprobability of improvement POI(row beats column), {comp.resamples} paired resamples, "
           "ties counted half (strict: ties not counted):")
     print(" " * width + "".join(f"{nm:>{max(8, len(nm) + 2)}}" for nm in comp.names))
@@ -121,56 +110,40 @@ def _clustered(args: argparse.Namespace, systems: Sequence[SystemOutput], wrong:
                result: dict[str, Any]) -> Any:
     """Print the clustered intervals (and strata) of the systems and pairs, add them to ``result``
     (``clustered``, ``strata``); return the groups (None without --cluster or --groups)."""
-    n, conf, hsf = len(next(iter(wrong.values()))), args.confidence, None
+    conf, hsf = args.confidence, None
     if args.groups and args.cluster:
         raise ConfigError("give either --cluster or --groups", expected="one source of groups", found="both")
     if args.groups:
-        groups, by = sg.read_groups(args.groups, n), "groups"
+        groups, by = sg.read_groups(args.groups, len(next(iter(wrong.values())))), "groups"
     elif args.cluster:
         test = _test_set(args, systems)
         if test is None:
             raise ConfigError("--cluster writer needs the test set", found="no test set named",
                               expected="--test-set NAME[:SPLIT] (or prediction files that name it)")
-        groups, hsf = lw.row_writers(test, cache=args.cache, download=download_flag(args))
-        by = "writer"
-        if groups.size != n:
-            raise ConfigError(f"the writers of {test} do not match the systems", found=f"{groups.size} rows",
-                              expected=f"{n} rows (what the systems were scored on)")
+        (groups, hsf), by = lw.row_writers(test, cache=args.cache, download=download_flag(args)), "writer"
     else:
         return None
     strata = None if hsf is None else np.array([f"hsf_{h}" for h in hsf])
-    names, pairs = list(wrong), {(r["a"], r["b"]): r for r in result["pairs"]}
-    width = max(6, *(len(s) for s in names))
+    width = max(6, *(len(s) for s in wrong))
+    per, pairs = sg.clustered_table(wrong, groups, strata, by, args.bootstrap, args.seed, conf)
 
-    def row(label: str, c: Any, extra: str = "") -> str:
-        lo, hi, nlo, nhi = (100 * v for v in (*c.interval, *c.naive_interval))
-        return (f"{label:<{2 * width + 1}} {100 * c.mean:7.2f} %  [{nlo:5.2f}, {nhi:5.2f}]  [{lo:5.2f}, {hi:5.2f}]"
-                f"  {c.design_effect or float('nan'):6.2f}{extra}")
+    def row(label: str, c: dict[str, Any], extra: str = "") -> str:
+        lo, hi, nlo, nhi = (100 * v for v in (*c["interval"], *c["naive_interval"]))
+        return (f"{label:<{2 * width + 1}} {100 * c['mean']:7.2f} %  [{nlo:5.2f}, {nhi:5.2f}]  [{lo:5.2f}, "
+                f"{hi:5.2f}]  {c['design_effect'] or float('nan'):6.2f}{extra}")
 
-    cols = f"{'':<{2 * width + 1}} {'mean':>9}   naive Wald      {by}-clustered   design effect"
-    print(f"\n{by}-clustered (CR1) intervals, {conf:.0%}: system error rates, then paired differences A - B "
-          f"(clustered bootstrap POI of A over B, B={args.bootstrap}):\n{cols}")
-    for r, name in zip(result["systems"], names):
-        c = sg.clustered_mean(wrong[name], groups, conf, by)
-        r["clustered"] = c.to_dict()
-        print(row(name, c))
+    print(f"\n{by}-clustered (CR1) intervals, {conf:.0%}: system error rates (and per stratum), then paired "
+          f"differences A - B (clustered bootstrap POI of A over B, B={args.bootstrap}):\n{'':<{2 * width + 1}}"
+          f" {'mean':>9}   naive Wald      {by}-clustered   design effect")
+    for r in result["systems"] + result["pairs"]:
+        r["clustered"] = per[r["name"]] if "name" in r else pairs[r["a"], r["b"]]
         if strata is not None:
-            r["strata"] = {k: v.to_dict() for k, v in sg.by_stratum(wrong[name], strata, groups, conf, by).items()}
-            for k, v in r["strata"].items():
-                print(f"  {k:<{2 * width - 1}} {100 * v['mean']:7.2f} %  [{100 * v['interval'][0]:.2f}, "
-                      f"{100 * v['interval'][1]:.2f}] clustered, {v['n']} rows, {v['clusters']} {by}s")
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            d = wrong[a].astype(np.int8) - wrong[b].astype(np.int8)
-            bs = sg.hierarchical_poi(wrong[a], wrong[b], groups, args.bootstrap,
-                                     sg.pair_seed(args.seed, a, b), conf)
-            for x, y, sign, poi in ((a, b, 1, bs.poi), (b, a, -1, 1.0 - bs.poi)):
-                c = sg.clustered_mean(sign * d, groups, conf, by)
-                pairs[x, y]["clustered"] = {**c.to_dict(), "poi_a_better": poi}
-                if strata is not None:
-                    pairs[x, y]["strata"] = {k: v.to_dict() for k, v in
-                                             sg.by_stratum(sign * d, strata, groups, conf, by).items()}
-            print(row(f"{a}-{b}", sg.clustered_mean(d, groups, conf, by), f"  POI {bs.poi:.3f}"))
+            r["strata"] = r["clustered"].pop("strata")
+        if "name" in r:
+            print("\n".join([row(r["name"], r["clustered"])] + [row(f"  {k}", v, f"  {v['n']} rows, {v['clusters']} "
+                                                                   f"{by}s") for k, v in r.get("strata", {}).items()]))
+        elif list(wrong).index(r["a"]) < list(wrong).index(r["b"]):
+            print(row(f"{r['a']}-{r['b']}", r["clustered"], f"  POI {r['clustered']['poi_a_better']:.3f}"))
     return groups
 
 
@@ -180,11 +153,7 @@ def _runs(args: argparse.Namespace, systems: Sequence[SystemOutput], groups: Any
         raise ConfigError("--runs does not add up to the systems read", found=f"{args.runs}",
                           expected=f"counts adding up to {len(systems)} ({', '.join(s.name for s in systems)})")
     parts = [list(systems[sum(args.runs[:i]):sum(args.runs[:i + 1])]) for i in range(len(args.runs))]
-    names = [os.path.commonprefix([s.name for s in p]).rstrip("-_@.:0123456789 ") if len(p) > 1 else ""
-             for p in parts]
-    names = [nm or p[0].name for nm, p in zip(names, parts)]
-    if len(set(names)) < len(names):
-        names = [p[0].name for p in parts]
+    names = [p[0].name for p in parts]   # a system is named by its first run
     out: dict[str, Any] = {"systems": [{"name": nm, "runs": [s.name for s in p],
                                         "rates": [s.errors / s.n for s in p]} for nm, p in zip(names, parts)],
                            "pairs": []}

@@ -230,18 +230,13 @@ def _clustered(test: str, ds: DatasetSplit, wrong: dict[str, np.ndarray], resamp
     try:
         groups, hsf = (meta["writer"], meta["hsf"] if "hsf" in (meta.dtype.names or ()) else None) \
             if meta is not None else row_writers(test, download=False)
-        (name, w), *others = wrong.items()
-        out: dict[str, Any] = {
-            "by": "writer", "system": sg.clustered_mean(w, groups, confidence, "writer").to_dict(), "pairs": [],
-            "strata": None if hsf is None else {k: v.to_dict() for k, v in sg.by_stratum(
-                w, [f"hsf_{h}" for h in hsf], groups, confidence, "writer").items()}}
+        per, pairs = sg.clustered_table(wrong, groups, None if hsf is None else [f"hsf_{h}" for h in hsf],
+                                        "writer", resamples, seed, confidence, first_only=True)
     except MnistforgeError as e:
         return None, f"the writers of {test}'s rows are not known here ({e})"
-    for b, wb in others:
-        bs = sg.hierarchical_poi(w, wb, groups, resamples, sg.pair_seed(seed, name, b), confidence)
-        out["pairs"].append({"a": name, "b": b, "poi_a_better": bs.poi, **sg.clustered_mean(
-            w.astype(np.int8) - wb.astype(np.int8), groups, confidence, "writer").to_dict()})
-    return out, ""
+    first = next(iter(wrong))
+    return {"by": "writer", "system": per[first],
+            "pairs": [{"a": a, "b": b, **c} for (a, b), c in pairs.items() if a == first]}, ""
 
 
 def build_card(system: SystemOutput, ds: DatasetSplit, others: Sequence[SystemOutput] = (), *, test: str | None = None,

@@ -185,7 +185,7 @@ def _sections(card: Card) -> list[Section]:
         rows = [["rows", "mean", f"naive {c}", f"writer-clustered {c}", "design effect", "writers",
                  "POI(A beats B)"]]
         for label, x in [(card.system, w["system"]), *((f"{card.system} in {k}", v) for k, v in
-                                                         (w["strata"] or {}).items()),
+                                                         w["system"].get("strata", {}).items()),
                          *((f"{p['a']} - {p['b']}", p) for p in w["pairs"])]:
             rows.append([label, _pct(x["mean"]), _iv(x["naive_interval"]), _iv(x["interval"]),
                          "-" if x["design_effect"] is None else f"{x['design_effect']:.2f}",

@@ -4,7 +4,7 @@ effect, per-stratum tables, and the hierarchical bootstrap over runs x rows (x c
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from ...errors import ConfigError, FormatError, PathArg
 from ..errorlists import read_text, regular_input
-from .bootstrap import Bootstrap, Seed, _check_resamples, _summarise, probability_of_improvement
+from .bootstrap import Bootstrap, Seed, _check_resamples, _summarise, pair_seed, probability_of_improvement
 from .intervals import _as_wrong, z_two_sided
 
 
@@ -35,9 +35,7 @@ class Clustered:
     naive_interval: tuple[float, float]
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["interval"], d["naive_interval"] = list(self.interval), list(self.naive_interval)
-        return d
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
 
 def _codes(groups: npt.ArrayLike, n: int) -> tuple[np.ndarray, int]:
@@ -81,8 +79,7 @@ def clustered_mean(values: npt.ArrayLike, groups: npt.ArrayLike, confidence: flo
     if k < 2:
         raise ConfigError("a clustered standard error needs two clusters at least", found=f"{k} cluster")
     m = float(x.mean())
-    e = x - m
-    s = np.bincount(codes, weights=e, minlength=k)
+    s, e = np.bincount(codes, weights=x - m, minlength=k), x - m
     se, naive = math.sqrt(k / (k - 1) * float(s @ s)) / x.size, math.sqrt(float(e @ e)) / x.size
     z, lo = z_two_sided(confidence), (0.0 if x.min() >= 0 else -1.0)
     return Clustered(by, k, x.size, m, se, (max(lo, m - z * se), min(1.0, m + z * se)),
@@ -102,13 +99,33 @@ def by_stratum(values: npt.ArrayLike, strata: npt.ArrayLike, groups: npt.ArrayLi
     x, s = np.asarray(values, float), np.asarray(strata)
     g = np.arange(x.size) if groups is None else np.asarray(groups)
     _codes(s, x.size)
-    out = {}
-    for name in np.unique(s).tolist():
-        rows = s == name
-        one = np.unique(g[rows]).size < 2
-        out[str(name)] = clustered_mean(x[rows], np.arange(rows.sum()) if one else g[rows], confidence,
-                                        "rows" if one else by)
-    return out
+    one = {k: np.unique(g[s == k]).size < 2 for k in np.unique(s).tolist()}
+    return {str(k): clustered_mean(x[s == k], np.arange(np.sum(s == k)) if o else g[s == k], confidence,
+                                   "rows" if o else by) for k, o in one.items()}
+
+
+def clustered_table(wrong: Mapping[str, npt.ArrayLike], groups: npt.ArrayLike, strata: npt.ArrayLike | None = None,
+                    by: str = "groups", resamples: int = 100_000, seed: int = 0, confidence: float = 0.95,
+                    first_only: bool = False) -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
+    """``({name: clustered}, {(a, b): clustered of a - b})`` for the systems and their ordered pairs (only
+    the first system's with ``first_only``): :meth:`Clustered.to_dict` with ``strata`` where ``strata``
+    are given, and a pair's ``poi_a_better`` from :func:`hierarchical_poi` drawn in name order."""
+    def one(x: np.ndarray) -> dict[str, Any]:
+        d = clustered_mean(x, groups, confidence, by).to_dict()
+        if strata is not None:
+            d["strata"] = {k: v.to_dict() for k, v in by_stratum(x, strata, groups, confidence, by).items()}
+        return d
+
+    w = {k: _as_wrong(v, k) for k, v in wrong.items()}
+    names, pairs = list(w), {}
+    for i, a in enumerate(names[:1] if first_only else names):
+        for b in names[i + 1:]:
+            x, y = sorted((a, b))
+            poi = hierarchical_poi(w[x], w[y], groups, resamples, pair_seed(seed, x, y), confidence).poi
+            d = w[a].astype(np.int8) - w[b].astype(np.int8)
+            pairs[a, b] = {**one(d), "poi_a_better": poi if x == a else 1.0 - poi}
+            pairs[b, a] = {**one(-d), "poi_a_better": 1.0 - pairs[a, b]["poi_a_better"]}
+    return {k: one(v) for k, v in w.items()}, pairs
 
 
 def _runs(runs: npt.ArrayLike | Sequence[npt.ArrayLike], name: str) -> np.ndarray:
@@ -136,11 +153,10 @@ def hierarchical_poi(runs_a: npt.ArrayLike | Sequence[npt.ArrayLike], runs_b: np
     >>> hierarchical_poi([a, a], [a], groups=np.arange(1000) // 10, resamples=1000).poi
     0.5
     """
-    a, b = _runs(runs_a, "first"), _runs(runs_b, "second")
+    a, b, resamples = _runs(runs_a, "first"), _runs(runs_b, "second"), _check_resamples(resamples)
     if a.shape[1] != b.shape[1]:
         raise ConfigError("systems were not run on the same test set", expected="runs of equal length",
                           found=f"{a.shape[1]} and {b.shape[1]} rows")
-    resamples = _check_resamples(resamples)
     if len(a) == len(b) == 1 and groups is None:
         return probability_of_improvement(a[0], b[0], resamples, seed, confidence)
     codes, k = (np.arange(a.shape[1]), a.shape[1]) if groups is None else _codes(groups, a.shape[1])
@@ -149,8 +165,7 @@ def hierarchical_poi(runs_a: npt.ArrayLike | Sequence[npt.ArrayLike], runs_b: np
     pat, count = pat[::-1], count[::-1]  # one run each: only A wrong, only B wrong, the rest
     zero = (pat == pat[:, :1]).all(axis=1)  # the same errors in every run: no difference ever
     pat, p = pat[~zero], np.append(count[~zero], count[zero].sum()) / k
-    rng = np.random.default_rng(seed)
-    out = np.empty(resamples)
+    rng, out = np.random.default_rng(seed), np.empty(resamples)
     rows = max(1, batch_elements // max(1, len(p) * max(len(a), len(b))))
     for start in range(0, resamples, rows):
         m = min(rows, resamples - start)
@@ -177,9 +192,7 @@ class RunSpread:
     bootstrap: Bootstrap
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["bootstrap"] = self.bootstrap.to_dict()
-        return d
+        return asdict(self)
 
 
 def run_spread(runs_a: npt.ArrayLike | Sequence[npt.ArrayLike], runs_b: npt.ArrayLike | Sequence[npt.ArrayLike],

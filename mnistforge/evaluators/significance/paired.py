@@ -148,9 +148,7 @@ class PairedTest:
     mcnemar_p: float
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["counts"] = asdict(self.counts)
-        return d
+        return asdict(self)   # counts too: asdict recurses
 
 
 def paired_test(wrong_a: npt.ArrayLike, wrong_b: npt.ArrayLike, confidence: float = 0.95) -> PairedTest:

@@ -261,12 +261,14 @@ def check_test_set(test: str, n: int, labels: npt.ArrayLike | None = None, *,
         if rows and count:
             sl = rows_of(rows, count)
             count = sl.stop - sl.start
+    def mismatch(found: int, where: str) -> TestSetMismatchError:
+        return TestSetMismatchError(f"--test-set {test} does not match the predictions", found=f"{found} samples in "
+                                    f"{where}", expected=f"{n} samples (what the systems were scored on)",
+                                    hint=f"give the test set the systems were run on (a slice such as "
+                                         f"{name}:test[:{n}] for a part of it)")
+
     if count is not None and count != n:   # no load needed to see it
-        raise TestSetMismatchError(f"--test-set {test} does not match the predictions",
-                                   expected=f"{n} samples (what the systems were scored on)",
-                                   found=f"{count} samples in {name}:{split}",
-                                   hint="give the test set the systems were run on (a slice such "
-                                        f"as {name}:test[:{n}] for a part of it)")
+        raise mismatch(count, f"{name}:{split}")
     if labels is None and count is not None:
         return
     try:
@@ -277,10 +279,7 @@ def check_test_set(test: str, n: int, labels: npt.ArrayLike | None = None, *,
         logger.info("--test-set %s: labels not compared (%s)", test, e)
         return
     if len(ds) != n:
-        raise TestSetMismatchError(f"--test-set {test} does not match the predictions",
-                                   expected=f"{n} samples (what the systems were scored on)",
-                                   found=f"{len(ds)} samples in {ds.source or test}",
-                                   hint="give the test set the systems were run on")
+        raise mismatch(len(ds), ds.source or test)
     if labels is not None:
         y = np.asarray(labels).ravel()
         diff = np.flatnonzero(np.asarray(ds.labels) != y)
