@@ -261,3 +261,15 @@ def test_the_expected_table_is_what_the_formula_gives():
             k = per_class[formula.split(" x ")[1].split(" / ")[0]]
             e = expected_overlap(MNIST_TEST_PER_CLASS, [k] * 10, SD19_DIGITS_PER_CLASS)
         assert [mean, interval] == [f"{e.mean:,.0f}", "-".join(f"{x:,.0f}" for x in e.interval)]
+
+
+def test_cli_says_the_expectation_for_official_emnist_byclass(qmnist_reference, tmp_path, capsys):
+    out = tmp_path / "e.json"
+    # official EMNIST rows carry no character id: no EMNIST file is needed, nothing is downloaded
+    assert main(["overlap", "mnist:test", "emnist-byclass:train", "--tables", str(qmnist_reference),
+                 "--offline", "--json", str(out)]) == 0
+    said = capsys.readouterr().out
+    e = expected_overlap(10_000, 697_932, 814_255)
+    assert f"{e.mean:,.0f} characters expected" in said and "an expectation, not a count" in said
+    doc = json.loads(out.read_text())["expected_shared_characters"]
+    assert doc["mean"] == pytest.approx(e.mean) and doc["interval"] == pytest.approx(list(e.interval))

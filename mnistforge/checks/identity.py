@@ -1,7 +1,6 @@
-"""One SD19 identity per row (:data:`IDENTITY_DTYPE`, -1 where unknown): ``character`` is the SD19
-character id (the builds' ``sd19_row``), ``digit`` the global NIST digit index (QMNIST's column 5).
-Sources, and how digit indices meet SD19 characters: ``docs/provenance-mnist-qmnist.md``,
-"Overlaps within the family".
+"""One SD19 identity per row (:data:`IDENTITY_DTYPE`, -1 where unknown): ``character`` the SD19 id
+(the builds' ``sd19_row``), ``digit`` the NIST digit index (QMNIST's column 5); sources and how
+they meet: ``docs/provenance-mnist-qmnist.md``, "Overlaps within the family".
 
 >>> ids = from_metadata(np.array([(4, 2100, 7)], [("hsf", "i4"), ("writer", "i4"), ("nist_index", "i4")]))
 >>> ids.tolist()
@@ -49,8 +48,7 @@ def from_metadata(md: np.ndarray) -> np.ndarray:
     """Identities from a structured metadata table (the columns named in the module docstring)."""
     out = np.full(len(md), -1, IDENTITY_DTYPE)
     for field, cols in COLUMNS.items():
-        col = next((c for c in cols if c in (md.dtype.names or ())), None)
-        if col is not None:
+        for col in [c for c in cols if c in (md.dtype.names or ())][:1]:
             out[field] = md[col]
     return out
 
@@ -106,18 +104,16 @@ def _beside(folder: Path, ds: DatasetSplit) -> np.ndarray | None:
 def _sd19_of(folder: Path | None, sd19: PathArg | None) -> tuple[Path | None, str | None]:
     """The SD19 source to use (``sd19``, else the build's when there) and the build's fingerprint."""
     inputs = _manifest(folder).get("inputs", {}) if folder is not None else {}
-    src = inputs.get("sd19")
-    fp = src.get("fingerprint") if isinstance(src, dict) else inputs.get("sd19_fingerprint")
-    path = src.get("path") if isinstance(src, dict) else src
-    if sd19 is not None:
-        return Path(sd19), fp
-    return (Path(path) if isinstance(path, str) and Path(path).exists() else None), fp
+    src: dict[str, Any] = inputs["sd19"] if isinstance(inputs.get("sd19"), dict) else {
+        "path": inputs.get("sd19"), "fingerprint": inputs.get("sd19_fingerprint")}
+    found = src["path"] if isinstance(src.get("path"), str) and Path(src["path"]).exists() else None
+    where = sd19 if sd19 is not None else found
+    return (None if where is None else Path(where)), src.get("fingerprint")
 
 
 def fill_from_sd19(rows: np.ndarray, sd19: PathArg, fingerprint: str | None = None) -> np.ndarray:
-    """``character`` from ``digit`` and back through an SD19 index (row k of its digits has
-    ``digit_index`` k), writer and hsf where missing; ``fingerprint``: the source the rows
-    were built from (another is refused: its rows are other characters)."""
+    """``character`` from ``digit`` and back, writer and hsf where missing, through an SD19 index;
+    ``fingerprint``: the source the rows were built from (another's rows are other characters)."""
     from ..sd19 import open_sd19  # the SD19 reader is only needed here
 
     src = open_sd19(sd19, progress=False)

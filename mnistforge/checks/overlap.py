@@ -1,6 +1,5 @@
-"""What two splits of the MNIST family share (``docs/provenance-mnist-qmnist.md``, "Overlaps"):
-exact from the rows' SD19 identities (:mod:`.identity`), or expected for sets drawn at random
-from a pool (official EMNIST, whose rows carry no character id).
+"""What two splits of the MNIST family share: exact from the rows' SD19 identities (:mod:`.identity`),
+or expected for sets drawn at random (official EMNIST): ``docs/provenance-mnist-qmnist.md``.
 
 >>> e = expected_overlap(10_000, 697_932, 814_255)
 >>> round(e.mean), [round(x) for x in e.interval]
@@ -23,6 +22,8 @@ from .identity import Identities, PathArg, row_identities
 logger = logging.getLogger(__name__)
 LEVELS = ("character", "writer")
 FAMILY = ("mnist", "qmnist", "emnist", "femnist")
+#: official EMNIST ByClass and ByMerge: all SD19 characters split at random (the paper, II-B)
+SD19_CHARACTERS, RANDOM_SPLITS = 814_255, {"train": 697_932, "test": 116_323}
 
 
 @dataclass
@@ -54,15 +55,11 @@ class Overlap:
         return f"{self.a} and {self.b} share {c} characters and {w} writers ({self.level} level: {r})"
 
 
-def _key(a: Identities, b: Identities) -> str | None:
-    return next((k for k in ("character", "digit") if a.known(k) and b.known(k)), None)
-
-
 def compare(a: Identities, b: Identities, level: str = "character") -> Overlap:
     """The :class:`Overlap` of two splits' identities."""
     if level not in LEVELS:
         raise ConfigError("unknown overlap level", expected=" or ".join(LEVELS), found=repr(level))
-    key = _key(a, b)
+    key = next((k for k in ("character", "digit") if a.known(k) and b.known(k)), None)
     if level == "character" and key is None:
         raise ConfigError(f"{a.target} and {b.target} cannot be compared character by character",
                           expected="SD19 character ids (or NIST digit indices) on both sides",
@@ -70,26 +67,22 @@ def compare(a: Identities, b: Identities, level: str = "character") -> Overlap:
                           "tie NIST digit indices to SD19 characters, or use --level writer")
     writers = a.known("writer") and b.known("writer")
     if level == "writer" and not writers:
-        raise ConfigError(f"{a.target} or {b.target} has no writer per row", found=f"{a.source}; "
-                          f"{b.source}", expected="writer ids on both sides")
+        raise ConfigError(f"{a.target} or {b.target} has no writer per row",
+                          found=f"{a.source}; {b.source}", expected="writer ids on both sides")
     side = key if level == "character" else "writer"
-    assert side is not None
-    out = Overlap(a.target, b.target, level, key,
-                  None if key is None else int(np.intersect1d(a.rows[key], b.rows[key]).size),
-                  int(np.intersect1d(a.rows["writer"], b.rows["writer"]).size) if writers else None)
-    for name, x, y in (("a", a, b), ("b", b, a)):
-        out.shared_rows[name] = np.flatnonzero(np.isin(x.rows[side], y.rows[side])).tolist()
-        out.rows[name] = len(x.rows)
-        if writers:
-            out.writers[name] = int(np.unique(x.rows["writer"]).size)
-    return out
+    pairs = (("a", a, b), ("b", b, a))
+    return Overlap(a.target, b.target, level, key,
+                   None if key is None else int(np.intersect1d(a.rows[key], b.rows[key]).size),
+                   int(np.intersect1d(a.rows["writer"], b.rows["writer"]).size) if writers else None,
+                   {n: np.flatnonzero(np.isin(x.rows[side], y.rows[side])).tolist() for n, x, y in pairs},
+                   {n: len(x.rows) for n, x, _ in pairs},
+                   {n: int(np.unique(x.rows["writer"]).size) for n, x, _ in pairs if writers})
 
 
 def overlap(a: PathArg, b: PathArg, level: str = "character", *, tables: PathArg | None = None,
             sd19: PathArg | None = None) -> Overlap:
-    """What splits ``a`` and ``b`` (CLI targets: ``mnist:test``, ``FOLDER:NAME:SPLIT``) share;
-    ``tables``: folder of the published QMNIST tables; ``sd19``: an SD19 source (ties QMNIST's
-    digit indices to the builds' SD19 rows)."""
+    """What splits ``a`` and ``b`` (``mnist:test``, ``FOLDER:NAME:SPLIT``) share; ``tables``: the
+    published QMNIST tables' folder; ``sd19``: an SD19 source (ties digit indices to SD19 rows)."""
     return compare(row_identities(a, tables=tables, sd19=sd19),
                    row_identities(b, tables=tables, sd19=sd19), level)
 
@@ -140,4 +133,13 @@ def expected_overlap(n: Any, drawn: Any, pool: Any, z: float = 1.959964) -> Expe
                     "sum over classes of n_c x d_c / N_c" if len(n) > 1 else f"{n[0]:.0f} x {d[0]:.0f} / {N[0]:.0f}")
 
 
-__all__ = ["Overlap", "Expected", "overlap", "compare", "expected_overlap", "leakage", "LEVELS"]
+def expected_for(a: PathArg, b: PathArg, tables: PathArg | None = None) -> Expected | None:
+    """The characters of ``a`` expected in ``b`` when ``b`` is a side of the official EMNIST
+    ByClass or ByMerge (a random split of all SD19 characters), else None."""
+    name, split, root = resolve_target(b, default_split="test")
+    drawn = RANDOM_SPLITS.get(split) if root is None and name in ("emnist-byclass", "emnist-bymerge") else None
+    return None if drawn is None else expected_overlap(len(row_identities(a, tables=tables).rows),
+                                                       drawn, SD19_CHARACTERS)
+
+
+__all__ = ["Overlap", "Expected", "overlap", "compare", "expected_overlap", "expected_for", "leakage"]

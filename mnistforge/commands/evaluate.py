@@ -195,8 +195,7 @@ def run(args: argparse.Namespace) -> int:
     from ..classifiers.base import make_classifier
 
     check_label_space(ytr, yte, trname, tename)
-    shared = leakage(args.train, args.test, (args.limit_train, args.limit_test))
-    if shared:
+    if shared := leakage(args.train, args.test, (args.limit_train, args.limit_test)):
         print(f"warning: {shared}")
     clf: Any = make_classifier(args.classifier)  # a neural one has best_epoch_, history_, save
     e = pr.evaluate_classifier(clf, Xtr, ytr, Xte, yte, train_name=trname, spec=args.classifier,
