@@ -24,6 +24,7 @@ import numpy as np
 from ..cache.download import fetch_file
 from ..errors import ConfigError, PathArg
 from ..io.idx import read_idx
+from ..registry import get_dataset
 from .core import load
 from .names import parse_split, rows_of
 from .split import DatasetSplit
@@ -135,6 +136,9 @@ def row_writers(test: str, *, cache: PathArg | None = None,
         table = np.asarray(read_idx(path))[:10_000]
         table = table[rows_of(rows, len(table))] if rows else table
         return table[:, 2].astype(np.int64), table[:, 1].astype(np.int64)
+    if root is None and not set(WRITER_FIELDS) & set(get_dataset(name).metadata_fields):  # before any load
+        raise ConfigError(f"the writers of {name}'s rows are not known", found=f"{name} records no writer",
+                          expected="MNIST test, QMNIST, an EMNIST or FEMNIST build (or --groups FILE)")
     ds = load(name, split, root=root, with_metadata=True, download=download, cache=cache)
     fields = () if ds.metadata is None else ds.metadata.dtype.names or ()
     return (np.asarray(ds.metadata[_writer_field(ds)], np.int64),  # type: ignore[index]

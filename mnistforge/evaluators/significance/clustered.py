@@ -133,9 +133,9 @@ def _runs(runs: npt.ArrayLike | Sequence[npt.ArrayLike], name: str) -> np.ndarra
     if not (isinstance(runs, (list, tuple)) and runs and np.ndim(runs[0]) == 1):
         runs = np.atleast_2d(np.asarray(runs))  # a 1-D vector: one run
     vs = [_as_wrong(v, name) for v in runs]
-    if len({v.size for v in vs}) != 1:
-        raise ConfigError(f"the runs of the {name} system differ in length", expected="one wrong-vector "
-                          "per run, all on the same test rows", found=[v.size for v in vs] or "no run")
+    if len({v.size for v in vs}) != 1 or not vs[0].size:
+        raise ConfigError(f"the runs of the {name} system differ in length or are empty", expected="one "
+                          "wrong-vector per run, all on the same test rows", found=[v.size for v in vs] or "no run")
     r = np.stack(vs)
     return r[np.lexsort(r.T[::-1])]
 
