@@ -282,7 +282,10 @@ def _download(remote: RemoteFile, dest: Path, urls: Sequence[str], *, progress: 
                 logger.info("%s: %s (%s)", dest, v.text, url)
                 return FetchResult(remote, dest, v.status, v.sha256, downloaded=True, url=url)
         copy = hub_url(remote) if hub else None
-        if copy and not why_not(remote, _host(copy) in dead):
+        if copy and not why_not(remote) and _host(copy) in dead:
+            unreachable.append(f"{_host(copy)} skipped (unreachable earlier in this fetch)")
+            failures.append(f"{copy}: skipped")
+        elif copy and not why_not(remote):
             try:
                 return _from_hub(session, remote, dest, copy, "; ".join(failures), progress=progress,
                                  timeout=timeout, retries=retries, backoff=backoff,
@@ -309,8 +312,7 @@ def _download(remote: RemoteFile, dest: Path, urls: Sequence[str], *, progress: 
 def _from_hub(session: requests.Session, remote: RemoteFile, dest: Path, url: str, tried: str, *,
               progress: bool | None, timeout: float, retries: int, backoff: float,
               deadline: float | None, give_up: _GiveUp) -> FetchResult:
-    """Every address of ``remote`` failed (``tried``): its split from the Hub's parquet copy at
-    ``url``, accepted by the registry's content hash (:mod:`.hub_parquet`)."""
+    """Every address failed (``tried``): the split from the Hub's parquet copy (:mod:`.hub_parquet`)."""
     try:
         require("pyarrow", "hf", "the Hub's parquet copies")
     except MissingDependencyError as e:

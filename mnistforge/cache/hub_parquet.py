@@ -41,21 +41,19 @@ def hub_url(remote: RemoteFile) -> str | None:
     return f"{(settings.current().hf_endpoint or HUB).rstrip('/')}/{remote.hub_parquet}"
 
 
-def why_not(remote: RemoteFile, dead: bool = False) -> str | None:
-    """Why ``remote`` is not taken from its parquet copy (``dead``: the Hub is unreachable), or None."""
+def why_not(remote: RemoteFile) -> str | None:
+    """Why ``remote`` is not taken from its parquet copy, or None."""
     why = ("the registry pins no hash of its content: a copy of it cannot be verified"
            if not (remote.content_sha256 or remote.content_md5) else
-           "HF_HUB_OFFLINE is set" if settings.current().hf_offline else
-           "the Hub was unreachable earlier in this fetch" if dead else None)
+           "HF_HUB_OFFLINE is set" if settings.current().hf_offline else None)
     if why:
         logger.info("%s: its Hub parquet copy is not tried: %s", remote.id, why)
     return why
 
 
 def place_split(parquet: Path, remote: RemoteFile, url: str) -> Verification:
-    """Write ``remote`` beside ``parquet`` (its copy, from ``url``), and every other file of its
-    split that is not there yet; each verified by its content hash before its rename.  A wrong
-    ``remote`` raises HashMismatchError naming it; a wrong other file is logged and left out."""
+    """Write ``remote`` beside ``parquet`` (its copy, from ``url``), and the other files of its split not
+    there yet, each kept if its content hash matches: a wrong ``remote`` is a HashMismatchError."""
     split = next(iter(read_parquet(parquet).splits.values()))   # one file: one split
 
     def place(f: RemoteFile) -> Verification:
@@ -77,8 +75,8 @@ def place_split(parquet: Path, remote: RemoteFile, url: str) -> Verification:
 def _place(arr: np.ndarray, f: RemoteFile, dest: Path, url: str) -> Verification:
     tmp = dest.with_name(f".hub-{dest.name}")   # its compression suffix kept
     try:
-        if arr.dtype.kind in "iu" and arr.ndim == 1 and arr.size and 0 <= arr.min() and arr.max() < 256:
-            arr = arr.astype(np.uint8)   # the Hub's int64 labels; the official files hold bytes
+        if arr.dtype.kind in "iu" and arr.ndim == 1:   # the Hub's int64 labels; the official bytes
+            arr = arr.astype(np.uint8 if arr.size and 0 <= arr.min() and arr.max() < 256 else np.int32)
         write_idx(tmp, arr)
         try:
             v = verify_file(tmp, f, use_marker=False)

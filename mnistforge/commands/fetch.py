@@ -124,9 +124,9 @@ def _mirrors(args: argparse.Namespace, urls: list[str]) -> Mirrors:
     return parse_mirrors(args.mirror, source="--mirror") if args.mirror else mirrors()
 
 
-def _failure(f: RemoteFile, e: Exception, status: str) -> dict[str, Any]:
-    """Say on stderr that file ``f`` is ``status`` (failed, missing) because of ``e``; its record."""
-    print(f"{status.upper():<12}{f.id}: {e}", file=sys.stderr)
+def _failure(f: RemoteFile, e: Exception, status: str, said: str = "") -> dict[str, Any]:
+    """Say on stderr that file ``f`` is ``status`` (failed, missing) because of ``e`` (or ``said``); its record."""
+    print(f"{status.upper():<12}{f.id}: {said or e}", file=sys.stderr)
     return {"id": f.id, "status": status, "error": str(e), "error_type": type(e).__name__}
 
 
@@ -155,14 +155,9 @@ def run(args: argparse.Namespace) -> int:
         except MnistforgeError as e:
             failed += 1
             codes.append(exit_code(e))
-            if isinstance(e, OfflineError):
-                offline.append(f)
-                print(f"{'FAILED':<12}{f.id}: not in the cache ({cache_path(f, args.cache)})",
-                      file=sys.stderr)
-                records.append({"id": f.id, "status": "failed", "error": str(e),
-                                "error_type": type(e).__name__})
-                continue
-            records.append(_failure(f, e, "failed"))
+            offline += [f] if isinstance(e, OfflineError) else []
+            records.append(_failure(f, e, "failed", f"not in the cache ({cache_path(f, args.cache)})"
+                                    if isinstance(e, OfflineError) else ""))
             continue
         # a copy made from another (the Hub's parquet copy): said each time, from its sidecar
         adopted = r.adopted_from or (read_marker(r.path) or {}).get("adopted_from")
