@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from mnistforge.builders.emnist_splits import EmnistSplitConfig, split_sides
 from mnistforge.builders.femnist import leaf_pixels
 from mnistforge.builders.mnist_prepro import preprocess
 from mnistforge.checks.identity import row_identities
-from mnistforge.checks.overlap import compare, expected_overlap, overlap
+from mnistforge.checks.overlap import compare, expected_overlap, leakage, overlap
 from mnistforge.cli import main
 from mnistforge.errors import ConfigError
 from mnistforge.sd19 import open_sd19
@@ -273,3 +274,29 @@ def test_cli_says_the_expectation_for_official_emnist_byclass(qmnist_reference, 
     assert f"{e.mean:,.0f} characters expected" in said and "an expectation, not a count" in said
     doc = json.loads(out.read_text())["expected_shared_characters"]
     assert doc["mean"] == pytest.approx(e.mean) and doc["interval"] == pytest.approx(list(e.interval))
+
+
+@pytest.fixture
+def tables_in_cache(qmnist_reference, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("MNISTFORGE_HOME", str(home))
+    (home / "qmnist").mkdir(parents=True)
+    for split in ("train", "test"):
+        shutil.copy(qmnist_reference / f"qmnist-{split}-labels-idx2-int.gz", home / "qmnist")
+    return home
+
+
+def test_leakage_of_official_sets_from_the_cached_tables(tables_in_cache):
+    assert leakage("mnist", "mnist:test") is None                      # MNIST keeps writers apart
+    said = leakage("mnist:test", "qmnist:test50k")
+    assert "share 250 writers" in said and "24,582 of the 50,000 test rows" in said
+    # official EMNIST ByClass rows carry no character id: the expectation, said as one
+    e = expected_overlap(10_000, 697_932, 814_255)
+    said = leakage("emnist-byclass", "mnist:test")
+    assert f"{e.mean:,.0f} characters expected" in said and "an expectation" in said
+
+
+def test_leakage_never_downloads(tmp_path, monkeypatch):
+    monkeypatch.setenv("MNISTFORGE_HOME", str(tmp_path / "empty"))
+    assert leakage("emnist-byclass", "mnist:test") is None             # tables not cached: unknown
+    assert not (tmp_path / "empty" / "qmnist").exists()

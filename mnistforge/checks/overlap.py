@@ -20,7 +20,6 @@ from ..loaders import resolve_target
 from .identity import Identities, PathArg, row_identities
 
 logger = logging.getLogger(__name__)
-LEVELS = ("character", "writer")
 FAMILY = ("mnist", "qmnist", "emnist", "femnist")
 #: official EMNIST ByClass and ByMerge: all SD19 characters split at random (the paper, II-B)
 SD19_CHARACTERS, RANDOM_SPLITS = 814_255, {"train": 697_932, "test": 116_323}
@@ -28,9 +27,8 @@ SD19_CHARACTERS, RANDOM_SPLITS = 814_255, {"train": 697_932, "test": 116_323}
 
 @dataclass
 class Overlap:
-    """Rows, characters and writers two splits share.  ``shared_rows``: the rows of each side
-    whose character (``level="character"``) or writer is on the other side; ``key``: the id
-    the characters were compared by (``character``, ``digit``, None: not comparable)."""
+    """What two splits share; ``shared_rows``: each side's rows whose character (or writer, ``level``)
+    is on the other side; ``key``: the id characters were compared by (None: not comparable)."""
     a: str
     b: str
     level: str
@@ -49,16 +47,15 @@ class Overlap:
                 "shared_row_lists": self.shared_rows}
 
     def summary(self) -> str:
-        c = "not comparable" if self.shared_characters is None else f"{self.shared_characters:,}"
-        w = "unknown" if self.shared_writers is None else f"{self.shared_writers:,}"
+        c, w = ("unknown" if v is None else f"{v:,}" for v in (self.shared_characters, self.shared_writers))
         r = ", ".join(f"{len(v):,} of {self.rows[s]:,} rows of {s}" for s, v in self.shared_rows.items())
         return f"{self.a} and {self.b} share {c} characters and {w} writers ({self.level} level: {r})"
 
 
 def compare(a: Identities, b: Identities, level: str = "character") -> Overlap:
     """The :class:`Overlap` of two splits' identities."""
-    if level not in LEVELS:
-        raise ConfigError("unknown overlap level", expected=" or ".join(LEVELS), found=repr(level))
+    if level not in ("character", "writer"):
+        raise ConfigError("unknown overlap level", expected="character or writer", found=repr(level))
     key = next((k for k in ("character", "digit") if a.known(k) and b.known(k)), None)
     if level == "character" and key is None:
         raise ConfigError(f"{a.target} and {b.target} cannot be compared character by character",
@@ -88,21 +85,25 @@ def overlap(a: PathArg, b: PathArg, level: str = "character", *, tables: PathArg
 
 
 def leakage(train: str, test: str, limits: tuple[int | None, int | None] = (None, None)) -> str | None:
-    """The warning for a classifier trained on ``train`` (its first ``limits[0]`` rows) and
-    tested on ``test`` when they share SD19 characters or writers; None when they share none or
-    either side's identities are unknown (then logged; official tables only from the cache)."""
+    """The warning for a classifier trained on ``train`` (its first ``limits[0]`` rows) and tested
+    on ``test`` when they share SD19 characters or writers (official EMNIST ByClass/ByMerge: the
+    expectation); None when they share none or it is unknown (official tables: the cache only)."""
     try:
-        if any(resolve_target(t)[0].split("-")[0] not in FAMILY for t in (train, test)):
+        (n1, s1, r1), (n2, s2, r2) = resolve_target(train, "train"), resolve_target(test, "test")
+        if n1.split("-")[0] not in FAMILY or n2.split("-")[0] not in FAMILY:
             return None
         with settings.using(offline=True):  # no download for a warning: the cache or nothing
+            if r1 is None and n1.startswith("emnist") or r2 is None and n2.startswith("emnist"):
+                e = expected_for(test, f"{n1}:{s1}") if r1 is None else expected_for(train, f"{n2}:{s2}")
+                return None if e is None else f"{train} and {test} share SD19 characters: {e.summary()}"
             a, b = (row_identities(t, default_split=s) for t, s in ((train, "train"), (test, "test")))
         a.rows, b.rows = a.rows[:limits[0]], b.rows[:limits[1]]
         o = compare(a, b, "writer" if a.known("writer") and b.known("writer") else "character")
     except MnistforgeError as e:
         logger.info("no overlap check of %s and %s: %s", train, test, e)
         return None
-    said = [f"{n:,} {what}" for n, what in ((o.shared_characters, "SD19 characters"),
-                                            (o.shared_writers, "writers")) if n]
+    said = [f"{n:,} {what if n > 1 else what[:-1]}" for n, what in (
+        (o.shared_characters or 0, "SD19 characters"), (o.shared_writers or 0, "writers")) if n]
     return None if not said else (
         f"the training set {a.target} and the test set {b.target} share {' and '.join(said)} "
         f"({len(o.shared_rows['b']):,} of the {o.rows['b']:,} test rows by a shared {o.level}): "
@@ -117,12 +118,15 @@ class Expected:
     interval: tuple[float, float]
     formula: str
 
+    def summary(self) -> str:
+        return (f"{self.mean:,.0f} characters expected, 95 % interval {self.interval[0]:,.0f}-"
+                f"{self.interval[1]:,.0f} ({self.formula}): an expectation, not a count")
+
 
 def expected_overlap(n: Any, drawn: Any, pool: Any, z: float = 1.959964) -> Expected:
-    """Characters of a fixed set of ``n`` (all in the pool) expected in a random subset of
-    ``drawn`` of the ``pool``: hypergeometric, mean ``n d / N``, variance
-    ``n p (1 - p) (N - n) / (N - 1)`` with ``p = d / N``; arrays (one entry per class, each
-    class drawn on its own) sum both (a split stratified by class varies a little less)."""
+    """Characters of a fixed set of ``n`` (all in the pool) expected in ``drawn`` of the ``pool`` drawn at
+    random: hypergeometric (mean ``n d / N``, variance ``n p (1-p) (N-n) / (N-1)``, ``p = d / N``);
+    arrays, one entry per class drawn on its own, are summed (a stratified split varies a little less)."""
     n, d, N = (np.atleast_1d(np.asarray(v, np.float64)) for v in (n, drawn, pool))
     if (n < 0).any() or (d < 0).any() or (n > N).any() or (d > N).any() or (N < 2).any():
         raise ConfigError("expected overlap out of range", expected="0 <= n, drawn <= pool, pool >= 2",
@@ -134,8 +138,7 @@ def expected_overlap(n: Any, drawn: Any, pool: Any, z: float = 1.959964) -> Expe
 
 
 def expected_for(a: PathArg, b: PathArg, tables: PathArg | None = None) -> Expected | None:
-    """The characters of ``a`` expected in ``b`` when ``b`` is a side of the official EMNIST
-    ByClass or ByMerge (a random split of all SD19 characters), else None."""
+    """The characters of ``a`` expected in ``b``, a side of the official EMNIST ByClass/ByMerge, else None."""
     name, split, root = resolve_target(b, default_split="test")
     drawn = RANDOM_SPLITS.get(split) if root is None and name in ("emnist-byclass", "emnist-bymerge") else None
     return None if drawn is None else expected_overlap(len(row_identities(a, tables=tables).rows),

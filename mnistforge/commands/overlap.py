@@ -29,10 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..checks.overlap import expected_for, overlap
 
-    e = None if args.level == "writer" else expected_for(args.a, args.b, args.tables)
-    if e is not None:  # official EMNIST rows carry no character id
-        print(f"{args.a} in {args.b}: {e.mean:,.0f} characters expected, 95 % interval "
-              f"{e.interval[0]:,.0f}-{e.interval[1]:,.0f} ({e.formula}): an expectation, not a count")
+    if args.level == "character" and (e := expected_for(args.a, args.b, args.tables)) is not None:
+        print(f"{args.a} in {args.b}: {e.summary()}")
         write_json(args, {"a": args.a, "b": args.b, "expected_shared_characters": vars(e)})
         return EXIT_OK
     o = overlap(args.a, args.b, args.level, tables=args.tables, sd19=args.sd19)
