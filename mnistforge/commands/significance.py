@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="prediction files or error-list files (name, description, 1-based indices)")
     p.add_argument("--names", nargs="+", default=None, help="rename the systems, in order")
     p.add_argument("--n", type=argtypes.int_in(1, 10**8), default=None, help="test-set size for error-list files")
-    p.add_argument("--bootstrap", type=argtypes.int_in(0, 10**7), default=100_000, metavar="B",
+    p.add_argument("--bootstrap", type=argtypes.int_in(1, 10**7), default=100_000, metavar="B",
                    help="bootstrap resamples for the probability of improvement (default 100000)")
     p.add_argument("--seed", type=argtypes.seed, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--confidence", type=argtypes.confidence, default=0.95, help="confidence level (default 0.95)")
@@ -164,11 +164,10 @@ def _runs(args: argparse.Namespace, systems: Sequence[SystemOutput], groups: Any
             rs = sg.run_spread([s.wrong for s in pa], [s.wrong for s in pb], groups, args.bootstrap,
                                sg.pair_seed(args.seed, a, b), args.confidence)
             out["pairs"].append({"a": a, "b": b, **rs.to_dict()})
-            need = "never (the test set is too small)" if rs.runs_needed is None else str(rs.runs_needed)
             print(f"  {a} ({rs.runs[0]} runs, {100 * rs.rates[0]:.2f} % +/- {100 * rs.spread[0]:.2f}) vs {b} "
                   f"({rs.runs[1]} runs, {100 * rs.rates[1]:.2f} % +/- {100 * rs.spread[1]:.2f}): POI "
-                  f"{rs.bootstrap.poi:.3f}, {rs.between_share:.0%} of the variance between runs, "
-                  f"runs per system for significance at {args.confidence:.0%}: {need}")
+                  f"{rs.bootstrap.poi:.3f}, {rs.between_share:.0%} of the variance between runs, runs per system for "
+                  f"significance at {args.confidence:.0%}: {rs.runs_needed or 'never (the test set is too small)'}")
     return out
 
 
@@ -235,8 +234,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         raise ConfigError("no systems given", expected="FILE... or --example keysers2006",
                           found="nothing")
-    if args.bootstrap < 1:
-        raise ConfigError("invalid --bootstrap", expected="B >= 1", found=args.bootstrap)
     sg.z_two_sided(args.confidence)  # validates the confidence level early
     if args.test_set:  # the one named must be the one predicted on, before the bootstrap
         sg.check_test_set(args.test_set, systems[0].n,

@@ -183,13 +183,12 @@ def _sections(card: Card) -> list[Section]:
         out.append(("writers", "Writers", [f"Not shown: {card.clustered_note}."], None, None))
     else:
         rows = [["rows", "mean", f"naive {c}", f"writer-clustered {c}", "design effect", "writers",
-                 "POI(A beats B)"]]
-        for label, x in [(card.system, w["system"]), *((f"{card.system} in {k}", v) for k, v in
-                                                         w["system"].get("strata", {}).items()),
-                         *((f"{p['a']} - {p['b']}", p) for p in w["pairs"])]:
-            rows.append([label, _pct(x["mean"]), _iv(x["naive_interval"]), _iv(x["interval"]),
-                         "-" if x["design_effect"] is None else f"{x['design_effect']:.2f}",
-                         str(x["clusters"]), f"{x['poi_a_better']:.3f}" if "poi_a_better" in x else ""])
+                 "POI(A beats B)"]] + [
+            [label, _pct(x["mean"]), _iv(x["naive_interval"]), _iv(x["interval"]), "-" if x["design_effect"] is None
+             else f"{x['design_effect']:.2f}", str(x["clusters"]),
+             f"{x['poi_a_better']:.3f}" if "poi_a_better" in x else "-"]
+            for label, x in [(card.system, w["system"]), *((f"{card.system} in {k}", v) for k, v in w["system"].get(
+                "strata", {}).items()), *((f"{p['a']} - {p['b']}", p) for p in w["pairs"])]]
         out.append(("writers", "Writers: naive and clustered intervals", [
             "Naive intervals treat the test images as independent; the clustered ones do not."], rows, None))
     q = card.qmnist

@@ -54,7 +54,7 @@ def read_groups(path: PathArg, n: int) -> np.ndarray:
     if str(path).endswith(".npy"):
         try:
             g: np.ndarray = np.load(regular_input(path, what), allow_pickle=False)
-        except ValueError as e:
+        except (ValueError, OSError, EOFError) as e:
             raise FormatError("cannot read the groups", path=path, expected=what, found=str(e)) from None
     else:
         lines = [x.strip() for x in read_text(path, what).splitlines() if x.strip()]

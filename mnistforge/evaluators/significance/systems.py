@@ -70,10 +70,6 @@ class Comparison:
     ties: np.ndarray = field(repr=False)
     poi_strict: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
 
-    @property
-    def errors(self) -> np.ndarray:
-        return np.array([r.errors for r in self.rates])
-
     def pairs(self) -> list[dict[str, Any]]:
         """One dict per ordered pair ``(a, b)``, ``a != b`` (the JSON rows)."""
         out: list[dict[str, Any]] = []
