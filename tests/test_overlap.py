@@ -300,3 +300,13 @@ def test_leakage_never_downloads(tmp_path, monkeypatch):
     monkeypatch.setenv("MNISTFORGE_HOME", str(tmp_path / "empty"))
     assert leakage("emnist-byclass", "mnist:test") is None             # tables not cached: unknown
     assert not (tmp_path / "empty" / "qmnist").exists()
+
+
+def test_a_hugging_face_export_keeps_the_identities(family, tmp_path):
+    pytest.importorskip("datasets", reason="export hf needs the [hf] extra")
+    _sd19, targets = family
+    build = targets["emnist-digits:test"].rsplit(":", 2)[0]
+    assert main(["export", "hf", f"{build}:emnist-digits", "--out", str(tmp_path / "hf")]) == 0
+    exported = row_identities(f"{tmp_path / 'hf'}:emnist-digits:test")
+    built = row_identities(targets["emnist-digits:test"])
+    assert np.array_equal(exported.rows[["writer", "character"]], built.rows[["writer", "character"]])
