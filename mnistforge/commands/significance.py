@@ -234,7 +234,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         raise ConfigError("no systems given", expected="FILE... or --example keysers2006",
                           found="nothing")
-    sg.z_two_sided(args.confidence)  # validates the confidence level early
     if args.test_set:  # the one named must be the one predicted on, before the bootstrap
         sg.check_test_set(args.test_set, systems[0].n,
                           next((s.labels for s in systems if s.labels is not None), None),

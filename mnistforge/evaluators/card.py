@@ -231,7 +231,7 @@ def _clustered(test: str, ds: DatasetSplit, wrong: dict[str, np.ndarray], resamp
         groups, hsf = (meta["writer"], meta["hsf"] if "hsf" in (meta.dtype.names or ()) else None) \
             if meta is not None else row_writers(test, download=False)
         per, pairs = sg.clustered_table(wrong, groups, None if hsf is None else [f"hsf_{h}" for h in hsf],
-                                        "writer", resamples, seed, confidence, first_only=True)
+                                        "writer", resamples, seed, confidence)
     except MnistforgeError as e:
         return None, f"the writers of {test}'s rows are not known here ({e})"
     first = next(iter(wrong))

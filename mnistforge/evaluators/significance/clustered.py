@@ -105,11 +105,11 @@ def by_stratum(values: npt.ArrayLike, strata: npt.ArrayLike, groups: npt.ArrayLi
 
 
 def clustered_table(wrong: Mapping[str, npt.ArrayLike], groups: npt.ArrayLike, strata: npt.ArrayLike | None = None,
-                    by: str = "groups", resamples: int = 100_000, seed: int = 0, confidence: float = 0.95,
-                    first_only: bool = False) -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
-    """``({name: clustered}, {(a, b): clustered of a - b})`` for the systems and their ordered pairs (only
-    the first system's with ``first_only``): :meth:`Clustered.to_dict` with ``strata`` where ``strata``
-    are given, and a pair's ``poi_a_better`` from :func:`hierarchical_poi` drawn in name order."""
+                    by: str = "groups", resamples: int = 100_000, seed: int = 0,
+                    confidence: float = 0.95) -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
+    """``({name: clustered}, {(a, b): clustered of a - b})`` for the systems and their ordered pairs:
+    :meth:`Clustered.to_dict` with ``strata`` where ``strata`` are given, and a pair's ``poi_a_better``
+    from :func:`hierarchical_poi` drawn in name order."""
     def one(x: np.ndarray) -> dict[str, Any]:
         d = clustered_mean(x, groups, confidence, by).to_dict()
         if strata is not None:
@@ -118,7 +118,7 @@ def clustered_table(wrong: Mapping[str, npt.ArrayLike], groups: npt.ArrayLike, s
 
     w = {k: _as_wrong(v, k) for k, v in wrong.items()}
     names, pairs = list(w), {}
-    for i, a in enumerate(names[:1] if first_only else names):
+    for i, a in enumerate(names):
         for b in names[i + 1:]:
             x, y = sorted((a, b))
             poi = hierarchical_poi(w[x], w[y], groups, resamples, pair_seed(seed, x, y), confidence).poi
