@@ -66,6 +66,8 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     # Never touch the user's cache or the network from tests by accident.
     monkeypatch.setenv("MNISTFORGE_HOME", str(tmp_path_factory.getbasetemp() / "mnistforge-home"))
     monkeypatch.setenv("MNISTFORGE_PROGRESS", "0")
+    # the Hub a closed port: a download whose hosts all fail tries its parquet copy (cache/hub_parquet)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
 
 
 @pytest.fixture
