@@ -310,3 +310,11 @@ def test_docs_show_the_real_writer_table(mnist_writers):
     table = "\n".join(keysers_writer_tables(*mnist_writers))
     assert table in DOC.read_text(encoding="utf-8"), (
         "docs/significance.md does not show the current table; paste:\n" + table)
+
+
+def test_identical_runs_change_nothing():
+    k = _keysers()
+    groups = np.arange(10_000) // 34
+    one = sg.hierarchical_poi(k["SC"], k["CNN"], groups, 4000, 3)
+    assert sg.hierarchical_poi([k["SC"]] * 3, [k["CNN"]] * 2, groups, 4000, 3) == one
+    assert sg.run_spread([k["SC"]] * 3, [k["CNN"]] * 2, groups, 4000, 3).bootstrap == one
