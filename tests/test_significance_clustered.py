@@ -318,3 +318,28 @@ def test_identical_runs_change_nothing():
     one = sg.hierarchical_poi(k["SC"], k["CNN"], groups, 4000, 3)
     assert sg.hierarchical_poi([k["SC"]] * 3, [k["CNN"]] * 2, groups, 4000, 3) == one
     assert sg.run_spread([k["SC"]] * 3, [k["CNN"]] * 2, groups, 4000, 3).bootstrap == one
+
+
+def test_cli_cluster_writer_on_an_emnist_build_reads_its_writer_column(tmp_path, capsys):
+    import mnistforge
+    from mnistforge.sd19.synth import SynthConfig, synthesize_sd19
+
+    sd19 = synthesize_sd19(tmp_path / "sd19", SynthConfig(scale=0.002, workers=1), progress=False)
+    out = tmp_path / "digits"
+    assert main(["build", "emnist-digits", "--sd19", str(sd19), "--out", str(out), "--workers", "1"]) == 0
+    ds = mnistforge.load(str(out), "test", with_metadata=True)
+    y, writers = np.asarray(ds.labels), np.asarray(ds.metadata["writer"])
+    rng = np.random.default_rng(0)
+    files = []
+    for name in ("a", "b"):
+        files.append(tmp_path / f"{name}.tsv")
+        el.write_predictions(files[-1], np.where(rng.random(y.size) < 0.3, (y + 1) % 10, y), y, name=name)
+    js = tmp_path / "r.json"
+    capsys.readouterr()
+    assert main(["significance", *map(str, files), "--cluster", "writer", "--test-set", f"{out}:test",
+                 "--bootstrap", "500", "--json", str(js)]) == 0
+    d = json.loads(js.read_text())
+    a = el.read_predictions(files[0]).wrong
+    assert d["systems"][0]["clustered"]["se"] == pytest.approx(sg.clustered_mean(a, writers).se, rel=1e-12)
+    assert d["systems"][0]["clustered"]["clusters"] == np.unique(writers).size
+    assert set(d["systems"][0]["strata"]) == {f"hsf_{h}" for h in np.unique(ds.metadata["hsf"])}
