@@ -124,7 +124,8 @@ def fetch(name_or_file: str | RemoteFile, *, root: PathArg | None = None, progre
     mirror, the first ``backoff`` seconds later, doubled up to :data:`MAX_BACKOFF_WAIT`;
     ``deadline``: seconds one attempt may take (:func:`default_deadline`); ``give_up_after``:
     seconds all attempts at one file may take together; ``dead_hosts``: hosts (``HOST:PORT``)
-    found unreachable, not asked again.  Raises OfflineError, DownloadError, HashMismatchError.
+    found unreachable, not asked again.  Every address failed: the Hub's parquet copy, if any
+    (:mod:`.hub_parquet`).  Raises OfflineError, DownloadError, HashMismatchError.
     """
     chosen = parse_user_mirrors(mirrors)
     dead = set() if dead_hosts is None else dead_hosts
