@@ -343,3 +343,12 @@ def test_cli_cluster_writer_on_an_emnist_build_reads_its_writer_column(tmp_path,
     assert d["systems"][0]["clustered"]["se"] == pytest.approx(sg.clustered_mean(a, writers).se, rel=1e-12)
     assert d["systems"][0]["clustered"]["clusters"] == np.unique(writers).size
     assert set(d["systems"][0]["strata"]) == {f"hsf_{h}" for h in np.unique(ds.metadata["hsf"])}
+
+
+def test_a_difference_interval_is_never_clipped_at_zero():
+    rng = np.random.default_rng(2)
+    groups = np.arange(400) // 4
+    d = (rng.random(400) < 0.01).astype(np.int8)   # A worse on a few rows, never better
+    for c in (sg.clustered_mean(d, groups), *sg.by_stratum(d, groups % 2, groups).values()):
+        assert c.interval[0] < 0 < c.interval[1] or c.mean == 0
+    assert sg.clustered_mean(d.astype(bool), groups).interval[0] == 0.0   # a rate is

@@ -22,7 +22,7 @@ class Clustered:
     """The mean of ``n`` per-row values in ``clusters`` groups (``by``): ``se`` the CR1 standard
     error, ``naive_se`` the one of independent rows, ``design_effect`` ``(se / naive_se)**2``
     (None when both are 0), intervals ``mean +/- z*se`` (and ``z*naive_se``) clipped to [0, 1]
-    for rates, [-1, 1] for differences."""
+    for rates, [-1, 1] for differences (signed integers or negative values)."""
 
     by: str
     clusters: int
@@ -74,14 +74,15 @@ def clustered_mean(values: npt.ArrayLike, groups: npt.ArrayLike, confidence: flo
     >>> c.clusters, round(c.se, 4), round(c.design_effect, 2)
     (3, 0.3333, 3.0)
     """
-    x = np.asarray(values, float)
+    v = np.asarray(values)
+    x = v.astype(float)
     codes, k = _codes(groups, x.size)
     if k < 2:
         raise ConfigError("a clustered standard error needs two clusters at least", found=f"{k} cluster")
     m = float(x.mean())
     s, e = np.bincount(codes, weights=x - m, minlength=k), x - m
     se, naive = math.sqrt(k / (k - 1) * float(s @ s)) / x.size, math.sqrt(float(e @ e)) / x.size
-    z, lo = z_two_sided(confidence), (0.0 if x.min() >= 0 else -1.0)
+    z, lo = z_two_sided(confidence), (-1.0 if np.issubdtype(v.dtype, np.signedinteger) or x.min() < 0 else 0.0)
     return Clustered(by, k, x.size, m, se, (max(lo, m - z * se), min(1.0, m + z * se)),
                      se ** 2 / naive ** 2 if naive else None, naive,
                      (max(lo, m - z * naive), min(1.0, m + z * naive)))
@@ -96,7 +97,7 @@ def by_stratum(values: npt.ArrayLike, strata: npt.ArrayLike, groups: npt.ArrayLi
     >>> {k: v.mean for k, v in r.items()}
     {'hsf_0': 0.0, 'hsf_4': 0.5}
     """
-    x, s = np.asarray(values, float), np.asarray(strata)
+    x, s = np.asarray(values), np.asarray(strata)
     g = np.arange(x.size) if groups is None else np.asarray(groups)
     _codes(s, x.size)
     one = {k: np.unique(g[s == k]).size < 2 for k in np.unique(s).tolist()}
