@@ -49,10 +49,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     # an unknown name is refused by errorlists.load_example with the list of examples
     p.add_argument("--example", default=None, metavar="NAME",
                    help="run on a bundled example instead of FILES: keysers2006")
-    p.add_argument("--cluster", choices=["writer"], default=None,
+    one = p.add_mutually_exclusive_group()   # --cluster or --groups
+    one.add_argument("--cluster", choices=["writer"], default=None,
                    help="writer-clustered intervals, design effects and NIST-series strata, the writers "
                         "from the registry (MNIST test: QMNIST's table; QMNIST, EMNIST, FEMNIST builds)")
-    p.add_argument("--groups", default=None, metavar="FILE",
+    one.add_argument("--groups", default=None, metavar="FILE",
                    help="clustered intervals by the groups in FILE (.npy or .csv: one id per test row)")
     p.add_argument("--runs", nargs="+", type=argtypes.int_in(1, 10**4), default=None, metavar="K",
                    help="the FILEs are runs (training seeds): the first K1 of one system, the next K2 "
@@ -86,11 +87,8 @@ def _print_tables(comp: Comparison, systems: Sequence[SystemOutput]) -> None:
           "ties counted half (strict: ties not counted):")
     print(" " * width + "".join(f"{nm:>{max(8, len(nm) + 2)}}" for nm in comp.names))
     for i, a in enumerate(comp.names):
-        cells = []
-        for j, b in enumerate(comp.names):
-            w = max(8, len(b) + 2)
-            cells.append(f"{'-':>{w}}" if i == j else f"{comp.poi[i, j]:>{w}.3f}")
-        print(f"{a:<{width}}" + "".join(cells))
+        print(f"{a:<{width}}" + "".join(f"{'-' if i == j else f'{comp.poi[i, j]:.3f}':>{max(8, len(b) + 2)}}"
+                                        for j, b in enumerate(comp.names)))
     print("\npaired comparisons (A worse than B: n12 - n21 >= z*sqrt(n12 + n21), "
           f"one-sided {conf}):")
     print(f"{'A':<{width}} {'B':<{width}} {'errA':>5} {'errB':>5} {'n12':>5} {'n21':>5}"
@@ -111,8 +109,6 @@ def _clustered(args: argparse.Namespace, systems: Sequence[SystemOutput], wrong:
     """Print the clustered intervals (and strata) of the systems and pairs, add them to ``result``
     (``clustered``, ``strata``); return the groups (None without --cluster or --groups)."""
     conf, hsf = args.confidence, None
-    if args.groups and args.cluster:
-        raise ConfigError("give either --cluster or --groups", expected="one source of groups", found="both")
     if args.groups:
         groups, by = sg.read_groups(args.groups, len(next(iter(wrong.values())))), "groups"
     elif args.cluster:
@@ -239,8 +235,7 @@ def run(args: argparse.Namespace) -> int:
                           next((s.labels for s in systems if s.labels is not None), None),
                           cache=args.cache)
 
-    combination = None
-    published = None
+    combination = published = None
     if args.example == "keysers2006":
         # The four base systems vote; CC is the published combination to compare against.
         published = next(s for s in systems if s.name == "CC")
