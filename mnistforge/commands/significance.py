@@ -51,10 +51,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="run on a bundled example instead of FILES: keysers2006")
     one = p.add_mutually_exclusive_group()   # --cluster or --groups
     one.add_argument("--cluster", choices=["writer"], default=None,
-                   help="writer-clustered intervals, design effects and NIST-series strata, the writers "
-                        "from the registry (MNIST test: QMNIST's table; QMNIST, EMNIST, FEMNIST builds)")
+                     help="writer-clustered intervals, design effects and NIST-series strata, the writers "
+                          "from the registry (MNIST test: QMNIST's table; QMNIST, EMNIST, FEMNIST builds)")
     one.add_argument("--groups", default=None, metavar="FILE",
-                   help="clustered intervals by the groups in FILE (.npy or .csv: one id per test row)")
+                     help="clustered intervals by the groups in FILE (.npy or .csv: one id per test row)")
     p.add_argument("--runs", nargs="+", type=argtypes.int_in(1, 10**4), default=None, metavar="K",
                    help="the FILEs are runs (training seeds): the first K1 of one system, the next K2 "
                         "of the next...; adds the between-run spread and a bootstrap over runs x rows")
