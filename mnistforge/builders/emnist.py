@@ -180,8 +180,7 @@ def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfi
     if strategy not in ("workers", "main"):
         raise ConfigError("invalid strategy", expected="'workers' or 'main'", found=repr(strategy))
     workers = settings.current(workers=workers).workers
-    bar = progress(total=len(rows), desc="EMNIST convert", unit="char",
-                   disable=_disable(show_progress))
+    bar = progress(total=len(rows), desc="EMNIST convert", unit="char", disable=_disable(show_progress))
 
     if strategy == "workers" and workers > 1 and len(rows) > CONVERT_CHUNK and isinstance(src, SD19Source):
         with bar, named_worker_errors("converting SD19 characters for EMNIST"), \
@@ -203,8 +202,7 @@ def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfi
             while pending:
                 done += collect()
         if done != len(rows):
-            raise BuildError("SD19 reader returned too few characters",
-                             expected=f"{len(rows)} rows", found=f"{done}")
+            raise BuildError("SD19 reader returned too few characters", expected=f"{len(rows)} rows", found=f"{done}")
         return store
 
     def job(start: int, imgs: np.ndarray) -> int:
@@ -280,8 +278,7 @@ class EmnistBuildConfig:
             raise ConfigError("unknown EMNIST orientation", expected="'official' or 'upright'",
                               found=repr(self.orientation))
         if self.workers is not None and (not isinstance(self.workers, int) or self.workers < 1):
-            raise ConfigError("invalid number of EMNIST workers", expected="a positive integer",
-                              found=self.workers)
+            raise ConfigError("invalid number of EMNIST workers", expected="a positive integer", found=self.workers)
         _ = self.split_config  # raises ConfigError for a bad seed, split_by, letters_variant or scale
 
     @property
@@ -363,15 +360,11 @@ def _build(sd19: str | os.PathLike[str], out: str | os.PathLike[str], cfg: Emnis
     is_test = split_sides(index, split_config)
     dsets = make_splits(index, names, split_config, is_test=is_test)
 
-    rows = np.unique(np.concatenate([np.concatenate([d.train_rows, d.test_rows])
-                                     for d in dsets.values()]))
-    logger.info("EMNIST: converting %d of %d SD19 characters once for %s",
-                len(rows), len(index), ", ".join(names))
-    with atomic_dir(out, overwrite=overwrite, inputs=[getattr(src, "path", sd19)],
-                    owned=build_folder_problems) as tmp:
+    rows = np.unique(np.concatenate([np.concatenate([d.train_rows, d.test_rows]) for d in dsets.values()]))
+    logger.info("EMNIST: converting %d of %d SD19 characters once for %s", len(rows), len(index), ", ".join(names))
+    with atomic_dir(out, overwrite=overwrite, inputs=[getattr(src, "path", sd19)], owned=build_folder_problems) as tmp:
         t0 = time.perf_counter()
-        store = convert_rows(src, rows, config, orientation=orientation, workers=workers,
-                             show_progress=show_progress)
+        store = convert_rows(src, rows, config, orientation=orientation, workers=workers, show_progress=show_progress)
         t1 = time.perf_counter()
         logger.info("EMNIST: read + converted %d characters in %.1f s (%.0f/s)",
                     len(rows), t1 - t0, len(rows) / max(t1 - t0, 1e-9))
@@ -382,14 +375,10 @@ def _build(sd19: str | os.PathLike[str], out: str | os.PathLike[str], cfg: Emnis
             fn = file_names(name)
             with atomic_file(tmp / fn["mapping"], "w") as f:
                 f.write("\n".join(mapping_lines(d.kind)) + "\n")
-            for part, r, lab in (("train", d.train_rows, d.train_labels),
-                                 ("test", d.test_rows, d.test_labels)):
-                tasks.append((len(r) * 28 * 28, _write_images, tmp / fn[(part, "images")],
-                              store, slot_of[r]))
-                tasks.append((len(r), _write_array, tmp / fn[(part, "labels")],
-                              lab.astype(np.uint8)))
-                tasks.append((len(r) * 24, _write_array, tmp / fn[(part, "metadata")],
-                              make_metadata(index, r)))
+            for part, r, lab in (("train", d.train_rows, d.train_labels), ("test", d.test_rows, d.test_labels)):
+                tasks.append((len(r) * 28 * 28, _write_images, tmp / fn[(part, "images")], store, slot_of[r]))
+                tasks.append((len(r), _write_array, tmp / fn[(part, "labels")], lab.astype(np.uint8)))
+                tasks.append((len(r) * 24, _write_array, tmp / fn[(part, "metadata")], make_metadata(index, r)))
         tasks, copies = _dedupe(tasks)
         tasks.sort(key=lambda t: -t[0])  # biggest first keeps the threads busy
         bar = progress(total=len(tasks) + len(copies), desc="EMNIST write", unit="file",
@@ -407,8 +396,7 @@ def _build(sd19: str | os.PathLike[str], out: str | os.PathLike[str], cfg: Emnis
         logger.info("EMNIST: wrote %d files in %.1f s", len(tasks), time.perf_counter() - t1)
         summaries = {name: d.summary() for name, d in dsets.items()}
         for name, s in summaries.items():
-            s["files"] = {("mapping" if k == "mapping" else "-".join(k)): v
-                          for k, v in file_names(name).items()}
+            s["files"] = {("mapping" if k == "mapping" else "-".join(k)): v for k, v in file_names(name).items()}
             s["orientation"] = orientation
         notes = [
             "images stored transposed like the official EMNIST idx files"

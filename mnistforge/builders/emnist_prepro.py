@@ -72,8 +72,7 @@ class EmnistPreproConfig:
         if self.truncate <= 0:
             raise ConfigError("EMNIST conversion: truncate must be positive", found=self.truncate)
         if self.bbox_threshold < 0:
-            raise ConfigError("EMNIST conversion: bbox_threshold must be >= 0",
-                              found=self.bbox_threshold)
+            raise ConfigError("EMNIST conversion: bbox_threshold must be >= 0", found=self.bbox_threshold)
         if self.border_stage not in ("after", "before"):
             raise ConfigError("EMNIST conversion: unknown border_stage",
                               expected="'after' or 'before'", found=repr(self.border_stage))
@@ -132,8 +131,7 @@ def cubic_kernel(x: np.ndarray, a: float = -0.5) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=512)
-def resample_matrix(in_size: int, out_size: int, a: float = -0.5,
-                    antialias: bool = True) -> np.ndarray:
+def resample_matrix(in_size: int, out_size: int, a: float = -0.5, antialias: bool = True) -> np.ndarray:
     """``out_size x in_size`` bicubic resampling matrix, Pillow's construction.
 
     Follows ``precompute_coeffs`` in Pillow's ``Resample.c``: output pixel
@@ -203,8 +201,7 @@ def blur_batch(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFIG,
     """Blur a batch (n, H, W) along H and W with SciPy (mode constant)."""
     x = images.astype(dtype)
     for axis in (1, 2):
-        x = gaussian_filter1d(x, config.sigma, axis=axis, mode="constant", cval=0.0,
-                              truncate=config.truncate)
+        x = gaussian_filter1d(x, config.sigma, axis=axis, mode="constant", cval=0.0, truncate=config.truncate)
     return x
 
 
@@ -277,8 +274,7 @@ def _finish(resampled: np.ndarray, config: EmnistPreproConfig) -> np.ndarray:
     return finished
 
 
-def convert_batch(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFIG,
-                  *, chunk: int = 512) -> np.ndarray:
+def convert_batch(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFIG, *, chunk: int = 512) -> np.ndarray:
     """Convert a batch of 128x128 binary characters to EMNIST 28x28 bytes.
 
     ``images`` (ndarray, bool or 0/1 integers, shape (n, 128, 128)): True (1) = ink.
@@ -360,8 +356,7 @@ def convert_reference(image: np.ndarray, config: EmnistPreproConfig = DEFAULT_CO
                           expected="cubic_a=-0.5 and antialias=True",
                           found=f"cubic_a={config.cubic_a}, antialias={config.antialias}")
     img = np.asarray(image).astype(np.float64)
-    blurred = gaussian_filter(img, config.sigma, mode="constant", cval=0.0,
-                              truncate=config.truncate)
+    blurred = gaussian_filter(img, config.sigma, mode="constant", cval=0.0, truncate=config.truncate)
     mask = blurred > config.bbox_threshold
     n_out = config.resample_side
     if not mask.any():

@@ -80,11 +80,9 @@ _DATASET_IDS = {name: i + 1 for i, name in enumerate(DATASETS + ("letters37",))}
 def dataset_kind(name: str, letters_variant: str = "official") -> str:
     """Internal name of a dataset: ``letters`` becomes ``letters37`` for the paper variant."""
     if name not in DATASETS:
-        raise ConfigError(f"unknown EMNIST dataset {name!r}", expected=", ".join(DATASETS),
-                          found=name)
+        raise ConfigError(f"unknown EMNIST dataset {name!r}", expected=", ".join(DATASETS), found=name)
     if letters_variant not in ("official", "paper37"):
-        raise ConfigError("unknown letters variant", expected="'official' or 'paper37'",
-                          found=repr(letters_variant))
+        raise ConfigError("unknown letters variant", expected="'official' or 'paper37'", found=repr(letters_variant))
     if name == "letters" and letters_variant == "paper37":
         return "letters37"
     return name
@@ -111,8 +109,7 @@ def class_list(kind: str) -> list[str]:
         return _bymerge_chars()[10:]
     if kind in ("digits", "mnist"):
         return list(DIGITS)
-    raise ConfigError(f"unknown EMNIST dataset {kind!r}", expected=", ".join(DATASETS),
-                      found=kind)
+    raise ConfigError(f"unknown EMNIST dataset {kind!r}", expected=", ".join(DATASETS), found=kind)
 
 
 def label_table(kind: str) -> np.ndarray:
@@ -140,8 +137,7 @@ def label_table(kind: str) -> np.ndarray:
         for i, ch in enumerate(DIGITS):
             t[ord(ch)] = i
         return t
-    raise ConfigError(f"unknown EMNIST dataset {kind!r}", expected=", ".join(DATASETS),
-                      found=kind)
+    raise ConfigError(f"unknown EMNIST dataset {kind!r}", expected=", ".join(DATASETS), found=kind)
 
 
 def mapping_lines(kind: str) -> list[str]:
@@ -181,8 +177,7 @@ class EmnistSplitConfig:
         if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise ConfigError("EMNIST split seed must be a non-negative integer", found=self.seed)
         if self.split_by not in ("random", "writer"):
-            raise ConfigError("unknown split_by", expected="'random' or 'writer'",
-                              found=repr(self.split_by))
+            raise ConfigError("unknown split_by", expected="'random' or 'writer'", found=repr(self.split_by))
         if self.letters_variant not in ("official", "paper37"):
             raise ConfigError("unknown letters variant", expected="'official' or 'paper37'",
                               found=repr(self.letters_variant))
@@ -330,8 +325,7 @@ def _writer_sides(index: IndexLike, config: EmnistSplitConfig) -> np.ndarray:
     """
     writer = np.asarray(index["writer"]).astype(np.int64)
     hsf = np.asarray(index["hsf"]).astype(np.int64)
-    writers, first, inverse, counts = np.unique(writer, return_index=True,
-                                                return_inverse=True, return_counts=True)
+    writers, first, inverse, counts = np.unique(writer, return_index=True, return_inverse=True, return_counts=True)
     w_hsf = hsf[first]
     rng = _rng(config.seed, 0)
     key = np.zeros(len(writers))

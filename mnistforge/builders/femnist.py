@@ -141,8 +141,7 @@ class FemnistBuildConfig:
 
     def __post_init__(self) -> None:
         if self.sample not in ("iid", "niid", None):
-            raise ConfigError("invalid -s (LEAF's sampling)", expected="'iid', 'niid' or none",
-                              found=repr(self.sample))
+            raise ConfigError("invalid -s (LEAF's sampling)", expected="'iid', 'niid' or none", found=repr(self.sample))
         _fraction("--sf (LEAF's sample fraction)", self.fraction)
         _fraction("--iu (LEAF's iid user fraction)", self.iid_users)
         _fraction("--tf (LEAF's train fraction)", self.train_fraction, high_open=True)
@@ -158,11 +157,9 @@ class FemnistBuildConfig:
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ConfigError(f"invalid FEMNIST {name}", expected="an integer >= 0", found=v)
         if self.resize not in RESIZERS:
-            raise ConfigError("unknown FEMNIST resize", expected=" or ".join(RESIZERS),
-                              found=repr(self.resize))
+            raise ConfigError("unknown FEMNIST resize", expected=" or ".join(RESIZERS), found=repr(self.resize))
         if self.layout not in LAYOUTS:
-            raise ConfigError("unknown FEMNIST layout", expected=" or ".join(LAYOUTS),
-                              found=repr(self.layout))
+            raise ConfigError("unknown FEMNIST layout", expected=" or ".join(LAYOUTS), found=repr(self.layout))
 
     @property
     def leaf(self) -> leaf.LeafOptions:

@@ -143,8 +143,7 @@ def all_data(index: np.ndarray | Mapping[str, Any], repeat_first: bool = True) -
     files = []
     for k in range(0, len(writers), MAX_WRITERS):
         part = writers[k:k + MAX_WRITERS]
-        files.append(LeafFile(f"all_data_{k // MAX_WRITERS}.json", [u for u, _ in part],
-                              {u: r for u, r in part}))
+        files.append(LeafFile(f"all_data_{k // MAX_WRITERS}.json", [u for u, _ in part], {u: r for u, r in part}))
     return files
 
 
@@ -218,8 +217,7 @@ def split(files: list[LeafFile], opts: LeafOptions) -> tuple[list[LeafFile], lis
             tail = rest[p:] if p != -1 else ".json"
             nf = f"{last[:num_i - 1]}_0{tail}"
             users = [u for u, _ in members]
-            sides.append([LeafFile(f"{nf[:-5]}_{which}_{label}.json", users,
-                                   {u: f.rows[u] for u, f in members})])
+            sides.append([LeafFile(f"{nf[:-5]}_{which}_{label}.json", users, {u: f.rows[u] for u, f in members})])
         return sides[0], sides[1]
     train, test = [], []
     for f in files:

@@ -71,8 +71,7 @@ class MnistPreproConfig:
             raise ConfigError("invalid fudge factor", expected="a number in (0, 1]",
                               found=repr(self.fudge), hint="use 0.99 (published) or 1 (clean)")
         if self.centring not in CENTRINGS:
-            raise ConfigError("invalid centring", expected=" or ".join(CENTRINGS),
-                              found=repr(self.centring))
+            raise ConfigError("invalid centring", expected=" or ".join(CENTRINGS), found=repr(self.centring))
         object.__setattr__(self, "fudge", float(self.fudge))
 
     @property
@@ -318,8 +317,7 @@ def _weight_matrix(n: int, fudge: float) -> Any:  # a scipy.sparse.csr_matrix (s
     counts = keep.sum(axis=1)
     indptr = np.zeros(n * n + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
-    w = sp.csr_matrix((weights[keep], cells[keep].astype(np.int32), indptr.astype(np.int32)),
-                      shape=(n * n, BOX * BOX))
+    w = sp.csr_matrix((weights[keep], cells[keep].astype(np.int32), indptr.astype(np.int32)), shape=(n * n, BOX * BOX))
     return w
 
 
@@ -468,8 +466,7 @@ def preprocess(images: npt.ArrayLike, config: MnistPreproConfig | None = None) -
     config = config or MnistPreproConfig()
     images = np.asarray(images)
     if images.ndim != 3:
-        raise ConfigError("images have the wrong shape", expected="(n, H, W)",
-                          found=str(images.shape))
+        raise ConfigError("images have the wrong shape", expected="(n, H, W)", found=str(images.shape))
     if images.dtype != bool:
         images = cast(np.ndarray, images != 0)   # NumPy types an array's != as Any
     if images.shape[0] == 0:

@@ -64,8 +64,7 @@ from ..sd19.completeness import description_path, source_shortfalls, synthetic_d
 from ..sd19.integrity import source_problems
 from . import qmnist_recipe as qr
 from .label_votes import write_label_votes
-from .qmnist_files import (MNIST_FILES, QMNIST_FILES, split_jobs, write_files,
-                           write_xnist)
+from .qmnist_files import (MNIST_FILES, QMNIST_FILES, split_jobs, write_files, write_xnist)
 from ..io.similar import blake2b_image_digests
 from .mnist_prepro import MnistPreproConfig, duplicate_of, preprocess
 from ..sd19.reader import SD19Source, open_sd19
@@ -119,11 +118,9 @@ class QmnistBuildConfig:
             raise ConfigError("invalid duplicates mode", expected=" or ".join(DUPLICATE_MODES),
                               found=repr(self.duplicates))
         if self.batch_size < 1:
-            raise ConfigError("invalid batch size", expected="a positive integer",
-                              found=self.batch_size)
+            raise ConfigError("invalid batch size", expected="a positive integer", found=self.batch_size)
         if self.workers is not None and (not isinstance(self.workers, int) or self.workers < 1):
-            raise ConfigError("invalid number of workers", expected="a positive integer",
-                              found=self.workers)
+            raise ConfigError("invalid number of workers", expected="a positive integer", found=self.workers)
 
 
 # --- Public API -------------------------------------------------------------------------------
@@ -202,8 +199,7 @@ def preprocess_rows(src: SD19Source, rows: npt.ArrayLike, prepro: MnistPreproCon
                 while pending:
                     pos = _collect(pending.popleft(), out, bar, pos)
         elif strategy in ("workers", "main"):
-            for batch_rows, imgs in src.read(rows, batch_size=batch_size,
-                                             workers=workers if strategy == "main" else 1):
+            for batch_rows, imgs in src.read(rows, batch_size=batch_size, workers=workers if strategy == "main" else 1):
                 k = len(batch_rows)
                 out[pos:pos + k] = preprocess(imgs, prepro)
                 pos += k
@@ -393,8 +389,7 @@ def _build(target: str, sd19_path: str | os.PathLike[str], out: str | os.PathLik
     else:
         dup_mask = source_dup >= 0
 
-    parameters: dict[str, Any] = {"target": target, "preprocessing": prepro.as_dict(),
-                  "duplicates": config.duplicates}
+    parameters: dict[str, Any] = {"target": target, "preprocessing": prepro.as_dict(), "duplicates": config.duplicates}
     if as_published:
         parameters["selection"] = "published"
         notes.append("the selection is the published QMNIST tables' (train, and the first "
@@ -469,11 +464,9 @@ def _build(target: str, sd19_path: str | os.PathLike[str], out: str | os.PathLik
             write_files(split_jobs(tmp, files["train"], tr_imgs, tr_tab)
                          + split_jobs(tmp, files["test"], te_imgs, te_tab))
             counts = {"train": int(sel.train.size), "test": int(test_rows.size)}
-            notes += write_label_votes(tmp, "mnist" if target == "mnist" else "qmnist",
-                                       {"test": te_tab[:, qr.CLASS]})
+            notes += write_label_votes(tmp, "mnist" if target == "mnist" else "qmnist", {"test": te_tab[:, qr.CLASS]})
             if target == "qmnist":
-                counts.update(test10k=int(min(10000, test_rows.size)),
-                              test50k=int(max(0, test_rows.size - 10000)))
+                counts.update(test10k=int(min(10000, test_rows.size)), test50k=int(max(0, test_rows.size - 10000)))
         # xnist is the "nist" split of the registry's qmnist dataset
         dataset = "mnist" if target == "mnist" else "qmnist"
         manifest = Manifest(kind=target, inputs=inputs, parameters=parameters, notes=notes,

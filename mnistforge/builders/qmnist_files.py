@@ -103,8 +103,7 @@ def write_files(jobs: Iterable[Callable[[], object]]) -> None:
             fut.result()
 
 
-def split_jobs(folder: Path, names: dict[str, str], images: np.ndarray,
-               table: np.ndarray) -> list[Callable[[], None]]:
+def split_jobs(folder: Path, names: dict[str, str], images: np.ndarray, table: np.ndarray) -> list[Callable[[], None]]:
     jobs: list[Callable[[], None]] = [lambda: write_idx(folder / names["images"], images)]
     if "labels" in names:
         jobs.append(lambda: write_idx(folder / names["labels"], table[:, qr.CLASS].astype(np.uint8)))

@@ -202,8 +202,7 @@ def order_like_published(selection: Selection, published_train: npt.ArrayLike,
     [1, 0]
     """
     out: dict[str, np.ndarray] = {}
-    for name, mine, pub_like in (("train", selection.train, published_train),
-                                 ("test", selection.test, published_test)):
+    for name, mine, pub_like in (("train", selection.train, published_train), ("test", selection.test, published_test)):
         pub = np.asarray(pub_like)
         order = pub[:, NIST_INDEX] if pub.ndim == 2 else pub
         order = order.astype(np.int64)
@@ -239,8 +238,7 @@ def published_selection(table: npt.ArrayLike, published_train: npt.ArrayLike, pu
     """
     table = np.asarray(table)
     recipe = recipe or QmnistRecipe.for_digits(len(table))
-    train, test = (np.asarray(p)[:, NIST_INDEX].astype(np.int64) for p in (published_train,
-                                                                           published_test))
+    train, test = (np.asarray(p)[:, NIST_INDEX].astype(np.int64) for p in (published_train, published_test))
 
     def core(rows: np.ndarray, writers: tuple[int, int]) -> int:
         w = table[rows, WRITER]
@@ -254,8 +252,7 @@ def published_selection(table: npt.ArrayLike, published_train: npt.ArrayLike, pu
 def check_table(table: np.ndarray) -> None:
     """Raise :class:`FormatError` unless ``table`` is an (n, 8) digit table in global order."""
     if table.ndim != 2 or table.shape[1] != NCOLS:
-        raise FormatError("not a digit table", expected="an (n, 8) integer array",
-                          found=f"shape {table.shape}")
+        raise FormatError("not a digit table", expected="an (n, 8) integer array", found=f"shape {table.shape}")
     if not np.array_equal(table[:, NIST_INDEX], np.arange(len(table))):
         raise FormatError("digit table not in global order",
                           expected="column 5 equal to the row number 0..n-1",

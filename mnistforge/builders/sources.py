@@ -49,5 +49,4 @@ def convert_threaded(src: SD19Source, rows: np.ndarray, job: Callable[[int, np.n
         for f in pending:
             bar.update(f.result())
     if pos != len(rows):
-        raise BuildError("SD19 reader returned too few characters",
-                         expected=f"{len(rows)} rows", found=f"{pos}")
+        raise BuildError("SD19 reader returned too few characters", expected=f"{len(rows)} rows", found=f"{pos}")

@@ -123,8 +123,7 @@ def check_ridge(name: str, ridge: object) -> None:
     indefinite: the solve then fails, or quietly fits noise)."""
     if isinstance(ridge, bool) or not isinstance(ridge, (int, float, np.floating, np.integer)) \
             or not math.isfinite(float(ridge)) or ridge < 0:
-        raise ConfigError(f"bad value for {name} parameter ridge", expected="a finite number >= 0",
-                          found=repr(ridge))
+        raise ConfigError(f"bad value for {name} parameter ridge", expected="a finite number >= 0", found=repr(ridge))
 
 
 def one_hot(codes: np.ndarray, n_classes: int, dtype: npt.DTypeLike = np.float32) -> np.ndarray:
@@ -213,8 +212,7 @@ def make_classifier(spec: str, **overrides: Any) -> Classifier:
     kwargs: dict[str, Any] = {}
     for key, value in params.items():
         if key not in fields:
-            raise ConfigError(f"unknown parameter for {name}", expected="one of "
-                              + ", ".join(fields), found=key)
+            raise ConfigError(f"unknown parameter for {name}", expected="one of " + ", ".join(fields), found=key)
         f = fields[key]
         default = f.default if f.default is not dataclasses.MISSING else None
         try:

@@ -66,16 +66,14 @@ class ELMClassifier(Classifier):
         if self.hidden < 1:
             raise ConfigError("invalid ELM hidden size", expected="hidden >= 1", found=self.hidden)
         if self.activation not in ACTIVATIONS:
-            raise ConfigError("unknown ELM activation", expected=" or ".join(ACTIVATIONS),
-                              found=self.activation)
+            raise ConfigError("unknown ELM activation", expected=" or ".join(ACTIVATIONS), found=self.activation)
         if self.solver not in ("normal", "opium"):
             raise ConfigError("unknown ELM solver", expected="normal or opium", found=self.solver)
         if self.dtype not in ("float32", "float64"):
             raise ConfigError("unknown ELM dtype", expected="float32 or float64", found=self.dtype)
         check_ridge(self.name, self.ridge)
         if self.ridge <= 0 and self.solver == "opium":
-            raise ConfigError("OPIUM needs a positive ridge", expected="ridge > 0 (P = I/ridge)",
-                              found=self.ridge)
+            raise ConfigError("OPIUM needs a positive ridge", expected="ridge > 0 (P = I/ridge)", found=self.ridge)
         if self.block < 1:
             raise ConfigError("invalid block size", expected="block >= 1", found=self.block)
 
@@ -143,8 +141,7 @@ class ELMClassifier(Classifier):
             self._init_weights(X)
             self._opium_start()
         codes = np.searchsorted(self.classes_, y)
-        if np.any(codes >= len(self.classes_)) or np.any(self.classes_[np.minimum(
-                codes, len(self.classes_) - 1)] != y):
+        if np.any(codes >= len(self.classes_)) or np.any(self.classes_[np.minimum(codes, len(self.classes_) - 1)] != y):
             raise ConfigError("label not among the declared classes",
                               expected=str(self.classes_.tolist()), found=str(np.unique(y)))
         self._opium_update(X, one_hot(codes, len(self.classes_), np.float64))
@@ -159,8 +156,7 @@ class ELMClassifier(Classifier):
     def _opium_update(self, X: np.ndarray, Y: np.ndarray) -> None:
         P, W = self.P_, self.W_
         n = X.shape[0]
-        for s in progress(range(0, n, self.block), desc=f"ELM {self.hidden} OPIUM",
-                          unit="block"):
+        for s in progress(range(0, n, self.block), desc=f"ELM {self.hidden} OPIUM", unit="block"):
             Hb = self._design(X[s:s + self.block]).astype(np.float64)
             Yb = Y[s:s + self.block]
             if Hb.shape[0] == 1:  # the per-sample OPIUM update, as published

@@ -33,8 +33,7 @@ _U32 = float(np.finfo(np.float32).eps) / 2
 _PAD_SCORE = -1e30      # score of the padding columns: never a candidate
 
 
-def vote(neighbour_codes: np.ndarray, k: int, n_classes: int,
-         tie: str = "nearest") -> tuple[np.ndarray, np.ndarray]:
+def vote(neighbour_codes: np.ndarray, k: int, n_classes: int, tie: str = "nearest") -> tuple[np.ndarray, np.ndarray]:
     """Plurality vote of the first ``k`` neighbours (nearest first) of each row.
 
     Returns ``(winning class codes, vote counts N x n_classes)``; ties go to the tied

@@ -79,8 +79,7 @@ def as_images(X: npt.ArrayLike) -> np.ndarray:
                               "with a square H*W", found=f"shape {X.shape}")
         X = X.reshape(-1, side, side)
     if X.ndim != 3:
-        raise ConfigError("inputs have the wrong shape", expected="N x H x W images",
-                          found=f"shape {X.shape}")
+        raise ConfigError("inputs have the wrong shape", expected="N x H x W images", found=f"shape {X.shape}")
     x: np.ndarray = X.astype(np.float32)
     if X.dtype == np.uint8:
         x /= 255.0
@@ -162,8 +161,7 @@ class NeuralClassifier(Classifier):
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"unknown learning-rate schedule for {self.name}",
                               expected=", ".join(SCHEDULES), found=self.schedule)
-        for field, v, lo in (("epochs", self.epochs, 1), ("batch", self.batch, 1),
-                             ("patience", self.patience, 1)):
+        for field, v, lo in (("epochs", self.epochs, 1), ("batch", self.batch, 1), ("patience", self.patience, 1)):
             if v < lo:
                 raise ConfigError(f"invalid {self.name} parameter {field}", expected=f">= {lo}", found=v)
         if not self.lr > 0:
@@ -220,8 +218,7 @@ class NeuralClassifier(Classifier):
             bar = progress(range(self.epochs), desc=f"{self.name} epochs", unit="epoch")
             for epoch in bar:
                 t0 = time.perf_counter()
-                x = (random_similarity(x0, np.random.default_rng(self.seed * 100_003 + epoch))
-                     if self.augment else x0)
+                x = (random_similarity(x0, np.random.default_rng(self.seed * 100_003 + epoch)) if self.augment else x0)
                 xt = torch.from_numpy(x).unsqueeze(1).to(dev)
                 loss = self._train_epoch(torch, xt, yt, gen, opt, sched, loss_fn, epoch)
                 rec: dict[str, Any] = {"epoch": epoch + 1, "loss": round(loss, 6),

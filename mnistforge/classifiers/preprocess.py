@@ -76,8 +76,7 @@ class Standardizer:
 
     def transform(self, X: npt.ArrayLike) -> np.ndarray:
         if not hasattr(self, "mean_"):
-            raise ConfigError("standardiser is not fitted", expected="fit(X) first",
-                              found="an unfitted Standardizer")
+            raise ConfigError("standardiser is not fitted", expected="fit(X) first", found="an unfitted Standardizer")
         X = np.asarray(X)
         dim = int(np.prod(X.shape[1:])) if X.ndim > 1 else 0
         if dim != self.mean_.size:

@@ -24,8 +24,7 @@ from .nist_table import FIELD_NAMES, FIELDS, PARTITIONS
 from .reader import SD19Source
 from .synth.config import DESCRIPTION
 
-__all__ = ["description_path", "synthetic_description", "expected_counts", "shortfalls",
-           "source_shortfalls"]
+__all__ = ["description_path", "synthetic_description", "expected_counts", "shortfalls", "source_shortfalls"]
 
 
 def description_path(path: str | os.PathLike[str]) -> Path:
@@ -63,12 +62,10 @@ def expected_counts(path: str | os.PathLike[str]) -> tuple[dict[str, dict[str, i
                      for p, c in d["partitions"].items()}, f"its {DESCRIPTION}")
         except (ValueError, TypeError):
             pass  # not ours after all: judged as a real SD19
-    return ({p.name: {f: p.count(f) for f in FIELDS} for p in PARTITIONS.values()},
-            "NIST's published counts")
+    return ({p.name: {f: p.count(f) for f in FIELDS} for p in PARTITIONS.values()}, "NIST's published counts")
 
 
-def shortfalls(index: np.ndarray, expected: dict[str, dict[str, int]],
-               fields: Sequence[str] = FIELDS) -> list[str]:
+def shortfalls(index: np.ndarray, expected: dict[str, dict[str, int]], fields: Sequence[str] = FIELDS) -> list[str]:
     """One line per partition and field (of ``fields``) holding fewer characters than expected."""
     hsf = np.asarray(index["hsf"]).astype(np.int64)
     fld = np.asarray(index["field"])

@@ -80,8 +80,7 @@ class _Pool:
         self.workers = workers
         self.ex: cf.ProcessPoolExecutor | None = process_pool(workers) if workers > 1 else None
 
-    def map(self, fn: Callable[..., _T], jobs: Iterable[tuple[Any, ...]],
-            window: int | None = None) -> Iterator[_T]:
+    def map(self, fn: Callable[..., _T], jobs: Iterable[tuple[Any, ...]], window: int | None = None) -> Iterator[_T]:
         if self.ex is None:
             for j in jobs:
                 yield fn(*j)

@@ -219,8 +219,7 @@ def _geometry(codes: bytes | Sequence[int] | np.ndarray, style: WriterStyle, rng
     phase = (2 * math.pi * u[:, 2:4])[cid]
     amp = 0.6 * g[cid, :2]
     x, y = pts[:, 0], pts[:, 1]
-    x, y = (x + amp[:, 0] * np.sin(freq[:, 0] * y + phase[:, 0]),
-            y + amp[:, 1] * np.sin(freq[:, 1] * x + phase[:, 1]))
+    x, y = (x + amp[:, 0] * np.sin(freq[:, 0] * y + phase[:, 0]), y + amp[:, 1] * np.sin(freq[:, 1] * x + phase[:, 1]))
     # Per-character affine: scale, aspect, slant, rotation.
     height = style.height * np.clip(1.0 + 0.08 * g[:, 2], 0.75, 1.3)
     height = np.where(small, (9.0 + 8.0 * u[:, 4]) * CAP_HEIGHT_UNITS / glyph_height, height)

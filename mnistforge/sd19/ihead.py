@@ -64,8 +64,7 @@ _FIELDS = (
     ("par_x", 8), ("par_y", 8),
 )
 assert sum(s for _, s in _FIELDS) == IHEAD_SIZE
-_TEXT = {"id", "created", "parent", "sigbit", "byte_order", "issigned", "rm_cm",
-         "tb_bt", "lr_rl"}
+_TEXT = {"id", "created", "parent", "sigbit", "byte_order", "issigned", "rm_cm", "tb_bt", "lr_rl"}
 
 COMPRESS_NONE = 0
 COMPRESS_G4 = 2
@@ -529,5 +528,4 @@ def read_mit(path: StrPath) -> list[tuple[str, int]]:
 def write_mit(path: StrPath, entries: Iterable[tuple[StrPath, int]]) -> None:
     """Write a ``.mit`` file from ``[(mis_path, index), ...]``, atomically."""
     with atomic_file(path, "w") as f:
-        f.write(format_mit((str(Path(p).as_posix()) if not isinstance(p, str) else p, i)
-                           for p, i in entries))
+        f.write(format_mit((str(Path(p).as_posix()) if not isinstance(p, str) else p, i) for p, i in entries))

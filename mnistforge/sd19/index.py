@@ -120,8 +120,7 @@ def _writable(folder: Path) -> bool:
     return os.access(probe, os.W_OK)
 
 
-def save_cache(source: Path, fingerprint: str, arrays: dict[str, np.ndarray],
-               meta: dict[str, Any]) -> Path | None:
+def save_cache(source: Path, fingerprint: str, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Path | None:
     """Save ``arrays`` (name -> ndarray) and ``meta`` for ``source``; returns the folder used."""
     for folder in cache_dirs(source):
         try:
@@ -131,8 +130,7 @@ def save_cache(source: Path, fingerprint: str, arrays: dict[str, np.ndarray],
             for name, arr in arrays.items():
                 with atomic_file(folder / f"sd19-{name}.npy") as f:
                     np.save(f, arr, allow_pickle=False)
-            doc = dict(meta, fingerprint=fingerprint, version=INDEX_VERSION,
-                       arrays=sorted(arrays))
+            doc = dict(meta, fingerprint=fingerprint, version=INDEX_VERSION, arrays=sorted(arrays))
             with atomic_file(folder / "sd19-index.json", "w") as f:
                 json.dump(doc, f, indent=1, sort_keys=True)
             logger.info("SD19 index cached in %s", folder)
@@ -154,8 +152,7 @@ def load_cache(source: Path, fingerprint: str) -> tuple[dict[str, np.ndarray], d
             if meta.get("fingerprint") != fingerprint or meta.get("version") != INDEX_VERSION:
                 logger.info("SD19 index cache in %s is stale; rebuilding", folder)
                 continue
-            arrays = {n: np.load(folder / f"sd19-{n}.npy", allow_pickle=False)
-                      for n in meta["arrays"]}
+            arrays = {n: np.load(folder / f"sd19-{n}.npy", allow_pickle=False) for n in meta["arrays"]}
             return arrays, meta
         except (OSError, ValueError, KeyError) as e:
             logger.warning("ignoring unreadable SD19 index cache in %s: %s", folder, e)

@@ -111,8 +111,7 @@ def _duplicates(src: SD19Source, keep: np.ndarray, desc: dict[str, Any] | None, 
     n_copies = {f: int((fld[copies] == f.encode()).sum()) for f in FIELDS}
     if all(n_copies[f] <= allowed.get(f, 0) for f in FIELDS):
         return []
-    found = ", ".join(f"{n_copies[f]} {FIELD_NAMES[f]}" for f in FIELDS
-                      if n_copies[f] > allowed.get(f, 0))
+    found = ", ".join(f"{n_copies[f]} {FIELD_NAMES[f]}" for f in FIELDS if n_copies[f] > allowed.get(f, 0))
     legit = ", ".join(f"{n} {FIELD_NAMES[f]}" for f, n in allowed.items() if n) or "none"
     summary = (f"duplicated characters: {found} are exact copies of an earlier character "
                f"({what} allows {legit})")
@@ -139,8 +138,7 @@ def _duplicates(src: SD19Source, keep: np.ndarray, desc: dict[str, Any] | None, 
     # copies within one writer folder (which of them the source should hold cannot be told)
     within = copies[fid[dup[copies]] == fid[copies]]
     if len(within) > sum(allowed.values()):
-        eg = ", ".join(f"{src.member_name(int(r))} = {src.member_name(int(dup[r]))}"
-                       for r in within[:SHOWN])
+        eg = ", ".join(f"{src.member_name(int(r))} = {src.member_name(int(dup[r]))}" for r in within[:SHOWN])
         out.append(f"duplicated characters within a writer folder: {len(within)}, e.g. {eg}"
                    f"{_more(len(within))}")
     return out

@@ -60,8 +60,7 @@ def encode_png1(image: npt.ArrayLike) -> bytes:
     raw = np.zeros((h, rows.shape[1] + 1), np.uint8)   # leading 0 = filter "None"
     raw[:, 1:] = rows
     ihdr = struct.pack(">IIBBBBB", w, h, 1, 0, 0, 0, 0)
-    return b"".join((PNG_SIGNATURE, _chunk(b"IHDR", ihdr),
-                     _chunk(b"IDAT", zlib.compress(raw.tobytes(), 6)), _IEND))
+    return b"".join((PNG_SIGNATURE, _chunk(b"IHDR", ihdr), _chunk(b"IDAT", zlib.compress(raw.tobytes(), 6)), _IEND))
 
 
 def _parse(data: bytes) -> tuple[int, int, int, int, int, bytes]:

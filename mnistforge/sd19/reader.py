@@ -203,8 +203,7 @@ def open_sd19(path: str | os.PathLike[str], *, progress: bool | None = None, cac
         meta = {"edition": src.edition, "anomalies": src.anomalies, "cls_present": src.cls_present,
                 "join": src.join_report.to_dict() if src.join_report is not None else None,
                 "source": str(path.resolve())}
-        _index.save_cache(root, fp, {"index": src.index, "files": src.files,
-                                     "file_of_row": src.file_of_row}, meta)
+        _index.save_cache(root, fp, {"index": src.index, "files": src.files, "file_of_row": src.file_of_row}, meta)
     return src
 
 
@@ -262,8 +261,7 @@ def _build(path: Path, trees: dict[str, Tree], fp: str, workers: int, progress: 
             report = _join(trees, idx, need, asc, pool, disable, anomalies)
         idx["ascii"] = asc
     files = bw.file_table(file_idx)
-    src = SD19Source(path, trees, edition, idx, files, file_of_row, fp, report, anomalies,
-                     cls_present, workers)
+    src = SD19Source(path, trees, edition, idx, files, file_of_row, fp, report, anomalies, cls_present, workers)
     if report is not None and strict:
         report.raise_if_failed(path)
     return src
@@ -273,8 +271,7 @@ def _entry_gaps(idx: np.ndarray, edition: int) -> list[str]:
     """Anomalies: field files whose entries are not numbered 0..n-1 (2nd edition)."""
     if edition != 2 or not len(idx):
         return []
-    key = np.stack([idx["hsf"].astype(np.int64), idx["writer"], idx["template"],
-                    idx["field"].view(np.uint8)], axis=1)
+    key = np.stack([idx["hsf"].astype(np.int64), idx["writer"], idx["template"], idx["field"].view(np.uint8)], axis=1)
     new = np.ones(len(idx), bool)
     new[1:] = (key[1:] != key[:-1]).any(axis=1)
     start = np.maximum.accumulate(np.where(new, np.arange(len(idx)), 0))
@@ -338,8 +335,7 @@ def _join(trees: dict[str, Tree], idx: np.ndarray, need: npt.NDArray[np.intp], a
         tree = trees[name]
         with _progress(total=len(chars.files) if chars.fmt == "png" else None,
                        desc=f"joining by_write with {name}", unit="img", disable=disable) as bar:
-            counts, o_hash = _hash_tree(tree, chars.files, chars.fmt, pool, bar,
-                                        512 if chars.fmt == "png" else 2)
+            counts, o_hash = _hash_tree(tree, chars.files, chars.fmt, pool, bar, 512 if chars.fmt == "png" else 2)
         rep_idx = np.repeat(np.arange(len(chars.files)), counts)
         o_entry = np.arange(len(rep_idx)) - np.repeat(np.cumsum(counts) - counts, counts)
         names = [f"{name}/{tree.names[chars.files[f]]}" + (f"#{e}" if chars.fmt == "mis" else "")

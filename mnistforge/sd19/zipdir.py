@@ -89,8 +89,7 @@ def check_member_name(name: str, archive: str | os.PathLike[str] | None = None) 
         return   # the common, obviously safe case, without the slower checks below
     n = name.replace("\\", "/")
     parts = n.split("/")
-    bad = (n.startswith("/") or _DRIVE.match(n) or ".." in parts or "\0" in n
-           or posixpath.normpath(n).startswith(".."))
+    bad = (n.startswith("/") or _DRIVE.match(n) or ".." in parts or "\0" in n or posixpath.normpath(n).startswith(".."))
     if bad:
         raise UnsafeArchiveError("zip member path escapes the archive folder",
                                  path=archive if archive is not None else "<zip>",

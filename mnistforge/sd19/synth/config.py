@@ -78,15 +78,13 @@ class SynthConfig:
         if self.packaging not in ("zip", "dir"):
             raise ConfigError("invalid packaging", expected="'zip' or 'dir'", found=self.packaging)
         if not self.fields or set(self.fields) - set(nt.FIELDS) or len(set(self.fields)) != len(self.fields):
-            raise ConfigError("invalid fields", expected="a non-empty subset of 'dulc'",
-                              found=self.fields)
+            raise ConfigError("invalid fields", expected="a non-empty subset of 'dulc'", found=self.fields)
         bad = set(self.hierarchies) - set(HIERARCHIES)
         if bad or not self.hierarchies:
             raise ConfigError("invalid hierarchies", expected="a non-empty subset of " +
                               ", ".join(HIERARCHIES), found=", ".join(sorted(bad)) or "none")
         if "d" not in self.fields and self.layout is not None:
-            raise ConfigError("--layout describes digits", expected="fields including 'd'",
-                              found=self.fields)
+            raise ConfigError("--layout describes digits", expected="fields including 'd'", found=self.fields)
         if self.layout is None and (self.layout_partitions or self.layout_writers):
             raise ConfigError("layout_partitions/layout_writers need a layout table",
                               expected="layout=<xnist-labels.tsv.xz>", found="layout=None")

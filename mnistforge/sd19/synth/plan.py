@@ -132,8 +132,7 @@ class Plan:
         return len(self.rows)
 
 
-_FOLDER_DTYPE = np.dtype([("hsf", "u1"), ("writer", "i2"), ("template", "u1"),
-                          ("start", "i8"), ("stop", "i8")])
+_FOLDER_DTYPE = np.dtype([("hsf", "u1"), ("writer", "i2"), ("template", "u1"), ("start", "i8"), ("stop", "i8")])
 
 
 def _rng(config: SynthConfig, *key: int) -> np.random.Generator:
@@ -283,8 +282,7 @@ def _place_duplicates(plan: Plan, rng: np.random.Generator, n_dup: int = nt.DUPL
             break
         if r in used:
             continue
-        same = [s for s in digits.tolist() if s not in used and s != r
-                and rows["ascii"][s] == rows["ascii"][r]]
+        same = [s for s in digits.tolist() if s not in used and s != r and rows["ascii"][s] == rows["ascii"][r]]
         if not same:
             continue
         src, dst = sorted((same[0], r))

@@ -129,8 +129,7 @@ def _render_all(config: SynthConfig, plan: Plan, spill: _Spill, bar: Any) -> Non
             done += len(lengths)
             bar.update(len(lengths))
         if done != n:
-            raise BuildError("synthetic SD19 rendering lost characters",
-                             expected=f"{n} characters", found=f"{done}")
+            raise BuildError("synthetic SD19 rendering lost characters", expected=f"{n} characters", found=f"{done}")
         _check_distinct(np.frombuffer(b"".join(digests), "S16"), plan)
     finally:
         if pool is not None:

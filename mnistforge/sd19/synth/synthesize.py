@@ -82,16 +82,14 @@ def synthesize_sd19(out: str | os.PathLike[str], config: SynthConfig = SynthConf
     plan = plan_sd19(config)
     logger.info("synthesising SD19: %d characters, %d writer folders, edition %d, %s",
                 len(plan), len(plan.folders), config.edition, config.packaging)
-    with atomic_dir(out, overwrite=config.overwrite, inputs=[config.layout],
-                    owned=synthetic_sd19_problems) as tmp:
+    with atomic_dir(out, overwrite=config.overwrite, inputs=[config.layout], owned=synthetic_sd19_problems) as tmp:
         spill = _Spill(tmp / ".render.spill", len(plan))
         try:
             t0 = time.perf_counter()
             with _progress_bar(total=len(plan), desc="render", unit="char", disable=disable) as bar:
                 _render_all(config, plan, spill, bar)
             spill.finish()
-            logger.info("rendered and encoded %d characters in %.1f s", len(plan),
-                        time.perf_counter() - t0)
+            logger.info("rendered and encoded %d characters in %.1f s", len(plan), time.perf_counter() - t0)
             # Duplicates: the copy shows the original's payload (identical pixels).
             dup = np.flatnonzero(plan.rows["duplicate_of"] >= 0)
             spill.alias[dup] = plan.rows["duplicate_of"][dup]
@@ -100,16 +98,13 @@ def synthesize_sd19(out: str | os.PathLike[str], config: SynthConfig = SynthConf
                 t0 = time.perf_counter()
                 w = _Writer(tmp, hierarchy, config.packaging)
                 _hierarchy_members(config, plan, hierarchy, w, spill, mit_paths)
-                with _progress_bar(total=len(w.members), desc=hierarchy, unit="file",
-                                   disable=disable) as bar:
+                with _progress_bar(total=len(w.members), desc=hierarchy, unit="file", disable=disable) as bar:
                     w.write(spill, bar)
-                logger.info("wrote %s (%d files) in %.1f s", hierarchy, len(w.members),
-                            time.perf_counter() - t0)
+                logger.info("wrote %s (%d files) in %.1f s", hierarchy, len(w.members), time.perf_counter() - t0)
         finally:
             spill.close()
         with open(tmp / DESCRIPTION, "w") as f:
-            json.dump(dict(_describe(config, plan), outputs=_outputs(tmp)), f, indent=2,
-                      sort_keys=True)
+            json.dump(dict(_describe(config, plan), outputs=_outputs(tmp)), f, indent=2, sort_keys=True)
             f.write("\n")
     return out
 
@@ -180,16 +175,13 @@ def synthetic_sd19_problems(folder: str | os.PathLike[str]) -> list[str]:
             listed[str(name)] = entry.get("bytes") if isinstance(entry.get("bytes"), int) else None
     cache = folder / _INDEX_CACHE
     if cache.is_dir() and not cache.is_symlink():
-        listed.update({f"{_INDEX_CACHE}/{p.name}": None for p in cache.iterdir()
-                       if _INDEX_FILE.fullmatch(p.name)})
-    problems = unlisted_entries(folder, listed, ignore=lambda rel: rel in trees,
-                                folders=[_INDEX_CACHE])
+        listed.update({f"{_INDEX_CACHE}/{p.name}": None for p in cache.iterdir() if _INDEX_FILE.fullmatch(p.name)})
+    problems = unlisted_entries(folder, listed, ignore=lambda rel: rel in trees, folders=[_INDEX_CACHE])
     written = desc.stat().st_mtime
     for name, entry in sorted(trees.items()):
         top = folder / name
         if top.is_symlink() or not top.is_dir():
-            problems.append(f"{name} (not the folder recorded)" if os.path.lexists(top)
-                            else f"{name}/ (missing)")
+            problems.append(f"{name} (not the folder recorded)" if os.path.lexists(top) else f"{name}/ (missing)")
             continue
         files, size, odd = _tree_size(top)
         problems += [f"{p.relative_to(folder)} (not a regular file)" for p in odd[:5]]

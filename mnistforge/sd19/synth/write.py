@@ -184,8 +184,7 @@ class _StoredZip:
         n, cd_size = len(self._central), len(cd)
         if n >= 0xFFFF or cd_offset >= 0xFFFFFFFF or cd_size >= 0xFFFFFFFF:
             z64 = cd_offset + cd_size
-            self._f.write(struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, (3 << 8) | 45, 45, 0, 0,
-                                      n, n, cd_size, cd_offset))
+            self._f.write(struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, (3 << 8) | 45, 45, 0, 0, n, n, cd_size, cd_offset))
             self._f.write(struct.pack("<IIQI", 0x07064B50, 0, z64, 1))
             self._f.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF,
                                       min(cd_size, 0xFFFFFFFF), min(cd_offset, 0xFFFFFFFF), 0))
