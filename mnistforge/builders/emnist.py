@@ -162,9 +162,8 @@ def _convert(imgs: np.ndarray, config: EmnistPreproConfig, orientation: str) -> 
 
 
 def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfig = DEFAULT_CONFIG, *,
-                 orientation: str = "official", workers: int | None = None,
-                 batch_size: int = 4096, show_progress: bool | None = None,
-                 strategy: str = "workers") -> np.ndarray:
+                 orientation: str = "official", workers: int | None = None, batch_size: int = 4096,
+                 show_progress: bool | None = None, strategy: str = "workers") -> np.ndarray:
     """Read and convert the given SD19 index rows once; uint8 (len(rows), 28, 28).
 
     Images are returned in storage orientation (transposed for ``"official"``).
@@ -291,9 +290,8 @@ class EmnistBuildConfig:
 def build_emnist(sd19: str | os.PathLike[str], out: str | os.PathLike[str],
                  config: EmnistBuildConfig | EmnistPreproConfig | None = None,
                  splits: str | Iterable[str] | None = None, *, split_config: EmnistSplitConfig | None = None,
-                 seed: int | None = None, split_by: str | None = None,
-                 letters_variant: str | None = None, orientation: str | None = None,
-                 overwrite: bool | None = None, workers: int | None = None,
+                 seed: int | None = None, split_by: str | None = None, letters_variant: str | None = None,
+                 orientation: str | None = None, overwrite: bool | None = None, workers: int | None = None,
                  show_progress: bool | None = None) -> Manifest:
     """Build EMNIST datasets from SD19 into ``out`` (atomically).
 
@@ -310,16 +308,14 @@ def build_emnist(sd19: str | os.PathLike[str], out: str | os.PathLike[str],
     Returns: The manifest written to ``out/manifest.json`` (see :mod:`mnistforge.io.manifest`),
         outputs hashed, as written.
     """
-    config = _with_overrides(config, splits=splits, split_config=split_config, seed=seed,
-                             split_by=split_by, letters_variant=letters_variant,
-                             orientation=orientation, overwrite=overwrite, workers=workers,
-                             progress=show_progress)
+    config = _with_overrides(config, splits=splits, split_config=split_config, seed=seed, split_by=split_by,
+                             letters_variant=letters_variant, orientation=orientation, overwrite=overwrite,
+                             workers=workers, progress=show_progress)
     return _build(sd19, out, config)
 
 
 def _with_overrides(config: EmnistBuildConfig | EmnistPreproConfig | None, *, splits: str | Iterable[str] | None,
-                    split_config: EmnistSplitConfig | None, progress: bool | None,
-                    **fields: Any) -> EmnistBuildConfig:
+                    split_config: EmnistSplitConfig | None, progress: bool | None, **fields: Any) -> EmnistBuildConfig:
     if config is None:
         config = EmnistBuildConfig()
     elif isinstance(config, EmnistPreproConfig):

@@ -352,8 +352,7 @@ def convert_reference(image: np.ndarray, config: EmnistPreproConfig = DEFAULT_CO
     (28, 28)
     """
     if config.cubic_a != -0.5 or not config.antialias:
-        raise ConfigError("convert_reference uses Pillow's BICUBIC",
-                          expected="cubic_a=-0.5 and antialias=True",
+        raise ConfigError("convert_reference uses Pillow's BICUBIC", expected="cubic_a=-0.5 and antialias=True",
                           found=f"cubic_a={config.cubic_a}, antialias={config.antialias}")
     img = np.asarray(image).astype(np.float64)
     blurred = gaussian_filter(img, config.sigma, mode="constant", cval=0.0, truncate=config.truncate)

@@ -206,8 +206,7 @@ class EmnistRowSelection:
     quota: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
-        return {"kind": self.kind, "classes": len([c for c in self.classes if c]),
-                "class_names": list(self.classes),
+        return {"kind": self.kind, "classes": len([c for c in self.classes if c]), "class_names": list(self.classes),
                 "train": int(len(self.train_rows)), "test": int(len(self.test_rows)),
                 "validation": int(self.n_validation), "quota": self.quota}
 
@@ -257,8 +256,7 @@ def check_index(index: IndexLike) -> None:
     bad = np.unique(np.asarray(index["ascii"])[known[np.asarray(index["ascii"])] < 0])
     if len(bad):
         raise BuildError("SD19 index holds characters outside the 62 NIST classes",
-                         expected="ASCII codes of 0-9, A-Z, a-z",
-                         found=", ".join(hex(int(b)) for b in bad[:10]),
+                         expected="ASCII codes of 0-9, A-Z, a-z", found=", ".join(hex(int(b)) for b in bad[:10]),
                          hint="check the source tree (is it SD19?)")
 
 

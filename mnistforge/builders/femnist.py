@@ -93,20 +93,16 @@ def file_names(part: str) -> dict[str, str]:
     >>> file_names("train")["images"]
     'femnist-train-images-idx3-ubyte.gz'
     """
-    return {"images": f"femnist-{part}-images-idx3-ubyte.gz",
-            "labels": f"femnist-{part}-labels-idx1-ubyte.gz",
-            "metadata": f"femnist-{part}-metadata-idx2-int.gz",
-            "sources": f"femnist-{part}-sources.tsv.gz"}
+    return {"images": f"femnist-{part}-images-idx3-ubyte.gz", "labels": f"femnist-{part}-labels-idx1-ubyte.gz",
+            "metadata": f"femnist-{part}-metadata-idx2-int.gz", "sources": f"femnist-{part}-sources.tsv.gz"}
 
 
 def _fraction(name: str, v: float, high_open: bool = False) -> float:
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
         and 0 < v and (v < 1 if high_open else v <= 1)
     if not ok:
-        raise ConfigError(f"invalid {name}", expected="a fraction in " + ("(0, 1)" if high_open
-                                                                          else "(0, 1]"),
-                          found=v, hint="(0, 1): a train fraction of 1 leaves no test data"
-                          if high_open else None)
+        raise ConfigError(f"invalid {name}", expected="a fraction in " + ("(0, 1)" if high_open else "(0, 1]"), found=v,
+                          hint="(0, 1): a train fraction of 1 leaves no test data" if high_open else None)
     return float(v)
 
 
@@ -164,15 +160,13 @@ class FemnistBuildConfig:
     @property
     def leaf(self) -> leaf.LeafOptions:
         return leaf.LeafOptions(sample=self.sample, fraction=self.fraction, iid_users=self.iid_users,
-                                min_samples=self.min_samples, split=self.split,
-                                train_fraction=self.train_fraction, sampling_seed=self.seed,
-                                split_seed=self.split_seed, repeat_first=self.repeat_first)
+                                min_samples=self.min_samples, split=self.split, train_fraction=self.train_fraction,
+                                sampling_seed=self.seed, split_seed=self.split_seed, repeat_first=self.repeat_first)
 
     def leaf_parameters(self) -> dict[str, Any]:
         """The options under LEAF's preprocess.sh names (for the manifest and verify)."""
-        return {"-s": self.sample, "--sf": self.fraction, "--iu": self.iid_users,
-                "-k": self.min_samples, "-t": self.split, "--tf": self.train_fraction,
-                "--smplseed": self.seed, "--spltseed": self.split_seed,
+        return {"-s": self.sample, "--sf": self.fraction, "--iu": self.iid_users, "-k": self.min_samples,
+                "-t": self.split, "--tf": self.train_fraction, "--smplseed": self.seed, "--spltseed": self.split_seed,
                 "repeat_first": self.repeat_first, "resize": self.resize}
 
 

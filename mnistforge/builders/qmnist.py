@@ -304,9 +304,8 @@ def _every_digit(src: SD19Source, drows: np.ndarray, config: QmnistBuildConfig) 
     hit = _shared_digits(src, drows, config)
     if hit is not None:
         return hit
-    images = preprocess_rows(src, drows, config.prepro, batch_size=config.batch_size,
-                             workers=config.workers, progress=config.progress,
-                             desc="preprocessing every SD19 digit")
+    images = preprocess_rows(src, drows, config.prepro, batch_size=config.batch_size, workers=config.workers,
+                             progress=config.progress, desc="preprocessing every SD19 digit")
     images.setflags(write=False)
     result = (images, duplicate_of(blake2b_image_digests(images)))
     if _SHARED is not None:
@@ -447,9 +446,8 @@ def _build(target: str, sd19_path: str | os.PathLike[str], out: str | os.PathLik
             if images_all is not None:
                 imgs = images_all[want]
             else:
-                imgs = preprocess_rows(src, drows[want], prepro, batch_size=config.batch_size,
-                                       workers=config.workers, progress=config.progress,
-                                       desc=f"preprocessing {target} digits")
+                imgs = preprocess_rows(src, drows[want], prepro, batch_size=config.batch_size, workers=config.workers,
+                                       progress=config.progress, desc=f"preprocessing {target} digits")
             if as_published:
                 _check_no_duplicates(imgs, want)
             elif images_all is None:
@@ -469,9 +467,8 @@ def _build(target: str, sd19_path: str | os.PathLike[str], out: str | os.PathLik
                 counts.update(test10k=int(min(10000, test_rows.size)), test50k=int(max(0, test_rows.size - 10000)))
         # xnist is the "nist" split of the registry's qmnist dataset
         dataset = "mnist" if target == "mnist" else "qmnist"
-        manifest = Manifest(kind=target, inputs=inputs, parameters=parameters, notes=notes,
-                            orientation="upright", datasets={dataset: DatasetEntry(counts=counts)},
-                            synthetic=syn is not None).write(tmp)
+        manifest = Manifest(kind=target, inputs=inputs, parameters=parameters, notes=notes, orientation="upright",
+                            datasets={dataset: DatasetEntry(counts=counts)}, synthetic=syn is not None).write(tmp)
     logger.info("built %s into %s in %.1f s (%s)", target, out, time.perf_counter() - t0,
                 ", ".join(f"{k} {v}" for k, v in counts.items()))
     return manifest

@@ -87,8 +87,7 @@ class QmnistRecipe:
         if n_digits >= NIST_DIGITS:
             return base
         s = n_digits / NIST_DIGITS
-        return replace(base, train_size=int(round(base.train_size * s)),
-                       test_size=int(round(base.test_size * s)),
+        return replace(base, train_size=int(round(base.train_size * s)), test_size=int(round(base.test_size * s)),
                        test_fill_start=int(round(base.test_fill_start * s)),
                        mnist_test_size=int(round(base.mnist_test_size * s)), scale=s)
 
@@ -245,8 +244,7 @@ def published_selection(table: npt.ArrayLike, published_train: npt.ArrayLike, pu
         return int(((table[rows, HSF] == recipe.hsf) & (w >= writers[0]) & (w <= writers[1])).sum())
 
     return Selection(train=train, test=test, recipe=recipe, order="published",
-                     train_core=core(train, recipe.train_writers),
-                     test_core=core(test, recipe.test_writers))
+                     train_core=core(train, recipe.train_writers), test_core=core(test, recipe.test_writers))
 
 
 def check_table(table: np.ndarray) -> None:
@@ -254,10 +252,8 @@ def check_table(table: np.ndarray) -> None:
     if table.ndim != 2 or table.shape[1] != NCOLS:
         raise FormatError("not a digit table", expected="an (n, 8) integer array", found=f"shape {table.shape}")
     if not np.array_equal(table[:, NIST_INDEX], np.arange(len(table))):
-        raise FormatError("digit table not in global order",
-                          expected="column 5 equal to the row number 0..n-1",
-                          found="another sequence",
-                          hint="pass the full xnist table, not a subset")
+        raise FormatError("digit table not in global order", expected="column 5 equal to the row number 0..n-1",
+                          found="another sequence", hint="pass the full xnist table, not a subset")
 
 
 def digit_table(index: np.ndarray, duplicates: npt.ArrayLike | None = None) -> np.ndarray:
@@ -363,8 +359,7 @@ def read_label_table(path: str | os.PathLike[str]) -> np.ndarray:
         raise FormatError("malformed extended-label table", path=path,
                           expected="lines of 8 tab-separated integers", found=f"unparsable text ({e})")
     if vals.size != lines * NCOLS:
-        raise FormatError("malformed extended-label table", path=path,
-                          expected=f"{lines} lines of 8 integers",
+        raise FormatError("malformed extended-label table", path=path, expected=f"{lines} lines of 8 integers",
                           found=f"{vals.size} integers parsed")
     return vals.reshape(-1, NCOLS)
 

@@ -370,12 +370,10 @@ def load_model(path: str | os.PathLike[str], device: str = "auto") -> NeuralClas
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise FormatError("unreadable model description", path=meta, expected="JSON", found=str(e)) from e
     if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
-        raise FormatError("not a mnistforge model description", path=meta,
-                          expected=f'"format": "{MODEL_FORMAT}"',
+        raise FormatError("not a mnistforge model description", path=meta, expected=f'"format": "{MODEL_FORMAT}"',
                           found=doc.get("format") if isinstance(doc, dict) else type(doc).__name__)
     if doc.get("version") != MODEL_VERSION:
-        raise FormatError("unsupported model file version", path=meta,
-                          expected=MODEL_VERSION, found=doc.get("version"),
+        raise FormatError("unsupported model file version", path=meta, expected=MODEL_VERSION, found=doc.get("version"),
                           hint="upgrade mnistforge")
     digest = sha256_file(weights)
     if digest != doc.get("weights_sha256"):

@@ -45,7 +45,6 @@ def build_network(arch: str, n_classes: int, in_hw: tuple[int, ...], dropout: fl
                        nn.ReLU(inplace=True), nn.MaxPool2d(2)]
             c_in = c_out
         flat = 4 * width * (h // 8) * (w // 8)
-        return nn.Sequential(*layers, nn.Flatten(), nn.Dropout(dropout), nn.Linear(flat, 128),
-                             nn.ReLU(inplace=True), nn.Dropout(dropout),
-                             nn.Linear(128, n_classes))
+        return nn.Sequential(*layers, nn.Flatten(), nn.Dropout(dropout), nn.Linear(flat, 128), nn.ReLU(inplace=True),
+                             nn.Dropout(dropout), nn.Linear(128, n_classes))
     raise ConfigError("unknown network", expected=" or ".join(ARCHITECTURES), found=arch)

@@ -155,9 +155,8 @@ def parse_ihead(data: bytes, path: StrPath | None = None) -> IheadHeader:
         try:
             values[name] = int(text)
         except ValueError:
-            raise SD19FormatError(f"IHEAD field {name!r} is not a number", path=where,
-                                  expected="ASCII decimal digits", found=repr(raw),
-                                  hint="the header is corrupt; re-copy the file") from None
+            raise SD19FormatError(f"IHEAD field {name!r} is not a number", path=where, expected="ASCII decimal digits",
+                                  found=repr(raw), hint="the header is corrupt; re-copy the file") from None
     h = IheadHeader(**values)
     _check_geometry(h, where)
     return h
@@ -286,13 +285,11 @@ def g4_decode(strip: bytes, width: int, height: int, path: StrPath | None = None
     except (OSError, ValueError, SyntaxError) as e:
         raise SD19FormatError("CCITT Group 4 raster could not be decoded",
                               path=path if path is not None else "<G4 strip>",
-                              expected=f"a valid G4 stream of {width}x{height} pixels",
-                              found=f"libtiff error: {e}",
+                              expected=f"a valid G4 stream of {width}x{height} pixels", found=f"libtiff error: {e}",
                               hint="the raster is corrupt or truncated; re-copy the file") from None
     if messages:  # decoded, but not what was encoded: a corrupt file is never built from
         more = f" (and {len(messages) - 1} more)" if len(messages) > 1 else ""
-        raise SD19FormatError("CCITT Group 4 raster is corrupt",
-                              path=path if path is not None else "<G4 strip>",
+        raise SD19FormatError("CCITT Group 4 raster is corrupt", path=path if path is not None else "<G4 strip>",
                               expected=f"a valid G4 stream of {width}x{height} pixels",
                               found=f"libtiff: {messages[0]}{more}",
                               hint="the file is damaged; re-copy it from the SD19 distribution")
@@ -386,8 +383,7 @@ def read_mis(path_or_bytes: StrPath | bytes | bytearray | memoryview, *,
             raise SD19FormatError("IHEAD complen missing for a G4 raster", path=where,
                                   expected="complen > 0", found=str(h.complen))
         if len(raster) < h.complen:
-            raise SD19FormatError("raster truncated", path=where,
-                                  expected=f"{h.complen} compressed bytes (complen)",
+            raise SD19FormatError("raster truncated", path=where, expected=f"{h.complen} compressed bytes (complen)",
                                   found=f"{len(raster)} bytes after the header",
                                   hint="the file is cut short; re-copy it")
         strip = raster[:h.complen]
@@ -397,8 +393,7 @@ def read_mis(path_or_bytes: StrPath | bytes | bytearray | memoryview, *,
         row = (h.width + 7) // 8
         need = row * h.height
         if len(raster) < need:
-            raise SD19FormatError("raster truncated", path=where,
-                                  expected=f"{need} bytes of uncompressed raster",
+            raise SD19FormatError("raster truncated", path=where, expected=f"{need} bytes of uncompressed raster",
                                   found=f"{len(raster)} bytes after the header",
                                   hint="the file is cut short; re-copy it")
         packed = np.frombuffer(raster[:need], np.uint8).reshape(h.height, row)
@@ -428,8 +423,7 @@ def write_mis(path_or_fileobj: StrPath | Writable, images: npt.ArrayLike, *, id:
     else:
         raise ValueError(f"compress must be 0 or 2, got {compress}")
     h = IheadHeader(id=id, created=created, width=pw, height=n * ph, compress=compress,
-                    complen=len(raster) if compress == COMPRESS_G4 else 0,
-                    parent=parent, par_x=pw, par_y=ph)
+                    complen=len(raster) if compress == COMPRESS_G4 else 0, parent=parent, par_x=pw, par_y=ph)
     blob = format_ihead(h) + raster
     if hasattr(path_or_fileobj, "write"):
         path_or_fileobj.write(blob)
@@ -451,8 +445,7 @@ def parse_cls(text: str, path: StrPath | None = None) -> npt.NDArray[np.uint8]:
     lines = _lines(text)
     if not lines:
         raise SD19FormatError("empty .cls file", path=where,
-                              expected="a count line followed by one hex class per entry",
-                              found="no lines")
+                              expected="a count line followed by one hex class per entry", found="no lines")
     try:
         count = int(lines[0])
         codes = np.array([int(x, 16) for x in lines[1:]], dtype=np.int64)

@@ -61,12 +61,9 @@ class JoinReport:
 
     def to_dict(self, limit: int = 50) -> dict[str, Any]:
         return {"other": self.other, "rows": self.rows, "joined": self.joined,
-                "unjoined_rows": self.unjoined_rows[:limit].tolist(),
-                "n_unjoined": int(len(self.unjoined_rows)),
-                "ambiguous_rows": self.ambiguous_rows[:limit].tolist(),
-                "n_ambiguous": int(len(self.ambiguous_rows)),
-                "unmatched_other": list(self.unmatched_other[:limit]),
-                "n_unmatched_other": len(self.unmatched_other),
+                "unjoined_rows": self.unjoined_rows[:limit].tolist(), "n_unjoined": int(len(self.unjoined_rows)),
+                "ambiguous_rows": self.ambiguous_rows[:limit].tolist(), "n_ambiguous": int(len(self.ambiguous_rows)),
+                "unmatched_other": list(self.unmatched_other[:limit]), "n_unmatched_other": len(self.unmatched_other),
                 "count_mismatches": self.count_mismatches}
 
     @classmethod
@@ -169,11 +166,9 @@ def join_classes(hsf: npt.ArrayLike, field: npt.ArrayLike | None, hashes: np.nda
     a_lo = np.searchsorted(a_sorted, b_sorted, "left")
     a_hi = np.searchsorted(a_sorted, b_sorted, "right")
     lonely = np.sort(b_order[a_hi == a_lo])
-    report = JoinReport(other=other, rows=n, joined=int((out > 0).sum()),
-                        unjoined_rows=np.sort(rows[unjoined]),
+    report = JoinReport(other=other, rows=n, joined=int((out > 0).sum()), unjoined_rows=np.sort(rows[unjoined]),
                         ambiguous_rows=np.sort(rows[np.asarray(ambiguous, np.int64)]),
-                        unmatched_other=[other_names[i] for i in lonely],
-                        count_mismatches=mismatches)
+                        unmatched_other=[other_names[i] for i in lonely], count_mismatches=mismatches)
     if not report.ok:
         logger.warning("SD19 join: %s", report.summary())
     return out, report

@@ -169,8 +169,7 @@ def decode_png1_many(blobs: Iterable[bytes], *, names: Sequence[str] | None = No
             raw = _fast_raw(data, size)
         except (ValueError, zlib.error, struct.error) as e:
             name = names[k] if names is not None else f"<PNG #{k}>"
-            raise SD19FormatError("corrupt SD19 PNG", path=name,
-                                  expected=f"a {size}x{size} 1-bit PNG", found=str(e),
+            raise SD19FormatError("corrupt SD19 PNG", path=name, expected=f"a {size}x{size} 1-bit PNG", found=str(e),
                                   hint="re-download or re-copy the file") from None
         if raw is None:
             slow.append(k)

@@ -195,9 +195,8 @@ def open_sd19(path: str | os.PathLike[str], *, progress: bool | None = None, cac
             rep = JoinReport.from_dict(meta["join"]) if meta.get("join") else None
             if strict and rep is not None:
                 rep.raise_if_failed(path)
-            return SD19Source(path, trees, meta["edition"], arrays["index"], arrays["files"],
-                              arrays["file_of_row"], fp, rep, meta.get("anomalies", []),
-                              meta.get("cls_present", False), workers)
+            return SD19Source(path, trees, meta["edition"], arrays["index"], arrays["files"], arrays["file_of_row"], fp,
+                              rep, meta.get("anomalies", []), meta.get("cls_present", False), workers)
     src = _build(path, trees, fp, workers, progress, strict)
     if cache:
         meta = {"edition": src.edition, "anomalies": src.anomalies, "cls_present": src.cls_present,
@@ -286,8 +285,7 @@ def _entry_gaps(idx: np.ndarray, edition: int) -> list[str]:
 
 
 def _classes_from_cls(bw: Tree, idx: np.ndarray, cls_files: dict[tuple[int, int, int, str], int],
-                      recs: list[tuple[Any, ...]], per: np.ndarray,
-                      edition: int) -> tuple[npt.NDArray[np.uint8], bool]:
+                      recs: list[tuple[Any, ...]], per: np.ndarray, edition: int) -> tuple[npt.NDArray[np.uint8], bool]:
     asc = np.zeros(len(idx), np.uint8)
     if not cls_files:
         return asc, False
@@ -341,9 +339,8 @@ def _join(trees: dict[str, Tree], idx: np.ndarray, need: npt.NDArray[np.intp], a
         names = [f"{name}/{tree.names[chars.files[f]]}" + (f"#{e}" if chars.fmt == "mis" else "")
                  for f, e in zip(rep_idx, o_entry)]
         o_field = chars.field[rep_idx] if chars.field is not None else None
-        got, report = join_classes(idx["hsf"][need], idx["field"][need], idx["hash"][need],
-                                   chars.hsf[rep_idx], o_field, chars.ascii[rep_idx], o_hash, names,
-                                   other=name, rows=need)
+        got, report = join_classes(idx["hsf"][need], idx["field"][need], idx["hash"][need], chars.hsf[rep_idx], o_field,
+                                   chars.ascii[rep_idx], o_hash, names, other=name, rows=need)
         asc[need] = got
         return report
     report = JoinReport(other="", rows=len(need), joined=0, unjoined_rows=need.astype(np.int64))

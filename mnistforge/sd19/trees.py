@@ -229,8 +229,7 @@ def _parse_by_write(tree: Tree) -> tuple[int, list[tuple[Any, ...]], dict[tuple[
     if png and mis:
         raise SD19FormatError("by_write mixes editions", path=tree.display,
                               expected="only PNG folders (2nd edition) or only .mis files (1st edition)",
-                              found=f"{len(png)} PNGs and {len(mis)} .mis files",
-                              hint="point at one edition at a time")
+                              found=f"{len(png)} PNGs and {len(mis)} .mis files", hint="point at one edition at a time")
     if not png and not mis:
         raise MissingSourceError("by_write holds no characters", path=tree.display,
                                  expected="hsf_N/fWWWW_TT/dWWWW_TT/*.png or hsf_N/fWWWW_TT/dWWWW_TT.mis",

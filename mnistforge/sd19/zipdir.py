@@ -150,8 +150,7 @@ def list_zip(path: str | os.PathLike[str], *, max_member_size: int = DEFAULT_MAX
         if limit is not None and (len(names) >= limit or pos + 46 + 1024 > len(cd) < cd_size):
             break
         if cd[pos:pos + 4] != _CEN:
-            raise SD19FormatError("corrupt zip central directory", path=path,
-                                  expected="a central directory entry",
+            raise SD19FormatError("corrupt zip central directory", path=path, expected="a central directory entry",
                                   found=f"bytes {cd[pos:pos + 4]!r} at {cd_off + pos}")
         (_s, _vm, _vn, flags, method, _t, _d, crc, csize, usize, nlen, elen, clen,
          _disk, _ia, _ea, off) = unpack(cd, pos)
@@ -160,8 +159,7 @@ def list_zip(path: str | os.PathLike[str], *, max_member_size: int = DEFAULT_MAX
             name = raw.decode("utf-8" if flags & 0x800 else "cp437")
         except UnicodeDecodeError:
             raise SD19FormatError("zip member name is not valid UTF-8", path=path,
-                                  expected="UTF-8 member names (flag 0x800)",
-                                  found=repr(raw[:80]),
+                                  expected="UTF-8 member names (flag 0x800)", found=repr(raw[:80]),
                                   hint="the archive is damaged or not SD19; get a clean copy") from None
         if 0xFFFFFFFF in (csize, usize, off):
             csize, usize, off = _zip64_extra(cd[pos + 46 + nlen:pos + 46 + nlen + elen], csize, usize, off)
@@ -258,9 +256,8 @@ def read_members(path: str | os.PathLike[str], listing: ZipListing, idx: npt.Arr
 def _member_from(buf: bytes, p: int, listing: ZipListing, i: int, fd: int, path: str) -> bytes:
     name = listing.names[i]
     if buf[p:p + 4] != _LOC:
-        raise SD19FormatError("corrupt zip member (bad local header)", path=f"{path}:{name}",
-                              expected="PK\\x03\\x04", found=repr(buf[p:p + 4]),
-                              hint="the archive is damaged; fetch it again")
+        raise SD19FormatError("corrupt zip member (bad local header)", path=f"{path}:{name}", expected="PK\\x03\\x04",
+                              found=repr(buf[p:p + 4]), hint="the archive is damaged; fetch it again")
     nlen, elen = struct.unpack_from("<2H", buf, p + 26)
     start = p + 30 + nlen + elen
     csize = int(listing.csize[i])

@@ -108,8 +108,7 @@ def read_xnist_table(path: str | os.PathLike[str]) -> npt.NDArray[np.int64]:
     lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
     if lines != len(table):
         raise FormatError("layout table has the wrong shape", path=path,
-                          expected=f"8 integer columns per row ({len(table)} rows)",
-                          found=f"{lines} lines")
+                          expected=f"8 integer columns per row ({len(table)} rows)", found=f"{lines} lines")
     return table
 
 
@@ -255,9 +254,8 @@ def _place_duplicates(plan: Plan, rng: np.random.Generator, n_dup: int = nt.DUPL
     rows = plan.rows
     digits = np.flatnonzero(rows["field"] == b"d")
     if len(digits) < 2 * n_dup:
-        raise ConfigError("scale too small for SD19's duplicated digits",
-                          expected=f"at least {2 * n_dup} digits", found=f"{len(digits)}",
-                          hint="use a larger --scale")
+        raise ConfigError("scale too small for SD19's duplicated digits", expected=f"at least {2 * n_dup} digits",
+                          found=f"{len(digits)}", hint="use a larger --scale")
     used: set[int] = set()
     pairs: list[tuple[int, int]] = []
     # Same folder, same class: like the three real ones.
@@ -318,8 +316,7 @@ def _plan_layout(config: SynthConfig) -> Plan:
     if bad.any():
         r = int(rows_idx[np.argmax(bad)])
         raise FormatError("layout table row out of range", path=where,
-                          expected="class 0-9 and partition in 0,1,2,3,4,6,7",
-                          found=f"row {r}: {table[r].tolist()}")
+                          expected="class 0-9 and partition in 0,1,2,3,4,6,7", found=f"row {r}: {table[r].tolist()}")
     # A new writer folder starts where the writer changes or column 3 restarts.
     new = np.ones(len(t), bool)
     new[1:] = (writer[1:] != writer[:-1]) | (entry[1:] <= entry[:-1])
@@ -328,9 +325,8 @@ def _plan_layout(config: SynthConfig) -> Plan:
     expect = np.arange(len(t)) - np.repeat(starts, sizes)
     if not (entry == expect).all():
         r = int(rows_idx[np.argmax(entry != expect)])
-        raise FormatError("layout table column 3 does not count digits within a writer folder",
-                          path=where, expected="0, 1, 2, ... restarting per folder",
-                          found=f"row {r}: {table[r].tolist()}")
+        raise FormatError("layout table column 3 does not count digits within a writer folder", path=where,
+                          expected="0, 1, 2, ... restarting per folder", found=f"row {r}: {table[r].tolist()}")
     f_hsf, f_writer = hsf[starts], writer[starts]
     rank = np.searchsorted(np.array(nt.PARTITION_ORDER), f_hsf)
     key = rank * 10000 + f_writer

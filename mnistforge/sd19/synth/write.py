@@ -162,9 +162,8 @@ class _StoredZip:
         crc = zlib.crc32(data) & 0xFFFFFFFF
         size = len(data)
         if self._pos + size + 30 + len(raw) >= 0xFFFFFFFF or size >= 0xFFFFFFFF:
-            raise ConfigError("synthetic zip would exceed 4 GiB", path=self.path,
-                              expected="< 4 GiB per hierarchy zip", found=f"member {name}",
-                              hint="use packaging='dir' for such a large output")
+            raise ConfigError("synthetic zip would exceed 4 GiB", path=self.path, expected="< 4 GiB per hierarchy zip",
+                              found=f"member {name}", hint="use packaging='dir' for such a large output")
         is_dir = name.endswith("/")
         header = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, self._DOS_TIME, self._DOS_DATE,
                              crc, size, size, len(raw), 0)
