@@ -1,9 +1,8 @@
 """Build the six EMNIST datasets from SD19 (real or synthetic).
 
-``mnistforge build emnist --sd19 PATH --out DIR`` writes all six datasets into
-one folder, ``mnistforge build emnist-<name>`` one of them.  Each character is
-read and converted once (:mod:`.emnist_prepro`) and shared by every dataset
-that uses it; the splits come from :mod:`.emnist_splits`.
+``mnistforge build emnist --sd19 PATH --out DIR`` writes all six datasets into one folder,
+``mnistforge build emnist-<name>`` one of them.  Each character is read and converted once (:mod:`.emnist_prepro`) and
+shared by every dataset that uses it; the splits come from :mod:`.emnist_splits`.
 
 Files, named like the official distribution (``gzip/`` folder of
 ``gzip.zip``)::
@@ -301,9 +300,8 @@ def build_emnist(sd19: str | os.PathLike[str], out: str | os.PathLike[str],
     ``config``: Everything about the build.  (An :class:`EmnistPreproConfig` here is taken as
         ``EmnistBuildConfig(prepro=config)``.)
     ``splits``, ``split_config``, ``seed``, ``split_by``, ``letters_variant``, ``orientation``,
-        ``overwrite``, ``workers``, ``show_progress``: Keyword shortcuts: each one given
-        replaces that field of ``config`` (``split_config`` its seed, split_by, letters_variant
-        and scale).
+        ``overwrite``, ``workers``, ``show_progress``: Keyword shortcuts: each one given replaces that field of
+        ``config`` (``split_config`` its seed, split_by, letters_variant and scale).
 
     Returns: The manifest written to ``out/manifest.json`` (see :mod:`mnistforge.io.manifest`),
         outputs hashed, as written.

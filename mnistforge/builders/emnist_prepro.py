@@ -5,10 +5,9 @@ centring in a square, a 2-pixel border, bicubic resampling, intensity scaling) a
 some details open.  Every open point is a field of :class:`EmnistPreproConfig` with a
 documented default; the steps, defaults and reasons are in ``docs/provenance-emnist.md``.
 
-:func:`convert_batch` is the fast path: blur, crop, centring, padding and resampling are
-linear and separable, so each output image is ``A_y @ X @ A_x.T`` over a window around the
-ink box.  :func:`convert_reference` is the straightforward per-image definition
-(SciPy ``gaussian_filter`` + NumPy box + Pillow resize) that tests and
+:func:`convert_batch` is the fast path: blur, crop, centring, padding and resampling are linear and separable, so each
+output image is ``A_y @ X @ A_x.T`` over a window around the ink box.  :func:`convert_reference` is the straightforward
+per-image definition (SciPy ``gaussian_filter`` + NumPy box + Pillow resize) that tests and
 ``benchmarks/bench_emnist_prepro.py`` compare against.
 
 >>> import numpy as np
@@ -49,8 +48,7 @@ class EmnistPreproConfig:
         1).  Default 0.0: the whole extent reached by the blur.
     ``border``: Empty border in output pixels (paper: 2).
     ``border_stage``: ``"after"`` (default): resample to ``out_side - 2*border``, then pad;
-        ``"before"``: pad the square frame by ``border`` source pixels, then resample to
-        ``out_side``.
+        ``"before"``: pad the square frame by ``border`` source pixels, then resample to ``out_side``.
     ``cubic_a``: Keys' cubic kernel parameter (default -0.5, Pillow's and MATLAB's).
     ``antialias``: Stretch the kernel by the shrink factor (default True, as Pillow and MATLAB's
         ``imresize`` do when shrinking).  False: plain interpolation.
@@ -134,10 +132,9 @@ def cubic_kernel(x: np.ndarray, a: float = -0.5) -> np.ndarray:
 def resample_matrix(in_size: int, out_size: int, a: float = -0.5, antialias: bool = True) -> np.ndarray:
     """``out_size x in_size`` bicubic resampling matrix, Pillow's construction.
 
-    Follows ``precompute_coeffs`` in Pillow's ``Resample.c``: output pixel
-    ``i`` is centred at ``(i + 0.5) * scale`` in input coordinates, the kernel
-    is stretched by ``max(scale, 1)`` when ``antialias``, taps outside the input
-    are dropped and the rest renormalised to sum 1.
+    Follows ``precompute_coeffs`` in Pillow's ``Resample.c``: output pixel ``i`` is centred at ``(i + 0.5) * scale`` in
+    input coordinates, the kernel is stretched by ``max(scale, 1)`` when ``antialias``, taps outside the input are
+    dropped and the rest renormalised to sum 1.
     """
     scale = in_size / out_size
     fscale = max(scale, 1.0) if antialias else 1.0
@@ -178,9 +175,8 @@ def blurred_boxes(images: np.ndarray,
                   config: EmnistPreproConfig = DEFAULT_CONFIG) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Boxes of the blurred images (``value > bbox_threshold``), as :func:`ink_boxes`.
 
-    With threshold 0 this is the ink box grown by the blur radius and clipped
-    to the raster (no blur needed); otherwise the batch is blurred (float64,
-    same as the reference).
+    With threshold 0 this is the ink box grown by the blur radius and clipped to the raster (no blur needed); otherwise
+    the batch is blurred (float64, same as the reference).
     """
     if config.bbox_threshold == 0.0:
         r0, r1, c0, c1 = ink_boxes(images)
@@ -242,9 +238,8 @@ def _placement_matrices(start: np.ndarray, length: np.ndarray, offset: np.ndarra
                         config: EmnistPreproConfig, dtype: npt.DTypeLike) -> np.ndarray:
     """Per image, ``n_out x n_src`` matrix: resample(frame) o place(box) (no blur).
 
-    Source pixel ``k`` inside the box (``start <= k < start + length``) lands
-    on frame pixel ``k - start + offset``; the frame (side ``side``) is
-    resampled to ``n_out`` pixels.
+    Source pixel ``k`` inside the box (``start <= k < start + length``) lands on frame pixel ``k - start + offset``; the
+    frame (side ``side``) is resampled to ``n_out`` pixels.
     """
     max_side = SOURCE_SIDE + 2 * config.border + 1
     if len(side) and int(side.max()) > max_side:
@@ -316,10 +311,9 @@ def _convert_chunk(images: np.ndarray, config: EmnistPreproConfig) -> np.ndarray
         x = blur_batch(images, config, dtype=dtype)
         np.matmul(np.matmul(ay, x), ax.transpose(0, 2, 1), out=res)
         return _finish(res, config)
-    # Threshold 0: the box is the ink box grown by the blur radius, so the source is
-    # zero outside it and blurring a window that holds the box (zero outside the
-    # window) gives the same values inside the box.  Windows come in a few sizes;
-    # per size, the blur matrix folds into the per-image matrices in one product.
+    # Threshold 0: the box is the ink box grown by the blur radius, so the source is zero outside it and blurring a
+    # window that holds the box (zero outside the window) gives the same values inside the box.  Windows come in a few
+    # sizes; per size, the blur matrix folds into the per-image matrices in one product.
     need = np.maximum(h, w)
     win = np.clip(-(-need // WINDOW_STEP) * WINDOW_STEP, WINDOW_STEP, max(hsrc, wsrc))
     for size in np.unique(win):

@@ -3,13 +3,12 @@
 Everything here works on the SD19 index (one row per character, fields
 ``ascii``, ``writer``, ``hsf``, ``field``, ``entry``); no image is touched.
 
-Rules (``docs/provenance-emnist.md`` gives them in full): every source character goes once
-to the *train side* or the *test side* (``split_by="random"``, stratified by class, 6/7 train;
-or ``split_by="writer"``, whole writers), and every dataset draws its train set from the train
-side and its test set from the test side, so no EMNIST test image is in any EMNIST training
-set.  byclass / bymerge take all characters of each side; the balanced sets take ``q_test``
-per class from the test side and ``6 q_test`` from the train side (the official counts scaled
-to the source), the last ``q_val`` per class of the train set being the validation portion.
+Rules (``docs/provenance-emnist.md`` gives them in full): every source character goes once to the *train side* or the
+*test side* (``split_by="random"``, stratified by class, 6/7 train; or ``split_by="writer"``, whole writers), and every
+dataset draws its train set from the train side and its test set from the test side, so no EMNIST test image is in any
+EMNIST training set.  byclass / bymerge take all characters of each side; the balanced sets take ``q_test`` per class
+from the test side and ``6 q_test`` from the train side (the official counts scaled to the source), the last ``q_val``
+per class of the train set being the validation portion.
 
 >>> labels = label_table("bymerge")
 >>> int(labels[ord("c")]), int(labels[ord("C")]), int(labels[ord("t")])
@@ -46,8 +45,7 @@ MERGED_LETTERS = "CIJKLMOPSUVWXYZ"
 # ... and keeps these 11 lower-case letters as classes of their own (labels 36..46).
 SEPARATE_LOWER = "abdefghnqrt"
 
-# Official figures (spec/emnist.md): per-class (train, test) for the balanced sets,
-# totals for the unbalanced ones.
+# Official figures (spec/emnist.md): per-class (train, test) for the balanced sets, totals for the unbalanced ones.
 OFFICIAL_SIZES = {
     "byclass": (697_932, 116_323), "bymerge": (697_932, 116_323),
     "balanced": (112_800, 18_800), "letters": (124_800, 20_800),
@@ -95,9 +93,8 @@ def _bymerge_chars() -> list[str]:
 def class_list(kind: str) -> list[str]:
     """Characters of each label (index = label).
 
-    ``letters`` has 27 entries: label 0 is unused in the official files and is
-    ``""`` here; labels 1..26 are ``"Aa"`` .. ``"Zz"``.  Merged classes of
-    bymerge/balanced/letters37 are named by their upper-case letter.
+    ``letters`` has 27 entries: label 0 is unused in the official files and is ``""`` here; labels 1..26 are ``"Aa"`` ..
+    ``"Zz"``.  Merged classes of bymerge/balanced/letters37 are named by their upper-case letter.
     """
     if kind == "byclass":
         return list(DIGITS + UPPER + LOWER)
@@ -279,10 +276,9 @@ def split_sides(index: IndexLike, config: EmnistSplitConfig = EmnistSplitConfig(
 def keep_duplicates_together(index: IndexLike, is_test: np.ndarray, cls: np.ndarray) -> np.ndarray:
     """Put every exact duplicate image on the side of its original.
 
-    SD19 holds three duplicated digit images; split at random, a pair can land
-    on both sides and leak a test image into training.  Each moved duplicate
-    swaps sides with the first ordinary character of its class on the other
-    side, so per-class side sizes (and the official totals) are unchanged.
+    SD19 holds three duplicated digit images; split at random, a pair can land on both sides and leak a test image into
+    training.  Each moved duplicate swaps sides with the first ordinary character of its class on the other side, so
+    per-class side sizes (and the official totals) are unchanged.
 
     >>> idx = np.zeros(4, dtype=[("duplicate_of", "i4")]); idx["duplicate_of"] = [-1, -1, 0, -1]
     >>> keep_duplicates_together(idx, np.array([True, False, False, True]), np.zeros(4, int)).tolist()
@@ -315,11 +311,10 @@ def keep_duplicates_together(index: IndexLike, is_test: np.ndarray, cls: np.ndar
 def _writer_sides(index: IndexLike, config: EmnistSplitConfig) -> np.ndarray:
     """Whole writers to the test side: about 1/7 of the characters, every partition alike.
 
-    Each partition's writers are shuffled; a writer's key is the middle of its
-    characters as a fraction of its partition's (0..1).  Writers sorted by key
-    (ties in seeded random order) interleave the partitions in proportion, and
-    the prefix whose characters come closest to N/7 goes to the test side (at
-    least one writer, and at least one left for training, when there are two).
+    Each partition's writers are shuffled; a writer's key is the middle of its characters as a fraction of its
+    partition's (0..1).  Writers sorted by key (ties in seeded random order) interleave the partitions in proportion,
+    and the prefix whose characters come closest to N/7 goes to the test side (at least one writer, and at least one
+    left for training, when there are two).
     """
     writer = np.asarray(index["writer"]).astype(np.int64)
     hsf = np.asarray(index["hsf"]).astype(np.int64)
@@ -353,8 +348,7 @@ def _shuffled(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 def full_split(index: IndexLike, is_test: np.ndarray, kind: str, seed: int) -> EmnistRowSelection:
     """byclass or bymerge: every character, train side then test side, shuffled.
 
-    Both use the same random stream, so they hold the same characters in the
-    same order.
+    Both use the same random stream, so they hold the same characters in the same order.
     """
     labels = label_table(kind)[np.asarray(index["ascii"])]
     rng = _rng(seed, _DATASET_IDS["byclass"])

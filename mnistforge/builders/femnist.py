@@ -1,10 +1,9 @@
 """Build LEAF's FEMNIST from SD19 (``mnistforge build femnist``).
 
-The recipe is LEAF's (:mod:`.femnist_leaf`, rules and sources in ``docs/femnist.md``): by_write
-characters grouped by writer folder, classes from by_class by image content, a 28 x 28
-Pillow thumbnail (LANCZOS, LEAF's ``ANTIALIAS``), LEAF's sampling, user filter and
-train/test split with LEAF's seeds.  The SD19 index already holds each character's writer,
-class and content hash: only the characters kept are read, once.
+The recipe is LEAF's (:mod:`.femnist_leaf`, rules and sources in ``docs/femnist.md``): by_write characters grouped by
+writer folder, classes from by_class by image content, a 28 x 28 Pillow thumbnail (LANCZOS, LEAF's ``ANTIALIAS``),
+LEAF's sampling, user filter and train/test split with LEAF's seeds.  The SD19 index already holds each character's
+writer, class and content hash: only the characters kept are read, once.
 
 Files (``--layout idx``, the default)::
 
@@ -110,12 +109,11 @@ def _fraction(name: str, v: float, high_open: bool = False) -> float:
 class FemnistBuildConfig:
     """How to build FEMNIST (``mnistforge build femnist``); LEAF's flag names in brackets.
 
-    sample [-s] ``"niid"``, ``"iid"`` or None (no sampling); fraction [--sf]; iid_users [--iu];
-    min_samples [-k]; split [-t] ``"sample"`` or ``"user"``; train_fraction [--tf];
-    seed [--smplseed] and split_seed [--spltseed] (defaults: the LEAF paper's); repeat_first:
-    keep group_by_writer.py's doubled first image of every writer but the first; resize:
-    ``"thumbnail"`` (LEAF's call, today's Pillow) or ``"resize"`` (Pillow < 7's thumbnail);
-    layout ``"idx"`` or ``"leaf"``.
+    sample [-s] ``"niid"``, ``"iid"`` or None (no sampling); fraction [--sf]; iid_users [--iu]; min_samples [-k]; split
+    [-t] ``"sample"`` or ``"user"``; train_fraction [--tf]; seed [--smplseed] and split_seed [--spltseed] (defaults: the
+    LEAF paper's); repeat_first: keep group_by_writer.py's doubled first image of every writer but the first; resize:
+    ``"thumbnail"`` (LEAF's call, today's Pillow) or ``"resize"`` (Pillow < 7's thumbnail); layout ``"idx"`` or
+    ``"leaf"``.
     """
 
     sample: str | None = "niid"

@@ -1,9 +1,8 @@
 """LEAF's FEMNIST recipe (``TalwalkarLab/leaf``, ``data/femnist/`` and ``data/utils/``) on row lists.
 
-Every step of LEAF's scripts is transcribed here on SD19 index rows instead of pixel
-lists, with Python's ``random.Random`` called in the same sequence (so a seed gives
-LEAF's choice).  Where LEAF depends on the file system's listing order, the order used
-is the sorted one (documented in ``docs/femnist.md``).
+Every step of LEAF's scripts is transcribed here on SD19 index rows instead of pixel lists, with Python's
+``random.Random`` called in the same sequence (so a seed gives LEAF's choice).  Where LEAF depends on the file system's
+listing order, the order used is the sorted one (documented in ``docs/femnist.md``).
 
 A "file" is what LEAF writes as one JSON file: its name and its users in order, each
 with the list of rows LEAF's ``user_data[u]`` holds.

@@ -1,11 +1,10 @@
 """Label-vote side files of a build: the study's votes next to a rebuilt MNIST/QMNIST test set.
 
-Written only where they apply: the study's file is in the cache (a build never
-downloads it; ``mnistforge fetch label-errors``) and every ``given_original_label``
-equals the built label at its row, i.e. the build reproduces MNIST's test set in
-order (a real SD19 with the published QMNIST tables; never a synthetic SD19).
-The loaders read them back as the ``label_votes_*``, ``suggested_label`` and
-``label_issue`` metadata columns (:mod:`mnistforge.loaders.label_issues`).
+Written only where they apply: the study's file is in the cache (a build never downloads it;
+``mnistforge fetch label-errors``) and every ``given_original_label`` equals the built label at its row, i.e. the build
+reproduces MNIST's test set in order (a real SD19 with the published QMNIST tables; never a synthetic SD19). The loaders
+read them back as the ``label_votes_*``, ``suggested_label`` and ``label_issue`` metadata columns
+(:mod:`mnistforge.loaders.label_issues`).
 """
 from __future__ import annotations
 

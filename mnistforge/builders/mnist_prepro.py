@@ -4,12 +4,10 @@ This is the preprocessing reconstructed by QMNIST (Yadav & Bottou 2019), in eigh
 (bounding box, square box, pixel doubling, area-overlap resampling with the fudge factor,
 bytes, centre of mass, placement, duplicates; each in ``docs/provenance-mnist-qmnist.md``).
 
-Two implementations live here: :func:`preprocess_one`, a per-image oracle
-written straight from the specification (loops included; used by the tests),
-and :func:`preprocess`, the batch implementation used by the builders.  The
-batch version reproduces the oracle byte for byte: the step-4 accumulation adds
-the contributions of each output cell in the same (row-major input pixel)
-order, in float64, so even the last bit of every float32 intermediate agrees.
+Two implementations live here: :func:`preprocess_one`, a per-image oracle written straight from the specification (loops
+included; used by the tests), and :func:`preprocess`, the batch implementation used by the builders.  The batch version
+reproduces the oracle byte for byte: the step-4 accumulation adds the contributions of each output cell in the same
+(row-major input pixel) order, in float64, so even the last bit of every float32 intermediate agrees.
 
 A blank input (no ink) gives an all-zero 28x28 image.
 
@@ -51,8 +49,7 @@ class MnistPreproConfig:
     """Parameters of the MNIST preprocessing.
 
     ``fudge``: Footprint shrink factor of the area-overlap resampling (step 4).  0.99 is the
-        published value (it draws MNIST's faint stripes); 1 gives the "clean" variant with exact
-        mass conservation.
+        published value (it draws MNIST's faint stripes); 1 gives the "clean" variant with exact mass conservation.
     ``centring`` ({"mnist", "true"}): ``"mnist"``: placement at ``trunc(15 - c)`` (the published
         rule, with its half-pixel bias); ``"true"``: the integer shift bringing the centre of
         mass nearest to the image centre.
@@ -97,9 +94,8 @@ class MnistPreproConfig:
 def ink_mask(raster: npt.ArrayLike) -> np.ndarray:
     """Return a boolean ink mask (True = ink) of one or more binary rasters.
 
-    SD19 rasters are two-valued; the character is the minority value, whatever
-    its polarity (0/1, 0/255, black-on-white or white-on-black).  Works per
-    image on an array of shape ``(..., H, W)``.
+    SD19 rasters are two-valued; the character is the minority value, whatever its polarity (0/1, 0/255, black-on-white
+    or white-on-black).  Works per image on an array of shape ``(..., H, W)``.
 
     >>> r = np.full((4, 4), 255, np.uint8); r[1, 1:3] = 0
     >>> int(ink_mask(r).sum())
@@ -167,8 +163,7 @@ def _clip01(v: float) -> float:
 def resample_area(crop: npt.ArrayLike, fudge: float = 0.99) -> np.ndarray:
     """Step 4: area-overlap resampling of an ``H x W`` crop to 20x20 (float32).
 
-    Accumulates in Python floats (IEEE doubles) pixel by pixel in row-major
-    order, exactly as the specification reads.
+    Accumulates in Python floats (IEEE doubles) pixel by pixel in row-major order, exactly as the specification reads.
     """
     crop = np.asarray(crop)
     H, W = crop.shape
@@ -283,10 +278,9 @@ def preprocess_one(img: npt.ArrayLike, config: MnistPreproConfig | None = None) 
 def _axis_weights(n: int, fudge: float) -> tuple[np.ndarray, np.ndarray]:
     """Per input row (or column) of an ``n``-pixel axis: two cells and two weights.
 
-    A footprint inside one cell gets the un-shrunk scale ``s`` in that cell
-    (second weight 0); a split one gets ``dx`` and ``dxe``.  The 2-D weight of
-    pixel ``(i, j)`` is the product of the row and column weights, bit for bit
-    what the four cases of the specification compute.
+    A footprint inside one cell gets the un-shrunk scale ``s`` in that cell (second weight 0); a split one gets ``dx``
+    and ``dxe``.  The 2-D weight of pixel ``(i, j)`` is the product of the row and column weights, bit for bit what the
+    four cases of the specification compute.
     """
     s = BOX / n
     i = np.arange(n, dtype=np.float64)
@@ -306,9 +300,8 @@ def _axis_weights(n: int, fudge: float) -> tuple[np.ndarray, np.ndarray]:
 def _weight_matrix(n: int, fudge: float) -> Any:  # a scipy.sparse.csr_matrix (scipy: untyped here)
     """Sparse ``(n*n, 400)`` map of an ``n x n`` crop's pixels (row-major) to the 20x20 cells.
 
-    Row ``p = i*n + j`` holds the (at most four) nonzero weights of pixel ``(i, j)``:
-    the products of its row and column weights, bit for bit the four cases of
-    the specification.
+    Row ``p = i*n + j`` holds the (at most four) nonzero weights of pixel ``(i, j)``: the products of its row and column
+    weights, bit for bit the four cases of the specification.
     """
     cx, wx = _axis_weights(n, fudge)
     cells = (cx[:, None, :, None] * BOX + cx[None, :, None, :]).reshape(n * n, 4)
@@ -366,13 +359,11 @@ _MAX_PIXELS = 1 << 24
 def resample_batch(images: npt.ArrayLike, fudge: float = 0.99) -> tuple[np.ndarray, np.ndarray]:
     """Steps 1-4 on a batch: returns ``(n, 20, 20)`` float32 and the blank flags.
 
-    Images are grouped by crop side; for one side the resampling is a fixed
-    linear map, applied as a sparse product ``V @ W`` with ``V`` the ink
-    pixels (one row per image, columns in row-major pixel order, values 1.0).
-    The sparse product (Gustavson's algorithm, as in SciPy) adds, for every
-    output cell, the contributions in the order of ``V``'s columns, in float64:
-    exactly the oracle's pixel-by-pixel accumulation, so the float32 results
-    are bit-identical (the tests check it).
+    Images are grouped by crop side; for one side the resampling is a fixed linear map, applied as a sparse product
+    ``V @ W`` with ``V`` the ink pixels (one row per image, columns in row-major pixel order, values 1.0). The sparse
+    product (Gustavson's algorithm, as in SciPy) adds, for every output cell, the contributions in the order of ``V``'s
+    columns, in float64: exactly the oracle's pixel-by-pixel accumulation, so the float32 results are bit-identical (the
+    tests check it).
     """
     images = np.asarray(images, dtype=bool)
     nimg = images.shape[0]

@@ -2,14 +2,12 @@
 
 ``mnistforge build qmnist|mnist|xnist --sd19 PATH --out DIR [--qmnist-labels DIR|download]``
 
-* ``xnist``: every SD19 digit preprocessed, in NIST order, with the 8-column
-  extended labels (``xnist-images-idx3-ubyte.xz``, ``xnist-labels-idx2-int.xz``,
-  ``xnist-labels.tsv.xz``);
+* ``xnist``: every SD19 digit preprocessed, in NIST order, with the 8-column extended labels
+  (``xnist-images-idx3-ubyte.xz``, ``xnist-labels-idx2-int.xz``, ``xnist-labels.tsv.xz``);
 * ``qmnist``: the 60,000 + 60,000 digits of the QMNIST recipe
   (``qmnist-{train,test}-images-idx3-ubyte.gz``, ``-labels-idx1-ubyte.gz``,
   ``-labels-idx2-int.gz``, ``-labels.tsv.gz``);
-* ``mnist``: QMNIST train and the first 10,000 QMNIST test digits under MNIST's
-  four file names.
+* ``mnist``: QMNIST train and the first 10,000 QMNIST test digits under MNIST's four file names.
 
 The preprocessing is :mod:`.mnist_prepro` (published fudge 0.99 and truncating
 centring by default), the selection :mod:`.qmnist_recipe`.  Column 6
@@ -27,8 +25,7 @@ to fetch and verify them through the registry) the outputs follow the published
 order; otherwise the documented deterministic order of
 :func:`~.qmnist_recipe.select_qmnist`, and the manifest says so.
 
-Everything is written into ``<out>.incomplete`` and renamed at the end; builds
-are byte-identical when repeated.
+Everything is written into ``<out>.incomplete`` and renamed at the end; builds are byte-identical when repeated.
 
 >>> from mnistforge.builders.qmnist import build_qmnist, QmnistBuildConfig
 >>> m = build_qmnist("sd19/", "build/qmnist", QmnistBuildConfig(qmnist_labels="download"))  # doctest: +SKIP
@@ -175,11 +172,10 @@ def preprocess_rows(src: SD19Source, rows: npt.ArrayLike, prepro: MnistPreproCon
                     strategy: str = "workers", chunk: int = 1024) -> np.ndarray:
     """Decode the SD19 index ``rows`` and preprocess them: ``(len(rows), 28, 28)`` uint8.
 
-    ``strategy="workers"`` (default): every worker process decodes *and*
-    preprocesses chunks of ``chunk`` rows, so both stages use all cores and only
-    28x28 images travel back.  ``strategy="main"``: the source's workers decode
-    (all cores) while this process preprocesses; slower because preprocessing
-    costs about as much as decoding (see ``benchmarks/bench_mnist_prepro.py``).
+    ``strategy="workers"`` (default): every worker process decodes *and* preprocesses chunks of ``chunk`` rows, so both
+    stages use all cores and only 28x28 images travel back.  ``strategy="main"``: the source's workers decode (all
+    cores) while this process preprocesses; slower because preprocessing costs about as much as decoding (see
+    ``benchmarks/bench_mnist_prepro.py``).
     """
     rows = np.asarray(rows, dtype=np.int64)
     out = np.empty((rows.size, 28, 28), dtype=np.uint8)

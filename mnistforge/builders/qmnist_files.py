@@ -1,7 +1,6 @@
 """The files of the QMNIST-family builds: names, idx/tsv writers, xz for xnist.
 
-Every writer is atomic (temporary name, then rename) and reproducible (gzip with
-mtime 0, xz in fixed blocks).
+Every writer is atomic (temporary name, then rename) and reproducible (gzip with mtime 0, xz in fixed blocks).
 """
 from __future__ import annotations
 

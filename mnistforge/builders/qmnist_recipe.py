@@ -1,8 +1,7 @@
 """The QMNIST selection recipe: which NIST digits form QMNIST train and test, and in what order.
 
-Everything here is a pure function of the *digit table*: the 8-column QMNIST
-"extended labels" of every SD19 digit (``xnist``), one row per digit in NIST's
-by_write walk order:
+Everything here is a pure function of the *digit table*: the 8-column QMNIST "extended labels" of every SD19 digit
+(``xnist``), one row per digit in NIST's by_write walk order:
 
 ====  =================================================  ==========
 col   meaning                                            range
@@ -17,10 +16,9 @@ col   meaning                                            range
 7     unused                                             0
 ====  =================================================  ==========
 
-The recipe (Yadav & Bottou 2019), its order with and without the published QMNIST tables
-(:func:`order_like_published`; else the documented deterministic order of :func:`select_qmnist`)
-and how it is scaled for a source smaller than SD19 (train and test stay disjoint) are described
-in ``docs/provenance-mnist-qmnist.md`` ("Selection").
+The recipe (Yadav & Bottou 2019), its order with and without the published QMNIST tables (:func:`order_like_published`;
+else the documented deterministic order of :func:`select_qmnist`) and how it is scaled for a source smaller than SD19
+(train and test stay disjoint) are described in ``docs/provenance-mnist-qmnist.md`` ("Selection").
 
 >>> import numpy as np
 >>> t = np.zeros((6, 8), np.int64); t[:, 5] = np.arange(6)
@@ -163,9 +161,8 @@ def select_qmnist(table: npt.ArrayLike, recipe: QmnistRecipe | None = None, *,
     cand = gidx[free & (gidx >= recipe.train_fill_start) & (gidx < recipe.test_fill_start)]
     need = max(0, recipe.train_size - train_core_idx.size)
     train_fill = cand[:need]
-    # test fill: from test_fill_start on, skipping writers already on the train
-    # side.  With SD19's numbers the train fill ends (#30,949) well before the
-    # test fill starts (#35,000), so nothing is skipped; on a scaled source the
+    # test fill: from test_fill_start on, skipping writers already on the train side.  With SD19's numbers the train
+    # fill ends (#30,949) well before the test fill starts (#35,000), so nothing is skipped; on a scaled source the
     # writer at the boundary could otherwise straddle both sides.
     key = table[:, HSF].astype(np.int64) * 100_000 + w
     train_keys = np.unique(np.concatenate([key[train_fill], key[train_core_idx]]))
@@ -189,9 +186,8 @@ def order_like_published(selection: Selection, published_train: npt.ArrayLike,
                          published_test: npt.ArrayLike) -> Selection:
     """Reorder a selection as the published QMNIST tables (column 5 = global index).
 
-    The published tables must hold exactly the selected sets, otherwise the
-    source is not SD19 as QMNIST knew it (or the tables are not QMNIST's) and
-    :class:`~mnistforge.errors.BuildError` is raised.
+    The published tables must hold exactly the selected sets, otherwise the source is not SD19 as QMNIST knew it (or the
+    tables are not QMNIST's) and :class:`~mnistforge.errors.BuildError` is raised.
 
     >>> t = np.zeros((4, 8), np.int64); t[:, 5] = np.arange(4)
 >>> t[:, 2] = np.arange(4)      # four writers: the test fill skips writers on the train side
@@ -224,9 +220,8 @@ def published_selection(table: npt.ArrayLike, published_train: npt.ArrayLike, pu
                         recipe: QmnistRecipe | None = None) -> Selection:
     """The selection the published QMNIST tables hold (column 5), in their order.
 
-    No recipe is run: this is for builds that take the published sets as given
-    (``build mnist --qmnist-labels``), after the tables' columns 0-5 were checked
-    against the source.  :func:`order_like_published` is the variant that checks
+    No recipe is run: this is for builds that take the published sets as given (``build mnist --qmnist-labels``), after
+    the tables' columns 0-5 were checked against the source.  :func:`order_like_published` is the variant that checks
     the recipe's sets against the tables.
 
     >>> t = np.zeros((4, 8), np.int64); t[:, 5] = np.arange(4)
@@ -261,8 +256,7 @@ def digit_table(index: np.ndarray, duplicates: npt.ArrayLike | None = None) -> n
 
     ``index`` (structured ndarray): The SD19 index (one row per character, by_write walk order).
     ``duplicates`` (array of int, optional): Column 6, one value per digit (global index of the
-        earlier identical image, else 0).  Default: from the index's exact image hashes
-        (:func:`source_duplicates`).
+        earlier identical image, else 0).  Default: from the index's exact image hashes (:func:`source_duplicates`).
 
     >>> idx = np.zeros(3, dtype=[("hsf", "u1"), ("writer", "i2"), ("template", "u1"),
     ...     ("field", "S1"), ("entry", "i4"), ("ascii", "u1"), ("digit_index", "i4"),

@@ -1,11 +1,10 @@
 """Extreme learning machine with the OPIUM recursive pseudo-inverse update.
 
-Fixed random input weights map an input to ``hidden`` units with a nonlinearity; only the output
-weights are learned, by (ridge) least squares on one-hot targets: the baseline family of the
-EMNIST paper.  Two solvers reach the same ridge solution: ``solver="normal"`` (blocked normal
-equations, one Cholesky solve; memory ``O(hidden^2)``) and ``solver="opium"`` (the recursive
-update of Tapson & van Schaik 2013, streaming: :meth:`ELMClassifier.partial_fit`).  The solvers,
-their memory and the input weights' scaling: ``docs/classifiers.md``, implementation notes.
+Fixed random input weights map an input to ``hidden`` units with a nonlinearity; only the output weights are learned, by
+(ridge) least squares on one-hot targets: the baseline family of the EMNIST paper.  Two solvers reach the same ridge
+solution: ``solver="normal"`` (blocked normal equations, one Cholesky solve; memory ``O(hidden^2)``) and
+``solver="opium"`` (the recursive update of Tapson & van Schaik 2013, streaming: :meth:`ELMClassifier.partial_fit`).
+The solvers, their memory and the input weights' scaling: ``docs/classifiers.md``, implementation notes.
 """
 from __future__ import annotations
 
@@ -128,9 +127,8 @@ class ELMClassifier(Classifier):
     def partial_fit(self, X: np.ndarray, y: npt.ArrayLike, classes: npt.ArrayLike | None = None) -> ELMClassifier:
         """Stream a chunk of training data through OPIUM (any number of calls).
 
-        The first call fixes the input weights (from its first rows) and needs
-        ``classes``, the full list of labels.  Equivalent to :meth:`fit` with
-        ``solver="opium"`` on the concatenated chunks.
+        The first call fixes the input weights (from its first rows) and needs ``classes``, the full list of labels.
+        Equivalent to :meth:`fit` with ``solver="opium"`` on the concatenated chunks.
         """
         y = check_xy(X, y)
         if not hasattr(self, "P_"):

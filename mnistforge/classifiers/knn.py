@@ -1,10 +1,9 @@
 """k-nearest neighbours (Euclidean): blocked float32 matrix products, exact neighbour order.
 
-The ``k + SPARE`` best float32 scores of each test row are re-ranked by exact distances
-(integers for uint8 images, float64 otherwise), ordered by (distance, training index); a row the
-float32 rounding bound cannot certify is re-ranked against every training row within the bound.
-Vote ties go to the nearest neighbour's class (``tie="nearest"``) or to the lowest label
-(``tie="lowest"``, scikit-learn's rule).  In full: ``docs/classifiers.md``, implementation notes.
+The ``k + SPARE`` best float32 scores of each test row are re-ranked by exact distances (integers for uint8 images,
+float64 otherwise), ordered by (distance, training index); a row the float32 rounding bound cannot certify is re-ranked
+against every training row within the bound. Vote ties go to the nearest neighbour's class (``tie="nearest"``) or to the
+lowest label (``tie="lowest"``, scikit-learn's rule).  In full: ``docs/classifiers.md``, implementation notes.
 """
 from __future__ import annotations
 
@@ -36,9 +35,8 @@ _PAD_SCORE = -1e30      # score of the padding columns: never a candidate
 def vote(neighbour_codes: np.ndarray, k: int, n_classes: int, tie: str = "nearest") -> tuple[np.ndarray, np.ndarray]:
     """Plurality vote of the first ``k`` neighbours (nearest first) of each row.
 
-    Returns ``(winning class codes, vote counts N x n_classes)``; ties go to the tied
-    class appearing first in the neighbour list (``tie="nearest"``) or to the lowest
-    class code (``tie="lowest"``).
+    Returns ``(winning class codes, vote counts N x n_classes)``; ties go to the tied class appearing first in the
+    neighbour list (``tie="nearest"``) or to the lowest class code (``tie="lowest"``).
 
     >>> codes = np.array([[2, 1, 1, 2]])
     >>> vote(codes, 4, 3)[0].tolist(), vote(codes, 4, 3, "lowest")[0].tolist()

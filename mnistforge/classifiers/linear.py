@@ -30,10 +30,9 @@ def accumulate_normal_equations(X: np.ndarray, Y: np.ndarray, block: int = 8192,
                                 desc: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Return ``A = Z^T Z`` and ``C = Z^T Y`` (float64), ``Z = transform(X)`` (+ bias column).
 
-    Rows are processed ``block`` at a time so ``Z`` is never held whole.  ``A`` is
-    accumulated in place by the BLAS rank-k update ``dsyrk`` (half the flops of a full
-    product, no temporary ``D x D`` matrix) in float64: a float32 accumulation of a wide
-    hidden layer loses the small eigenvalues the ridge is meant to keep positive.
+    Rows are processed ``block`` at a time so ``Z`` is never held whole.  ``A`` is accumulated in place by the BLAS
+    rank-k update ``dsyrk`` (half the flops of a full product, no temporary ``D x D`` matrix) in float64: a float32
+    accumulation of a wide hidden layer loses the small eigenvalues the ridge is meant to keep positive.
     """
     n = X.shape[0]
     A = C = None

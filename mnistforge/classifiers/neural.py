@@ -1,11 +1,10 @@
 """Training, prediction and pickle-free saving of the neural reference classifiers.
 
-:class:`NeuralClassifier` is the base of ``lenet`` (:mod:`.lenet`) and ``cnn`` (:mod:`.cnn`): a
-seeded mini-batch training loop with early stopping on a validation set; torch is imported
-inside functions only.  :func:`save_model` writes ``NAME.npz`` (the tensors, read back with
-``np.load(allow_pickle=False)``) and ``NAME.json`` (spec, classes, history, the weights' sha256):
-``torch.load`` is never used, so a model file cannot run code when loaded.  The recipes and
-their options: ``docs/classifiers.md``.
+:class:`NeuralClassifier` is the base of ``lenet`` (:mod:`.lenet`) and ``cnn`` (:mod:`.cnn`): a seeded mini-batch
+training loop with early stopping on a validation set; torch is imported inside functions only.  :func:`save_model`
+writes ``NAME.npz`` (the tensors, read back with ``np.load(allow_pickle=False)``) and ``NAME.json`` (spec, classes,
+history, the weights' sha256): ``torch.load`` is never used, so a model file cannot run code when loaded.  The recipes
+and their options: ``docs/classifiers.md``.
 """
 from __future__ import annotations
 

@@ -40,11 +40,10 @@ def scale_pixels(images: npt.ArrayLike, mode: str = "unit", mean: float | None =
 class Standardizer:
     """Per-feature standardisation fitted on training rows: ``(x - mean) / std``.
 
-    What scikit-learn's ``StandardScaler`` does (population std; a constant feature keeps
-    scale 1, so it becomes 0), the preprocessing of the Fashion-MNIST benchmark runner
-    (Xiao, Rasul & Vollgraf 2017).  Statistics are accumulated in float64 over blocks of
-    rows; the result is float32 (uint8 pixels are first scaled to [0, 1], which the
-    standardised values do not depend on).
+    What scikit-learn's ``StandardScaler`` does (population std; a constant feature keeps scale 1, so it becomes 0), the
+    preprocessing of the Fashion-MNIST benchmark runner (Xiao, Rasul & Vollgraf 2017).  Statistics are accumulated in
+    float64 over blocks of rows; the result is float32 (uint8 pixels are first scaled to [0, 1], which the standardised
+    values do not depend on).
 
     >>> s = Standardizer().fit(np.array([[0., 5.], [2., 5.]]))
     >>> s.transform(np.array([[1., 5.], [3., 6.]])).tolist()
@@ -134,9 +133,8 @@ def deskew(images: npt.ArrayLike, batch: int = 4096) -> np.ndarray:
     uint8 input gives uint8 output (rounded), so the result feeds every classifier and
     file writer like the original images; any other input gives float32.
 
-    Output pixel ``(r, c)`` samples the input at row ``r - r0 + mr`` and column
-    ``alpha * (r - r0) + (c - c0) + mc``, where ``(r0, c0)`` is the image centre,
-    ``(mr, mc)`` the centre of mass and ``alpha = cov / var_r``.
+    Output pixel ``(r, c)`` samples the input at row ``r - r0 + mr`` and column ``alpha * (r - r0) + (c - c0) + mc``,
+    where ``(r0, c0)`` is the image centre, ``(mr, mc)`` the centre of mass and ``alpha = cov / var_r``.
 
     >>> img = np.zeros((1, 28, 28), np.uint8)
     >>> for r in range(6, 22): img[0, r, 8 + (22 - r) // 2] = 255   # a slanted stroke

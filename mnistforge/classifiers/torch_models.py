@@ -1,7 +1,6 @@
 """The network architectures of the neural reference classifiers (PyTorch modules): ``lenet5``,
-LeNet-5 as usually read today, and ``cnn``, three conv-BN-ReLU-pool blocks of ``width``,
-``2 width``, ``4 width`` channels (``docs/classifiers.md``).  torch is imported inside
-:func:`build_network` only.
+LeNet-5 as usually read today, and ``cnn``, three conv-BN-ReLU-pool blocks of ``width``, ``2 width``, ``4 width``
+channels (``docs/classifiers.md``).  torch is imported inside :func:`build_network` only.
 """
 from __future__ import annotations
 

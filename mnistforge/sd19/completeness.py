@@ -1,10 +1,9 @@
 """Is an SD19 source whole?  Its characters per partition and field against what it should hold.
 
-A real SD19 must hold NIST's published counts (:mod:`mnistforge.sd19.nist_table`); a
-synthetic one (``mnistforge synth-sd19``) the counts its ``synthetic-sd19.json`` describes.  A
-missing partition, writer file or field gives shortfalls; a build refuses such a source unless
-told ``allow_incomplete`` and then records the shortfalls in its manifest (issue: a missing
-``hsf_4`` once halved QMNIST's train set with only a log line).
+A real SD19 must hold NIST's published counts (:mod:`mnistforge.sd19.nist_table`); a synthetic one
+(``mnistforge synth-sd19``) the counts its ``synthetic-sd19.json`` describes.  A missing partition, writer file or field
+gives shortfalls; a build refuses such a source unless told ``allow_incomplete`` and then records the shortfalls in its
+manifest (issue: a missing ``hsf_4`` once halved QMNIST's train set with only a log line).
 
 >>> import numpy as np
 >>> idx = np.zeros(3, [("hsf", "u1"), ("field", "S1")]); idx["field"] = b"d"

@@ -1,25 +1,19 @@
 """Handwriting-like 128x128 binary characters for the synthetic SD19.
 
-Characters are drawn as pen strokes, not filled outlines: the single-stroke
-Hershey vector glyphs of the ``hershey-fonts`` package (``futural`` for hand
-printing, ``cursive`` for some writers' lower case) are distorted and drawn as
-thick polylines with a round pen.
+Characters are drawn as pen strokes, not filled outlines: the single-stroke Hershey vector glyphs of the
+``hershey-fonts`` package (``futural`` for hand printing, ``cursive`` for some writers' lower case) are distorted and
+drawn as thick polylines with a round pen.
 
-Every writer gets a :class:`WriterStyle` (size, slant, pen width, position,
-aspect, how shaky the hand is, glyph variants); every character then gets its
-own random distortion on top (jittered control points smoothed along the
+Every writer gets a :class:`WriterStyle` (size, slant, pen width, position, aspect, how shaky the hand is, glyph
+variants); every character then gets its own random distortion on top (jittered control points smoothed along the
 stroke, a low-frequency wobble, small rotation/scale/shear, position jitter).
-The hard cases of the real scans are included on purpose: specks of noise away
-from the character, very small characters (< 20 px tall), characters touching
-or cut by the frame, very thick strokes, ragged stroke edges.
+The hard cases of the real scans are included on purpose: specks of noise away from the character, very small characters
+(< 20 px tall), characters touching or cut by the frame, very thick strokes, ragged stroke edges.
 
-The geometry (jitter, wobble, affine, centring, frame touching, where the pen
-needs round disks) is computed for a whole batch of characters at once with
-NumPy; rasterisation uses Pillow's ``ImageDraw.line`` with a width plus disks
-at stroke ends and sharp turns (round pen), which measured ~50-100x faster
-than a vectorised NumPy distance-to-segment raster of the same strokes
-(``benchmarks/bench_synth.py``).  Edge roughening runs on whole batches with
-NumPy slicing.
+The geometry (jitter, wobble, affine, centring, frame touching, where the pen needs round disks) is computed for a whole
+batch of characters at once with NumPy; rasterisation uses Pillow's ``ImageDraw.line`` with a width plus disks at stroke
+ends and sharp turns (round pen), which measured ~50-100x faster than a vectorised NumPy distance-to-segment raster of
+the same strokes (``benchmarks/bench_synth.py``).  Edge roughening runs on whole batches with NumPy slicing.
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -349,10 +343,9 @@ def roughen(images: np.ndarray, p: float, rng: np.random.Generator, take: float 
     Outer boundary pixels are inked with probability ``p``, inner ones cleared
     with probability ``p * take`` (both quantised to 1/256).
     """
-    # 4-neighbourhood dilation/erosion by slicing (much faster than ndimage here).  The random
-    # bytes are windows of one 256x256 texture at random offsets (fresh random numbers for every
-    # pixel cost more than all the rest); one byte serves both sides of the boundary, since a
-    # pixel is never on both.
+    # 4-neighbourhood dilation/erosion by slicing (much faster than ndimage here).  The random bytes are windows of one
+    # 256x256 texture at random offsets (fresh random numbers for every pixel cost more than all the rest); one byte
+    # serves both sides of the boundary, since a pixel is never on both.
     n, h, w = images.shape
     texture = np.frombuffer(rng.bytes(4 * h * w), np.uint8).reshape(2 * h, 2 * w)
     windows = np.lib.stride_tricks.sliding_window_view(texture, (h, w))

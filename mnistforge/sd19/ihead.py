@@ -1,16 +1,13 @@
 """SD19 1st-edition files: IHEAD ``.mis`` rasters, ``.cls`` class lists, ``.mit`` back references.
 
-A ``.mis`` file is NIST's IHEAD format: an 8-byte ASCII length record (``288``),
-a 288-byte ASCII header, then one raster holding every entry stacked vertically
-(``par_x`` x ``par_y`` = 128 x 128 each).  ``compress`` 2 means CCITT Group 4;
-``complen`` is the compressed length.  Ink is bit 1 in the raster.
+A ``.mis`` file is NIST's IHEAD format: an 8-byte ASCII length record (``288``), a 288-byte ASCII header, then one
+raster holding every entry stacked vertically (``par_x`` x ``par_y`` = 128 x 128 each).  ``compress`` 2 means CCITT
+Group 4; ``complen`` is the compressed length.  Ink is bit 1 in the raster.
 
-Group 4 is never decoded or encoded by hand here: the raw strip is wrapped in a
-minimal TIFF (Compression=4) and handed to libtiff through Pillow, and writing
-goes through Pillow's libtiff encoder with a single strip, whose bytes are
-then unwrapped.  In both directions the TIFF says PhotometricInterpretation=1
-so that bit 1 (a CCITT "black" run) is pixel 255 for Pillow, i.e. ``True`` =
-ink in the arrays this module returns.
+Group 4 is never decoded or encoded by hand here: the raw strip is wrapped in a minimal TIFF (Compression=4) and handed
+to libtiff through Pillow, and writing goes through Pillow's libtiff encoder with a single strip, whose bytes are then
+unwrapped.  In both directions the TIFF says PhotometricInterpretation=1 so that bit 1 (a CCITT "black" run) is pixel
+255 for Pillow, i.e. ``True`` = ink in the arrays this module returns.
 
 >>> import io, numpy as np
 >>> imgs = np.zeros((2, 128, 128), bool); imgs[1, 40:80, 60:64] = True
@@ -212,9 +209,8 @@ def _large_images_allowed() -> Iterator[None]:
             Image.MAX_IMAGE_PIXELS = old
 
 
-# libtiff reports a bad G4 code word on stderr and goes on decoding garbage (Pillow does not
-# raise): its messages are captured at the file-descriptor level around each decode (which
-# _BOMB_LOCK already serialises) and turned into errors.
+# libtiff reports a bad G4 code word on stderr and goes on decoding garbage (Pillow does not raise): its messages are
+# captured at the file-descriptor level around each decode (which _BOMB_LOCK already serialises) and turned into errors.
 _LIBTIFF_LINE = re.compile(rb"^(Fax[34]\w*|TIFF\w*|\w*Decode\w*|\w*Strip\w*): ", re.M)
 
 
@@ -407,9 +403,8 @@ def write_mis(path_or_fileobj: StrPath | Writable, images: npt.ArrayLike, *, id:
               parent: str = "", compress: int = COMPRESS_G4) -> IheadHeader:
     """Write bool images ``(n, 128, 128)`` (``True`` = ink) as one IHEAD ``.mis`` file.
 
-    G4-compressed by default (as SD19); reproducible (no timestamp unless ``created``
-    is given).  A path is written atomically; a binary file object is written in place.
-    Returns the header written.
+    G4-compressed by default (as SD19); reproducible (no timestamp unless ``created`` is given).  A path is written
+    atomically; a binary file object is written in place. Returns the header written.
     """
     images = np.ascontiguousarray(images, dtype=bool)
     if images.ndim != 3 or images.shape[0] < 1:

@@ -1,10 +1,9 @@
 """The SD19 index: one row per character, its metadata and an exact content hash.
 
-Built in one pass over a source by :func:`mnistforge.sd19.open_sd19` and cached
-as ``.npy`` files (never pickle) next to the source, in ``<source>/.mnistforge/``,
-or under ``$MNISTFORGE_HOME/cache/sd19/<key>/`` when the source folder is not
-writable.  A JSON file beside them records the source fingerprint; the cache is
-reused only while the fingerprint is unchanged.
+Built in one pass over a source by :func:`mnistforge.sd19.open_sd19` and cached as ``.npy`` files (never pickle) next to
+the source, in ``<source>/.mnistforge/``, or under ``$MNISTFORGE_HOME/cache/sd19/<key>/`` when the source folder is not
+writable.  A JSON file beside them records the source fingerprint; the cache is reused only while the fingerprint is
+unchanged.
 
 >>> import numpy as np
 >>> idx = np.zeros(2, INDEX_DTYPE)

@@ -1,14 +1,11 @@
 """Join SD19 hierarchies by exact image content.
 
-When by_write carries no ``.cls`` (the 2nd edition may not ship them), the class
-of each by_write character is recovered from a tree that carries classes
-(by_field: partition + field + class; by_class: partition + class) by matching
-the exact content hash within the partition (and the field, when the other tree
-knows it).  Identical images inside one key (SD19 has three duplicated digits)
-are fine when they share a class; when they do not, they are paired in walk
-order and reported as ambiguous.  Nothing is dropped silently: every by_write
-row left without a class and every other-tree character left without a partner
-is listed in the :class:`JoinReport`, and ``strict`` callers turn it into a
+When by_write carries no ``.cls`` (the 2nd edition may not ship them), the class of each by_write character is recovered
+from a tree that carries classes (by_field: partition + field + class; by_class: partition + class) by matching the
+exact content hash within the partition (and the field, when the other tree knows it).  Identical images inside one key
+(SD19 has three duplicated digits) are fine when they share a class; when they do not, they are paired in walk order and
+reported as ambiguous.  Nothing is dropped silently: every by_write row left without a class and every other-tree
+character left without a partner is listed in the :class:`JoinReport`, and ``strict`` callers turn it into a
 :class:`~mnistforge.errors.JoinError`.
 
 >>> import numpy as np

@@ -1,8 +1,7 @@
 """NIST's published SD19 counts (user guide tables), shared by the readers and the synthesiser.
 
-Numbers from NIST's SD19 user guides as gathered in the project spec: per
-partition (writer id range, origin, per-field counts) and per class over all
-partitions and fields.
+Numbers from NIST's SD19 user guides as gathered in the project spec: per partition (writer id range, origin, per-field
+counts) and per class over all partitions and fields.
 
 >>> PARTITIONS[4].digits
 58646

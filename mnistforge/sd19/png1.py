@@ -3,12 +3,10 @@
 Convention: in the PNG, sample value 0 (black) is ink and 1 (white) is background,
 as in NIST's 2nd-edition files; in the arrays of this package ``True`` is ink.
 
-:func:`encode_png1` writes a minimal, reproducible PNG (greyscale, bit depth 1,
-filter type 0 on every row, zlib level 6, no ancillary chunks) without Pillow.
-:func:`decode_png1` / :func:`decode_png1_many` take a fast path for greyscale
-1-bit non-interlaced PNGs (chunk walk + ``zlib`` + vectorised unfiltering of
-the None/Sub/Up filters + ``numpy.unpackbits``) and hand anything else
-(palette, 8-bit, interlaced, Average/Paeth filters) to Pillow, where ink is
+:func:`encode_png1` writes a minimal, reproducible PNG (greyscale, bit depth 1, filter type 0 on every row, zlib level
+6, no ancillary chunks) without Pillow. :func:`decode_png1` / :func:`decode_png1_many` take a fast path for greyscale
+1-bit non-interlaced PNGs (chunk walk + ``zlib`` + vectorised unfiltering of the None/Sub/Up filters +
+``numpy.unpackbits``) and hand anything else (palette, 8-bit, interlaced, Average/Paeth filters) to Pillow, where ink is
 whatever is darker than mid-grey.
 
 >>> import numpy as np
@@ -98,8 +96,7 @@ _LEN_KIND = struct.Struct(">I4s")
 def _fast_raw(data: bytes, size: int) -> bytes | None:
     """Inflated scanlines of a ``size`` x ``size`` 1-bit grey PNG, or None for other kinds.
 
-    The common layout (IHDR, one IDAT, IEND) is read at fixed offsets; anything
-    else goes through the full chunk walk.
+    The common layout (IHDR, one IDAT, IEND) is read at fixed offsets; anything else goes through the full chunk walk.
     """
     if data[:8] != PNG_SIGNATURE or data[12:16] != b"IHDR":
         raise ValueError("not a PNG (bad signature or no IHDR first)")

@@ -1,19 +1,15 @@
 """Readers for NIST SD19, both editions, zipped or unpacked, every hierarchy.
 
-:func:`open_sd19` takes a folder holding the 2nd-edition zips exactly as NIST
-serves them (``by_write.zip``, ``by_class.zip``, ...), or the same trees
-unpacked (``by_write/``, ``by_class/``, ...), of either edition (1st: IHEAD
-``.mis`` + ``.cls`` + ``.mit``; 2nd: one 1-bit PNG per character).  The
-edition and packaging are detected.  Zip members are read in place (never
-extracted) through :mod:`mnistforge.sd19.zipdir`, with its safety checks.
+:func:`open_sd19` takes a folder holding the 2nd-edition zips exactly as NIST serves them (``by_write.zip``,
+``by_class.zip``, ...), or the same trees unpacked (``by_write/``, ``by_class/``, ...), of either edition (1st: IHEAD
+``.mis`` + ``.cls`` + ``.mit``; 2nd: one 1-bit PNG per character).  The edition and packaging are detected.  Zip members
+are read in place (never extracted) through :mod:`mnistforge.sd19.zipdir`, with its safety checks.
 
-The result, :class:`SD19Source`, carries :attr:`~SD19Source.index` (one row per
-character in by_write walk order, see :mod:`mnistforge.sd19.index`) and
-reads any selection of characters in parallel with :meth:`~SD19Source.read`.
+The result, :class:`SD19Source`, carries :attr:`~SD19Source.index` (one row per character in by_write walk order, see
+:mod:`mnistforge.sd19.index`) and reads any selection of characters in parallel with :meth:`~SD19Source.read`.
 
-Walk order: partitions hsf_0,1,2,3,4,6,7; writer folders ``fWWWW_TT`` sorted by
-name; within a folder the fields d, u, l, c; within a field, the entries in
-file order (the PNG number ``_NNNNN`` or the position in the ``.mis``).
+Walk order: partitions hsf_0,1,2,3,4,6,7; writer folders ``fWWWW_TT`` sorted by name; within a folder the fields d, u,
+l, c; within a field, the entries in file order (the PNG number ``_NNNNN`` or the position in the ``.mis``).
 
 Classes come from the by_write ``.cls`` files when present; otherwise from an
 exact-content join with by_field or by_class (:mod:`mnistforge.sd19.join`).
@@ -97,9 +93,8 @@ class SD19Source:
              workers: int | None = None) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]]:
         """Yield ``(rows_batch, images)`` for ``rows`` in the given order.
 
-        ``images`` is bool ``(b, 128, 128)``, ``True`` = ink.  Decoding runs in
-        ``workers`` processes (default: all usable cores), each reading the zip
-        or files itself.
+        ``images`` is bool ``(b, 128, 128)``, ``True`` = ink.  Decoding runs in ``workers`` processes (default: all
+        usable cores), each reading the zip or files itself.
         """
         for r, packed in self._iter_packed(rows, batch_size, workers):
             yield r, np.unpackbits(packed, axis=1).view(bool).reshape(-1, IMAGE, IMAGE)
@@ -137,8 +132,7 @@ class SD19Source:
         tree = self.trees["by_write"]
         fmt = "png" if self.edition == 2 else "mis"
         spec = tree.spec()
-        # several jobs per batch keep every worker busy; jobs stay large enough to
-        # amortise the inter-process round trip
+        # several jobs per batch keep every worker busy; jobs stay large enough to amortise the inter-process round trip
         per_batch = max(1, min(2 * workers, batch_size // 256)) if workers > 1 else 1
         files_all = self.file_of_row[rows]
         entries_all = self.index["entry"][rows] if fmt == "mis" else np.zeros(len(rows), np.int64)

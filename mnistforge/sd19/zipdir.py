@@ -1,11 +1,9 @@
 """Lean zip listing and in-place member reads for SD19's large zips (800k+ members).
 
-:class:`zipfile.ZipFile` keeps one Python object per member (hundreds of MB for
-``by_class.zip``) and every ``open`` re-reads the local header through a file
-object.  SD19 readers only need, per member, its name, where its local header
-starts and its sizes, so :func:`list_zip` parses the central directory into
-NumPy arrays once, and :func:`read_members` fetches many members with one
-``pread`` per dense run of them, then inflates each with :mod:`zlib`.
+:class:`zipfile.ZipFile` keeps one Python object per member (hundreds of MB for ``by_class.zip``) and every ``open``
+re-reads the local header through a file object.  SD19 readers only need, per member, its name, where its local header
+starts and its sizes, so :func:`list_zip` parses the central directory into NumPy arrays once, and :func:`read_members`
+fetches many members with one ``pread`` per dense run of them, then inflates each with :mod:`zlib`.
 
 Safety (members are never extracted, but a hostile archive is refused all the
 same): a name that is absolute, holds ``..`` or a drive letter, or would escape

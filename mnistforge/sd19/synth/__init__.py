@@ -1,20 +1,17 @@
 """A synthetic NIST SD19: same trees, names and formats as the real database, any scale.
 
-The real SD19 (814,255 characters, ~1 GB per hierarchy) cannot be downloaded on
-development or CI machines, so every reader, index and builder is tested on this
-replica.  It follows the layout of ``docs/sd19.md`` exactly (hierarchies, folder and file
-names, both editions, NIST's published writer and class counts scaled by ``scale``, the three
-duplicated digits), or with ``layout=`` a QMNIST/xnist table the real digit layout; what it
-writes is described in ``docs/synthetic-sd19.md``.
+The real SD19 (814,255 characters, ~1 GB per hierarchy) cannot be downloaded on development or CI machines, so every
+reader, index and builder is tested on this replica.  It follows the layout of ``docs/sd19.md`` exactly (hierarchies,
+folder and file names, both editions, NIST's published writer and class counts scaled by ``scale``, the three duplicated
+digits), or with ``layout=`` a QMNIST/xnist table the real digit layout; what it writes is described in
+``docs/synthetic-sd19.md``.
 
-Characters are drawn by :mod:`mnistforge.sd19.glyphs`.  Output is a pure
-function of the configuration (byte-identical zips for the same seed); rendering
-and PNG encoding run on all cores, one task per group of writer folders, and the
+Characters are drawn by :mod:`mnistforge.sd19.glyphs`.  Output is a pure function of the configuration (byte-identical
+zips for the same seed); rendering and PNG encoding run on all cores, one task per group of writer folders, and the
 results are written in walk order.
 
-Modules: :mod:`.config` (``SynthConfig``, constants), :mod:`.plan` (one row per
-character), :mod:`.render` (worker processes), :mod:`.write` (zips/folders, both
-editions), :mod:`.synthesize` (the entry point).
+Modules: :mod:`.config` (``SynthConfig``, constants), :mod:`.plan` (one row per character), :mod:`.render` (worker
+processes), :mod:`.write` (zips/folders, both editions), :mod:`.synthesize` (the entry point).
 
 >>> import tempfile
 >>> out = synthesize_sd19(tempfile.mkdtemp() + "/sd19",

@@ -56,12 +56,10 @@ def _water_fill(totals: npt.ArrayLike, amount: int) -> npt.NDArray[np.int64]:
 def field_class_counts() -> dict[str, dict[int, int]]:
     """NIST's class totals split over the fields, at full scale.
 
-    NIST publishes per-class totals over all fields and per-field totals per
-    partition, not the cross table.  Model: every writer prints each letter about
-    once in the upper and lower boxes, so the ``u`` (``l``) field takes each
-    letter's total up to a common level that makes the published field total, and
-    the constitution field takes the rest (hence its many O, S, e, t, ...).
-    Digits are all in ``d``.
+    NIST publishes per-class totals over all fields and per-field totals per partition, not the cross table.  Model:
+    every writer prints each letter about once in the upper and lower boxes, so the ``u`` (``l``) field takes each
+    letter's total up to a common level that makes the published field total, and the constitution field takes the rest
+    (hence its many O, S, e, t, ...). Digits are all in ``d``.
 
     >>> c = field_class_counts()
     >>> sum(c["u"].values()), sum(c["c"].values())
@@ -118,9 +116,8 @@ def read_xnist_table(path: str | os.PathLike[str]) -> npt.NDArray[np.int64]:
 class Plan:
     """The layout of a synthetic SD19 before any pixel is drawn.
 
-    ``rows`` (:data:`PLAN_DTYPE`) lists every character in by_write walk order
-    (partitions 0,1,2,3,4,6,7; writer folders by name; fields d,u,l,c; entries in
-    file order), which is the order of the readers' index.  ``folders`` holds one
+    ``rows`` (:data:`PLAN_DTYPE`) lists every character in by_write walk order (partitions 0,1,2,3,4,6,7; writer folders
+    by name; fields d,u,l,c; entries in file order), which is the order of the readers' index.  ``folders`` holds one
     row per writer folder: ``hsf``, ``writer``, ``template``, ``start``, ``stop``.
     """
 

@@ -59,9 +59,8 @@ def synthesize_sd19(out: str | os.PathLike[str], config: SynthConfig = SynthConf
                     progress: bool | None = None) -> Path:
     """Write a synthetic SD19 into the new folder ``out`` (atomically) and return its path.
 
-    ``out`` then holds ``by_write.zip``, ``by_class.zip``, ... (``packaging="zip"``) or
-    ``by_write/``, ``by_class/``, ... (``"dir"``), plus ``synthetic-sd19.json``
-    describing the configuration and counts.
+    ``out`` then holds ``by_write.zip``, ``by_class.zip``, ... (``packaging="zip"``) or ``by_write/``, ``by_class/``,
+    ... (``"dir"``), plus ``synthetic-sd19.json`` describing the configuration and counts.
 
     ``out``: Output folder; must not exist unless ``config.overwrite``.
     ``config``: What to write.

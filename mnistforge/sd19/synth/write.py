@@ -133,10 +133,9 @@ class _Writer:
 class _StoredZip:
     """A minimal, reproducible zip writer: stored members, fixed timestamps, ZIP64 end records.
 
-    ``zipfile.ZipFile.writestr`` seeks back to patch every local header, which costs
-    ~80 us a member; a synthetic SD19 has millions of members, so headers are written
-    once here with the CRC computed up front.  The result is an ordinary zip that
-    ``zipfile``, ``unzip`` and NIST-zip readers open (checked in the tests).
+    ``zipfile.ZipFile.writestr`` seeks back to patch every local header, which costs ~80 us a member; a synthetic SD19
+    has millions of members, so headers are written once here with the CRC computed up front.  The result is an ordinary
+    zip that ``zipfile``, ``unzip`` and NIST-zip readers open (checked in the tests).
     """
 
     _DOS_DATE = ((ZIP_DATE[0] - 1980) << 9) | (ZIP_DATE[1] << 5) | ZIP_DATE[2]
