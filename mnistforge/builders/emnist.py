@@ -396,8 +396,7 @@ def _build(sd19: str | os.PathLike[str], out: str | os.PathLike[str], cfg: Emnis
             "images stored transposed like the official EMNIST idx files"
             if orientation == "official" else "images stored upright (not like the official "
                                               "files); loaders read the orientation here",
-            "balanced datasets: the last 'validation' images of each train file are the "
-            "validation portion",
+            "balanced datasets: the last 'validation' images of each train file are the validation portion",
             f"metadata columns (int32): {', '.join(METADATA_COLUMNS)}; field 0 d, 1 u, 2 l, 3 c",
             "every dataset's test images come from one test side of SD19, its train images "
             "from the train side: no test image is in any EMNIST training set",

@@ -384,8 +384,7 @@ def balanced_split(index: IndexLike, is_test: np.ndarray, name: str, kind: str,
         raise BuildError(f"emnist-{name}: the source has no character of some classes",
                          expected=f"all {len(valid_labels)} classes of emnist-{name}",
                          found="none of " + " ".join(missing[:20]),
-                         hint="build from a complete SD19 (all fields), or only the datasets "
-                              "whose classes it holds")
+                         hint="build from a complete SD19 (all fields), or only the datasets whose classes it holds")
     q_te = min(want_te, int(te_counts.min()))
     q_tr = min(want_tr, int(tr_counts.min()))
     q_val = min(q_te, q_tr)
@@ -410,9 +409,8 @@ def balanced_split(index: IndexLike, is_test: np.ndarray, name: str, kind: str,
     test = _shuffled(te_pool[te_rank < q_te], rng)
     train = np.concatenate([train_only, val])
     quota = {
-        "rule": "test per class = max(1, floor(official_test_per_class * scale)); "
-                "train per class = 6 x test; each side capped by its smallest class; "
-                "validation per class = min(test, train), the end of the train file",
+        "rule": "test per class = max(1, floor(official_test_per_class * scale)); train per class = 6 x test; each "
+                "side capped by its smallest class; validation per class = min(test, train), the end of the train file",
         "official_per_class": {"train": off_tr, "test": off_te},
         "scale": float(scale), "scale_given": config.scale is not None,
         "source_pool": pool, "official_pool": off_pool,

@@ -313,8 +313,7 @@ def _notes(cfg: FemnistBuildConfig, missing: list[str], inconsistent: list[str],
              "(ink high, like every idx file here); LEAF's JSON x is value / 255 (ink low)",
              "writer_id (metadata column 0) is the line of femnist-users.txt holding the LEAF user"]
     if cfg.repeat_first:
-        notes.append("as LEAF's group_by_writer.py: every writer folder but the first holds its "
-                     "first image twice")
+        notes.append("as LEAF's group_by_writer.py: every writer folder but the first holds its first image twice")
     if cfg.sample == "iid":
         notes.append("iid sampling: LEAF's users are numbered groups of random samples, not writers")
     if missing:

@@ -70,10 +70,9 @@ logger = logging.getLogger(__name__)
 
 DUPLICATE_MODES = ("final", "source")
 
-NOTE_ORDER = ("order is NOT MNIST's: the published QMNIST tables were not given, so the images "
-              "follow the documented deterministic order (writer digits and fill digits, each in "
-              "NIST order, interleaved; see docs/provenance-mnist-qmnist.md); the index sets are the "
-              "recipe's")
+NOTE_ORDER = ("order is NOT MNIST's: the published QMNIST tables were not given, so the images follow the documented "
+              "deterministic order (writer digits and fill digits, each in NIST order, interleaved; see "
+              "docs/provenance-mnist-qmnist.md); the index sets are the recipe's")
 NOTE_MNIST_TEST = ("the MNIST test set here is the first rows of the deterministic QMNIST test "
                    "order, not MNIST's 10,000 test digits (those need the published order)")
 
@@ -511,9 +510,8 @@ def check_consistent(src: SD19Source, fields: Sequence[str], allow: bool) -> lis
             "the SD19 source disagrees with itself or with what it should hold", path=path,
             expected=f"each character once, numbered once, within {what}",
             found=problems[0] + more,
-            hint="re-copy the named files from the SD19 distribution (or synthesise the replica "
-                 "again), or build anyway with --allow-inconsistent (the manifest then lists "
-                 "every problem)")
+            hint="re-copy the named files from the SD19 distribution (or synthesise the replica again), or build "
+                 "anyway with --allow-inconsistent (the manifest then lists every problem)")
     if problems:
         logger.warning("SD19 source inconsistent (allowed): %s", "; ".join(problems[:5]))
     return problems

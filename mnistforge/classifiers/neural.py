@@ -302,8 +302,7 @@ class NeuralClassifier(Classifier):
                 expected=f"labels among {c.min()}..{c.max()} ({len(c)} classes)",
                 found=f"{found.size} distinct labels, {unknown.size} unknown "
                       f"({', '.join(map(str, unknown[:8]))}{' ...' if unknown.size > 8 else ''})",
-                hint="test on a set with the training set's classes, or train a model on this "
-                     "dataset")
+                hint="test on a set with the training set's classes, or train a model on this dataset")
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write ``PATH.npz`` + ``PATH.json`` (see :func:`save_model`); returns the npz path."""

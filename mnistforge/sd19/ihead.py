@@ -352,8 +352,7 @@ def _check_not_zeroed(strip: bytes, h: IheadHeader, where: StrPath) -> None:
                           expected=f"{h.complen} bytes of CCITT G4 data for {h.n_entries} entries "
                                    "(complen), never 4 zero bytes in a row",
                           found=found,
-                          hint="the file was damaged (zeroed at the same size); re-copy it from "
-                               "the SD19 distribution")
+                          hint="the file was damaged (zeroed at the same size); re-copy it from the SD19 distribution")
 
 
 def read_mis(path_or_bytes: StrPath | bytes | bytearray | memoryview, *,

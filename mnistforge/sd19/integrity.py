@@ -113,8 +113,7 @@ def _duplicates(src: SD19Source, keep: np.ndarray, desc: dict[str, Any] | None, 
         return []
     found = ", ".join(f"{n_copies[f]} {FIELD_NAMES[f]}" for f in FIELDS if n_copies[f] > allowed.get(f, 0))
     legit = ", ".join(f"{n} {FIELD_NAMES[f]}" for f, n in allowed.items() if n) or "none"
-    summary = (f"duplicated characters: {found} are exact copies of an earlier character "
-               f"({what} allows {legit})")
+    summary = (f"duplicated characters: {found} are exact copies of an earlier character ({what} allows {legit})")
     out: list[str] = []
     fid = _folder_ids(index)
     folders, per_folder = np.unique(fid[keep], return_counts=True)
@@ -129,9 +128,8 @@ def _duplicates(src: SD19Source, keep: np.ndarray, desc: dict[str, Any] | None, 
         total = size.get(b, len(rows))
         kind = "copied writer folder" if 2 * len(rows) >= total else \
             "characters copied from another writer folder"
-        out.append(f"{kind}: {len(rows)} of the {total} characters of by_write/"
-                   f"{_folder(index, rows[0])} are exact copies of "
-                   f"by_write/{_folder(index, int(dup[rows[0]]))}'s (e.g. {eg})")
+        out.append(f"{kind}: {len(rows)} of the {total} characters of by_write/{_folder(index, rows[0])} are exact "
+                   f"copies of by_write/{_folder(index, int(dup[rows[0]]))}'s (e.g. {eg})")
     if len(ranked) > SHOWN:
         out.append(f"copied writer folder: {len(ranked) - SHOWN} more pairs of writer folders")
     out.append(summary)   # after the copied folders: those name the files at fault
@@ -139,8 +137,7 @@ def _duplicates(src: SD19Source, keep: np.ndarray, desc: dict[str, Any] | None, 
     within = copies[fid[dup[copies]] == fid[copies]]
     if len(within) > sum(allowed.values()):
         eg = ", ".join(f"{src.member_name(int(r))} = {src.member_name(int(dup[r]))}" for r in within[:SHOWN])
-        out.append(f"duplicated characters within a writer folder: {len(within)}, e.g. {eg}"
-                   f"{_more(len(within))}")
+        out.append(f"duplicated characters within a writer folder: {len(within)}, e.g. {eg}{_more(len(within))}")
     return out
 
 
@@ -156,8 +153,7 @@ def _surplus(src: SD19Source, keep: np.ndarray, fields: Sequence[str], what: str
             got = int(((hsf == n) & (fld == f.encode())).sum())
             want = int(counts.get(f, 0))
             if got > want:
-                out.append(f"{part} {FIELD_NAMES[f]}: {got} characters, more than the {want} "
-                           f"of {what}")
+                out.append(f"{part} {FIELD_NAMES[f]}: {got} characters, more than the {want} of {what}")
     present = {int(h) for h in np.unique(hsf[keep])}
     for n in sorted(present - {int(p.split('_')[1]) for p in expected}):
         out.append(f"hsf_{n}: a partition {what} does not hold")
@@ -186,15 +182,13 @@ def _writers(src: SD19Source, keep: np.ndarray, desc: dict[str, Any] | None, wha
         if p is not None:
             outside = [nm for (_, w, _t), nm in zip(mine, names) if w not in p.writer_ids]
             if outside:
-                out.append(f"hsf_{n}: writer folders {', '.join(outside[:SHOWN])}"
-                           f"{_more(len(outside))} lie outside the partition's writers "
-                           f"{p.first_writer:04d}-{p.last_writer:04d}")
+                out.append(f"hsf_{n}: writer folders {', '.join(outside[:SHOWN])}{_more(len(outside))} lie outside the "
+                           f"partition's writers {p.first_writer:04d}-{p.last_writer:04d}")
         ws, k = np.unique(mine[:, 1], return_counts=True)
         twice = [int(w) for w, c in zip(ws, k) if c > 1 and int(w) not in TWO_FORM_WRITERS]
         if twice:
-            out.append(f"hsf_{n}: writers {', '.join(f'{w:04d}' for w in twice[:SHOWN])}"
-                       f"{_more(len(twice))} have more than one writer folder (only writer "
-                       f"{min(TWO_FORM_WRITERS)} filled two forms)")
+            out.append(f"hsf_{n}: writers {', '.join(f'{w:04d}' for w in twice[:SHOWN])}{_more(len(twice))} have more "
+                       f"than one writer folder (only writer {min(TWO_FORM_WRITERS)} filled two forms)")
     return out
 
 

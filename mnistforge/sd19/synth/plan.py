@@ -331,8 +331,7 @@ def _plan_layout(config: SynthConfig) -> Plan:
         k = int(np.argmax(np.diff(key) < 0)) + 1
         raise FormatError("layout table is not in SD19 walk order", path=where,
                           expected="partitions 0,1,2,3,4,6,7, writers ascending",
-                          found=f"row {int(rows_idx[starts[k]])}: writer {f_writer[k]} after "
-                                f"writer {f_writer[k - 1]}")
+                          found=f"row {int(rows_idx[starts[k]])}: writer {f_writer[k]} after writer {f_writer[k - 1]}")
     # Template ids: drawn per folder; folders of one writer get distinct ids in walk order
     # so that sorting the folder names keeps the table's order.
     rng = _rng(config, 21)

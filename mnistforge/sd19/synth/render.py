@@ -142,9 +142,8 @@ def _check_distinct(digests: np.ndarray, plan: Plan) -> None:
     if (counts > 1).any():
         rows = plan.rows
         bad = first[counts > 1]
-        desc = ", ".join(f"hsf_{rows['hsf'][r]} writer {rows['writer'][r]} field "
-                         f"{rows['field'][r].decode()} entry {rows['entry'][r]} "
-                         f"'{chr(rows['ascii'][r])}'" for r in bad[:5].tolist())
+        desc = ", ".join(f"hsf_{rows['hsf'][r]} writer {rows['writer'][r]} field {rows['field'][r].decode()} entry "
+                         f"{rows['entry'][r]} '{chr(rows['ascii'][r])}'" for r in bad[:5].tolist())
         raise BuildError("synthetic SD19 rendered identical images by accident",
                          expected="distinct images (the three planned duplicates are copied later)",
                          found=f"{int((counts - 1).sum())} repeats, e.g. {desc}",
