@@ -16,10 +16,9 @@ Files, named like the official distribution (``gzip/`` folder of
     emnist-<name>-test-metadata-idx2-int.gz      (0 d, 1 u, 2 l, 3 c), ascii, entry, sd19_row
     manifest.json
 
-Images are stored transposed like the official files (``orientation
-"official"``, the default) or upright (``"upright"``); the manifest records
-which, and the loaders always present them upright.  The balanced datasets'
-train files end with their validation portion (count in the manifest).
+Images are stored transposed like the official files (``orientation "official"``, the default) or upright
+(``"upright"``); the manifest records which, and the loaders always present them upright.  The balanced datasets' train
+files end with their validation portion (count in the manifest).
 
 >>> from mnistforge.builders.emnist import EmnistBuildConfig, build_emnist
 >>> build_emnist("sd19/", "emnist-out", EmnistBuildConfig(splits=("balanced",)))  # doctest: +SKIP

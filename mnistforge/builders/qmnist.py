@@ -4,20 +4,16 @@
 
 * ``xnist``: every SD19 digit preprocessed, in NIST order, with the 8-column extended labels
   (``xnist-images-idx3-ubyte.xz``, ``xnist-labels-idx2-int.xz``, ``xnist-labels.tsv.xz``);
-* ``qmnist``: the 60,000 + 60,000 digits of the QMNIST recipe
-  (``qmnist-{train,test}-images-idx3-ubyte.gz``, ``-labels-idx1-ubyte.gz``,
-  ``-labels-idx2-int.gz``, ``-labels.tsv.gz``);
+* ``qmnist``: the 60,000 + 60,000 digits of the QMNIST recipe (``qmnist-{train,test}-images-idx3-ubyte.gz``,
+  ``-labels-idx1-ubyte.gz``, ``-labels-idx2-int.gz``, ``-labels.tsv.gz``);
 * ``mnist``: QMNIST train and the first 10,000 QMNIST test digits under MNIST's four file names.
 
-The preprocessing is :mod:`.mnist_prepro` (published fudge 0.99 and truncating
-centring by default), the selection :mod:`.qmnist_recipe`.  Column 6
-(duplicates) follows step 8 of the specification: identical *final* 28x28
-images, the earlier global index wins; that needs every digit preprocessed
-(``duplicates="final"``, the default).  ``duplicates="source"`` uses the exact
-128x128 image hashes of the SD19 index instead and preprocesses only the
-selected digits (about 3.4 times less work for qmnist/mnist); the build then
-checks the selected images for identical final images and notes any in the
-manifest.
+The preprocessing is :mod:`.mnist_prepro` (published fudge 0.99 and truncating centring by default), the selection
+:mod:`.qmnist_recipe`.  Column 6 (duplicates) follows step 8 of the specification: identical *final* 28x28 images, the
+earlier global index wins; that needs every digit preprocessed (``duplicates="final"``, the default).
+``duplicates="source"`` uses the exact 128x128 image hashes of the SD19 index instead and preprocesses only the selected
+digits (about 3.4 times less work for qmnist/mnist); the build then checks the selected images for identical final
+images and notes any in the manifest.
 
 With the published QMNIST tables (``qmnist_labels``: a folder holding
 ``qmnist-{train,test}-labels.tsv.gz`` or the idx2 versions, or ``"download"``

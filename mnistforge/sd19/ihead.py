@@ -118,10 +118,9 @@ def _field_text(raw: bytes) -> str:
 def parse_ihead(data: bytes, path: StrPath | None = None) -> IheadHeader:
     """Parse the length record and IHEAD header at the start of ``data``.
 
-    ``path`` only names the file in error messages.  Raises
-    :class:`~mnistforge.errors.SD19FormatError` when the length record is not
-    288, a numeric field is not a number, or the geometry is not that of a MIS
-    file (depth 1, height a multiple of ``par_y``, width ``par_x``).
+    ``path`` only names the file in error messages.  Raises :class:`~mnistforge.errors.SD19FormatError` when the length
+    record is not 288, a numeric field is not a number, or the geometry is not that of a MIS file (depth 1, height a
+    multiple of ``par_y``, width ``par_x``).
     """
     where = path if path is not None else "<IHEAD bytes>"
     if len(data) < LENGTH_RECORD + IHEAD_SIZE:

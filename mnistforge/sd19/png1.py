@@ -151,9 +151,8 @@ def decode_png1_many(blobs: Iterable[bytes], *, names: Sequence[str] | None = No
                      size: int = SIZE) -> npt.NDArray[np.bool_]:
     """Decode many PNGs to bool ``(n, size, size)``, ``True`` = ink (black).
 
-    ``names`` (same length) are used in error messages.  Raises
-    :class:`~mnistforge.errors.SD19FormatError` naming the member when a PNG is
-    corrupt or not ``size`` x ``size``.
+    ``names`` (same length) are used in error messages.  Raises :class:`~mnistforge.errors.SD19FormatError` naming the
+    member when a PNG is corrupt or not ``size`` x ``size``.
     """
     blobs = list(blobs)
     n = len(blobs)

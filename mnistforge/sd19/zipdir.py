@@ -5,16 +5,13 @@ re-reads the local header through a file object.  SD19 readers only need, per me
 starts and its sizes, so :func:`list_zip` parses the central directory into NumPy arrays once, and :func:`read_members`
 fetches many members with one ``pread`` per dense run of them, then inflates each with :mod:`zlib`.
 
-Safety (members are never extracted, but a hostile archive is refused all the
-same): a name that is absolute, holds ``..`` or a drive letter, or would escape
-the archive's folder raises :class:`~mnistforge.errors.UnsafeArchiveError`; so
-does a member claiming more than ``max_member_size`` bytes (256 MiB; a PNG
-member more than 1 MiB, while SD19's are about 1 kB), or an absurd
-compression ratio (over 100:1 beyond 1 MiB: SD19's members are PNG or G4 data,
-already compressed, about 1:1), or whose data would lie outside the file.  A
-member name that is not valid UTF-8 is a :class:`~mnistforge.errors.SD19FormatError`.
-Each read inflates at most the declared size (plus one byte to detect a lie)
-and checks the inflated size and CRC-32, so memory is bounded by these limits.
+Safety (members are never extracted, but a hostile archive is refused all the same): a name that is absolute, holds
+``..`` or a drive letter, or would escape the archive's folder raises :class:`~mnistforge.errors.UnsafeArchiveError`; so
+does a member claiming more than ``max_member_size`` bytes (256 MiB; a PNG member more than 1 MiB, while SD19's are
+about 1 kB), or an absurd compression ratio (over 100:1 beyond 1 MiB: SD19's members are PNG or G4 data, already
+compressed, about 1:1), or whose data would lie outside the file.  A member name that is not valid UTF-8 is a
+:class:`~mnistforge.errors.SD19FormatError`. Each read inflates at most the declared size (plus one byte to detect a
+lie) and checks the inflated size and CRC-32, so memory is bounded by these limits.
 
 >>> import io, zipfile, tempfile, os
 >>> p = os.path.join(tempfile.mkdtemp(), "t.zip")
@@ -121,9 +118,8 @@ def list_zip(path: str | os.PathLike[str], *, max_member_size: int = DEFAULT_MAX
              name_filter: Callable[[str], bool] | None = None, limit: int | None = None) -> ZipListing:
     """Parse the central directory of ``path`` into a :class:`ZipListing`.
 
-    ``name_filter(name) -> bool`` keeps only matching members (directories are
-    always dropped); ``limit`` stops after that many kept members (a peek).
-    Every member name is checked for path escapes, every size against
+    ``name_filter(name) -> bool`` keeps only matching members (directories are always dropped); ``limit`` stops after
+    that many kept members (a peek). Every member name is checked for path escapes, every size against
     ``max_member_size`` and the file's length.
     """
     path = os.fspath(path)
