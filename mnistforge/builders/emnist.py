@@ -4,18 +4,7 @@
 ``mnistforge build emnist-<name>`` one of them.  Each character is read and converted once (:mod:`.emnist_prepro`) and
 shared by every dataset that uses it; the splits come from :mod:`.emnist_splits`.
 
-Files, named like the official distribution (``gzip/`` folder of
-``gzip.zip``)::
-
-    emnist-<name>-train-images-idx3-ubyte.gz   uint8 n x 28 x 28
-    emnist-<name>-train-labels-idx1-ubyte.gz   uint8 n
-    emnist-<name>-test-images-idx3-ubyte.gz
-    emnist-<name>-test-labels-idx1-ubyte.gz
-    emnist-<name>-mapping.txt                  "label ascii" (letters: "label upper lower")
-    emnist-<name>-train-metadata-idx2-int.gz   int32 n x 6: writer, hsf, field
-    emnist-<name>-test-metadata-idx2-int.gz      (0 d, 1 u, 2 l, 3 c), ascii, entry, sd19_row
-    manifest.json
-
+Files are named like the official distribution's, plus int32 metadata (``docs/provenance-emnist.md``).
 Images are stored transposed like the official files (``orientation "official"``, the default) or upright
 (``"upright"``); the manifest records which, and the loaders always present them upright.  The balanced datasets' train
 files end with their validation portion (count in the manifest).

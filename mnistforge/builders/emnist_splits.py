@@ -47,10 +47,8 @@ SEPARATE_LOWER = "abdefghnqrt"
 
 # Official figures (spec/emnist.md): per-class (train, test) for the balanced sets, totals for the unbalanced ones.
 OFFICIAL_SIZES = {
-    "byclass": (697_932, 116_323), "bymerge": (697_932, 116_323),
-    "balanced": (112_800, 18_800), "letters": (124_800, 20_800),
-    "digits": (240_000, 40_000), "mnist": (60_000, 10_000),
-    "letters37": (88_800, 14_800),
+    "byclass": (697_932, 116_323), "bymerge": (697_932, 116_323), "balanced": (112_800, 18_800),
+    "letters": (124_800, 20_800), "digits": (240_000, 40_000), "mnist": (60_000, 10_000), "letters37": (88_800, 14_800),
 }
 OFFICIAL_PER_CLASS = {
     "balanced": (2_400, 400), "letters": (4_800, 800), "digits": (24_000, 4_000),

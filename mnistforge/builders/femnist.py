@@ -5,18 +5,8 @@ writer folder, classes from by_class by image content, a 28 x 28 Pillow thumbnai
 LEAF's sampling, user filter and train/test split with LEAF's seeds.  The SD19 index already holds each character's
 writer, class and content hash: only the characters kept are read, once.
 
-Files (``--layout idx``, the default)::
-
-    femnist-<part>-images-idx3-ubyte.gz     uint8 n x 28 x 28, upright, ink high (255 - LEAF's value)
-    femnist-<part>-labels-idx1-ubyte.gz     uint8 n, LEAF's class numbers 0..61
-    femnist-<part>-metadata-idx2-int.gz     int32 n x 6: writer_id, writer, hsf, template, ascii, sd19_row
-    femnist-<part>-sources.tsv.gz           user, writer, character, by_write path (one line a row)
-    femnist-users.txt                       LEAF's user names; writer_id is the line number (from 0)
-    femnist-mapping.txt                     "label ascii"
-    manifest.json
-
-``--layout leaf`` writes LEAF's own folders instead (``data/all_data``, ``data/train``,
-``data/test`` with LEAF's file names and JSON, ``meta/`` with the seeds), plus the manifest.
+The files of ``--layout idx`` (the default: idx images ink high, labels, metadata, sources, users, mapping) and of
+``--layout leaf`` (LEAF's own folders and JSON, ``meta/`` with the seeds) are listed in ``docs/femnist.md``.
 
 >>> from mnistforge.builders.femnist import FemnistBuildConfig
 >>> FemnistBuildConfig(fraction=0.05).leaf.fraction

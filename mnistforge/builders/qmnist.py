@@ -2,11 +2,9 @@
 
 ``mnistforge build qmnist|mnist|xnist --sd19 PATH --out DIR [--qmnist-labels DIR|download]``
 
-* ``xnist``: every SD19 digit preprocessed, in NIST order, with the 8-column extended labels
-  (``xnist-images-idx3-ubyte.xz``, ``xnist-labels-idx2-int.xz``, ``xnist-labels.tsv.xz``);
-* ``qmnist``: the 60,000 + 60,000 digits of the QMNIST recipe (``qmnist-{train,test}-images-idx3-ubyte.gz``,
-  ``-labels-idx1-ubyte.gz``, ``-labels-idx2-int.gz``, ``-labels.tsv.gz``);
-* ``mnist``: QMNIST train and the first 10,000 QMNIST test digits under MNIST's four file names.
+``xnist``: every SD19 digit preprocessed, in NIST order, with the 8-column extended labels; ``qmnist``: the 60,000 +
+60,000 digits of the QMNIST recipe; ``mnist``: QMNIST train and the first 10,000 QMNIST test digits under MNIST's four
+file names (files: ``docs/provenance-mnist-qmnist.md``).
 
 The preprocessing is :mod:`.mnist_prepro` (published fudge 0.99 and truncating centring by default), the selection
 :mod:`.qmnist_recipe`.  Column 6 (duplicates) follows step 8 of the specification: identical *final* 28x28 images, the
@@ -15,11 +13,9 @@ earlier global index wins; that needs every digit preprocessed (``duplicates="fi
 digits (about 3.4 times less work for qmnist/mnist); the build then checks the selected images for identical final
 images and notes any in the manifest.
 
-With the published QMNIST tables (``qmnist_labels``: a folder holding
-``qmnist-{train,test}-labels.tsv.gz`` or the idx2 versions, or ``"download"``
-to fetch and verify them through the registry) the outputs follow the published
-order; otherwise the documented deterministic order of
-:func:`~.qmnist_recipe.select_qmnist`, and the manifest says so.
+With the published QMNIST tables (``qmnist_labels``: a folder holding ``qmnist-{train,test}-labels.tsv.gz`` or the
+idx2 versions, or ``"download"`` to fetch and verify them through the registry) the outputs follow the published order;
+otherwise the documented deterministic order of :func:`~.qmnist_recipe.select_qmnist`, and the manifest says so.
 
 Everything is written into ``<out>.incomplete`` and renamed at the end; builds are byte-identical when repeated.
 

@@ -21,10 +21,8 @@ from . import qmnist_recipe as qr
 
 QMNIST_FILES = {
     split: {
-        "images": f"qmnist-{split}-images-idx3-ubyte.gz",
-        "labels": f"qmnist-{split}-labels-idx1-ubyte.gz",
-        "table": f"qmnist-{split}-labels-idx2-int.gz",
-        "tsv": f"qmnist-{split}-labels.tsv.gz",
+        "images": f"qmnist-{split}-images-idx3-ubyte.gz", "labels": f"qmnist-{split}-labels-idx1-ubyte.gz",
+        "table": f"qmnist-{split}-labels-idx2-int.gz", "tsv": f"qmnist-{split}-labels.tsv.gz",
     } for split in ("train", "test")
 }
 MNIST_FILES = {
@@ -32,9 +30,7 @@ MNIST_FILES = {
     "test": {"images": "t10k-images-idx3-ubyte.gz", "labels": "t10k-labels-idx1-ubyte.gz"},
 }
 XNIST_FILES = {
-    "images": "xnist-images-idx3-ubyte.xz",
-    "table": "xnist-labels-idx2-int.xz",
-    "tsv": "xnist-labels.tsv.xz",
+    "images": "xnist-images-idx3-ubyte.xz", "table": "xnist-labels-idx2-int.xz", "tsv": "xnist-labels.tsv.xz",
 }
 
 

@@ -26,12 +26,8 @@ _C = TypeVar("_C", bound="Classifier")
 
 # name -> "module:Class" (imported lazily: the torch models must not import torch early)
 REGISTRY = {
-    "linear": "linear:LinearClassifier",
-    "elm": "elm:ELMClassifier",
-    "knn": "knn:KNNClassifier",
-    "lenet": "lenet:LeNet5Classifier",
-    "lenet5": "lenet:LeNet5Classifier",
-    "cnn": "cnn:SmallCNNClassifier",
+    "linear": "linear:LinearClassifier", "elm": "elm:ELMClassifier", "knn": "knn:KNNClassifier",
+    "lenet": "lenet:LeNet5Classifier", "lenet5": "lenet:LeNet5Classifier", "cnn": "cnn:SmallCNNClassifier",
 }
 
 

@@ -122,16 +122,10 @@ def draw_writer_style(rng: np.random.Generator) -> WriterStyle:
         pen = float(rng.uniform(12.0, 18.0))
     pen = min(pen, max(2.0, 0.35 * height))
     return WriterStyle(
-        height=height,
-        pen=pen,
-        slant=float(rng.normal(0.08, 0.15)),
-        aspect=float(np.clip(rng.normal(1.0, 0.12), 0.7, 1.4)),
-        dx=float(rng.normal(0.0, 5.0)),
-        dy=float(rng.normal(0.0, 5.0)),
-        shaky=float(rng.uniform(0.15, 0.7)),
-        cursive=bool(rng.random() < 0.2),
-        variants=int(rng.integers(0, 1 << len(_VARIANT_CHARS))),
-        rough=float(rng.uniform(0.0, 0.25)),
+        height=height, pen=pen, slant=float(rng.normal(0.08, 0.15)),
+        aspect=float(np.clip(rng.normal(1.0, 0.12), 0.7, 1.4)), dx=float(rng.normal(0.0, 5.0)),
+        dy=float(rng.normal(0.0, 5.0)), shaky=float(rng.uniform(0.15, 0.7)), cursive=bool(rng.random() < 0.2),
+        variants=int(rng.integers(0, 1 << len(_VARIANT_CHARS))), rough=float(rng.uniform(0.0, 0.25)),
     )
 
 

@@ -41,10 +41,8 @@ from ..io.types import StrPath, Writable
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "IheadHeader", "IHEAD_SIZE", "parse_ihead", "format_ihead", "read_mis_header",
-    "g4_decode", "g4_encode", "read_mis", "write_mis",
-    "read_cls", "write_cls", "parse_cls", "format_cls",
-    "read_mit", "write_mit", "parse_mit", "format_mit",
+    "IheadHeader", "IHEAD_SIZE", "parse_ihead", "format_ihead", "read_mis_header", "g4_decode", "g4_encode", "read_mis",
+    "write_mis", "read_cls", "write_cls", "parse_cls", "format_cls", "read_mit", "write_mit", "parse_mit", "format_mit",
 ]
 
 #: Size of the ASCII header that follows the 8-byte length record.
@@ -54,11 +52,9 @@ ENTRY = 128
 
 # (name, size) in file order; the sizes add up to 288.
 _FIELDS = (
-    ("id", 80), ("created", 26), ("width", 8), ("height", 8), ("depth", 8),
-    ("density", 8), ("compress", 8), ("complen", 8), ("align", 8), ("unitsize", 8),
-    ("sigbit", 1), ("byte_order", 1), ("pix_offset", 8), ("whitepix", 8),
-    ("issigned", 1), ("rm_cm", 1), ("tb_bt", 1), ("lr_rl", 1), ("parent", 80),
-    ("par_x", 8), ("par_y", 8),
+    ("id", 80), ("created", 26), ("width", 8), ("height", 8), ("depth", 8), ("density", 8), ("compress", 8),
+    ("complen", 8), ("align", 8), ("unitsize", 8), ("sigbit", 1), ("byte_order", 1), ("pix_offset", 8), ("whitepix", 8),
+    ("issigned", 1), ("rm_cm", 1), ("tb_bt", 1), ("lr_rl", 1), ("parent", 80), ("par_x", 8), ("par_y", 8),
 )
 assert sum(s for _, s in _FIELDS) == IHEAD_SIZE
 _TEXT = {"id", "created", "parent", "sigbit", "byte_order", "issigned", "rm_cm", "tb_bt", "lr_rl"}

@@ -15,10 +15,9 @@ from __future__ import annotations
 import dataclasses
 
 __all__ = [
-    "Partition", "PARTITIONS", "PARTITION_ORDER", "FIELDS", "FIELD_NAMES", "FIELD_DIRS",
-    "CLASS_TOTALS", "DIGITS", "UPPERS", "LOWERS", "ALL_CLASSES", "MERGED_LETTERS",
-    "TOTAL_CHARACTERS", "TOTAL_DIGITS", "DIGIT_WRITERS", "DUPLICATE_DIGITS",
-    "class_hex", "field_counts", "merge_class",
+    "Partition", "PARTITIONS", "PARTITION_ORDER", "FIELDS", "FIELD_NAMES", "FIELD_DIRS", "CLASS_TOTALS", "DIGITS",
+    "UPPERS", "LOWERS", "ALL_CLASSES", "MERGED_LETTERS", "TOTAL_CHARACTERS", "TOTAL_DIGITS", "DIGIT_WRITERS",
+    "DUPLICATE_DIGITS", "class_hex", "field_counts", "merge_class",
 ]
 
 
@@ -90,9 +89,7 @@ ALL_CLASSES = DIGITS + UPPERS + LOWERS
 
 #: Published total per class (ASCII code -> count) over all partitions and fields.
 CLASS_TOTALS: dict[int, int] = {
-    **dict(zip(DIGITS, _DIGIT_TOTALS)),
-    **dict(zip(UPPERS, _UPPER_TOTALS)),
-    **dict(zip(LOWERS, _LOWER_TOTALS)),
+    **dict(zip(DIGITS, _DIGIT_TOTALS)), **dict(zip(UPPERS, _UPPER_TOTALS)), **dict(zip(LOWERS, _LOWER_TOTALS)),
 }
 assert sum(CLASS_TOTALS.values()) == TOTAL_CHARACTERS
 assert sum(_DIGIT_TOTALS) == TOTAL_DIGITS == sum(p.digits for p in PARTITIONS.values())
