@@ -180,8 +180,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     for item in filter(None, (s.strip() for s in rest.split(","))):
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
-            raise ConfigError("malformed classifier parameter", expected="key=value (e.g. "
-                              "knn:k=3)", found=item)
+            raise ConfigError("malformed classifier parameter", expected="key=value (e.g. knn:k=3)", found=item)
         key = key.strip().replace("-", "_")
         if key in params:  # which one was meant? the last silently winning hides a typo
             raise ConfigError(f"classifier parameter {key} given twice", found=spec,

@@ -79,9 +79,8 @@ class Standardizer:
         X = np.asarray(X)
         dim = int(np.prod(X.shape[1:])) if X.ndim > 1 else 0
         if dim != self.mean_.size:
-            raise ConfigError("inputs differ in size from the rows the standardiser was "
-                              "fitted on", expected=f"{self.mean_.size} features",
-                              found=f"{dim}")
+            raise ConfigError("inputs differ in size from the rows the standardiser was fitted on",
+                              expected=f"{self.mean_.size} features", found=f"{dim}")
         out = np.empty((X.shape[0], dim), np.float32)
         for s in range(0, X.shape[0], self.block):
             Z = as_features(X[s:s + self.block], np.float64)
