@@ -211,13 +211,10 @@ class EmnistBuildConfig:
     ``splits`` (tuple of str): Datasets to build, among
         :func:`mnistforge.registry.emnist_splits` (default: all six, in registry order).
     ``seed``: Seed of every random choice of the splits (>= 0).
-    ``split_by`` ({"random", "writer"}): Train/test sides: stratified random (official) or
-        writer-disjoint.
-    ``letters_variant`` ({"official", "paper37"}): The official 26-class letters or the paper's
-        37 classes.
+    ``split_by`` ({"random", "writer"}): Train/test sides: stratified random (official) or writer-disjoint.
+    ``letters_variant`` ({"official", "paper37"}): The official 26-class letters or the paper's 37 classes.
     ``scale``: Scale of the balanced quotas (None: estimated from the source).
-    ``orientation`` ({"official", "upright"}): Storage of the idx images (official = transposed
-        like NIST's files).
+    ``orientation`` ({"official", "upright"}): Storage of the idx images (official = transposed like NIST's files).
     ``prepro``: Conversion parameters (defaults documented in ``docs/provenance-emnist.md``).
     ``workers``: Threads for conversion and compression (None: all cores).
     ``overwrite``: Replace an existing output folder.

@@ -155,12 +155,10 @@ class EmnistSplitConfig:
     """How the splits are drawn.
 
     ``seed``: Seed of every random choice (>= 0).
-    ``split_by``: ``"random"`` (stratified by class, official) or ``"writer"``
-        (writer-disjoint).
+    ``split_by``: ``"random"`` (stratified by class, official) or ``"writer"`` (writer-disjoint).
     ``letters_variant``: ``"official"`` (26 classes, labels 1..26) or ``"paper37"`` (the paper's
         37 classes, labels 0..36, 2,400/400 per class).
-    ``scale``: Scale of the balanced quotas; None: estimated per dataset as ``min(1, pool /
-        official pool)``.
+    ``scale``: Scale of the balanced quotas; None: estimated per dataset as ``min(1, pool / official pool)``.
     """
 
     seed: int = 0

@@ -50,9 +50,8 @@ class MnistPreproConfig:
 
     ``fudge``: Footprint shrink factor of the area-overlap resampling (step 4).  0.99 is the
         published value (it draws MNIST's faint stripes); 1 gives the "clean" variant with exact mass conservation.
-    ``centring`` ({"mnist", "true"}): ``"mnist"``: placement at ``trunc(15 - c)`` (the published
-        rule, with its half-pixel bias); ``"true"``: the integer shift bringing the centre of
-        mass nearest to the image centre.
+    ``centring`` ({"mnist", "true"}): ``"mnist"``: placement at ``trunc(15 - c)`` (the published rule, with its
+        half-pixel bias); ``"true"``: the integer shift bringing the centre of mass nearest to the image centre.
 
     >>> MnistPreproConfig().is_published
     True

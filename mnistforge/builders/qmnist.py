@@ -75,8 +75,7 @@ class QmnistBuildConfig:
 
     ``prepro``: Fudge factor and centring (published defaults; ``MnistPreproConfig(1.0,
         "true")`` is the "clean" variant).
-    ``qmnist_labels`` (path, ``"download"`` or None): The published QMNIST extended-label tables
-        fixing the order.
+    ``qmnist_labels`` (path, ``"download"`` or None): The published QMNIST extended-label tables fixing the order.
     ``duplicates`` ({"final", "source"}): How column 6 is computed (see the module doc).
     ``workers``: Decoding processes (default: all usable cores).
     ``batch_size``: Images decoded and preprocessed per batch.
@@ -85,10 +84,9 @@ class QmnistBuildConfig:
     ``allow_incomplete``: Build from a source with fewer digits than it should hold (NIST's
         published counts, or a synthetic source's description); the manifest lists what was
         missing. Without it such a source fails the build (:class:`MissingSourceError`).
-    ``allow_inconsistent``: Build from a source that disagrees with itself or with what it
-        should hold (repeated character indices or zip members, duplicated characters or writer
-        folders, more characters than published); the manifest lists every problem. Without it
-        such a source fails the build (:class:`InconsistentSourceError`).
+    ``allow_inconsistent``: Build from a source that disagrees with itself or with what it should hold (repeated
+        character indices or zip members, duplicated characters or writer folders, more characters than published); the
+        manifest lists every problem. Without it such a source fails the build (:class:`InconsistentSourceError`).
     """
 
     prepro: MnistPreproConfig = field(default_factory=MnistPreproConfig)

@@ -133,9 +133,8 @@ def select_qmnist(table: npt.ArrayLike, recipe: QmnistRecipe | None = None, *,
     ``table`` (ndarray, shape (n, 8)): The digit table (extended labels of every digit, rows in
         global order; column 5 must equal the row number).
     ``recipe``: Defaults to :meth:`QmnistRecipe.for_digits` of the table's length.
-    ``duplicate`` (array of bool, optional): Which digits are duplicates of an earlier one.
-        Default: column 6 != 0 (the published encoding cannot mark a duplicate of digit #0;
-        builders pass the exact mask).
+    ``duplicate`` (array of bool, optional): Which digits are duplicates of an earlier one. Default: column 6 != 0 (the
+        published encoding cannot mark a duplicate of digit #0; builders pass the exact mask).
 
     Returns: ``train`` and ``test`` arrays of global indices (column 5).
 

@@ -302,8 +302,7 @@ def render_characters(codes: bytes | Sequence[int] | np.ndarray, style: WriterSt
                       hard: HardCases = HardCases()) -> np.ndarray:
     """Render characters of one writer as 128x128 binary images (True = ink).
 
-    ``codes`` (bytes or array of int): ASCII codes of the characters (``0-9``, ``A-Z``,
-        ``a-z``).
+    ``codes`` (bytes or array of int): ASCII codes of the characters (``0-9``, ``A-Z``, ``a-z``).
     ``style``: The writer's style (see :func:`draw_writer_style`).
     ``rng`` (numpy.random.Generator): Source of the per-character distortion; the output depends
         only on it, the style and the codes.

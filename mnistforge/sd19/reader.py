@@ -165,8 +165,7 @@ def open_sd19(path: str | os.PathLike[str], *, progress: bool | None = None, cac
     ``path``: folder with the 2nd-edition zips, or with unpacked trees of either edition
         (``by_write/``, ``by_class/``, ...), or one zip.
     ``progress``: show progress bars (None: only on a terminal).
-    ``cache``: reuse / write the cached index (next to the source, else in the mnistforge
-        cache).
+    ``cache``: reuse / write the cached index (next to the source, else in the mnistforge cache).
     ``reindex``: ignore any cached index and walk the source again.
     ``strict``: raise :class:`~mnistforge.errors.JoinError` when a class join is incomplete.
     ``workers``: decoding processes (default: every usable core).

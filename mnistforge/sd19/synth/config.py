@@ -39,14 +39,11 @@ class SynthConfig:
     ``scale``: Fraction of NIST's published counts, ``0 < scale <= 1`` (1 = 814,255 characters).
         With ``layout`` the digits come from the table; ``scale`` only sizes the other fields.
     ``edition``: 2 (2016, PNG per character) or 1 (1995, ``.mis`` + ``.cls`` + ``.mit``).
-    ``packaging``: ``"zip"`` (``by_write.zip`` ... as NIST serves them) or ``"dir"`` (unpacked
-        trees).
+    ``packaging``: ``"zip"`` (``by_write.zip`` ... as NIST serves them) or ``"dir"`` (unpacked trees).
     ``seed``: Everything random derives from it; same config, same bytes.
-    ``layout``: QMNIST/xnist extended-label table (``xnist-labels.tsv[.xz]``) whose digit layout
-        to reproduce exactly.
+    ``layout``: QMNIST/xnist extended-label table (``xnist-labels.tsv[.xz]``) whose digit layout to reproduce exactly.
     ``fields``: Subset of ``"dulc"``: digits, uppers, lowers, constitution.
-    ``hierarchies`` (tuple of str): Which of ``by_write``, ``by_class``, ``by_merge``,
-        ``by_field`` to write.
+    ``hierarchies`` (tuple of str): Which of ``by_write``, ``by_class``, ``by_merge``, ``by_field`` to write.
     ``by_write_cls``: 2nd edition only: also write ``dWWWW_TT.cls`` next to each by_write PNG
         folder (it is unknown whether NIST's zip has them; default off so that readers must join
         by_write with by_class).  The 1st edition always has them.
