@@ -1,14 +1,9 @@
 """What a copy on this machine is, which official files it can give the cache, and giving them.
 
-:func:`examine` reads a file or folder (never writing to it) and answers, for each split it
-holds, one :class:`CopyAnswer`: the verdict, the dataset and split, and the official files it can
-be adopted as (:class:`Piece`).  idx files are judged file by file by their own hash, else their
-decompressed content's; every other format goes through the trust gate's identification
-(:func:`mnistforge.checks.identify.identify`): a part whose canonical array, as idx content, has
-the registry's ``content_sha256`` in the official order is that official file's content.
-:func:`mnistforge.checks.copies.adopt` places the pieces in the cache, verified once more; a
-reordered or subset copy, or a part the registry pins no content hash of, is not adoptable, and
-the answer says why.
+idx files are judged file by file by their own hash, else their decompressed content's; every other format
+goes through the trust gate's identification: a part whose canonical array, as idx content, has the registry's
+``content_sha256`` in the official order is that official file's content.  A reordered or subset copy, or a
+part the registry pins no content hash of, is not adoptable, and the answer says why.
 """
 from __future__ import annotations
 
@@ -63,10 +58,6 @@ class CopyAnswer:
     pieces: list[Piece] = field(default_factory=list)
     why_not: str = ""
 
-    @property
-    def adoptable(self) -> bool:
-        return bool(self.pieces)
-
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "format": self.format, "key": self.key, "verdict": self.verdict,
                 "dataset": self.dataset, "split": self.split, "message": self.message,
@@ -80,8 +71,7 @@ def regular_or_folder(path: StrPath) -> Path:
     try:
         st = os.stat(p)
     except FileNotFoundError:
-        raise TargetNotFoundError("no such file or folder", path=p,
-                                  expected="a copy of a dataset (file or folder)",
+        raise TargetNotFoundError("no such file or folder", path=p, expected="a copy of a dataset (file or folder)",
                                   found="nothing there") from None
     except OSError as e:   # no search permission on a parent folder, a link loop
         raise FormatError("cannot look at it", path=p, expected="a file or folder this user may "
@@ -89,9 +79,8 @@ def regular_or_folder(path: StrPath) -> Path:
                           hint="check its permissions and those of the folders above it") from None
     if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
         return p
-    raise FormatError("not a file that can be read as a copy", path=p,
-                      expected="a regular file or a folder", found=_kind(st),
-                      hint="point at the file itself (or the folder holding it)")
+    raise FormatError("not a file that can be read as a copy", path=p, expected="a regular file or a folder",
+                      found=_kind(st), hint="point at the file itself (or the folder holding it)")
 
 
 def _where_in_registry(fid: str) -> tuple[str | None, str | None]:
@@ -163,8 +152,7 @@ def _file_answer(p: Path) -> CopyAnswer:
     hit = next((known[h] for h in (sha, md5, csha, cmd5) if h and h in known), None)
     if hit is not None:
         dataset, split = _where_in_registry(hit.id)
-        how = ("the published file" if sha in (hit.sha256, hit.md5) else
-               "its content is the published file's")
+        how = ("the published file" if sha in (hit.sha256, hit.md5) else "its content is the published file's")
         ans = CopyAnswer(str(p), "idx", p.name, "identical", dataset, split, f"{hit.id}: {how}")
         if hit.archive:
             ans.why_not = (f"the cache keeps {hit.id} inside {hit.archive}: adopt that file "
@@ -191,8 +179,7 @@ def _unmatched(p: Path, why: str, damaged: bool = False) -> CopyAnswer:
         dataset, split = _where_in_registry(named.id)
         return CopyAnswer(str(p), "idx", p.name, "damaged", dataset, split,
                           f"named like {named.id}, but {why}", why_not="damaged or another release")
-    return CopyAnswer(str(p), "idx", p.name, "unknown",
-                      message=f"an idx file the registry does not know: {why}",
+    return CopyAnswer(str(p), "idx", p.name, "unknown", message=f"an idx file the registry does not know: {why}",
                       why_not="not an official file")
 
 

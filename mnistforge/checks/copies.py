@@ -1,15 +1,7 @@
 """Finding copies of the datasets already on this machine, and adopting them into the cache
 (what ``mnistforge find-copies`` and ``mnistforge fetch NAME --from PATH`` run).
 
-:func:`well_known_places` lists the folders where tools leave their copies: Keras
-(``$KERAS_HOME/datasets``, ``~/.keras/datasets``), the Hugging Face cache (``$HF_DATASETS_CACHE``,
-``$HF_HOME/hub`` and ``/datasets``, ``~/.cache/huggingface``), torchvision's usual roots
-(``./data`` and ``~/data``), Debian's ``/usr/share/datasets``.  :func:`candidates` walks a
-folder (a few levels deep, a bounded number of entries, links to folders not followed) and
-yields each copy once: a file in a format the package reads, a torchvision root, a folder of
-parquet shards.  :func:`find_copies` examines each (:func:`mnistforge.checks.adopt.examine`);
-:func:`adopt` places what they hold of the official files in the cache.  Nothing here writes
-to, renames in or removes from what it finds.
+Nothing here writes to, renames in or removes from what it finds.
 """
 from __future__ import annotations
 
@@ -47,11 +39,8 @@ def well_known_places(cwd: StrPath | None = None, home: StrPath | None = None) -
     home = Path(home or Path.home())
     hf_home = settings.current().hf_home or home / ".cache" / "huggingface"
     keras_home = settings.current().keras_home
-    places = [keras_home / "datasets" if keras_home else None,
-              home / ".keras" / "datasets",
-              settings.current().hf_datasets_cache,
-              hf_home / "hub", hf_home / "datasets",
-              cwd / "data", home / "data",
+    places = [keras_home / "datasets" if keras_home else None, home / ".keras" / "datasets",
+              settings.current().hf_datasets_cache, hf_home / "hub", hf_home / "datasets", cwd / "data", home / "data",
               Path("/usr/share/datasets")]
     out: list[Path] = []
     for p in places:
@@ -114,8 +103,7 @@ def candidates(place: StrPath) -> Iterator[Path]:
                 if e.name.endswith(".npy") and role_of(e.name) == "labels" and _npy_partner(e) is not None:
                     continue  # read with its images file
                 yield e
-            elif stat.S_ISDIR(st.st_mode) and not e.is_symlink() and depth > 0 \
-                    and not e.name.startswith("."):
+            elif stat.S_ISDIR(st.st_mode) and not e.is_symlink() and depth > 0 and not e.name.startswith("."):
                 yield from walk(e, depth - 1)
 
     yield from walk(place, DEPTH)
@@ -145,17 +133,14 @@ def _examine(cand: Path, search_cache: bool) -> list[CopyAnswer]:
         return [CopyAnswer(str(cand), "pickle", "", "unknown", message=f"refused, never "
                            f"unpickled: {e}", why_not="a pickle")]
     except FormatError as e:
-        # a folder that merely has a raw/ in it (no torchvision class folder, MNIST/...), a file
-        # that is not a copy
+        # a folder that merely has a raw/ in it (no torchvision class folder, MNIST/...), a file that is not a copy
         classes = torchvision_folders()
         if (cand.is_file() and not _interesting(cand)) or (cand.is_dir() and cand.name not in classes
                                                             and not any((cand / c).is_dir() for c in classes)):
             return []
-        return [CopyAnswer(str(cand), "?", "", "unknown", message=f"not readable as a copy: {e}",
-                           why_not="unreadable")]
+        return [CopyAnswer(str(cand), "?", "", "unknown", message=f"not readable as a copy: {e}", why_not="unreadable")]
     except (MnistforgeError, OSError, ValueError) as e:
-        return [CopyAnswer(str(cand), "?", "", "damaged", message=f"{type(e).__name__}: {e}",
-                           why_not="unreadable")]
+        return [CopyAnswer(str(cand), "?", "", "damaged", message=f"{type(e).__name__}: {e}", why_not="unreadable")]
 
 
 def adopt(paths: StrPath | Iterable[StrPath], files: Iterable[RemoteFile | str] | None = None, *,

@@ -1,9 +1,8 @@
 """Exact and near duplicates, within a split and across train/test.
 
-Exact: images sharing a 64-bit digest are then compared byte for byte, so a hash collision can
-never produce a false report.  Near: the exact blocked L2 radius search of
-:func:`mnistforge.io.similar.find_near_duplicates`, whose pooled pre-filter cannot lose a true
-pair.  In full: ``docs/verify.md`` (duplicates: exact and near).
+Exact: images sharing a 64-bit digest are then compared byte for byte, so a hash collision can never produce a
+false report.  Near: the exact blocked L2 radius search of :func:`mnistforge.io.similar.find_near_duplicates`,
+whose pooled pre-filter cannot lose a true pair.  In full: ``docs/verify.md`` (duplicates: exact and near).
 
 >>> a = np.zeros((3, 28, 28), np.uint8); a[1, 5, 5] = 9; a[2, 5, 5] = 9
 >>> [g.tolist() for g in find_exact_duplicates(a)]
@@ -103,8 +102,7 @@ def check_exact_across(train: np.ndarray, test: np.ndarray, *, digests_train: np
         r = fail(name, values, f"{n_test} test images also appear in train "
                                f"(e.g. train {pairs[0, 0]} = test {pairs[0, 1]})")
         r.artifacts["pairs"] = pairs[:max_examples]
-        r.artifacts["images"] = [(train[i], test[j], f"train {i} = test {j}")
-                                 for i, j in pairs[:max_examples]]
+        r.artifacts["images"] = [(train[i], test[j], f"train {i} = test {j}") for i, j in pairs[:max_examples]]
         return r
     return CheckResult(name, PASS, values, "no test image appears in train")
 
@@ -119,8 +117,7 @@ def check_near_across(train: np.ndarray, test: np.ndarray, threshold: float = DE
     ex: list[list[Any]] = [[int(nd.pairs[k, 1]), int(nd.pairs[k, 0]), round(float(nd.l2[k]), 2)]
                           for k in order[:max_examples] if not exact[k]]
     values = {"threshold_l2": threshold, "pairs": len(nd), "test_images": int(nd.queries.size),
-              "test_images_near_not_exact": int(near_only.size),
-              "candidates_after_prefilter": nd.candidates,
+              "test_images_near_not_exact": int(near_only.size), "candidates_after_prefilter": nd.candidates,
               "examples_train_test_l2": ex}
     if near_only.size:
         r = CheckResult(name, WARN, values,

@@ -28,9 +28,8 @@ from ..io.types import StrPath
 from .duplicates import groups_by_value
 from .result import FAIL, INFO, PASS, WARN, CheckResult, VerifyReport, run_check
 
-__all__ = ["is_leaf_folder", "leaf_parameters_from_names", "check_writers_and_classes",
-           "check_shared_images", "check_cross_writer_duplicates", "femnist_build_checks",
-           "verify_leaf_folder"]
+__all__ = ["is_leaf_folder", "leaf_parameters_from_names", "check_writers_and_classes", "check_shared_images",
+           "check_cross_writer_duplicates", "femnist_build_checks", "verify_leaf_folder"]
 
 _NAME = re.compile(r"^all_data_(\d+)(?:_(iid)_(\d+)_(\d+)|_(niid)_(\d+))?(?:_keep_(\d+))?"
                    r"(?:_(train|test)_(\d+))?\.json$")
@@ -110,8 +109,7 @@ def check_cross_writer_duplicates(images: npt.ArrayLike, users: npt.ArrayLike, s
     if shared:
         return CheckResult(f"femnist.duplicates.writers[{split}]", WARN, values,
                            f"{len(shared)} images held by more than one writer (e.g. {shared[0]})")
-    return CheckResult(f"femnist.duplicates.writers[{split}]", PASS, values,
-                       "no image is held by two writers")
+    return CheckResult(f"femnist.duplicates.writers[{split}]", PASS, values, "no image is held by two writers")
 
 
 def check_shared_images(train: npt.ArrayLike, test: npt.ArrayLike, train_rows: npt.ArrayLike | None = None,
@@ -132,8 +130,7 @@ def check_shared_images(train: npt.ArrayLike, test: npt.ArrayLike, train_rows: n
     return CheckResult("femnist.train-test", PASS, values, "no test image is in train")
 
 
-def femnist_build_checks(manifest: Manifest | None, loaded: dict[str, Any],
-                         add: Callable[[CheckResult], None]) -> None:
+def femnist_build_checks(manifest: Manifest | None, loaded: dict[str, Any], add: Callable[[CheckResult], None]) -> None:
     """The FEMNIST checks of a build folder (``verify`` adds them for dataset ``femnist``)."""
     params = dict(manifest.parameters) if manifest is not None else {}
     leaf = params.get("leaf", {})
@@ -160,8 +157,7 @@ def femnist_build_checks(manifest: Manifest | None, loaded: dict[str, Any],
     if "train" in loaded and "test" in loaded:
         tr, te = loaded["train"].metadata, loaded["test"].metadata
         rows = (tr["sd19_row"], te["sd19_row"]) if tr is not None and te is not None else (None, None)
-        add(run_check("femnist.train-test", check_shared_images, loaded["train"].images,
-                      loaded["test"].images, *rows))
+        add(run_check("femnist.train-test", check_shared_images, loaded["train"].images, loaded["test"].images, *rows))
 
 
 def verify_leaf_folder(path: StrPath, *, strict: bool = False) -> VerifyReport:
@@ -173,8 +169,7 @@ def verify_leaf_folder(path: StrPath, *, strict: bool = False) -> VerifyReport:
     names = [n for files in data.values() for n in files]
     params = leaf_parameters_from_names(names)
     for seed_file, flag in (("sampling_seed.txt", "--smplseed"), ("split_seed.txt", "--spltseed")):
-        p = next((d / "meta" / seed_file for d in (path, path.parent)
-                  if (d / "meta" / seed_file).is_file()), None)
+        p = next((d / "meta" / seed_file for d in (path, path.parent) if (d / "meta" / seed_file).is_file()), None)
         if p is not None:
             lines = [x for x in p.read_text().splitlines() if x.strip() and not x.startswith("#")]
             if lines:
@@ -202,8 +197,7 @@ def verify_leaf_folder(path: StrPath, *, strict: bool = False) -> VerifyReport:
     if "train" in splits and "test" in splits:
         add(check_shared_images(splits["train"][2], splits["test"][2]))
         tr, te = set(splits["train"][0]), set(splits["test"][0])
-        add(CheckResult("femnist.writers.train-test", INFO,
-                        {"train": len(tr), "test": len(te), "both": len(tr & te)},
+        add(CheckResult("femnist.writers.train-test", INFO, {"train": len(tr), "test": len(te), "both": len(tr & te)},
                         f"{len(tr)} writers in train, {len(te)} in test, {len(tr & te)} in both"))
     return VerifyReport(str(path), results, strict=strict,
                         info={"dataset": "femnist", "root": str(path), "source": "LEAF JSON folder"})

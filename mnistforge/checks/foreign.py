@@ -24,8 +24,7 @@ from ..loaders.rowmap import Official, join_metadata, official_metadata, officia
 from ..loaders.split import DatasetSplit
 from ..loaders.targets import parse_target_text
 from ..registry import get_dataset, list_datasets, torchvision_folders
-from .identify import (Identification, _official_storage, identification_check, identify,
-                       row_map_check)
+from .identify import Identification, _official_storage, identification_check, identify, row_map_check
 from .result import VerifyReport
 
 logger = logging.getLogger(__name__)
@@ -55,9 +54,8 @@ def _reference_arrays(reference: Any, split: str | None, download: bool | None) 
         return None
 
     if hasattr(reference, "images"):
-        return (_official_storage(reference), np.asarray(reference.labels),
-                getattr(reference, "name", "reference"), getattr(reference, "split", split),
-                getattr(reference, "source", "given arrays"))
+        return (_official_storage(reference), np.asarray(reference.labels), getattr(reference, "name", "reference"),
+                getattr(reference, "split", split), getattr(reference, "source", "given arrays"))
     text = os.fspath(reference)
     ft = foreign_target(text, split)
     if ft is not None:
@@ -79,15 +77,12 @@ def _pick(copy: ForeignCopy, split: str | None) -> list[str]:
 
 
 def identify_copy(path: StrPath, split: str | None = None, *, reference: Any = None, download: bool | None = None,
-                  search_cache: bool = True
-                  ) -> tuple[ForeignCopy, dict[str, DatasetSplit], list[Identification], Any]:
+                  search_cache: bool = True) -> tuple[ForeignCopy, dict[str, DatasetSplit], list[Identification], Any]:
     """Identify every split of the copy at ``path``.
 
-    Returns ``(copy, loaded, answers, suite_reference)``: the splits made canonical
-    with the changes undone (by split name, ready for
-    :func:`mnistforge.checks.verify`), one :class:`Identification` each, and the
-    reference to pass on to the QMNIST-style checks (a NAME/FOLDER reference; a
-    copy given as reference was compared here).
+    Returns ``(copy, loaded, answers, suite_reference)``: the splits made canonical with the changes undone (by split
+    name, ready for :func:`mnistforge.checks.verify`), one :class:`Identification` each, and the reference to pass on
+    to the QMNIST-style checks (a NAME/FOLDER reference; a copy given as reference was compared here).
     """
     copy = read_foreign(path, torchvision_classes=torchvision_folders())
     idents: list[Identification] = []
@@ -100,8 +95,7 @@ def identify_copy(path: StrPath, split: str | None = None, *, reference: Any = N
         except Exception as e:  # a reference that does not load: said, then identify without it
             logger.warning("reference %s not usable: %s", reference, e)
             ref = None
-        ident = identify(c, reference=ref, key=key,
-                         name=fs.hint if fs.hint in list_datasets() else None,
+        ident = identify(c, reference=ref, key=key, name=fs.hint if fs.hint in list_datasets() else None,
                          search_cache=search_cache,
                          officials=_officials(reference, ref, search_cache, c.images.shape[1:3]))
         ident.format = copy.format
@@ -129,8 +123,7 @@ def _officials(reference: Any, ref: RefArrays | None, search_cache: bool,
         got: list[Official] = []
         if ref is not None:
             rimg, rlab, rname, rsplit, *where = ref
-            got.append(Official(rname, rsplit, np.asarray(rimg), np.asarray(rlab),
-                                where[0] if where else "reference"))
+            got.append(Official(rname, rsplit, np.asarray(rimg), np.asarray(rlab), where[0] if where else "reference"))
             if reference is not None and not hasattr(reference, "images") \
                     and foreign_target(reference) is None and rname in list_datasets():
                 _, _, rroot = resolve_target(os.fspath(reference))
@@ -151,8 +144,7 @@ def _official_metadata(ds: DatasetSplit, download: bool | None) -> None:
     """The official metadata (label votes...) of a mapped copy's rows, when at hand."""
     try:
         assert ds.row_map is not None, "called for a mapped copy"
-        ds.metadata = join_metadata(ds.metadata, official_metadata(ds, ds.row_map, loader=load,
-                                                                   download=download))
+        ds.metadata = join_metadata(ds.metadata, official_metadata(ds, ds.row_map, loader=load, download=download))
     except Exception as e:  # information only: verify goes on without it
         logger.info("official metadata of %s not joined: %s", ds.source, e)
 

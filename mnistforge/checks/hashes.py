@@ -32,23 +32,19 @@ from .result import FAIL, PASS, WARN, CheckResult
 
 IDX_MARKERS = ("-idx1-", "-idx2-", "-idx3-", "-idx4-")
 #: what the files of each registry status are, in the message
-_SAID = {"exact": "identical to the published files",
-         "content": "with the published content (re-compressed wrapper)",
-         "raw": "decompressed copies with the published content",
-         "archive": "verified through their pinned archive"}
+_SAID = {"exact": "identical to the published files", "content": "with the published content (re-compressed wrapper)",
+         "raw": "decompressed copies with the published content", "archive": "verified through their pinned archive"}
 
 
 def check_manifest(folder: StrPath, manifest: Manifest | dict[str, Any] | None = None, *,
-                   only: Iterable[str] | None = None,
-                   name: str = "hashes.manifest") -> CheckResult:
+                   only: Iterable[str] | None = None, name: str = "hashes.manifest") -> CheckResult:
     """Every output listed in the build manifest of ``folder`` (a
     :class:`~mnistforge.io.manifest.Manifest` or its dict form; default: ``folder/manifest.json``)
     still has its sha256 and size; ``only``: the relative names to restrict the check to."""
     folder = Path(folder)
     manifest = read_folder_manifest(folder) if manifest is None else Manifest.coerce(manifest)
     if manifest is None:
-        return CheckResult(name, FAIL, {"folder": str(folder)},
-                           f"{folder}: no manifest.json; not a build folder")
+        return CheckResult(name, FAIL, {"folder": str(folder)}, f"{folder}: no manifest.json; not a build folder")
     outputs = manifest.outputs
     if only is not None:
         only = set(only)
@@ -84,20 +80,16 @@ def check_manifest(folder: StrPath, manifest: Manifest | dict[str, Any] | None =
     return CheckResult(name, PASS, values, f"{len(outputs)} files match the build manifest")
 
 
-def verify_against_registry(path: StrPath, remote: RemoteFile,
-                            content: ContentHasher | None = None) -> dict[str, Any]:
+def verify_against_registry(path: StrPath, remote: RemoteFile, content: ContentHasher | None = None) -> dict[str, Any]:
     """Compare one file with its registry entry, re-hashing it (no sidecar is trusted).
 
-    Returns a dict with ``status`` in the vocabulary of fetch and load
-    (:data:`mnistforge.cache.verify.STATUS_TEXT`): ``exact`` (the published
-    bytes), ``content`` (same decompressed content, another wrapper), ``raw``
-    (a decompressed copy with the pinned content), ``unpinned``, ``archive`` or
-    ``mismatch``; plus the hashes measured.
+    Returns a dict with ``status`` in the vocabulary of fetch and load (:data:`mnistforge.cache.verify.STATUS_TEXT`):
+    ``exact`` (the published bytes), ``content`` (same decompressed content, another wrapper), ``raw`` (a decompressed
+    copy with the pinned content), ``unpinned``, ``archive`` or ``mismatch``; plus the hashes measured.
     """
     path = Path(path)
     v = recheck_file(path, remote, content)
-    out: dict[str, Any] = {"file": path.name, "pinned_how": remote.pinned_how, "status": v.status,
-           "sha256": v.sha256}
+    out: dict[str, Any] = {"file": path.name, "pinned_how": remote.pinned_how, "status": v.status, "sha256": v.sha256}
     if v.content_sha256:
         out["content_sha256"] = v.content_sha256
     if v.status == "unpinned" and (remote.sha256 or remote.md5):
@@ -105,9 +97,8 @@ def verify_against_registry(path: StrPath, remote: RemoteFile,
     if v.status == "mismatch":  # an older release the registry knows, named
         rel = find_superseded(sha256=v.sha256, content_sha256=v.content_sha256)
         if rel is not None:
-            out["superseded"] = {"release": rel.release, "superseded_by": rel.superseded_by,
-                                 "dataset": rel.dataset, "split": rel.split,
-                                 "source": rel.source, "description": rel.describe()}
+            out["superseded"] = {"release": rel.release, "superseded_by": rel.superseded_by, "dataset": rel.dataset,
+                                 "split": rel.split, "source": rel.source, "description": rel.describe()}
     return out
 
 

@@ -1,13 +1,11 @@
 """Say what a third-party copy is: which dataset and split, and how it departs from the official files.
 
-For each split of a copy (:mod:`mnistforge.io.foreign`, made canonical by
-:mod:`mnistforge.loaders.foreign`), :func:`identify` answers one verdict of the table in
-``docs/verify.md``: ``identical``, ``reordered``, ``subset`` (found by the row map,
-:mod:`mnistforge.loaders.rowmap`), ``transformed`` (with the listed changes), ``differs`` (with a
-reference at hand), ``superseded`` (an older release the registry knows) or ``unknown`` (with
-what it resembles).  Hashes compare the canonical arrays serialised as idx content with the
-registry's ``content_sha256`` of the official files, so no file is needed; image-by-image
-comparison needs the reference arrays.
+For each split of a copy (:mod:`mnistforge.io.foreign`, made canonical by :mod:`mnistforge.loaders.foreign`),
+:func:`identify` answers one verdict of the table in ``docs/verify.md``: ``identical``, ``reordered``, ``subset``
+(found by the row map, :mod:`mnistforge.loaders.rowmap`), ``transformed`` (with the listed changes), ``differs`` (with
+a reference at hand), ``superseded`` (an older release the registry knows) or ``unknown`` (with what it resembles).
+Hashes compare the canonical arrays serialised as idx content with the registry's ``content_sha256`` of the official
+files, so no file is needed; image-by-image comparison needs the reference arrays.
 
 >>> from mnistforge.io.foreign import ForeignSplit
 >>> from mnistforge.loaders.foreign import canonicalise
@@ -87,13 +85,11 @@ class Identification:
         elif self.verdict == "transformed":
             text = f"identical to {self.target} after: {after}"
         elif self.verdict == "reordered":
-            text = f"identical content to {self.target} in another order" + (
-                f", after: {after}" if after else "")
+            text = f"identical content to {self.target} in another order" + (f", after: {after}" if after else "")
         elif self.verdict == "superseded":
             text = f"{self.target}, an older release"
         elif self.verdict == "subset":
-            text = f"a subset of {self.target}: {self.count:,} official rows" + (
-                f", after: {after}" if after else "")
+            text = f"a subset of {self.target}: {self.count:,} official rows" + (f", after: {after}" if after else "")
         elif self.verdict == "differs":
             parts = []
             both = (("images", self.images_differ, self.first_images),
@@ -104,8 +100,7 @@ class Identification:
                 elif n:
                     parts.append(f"{n} {what} differ (first: {', '.join(map(str, first))})")
             same = [what for what, n, _ in both if n == 0]
-            text = f"{self.target}: " + "; ".join(parts) + (
-                f"; {' and '.join(same)} identical" if same else "")
+            text = f"{self.target}: " + "; ".join(parts) + (f"; {' and '.join(same)} identical" if same else "")
             if self.missing and self.missing != self.images_differ:  # a subset, or a superset
                 text += f"; {self.missing} of the reference's images are not in the copy"
             if self.order == "other":
@@ -125,17 +120,14 @@ class Identification:
         return text + (f" [{self.matched_by}]" if self.matched_by else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"split_key": self.key, "verdict": self.verdict, "dataset": self.dataset,
-                "split": self.split, "order": self.order,
-                "changes": [c.to_dict() for c in self.changes], "storage": list(self.storage),
+        return {"split_key": self.key, "verdict": self.verdict, "dataset": self.dataset, "split": self.split,
+                "order": self.order, "changes": [c.to_dict() for c in self.changes], "storage": list(self.storage),
                 "matched_by": self.matched_by, "images_differ": self.images_differ,
                 "labels_differ": self.labels_differ, "first_images": self.first_images,
-                "first_labels": self.first_labels, "resembles": self.resembles,
-                "count": self.count, "missing": self.missing, "where": self.where,
-                "format": self.format, "note": self.note,
+                "first_labels": self.first_labels, "resembles": self.resembles, "count": self.count,
+                "missing": self.missing, "where": self.where, "format": self.format, "note": self.note,
                 "row_map": None if self.row_map is None else self.row_map.summary(),
-                "leakage": None if self.row_map is None else self.row_map.leakage(),
-                "message": self.message()}
+                "leakage": None if self.row_map is None else self.row_map.leakage(), "message": self.message()}
 
 
 @dataclass(frozen=True)
@@ -157,9 +149,8 @@ def compare_with_reference(images: np.ndarray, labels: np.ndarray, ref_images: n
                            ref_labels: np.ndarray) -> RefResult | None:
     """Image-by-image comparison with reference arrays (both as the official files store them).
 
-    Tries both orientations and label offsets -1, 0, +1; in the same order when
-    at least half the images sit where the reference has them, else through
-    per-image digests.  None when fewer than half the images are found at all.
+    Tries both orientations and label offsets -1, 0, +1; in the same order when at least half the images sit where the
+    reference has them, else through per-image digests.  None when fewer than half the images are found at all.
     """
     n = len(labels)
     best = None
@@ -197,8 +188,7 @@ def compare_with_reference(images: np.ndarray, labels: np.ndarray, ref_images: n
     return RefResult(t, shift, "other", np.flatnonzero(~ok), np.flatnonzero(label_bad(shift)), missing)
 
 
-def _cached_references(c: Canonical, name: str | None
-                       ) -> Iterator[tuple[np.ndarray, np.ndarray, str, str, str]]:
+def _cached_references(c: Canonical, name: str | None) -> Iterator[tuple[np.ndarray, np.ndarray, str, str, str]]:
     """Official splits of the same size already in the cache (never downloads), ``name`` first."""
     for dname in sorted(list_datasets(), key=lambda d: d != name):
         info = get_dataset(dname)
@@ -226,16 +216,13 @@ def _changes(c: Canonical, transposed: bool, shift: int) -> list[Change]:
         [shift_change(shift, c.labels)] if shift else [])
 
 
-def _from_ref(c: Canonical, r: RefResult, dataset: str | None, split: str | None,
-              how: str) -> Identification:
+def _from_ref(c: Canonical, r: RefResult, dataset: str | None, split: str | None, how: str) -> Identification:
     changes = _changes(c, r.transposed, r.shift)
     nb_i, nb_l = len(r.bad_images), len(r.bad_labels)
     verdict = "differs" if nb_i or nb_l or r.missing else _same_content(r.order, changes)
-    return Identification("", verdict, dataset, split, r.order, changes, matched_by=how,
-                          images_differ=nb_i, labels_differ=nb_l,
-                          first_images=[int(i) for i in r.bad_images[:FIRST]],
-                          first_labels=[int(i) for i in r.bad_labels[:FIRST]],
-                          missing=r.missing)
+    return Identification("", verdict, dataset, split, r.order, changes, matched_by=how, images_differ=nb_i,
+                          labels_differ=nb_l, first_images=[int(i) for i in r.bad_images[:FIRST]],
+                          first_labels=[int(i) for i in r.bad_labels[:FIRST]], missing=r.missing)
 
 
 def _from_match(c: Canonical, m: Match) -> Identification:
@@ -243,8 +230,7 @@ def _from_match(c: Canonical, m: Match) -> Identification:
     if not (m.images and m.labels) and not m.checkable:
         part, other = ("labels", "images") if m.labels else ("images", "labels")
         ident = Identification("", "unknown", m.dataset, m.split, m.order, changes,
-                               matched_by=m.how + f" ({part} only)",
-                               resembles=resemblance(c))
+                               matched_by=m.how + f" ({part} only)", resembles=resemblance(c))
         ident.note = (f"{part} identical to {m.dataset} {m.split}; its {other} cannot be checked "
                       "here (the registry has no hash of them): give --reference, or put the "
                       "official files in the cache")
@@ -252,10 +238,8 @@ def _from_match(c: Canonical, m: Match) -> Identification:
     if not (m.images and m.labels):
         return Identification("", "differs", m.dataset, m.split, m.order, changes,
                               matched_by=m.how + (" (labels only)" if m.labels else " (images only)"),
-                              images_differ=0 if m.images else None,
-                              labels_differ=0 if m.labels else None)
-    return Identification("", _same_content(m.order, changes), m.dataset, m.split, m.order, changes,
-                          matched_by=m.how)
+                              images_differ=0 if m.images else None, labels_differ=0 if m.labels else None)
+    return Identification("", _same_content(m.order, changes), m.dataset, m.split, m.order, changes, matched_by=m.how)
 
 
 def _same_content(order: str, changes: list[Change]) -> str:
@@ -272,8 +256,7 @@ def resemblance(c: Canonical) -> dict[str, Any]:
         cue = f"{score:+.3f} ({'upright' if score > 0.1 else 'transposed' if score < -0.1 else 'undecided'})"
     except Exception as e:  # a cue, never a failure
         cue = f"n/a ({type(e).__name__})"
-    same = [f"{n} {s}" for n in list_datasets() for s, sp in get_dataset(n).splits.items()
-            if sp.count == len(c)]
+    same = [f"{n} {s}" for n in list_datasets() for s, sp in get_dataset(n).splits.items() if sp.count == len(c)]
     return {"count": len(c), "classes": int(np.unique(labels).size), "label_range": f"{lo}..{hi}",
             "orientation": cue, "same_size": same}
 
@@ -282,11 +265,10 @@ def identify(c: Canonical, *, name: str | None = None, reference: Sequence[Any] 
              search_cache: bool = True, key: str = "", officials: Officials | None = None) -> Identification:
     """Identify one canonical split (see the module doc).
 
-    ``reference``: ``(images, labels, dataset, split[, where])``, images as the
-    official files store them, compared image by image; else the registry's hashes; else
-    official splits of the same size already in the cache (``search_cache``).
-    ``officials``: a callable ``dataset -> [Official, ...]`` (or a list) of the official
-    splits to map the rows of a copy that is not in the official order to
+    ``reference``: ``(images, labels, dataset, split[, where])``, images as the official files store them,
+    compared image by image; else the registry's hashes; else official splits of the same size already in the
+    cache (``search_cache``). ``officials``: a callable ``dataset -> [Official, ...]`` (or a list) of the
+    official splits to map the rows of a copy that is not in the official order to
     (:mod:`mnistforge.loaders.rowmap`); default: the cache's (``search_cache``).
     """
     ident = None
@@ -309,8 +291,7 @@ def identify(c: Canonical, *, name: str | None = None, reference: Sequence[Any] 
     if ident is None and match is not None:
         ident = _from_match(c, match)
     if ident is None:
-        ident = Identification("", "unknown", None, c.split, changes=list(c.changes),
-                               resembles=resemblance(c))
+        ident = Identification("", "unknown", None, c.split, changes=list(c.changes), resembles=resemblance(c))
         if name or c.hint:
             ident.resembles["name_says"] = name or c.hint
         if name and name in list_datasets():
@@ -367,8 +348,7 @@ def _map(ident: Identification, c: Canonical, name: str | None, officials: Offic
     if not whole or ident.verdict == "reordered" or rm.dataset is None:
         return
     split = max(s["by_split"], key=s["by_split"].get).split(" ", 1)[1]
-    full = get_dataset(rm.dataset).splits[split].count == s["rows"] and not s["duplicates"] \
-        and len(s["by_split"]) == 1
+    full = get_dataset(rm.dataset).splits[split].count == s["rows"] and not s["duplicates"] and len(s["by_split"]) == 1
     kinds = {ch.kind for ch in ident.changes}
     if ident.verdict == "unknown":
         ident.changes = _changes(c, rm.transposed, rm.shift)
@@ -395,5 +375,4 @@ def identification_check(ident: Identification) -> CheckResult:
     """The answer as a check result: identical/reordered pass, transformed/unknown warn, differs fails."""
     status = {"identical": PASS, "reordered": PASS, "subset": PASS, "transformed": WARN,
               "unknown": WARN, "superseded": WARN, "differs": FAIL}[ident.verdict]
-    return CheckResult(f"identify[{ident.key or ident.split or 'data'}]", status, ident.to_dict(),
-                       ident.message())
+    return CheckResult(f"identify[{ident.key or ident.split or 'data'}]", status, ident.to_dict(), ident.message())

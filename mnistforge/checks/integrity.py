@@ -29,10 +29,9 @@ def check_parse(paths: Iterable[StrPath], name: str = "integrity.parse",
                 contents: dict[Path, ContentHasher] | None = None) -> CheckResult:
     """Every idx file parses completely (header, declared size, compression).
 
-    A truncated or corrupted file fails with the reader's own message.  With
-    ``contents`` (a dict), each compressed file that parses gets an entry
-    ``{path: hash(md5) -> (sha256, md5 or None, size)}`` hashing the content
-    just inflated, so the hash check need not inflate the file again.
+    A truncated or corrupted file fails with the reader's own message.  With ``contents`` (a dict), each
+    compressed file that parses gets an entry ``{path: hash(md5) -> (sha256, md5 or None, size)}`` hashing the
+    content just inflated, so the hash check need not inflate the file again.
     """
     files = [Path(p) for p in paths]
     shapes: dict[str, list[int]] = {}
@@ -92,8 +91,7 @@ def check_images(images: np.ndarray, name: str = "integrity.images",
         problems.append(f"dtype {images.dtype} (expected {np.dtype(dtype)})")
     if problems:
         return fail(name, values, "; ".join(problems))
-    return CheckResult(name, PASS, values,
-                       f"{images.shape[0]} x {' x '.join(map(str, shape))} {images.dtype}")
+    return CheckResult(name, PASS, values, f"{images.shape[0]} x {' x '.join(map(str, shape))} {images.dtype}")
 
 
 def check_counts(images: np.ndarray, labels: np.ndarray, name: str = "integrity.counts",
@@ -105,8 +103,7 @@ def check_counts(images: np.ndarray, labels: np.ndarray, name: str = "integrity.
     if metadata is not None:
         values["metadata"] = len(metadata)
         ok = ok and len(metadata) >= n_img
-    msg = f"{n_img} images, {n_lab} labels" + (
-        f", {len(metadata)} metadata rows" if metadata is not None else "")
+    msg = f"{n_img} images, {n_lab} labels" + (f", {len(metadata)} metadata rows" if metadata is not None else "")
     if labels is not None and np.asarray(labels).ndim != 1:
         return fail(name, values, f"labels must be one-dimensional, found shape {np.shape(labels)}")
     return result(name, ok, values, msg if ok else "count mismatch: " + msg)
@@ -137,8 +134,7 @@ def check_label_range(labels: npt.ArrayLike, n_classes: int, offset: int = 0,
     return CheckResult(name, PASS, values, msg)
 
 
-def check_size(n: int, expected: int | None, name: str = "integrity.size",
-               source: str = "registry") -> CheckResult:
+def check_size(n: int, expected: int | None, name: str = "integrity.size", source: str = "registry") -> CheckResult:
     """The split has the number of images the registry (or manifest) declares."""
     values = {"found": int(n), "expected": expected, "source": source}
     if expected is None:
@@ -153,8 +149,7 @@ def check_balanced(labels: npt.ArrayLike, expected_per_class: int | None = None,
                    offset: int = 0, name: str = "integrity.balance") -> CheckResult:
     """Per-class counts of a balanced dataset are exactly equal.
 
-    With ``expected_per_class`` each class must hold exactly that many; with
-    ``n_classes`` every class must be present.
+    With ``expected_per_class`` each class must hold exactly that many; with ``n_classes`` every class must be present.
     """
     labels = np.asarray(labels).astype(np.int64)
     k = n_classes if n_classes is not None else int(labels.max()) + 1 - offset

@@ -1,9 +1,8 @@
 """The known label errors of a split, reported for information (never a finding).
 
-Reads the label-vote columns that ``load(..., with_metadata=True)`` joins to MNIST
-test and QMNIST test (:mod:`mnistforge.loaders.label_issues`): which images the
-study of Northcutt et al. (2021) flagged, with their given and suggested labels
-and the votes.  The published labels are what they are: ``verify`` says where
+Reads the label-vote columns that ``load(..., with_metadata=True)`` joins to MNIST test and QMNIST test
+(:mod:`mnistforge.loaders.label_issues`): which images the study of Northcutt et al. (2021) flagged, with
+their given and suggested labels and the votes.  The published labels are what they are: ``verify`` says where
 humans disagree with them, it does not fail on it.
 """
 from __future__ import annotations
@@ -41,10 +40,8 @@ def check_label_issues(labels: np.ndarray, metadata: np.ndarray, split: str = "t
     listed = []
     for i in rows.tolist():
         sug = int(metadata["suggested_label"][i])
-        listed.append({"index": i, "given": int(labels[i]),
-                       "suggested": None if sug == MISSING else sug,
-                       "votes": {k: int(metadata[f"label_votes_{k}"][i])
-                                 for k in ("given", "guessed", "neither")}})
+        listed.append({"index": i, "given": int(labels[i]), "suggested": None if sug == MISSING else sug,
+                       "votes": {k: int(metadata[f"label_votes_{k}"][i]) for k in ("given", "guessed", "neither")}})
     pairs = ", ".join(f"{d['given']} -> {'?' if d['suggested'] is None else d['suggested']}" for d in listed)
     noun = "error" if rows.size == 1 else "errors"
     msg = (f"{rows.size} known label {noun} among {int(examined.sum())} images humans examined "

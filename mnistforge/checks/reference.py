@@ -78,9 +78,8 @@ def quartiles(x: npt.ArrayLike) -> list[float | None]:
 class Matching:
     """Result of :func:`match_reference`.
 
-    ``index[i]`` is the reference image paired with rebuilt image ``i`` (-1:
-    none); ``l2``, ``maxdiff`` and ``shift`` are per rebuilt image (NaN / -1
-    where unpaired).
+    ``index[i]`` is the reference image paired with rebuilt image ``i`` (-1: none); ``l2``, ``maxdiff`` and
+    ``shift`` are per rebuilt image (NaN / -1 where unpaired).
     """
 
     index: np.ndarray
@@ -106,8 +105,7 @@ class Matching:
         m = self.matched
         return {"order": self.order, "rebuilt": len(self.index), "reference": self.n_reference,
                 "matched": int(m.sum()), "unshifted": self.unshifted, "shifted": self.shifted,
-                "exact": int((self.l2[m] == 0).sum()),
-                "l2_quartiles": quartiles(self.l2[m]),
+                "exact": int((self.l2[m] == 0).sum()), "l2_quartiles": quartiles(self.l2[m]),
                 "maxdiff_quartiles": quartiles(self.maxdiff[m])}
 
 
@@ -215,15 +213,13 @@ def match_reference(images: npt.ArrayLike, ref_images: npt.ArrayLike, labels: np
 
 
 def check_reference(images: np.ndarray, ref_images: np.ndarray, labels: npt.ArrayLike | None = None,
-                    ref_labels: npt.ArrayLike | None = None, *, split: str = "",
-                    reference_name: str = "reference", order: str = "auto",
-                    match_l2: float = DEFAULT_MATCH_L2, max_examples: int = 8,
+                    ref_labels: npt.ArrayLike | None = None, *, split: str = "", reference_name: str = "reference",
+                    order: str = "auto", match_l2: float = DEFAULT_MATCH_L2, max_examples: int = 8,
                     name: str | None = None) -> CheckResult:
     """Match against a reference and report the QMNIST statistics.
 
-    Fails when paired images carry different labels or a reference image has
-    no counterpart; warns when some pairs are farther apart than ``match_l2``
-    (a different drawing, or a different preprocessing).
+    Fails when paired images carry different labels or a reference image has no counterpart; warns when some
+    pairs are farther apart than ``match_l2`` (a different drawing, or a different preprocessing).
     """
     name = name or f"reference[{split}]"
     mt = match_reference(images, ref_images, labels, ref_labels, order=order, match_l2=match_l2)

@@ -1,9 +1,8 @@
 """One-page HTML report of a verification: the table and a few pictures (Pillow only).
 
-``write_report(report, out_dir)`` writes ``index.html``, ``report.json`` and one
-PNG per check that kept example images (worst reference matches, duplicates
-found): each row shows the two images side by side and their absolute
-difference, magnified.
+``write_report(report, out_dir)`` writes ``index.html``, ``report.json`` and one PNG per check that kept
+example images (worst reference matches, duplicates found): each row shows the two images side by side and
+their absolute difference, magnified.
 
 >>> import tempfile, numpy as np
 >>> from mnistforge.checks.result import CheckResult, VerifyReport

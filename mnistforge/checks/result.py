@@ -1,10 +1,9 @@
 """Check results, the report that collects them, and the runner.
 
-A check is a plain function returning a :class:`CheckResult`: a name, a status
-(``pass``, ``warn`` or ``fail``; ``info`` for facts worth knowing that are never a
-finding, such as the known label errors of MNIST's test set), the values it
-measured and a one-line message.  :func:`run_check` calls one and turns an unexpected exception into a
-``fail`` result, so one broken file never hides the other findings.
+A check is a plain function returning a :class:`CheckResult`: a name, a status (``pass``, ``warn`` or
+``fail``; ``info`` for facts worth knowing that are never a finding, such as the known label errors of MNIST's
+test set), the values it measured and a one-line message.  :func:`run_check` calls one and turns an unexpected
+exception into a ``fail`` result, so one broken file never hides the other findings.
 """
 from __future__ import annotations
 
@@ -85,8 +84,7 @@ class CheckResult:
         return self.status != FAIL
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status, "message": self.message,
-                "values": jsonable(self.values)}
+        return {"name": self.name, "status": self.status, "message": self.message, "values": jsonable(self.values)}
 
 
 def load_failure(name: str, error: Exception, message: str | None = None) -> CheckResult:
@@ -121,10 +119,9 @@ def run_check(name: str, func: Callable[..., CheckResult], *args: Any, **kwargs:
 class VerifyReport:
     """All results of one ``verify`` run.
 
-    ``status`` is the worst status; with ``strict`` a warning counts as a
-    failure.  ``exit_code`` is what the command returns: 0, 1 (the data failed a check) or 3
-    when the only failures are resources that could not be had (a reference offline: checks
-    marked ``unavailable``), as in :data:`mnistforge.errors.EXIT_CODES`.
+    ``status`` is the worst status; with ``strict`` a warning counts as a failure.  ``exit_code`` is what the
+    command returns: 0, 1 (the data failed a check) or 3 when the only failures are resources that could not
+    be had (a reference offline: checks marked ``unavailable``), as in :data:`mnistforge.errors.EXIT_CODES`.
 
     >>> rep = VerifyReport("demo", [CheckResult("a", "pass"), CheckResult("b", "warn")])
     >>> rep.status, rep.exit_code
@@ -170,9 +167,8 @@ class VerifyReport:
         return [r for r in self.results if r.name.startswith(prefix)]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"target": self.target, "status": self.status, "strict": self.strict,
-                "ok": self.ok, "counts": self.counts(), "info": jsonable(self.info),
-                "results": [r.to_dict() for r in self.results]}
+        return {"target": self.target, "status": self.status, "strict": self.strict, "ok": self.ok,
+                "counts": self.counts(), "info": jsonable(self.info), "results": [r.to_dict() for r in self.results]}
 
     def to_json(self, indent: int = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False)

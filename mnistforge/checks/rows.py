@@ -1,9 +1,8 @@
 """The rows of ``verify``'s table of checks (:data:`CHECKS`, run by :func:`.table.run_checks`)
 and the small functions that hand each check what it needs of the target.
 
-``run(ctx, item)`` of a row gets the :class:`~.context.Context` and, by scope, nothing (target),
-a split name (a split to load), a :class:`~.context.SplitItem` (a loaded split) or the
-(train, test) pair of loaded splits.
+``run(ctx, item)`` of a row gets the :class:`~.context.Context` and, by scope, nothing (target), a split name
+(a split to load), a :class:`~.context.SplitItem` (a loaded split) or the (train, test) pair of loaded splits.
 """
 from __future__ import annotations
 
@@ -154,8 +153,7 @@ def _validation_balance(ctx: Context, _: object) -> CheckResult:
         assert ctx.name is not None, "a balanced dataset has a name"
         val = load(ctx.name, "validation", root=ctx.root, download=ctx.options["download"], trust_files=True)
         n_cls, offset = class_range(ctx, val)
-        return run_check("integrity.balance[validation]", integrity.check_balanced,
-                         val.labels, None, n_cls, offset)
+        return run_check("integrity.balance[validation]", integrity.check_balanced, val.labels, None, n_cls, offset)
     except Exception as e:
         return load_failure("integrity.balance[validation]", e)
 
@@ -180,8 +178,7 @@ def _shard_hashes(ctx: Context, _: object) -> CheckResult:
         return CheckResult("hashes.shards", WARN, {"problems": []}, "the export recorded no shard "
                            "hashes (exported by an older mnistforge): shards not verified")
     return CheckResult("hashes.shards", FAIL if problems else PASS, {"problems": problems},
-                       "; ".join(problems) if problems else
-                       "every shard has the sha256 the export recorded")
+                       "; ".join(problems) if problems else "every shard has the sha256 the export recorded")
 
 
 def _registry_name(info: DatasetInfo, path: StrPath) -> str:
@@ -274,9 +271,8 @@ def _reference_checks(ctx: Context, _: object) -> list[CheckResult]:
         for s in loaded:
             ds = refs.get(s) or (reference if len(loaded) == 1 else None)
             if ds is not None:
-                add(run_check(f"reference[{s}]", ref_mod.check_reference, loaded[s].images,
-                              ds.images, loaded[s].labels, ds.labels, split=s,
-                              reference_name=rname))
+                add(run_check(f"reference[{s}]", ref_mod.check_reference, loaded[s].images, ds.images,
+                              loaded[s].labels, ds.labels, split=s, reference_name=rname))
         return out
     rname, rsplit, rroot = resolve_target(os.fspath(reference))
     rinfo = get_dataset(rname)

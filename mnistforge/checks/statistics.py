@@ -1,10 +1,9 @@
 """Image statistics in the style of the QMNIST analysis, and orientation sanity.
 
-Centre of mass, frame style (MNIST's 20x20 box against EMNIST's frame-filling characters), the
-pixel histogram, and the orientation cue: the median *elongation*
-``log((var_rows + 1) / (var_cols + 1))`` of the ink, which transposing an image negates exactly
-(taken on the vertical-stroke classes when the class names are known).  Definitions and the
-values measured on MNIST: ``docs/verify.md`` (image statistics, orientation).
+Centre of mass, frame style (MNIST's 20x20 box against EMNIST's frame-filling characters), the pixel
+histogram, and the orientation cue: the median *elongation* ``log((var_rows + 1) / (var_cols + 1))`` of the
+ink, which transposing an image negates exactly (taken on the vertical-stroke classes when the class names are
+known).  Definitions and the values measured on MNIST: ``docs/verify.md`` (image statistics, orientation).
 
 >>> img = np.zeros((1, 28, 28), np.uint8); img[0, 4:24, 13:15] = 255   # a '1'
 >>> orientation_score(img) > 0, orientation_score(img.transpose(0, 2, 1)) < 0
@@ -100,12 +99,10 @@ def _levels(images: np.ndarray, levels: Iterable[int]) -> dict[int | str, int]:
 def image_statistics(images: np.ndarray) -> dict[str, Any]:
     """QMNIST-style statistics of one split (see module docstring).
 
-    Returns a dict of plain numbers: ``com_mean`` (row, col), ``com_std``,
-    ``com_offset`` (mean minus geometric centre), ``share_in_20x20``,
-    ``share_border4_empty``, ``share_fills_frame`` (long side >= 24),
-    ``median_extent``, pixel shares ``share_0``, ``share_128``, ``share_255``
-    (of all pixels) and ``ink_share_128``, ``ink_share_255`` (of nonzero pixels),
-    ``blank`` (images without ink) and ``style``.
+    Returns a dict of plain numbers: ``com_mean`` (row, col), ``com_std``, ``com_offset`` (mean minus
+    geometric centre), ``share_in_20x20``, ``share_border4_empty``, ``share_fills_frame`` (long side >= 24),
+    ``median_extent``, pixel shares ``share_0``, ``share_128``, ``share_255`` (of all pixels) and
+    ``ink_share_128``, ``ink_share_255`` (of nonzero pixels), ``blank`` (images without ink) and ``style``.
 
     >>> x = np.zeros((2, 28, 28), np.uint8); x[:, 4:24, 10:18] = 255
     >>> s = image_statistics(x)
@@ -120,8 +117,7 @@ def image_statistics(images: np.ndarray) -> dict[str, Any]:
     hgt = ext[:, 1] - ext[:, 0]
     wid = ext[:, 3] - ext[:, 2]
     border = 4
-    inner = (ext[:, 0] >= border) & (ext[:, 1] <= h - border) & \
-            (ext[:, 2] >= border) & (ext[:, 3] <= w - border)
+    inner = (ext[:, 0] >= border) & (ext[:, 1] <= h - border) & (ext[:, 2] >= border) & (ext[:, 3] <= w - border)
     in20 = (hgt <= 20) & (wid <= 20)
     longside = np.maximum(hgt, wid)
     frame = longside >= min(h, w) - 4
@@ -213,8 +209,7 @@ def check_statistics(images: np.ndarray, split: str = "", dataset: str | None = 
                      stats: dict[str, Any] | None = None, name: str | None = None) -> CheckResult:
     """Report the image statistics; fail when the frame style contradicts the dataset.
 
-    MNIST/QMNIST must be ``mnist`` style, EMNIST ``frame-filling``; other
-    datasets are reported without judgement.
+    MNIST/QMNIST must be ``mnist`` style, EMNIST ``frame-filling``; other datasets are reported without judgement.
     """
     name = name or f"statistics[{split}]"
     stats = image_statistics(images) if stats is None else stats
@@ -236,9 +231,8 @@ def check_statistics(images: np.ndarray, split: str = "", dataset: str | None = 
     return CheckResult(name, status, values, msg)
 
 
-def check_orientation(images: np.ndarray, labels: npt.ArrayLike | None = None,
-                      classes: Sequence[object] | None = None, split: str = "",
-                      dataset: str | None = None, *, margin: float = 0.1,
+def check_orientation(images: np.ndarray, labels: npt.ArrayLike | None = None, classes: Sequence[object] | None = None,
+                      split: str = "", dataset: str | None = None, *, margin: float = 0.1,
                       name: str | None = None) -> CheckResult:
     """Flag characters that appear transposed (e.g. EMNIST read without transposing).
 

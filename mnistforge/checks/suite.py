@@ -1,12 +1,6 @@
 """``verify(target)``: run every applicable check on a dataset and collect a report.
 
-The target is a dataset name (official files from the cache), a folder (a
-build folder with ``manifest.json``, or a folder of idx files under the
-official names), ``NAME:SPLIT`` / ``FOLDER:SPLIT``, or an already loaded
-split (:class:`mnistforge.loaders.DatasetSplit`, or a dict of them by split).
-
-The checks are the rows of :data:`.rows.CHECKS` (a :class:`~.table.Check` each: the result it adds,
-when it applies, the function, its cost), run in order by :func:`~.table.run_checks`;
+The checks are the rows of :data:`.rows.CHECKS`, run in order by :func:`~.table.run_checks`;
 docs/verify.md's table of checks is generated from them.
 """
 from __future__ import annotations
@@ -33,8 +27,7 @@ from .result import CheckResult, VerifyReport
 from .table import run_checks
 
 
-def _resolve(target: Any, split: str | None
-             ) -> tuple[str | None, str | dict[str, Any] | None, Path | None]:
+def _resolve(target: Any, split: str | None) -> tuple[str | None, str | dict[str, Any] | None, Path | None]:
     """-> (name, {split: loaded or None}, root)."""
     if hasattr(target, "images") and hasattr(target, "labels"):
         s = getattr(target, "split", None) or "split"
@@ -54,18 +47,16 @@ def verify(target: Any, *, reference: Any = None, strict: bool = False, split: s
            download: bool | None = None, report_dir: StrPath | None = None, near: bool = True) -> VerifyReport:
     """Verify a dataset; return a :class:`~mnistforge.checks.result.VerifyReport`.
 
-    ``target``: ``NAME``, ``NAME:SPLIT``, ``FOLDER``, ``FOLDER:SPLIT``, loaded splits (a
-    ``DatasetSplit`` or a dict of them), or a third-party copy ``PATH[:SPLIT]`` (npz, npy, CSV,
-    torchvision root, parquet snapshot, .mat), identified first (:mod:`.foreign`).
-    ``reference``: match every verified split against the same split of this dataset
-    (QMNIST-style statistics; ``NAME:SPLIT`` picks the reference split).  ``strict``: warnings
-    count as failures (``report.exit_code``).  ``split``: only this split (as ``TARGET:SPLIT``).
-    ``metadata``: extra metadata by split (array or idx path), e.g. the QMNIST extended labels for
-    the official MNIST files; for a split of ``N`` images the first ``N`` rows are used.
-    ``near_threshold``: L2 radius of the near-duplicate search (pixels 0..255); ``near``: run that
-    search (the slowest check on large sets).  ``download``: let official files be fetched into
-    the cache.  ``report_dir``: also write the HTML report (:mod:`mnistforge.checks.report`).
-    Usage: the package docstring, ``docs/verify.md``.
+    ``target``: ``NAME``, ``NAME:SPLIT``, ``FOLDER``, ``FOLDER:SPLIT``, loaded splits (a ``DatasetSplit`` or a
+    dict of them), or a third-party copy ``PATH[:SPLIT]`` (npz, npy, CSV, torchvision root, parquet snapshot,
+    .mat), identified first (:mod:`.foreign`). ``reference``: match every verified split against the same
+    split of this dataset (QMNIST-style statistics; ``NAME:SPLIT`` picks the reference split).  ``strict``:
+    warnings count as failures (``report.exit_code``).  ``split``: only this split (as ``TARGET:SPLIT``).
+    ``metadata``: extra metadata by split (array or idx path), e.g. the QMNIST extended labels for the
+    official MNIST files; for a split of ``N`` images the first ``N`` rows are used. ``near_threshold``: L2
+    radius of the near-duplicate search (pixels 0..255); ``near``: run that search (the slowest check on large
+    sets).  ``download``: let official files be fetched into the cache.  ``report_dir``: also write the HTML
+    report (:mod:`mnistforge.checks.report`). Usage: the package docstring, ``docs/verify.md``.
     """
     if isinstance(target, (str, os.PathLike)) and is_leaf_folder(target):
         return verify_leaf_folder(target, strict=strict)   # LEAF's JSON (checks/femnist.py)
@@ -90,8 +81,7 @@ def verify(target: Any, *, reference: Any = None, strict: bool = False, split: s
                                               near=near))
     label = os.fspath(target) if isinstance(target, (str, os.PathLike)) else \
         f"{name or 'arrays'} ({', '.join(sp) if isinstance(sp, dict) else ''})"
-    report = VerifyReport(label, results, strict=strict,
-                          info={"dataset": name, "root": str(root) if root else None})
+    report = VerifyReport(label, results, strict=strict, info={"dataset": name, "root": str(root) if root else None})
     if isinstance(sp, dict):
         ctx.kind, ctx.loaded = "arrays", sp
     else:
@@ -119,10 +109,8 @@ def _prepare_files(ctx: Context, report: VerifyReport) -> None:
             if ctx.manifest is not None:
                 ctx.folder_manifest_root = Path(root)
         ctx.kind = "build" if ctx.is_build else "folder"
-    report.info.update(folder=str(ctx.folder) if ctx.folder else None,
-                       build=ctx.is_build,
-                       source="build folder" if ctx.is_build else
-                       ("folder" if root is not None else "cache"))
+    report.info.update(folder=str(ctx.folder) if ctx.folder else None, build=ctx.is_build,
+                       source="build folder" if ctx.is_build else ("folder" if root is not None else "cache"))
     # a target without a split is a registry dataset
     ctx.wanted = [ctx.split] if ctx.split else [s for s, sp in ctx.entry.splits.items() if not sp.is_view]
 

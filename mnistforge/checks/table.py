@@ -1,11 +1,10 @@
 """The checks ``verify`` runs, as a table: one :class:`Check` row per check.
 
-A row says which result it adds (``name``, with ``{split}`` / ``{pair}`` filled in), what it
-runs on (``scope``: once per target, per split to load, per loaded split, per train/test
-pair), for which kinds of target (``kinds``) and when else (``when``), what it costs, and the
-option that turns it off.  :func:`run_checks` walks the rows in order (the report's order);
-:func:`checks_markdown` writes the table of ``docs/verify.md`` from the same rows
-(``tools/verify_checks_doc.py`` rewrites it).
+A row says which result it adds (``name``, with ``{split}`` / ``{pair}`` filled in), what it runs on
+(``scope``: once per target, per split to load, per loaded split, per train/test pair), for which kinds of
+target (``kinds``) and when else (``when``), what it costs, and the option that turns it off.
+:func:`run_checks` walks the rows in order (the report's order); :func:`checks_markdown` writes the table of
+``docs/verify.md`` from the same rows (``tools/verify_checks_doc.py`` rewrites it).
 """
 from __future__ import annotations
 
@@ -23,11 +22,10 @@ Scope = Literal["target", "wanted", "split", "pair"]
 #: Face export, arrays already loaded (a ``DatasetSplit``, or a third-party copy once identified)
 Kind = Literal["build", "folder", "cache", "hf", "arrays", "copy"]
 KINDS: tuple[Kind, ...] = ("build", "folder", "cache", "hf", "arrays", "copy")
-KIND_TEXT: dict[Kind, str] = {
-    "build": "a build folder (with `manifest.json`)", "folder": "a folder of idx files",
-    "cache": "official files from the cache (`NAME`)", "hf": "a Hugging Face export",
-    "arrays": "loaded splits (`DatasetSplit`)",
-    "copy": "a third-party copy (identified first, then checked as arrays)"}
+KIND_TEXT: dict[Kind, str] = {"build": "a build folder (with `manifest.json`)", "folder": "a folder of idx files",
+                              "cache": "official files from the cache (`NAME`)", "hf": "a Hugging Face export",
+                              "arrays": "loaded splits (`DatasetSplit`)",
+                              "copy": "a third-party copy (identified first, then checked as arrays)"}
 ALL: frozenset[Kind] = frozenset(KINDS)
 
 
@@ -119,8 +117,7 @@ def checks_markdown(checks: Sequence[Check]) -> str:
              "| check | function | applies to | cost | passes when | fails / warns when |",
              "|---|---|---|---|---|---|"]
     for c in checks:
-        applies = _kinds(c.kinds) + (f"; {c.when_text}" if c.when_text else "") + \
-            (f"; {c.option}" if c.option else "")
+        applies = _kinds(c.kinds) + (f"; {c.when_text}" if c.when_text else "") + (f"; {c.option}" if c.option else "")
         lines.append(f"| `{c.label(_PLACEHOLDERS)}` | `{c.function_name}` | {_cell(applies)} | "
                      f"{c.cost} | "
                      f"{_cell(c.passes)} | {_cell(c.finds)} |")

@@ -1,10 +1,9 @@
 """Writer checks: how many writers per split, and which ones sit on both sides.
 
-MNIST and QMNIST take train and test from disjoint writers (a shared writer fails); the official
-EMNIST split is random per character, so train and test share most writers (a warning with the
-count) unless the build was made writer-disjoint.  :func:`writer_ids` reads a structured array
-with a ``writer`` field, the QMNIST extended labels (8 columns, writer = column 2) or the EMNIST
-side files (6 columns, writer = column 0).
+MNIST and QMNIST take train and test from disjoint writers (a shared writer fails); the official EMNIST split
+is random per character, so train and test share most writers (a warning with the count) unless the build was
+made writer-disjoint.  :func:`writer_ids` reads a structured array with a ``writer`` field, the QMNIST
+extended labels (8 columns, writer = column 2) or the EMNIST side files (6 columns, writer = column 0).
 
 >>> check_writers(np.array([1, 2, 2]), np.array([3, 4]), expect_disjoint=True).status
 'pass'
@@ -34,8 +33,7 @@ def writer_ids(metadata: npt.ArrayLike) -> np.ndarray:
         for field in ("writer", "writer_id"):
             if field in md.dtype.names:
                 return md[field].astype(np.int64)
-        raise FormatError("metadata has no writer column", expected="a 'writer' field",
-                          found=", ".join(md.dtype.names))
+        raise FormatError("metadata has no writer column", expected="a 'writer' field", found=", ".join(md.dtype.names))
     if md.ndim == 2 and md.shape[1] in WRITER_COLUMN:
         return md[:, WRITER_COLUMN[md.shape[1]]].astype(np.int64)
     raise FormatError("metadata layout not understood",
@@ -59,9 +57,8 @@ def metadata_labels(metadata: object) -> np.ndarray | None:
 def expects_disjoint_writers(dataset: str | None, parameters: dict[str, Any] | None = None) -> bool | None:
     """Whether train and test of ``dataset`` must not share writers.
 
-    The registry's ``writers_disjoint`` (True for MNIST/QMNIST, False for the
-    official-style EMNIST split), True for a build split by writer
-    (``split_by=writer``), None when unknown.
+    The registry's ``writers_disjoint`` (True for MNIST/QMNIST, False for the official-style EMNIST split),
+    True for a build split by writer (``split_by=writer``), None when unknown.
     """
     try:
         known = get_dataset(dataset).writers_disjoint if dataset else None
@@ -82,9 +79,8 @@ def check_writers(train_writers: npt.ArrayLike, test_writers: npt.ArrayLike, *, 
     te = np.unique(np.asarray(test_writers))
     shared = np.intersect1d(tr, te)
     test_imgs = int(np.isin(np.asarray(test_writers), shared).sum())
-    values = {"writers_train": int(tr.size), "writers_test": int(te.size),
-              "shared": int(shared.size), "test_images_by_shared_writers": test_imgs,
-              "shared_examples": shared[:max_examples].tolist(),
+    values = {"writers_train": int(tr.size), "writers_test": int(te.size), "shared": int(shared.size),
+              "test_images_by_shared_writers": test_imgs, "shared_examples": shared[:max_examples].tolist(),
               "expect_disjoint": expect_disjoint}
     base = f"{tr.size} writers in train, {te.size} in test, {shared.size} in both"
     if shared.size == 0:
@@ -93,8 +89,7 @@ def check_writers(train_writers: npt.ArrayLike, test_writers: npt.ArrayLike, *, 
         return CheckResult(name, FAIL, values,
                            f"{base} ({test_imgs} test images by training writers); this dataset "
                            f"must keep writers apart")
-    return CheckResult(name, WARN, values,
-                       f"{base} ({test_imgs} test images by training writers: style leakage)")
+    return CheckResult(name, WARN, values, f"{base} ({test_imgs} test images by training writers: style leakage)")
 
 
 def check_writer_counts(writers: npt.ArrayLike, split: str = "", name: str | None = None) -> CheckResult:

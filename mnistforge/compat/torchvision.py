@@ -1,41 +1,14 @@
 """Drop-in replacements for torchvision's MNIST-family datasets, reading through :func:`mnistforge.load`.
 
-``from mnistforge.compat import MNIST`` instead of ``from torchvision.datasets
-import MNIST``: same signatures (``MNIST(root, train=True, transform=None,
-target_transform=None, download=False)``, ``EMNIST(root, split, **kwargs)``,
-``QMNIST(root, what=None, compat=True, train=True, **kwargs)``,
-``FashionMNIST``, ``KMNIST``), same items (``(PIL.Image.Image mode "L", int)``;
-QMNIST with ``compat=False``: the 8-column ``int64`` tensor row), ``len``,
-``classes``, ``class_to_idx``, and ``.data``/``.targets`` as torch tensors.
+Same signatures, items, ``len``, ``classes``, ``class_to_idx`` and ``.data``/``.targets`` as
+torchvision's classes (docs/torchvision.md).  The data comes from ``<root>/<Class>/raw/`` when it
+holds the split's files (checked against their manifest or the registry's hashes), else from
+mnistforge's cache (fetched only with ``download=True``); nothing is written into ``root``.
 
-Where the data comes from:
-
-1. ``<root>/<Class>/raw/`` when it holds the split's files (torchvision's own
-   download, or ``mnistforge export torchvision``): loaded with
-   ``load(name, split, root=<that folder>)``, so the files are checked against
-   their manifest or the registry's hashes before anything is returned
-   (:class:`~mnistforge.errors.DataMismatchError` otherwise);
-2. else mnistforge's cache (verified files), fetched only with ``download=True``;
-   nothing is written into ``root``.
-
-Differences from torchvision, on purpose: EMNIST images are upright (torchvision
-returns them as the files store them, transposed); ``EMNIST(..., upright=False)``
-gives torchvision's orientation.  ``processed/*.pt`` files (pickles) are never
-read.  A missing dataset raises :class:`~mnistforge.errors.MissingFileError` (a
-``FileNotFoundError``), where torchvision raises ``RuntimeError``.  ``.loaded``
-is the :class:`~mnistforge.loaders.DatasetSplit` behind it (NumPy arrays,
-``status`` saying how each file was checked).  Bad arguments raise torchvision's exception
-types as named errors saying what was expected: an index out of range or not an integer
-:class:`~mnistforge.errors.IndexRangeError` (an ``IndexError``), a root that is no path, a
-transform that cannot be called, a flag that is no bool or an unknown keyword
-:class:`~mnistforge.errors.ArgumentKindError` (a ``TypeError``), an unknown EMNIST split or
-QMNIST subset a ``ConfigError`` (a ``ValueError``).
-
-torch is imported only for ``.data``/``.targets`` and QMNIST's ``compat=False``
-targets (the ``[torch]`` extra; :class:`~mnistforge.errors.MissingDependencyError`
-without it); images and ``int`` targets need only Pillow.  Where torchvision imports, each class
-also subclasses torchvision's class of its name (a ``VisionDataset``), so ``isinstance`` checks
-and ``torchvision.datasets.wrap_dataset_for_transforms_v2`` accept it; its methods stay these.
+Differences on purpose: EMNIST images are upright (``upright=False`` gives torchvision's transposed storage);
+``processed/*.pt`` pickles are never read; errors are named errors of torchvision's exception types.  torch is needed
+only for ``.data``/``.targets`` and QMNIST's ``compat=False`` targets.  Where torchvision imports, each class also
+subclasses torchvision's class of its name, so ``isinstance`` checks and ``wrap_dataset_for_transforms_v2`` accept it.
 """
 from __future__ import annotations
 
@@ -46,8 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import numpy as np
 
-from ..errors import (ArgumentKindError, ConfigError, IndexRangeError, MissingFileError, OfflineError,
-                      require)
+from ..errors import ArgumentKindError, ConfigError, IndexRangeError, MissingFileError, OfflineError, require
 from ..loaders import load
 from ..gate.source import locate
 from ..registry import DatasetInfo, TorchvisionInfo, get_dataset, torchvision_datasets, torchvision_folders
@@ -100,17 +72,13 @@ def _torch(what: str) -> Any:
 class _MnistFamily:
     """What the five classes share: where the data comes from, items, tensors, repr."""
 
-    #: registry dataset: the one whose ``torchvision`` entry names this class (EMNIST sets it
-    #: per split)
+    #: registry dataset: the one whose ``torchvision`` entry names this class (EMNIST sets it per split)
     _dataset = ""
     _repr_indent = 4
 
-    def __init__(self, root: StrPath, train: bool = True,
-                 transform: Callable[[Any], Any] | None = None,
-                 target_transform: Callable[[Any], Any] | None = None,
-                 download: bool = False, **unknown: Any) -> None:
-        _check_arguments(type(self).__name__, root, train, transform, target_transform, download,
-                         unknown)
+    def __init__(self, root: StrPath, train: bool = True, transform: Callable[[Any], Any] | None = None,
+                 target_transform: Callable[[Any], Any] | None = None, download: bool = False, **unknown: Any) -> None:
+        _check_arguments(type(self).__name__, root, train, transform, target_transform, download, unknown)
         if isinstance(root, str):
             root = os.path.expanduser(root)
         self.root = root
@@ -130,8 +98,7 @@ class _MnistFamily:
     def _info(self) -> DatasetInfo:
         if not self._dataset:  # the registry's torchvision class -> dataset (a subclass: its base)
             folders = torchvision_folders()
-            self._dataset = next(folders[c.__name__] for c in type(self).__mro__
-                                 if c.__name__ in folders)
+            self._dataset = next(folders[c.__name__] for c in type(self).__mro__ if c.__name__ in folders)
         return get_dataset(self._dataset)
 
     @property
@@ -299,16 +266,14 @@ def _emnist_datasets() -> dict[str, str]:
 class EMNIST(_MnistFamily, *_torchvision("EMNIST")):  # type: ignore[misc]
     """torchvision's ``EMNIST(root, split, **kwargs)``, verified, images **upright**.
 
-    ``upright=False`` returns them as the files store them (transposed), as
-    torchvision does.
+    ``upright=False`` returns them as the files store them (transposed), as torchvision does.
     """
 
     splits = tuple(_emnist_datasets())
 
     def __init__(self, root: StrPath, split: str, *, upright: bool = True, **kwargs: Any) -> None:
         if split not in self.splits:
-            raise ConfigError(f"unknown EMNIST split {split!r}", expected=", ".join(self.splits),
-                              found=repr(split))
+            raise ConfigError(f"unknown EMNIST split {split!r}", expected=", ".join(self.splits), found=repr(split))
         self.split = split
         self.upright = upright
         self._dataset = _emnist_datasets()[split]
@@ -330,8 +295,7 @@ class QMNIST(_MnistFamily, *_torchvision("QMNIST")):  # type: ignore[misc]
         what = what if what is not None else ("train" if train else "test")
         subsets = self._tv.what
         if what not in subsets:
-            raise ConfigError(f"unknown QMNIST subset {what!r}", expected=", ".join(subsets),
-                              found=repr(what))
+            raise ConfigError(f"unknown QMNIST subset {what!r}", expected=", ".join(subsets), found=repr(what))
         self.what = what
         self.compat = compat
         super().__init__(root, train, **kwargs)

@@ -41,11 +41,10 @@ def admit(images: npt.ArrayLike, labels: npt.ArrayLike, *, dataset: str | None, 
           key: str = "", cache: PathArg | None = None, rehash: bool = False,
           rows: Callable[[], RowFacts | None] | None = None) -> Admission:
     """Check arrays (as the route read them, upright as the official files store them) before
-    they reach a caller: the :class:`Admission`, or IntegrityError/FormatError (malformed;
-    ``formed=False`` leaves that to the caller), DataMismatchError (not the claim
-    ``dataset``/``split``; ``trust=True`` skips that check only).  ``route``: a key of
-    :data:`~mnistforge.gate.policy.POLICY`; a route that records passes ``source``, ``before``
-    (its stat before the read) and ``key``; ``rows``: the row map's facts, asked when needed.
+    they reach a caller: the :class:`Admission`, or IntegrityError/FormatError (malformed; ``formed=False`` leaves that
+    to the caller), DataMismatchError (not the claim ``dataset``/``split``; ``trust=True`` skips that check only).
+    ``route``: a key of :data:`~mnistforge.gate.policy.POLICY`; a route that records passes ``source``, ``before`` (its
+    stat before the read) and ``key``; ``rows``: the row map's facts, asked when needed.
 
     >>> admit(np.zeros((3, 28, 28), np.uint8), np.arange(3), dataset=None, split=None, route="npz",
     ...       where="x.npz").verdict.status

@@ -52,8 +52,7 @@ def _file_splits() -> Iterator[tuple[DatasetInfo, str, SplitInfo]]:
 
 
 #: ContentHashes kind -> the registry field it is compared with, and how an array is hashed
-KINDS = {"xxh3": ("content_xxh3_128", idx_content_xxh3),
-         "sha256": ("content_sha256", idx_content_sha256)}
+KINDS = {"xxh3": ("content_xxh3_128", idx_content_xxh3), "sha256": ("content_sha256", idx_content_sha256)}
 
 
 def _content(group: str, fname: str | None, fast: bool = True) -> tuple[str, str] | None:
@@ -143,9 +142,8 @@ def registry_match(c: Arrays, name: str | None = None, *, hashes: ContentHashes 
         if ts and ss:
             return Match(info.name, s, ts[0], ss[0], "same")
         if partial is None and (ts or ss):
-            partial = Match(info.name, s, bool(ts and ts[0]), ss[0] if ss else 0, "same",
-                            images=bool(ts), labels=bool(ss),
-                            checkable=bool(want_i if not ts else want_l))
+            partial = Match(info.name, s, bool(ts and ts[0]), ss[0] if ss else 0, "same", images=bool(ts),
+                            labels=bool(ss), checkable=bool(want_i if not ts else want_l))
     for info, s, sp in cands:
         if not (order_free and sp.order_free_sha256):
             continue
@@ -223,9 +221,8 @@ class Verdict:
 
 
 def judge(c: Arrays, claimed: str | None, split: str | None, *, where: Where, trust: bool = False,
-          match: Match | None = None, hashes: ContentHashes | None = None,
-          refuse: bool = True, order_free: bool = True,
-          rows: Callable[[], RowFacts | None] | None = None) -> Verdict:
+          match: Match | None = None, hashes: ContentHashes | None = None, refuse: bool = True,
+          order_free: bool = True, rows: Callable[[], RowFacts | None] | None = None) -> Verdict:
     """The verdict on arrays claimed to be ``claimed`` ``split``: DataMismatchError when the content
     is another dataset or split, or unknown while the registry pins ``claimed``'s (``refuse=False``:
     the verdict ``refused``); ``rows``: the row map's facts, asked when the hashes do not settle it."""
@@ -234,8 +231,7 @@ def judge(c: Arrays, claimed: str | None, split: str | None, *, where: Where, tr
         match = registry_match(c, claimed, hashes=h, order_free=order_free)
     if not refuse:
         try:
-            return judge(c, claimed, split, where=where, trust=trust, match=match, hashes=h,
-                         rows=rows)
+            return judge(c, claimed, split, where=where, trust=trust, match=match, hashes=h, rows=rows)
         except DataMismatchError:
             return Verdict("refused", match)
     if claimed is None:
@@ -261,10 +257,9 @@ def judge(c: Arrays, claimed: str | None, split: str | None, *, where: Where, tr
         return Verdict("labels" if match.labels else "images", match)
     if match is None and not pinned_by_content(info):
         return Verdict("unpinned", None)
-    found = "; ".join(p for p in (
-        f"images of {', '.join(imgs)}" if imgs else "images of no known dataset",
-        f"labels of {', '.join(labs)}" if labs else "labels of no known dataset",
-        f"row map: {facts.found}" if facts is not None else "") if p)
+    found = "; ".join(p for p in (f"images of {', '.join(imgs)}" if imgs else "images of no known dataset",
+                                  f"labels of {', '.join(labs)}" if labs else "labels of no known dataset",
+                                  f"row map: {facts.found}" if facts is not None else "") if p)
     raise _mismatch(c, info, want_split, where, found=f"{len(c.labels):,} rows: {found}")
 
 

@@ -53,8 +53,7 @@ def path_facts(path: str | os.PathLike[str], need: tuple[str, ...], *,
     return facts_of(read_idx_whole(path), need, cache=cache)
 
 
-def _needs(path: Path, remote: RemoteFile, route: str = "idx-folder", *,
-           rehash: bool = False) -> tuple[str, ...]:
+def _needs(path: Path, remote: RemoteFile, route: str = "idx-folder", *, rehash: bool = False) -> tuple[str, ...]:
     """The hash that decides ``path`` against ``remote``: the first of the route's policy the
     registry pins, content first (one hash for the published file and any re-compressed copy; a
     file's own hash only for the same compression); ``rehash``: never the fast hash."""
@@ -82,8 +81,7 @@ def _registry_status(path: Path, remote: RemoteFile, h: dict[str, Any]) -> str |
         return "unpinned"  # a raw or re-compressed copy, and only the wrapper is pinned
     if compression_of(path.name) is None:
         return decide(remote, h.get("sha256"), h.get("md5"), raw=True, content_xxh3_128=fast)
-    return decide(remote, None, None, h.get("content_sha256"), h.get("content_md5"),
-                  content_xxh3_128=fast)
+    return decide(remote, None, None, h.get("content_sha256"), h.get("content_md5"), content_xxh3_128=fast)
 
 
 def _usage(remote: RemoteFile) -> list[tuple[str, str]]:
@@ -96,8 +94,7 @@ def _usage(remote: RemoteFile) -> list[tuple[str, str]]:
 def files_with_hashes(h: dict[str, Any]) -> list[tuple[RemoteFile, list[tuple[str, str]]]]:
     """Registry files whose published or content hashes equal the hashes in ``h``."""
     keys = ("sha256", "md5", "content_sha256", "content_md5", "content_xxh3_128")
-    return [(rf, _usage(rf)) for rf in list_files()
-            if any(getattr(rf, k) and getattr(rf, k) == h.get(k) for k in keys)]
+    return [(rf, _usage(rf)) for rf in list_files() if any(getattr(rf, k) and getattr(rf, k) == h.get(k) for k in keys)]
 
 
 def _manifest_sha(manifest: Manifest, fname: str) -> str | None:
@@ -106,9 +103,8 @@ def _manifest_sha(manifest: Manifest, fname: str) -> str | None:
     return got if isinstance(got, str) else None
 
 
-def check_folder_file(info: DatasetInfo, split: str, read: FileRead, fname: str,
-                      manifest: Manifest | None, *, cache: str | os.PathLike[str] | None = None,
-                      rehash: bool = False) -> str:
+def check_folder_file(info: DatasetInfo, split: str, read: FileRead, fname: str, manifest: Manifest | None, *,
+                      cache: str | os.PathLike[str] | None = None, rehash: bool = False) -> str:
     """The status of the file ``read`` (``built``, ``exact``, ``content``, ``raw``...), or DataMismatchError."""
     path = Path(read.path)
     if manifest is not None:
@@ -117,11 +113,10 @@ def check_folder_file(info: DatasetInfo, split: str, read: FileRead, fname: str,
             sha = facts_of(read, ("sha256",), cache=cache, rehash=rehash)["sha256"]
             if sha == want:
                 return "built"
-            raise DataMismatchError(
-                f"{info.name}: the file changed since it was built", path=path,
-                expected=f"sha256 {want} (recorded in {path.parent / 'manifest.json'})",
-                found=f"sha256 {sha}",
-                hint="rebuild the folder (`mnistforge build`), or " + OPT_OUT)
+            raise DataMismatchError(f"{info.name}: the file changed since it was built", path=path,
+                                    expected=f"sha256 {want} (recorded in {path.parent / 'manifest.json'})",
+                                    found=f"sha256 {sha}",
+                                    hint="rebuild the folder (`mnistforge build`), or " + OPT_OUT)
         if not manifest.outputs:  # a manifest written before outputs were hashed: nothing to compare
             logger.info("%s: its manifest records no output hashes; not checked", path)
             return "unpinned"
@@ -133,8 +128,7 @@ def check_folder_file(info: DatasetInfo, split: str, read: FileRead, fname: str,
     status = _registry_status(path, remote, h) if h else None
     if status is None:
         need = _needs(path, remote, rehash=rehash)
-        if remote.sha256 and remote.size == read.before.st_size \
-                and compression_of(path.name) == remote.compression:
+        if remote.sha256 and remote.size == read.before.st_size and compression_of(path.name) == remote.compression:
             need += ("sha256",)   # most likely the published file: its bytes can say `exact`
         h = facts_of(read, need, cache=cache, rehash=rehash) if need else h
         status = _registry_status(path, remote, h)
@@ -153,10 +147,9 @@ def check_folder_file(info: DatasetInfo, split: str, read: FileRead, fname: str,
             n, s = uses[0]
             hint = (f"load them as what they are: mnistforge.load({n!r}, {s!r}, "
                     f"root={str(path.parent)!r}); or, ")
-        raise DataMismatchError(
-            f"these are not {info.name}'s files", path=path,
-            expected=f"{info.name} {split}: {remote.id} ({pinned})", found=f"the data of {what}",
-            hint=hint + OPT_OUT)
+        raise DataMismatchError(f"these are not {info.name}'s files", path=path,
+                                expected=f"{info.name} {split}: {remote.id} ({pinned})", found=f"the data of {what}",
+                                hint=hint + OPT_OUT)
     raise DataMismatchError(
         f"the files are not {info.name}'s", path=path,
         expected=f"{info.name} {split}: {remote.id} ({pinned})",

@@ -42,8 +42,7 @@ def require_images(images: np.ndarray, info: DatasetInfo, where: Where, *, exact
     pixel_range(images, where)
     h, w = info.image_shape
     if images.shape[1:] != (h, w):
-        raise IntegrityError(f"{info.name}: images are not {h} x {w}", path=where,
-                             expected=f"N x {h} x {w} images",
+        raise IntegrityError(f"{info.name}: images are not {h} x {w}", path=where, expected=f"N x {h} x {w} images",
                              found=f"N x {images.shape[1]} x {images.shape[2]}",
                              hint="the file belongs to another dataset (or a build with other sizes)")
 
@@ -60,8 +59,7 @@ def require_pair(images: np.ndarray, labels: np.ndarray, info: DatasetInfo, wher
                              expected=f"{images.shape[0]} labels", found=str(labels.shape))
 
 
-def require_labels(info: DatasetInfo, split: str, labels: np.ndarray, classes: Sequence[str],
-                   where: Where) -> None:
+def require_labels(info: DatasetInfo, split: str, labels: np.ndarray, classes: Sequence[str], where: Where) -> None:
     """Every label inside the class range ``0..len(classes) - 1``."""
     if labels.size == 0:
         return

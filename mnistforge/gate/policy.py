@@ -1,6 +1,5 @@
 """The trust gate's policy: for each route into the data, what is checked and when a recorded hash
-may be trusted; one table, read by the gate's code and shown in ``docs/reliability.md``
-(:func:`policy_rows`).
+may be trusted; one table, read by the gate's code and shown in ``docs/reliability.md`` (:func:`policy_rows`).
 
 >>> POLICY["idx-folder"].record, POLICY["idx-folder"].hashes[:2]
 ('seen', ('content xxh3_128', 'content sha256'))
@@ -73,8 +72,7 @@ def rule(route: str) -> Rule:
     try:
         return POLICY[route]
     except KeyError:
-        raise ConfigError("unknown route into the data", expected=", ".join(POLICY),
-                          found=repr(route)) from None
+        raise ConfigError("unknown route into the data", expected=", ".join(POLICY), found=repr(route)) from None
 
 
 def policy_rows() -> list[tuple[str, str, str, str, str]]:
@@ -82,5 +80,4 @@ def policy_rows() -> list[tuple[str, str, str, str, str]]:
     records = {"sidecar": "while size and mtime hold (`.sha256` sidecar)",
                "seen": "while size, mtime, ctime and inode hold (`<cache>/seen/`)",
                "none": "never: hashed on every load"}
-    return [(r.route, r.identity, ", then ".join(r.hashes), records[r.record], r.rehash)
-            for r in POLICY.values()]
+    return [(r.route, r.identity, ", then ".join(r.hashes), records[r.record], r.rehash) for r in POLICY.values()]

@@ -1,8 +1,7 @@
 """hub: Hugging Face dataset repositories: export (parquet + card + Croissant), checks, push.
 
-Sits above the loaders (targets are loaded with :func:`mnistforge.load`) and
-uses the codec in :mod:`mnistforge.io.hf` (schema, PNG, parquet shards, reading
-a repository folder back).
+Sits above the loaders (targets are loaded with :func:`mnistforge.load`) and uses the codec in
+:mod:`mnistforge.io.hf` (schema, PNG, parquet shards, reading a repository folder back).
 
 >>> import numpy as np, tempfile, os
 >>> from mnistforge.hub import ExportConfig, SplitData, export_hf, load_hf_split
@@ -28,11 +27,9 @@ from .targets import config_from_dataset, configs_from_targets, default_splits, 
 #: ``load_hf_split(repo, config, split) -> (images, labels, classes, metadata)``.
 load_hf_split = read_split
 
-__all__ = [
-    "ExportConfig", "SplitData", "export_hf", "configs_from_targets", "config_from_dataset",
-    "default_splits", "parse_target", "verify_repo", "push_to_hub", "read_card", "repo_configs",
-    "is_hf_repo", "load_hf_split", "read_split", "read_split_table", "features_for", "hf_split_name",
-    "encode_png", "encode_pngs", "encode_batch", "decode_pngs", "shard_bounds", "write_split", "dataset_card",
-    "card_header", "croissant_metadata", "CARD", "CROISSANT", "PNG_COMPRESS_LEVEL",
-    "ROW_GROUP_SIZE", "MAX_SHARD_BYTES", "PARQUET_OPTIONS",
-]
+__all__ = ["ExportConfig", "SplitData", "export_hf", "configs_from_targets", "config_from_dataset", "default_splits",
+           "parse_target", "verify_repo", "push_to_hub", "read_card", "repo_configs", "is_hf_repo", "load_hf_split",
+           "read_split", "read_split_table", "features_for", "hf_split_name", "encode_png", "encode_pngs",
+           "encode_batch", "decode_pngs", "shard_bounds", "write_split", "dataset_card", "card_header",
+           "croissant_metadata", "CARD", "CROISSANT", "PNG_COMPRESS_LEVEL", "ROW_GROUP_SIZE", "MAX_SHARD_BYTES",
+           "PARQUET_OPTIONS"]

@@ -55,10 +55,7 @@ def card_header(configs: list[dict[str, Any]]) -> dict[str, Any]:
     """The YAML header of the dataset card, as a dict (see :func:`dataset_card`)."""
     licenses = sorted({c["config"].license or DEFAULT_LICENSE for c in configs})
     total = sum(s["num_examples"] for c in configs for s in c["splits"])
-    header: dict[str, Any] = {
-        "pretty_name": None,
-        "license": licenses[0] if len(licenses) == 1 else licenses,
-    }
+    header: dict[str, Any] = {"pretty_name": None, "license": licenses[0] if len(licenses) == 1 else licenses}
     other = sorted({c["config"].license_name for c in configs
                     if (c["config"].license or DEFAULT_LICENSE) == "other" and c["config"].license_name})
     if other:
@@ -273,8 +270,7 @@ def dataset_card(configs: list[dict[str, Any]], *, repo_id: str | None = None, t
         out.append("")
         if folder is not None:  # the fast hash a first load checks (check=True: the sha256 above)
             out += ["Shards (xxh3_128):", ""]
-            out += [f"- `{rel}`: `{xxh3_file(Path(folder) / rel)}`"
-                    for s in c["splits"] for rel in s["files"]]
+            out += [f"- `{rel}`: `{xxh3_file(Path(folder) / rel)}`" for s in c["splits"] for rel in s["files"]]
             out.append("")
         if cfg.caveats:
             out += ["### Caveats", ""] + [f"- {x}" for x in cfg.caveats] + [""]

@@ -18,18 +18,14 @@ from ..io.types import StrPath
 from ..progress import quiet_datasets
 
 
-def verify_repo(repo_dir: StrPath, *, with_datasets: bool = True,
-                decode: bool = True) -> dict[str, dict[str, int]]:
+def verify_repo(repo_dir: StrPath, *, with_datasets: bool = True, decode: bool = True) -> dict[str, dict[str, int]]:
     """Check an exported folder before it is shared; return ``{config: {split: rows}}``.
 
-    Checks: the card's YAML parses; every config declared in ``configs`` has a
-    ``dataset_info`` entry and vice versa; every shard exists and has the
-    sha256 the export recorded (re-hashed); row counts match
-    ``num_examples``; the parquet features match the card's; labels are within
-    the ClassLabel range; (``decode``) every image decodes to the same size;
-    (``with_datasets``) ``datasets.load_dataset`` loads each split offline, in
-    a throw-away cache, with the declared counts and features.  Raises
-    :class:`~mnistforge.errors.CheckFailed` listing every problem (a corrupt
+    Checks: the card's YAML parses; every config declared in ``configs`` has a ``dataset_info`` entry and vice versa;
+    every shard exists and has the sha256 the export recorded (re-hashed); row counts match ``num_examples``; the
+    parquet features match the card's; labels are within the ClassLabel range; (``decode``) every image decodes to the
+    same size; (``with_datasets``) ``datasets.load_dataset`` loads each split offline, in a throw-away cache, with the
+    declared counts and features.  Raises :class:`~mnistforge.errors.CheckFailed` listing every problem (a corrupt
     shard or image is a problem, never a raw pyarrow or Pillow error).
     """
     require("datasets", "hf", "checking a Hugging Face export")
@@ -90,8 +86,7 @@ def verify_repo(repo_dir: StrPath, *, with_datasets: bool = True,
     if with_datasets and not problems:
         problems += _check_with_datasets(repo_dir, configs, counts, infos)
     if problems:
-        raise CheckFailed(f"{repo_dir}: the exported repository failed its checks:\n  - "
-                          + "\n  - ".join(problems))
+        raise CheckFailed(f"{repo_dir}: the exported repository failed its checks:\n  - " + "\n  - ".join(problems))
     return counts
 
 
@@ -121,8 +116,7 @@ def _check_with_datasets(repo_dir: StrPath, configs: dict[str, dict[str, list[st
             for split in splits:
                 try:
                     with quiet_datasets():
-                        ds = datasets.load_dataset(str(repo_dir), config, split=split,
-                                                   cache_dir=cache)
+                        ds = datasets.load_dataset(str(repo_dir), config, split=split, cache_dir=cache)
                 except Exception as e:  # noqa: BLE001 - any failure of the standard API is a finding
                     problems.append(f"datasets.load_dataset({config!r}, split={split!r}) failed: "
                                     f"{type(e).__name__}: {e}")

@@ -30,19 +30,17 @@ CROISSANT_CONTEXT = {
     "source": "cr:source", "subField": "cr:subField", "transform": "cr:transform",
     "samplingRate": "cr:samplingRate", "equivalentProperty": "cr:equivalentProperty",
 }  # mlcroissant's own @context (a different one draws its warning)
-_CROISSANT_TYPES = {"int8": "sc:Integer", "int16": "sc:Integer", "int32": "sc:Integer",
-                    "int64": "sc:Integer", "uint8": "sc:Integer", "uint16": "sc:Integer",
-                    "uint32": "sc:Integer", "uint64": "sc:Integer", "float32": "sc:Float",
-                    "float64": "sc:Float", "bool": "sc:Boolean", "string": "sc:Text"}
+_CROISSANT_TYPES = {"int8": "sc:Integer", "int16": "sc:Integer", "int32": "sc:Integer", "int64": "sc:Integer",
+                    "uint8": "sc:Integer", "uint16": "sc:Integer", "uint32": "sc:Integer", "uint64": "sc:Integer",
+                    "float32": "sc:Float", "float64": "sc:Float", "bool": "sc:Boolean", "string": "sc:Text"}
 
 
 def croissant_metadata(configs: list[dict[str, Any]], folder: StrPath, *, repo_id: str | None = None,
                        title: str | None = None) -> dict[str, Any]:
     """A Croissant 1.0 JSON-LD document describing the same configs, splits and columns.
 
-    One ``cr:FileObject`` per shard (with its sha256), one ``cr:FileSet`` and
-    one ``cr:RecordSet`` per config; the split of a record comes from its
-    shard's file name.
+    One ``cr:FileObject`` per shard (with its sha256), one ``cr:FileSet`` and one ``cr:RecordSet`` per config;
+    the split of a record comes from its shard's file name.
     """
 
     folder = Path(folder)
@@ -70,17 +68,13 @@ def croissant_metadata(configs: list[dict[str, Any]], folder: StrPath, *, repo_i
         name = c["name"]
         for s in c["splits"]:
             for rel in s["files"]:
-                doc["distribution"].append({
-                    "@type": "cr:FileObject", "@id": rel, "name": rel, "contentUrl": rel,
-                    "encodingFormat": "application/x-parquet",
-                    "contentSize": f"{(folder / rel).stat().st_size} B",
-                    "sha256": sha256_file(folder / rel),
-                })
+                doc["distribution"].append({"@type": "cr:FileObject", "@id": rel, "name": rel, "contentUrl": rel,
+                                            "encodingFormat": "application/x-parquet",
+                                            "contentSize": f"{(folder / rel).stat().st_size} B",
+                                            "sha256": sha256_file(folder / rel)})
         fs_id = f"parquet-files-for-config-{name}"
-        doc["distribution"].append({
-            "@type": "cr:FileSet", "@id": fs_id, "name": fs_id,
-            "encodingFormat": "application/x-parquet", "includes": f"{DATA}/{name}/*.parquet",
-        })
+        doc["distribution"].append({"@type": "cr:FileSet", "@id": fs_id, "name": fs_id,
+                                    "encodingFormat": "application/x-parquet", "includes": f"{DATA}/{name}/*.parquet"})
 
         def col(field_name: str, dtype: str, extract: dict[str, str], transform: dict[str, str] | None = None,
                 description: str | None = None) -> dict[str, Any]:

@@ -22,8 +22,7 @@ from .croissant import CROISSANT, croissant_metadata
 
 logger = logging.getLogger(__name__)
 
-#: a split as an :class:`ExportConfig` takes it: arrays, ``(images, labels[, metadata])``, or a
-#: callable returning one
+#: a split as an :class:`ExportConfig` takes it: arrays, ``(images, labels[, metadata])``, or a callable returning one
 SplitSource = SplitData | Sequence[Any] | Callable[[], SplitData | Sequence[Any]]
 
 
@@ -31,14 +30,13 @@ SplitSource = SplitData | Sequence[Any] | Callable[[], SplitData | Sequence[Any]
 class ExportConfig:
     """A dataset to export as one Hub config.
 
-    ``name``: the config (the dataset's name); ``splits``: ``{split: SplitData or (images,
-    labels[, metadata])}``, or a callable returning one, called when the split is written (a large
-    export holds one split in memory at a time); ``classes[i]``: the ClassLabel name of label ``i``;
-    ``description``: a paragraph for the card; ``source``: where the data comes from;
-    ``provenance``: rendered in the card (version, parameters, ``inputs``, notes); ``license``,
-    ``license_name``: the Hub's licence id and a name for ``other``; ``citation``: BibTeX;
-    ``label_note``: how labels are numbered; ``caveats``: a sentence each; ``synthetic``: built
-    from a synthetic SD19 replica (the card says so in the config's first lines).
+    ``name``: the config (the dataset's name); ``splits``: ``{split: SplitData or (images, labels[,
+    metadata])}``, or a callable returning one, called when the split is written (a large export holds one
+    split in memory at a time); ``classes[i]``: the ClassLabel name of label ``i``; ``description``: a
+    paragraph for the card; ``source``: where the data comes from; ``provenance``: rendered in the card
+    (version, parameters, ``inputs``, notes); ``license``, ``license_name``: the Hub's licence id and a name
+    for ``other``; ``citation``: BibTeX; ``label_note``: how labels are numbered; ``caveats``: a sentence
+    each; ``synthetic``: built from a synthetic SD19 replica (the card says so in the config's first lines).
     """
 
     name: str
@@ -57,11 +55,9 @@ class ExportConfig:
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.name or ""):
-            raise ConfigError("invalid config name", expected="letters, digits, '-', '_', '.'",
-                              found=repr(self.name))
+            raise ConfigError("invalid config name", expected="letters, digits, '-', '_', '.'", found=repr(self.name))
         if not self.splits:
-            raise ConfigError(f"config {self.name!r} has no split", expected="at least one split",
-                              found="none")
+            raise ConfigError(f"config {self.name!r} has no split", expected="at least one split", found="none")
         fixed: dict[str, SplitSource] = {}
         for split, data in self.splits.items():
             if not (isinstance(data, SplitData) or callable(data)):
@@ -80,10 +76,9 @@ class ExportConfig:
     def check_split(self, split: str, data: SplitData) -> None:
         """Raise ConfigError when a label has no class."""
         if len(data.labels) and (data.labels.min() < 0 or data.labels.max() >= len(self.classes)):
-            raise ConfigError(
-                f"config {self.name!r} split {split!r}: label out of range",
-                expected=f"0..{len(self.classes) - 1} ({len(self.classes)} classes)",
-                found=f"{int(data.labels.min())}..{int(data.labels.max())}")
+            raise ConfigError(f"config {self.name!r} split {split!r}: label out of range",
+                              expected=f"0..{len(self.classes) - 1} ({len(self.classes)} classes)",
+                              found=f"{int(data.labels.min())}..{int(data.labels.max())}")
 
     def split_data(self, split: str) -> SplitData:
         """The split's arrays (calling a lazy loader; see ``splits``), checked."""
@@ -120,25 +115,23 @@ def export_problems(folder: StrPath) -> list[str]:
 
 
 def export_hf(repo_dir: StrPath, configs: list[ExportConfig], *, overwrite: bool = False,
-              max_shard_bytes: int = MAX_SHARD_BYTES, workers: int | None = None,
-              croissant: bool = True, repo_id: str | None = None, title: str | None = None,
-              inputs: Iterable[StrPath | None] = (), pixels: str | None = None,
-              png: str | None = None) -> dict[str, Any]:
+              max_shard_bytes: int = MAX_SHARD_BYTES, workers: int | None = None, croissant: bool = True,
+              repo_id: str | None = None, title: str | None = None, inputs: Iterable[StrPath | None] = (),
+              pixels: str | None = None, png: str | None = None) -> dict[str, Any]:
     """Write a Hub dataset repository folder holding ``configs``; return its summary
     (``{"repo_dir", "configs": [{"name", "splits": [{"name", "files", "num_examples", "num_bytes",
     "download_size"}]}]}``).
 
-    Built under ``<repo_dir>.incomplete``, renamed when complete; the first config is the default.
-    ``repo_dir`` must not exist unless ``overwrite`` (then it must be an earlier export holding
-    nothing else: :func:`export_problems`) nor overlap ``inputs``, the folders the configs are read
-    from. Splits are cut into equal-row shards under ``max_shard_bytes`` of PNG; ``workers``
-    threads encode them (default: every core). ``pixels`` also stores every image undecoded in a
-    ``pixels`` column (``export hf --pixels``): ``"bytes"`` (``Value("binary")``, the fastest to
-    load: ``ds.with_format("numpy")[:]["pixels"].view("uint8").reshape(-1, H, W)``) or ``"array"``
-    (``Array2D((H, W), "uint8")``); the ``image`` column stays what the Hub's viewer shows. ``png``
-    (:data:`~mnistforge.io.hf.png.PNG_ENCODERS`): ``"fast"`` (default: no scanline filter, ISA-L's
-    deflate) or ``"pillow"`` (the bytes of exports before it); either way the same data gives the
-    same bytes run to run. ``repo_id`` (``ORG/NAME``) is used in the card's examples and URLs.
+    Built under ``<repo_dir>.incomplete``, renamed when complete; the first config is the default. ``repo_dir`` must
+    not exist unless ``overwrite`` (then it must be an earlier export holding nothing else: :func:`export_problems`)
+    nor overlap ``inputs``, the folders the configs are read from. Splits are cut into equal-row shards under
+    ``max_shard_bytes`` of PNG; ``workers`` threads encode them (default: every core). ``pixels`` also stores every
+    image undecoded in a ``pixels`` column (``export hf --pixels``): ``"bytes"`` (``Value("binary")``, the fastest to
+    load: ``ds.with_format("numpy")[:]["pixels"].view("uint8").reshape(-1, H, W)``) or ``"array"`` (``Array2D((H, W),
+    "uint8")``); the ``image`` column stays what the Hub's viewer shows. ``png``
+    (:data:`~mnistforge.io.hf.png.PNG_ENCODERS`): ``"fast"`` (default: no scanline filter, ISA-L's deflate) or
+    ``"pillow"`` (the bytes of exports before it); either way the same data gives the same bytes run to run.
+    ``repo_id`` (``ORG/NAME``) is used in the card's examples and URLs.
 
     >>> import tempfile, os, numpy as np
     >>> cfg = ExportConfig("toy", {"test": (np.zeros((2, 28, 28), np.uint8), np.array([1, 0]))}, ["x", "y"])
@@ -157,8 +150,7 @@ def export_hf(repo_dir: StrPath, configs: list[ExportConfig], *, overwrite: bool
     if not configs:
         raise ConfigError("nothing to export", expected="at least one dataset", found="none")
     if len(set(names)) != len(names):
-        raise ConfigError("config names must be distinct", expected="one config per dataset",
-                          found=", ".join(names),
+        raise ConfigError("config names must be distinct", expected="one config per dataset", found=", ".join(names),
                           hint="rename one with CONFIG=TARGET on the command line")
     repo_dir = Path(repo_dir)
     summary: dict[str, Any] = {"repo_dir": str(repo_dir), "configs": []}
@@ -170,8 +162,7 @@ def export_hf(repo_dir: StrPath, configs: list[ExportConfig], *, overwrite: bool
                 d = cfg.split_data(s)
                 dt = d.metadata.dtype if d.metadata is not None else None
                 if features is None:
-                    features = features_for(cfg.classes, dt, pixels=pixels,
-                                            pixels_shape=d.images.shape[1:])
+                    features = features_for(cfg.classes, dt, pixels=pixels, pixels_shape=d.images.shape[1:])
                     first_dt = dt
                 elif dt != first_dt:
                     raise ConfigError(f"config {cfg.name!r}: every split needs the same metadata "

@@ -15,11 +15,9 @@ def push_to_hub(repo_dir: StrPath, repo_id: str, *, token: str | None = None, pr
                 endpoint: str | None = None, check: bool = True, commit_message: str | None = None) -> str:
     """Upload an exported folder to the Hub as dataset ``repo_id`` (``ORG/NAME``).
 
-    The folder is checked first (:func:`verify_repo`); nothing is uploaded if a
-    check fails, if no token is found (``token``, ``HF_TOKEN`` or
-    ``huggingface-cli login``) or if the Hub is unreachable (the first request
-    creates the repository and fails before any file is sent).  ``endpoint``
-    defaults to ``HF_ENDPOINT`` or the public Hub.
+    The folder is checked first (:func:`verify_repo`); nothing is uploaded if a check fails, if no token is found
+    (``token``, ``HF_TOKEN`` or ``huggingface-cli login``) or if the Hub is unreachable (the first request creates the
+    repository and fails before any file is sent).  ``endpoint`` defaults to ``HF_ENDPOINT`` or the public Hub.
 
     Returns the commit URL.
     """

@@ -55,12 +55,10 @@ def _split_files_present(info: DatasetInfo, split: str, source: Source | None) -
 def default_splits(name: str, root: StrPath | None = None, *, source: Source | None = None) -> list[str]:
     """Splits exported when a target names no split.
 
-    Every split stored in files (not the views ``test10k``, ``validation``...: they
-    duplicate rows of another split), except the registry's ``opt_in`` splits (qmnist's
-    ``nist``, every NIST digit: a different dataset in all but name); for a folder, only
-    those whose files are there.  An exported repository folder gives the splits it holds.
-    ``source``: the folder's resolved source (:func:`mnistforge.gate.source.resolve`), when
-    the caller has it already.
+    Every split stored in files (not the views ``test10k``, ``validation``...: they duplicate rows of another split),
+    except the registry's ``opt_in`` splits (qmnist's ``nist``, every NIST digit: a different dataset in all but name);
+    for a folder, only those whose files are there.  An exported repository folder gives the splits it holds.
+    ``source``: the folder's resolved source (:func:`mnistforge.gate.source.resolve`), when the caller has it already.
     """
     if root is not None and is_hf_repo(root, name):
         return [s for s in repo_configs(root).get(name, {})]
@@ -226,15 +224,13 @@ def _rebuilt_from_sd19(f: _Facts) -> list[str]:
 
 #: the card caveats a registry entry names (``card_caveats``) -> the lines they add, true of the
 #: data they sit with (a build's from its manifest and parameters)
-CAVEATS: dict[str, Callable[[_Facts], list[str]]] = {
-    "stored-transposed": _stored_transposed,
-    "letters-variant": _letters_variant,
-    "writer-split": _writer_split,
-    "validation-portion": _validation_portion,
-    "qmnist-test10k": _qmnist_test10k,
-    "qmnist-nist-index": _qmnist_nist_index,
-    "rebuilt-from-sd19": _rebuilt_from_sd19,
-}
+CAVEATS: dict[str, Callable[[_Facts], list[str]]] = {"stored-transposed": _stored_transposed,
+                                                     "letters-variant": _letters_variant,
+                                                     "writer-split": _writer_split,
+                                                     "validation-portion": _validation_portion,
+                                                     "qmnist-test10k": _qmnist_test10k,
+                                                     "qmnist-nist-index": _qmnist_nist_index,
+                                                     "rebuilt-from-sd19": _rebuilt_from_sd19}
 
 
 def _caveats(info: DatasetInfo, params: dict[str, Any], built: bool, manifest: Manifest | None = None) -> list[str]:
@@ -242,8 +238,7 @@ def _caveats(info: DatasetInfo, params: dict[str, Any], built: bool, manifest: M
     (counts, order, the synthetic mark), not from the official release's facts.  Which
     caveats apply is the registry's ``card_caveats`` of the dataset (:data:`CAVEATS`)."""
     entry = manifest.dataset(info.name) if manifest is not None else None
-    facts = _Facts(info, params, built, manifest,
-                   synthetic=manifest is not None and manifest.from_synthetic_sd19,
+    facts = _Facts(info, params, built, manifest, synthetic=manifest is not None and manifest.from_synthetic_sd19,
                    counts=entry.counts if entry is not None else {})
     out: list[str] = []
     for name in info.card_caveats:
@@ -285,10 +280,9 @@ def config_from_dataset(name: str, splits: dict[str, SplitSource], classes: Iter
                         built_manifest: Manifest | dict[str, Any] | None = None) -> ExportConfig:
     """An :class:`ExportConfig` for registry dataset ``name`` with arrays in ``splits``.
 
-    ``splits`` maps split names to :class:`SplitData` (or tuples).  Provenance
-    comes from ``built_manifest`` (a build folder's :class:`~mnistforge.io.manifest.Manifest`
-    or its dict form) or, for the
-    official files, from the registry (sha256, size, md5 and URL of each file).
+    ``splits`` maps split names to :class:`SplitData` (or tuples).  Provenance comes from ``built_manifest``
+    (a build folder's :class:`~mnistforge.io.manifest.Manifest` or its dict form) or, for the official files,
+    from the registry (sha256, size, md5 and URL of each file).
     """
 
     info = get_dataset(name)
@@ -305,18 +299,15 @@ def config_from_dataset(name: str, splits: dict[str, SplitSource], classes: Iter
         source = (f"built from {origin} by mnistforge {m.version or '?'} "
                   f"(`mnistforge build`, manifest kind `{m.kind or '?'}`), loaded from "
                   f"`{Path(root).name if root else '?'}`.")
-        prov["build"] = {"mnistforge_version": m.version or None, "python": m.python or None,
-                         "kind": m.kind or None}
+        prov["build"] = {"mnistforge_version": m.version or None, "python": m.python or None, "kind": m.kind or None}
         if synthetic:
             prov["build"]["synthetic_sd19"] = True
         if params:  # FEMNIST's per-writer counts (thousands of lines) stay in the manifest
-            prov["parameters"] = by_identity({k: v for k, v in params.items()
-                                              if k != "writer_counts"})
+            prov["parameters"] = by_identity({k: v for k, v in params.items() if k != "writer_counts"})
         if m.inputs:  # the sources by identity (names, fingerprint, edition), never local paths
             prov["inputs"] = by_identity(m.inputs)
         # The build folder's files (the idx files this config was read from, among others).
-        used = {rel: (out.get("sha256") if isinstance(out, dict) else out)
-                for rel, out in sorted(m.outputs.items())}
+        used = {rel: (out.get("sha256") if isinstance(out, dict) else out) for rel, out in sorted(m.outputs.items())}
         if used:
             prov["build_outputs_sha256"] = used
         if m.notes:
@@ -348,11 +339,10 @@ def config_from_dataset(name: str, splits: dict[str, SplitSource], classes: Iter
                        f"the splits above). The official release it reproduces: {info.description}")
     if info.licence:
         description += f"\n\nLicence of the source: {info.licence}"
-    return ExportConfig(
-        name=config_name or name, splits=splits, classes=list(classes), description=description,
-        source=source, provenance=prov, license=license_id, license_name=license_name,
-        citation=cite, label_note=info.class_note or None, caveats=_caveats(info, params, built, m),
-        pretty_name=info.title, synthetic=synthetic)
+    return ExportConfig(name=config_name or name, splits=splits, classes=list(classes), description=description,
+                        source=source, provenance=prov, license=license_id, license_name=license_name, citation=cite,
+                        label_note=info.class_note or None, caveats=_caveats(info, params, built, m),
+                        pretty_name=info.title, synthetic=synthetic)
 
 
 
@@ -369,12 +359,10 @@ def _load_split(name: str, split: str, root: StrPath | None, download: bool | No
 def configs_from_targets(targets: Iterable[StrPath], *, download: bool | None = None) -> list[ExportConfig]:
     """Load ``[CONFIG=]TARGET[:SPLIT]`` targets into export configs.
 
-    TARGET is a dataset name or a folder (official or built files, or an
-    exported repository), as everywhere on the command line
-    (:func:`mnistforge.loaders.resolve_target`).  Targets naming the same
-    dataset and folder merge into one config (``mnist:train mnist:test``);
-    ``CONFIG=`` renames a config (to export the official and a rebuilt MNIST
-    side by side).  Without ``:SPLIT`` the :func:`default_splits` are taken.
+    TARGET is a dataset name or a folder (official or built files, or an exported repository), as everywhere
+    on the command line (:func:`mnistforge.loaders.resolve_target`).  Targets naming the same dataset and
+    folder merge into one config (``mnist:train mnist:test``); ``CONFIG=`` renames a config (to export the
+    official and a rebuilt MNIST side by side).  Without ``:SPLIT`` the :func:`default_splits` are taken.
     """
 
     resolved: list[tuple[str | None, tuple[str, str | None, Path | None]]] = []
@@ -426,8 +414,7 @@ def configs_from_targets(targets: Iterable[StrPath], *, download: bool | None = 
         src = source_of(g["name"], g["root"])
         manifest = src.build_manifest()[0] if src is not None else None
         # The first split is loaded now (its classes name the labels), the others when written.
-        first = load(g["name"], g["splits"][0], root=g["root"], download=download,
-                     with_metadata=True)
+        first = load(g["name"], g["splits"][0], root=g["root"], download=download, with_metadata=True)
         data: dict[str, SplitSource] = {g["splits"][0]: _split_of(first)}
         for s in g["splits"][1:]:
             data[s] = functools.partial(_load_split, g["name"], s, g["root"], download)

@@ -1,19 +1,9 @@
 """Atomic outputs: files and folders appear whole or not at all.
 
-Every file the package writes goes through :func:`atomic_file` (temporary name
-in the same folder, then ``os.replace``) and every build folder through
-:func:`atomic_dir` (``<out>.incomplete`` then rename, under the ``<out>.lock``
-of :func:`output_lock`), so a failure (Ctrl-C included) never leaves a
-half-written dataset behind, two runs into one folder cannot mix, and an
-output never overlaps an input (:func:`check_output_path`).
-
-What may be written is decided by :mod:`mnistforge.io.outputs`, before any
-work and again here: :func:`check_output_file` (a file output is a regular file
-or a new name, never a symlink, FIFO, device or folder; ``-`` is standard
-output) and :func:`check_output_folder` (a folder output, and what
-``--overwrite`` may replace: only a folder whose contents are exactly what its
-own record lists).  Every filesystem failure is one named error
-(:func:`named_os_error`).
+Every file the package writes goes through :func:`atomic_file` and every build folder through
+:func:`atomic_dir` (under the lock of :func:`output_lock`), so a failure (Ctrl-C included) never
+leaves a half-written dataset behind, two runs into one folder cannot mix, and an output never
+overlaps an input.  What may be written is decided by :mod:`mnistforge.io.outputs`.
 """
 from __future__ import annotations
 
@@ -89,16 +79,13 @@ def atomic_dir(out: StrPath, *, overwrite: bool = False, inputs: Iterable[StrPat
                owned: Owned | None = None) -> Iterator[Path]:
     """Build a folder under ``<out>.incomplete`` and rename it to ``out`` on success.
 
-    Yields the temporary folder path.  While it runs, ``<out>.lock`` is held
-    (an OS file lock, released when the process ends however it ends), so a
-    second run into the same ``out`` fails at once with
-    :class:`~mnistforge.errors.OutputInUseError` instead of deleting the first
-    one's work.  ``out`` must not overlap ``inputs`` (:func:`check_output_folder`,
-    which callers also run before their work).  An existing ``out`` is replaced
-    only with ``overwrite`` and only if ``owned(out)`` finds nothing its record
-    does not list (:func:`check_replaceable`), checked again once the new folder
-    is complete; old and new are then exchanged in one step
-    (:func:`replace_folder`), so ``out`` is always whole.  A full disk raises
+    Yields the temporary folder path.  While it runs, ``<out>.lock`` is held (an OS file lock, released when
+    the process ends however it ends), so a second run into the same ``out`` fails at once with
+    :class:`~mnistforge.errors.OutputInUseError` instead of deleting the first one's work.  ``out`` must not
+    overlap ``inputs`` (:func:`check_output_folder`, which callers also run before their work).  An existing
+    ``out`` is replaced only with ``overwrite`` and only if ``owned(out)`` finds nothing its record does not
+    list (:func:`check_replaceable`), checked again once the new folder is complete; old and new are then
+    exchanged in one step (:func:`replace_folder`), so ``out`` is always whole.  A full disk raises
     :class:`~mnistforge.errors.DiskFullError`; nothing half-written is left either way.
 
     >>> import tempfile, os
@@ -159,12 +146,11 @@ def atomic_dir(out: StrPath, *, overwrite: bool = False, inputs: Iterable[StrPat
 def replace_folder(new: Path, out: Path) -> None:
     """Put the complete folder ``new`` (holding :data:`INCOMPLETE_MARK`) in place of ``out``.
 
-    Linux exchanges the two in one ``renameat2(RENAME_EXCHANGE)``: ``out`` is the old or
-    the new folder at every instant, a kill included.  The old one, now at ``new``'s name,
-    is marked and removed (a kill before that leaves it for the next run to remove).
-    Elsewhere the old folder is moved into a fresh sibling this run made
-    (``tempfile.mkdtemp``) and put back if the second rename fails.  Signals wait
-    until the names are settled, so Ctrl-C cannot fall between the two steps.
+    Linux exchanges the two in one ``renameat2(RENAME_EXCHANGE)``: ``out`` is the old or the new folder at
+    every instant, a kill included.  The old one, now at ``new``'s name, is marked and removed (a kill before
+    that leaves it for the next run to remove). Elsewhere the old folder is moved into a fresh sibling this
+    run made (``tempfile.mkdtemp``) and put back if the second rename fails.  Signals wait until the names are
+    settled, so Ctrl-C cannot fall between the two steps.
     """
     (new / INCOMPLETE_MARK).unlink()
     old = None
@@ -216,9 +202,8 @@ def _exchange(a: Path, b: Path) -> bool:
 def _signals_deferred() -> Iterator[None]:
     """Hold SIGINT/SIGTERM/SIGHUP until the block ends, then deliver them.
 
-    Python handlers run in the main thread whichever thread the OS hands a signal to, so
-    the handlers are swapped (a signal mask would hold it only for one thread).  Elsewhere
-    than the main thread nothing is held.
+    Python handlers run in the main thread whichever thread the OS hands a signal to, so the handlers are swapped (a
+    signal mask would hold it only for one thread).  Elsewhere than the main thread nothing is held.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -253,13 +238,11 @@ def _remove_stale(tmp: Path) -> None:
 def output_lock(out: StrPath, *, wait: bool = False) -> Iterator[None]:
     """Hold ``<out>.lock`` (an exclusive OS lock) while ``out`` is written.
 
-    Raises :class:`~mnistforge.errors.OutputInUseError` at once when another
-    process holds it, or with ``wait`` waits for it (two fetches of one file:
-    the second then finds the first one's result).  The lock dies with its
-    process, so a killed run never blocks the next one; the lock file is
-    removed on exit.  A lock path that is a folder, a link, a device or a file
-    of the user's is an :class:`~mnistforge.errors.OutputPathError`, a read-only
-    or immutable folder a :class:`~mnistforge.errors.NotWritableError`.
+    Raises :class:`~mnistforge.errors.OutputInUseError` at once when another process holds it, or with ``wait`` waits
+    for it (two fetches of one file: the second then finds the first one's result).  The lock dies with its process, so
+    a killed run never blocks the next one; the lock file is removed on exit.  A lock path that is a folder, a link, a
+    device or a file of the user's is an :class:`~mnistforge.errors.OutputPathError`, a read-only or immutable folder a
+    :class:`~mnistforge.errors.NotWritableError`.
     """
 
     lock = lock_path(Path(out))
@@ -296,11 +279,10 @@ def output_lock(out: StrPath, *, wait: bool = False) -> Iterator[None]:
         except OSError:
             holder = os.read(fd, 64).decode("ascii", "replace").strip()
             os.close(fd)
-            raise OutputInUseError(
-                "another mnistforge run is writing this output", path=out,
-                expected="no other run on the same --out",
-                found=f"{lock} held" + (f" by process {holder}" if holder else ""),
-                hint="wait for that run to finish, or choose another --out") from None
+            raise OutputInUseError("another mnistforge run is writing this output", path=out,
+                                   expected="no other run on the same --out",
+                                   found=f"{lock} held" + (f" by process {holder}" if holder else ""),
+                                   hint="wait for that run to finish, or choose another --out") from None
         # The previous holder may have removed the file between our open and flock:
         # then we locked an orphan inode; start again on the current file.
         try:

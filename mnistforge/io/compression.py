@@ -1,8 +1,7 @@
 """The one table of compressions by file suffix: how a file is opened, read and written.
 
-Every module that opens a possibly compressed file goes through here, so adding
-a compression is one entry in :data:`CODECS`.  Writers are reproducible (gzip
-with mtime 0 and no file name in the header).
+Every module that opens a possibly compressed file goes through here, so adding a compression is one entry in
+:data:`CODECS`.  Writers are reproducible (gzip with mtime 0 and no file name in the header).
 
 >>> compression_of("t10k-images-idx3-ubyte.gz"), strip_compression("a-idx1-ubyte.xz")
 ('gz', 'a-idx1-ubyte')
@@ -100,9 +99,8 @@ def open_reader(source: Readable, name: StrPath) -> IO[bytes] | Readable: ...
 def open_reader(source: StrPath | Readable, name: StrPath | None = None) -> IO[bytes] | Readable:
     """A binary reader of the decompressed bytes of ``source`` (a path or a binary file object).
 
-    The compression follows the suffix of ``name`` (default: the path's); an
-    uncompressed file is returned as is.  (Any object with ``read(n)`` will do as a
-    compressed ``source``, e.g. a :class:`~mnistforge.io.hashing.HashingReader`.)
+    The compression follows the suffix of ``name`` (default: the path's); an uncompressed file is returned as is.  (Any
+    object with ``read(n)`` will do as a compressed ``source``, e.g. a :class:`~mnistforge.io.hashing.HashingReader`.)
     """
     # without ``name``, ``source`` must be a path (a file object is os.fspath's TypeError)
     comp = compression_of(name if name is not None else cast("StrPath", source))

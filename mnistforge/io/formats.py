@@ -1,8 +1,7 @@
 """The file formats a registry file may declare (``format`` in ``data/registry.json``), each with
 its reader: one table, so that the cache, a folder and a test read a file the same way.
 
-* ``idx``: LeCun's idx files, raw or compressed (:func:`mnistforge.io.idx.read_idx`; raw files
-  are memory-mapped);
+* ``idx``: LeCun's idx files, raw or compressed (:func:`mnistforge.io.idx.read_idx`; raw files are memory-mapped);
 * ``npz``: one array of a NumPy ``.npz`` archive (``array``, ``arr_0`` by default: what
   ``np.savez`` calls an unnamed array), never unpickled (:func:`mnistforge.io.foreign.npz.read_npz_array`).
 
@@ -44,6 +43,5 @@ def read_array(path: StrPath | IO[bytes], fmt: str = "idx", array: str | None = 
     try:
         reader = READERS[fmt]
     except KeyError:
-        raise ConfigError("unknown file format", path=path, expected=" or ".join(FORMATS),
-                          found=repr(fmt)) from None
+        raise ConfigError("unknown file format", path=path, expected=" or ".join(FORMATS), found=repr(fmt)) from None
     return reader(path, array)

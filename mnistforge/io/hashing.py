@@ -71,9 +71,8 @@ def hash_file(path: StrPath, *, md5: bool = True) -> tuple[str, str | None]:
 def hash_content(path: StrPath, name: str | None = None, *, md5: bool = True) -> tuple[str, str | None, int] | None:
     """(sha256, md5, size) of a compressed file's decompressed content.
 
-    The compression follows the suffix of ``name`` (default: the path's).
-    Returns None for an uncompressed file; raises HashMismatchError when the
-    file is not valid for its suffix.
+    The compression follows the suffix of ``name`` (default: the path's). Returns None for an uncompressed
+    file; raises HashMismatchError when the file is not valid for its suffix.
     """
     p = Path(path)
     if compression_of(name or p.name) is None:
@@ -93,10 +92,9 @@ def _decompressed(path: Path, name: str) -> Iterator[IO[bytes]]:
     except _compression.DECOMPRESS_ERRORS as e:
         if isinstance(e, FileNotFoundError):
             raise
-        raise HashMismatchError(
-            "cannot decompress", path=path, expected=f"a valid .{comp} file",
-            found=f"{type(e).__name__}: {e}",
-            hint="the file is damaged or incomplete: delete it and fetch again") from None
+        raise HashMismatchError("cannot decompress", path=path, expected=f"a valid .{comp} file",
+                                found=f"{type(e).__name__}: {e}",
+                                hint="the file is damaged or incomplete: delete it and fetch again") from None
 
 
 def sha256_parts(*parts: ReadableBuffer) -> str:
@@ -148,9 +146,8 @@ def xxh3_file(path: StrPath, chunk: int = CHUNK) -> str:
 def order_free_sha256(rows: npt.ArrayLike, keys: npt.ArrayLike) -> str:
     """A hash of a set of (row, key) items that does not depend on their order.
 
-    Each item is hashed as its row's bytes followed by its key as a big-endian
-    int32 (for images and labels: ``image bytes + label``); the result is the
-    sha256 of the sorted item digests joined.  A reordered copy hashes the same.
+    Each item is hashed as its row's bytes followed by its key as a big-endian int32 (for images and labels: ``image
+    bytes + label``); the result is the sha256 of the sorted item digests joined.  A reordered copy hashes the same.
 
     >>> import numpy as np
     >>> a, k = np.arange(12, dtype=np.uint8).reshape(3, 4), np.array([1, 2, 3])
@@ -297,16 +294,14 @@ def inflate_to(src: StrPath, out: Writable, compression: str, *, md5: bool = Fal
                content_md5: bool = False, limit: int | None = None,
                chunk: int = INFLATE_CHUNK, packed: bool = True) -> Inflated:
     """Decompress file ``src`` into binary file object ``out``, reading it once and hashing
-    both the compressed bytes (sha256 unless ``packed=False``, and md5 if asked) and the
-    content (if ``content``).
+    both the compressed bytes (sha256 unless ``packed=False``, and md5 if asked) and the content (if ``content``).
 
-    For a file of :data:`THREAD_FROM` bytes or more the hashes and the writes run on a second
-    thread, so on two free cores this costs about one decompression; a smaller file is hashed
-    on the caller's thread (a thread would cost more than it overlaps).
-    Multi-member gzip (zero padding between members included) gives what
-    :func:`~mnistforge.io.compression.open_reader` gives.  Raises
-    :class:`~mnistforge.errors.FormatError` for a damaged or truncated stream and for content
-    longer than ``limit`` bytes (found before more than ``limit + 1`` bytes are held).
+    For a file of :data:`THREAD_FROM` bytes or more the hashes and the writes run on a second thread, so on
+    two free cores this costs about one decompression; a smaller file is hashed on the caller's thread (a
+    thread would cost more than it overlaps). Multi-member gzip (zero padding between members included) gives
+    what :func:`~mnistforge.io.compression.open_reader` gives.  Raises :class:`~mnistforge.errors.FormatError`
+    for a damaged or truncated stream and for content longer than ``limit`` bytes (found before more than
+    ``limit + 1`` bytes are held).
 
     >>> import io, os, tempfile
     >>> from mnistforge.io.compression import gzip_bytes
@@ -346,8 +341,7 @@ def inflate_to(src: StrPath, out: Writable, compression: str, *, md5: bool = Fal
                     csize += len(piece)
                     if limit is not None and csize > limit:
                         raise FormatError("decompressed content longer than expected", path=src,
-                                          expected=f"at most {limit:,} bytes",
-                                          found=f"more than {limit:,}",
+                                          expected=f"at most {limit:,} bytes", found=f"more than {limit:,}",
                                           hint="the file is damaged or another file")
                     if piece:
                         tee.put(unpacked, piece)
@@ -355,8 +349,7 @@ def inflate_to(src: StrPath, out: Writable, compression: str, *, md5: bool = Fal
                         continue  # more input, a next member, or output the decompressor holds
                     break
             if not d.eof:
-                raise FormatError("truncated compressed file", path=src,
-                                  expected=f"a whole {compression} stream",
+                raise FormatError("truncated compressed file", path=src, expected=f"a whole {compression} stream",
                                   found=f"its end missing after {size:,} bytes",
                                   hint="the file was cut short: fetch or copy it again")
     except _compression.DECOMPRESS_ERRORS as e:

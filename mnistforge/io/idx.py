@@ -14,11 +14,10 @@ code   type       NumPy
 0x0E   float64    ``>f8``
 =====  =========  ==========
 
-Files may be raw or compressed (``.gz``, ``.xz``, ``.bz2``, chosen by suffix).
-Raw files open as read-only memory maps. Every malformed input raises
-:class:`~mnistforge.errors.IdxFormatError` naming the path, what was expected
-and what was found, *before* anything large is allocated: the header is parsed
-and checked first, and decompression is capped at the size the header claims.
+Files may be raw or compressed (``.gz``, ``.xz``, ``.bz2``, chosen by suffix). Raw files open as read-only
+memory maps. Every malformed input raises :class:`~mnistforge.errors.IdxFormatError` naming the path, what was
+expected and what was found, *before* anything large is allocated: the header is parsed and checked first, and
+decompression is capped at the size the header claims.
 
 Why this module is long: one format's reader and writer, most of it the checks a hostile file
 needs (header, trailer, capped and streamed decompression of three codecs), each next to its read.
@@ -56,22 +55,14 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     from _typeshed import ReadableBuffer
 
-TYPES: dict[int, np.dtype] = {
-    0x08: np.dtype(">u1"),
-    0x09: np.dtype(">i1"),
-    0x0B: np.dtype(">i2"),
-    0x0C: np.dtype(">i4"),
-    0x0D: np.dtype(">f4"),
-    0x0E: np.dtype(">f8"),
-}
-TYPE_NAMES = {0x08: "ubyte", 0x09: "sbyte", 0x0B: "int16", 0x0C: "int32",
-              0x0D: "float32", 0x0E: "float64"}
+TYPES: dict[int, np.dtype] = {0x08: np.dtype(">u1"), 0x09: np.dtype(">i1"), 0x0B: np.dtype(">i2"),
+                              0x0C: np.dtype(">i4"), 0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
+TYPE_NAMES = {0x08: "ubyte", 0x09: "sbyte", 0x0B: "int16", 0x0C: "int32", 0x0D: "float32", 0x0E: "float64"}
 CODES = {dt.newbyteorder("=").str[1:]: code for code, dt in TYPES.items()}  # 'u1' -> 0x08 ...
 
-#: Largest payload accepted unless the caller raises it (``max_bytes=``): 2 GiB is
-#: far beyond any dataset of this family (EMNIST byclass train images are 0.55 GB),
-#: and stops a corrupt header, or a small compressed file that really inflates to
-#: gigabytes, from making a load allocate them.
+#: Largest payload accepted unless the caller raises it (``max_bytes=``): 2 GiB is far beyond any dataset of this
+#: family (EMNIST byclass train images are 0.55 GB), and stops a corrupt header, or a small compressed file that really
+#: inflates to gigabytes, from making a load allocate them.
 MAX_BYTES = 2 << 30
 #: Most dims accepted (the family uses 1 to 3; NumPy itself stops at 32 or 64).
 MAX_DIMS = 16
@@ -129,23 +120,19 @@ def parse_idx_header(data: bytes, path: StrPath = "<bytes>", *, max_bytes: int =
         raise IdxFormatError("too many idx dims", path=path, expected=f"at most {MAX_DIMS} dims",
                              found=f"{ndim}", hint="the header is corrupt or not an idx file")
     if code not in TYPES:
-        raise IdxFormatError(
-            "unknown idx type code", path=path,
-            expected="one of " + ", ".join(f"0x{c:02X} ({n})" for c, n in TYPE_NAMES.items()),
-            found=f"0x{code:02X}", hint="the file is corrupt or not an idx file")
+        raise IdxFormatError("unknown idx type code", path=path,
+                             expected="one of " + ", ".join(f"0x{c:02X} ({n})" for c, n in TYPE_NAMES.items()),
+                             found=f"0x{code:02X}", hint="the file is corrupt or not an idx file")
     offset = 4 + 4 * ndim
     if len(data) < offset:
-        raise IdxFormatError("truncated idx header", path=path,
-                             expected=f"{offset} header bytes for {ndim} dims",
+        raise IdxFormatError("truncated idx header", path=path, expected=f"{offset} header bytes for {ndim} dims",
                              found=f"{len(data)} bytes", hint="re-download or rebuild the file")
     shape = struct.unpack(f">{ndim}I", bytes(data[4:offset]))
     header = IdxHeader(code, TYPES[code], tuple(int(d) for d in shape), offset)
     if header.nbytes > max_bytes:
-        raise IdxFormatError(
-            "absurd idx size", path=path,
-            expected=f"a payload of at most {max_bytes:,} bytes",
-            found=f"dims {list(shape)} of {header.type_name} = {header.nbytes:,} bytes",
-            hint="the header is corrupt; pass max_bytes= if the file really is that large")
+        raise IdxFormatError("absurd idx size", path=path, expected=f"a payload of at most {max_bytes:,} bytes",
+                             found=f"dims {list(shape)} of {header.type_name} = {header.nbytes:,} bytes",
+                             hint="the header is corrupt; pass max_bytes= if the file really is that large")
     return header
 
 
@@ -239,11 +226,10 @@ def _check_gz_trailer(header: IdxHeader, data: bytes, path: StrPath) -> None:
     isize = int.from_bytes(data[-4:], "little")
     want = (header.offset + header.nbytes) & 0xFFFFFFFF
     if isize != want and not _is_multimember_gz(memoryview(data)[:-4]):
-        raise IdxFormatError(
-            "idx dims disagree with the decompressed length", path=path,
-            expected=f"{header.offset + header.nbytes:,} bytes (dims {list(header.shape)})",
-            found=f"gzip trailer size {isize:,} (mod 2^32)",
-            hint="the file is truncated or its header is corrupt: re-download or rebuild it")
+        raise IdxFormatError("idx dims disagree with the decompressed length", path=path,
+                             expected=f"{header.offset + header.nbytes:,} bytes (dims {list(header.shape)})",
+                             found=f"gzip trailer size {isize:,} (mod 2^32)",
+                             hint="the file is truncated or its header is corrupt: re-download or rebuild it")
 
 
 #: compressed bytes handed to a decompressor at a time, and decompressed bytes asked back
@@ -307,8 +293,7 @@ def _inflate_into(comp: str, read: _Chunks, out: memoryview, path: StrPath) -> i
 def _packed_header(comp: str, packed: bytes, path: StrPath, max_bytes: int) -> IdxHeader:
     """The checked header of compressed idx bytes, decompressed alone first so that a lying
     header is caught before a buffer of its claimed size is allocated."""
-    header = parse_idx_header(_header_prefix(comp, lambda n: packed[:n], path), path,
-                              max_bytes=max_bytes)
+    header = parse_idx_header(_header_prefix(comp, lambda n: packed[:n], path), path, max_bytes=max_bytes)
     if comp == "gz" and len(packed) >= 18:
         _check_gz_trailer(header, packed, path)
     return header
@@ -350,16 +335,14 @@ def _is_multimember_gz(data: ReadableBuffer) -> bool:
 def _check_length(header: IdxHeader, length: int, path: StrPath) -> None:
     want = header.offset + header.nbytes
     if length < want:
-        raise IdxFormatError(
-            "truncated idx data", path=path,
-            expected=f"{want:,} bytes for dims {list(header.shape)} of {header.type_name}",
-            found=f"{length:,} bytes", hint="the file was cut short: re-download or rebuild it")
+        raise IdxFormatError("truncated idx data", path=path,
+                             expected=f"{want:,} bytes for dims {list(header.shape)} of {header.type_name}",
+                             found=f"{length:,} bytes", hint="the file was cut short: re-download or rebuild it")
     if length > want:
-        raise IdxFormatError(
-            "idx dims disagree with the file length", path=path,
-            expected=f"{want:,} bytes for dims {list(header.shape)} of {header.type_name}",
-            found="more data after the last element",
-            hint="the header is corrupt or two files were concatenated")
+        raise IdxFormatError("idx dims disagree with the file length", path=path,
+                             expected=f"{want:,} bytes for dims {list(header.shape)} of {header.type_name}",
+                             found="more data after the last element",
+                             hint="the header is corrupt or two files were concatenated")
 
 
 def read_idx(path: StrPath, *, mmap: bool = True, max_bytes: int = MAX_BYTES) -> np.ndarray:
@@ -387,14 +370,12 @@ def read_idx(path: StrPath, *, mmap: bool = True, max_bytes: int = MAX_BYTES) ->
             if mmap and header.nbytes > 0:
                 # mapped through the open file: no second open, and no Path.resolve (numpy
                 # resolves a Path it is given, an lstat per component: most of a repeat load)
-                return np.memmap(f, dtype=header.dtype, mode="r", offset=header.offset,
-                                 shape=header.shape)
+                return np.memmap(f, dtype=header.dtype, mode="r", offset=header.offset, shape=header.shape)
         with open(path, "rb") as f:
             return parse_idx_bytes(f.read(), path, max_bytes=max_bytes)
     if size > max_bytes + (1 << 20):  # compressed data is never much larger than its content
         raise IdxFormatError("absurd idx size", path=path,
-                             expected=f"a compressed file of at most {max_bytes:,} bytes",
-                             found=f"{size:,} bytes",
+                             expected=f"a compressed file of at most {max_bytes:,} bytes", found=f"{size:,} bytes",
                              hint="pass max_bytes= if the file really is that large")
     with open(path, "rb") as f:
         # the header from a prefix of the stream, checked before anything large is allocated
@@ -501,9 +482,8 @@ def read_idx_whole(path: StrPath, *, max_bytes: int = MAX_BYTES) -> FileRead:
     comp = compression_of(path)
     size = _regular_file_size(path)
     if size > max_bytes + (1 << 20):
-        raise IdxFormatError("absurd idx size", path=path,
-                             expected=f"a file of at most {max_bytes:,} bytes", found=f"{size:,} bytes",
-                             hint="pass max_bytes= if the file really is that large")
+        raise IdxFormatError("absurd idx size", path=path, expected=f"a file of at most {max_bytes:,} bytes",
+                             found=f"{size:,} bytes", hint="pass max_bytes= if the file really is that large")
     packed, before, after = _read_regular(path, max_bytes + (1 << 20))
     if comp is None:
         content = memoryview(packed)
@@ -540,10 +520,9 @@ def idx_header_bytes(shape: Sequence[int], dtype: npt.DTypeLike) -> bytes:
     dt = np.dtype(dtype)
     key = dt.newbyteorder("=").str[1:]
     if dt.kind == "b" or key not in CODES:
-        raise IdxFormatError(
-            "unsupported dtype for idx", path=None,
-            expected="uint8, int8, int16, int32, float32 or float64",
-            found=str(dt), hint="convert the array first, e.g. .astype(np.uint8)")
+        raise IdxFormatError("unsupported dtype for idx", path=None,
+                             expected="uint8, int8, int16, int32, float32 or float64", found=str(dt),
+                             hint="convert the array first, e.g. .astype(np.uint8)")
     if len(shape) > 255:
         raise IdxFormatError("too many dims for idx", expected="at most 255", found=len(shape))
     if any(d >= 1 << 32 for d in shape):
@@ -585,10 +564,9 @@ def write_idx(path: StrPath, array: npt.ArrayLike, *, compresslevel: int | None 
               chunk_bytes: int = 1 << 24) -> None:
     """Write an array as an idx file, atomically and reproducibly.
 
-    Compression follows the suffix (``.gz``, ``.xz``, ``.bz2`` or none); gzip
-    headers carry mtime 0 and no file name, so identical arrays give identical
-    bytes.  ``array``: uint8, int8, int16, int32, float32 or float64, any number of dims;
-    ``compresslevel``: the gzip/bz2 level or xz preset (default 6).
+    Compression follows the suffix (``.gz``, ``.xz``, ``.bz2`` or none); gzip headers carry mtime 0 and no
+    file name, so identical arrays give identical bytes.  ``array``: uint8, int8, int16, int32, float32 or
+    float64, any number of dims; ``compresslevel``: the gzip/bz2 level or xz preset (default 6).
 
     >>> import numpy as np, tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "a-idx2-double.xz")
@@ -636,6 +614,5 @@ def idx_suffix(array: npt.ArrayLike) -> str:
     return f"idx{arr.ndim}-{TYPE_NAMES[code]}"
 
 
-__all__ = ["IdxHeader", "read_idx", "read_idx_header", "write_idx", "parse_idx_bytes",
-           "parse_idx_header", "decompress_to_raw", "compression_of", "idx_suffix",
-           "TYPES", "MAX_BYTES"]
+__all__ = ["IdxHeader", "read_idx", "read_idx_header", "write_idx", "parse_idx_bytes", "parse_idx_header",
+           "decompress_to_raw", "compression_of", "idx_suffix", "TYPES", "MAX_BYTES"]

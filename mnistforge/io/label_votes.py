@@ -1,19 +1,15 @@
 """Human label votes: the Mechanical Turk files of Northcutt et al. (2021), as arrays.
 
-The study "Pervasive Label Errors in Test Sets Destabilize Machine Learning
-Benchmarks" (NeurIPS 2021 Datasets and Benchmarks) published one JSON file per
-dataset (``cleanlab/label-errors``, ``mturk/<dataset>_mturk.json``): a list of
-the images its algorithm found suspicious, each with ``id`` (the 0-based index
-into the test set), ``given_original_label``, ``our_guessed_label`` and
-``mturk``: how many of five workers chose the ``given`` label, the ``guessed``
-label, or ``neither``.  This module parses that format and turns it into dense
-per-row columns; it knows no dataset (which split the ids index is the
-registry's business, see :mod:`mnistforge.loaders.label_issues`).
+The study "Pervasive Label Errors in Test Sets Destabilize Machine Learning Benchmarks" (NeurIPS 2021 Datasets and
+Benchmarks) published one JSON file per dataset (``cleanlab/label-errors``, ``mturk/<dataset>_mturk.json``): a list of
+the images its algorithm found suspicious, each with ``id`` (the 0-based index into the test set),
+``given_original_label``, ``our_guessed_label`` and ``mturk``: how many of five workers chose the ``given`` label, the
+``guessed`` label, or ``neither``.  This module parses that format and turns it into dense per-row columns; it knows no
+dataset (which split the ids index is the registry's business, see :mod:`mnistforge.loaders.label_issues`).
 
-A row has a **label issue** when fewer than ``min_given`` (3) of the 5 workers chose the
-given label (:func:`issue_mask`); its **suggested label** is the one a majority chose, else
-:data:`MISSING` (-1), as are the votes of rows the study did not examine.  The rules and the
-file's quirks: ``docs/label-errors.md``.
+A row has a **label issue** when fewer than ``min_given`` (3) of the 5 workers chose the given label
+(:func:`issue_mask`); its **suggested label** is the one a majority chose, else :data:`MISSING` (-1), as are
+the votes of rows the study did not examine.  The rules and the file's quirks: ``docs/label-errors.md``.
 
 >>> text = '[{"id": 2, "given_original_label": 4, "our_guessed_label": 9,' \\
 ...        ' "mturk": {"given": 1, "guessed": 4, "neither": 0}}]'
@@ -36,17 +32,15 @@ from ..errors import FormatError
 from .types import StrPath
 
 
-__all__ = ["MISSING", "VOTE_KINDS", "FIELDS", "LabelVotes", "parse_mturk_json",
-           "read_mturk_json", "issue_mask", "suggested_labels", "dense_columns", "given_mismatches",
-           "columns_to_table", "table_to_columns"]
+__all__ = ["MISSING", "VOTE_KINDS", "FIELDS", "LabelVotes", "parse_mturk_json", "read_mturk_json", "issue_mask",
+           "suggested_labels", "dense_columns", "given_mismatches", "columns_to_table", "table_to_columns"]
 
 #: Votes and suggested label of a row the study did not examine.
 MISSING = -1
 #: The three answers a worker could give, in the order of the ``label_votes_*`` columns.
 VOTE_KINDS = ("given", "guessed", "neither")
 #: The metadata fields :func:`dense_columns` returns, in order.
-FIELDS = ("label_votes_given", "label_votes_guessed", "label_votes_neither", "suggested_label",
-          "label_issue")
+FIELDS = ("label_votes_given", "label_votes_guessed", "label_votes_neither", "suggested_label", "label_issue")
 WORKERS = 5
 MIN_GIVEN = 3
 
@@ -72,33 +66,28 @@ class LabelVotes:
 def _int(rec: object, key: str, where: str) -> int:
     v = rec.get(key) if isinstance(rec, dict) else None
     if isinstance(v, bool) or not isinstance(v, int):
-        raise FormatError("malformed label-vote record", path=where,
-                          expected=f"an integer {key!r}", found=repr(v)[:60])
+        raise FormatError("malformed label-vote record", path=where, expected=f"an integer {key!r}", found=repr(v)[:60])
     return v
 
 
-def parse_mturk_json(text: str | bytes, source: str = "<text>", *,
-                     workers: int = WORKERS) -> LabelVotes:
+def parse_mturk_json(text: str | bytes, source: str = "<text>", *, workers: int = WORKERS) -> LabelVotes:
     """Parse one ``*_mturk.json`` file of the study (see the module doc).
 
-    Every record needs an integer ``id`` (unique, >= 0), ``given_original_label``,
-    ``our_guessed_label`` and ``mturk`` counts between 0 and ``workers``; where the
-    two labels differ the three counts add up to ``workers``.  Anything else
-    raises :class:`~mnistforge.errors.FormatError` naming the record.
+    Every record needs an integer ``id`` (unique, >= 0), ``given_original_label``, ``our_guessed_label`` and
+    ``mturk`` counts between 0 and ``workers``; where the two labels differ the three counts add up to
+    ``workers``.  Anything else raises :class:`~mnistforge.errors.FormatError` naming the record.
     """
     try:
         doc = json.loads(text)
     except (ValueError, UnicodeDecodeError) as e:
-        raise FormatError("not a JSON document", path=source, expected="the study's JSON list",
-                          found=str(e)) from None
+        raise FormatError("not a JSON document", path=source, expected="the study's JSON list", found=str(e)) from None
     if not isinstance(doc, list) or not doc:
         raise FormatError("not a label-vote file", path=source,
                           expected="a non-empty JSON list of records", found=type(doc).__name__)
     rows = []
     for i, rec in enumerate(doc):
         where = f"{source}[{i}]"
-        idx, given, guessed = (_int(rec, k, where)
-                               for k in ("id", "given_original_label", "our_guessed_label"))
+        idx, given, guessed = (_int(rec, k, where) for k in ("id", "given_original_label", "our_guessed_label"))
         m = rec.get("mturk")
         if not isinstance(m, dict):
             raise FormatError("malformed label-vote record", path=where,
@@ -115,8 +104,7 @@ def parse_mturk_json(text: str | bytes, source: str = "<text>", *,
     if dup.size:
         raise FormatError("an image is listed twice", path=source, expected="unique ids",
                           found=f"id {int(dup[0])} repeated")
-    return LabelVotes(table[:, 0], table[:, 1], table[:, 2], table[:, 3:6].copy(),
-                      workers=workers, source=str(source))
+    return LabelVotes(table[:, 0], table[:, 1], table[:, 2], table[:, 3:6].copy(), workers=workers, source=str(source))
 
 
 def read_mturk_json(path: StrPath, *, workers: int = WORKERS) -> LabelVotes:
@@ -139,13 +127,11 @@ def suggested_labels(t: LabelVotes, majority: int = MIN_GIVEN) -> np.ndarray:
     return out
 
 
-def dense_columns(t: LabelVotes, n: int, offset: int = 0,
-                  min_given: int = MIN_GIVEN) -> dict[str, np.ndarray]:
+def dense_columns(t: LabelVotes, n: int, offset: int = 0, min_given: int = MIN_GIVEN) -> dict[str, np.ndarray]:
     """Columns :data:`FIELDS` for ``n`` rows where study id ``i`` is row ``i + offset``.
 
-    Votes and suggested labels are int32 (:data:`MISSING` where not examined),
-    ``label_issue`` is bool.  Ids that fall outside ``[0, n)`` after the
-    offset are left out.
+    Votes and suggested labels are int32 (:data:`MISSING` where not examined), ``label_issue`` is bool.  Ids
+    that fall outside ``[0, n)`` after the offset are left out.
     """
     rows = t.ids + offset
     inside = (rows >= 0) & (rows < n)

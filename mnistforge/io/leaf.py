@@ -50,8 +50,7 @@ def _image_text(img: npt.ArrayLike) -> bytes:
     return b"[" + _SEP.join(PIXEL_TEXT[np.asarray(img, np.uint8).ravel()].tolist()) + b"]"
 
 
-def write_leaf_json(f: IO[bytes], users: Sequence[str],
-                    data: Mapping[str, tuple[np.ndarray, Sequence[int]]]) -> None:
+def write_leaf_json(f: IO[bytes], users: Sequence[str], data: Mapping[str, tuple[np.ndarray, Sequence[int]]]) -> None:
     """Write one LEAF file to binary stream ``f``.
 
     ``data[u] = (pixels uint8 (n, ...), labels)``: pixels are LEAF's 0..255 values before
@@ -97,12 +96,10 @@ def read_leaf_file(path: StrPath) -> LeafFileContent:
         x = np.asarray(ud["x"], np.float64)
         y = np.asarray(ud["y"], np.int64)
         if len(x) != n or len(y) != n or (n and x.ndim != 2):
-            raise _bad(path, f"{n} samples of user {u!r} (num_samples)",
-                       f"x {x.shape}, y {y.shape}")
+            raise _bad(path, f"{n} samples of user {u!r} (num_samples)", f"x {x.shape}, y {y.shape}")
         xs[u], ys[u] = x, y
     if len(d["users"]) != len(d["num_samples"]):
-        raise _bad(path, "as many num_samples as users",
-                   f"{len(d['num_samples'])} and {len(d['users'])}")
+        raise _bad(path, "as many num_samples as users", f"{len(d['num_samples'])} and {len(d['users'])}")
     return {"users": list(d["users"]), "num_samples": list(d["num_samples"]), "x": xs, "y": ys}
 
 

@@ -1,9 +1,8 @@
 """Build manifests: one versioned schema, written by every builder and read by every reader.
 
-A build folder holds ``manifest.json``: what went in, with which parameters,
-which package made it, the sha256 of every output, and what each dataset in
-the folder holds.  It carries no timestamp and its keys are sorted, so
-identical builds give byte-identical manifests.
+A build folder holds ``manifest.json``: what went in, with which parameters, which package made it, the sha256
+of every output, and what each dataset in the folder holds.  It carries no timestamp and its keys are sorted,
+so identical builds give byte-identical manifests.
 
 Schema (``"schema": 1``; keys absent when empty unless marked *always*)
 -----------------------------------------------------------------------
@@ -35,10 +34,9 @@ Schema (``"schema": 1``; keys absent when empty unless marked *always*)
                      own ``synthetic-sd19.json`` said so, whatever its path), ``false`` for
                      a real-like source (absent in manifests written before it existed)
 
-Manifests written before the schema had a version (no ``schema`` key) are
-read too: their ``dataset`` + ``counts`` (QMNIST builds), ``datasets`` and
-``sides`` (EMNIST builds) and an orientation under ``parameters`` become the
-fields above; :attr:`Manifest.schema` is then 0.
+Manifests written before the schema had a version (no ``schema`` key) are read too: their ``dataset`` +
+``counts`` (QMNIST builds), ``datasets`` and ``sides`` (EMNIST builds) and an orientation under ``parameters``
+become the fields above; :attr:`Manifest.schema` is then 0.
 
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -70,17 +68,8 @@ from .hashing import sha256_file
 
 logger = get_logger(__name__)
 
-__all__ = [
-    "MANIFEST_NAME",
-    "SCHEMA_VERSION",
-    "DatasetEntry",
-    "Manifest",
-    "build_folder_problems",
-    "recorded_folder_problems",
-    "package_version",
-    "read_manifest",
-    "write_manifest",
-]
+__all__ = ["MANIFEST_NAME", "SCHEMA_VERSION", "DatasetEntry", "Manifest", "build_folder_problems",
+           "recorded_folder_problems", "package_version", "read_manifest", "write_manifest"]
 
 #: version of the layout written; 0 stands for manifests written before it had one
 SCHEMA_VERSION = 1
@@ -119,8 +108,7 @@ class DatasetEntry:
         clash = sorted(set(self.counts) & set(self._KEYS))
         if clash:
             raise ConfigError("a split count has the name of a dataset-entry key",
-                              expected="split names such as train, test, validation",
-                              found=", ".join(clash))
+                              expected="split names such as train, test, validation", found=", ".join(clash))
         d: dict[str, Any] = {k: int(v) for k, v in self.counts.items()}
         for k in self._KEYS:
             v = getattr(self, k)
@@ -267,12 +255,10 @@ class Manifest:
     # ------------------------------------------------------------------ writing
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (current schema), exactly as :meth:`write` stores it."""
-        d: dict[str, Any] = {
-            "schema": SCHEMA_VERSION, "kind": self.kind, "package": self.package,
-            "version": self.version, "python": self.python, "inputs": self.inputs,
-            "parameters": self.parameters, "notes": list(self.notes), "outputs": self.outputs,
-            "datasets": {k: e.to_dict() for k, e in self.datasets.items()},
-        }
+        d: dict[str, Any] = {"schema": SCHEMA_VERSION, "kind": self.kind, "package": self.package,
+                             "version": self.version, "python": self.python, "inputs": self.inputs,
+                             "parameters": self.parameters, "notes": list(self.notes), "outputs": self.outputs,
+                             "datasets": {k: e.to_dict() for k, e in self.datasets.items()},}
         for k in ("orientation", "split_by", "sides", "metadata_columns", "synthetic"):
             v = getattr(self, k)
             if v is not None:
@@ -305,12 +291,10 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(Manifest))
 
 #: the JSON type each field must have when present (checked on reading: a hand-edited
 #: manifest whose ``outputs`` is a list is a FormatError naming the file, not a traceback)
-_TYPES: dict[str, tuple[type, ...]] = {
-    "kind": (str,), "package": (str,), "version": (str,), "python": (str,),
-    "inputs": (dict,), "parameters": (dict,), "notes": (list,), "outputs": (dict,),
-    "datasets": (dict,), "orientation": (str,), "split_by": (str,), "sides": (dict,),
-    "metadata_columns": (list,),
-}
+_TYPES: dict[str, tuple[type, ...]] = {"kind": (str,), "package": (str,), "version": (str,), "python": (str,),
+                                       "inputs": (dict,), "parameters": (dict,), "notes": (list,), "outputs": (dict,),
+                                       "datasets": (dict,), "orientation": (str,), "split_by": (str,),
+                                       "sides": (dict,), "metadata_columns": (list,)}
 
 
 def _check_structure(d: dict[str, Any], path: StrPath | None) -> None:
@@ -398,10 +382,9 @@ def write_manifest(folder: StrPath, *, kind: str, inputs: dict[str, Any], parame
 def build_folder_problems(folder: StrPath) -> list[str]:
     """What ``--overwrite`` would destroy in ``folder`` beyond what mnistforge built there.
 
-    A build folder: ``manifest.json`` with its ``schema`` field and ``"package":
-    "mnistforge"``, and nothing but the files its ``outputs`` list, at their recorded sizes.
-    A ``build all`` folder: only subfolders that each are one (named ``sub/file``).  Empty:
-    the folder holds exactly that (see :func:`mnistforge.io.atomic.check_replaceable`).
+    A build folder: ``manifest.json`` with its ``schema`` field and ``"package": "mnistforge"``, and nothing but the
+    files its ``outputs`` list, at their recorded sizes. A ``build all`` folder: only subfolders that each are one
+    (named ``sub/file``).  Empty: the folder holds exactly that (see :func:`mnistforge.io.atomic.check_replaceable`).
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a.bin").write_bytes(b"abc")

@@ -1,10 +1,9 @@
 """Will it fit? The memory a request would need, checked before anything is allocated.
 
-One place for the estimate every size check uses: :func:`available_memory` (what the
-machine can still give, from ``/proc/meminfo``'s ``MemAvailable``, else
-``os.sysconf``) and :func:`require_memory`, which refuses a request whose arrays
-would not fit with :class:`~mnistforge.errors.InsufficientMemoryError` saying how
-much they would need.  Callers estimate their own arrays (they know their shapes).
+One place for the estimate every size check uses: :func:`available_memory` (what the machine can still give,
+from ``/proc/meminfo``'s ``MemAvailable``, else ``os.sysconf``) and :func:`require_memory`, which refuses a
+request whose arrays would not fit with :class:`~mnistforge.errors.InsufficientMemoryError` saying how much
+they would need.  Callers estimate their own arrays (they know their shapes).
 
 >>> format_bytes(584 * 2**30), format_bytes(1536)
 ('584.0 GiB', '1.5 KiB')
@@ -68,9 +67,8 @@ def available_memory() -> int | None:
 def require_memory(nbytes: float, what: str, hint: str | None = None) -> int | None:
     """Refuse ``what`` when its ``nbytes`` would not fit in the memory available.
 
-    Returns the bytes available (None when unknown: nothing is refused then).  The
-    message says how much ``what`` needs and how much there is; ``hint`` says what to
-    do (default: ask for less).
+    Returns the bytes available (None when unknown: nothing is refused then).  The message says how much
+    ``what`` needs and how much there is; ``hint`` says what to do (default: ask for less).
     """
     have = available_memory()
     if have is not None and nbytes > HEADROOM * have:

@@ -1,17 +1,5 @@
 """What an output may be, decided before any work; filesystem failures as named errors.
 
-* :func:`check_output_file`: a file output is a regular file or a new name, never a symlink,
-  FIFO, device, socket or folder (``-`` is standard output), and its name leaves room for the
-  temporary suffix;
-* :func:`check_output_path` / :func:`check_output_folder`: a folder output is a folder or a new
-  name (never a link), apart from every input; an existing one is replaced only with
-  ``--overwrite`` and only when its contents are exactly what its own record lists
-  (:func:`check_replaceable`, :func:`unlisted_entries`); nothing in the way of ``<out>.lock``
-  or ``<out>.incomplete``;
-* :func:`named_os_error`: ENOSPC, EACCES/EPERM/EROFS, ENAMETOOLONG, ENOTDIR, EISDIR, ELOOP as
-  :class:`~mnistforge.errors.DiskFullError`, :class:`~mnistforge.errors.NotWritableError`,
-  :class:`~mnistforge.errors.OutputPathError`.
-
 :mod:`mnistforge.io.atomic` (which writes) runs these checks; commands run them on their
 arguments when they are parsed.
 """
@@ -125,11 +113,10 @@ def check_file(path: Path, what: str = "output", writable: bool = True) -> Path:
 def check_output_file(path: StrPath, what: str = "output", writable: bool = True) -> Path | None:
     """Refuse, before any work, an output file that exists and is not a regular file.
 
-    A symlink (even to a file of yours: the link's target stays untouched), a FIFO,
-    a device (``/dev/full``), a socket or a folder is an
-    :class:`~mnistforge.errors.OutputPathError`, as is a path under a file or a name too
-    long once the temporary suffix is added; with ``writable`` a folder that cannot be written
-    is a :class:`~mnistforge.errors.NotWritableError`.  ``-`` means standard output (returns None).
+    A symlink (even to a file of yours: the link's target stays untouched), a FIFO, a device (``/dev/full``),
+    a socket or a folder is an :class:`~mnistforge.errors.OutputPathError`, as is a path under a file or a
+    name too long once the temporary suffix is added; with ``writable`` a folder that cannot be written is a
+    :class:`~mnistforge.errors.NotWritableError`.  ``-`` means standard output (returns None).
     :func:`atomic_file` checks the same again.
 
     >>> import tempfile, os
@@ -149,9 +136,8 @@ def check_output_file(path: StrPath, what: str = "output", writable: bool = True
 def check_output_path(out: StrPath, inputs: Iterable[StrPath | None] = (), writable: bool = True) -> Path:
     """Refuse an output folder that is a file, a symlink, lies under a file, or overlaps an input.
 
-    ``out`` must not equal, contain or lie inside any of ``inputs`` (so neither
-    a build nor ``--overwrite`` can ever touch its own source).  Returns
-    ``out`` as a :class:`~pathlib.Path`.
+    ``out`` must not equal, contain or lie inside any of ``inputs`` (so neither a build nor ``--overwrite``
+    can ever touch its own source).  Returns ``out`` as a :class:`~pathlib.Path`.
 
     >>> check_output_path("/data/build", ["/data/sd19"])
     PosixPath('/data/build')
@@ -171,9 +157,8 @@ def check_output_path(out: StrPath, inputs: Iterable[StrPath | None] = (), writa
                               hint="choose another --out" + (
                                   " (mnistforge never writes through a link)" if kind == "a symbolic link" else ""))
     if st is not None and os.path.ismount(out):  # (it could never be renamed into place)
-        raise OutputPathError("the output folder is a mount point", path=out,
-                              expected="a folder that can be renamed", found="a mount point",
-                              hint="choose an --out inside the mounted folder")
+        raise OutputPathError("the output folder is a mount point", path=out, expected="a folder that can be renamed",
+                              found="a mount point", hint="choose an --out inside the mounted folder")
     _check_name_length(out, "output folder")
     if writable:
         _check_writable(out, "output folder")
@@ -228,16 +213,14 @@ def _real(p: Path) -> Path:
         return p.absolute()
 
 
-def unlisted_entries(folder: StrPath, listed: Mapping[str, int | None], *,
-                     ignore: Callable[[str], bool] | None = None, folders: Iterable[str] = (),
-                     limit: int = 10) -> list[str]:
+def unlisted_entries(folder: StrPath, listed: Mapping[str, int | None], *, ignore: Callable[[str], bool] | None = None,
+                     folders: Iterable[str] = (), limit: int = 10) -> list[str]:
     """What in ``folder`` its record does not list: the entries ``--overwrite`` would destroy.
 
-    ``listed`` maps a relative path (``/``-separated) to its recorded size in bytes (None: any
-    size).  A file not listed, of another size, a symlink, a FIFO or a folder holding nothing
-    listed is reported (at most ``limit``, then a count); ``ignore(rel)`` accepts more, and
-    ``folders`` are looked into even when they list nothing (the package's own caches).  An
-    empty list means the folder is exactly what was recorded.
+    ``listed`` maps a relative path (``/``-separated) to its recorded size in bytes (None: any size).  A file
+    not listed, of another size, a symlink, a FIFO or a folder holding nothing listed is reported (at most
+    ``limit``, then a count); ``ignore(rel)`` accepts more, and ``folders`` are looked into even when they
+    list nothing (the package's own caches).  An empty list means the folder is exactly what was recorded.
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a").write_text("xy"); _ = (d / "b").write_text("")
@@ -283,8 +266,7 @@ def check_replaceable(out: StrPath, *, overwrite: bool, owned: Owned | None = No
     """Refuse an existing ``out`` unless ``overwrite`` and ``owned(out)`` finds nothing foreign.
 
     ``owned(folder) -> list[str]`` names what the folder's own record does not list
-    (:func:`unlisted_entries`); an empty folder holds nothing to lose.  Without
-    ``owned`` nothing is replaced.
+    (:func:`unlisted_entries`); an empty folder holds nothing to lose.  Without ``owned`` nothing is replaced.
     """
 
 
@@ -421,10 +403,9 @@ def check_lock_path(lock: Path) -> None:
                               expected="no such path, or the lock file of a mnistforge run",
                               found=_kind(st), hint="move it away, or choose another --out")
     if st.st_size > _LOCK_MAX or not _lock_text(lock).isdigit() and st.st_size:
-        raise OutputPathError("a file mnistforge did not write is in the way of the lock",
-                              path=lock, expected="no such file, or a lock holding a process id",
-                              found=f"a file of {st.st_size} bytes",
-                              hint="move it away, or choose another --out")
+        raise OutputPathError("a file mnistforge did not write is in the way of the lock", path=lock,
+                              expected="no such file, or a lock holding a process id",
+                              found=f"a file of {st.st_size} bytes", hint="move it away, or choose another --out")
 
 
 _LOCK_MAX = 32

@@ -1,16 +1,4 @@
-"""Image similarity that knows no dataset: exact per-image digests, near neighbours, shifts.
-
-* :func:`xorshift_image_digests`: one 64-bit digest per image, vectorised (equal images, equal digests;
-  callers compare bytes where a collision would matter); :func:`blake2b_image_digests`: 16 bytes
-  per image (blake2b), where a digest is recorded or trusted alone;
-* :func:`find_near_duplicates`: every pair within an L2 radius, exact, blocked, with a pooled
-  pre-filter (see its docstring);
-* :func:`shift_images` and :data:`SHIFTS`: the nine one-pixel placements the QMNIST
-  reconstruction measure uses (:mod:`mnistforge.checks.reference`).
-
-Used by :mod:`mnistforge.checks.duplicates`, :mod:`mnistforge.checks.reference` and the row maps
-of third-party copies (:mod:`mnistforge.loaders.rowmap`).
-"""
+"""Image similarity that knows no dataset: exact per-image digests, near neighbours, shifts."""
 from __future__ import annotations
 
 import dataclasses
@@ -22,8 +10,7 @@ import numpy.typing as npt
 from ..progress import progress
 
 __all__ = ["DEFAULT_NEAR_L2", "SHIFTS", "NearDuplicates", "find_near_duplicates", "xorshift_image_digests",
-           "blake2b_image_digests",
-           "nearest_brute_force", "shift_images"]
+           "blake2b_image_digests", "nearest_brute_force", "shift_images"]
 
 DEFAULT_NEAR_L2 = 128.0
 """Default near-duplicate radius (L2 over 0..255 pixels).
@@ -47,10 +34,9 @@ _DIGEST_KEYS = np.random.default_rng(0x6D6E6973).integers(1, 2**63, 4096, np.uin
 def xorshift_image_digests(images: npt.ArrayLike) -> npt.NDArray[np.uint64]:
     """One 64-bit digest per image, as ``uint64``: a multiply-xorshift hash of its bytes.
 
-    Only compared for equality within one run (digest groups are then
-    compared byte for byte, so a collision never reports a false duplicate);
-    never recorded.  Vectorised over the images: one pass of NumPy operations
-    instead of a hash call per image.
+    Only compared for equality within one run (digest groups are then compared byte for byte, so a collision
+    never reports a false duplicate); never recorded.  Vectorised over the images: one pass of NumPy
+    operations instead of a hash call per image.
 
     >>> import numpy as np
     >>> d = xorshift_image_digests(np.zeros((2, 28, 28), np.uint8))
@@ -64,8 +50,7 @@ def xorshift_image_digests(images: npt.ArrayLike) -> npt.NDArray[np.uint64]:
         flat = np.pad(flat, ((0, 0), (0, 8 - flat.shape[1] % 8)))
     words = flat.view("<u8")
     m = words.shape[1]
-    keys = _DIGEST_KEYS[np.arange(m) % _DIGEST_KEYS.size] if m > _DIGEST_KEYS.size \
-        else _DIGEST_KEYS[:m]
+    keys = _DIGEST_KEYS[np.arange(m) % _DIGEST_KEYS.size] if m > _DIGEST_KEYS.size else _DIGEST_KEYS[:m]
     out = np.empty(n, np.uint64)
     for s in range(0, n, 8192):  # blocks of rows: temporaries stay small
         x = words[s:s + 8192] * keys
@@ -91,8 +76,7 @@ def blake2b_image_digests(images: npt.ArrayLike) -> npt.NDArray[np.bytes_]:
     """
     images = np.ascontiguousarray(images)
     flat = images.reshape(images.shape[0], -1)
-    return np.array([hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in flat],
-                    dtype="S16")
+    return np.array([hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in flat], dtype="S16")
 
 
 def shift_images(images: npt.ArrayLike, dy: int, dx: int) -> np.ndarray:
@@ -164,8 +148,7 @@ def find_near_duplicates(query: npt.ArrayLike, base: npt.ArrayLike, threshold: f
     Exact (no pair within the threshold is missed, none outside is reported):
     see the module docstring for the pooled pre-filter and float32 slack.
 
-    ``query``, ``base``: uint8 arrays ``N x H x W``
-    ``threshold``: L2 radius over pixel values 0..255.
+    ``query``, ``base``: uint8 arrays ``N x H x W`` ``threshold``: L2 radius over pixel values 0..255.
     ``block``: Query rows per block, which share one slack (their products are made ``_COLS``
         columns at a time: memory ~ ``block * _COLS * 4`` bytes); default ``2**24 // len(base)``
         rows, 16 to 1024.
@@ -215,18 +198,16 @@ def find_near_duplicates(query: npt.ArrayLike, base: npt.ArrayLike, threshold: f
     for s in bar:
         e = min(nq, s + block)
         slack = 1e-4 * (qn[s:e].max() + bn) + 1.0
-        # |a-b|^2 <= t^2 + slack  <=>  a.b - (|b|^2 - slack)/2 >= (|a|^2 - t^2)/2.
-        # float32 rounding of a.b is far below 1e-4 of the norms, so the slack
-        # (per column, using the block's largest query norm) keeps every true
-        # pair; exact integer distances are checked below.
+        # |a-b|^2 <= t^2 + slack  <=>  a.b - (|b|^2 - slack)/2 >= (|a|^2 - t^2)/2. float32 rounding of a.b is far below
+        # 1e-4 of the norms, so the slack (per column, using the block's largest query norm) keeps every true pair;
+        # exact integer distances are checked below.
         np.negative((bn - slack) / 2, out=bft[-1])
         row = ((qn[s:e] - t2) / 2)[:, None]
         for c in range(0, nb, cols):
             d = min(nb, c + cols)
             ab = np.matmul(qf1[s:e], bft[:, c:d], out=buf[: e - s, : d - c])
             hit = np.greater_equal(ab, row, out=mask[: e - s, : d - c])
-            # flatnonzero + divmod: the same (row, column) pairs as np.nonzero, at a tenth of
-            # its cost
+            # flatnonzero + divmod: the same (row, column) pairs as np.nonzero, at a tenth of its cost
             qi, bj = np.divmod(np.flatnonzero(hit), d - c)
             n_cand += qi.size
             if qi.size:
@@ -256,5 +237,4 @@ def nearest_brute_force(query: npt.ArrayLike, base: npt.ArrayLike,
         for j in np.flatnonzero(d <= threshold):
             pairs.append((i, j))
             dists.append(float(d[j]))
-    return NearDuplicates(np.asarray(pairs, np.int64).reshape(-1, 2), np.asarray(dists),
-                          float(threshold))
+    return NearDuplicates(np.asarray(pairs, np.int64).reshape(-1, 2), np.asarray(dists), float(threshold))

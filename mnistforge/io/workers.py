@@ -37,14 +37,12 @@ def _watch(parent: int) -> None:
             os._exit(3)  # the parent is gone: nobody will read our results
 
 
-def watch_parent(parent: int, initializer: Callable[..., object] | None = None,
-                 initargs: tuple[Any, ...] = (),
+def watch_parent(parent: int, initializer: Callable[..., object] | None = None, initargs: tuple[Any, ...] = (),
                  given: settings.Overrides | None = None) -> None:
     """Worker initializer: start the watchdog, take the parent's settings (``given``: what
     :func:`mnistforge.settings.using` made active there, lost by a spawned worker otherwise),
     then run ``initializer(*initargs)``."""
-    threading.Thread(target=_watch, args=(parent,), name="mnistforge-parent-watch",
-                     daemon=True).start()
+    threading.Thread(target=_watch, args=(parent,), name="mnistforge-parent-watch", daemon=True).start()
     if given is not None:
         settings.activate(given)
     if initializer is not None:
@@ -54,8 +52,7 @@ def watch_parent(parent: int, initializer: Callable[..., object] | None = None,
 def process_pool(workers: int, *, initializer: Callable[..., object] | None = None,
                  initargs: tuple[Any, ...] = (), mp_context: BaseContext | None = None) -> cf.ProcessPoolExecutor:
     """A :class:`~concurrent.futures.ProcessPoolExecutor` whose workers end with their parent."""
-    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp_context,
-                                  initializer=watch_parent,
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp_context, initializer=watch_parent,
                                   initargs=(os.getpid(), initializer, initargs, settings.given()))
 
 

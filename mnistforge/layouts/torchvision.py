@@ -1,21 +1,9 @@
 """torchvision's layout: ``<root>/<Class>/raw/`` with the decompressed idx files its classes read.
 
-``torchvision.datasets.MNIST(root)`` (and ``FashionMNIST``, ``KMNIST``,
-``EMNIST``, ``QMNIST``) reads ``<root>/<Class>/raw/<release file without
-.gz>``; a build folder holds only ``.gz`` files, so torchvision cannot read it.
-:func:`write_torchvision` writes that layout from any loadable source (official
-files from the cache, a build folder, a folder of official files, a Hugging
-Face export): each split is loaded through :func:`mnistforge.load` (so the
-trust gate checks it), then written in the storage of the official files
-(EMNIST transposed, QMNIST's 8-column label table), atomically (the whole
-root appears at once, see :func:`mnistforge.io.atomic.atomic_dir`).
-
-Which class, folder, file names and classes: the registry's ``torchvision``
-entry of each dataset (:class:`mnistforge.registry.TorchvisionInfo`).  Each
-``raw/`` folder gets a ``manifest.json`` (so ``load(name, root=<root>/<Class>/raw)``
-checks the files against it, and a build keeps its provenance), and the root
-one listing every file.  A written file whose content equals the official
-release's (registry content sha256) is marked ``official`` in the result.
+:func:`write_torchvision` writes it from any loadable source, each split loaded through
+:func:`mnistforge.load` (so the trust gate checks it) and written in the official files' storage,
+atomically.  Class, folder and file names come from the registry's ``torchvision`` entries; each ``raw/`` folder gets a
+``manifest.json`` (so ``load`` checks the files against it), and the root one listing every file.
 """
 from __future__ import annotations
 
@@ -40,8 +28,7 @@ from ..registry import DatasetInfo, TorchvisionInfo, get_dataset, get_file, torc
 
 logger = get_logger(__name__)
 
-__all__ = ["TorchvisionSource", "TorchvisionLayout", "sources_from_targets", "write_torchvision",
-           "torchvision_of"]
+__all__ = ["TorchvisionSource", "TorchvisionLayout", "sources_from_targets", "write_torchvision", "torchvision_of"]
 
 #: statuses of a loaded file that mean "the official release" (see mnistforge.cache.verify)
 OFFICIAL_STATUSES = frozenset({"exact", "content", "raw", "derived", "archive"})
@@ -80,8 +67,7 @@ def torchvision_of(name: str) -> tuple[DatasetInfo, TorchvisionInfo]:
     info = get_dataset(name)
     if info.torchvision is None:
         raise ConfigError(f"torchvision has no dataset class for {name}",
-                          expected="one of " + ", ".join(torchvision_datasets()),
-                          found=name)
+                          expected="one of " + ", ".join(torchvision_datasets()), found=name)
     return info, info.torchvision
 
 
@@ -123,10 +109,9 @@ def _file_split(name: str, split: str, text: str) -> str:
 def sources_from_targets(targets: Iterable[str | os.PathLike[str]]) -> list[TorchvisionSource]:
     """CLI targets (``NAME[:SPLIT]``, ``FOLDER[:NAME][:SPLIT]``) -> the datasets to write.
 
-    Without a split: a registry name gives ``train`` and ``test`` (what
-    torchvision's ``train=True/False`` selects; qmnist's 402,953-image ``nist``
-    only when asked for), a folder every split whose files it holds.  A folder
-    holding several datasets (``build all``, an EMNIST build) gives each.
+    Without a split: a registry name gives ``train`` and ``test`` (what torchvision's ``train=True/False``
+    selects; qmnist's 402,953-image ``nist`` only when asked for), a folder every split whose files it holds.
+    A folder holding several datasets (``build all``, an EMNIST build) gives each.
     """
     merged: dict[tuple[str, str], TorchvisionSource] = {}
     for text in targets:
@@ -201,9 +186,8 @@ def _write_split(raw: Path, info: DatasetInfo, tv: TorchvisionInfo, split: str, 
         labels = _label_table(ds, info)
     else:
         if ds.labels.size and (int(ds.labels.min()) < 0 or int(ds.labels.max()) > 255):
-            raise ConfigError(f"{info.name} {split}: labels do not fit the ubyte labels file",
-                              path=ds.source, expected="0..255",
-                              found=f"{int(ds.labels.min())}..{int(ds.labels.max())}")
+            raise ConfigError(f"{info.name} {split}: labels do not fit the ubyte labels file", path=ds.source,
+                              expected="0..255", found=f"{int(ds.labels.min())}..{int(ds.labels.max())}")
         labels = ds.labels.astype(np.uint8)
     write_idx(raw / labels_name, labels)
     return [images_name, labels_name]
@@ -236,8 +220,7 @@ def layout_problems(root: str | os.PathLike[str]) -> list[str]:
     for p in recorded_folder_problems(root):
         rel = p.split(" (", 1)[0]
         nested = root / rel
-        if nested.name == MANIFEST_NAME and p.endswith("(not listed)") \
-                and not recorded_folder_problems(nested.parent):
+        if nested.name == MANIFEST_NAME and p.endswith("(not listed)") and not recorded_folder_problems(nested.parent):
             continue
         out.append(p)
     return out
@@ -258,8 +241,7 @@ def write_torchvision(out: str | os.PathLike[str], sources: list[TorchvisionSour
     for src in sources:
         by_folder.setdefault(torchvision_of(src.name)[1].folder, []).append(src)
     folders: list[str | os.PathLike[str]] = [src.root for src in sources if src.root is not None]
-    with atomic_dir(out, overwrite=overwrite, inputs=list(inputs) + folders,
-                    owned=layout_problems) as tmp:
+    with atomic_dir(out, overwrite=overwrite, inputs=list(inputs) + folders, owned=layout_problems) as tmp:
         for folder, srcs in by_folder.items():
             raw = Path(tmp) / folder
             raw.mkdir(parents=True)

@@ -1,11 +1,9 @@
 """What every third-party reader returns: arrays as stored, grouped into splits.
 
-The readers of :mod:`mnistforge.io.foreign` know no dataset: they hand back
-the arrays exactly as the file holds them (any dtype, flattened or not), the
-split each pair belongs to when the names say so, and any extra columns (EMNIST
-writer ids) as metadata.  Turning them into canonical images and naming the
-dataset happens above (:mod:`mnistforge.loaders.foreign`,
-:mod:`mnistforge.checks.identify`).
+The readers of :mod:`mnistforge.io.foreign` know no dataset: they hand back the arrays exactly as the file
+holds them (any dtype, flattened or not), the split each pair belongs to when the names say so, and any extra
+columns (EMNIST writer ids) as metadata.  Turning them into canonical images and naming the dataset happens
+above (:mod:`mnistforge.loaders.foreign`, :mod:`mnistforge.checks.identify`).
 
 >>> import numpy as np
 >>> arrays = {"x_train": np.zeros((2, 28, 28)), "y_train": np.zeros(2), "x_test": np.zeros((1, 784)),
@@ -34,19 +32,17 @@ __all__ = ["ForeignCopy", "ForeignSplit", "pair_arrays", "role_of", "split_of", 
 IMAGE_TOKENS = ("x", "images", "image", "imgs", "img", "data", "features", "pixels", "inputs")
 LABEL_TOKENS = ("y", "labels", "label", "targets", "target", "classes", "class")
 #: split names as third parties spell them -> ours
-SPLIT_TOKENS = {"train": "train", "training": "train", "test": "test", "t10k": "test",
-                "testing": "test", "val": "validation", "valid": "validation",
-                "validation": "validation"}
+SPLIT_TOKENS = {"train": "train", "training": "train", "test": "test", "t10k": "test", "testing": "test",
+                "val": "validation", "valid": "validation", "validation": "validation"}
 
 
 @dataclass
 class ForeignSplit:
     """One split of a third-party copy, as stored.
 
-    ``images``: any dtype, ``N x 784`` or ``N x H x W``; ``labels``: ``N`` (or
-    ``N x C`` one-hot); ``metadata``: extra per-image columns by name (EMNIST
-    writer ids); ``where``: the file (and key or column) it came from;
-    ``hint``: a dataset name the file names suggest (``emnist-letters``), if any.
+    ``images``: any dtype, ``N x 784`` or ``N x H x W``; ``labels``: ``N`` (or ``N x C`` one-hot);
+    ``metadata``: extra per-image columns by name (EMNIST writer ids); ``where``: the file (and key or column)
+    it came from; ``hint``: a dataset name the file names suggest (``emnist-letters``), if any.
     """
 
     split: str | None
@@ -123,9 +119,8 @@ def pair_arrays(arrays: dict[str, np.ndarray], where: str, default_split: str | 
                 ) -> dict[str, ForeignSplit]:
     """Pair image and label arrays by their names into splits.
 
-    ``arrays`` maps a key or file name to its array; keys that differ only by
-    the role token (``x_train``/``y_train``, ``train-images``/``train-labels``)
-    form one split.  A lone pair without a split name gets ``default_split``.
+    ``arrays`` maps a key or file name to its array; keys that differ only by the role token (``x_train``/``y_train``,
+    ``train-images``/``train-labels``) form one split.  A lone pair without a split name gets ``default_split``.
     """
     groups: dict[tuple[str | None, str | None], dict[str, tuple[str, np.ndarray]]] = {}
     for key, arr in arrays.items():

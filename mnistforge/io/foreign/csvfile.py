@@ -1,8 +1,7 @@
 """CSV files of images: one row per image, the label first, then the pixels (784 for 28 x 28).
 
-With or without a header line (``label,1x1,1x2,...`` as in Kaggle's
-``mnist_train.csv``; none in the EMNIST Kaggle CSVs).  A header naming a
-``label``/``class`` column elsewhere is followed.  Compressed files are read
+With or without a header line (``label,1x1,1x2,...`` as in Kaggle's ``mnist_train.csv``; none in the EMNIST
+Kaggle CSVs).  A header naming a ``label``/``class`` column elsewhere is followed.  Compressed files are read
 through :mod:`mnistforge.io.compression`.
 
 >>> import tempfile, os
@@ -93,16 +92,14 @@ def read_csv(path: StrPath) -> ForeignCopy:
         label_col = hits[0] if hits else 0
     ncols = body[: body.find("\n") if "\n" in body else len(body)].count(",") + 1
     if ncols < 2:
-        raise FormatError("too few columns", path=path, expected="a label and pixel columns",
-                          found=f"{ncols} column")
+        raise FormatError("too few columns", path=path, expected="a label and pixel columns", found=f"{ncols} column")
     flat = body.replace("\n", ",")
     nrows = body.count("\n") + 1
     values = _parse(flat, np.int64)  # integer text, the usual case, parses 10x faster than floats
     if values.size != nrows * ncols:
         values = _parse_floats(body, ncols)
     if values.size != nrows * ncols:
-        raise FormatError("ragged or non-numeric CSV", path=path,
-                          expected=f"{nrows} rows of {ncols} numbers",
+        raise FormatError("ragged or non-numeric CSV", path=path, expected=f"{nrows} rows of {ncols} numbers",
                           found=f"{values.size} numbers in all")
     table = values.reshape(nrows, ncols)
     if table.dtype.kind == "f" and np.array_equal(table, np.round(table)):
@@ -112,8 +109,7 @@ def read_csv(path: StrPath) -> ForeignCopy:
     hint, split = split_key(path.name)
     where = f"{path} (label column {label_col}{', header' if header else ', no header'})"
     hint = hint if hint not in ("", None) else None
-    return ForeignCopy("csv", path, {split or "data": ForeignSplit(split, images, labels, where,
-                                                                   hint=hint)}, hint=hint)
+    return ForeignCopy("csv", path, {split or "data": ForeignSplit(split, images, labels, where, hint=hint)}, hint=hint)
 
 
 def read_csv_folder(folder: StrPath) -> ForeignCopy:

@@ -1,14 +1,12 @@
 """Which third-party format a path holds, decided from its content (its name only breaks ties).
 
 :func:`sniff` looks at the first bytes of a file (decompressing gzip/xz/bz2
-when the bytes, not the suffix, say so) or at what a folder holds;
-:func:`read_foreign` dispatches to the reader.  Pickles (``torch.save``
-output, ``.pkl``, a zip holding ``data.pkl``) are recognised and refused with
+when the bytes, not the suffix, say so) or at what a folder holds; :func:`read_foreign` dispatches to the
+reader.  Pickles (``torch.save`` output, ``.pkl``, a zip holding ``data.pkl``) are recognised and refused with
 :class:`~mnistforge.errors.UnsafeFormatError`: nothing here ever unpickles.
 
-Formats: ``npz``, ``npy``, ``csv``, ``parquet``, ``mat``, ``idx`` (a single
-idx file, or a folder of idx files under any names), ``torchvision``
-(``root/<Name>/raw``), and ``pickle`` (refused).
+Formats: ``npz``, ``npy``, ``csv``, ``parquet``, ``mat``, ``idx`` (a single idx file, or a folder of idx files
+under any names), ``torchvision`` (``root/<Name>/raw``), and ``pickle`` (refused).
 
 >>> import numpy as np, tempfile, os
 >>> p = os.path.join(tempfile.mkdtemp(), "no-suffix")
@@ -91,8 +89,7 @@ def _sniff_file(path: Path) -> str:
     else:
         kind = _sniff_bytes(head)
     if kind is None:
-        raise FormatError("unrecognised file format", path=path,
-                          expected="npz, npy, CSV, parquet, MATLAB .mat or idx",
+        raise FormatError("unrecognised file format", path=path, expected="npz, npy, CSV, parquet, MATLAB .mat or idx",
                           found=f"first bytes {head[:8]!r}")
     return kind
 
@@ -145,9 +142,8 @@ def is_foreign(path: StrPath) -> bool:
 _FOLDER_READERS: dict[str, Callable[..., ForeignCopy]] = {
     "torchvision": read_torchvision, "parquet": read_parquet, "npy": read_npy_folder,
     "idx": read_idx_folder, "csv": read_csv_folder}
-_FILE_READERS: dict[str, Callable[..., ForeignCopy]] = {
-    "npz": read_npz, "csv": read_csv, "parquet": read_parquet, "mat": read_mat, "npy": read_npy_pair,
-    "idx": read_idx_folder}
+_FILE_READERS: dict[str, Callable[..., ForeignCopy]] = {"npz": read_npz, "csv": read_csv, "parquet": read_parquet,
+                                                        "mat": read_mat, "npy": read_npy_pair, "idx": read_idx_folder}
 
 
 def read_foreign(path: StrPath, *, torchvision_classes: Mapping[str, str] | None = None) -> ForeignCopy:
@@ -166,15 +162,13 @@ def read_foreign(path: StrPath, *, torchvision_classes: Mapping[str, str] | None
 
         raise refuse_pickle(bad)
     if path.is_dir():
-        return _FOLDER_READERS[kind](path) if kind != "npz" \
-            else _FILE_READERS["npz"](next(path.glob("*.npz")))
+        return _FOLDER_READERS[kind](path) if kind != "npz" else _FILE_READERS["npz"](next(path.glob("*.npz")))
     if kind == "npy":
         partner = _npy_partner(path)
         if partner is None:
             raise FormatError("a lone .npy file", path=path,
                               expected="an images/labels pair (x_train.npy + y_train.npy)",
-                              found="no partner file next to it",
-                              hint="give the folder holding both")
+                              found="no partner file next to it", hint="give the folder holding both")
         images, labels = (path, partner) if role_of(path.name) != "labels" else (partner, path)
         return _FILE_READERS["npy"](images, labels)
     if kind == "idx":

@@ -1,13 +1,10 @@
 """MATLAB ``.mat`` files, as the official EMNIST release ships them (``emnist-letters.mat``).
 
-The layout is a struct ``dataset`` with ``train`` and ``test`` structs holding
-``images`` (``N x 784`` uint8), ``labels`` (``N x 1``) and ``writers``
-(``N x 1``, the only official source of EMNIST writer ids, kept here as the
-metadata column ``writer``: the name EMNIST builds give it), plus ``mapping``
-(label -> ASCII codes).  Files with plain
-top-level variables (``x_train``, ``y_train``...) work too.  Read with
-:func:`scipy.io.loadmat` (MATLAB 4/5/7 files; 7.3 files are HDF5 and refused
-with a hint), which builds arrays and structs only: no code runs.
+The layout is a struct ``dataset`` with ``train`` and ``test`` structs holding ``images`` (``N x 784`` uint8),
+``labels`` (``N x 1``) and ``writers`` (``N x 1``, the only official source of EMNIST writer ids, kept here as the
+metadata column ``writer``: the name EMNIST builds give it), plus ``mapping`` (label -> ASCII codes). Files with plain
+top-level variables (``x_train``, ``y_train``...) work too.  Read with :func:`scipy.io.loadmat` (MATLAB 4/5/7 files;
+7.3 files are HDF5 and refused with a hint), which builds arrays and structs only: no code runs.
 
 >>> import numpy as np, scipy.io, tempfile, os
 >>> p = os.path.join(tempfile.mkdtemp(), "emnist-letters.mat")
@@ -53,8 +50,7 @@ def _loadmat(path: Path) -> dict[str, Any]:
         mat: dict[str, Any] = loadmat(path, simplify_cells=True)
         return mat
     except (ValueError, TypeError, NotImplementedError, OSError) as e:
-        raise FormatError("unreadable .mat file", path=path, expected="a MATLAB 5/7 file",
-                          found=str(e)) from e
+        raise FormatError("unreadable .mat file", path=path, expected="a MATLAB 5/7 file", found=str(e)) from e
 
 
 def read_mat(path: StrPath) -> ForeignCopy:
@@ -74,19 +70,15 @@ def read_mat(path: StrPath) -> ForeignCopy:
             for col, v in meta.items():  # a writer per image, or none: never a silent mismatch
                 if v.shape[0] != rows:
                     raise FormatError(f"dataset.{name}: {col}s do not match the images", path=path,
-                                      expected=f"{rows} {col} ids (one per image)",
-                                      found=f"{v.shape[0]}",
+                                      expected=f"{rows} {col} ids (one per image)", found=f"{v.shape[0]}",
                                       hint="the file is damaged or not EMNIST's layout")
-            splits[name] = ForeignSplit(split_of(name) or name, np.asarray(part["images"]),
-                                        np.asarray(part["labels"]),
+            splits[name] = ForeignSplit(split_of(name) or name, np.asarray(part["images"]), np.asarray(part["labels"]),
                                         f"{path} [dataset.{name}]", meta, hint)
         if "mapping" in ds:
             notes.append(f"mapping: {np.asarray(ds['mapping']).shape[0]} label -> ASCII rows")
         if not splits:
             raise FormatError("no image/label structs", path=path,
-                              expected="dataset.train.images / dataset.train.labels",
-                              found=", ".join(ds))
+                              expected="dataset.train.images / dataset.train.labels", found=", ".join(ds))
         return ForeignCopy("mat", path, splits, notes, hint)
     arrays = {k: np.asarray(v) for k, v in mat.items() if not k.startswith("__")}
-    return ForeignCopy("mat", path, pair_arrays(arrays, str(path), split_of(path.name)),
-                       notes, hint)
+    return ForeignCopy("mat", path, pair_arrays(arrays, str(path), split_of(path.name)), notes, hint)

@@ -45,8 +45,7 @@ def load_array(path: StrPath) -> np.ndarray:
     except ValueError as e:
         if "pickle" in str(e).lower() or "object" in str(e).lower():
             raise _refuse(path, e) from None
-        raise FormatError("not a readable .npy file", path=path, expected="a NumPy array",
-                          found=str(e)) from e
+        raise FormatError("not a readable .npy file", path=path, expected="a NumPy array", found=str(e)) from e
 
 
 def read_npz_array(path: StrPath | IO[bytes], key: str = "arr_0") -> np.ndarray:
@@ -56,8 +55,7 @@ def read_npz_array(path: StrPath | IO[bytes], key: str = "arr_0") -> np.ndarray:
     try:
         with np.load(path, allow_pickle=False) as z:
             if key not in z.files:
-                raise FormatError("the .npz archive lacks the array", path=path,
-                                  expected=f"an array named {key!r}",
+                raise FormatError("the .npz archive lacks the array", path=path, expected=f"an array named {key!r}",
                                   found=", ".join(z.files) or "no arrays",
                                   hint="the file is not the release file: delete it and fetch it again")
             try:
@@ -66,13 +64,11 @@ def read_npz_array(path: StrPath | IO[bytes], key: str = "arr_0") -> np.ndarray:
             except ValueError as e:
                 if "pickle" in str(e).lower() or "object" in str(e).lower():
                     raise _refuse(f"{path}[{key}]", e) from None
-                raise FormatError("not a readable .npz array", path=f"{path}[{key}]",
-                                  expected="a NumPy array", found=str(e),
-                                  hint="delete it and fetch it again") from None
+                raise FormatError("not a readable .npz array", path=f"{path}[{key}]", expected="a NumPy array",
+                                  found=str(e), hint="delete it and fetch it again") from None
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as e:
         raise FormatError("not a readable .npz archive", path=path, expected="a zip of .npy arrays",
-                          found=str(e) or type(e).__name__,
-                          hint="delete it and fetch it again") from e
+                          found=str(e) or type(e).__name__, hint="delete it and fetch it again") from e
 
 
 def read_npz(path: StrPath) -> ForeignCopy:

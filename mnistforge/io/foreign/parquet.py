@@ -1,10 +1,9 @@
 """Hugging Face parquet snapshots: an ``Image`` feature (PNG bytes) and an integer label column.
 
-Both the ``ylecun/mnist`` layout (``mnist/train-00000-of-00001.parquet``) and
-the layout of our exports (``data/<config>/<split>-NNNNN-of-NNNNN.parquet``)
-are read, without the ``datasets`` library: the shards of a split are joined
-in name order, the PNGs decoded by :func:`mnistforge.io.hf.png.decode_pngs`.
-Other integer columns are kept as metadata.
+Both the ``ylecun/mnist`` layout (``mnist/train-00000-of-00001.parquet``) and the layout of our exports
+(``data/<config>/<split>-NNNNN-of-NNNNN.parquet``) are read, without the ``datasets`` library: the shards of a
+split are joined in name order, the PNGs decoded by :func:`mnistforge.io.hf.png.decode_pngs`. Other integer
+columns are kept as metadata.
 
 >>> import numpy as np, pyarrow as pa, pyarrow.parquet as pq, tempfile, os
 >>> from mnistforge.io.hf.png import encode_png

@@ -1,11 +1,9 @@
 """torchvision's dataset folders: ``root/<Name>/raw/`` holds the idx files (gzipped or not).
 
-``MNIST``, ``FashionMNIST``, ``KMNIST``, ``QMNIST`` and ``EMNIST`` all keep the
-release files (or their decompressed copies) in ``raw/``; that is what is
-read here, through :func:`mnistforge.io.idx.read_idx`.  ``processed/*.pt``
-files are written by ``torch.save``: pickles, which run code when loaded.
-They are never opened as such; when ``raw/`` is missing the copy is refused
-with :class:`~mnistforge.errors.UnsafeFormatError` and the way out.
+``MNIST``, ``FashionMNIST``, ``KMNIST``, ``QMNIST`` and ``EMNIST`` all keep the release files (or their decompressed
+copies) in ``raw/``; that is what is read here, through :func:`mnistforge.io.idx.read_idx`. ``processed/*.pt`` files
+are written by ``torch.save``: pickles, which run code when loaded. They are never opened as such; when ``raw/`` is
+missing the copy is refused with :class:`~mnistforge.errors.UnsafeFormatError` and the way out.
 
 >>> import numpy as np, tempfile, os
 >>> from mnistforge.io.idx import write_idx

@@ -25,10 +25,8 @@ ROW_GROUP_SIZE = 1000
 MAX_SHARD_BYTES = 128 * 2**20
 #: Fixed writer settings: together with the fixed schema metadata they make
 #: the parquet bytes a function of the data only.
-PARQUET_OPTIONS = dict(
-    compression="snappy", version="2.6", data_page_version="1.0", use_dictionary=True,
-    write_statistics=True, store_schema=True, write_page_index=False,
-)
+PARQUET_OPTIONS = dict(compression="snappy", version="2.6", data_page_version="1.0", use_dictionary=True,
+                       write_statistics=True, store_schema=True, write_page_index=False)
 DATA = "data"
 
 
@@ -44,8 +42,7 @@ class SplitSummary(TypedDict):
 def _schema(features: datasets.Features) -> pa.Schema:
     """The parquet schema: exactly what ``datasets`` itself writes for ``features``.
 
-    Its metadata holds only the feature definition (``{"info": {"features": ...}}``):
-    no fingerprint, no timestamp.
+    Its metadata holds only the feature definition (``{"info": {"features": ...}}``): no fingerprint, no timestamp.
     """
     schema = features.arrow_schema
     if list(schema.names[:2]) != ["image", "label"]:
@@ -158,8 +155,7 @@ def write_split(folder: StrPath, config: str, split: str, data: SplitData, featu
         raise ConfigError(f"{config}/{split}: metadata lacks columns of the features",
                           expected=", ".join(missing), found="nothing")
 
-    blobs, offsets = encode_pngs(data.images, workers=workers, desc=f"{config}/{split} PNG",
-                                 png=png or DEFAULT_PNG)
+    blobs, offsets = encode_pngs(data.images, workers=workers, desc=f"{config}/{split} PNG", png=png or DEFAULT_PNG)
     bounds = shard_bounds(offsets, max_shard_bytes)
     files: list[str] = []
     num_bytes = 0

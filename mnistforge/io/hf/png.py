@@ -32,10 +32,8 @@ ISAL_LEVEL = 1
 #: ("none") on every row, because on MNIST-like images (mostly black, sharp strokes) it gives
 #: smaller streams than Pillow's per-row choice, at no cost, and ISA-L's deflate (about 3x zlib's
 #: speed); the PNGs are 0.1% smaller than Pillow's on MNIST.  ``pillow``: Pillow's bytes.
-PNG_ENCODERS = {
-    "fast": f"no scanline filter, deflate by ISA-L's isal_zlib at level {ISAL_LEVEL}",
-    "pillow": f"Pillow's bytes: its per-row filter choice, zlib level {PNG_COMPRESS_LEVEL}",
-}
+PNG_ENCODERS = {"fast": f"no scanline filter, deflate by ISA-L's isal_zlib at level {ISAL_LEVEL}",
+                "pillow": f"Pillow's bytes: its per-row filter choice, zlib level {PNG_COMPRESS_LEVEL}"}
 #: what ISA-L's inflate raises on a damaged stream
 _InflateError: type[Exception] = getattr(isal_zlib, "error")  # typed as an instance by its stub
 #: The encoder of ``export hf`` unless ``--png`` says otherwise.
@@ -48,8 +46,7 @@ _PNG_SIG = b"\x89PNG\r\n\x1a\n"
 _IEND = b"\0\0\0\0IEND\xaeB`\x82"
 
 
-def encode_png(image: np.ndarray, compress_level: int = PNG_COMPRESS_LEVEL, *,
-               png: str = DEFAULT_PNG) -> bytes:
+def encode_png(image: np.ndarray, compress_level: int = PNG_COMPRESS_LEVEL, *, png: str = DEFAULT_PNG) -> bytes:
     """One grayscale PNG, reproducibly (fixed settings, no ancillary chunks).
 
     With ``png="pillow"`` the bytes are those Pillow writes (``Image.save(format="PNG",
@@ -71,11 +68,10 @@ _FILTER_BLOCK = 1024
 def select_filters(images: np.ndarray) -> np.ndarray:
     """Filter every scanline of N x H x W uint8 images as Pillow's encoder does.
 
-    Returns N x H x (W+1) bytes: the filter type, then the filtered row.  Per row
-    the candidates are tried in Pillow's order (none, up, sub, Paeth; average
-    only when optimising, which this package never does) and one replaces the
-    current choice only when its cost (PNG's min-sum heuristic: the filtered
-    bytes read as signed, summed by magnitude) is strictly lower.
+    Returns N x H x (W+1) bytes: the filter type, then the filtered row.  Per row the candidates are tried in
+    Pillow's order (none, up, sub, Paeth; average only when optimising, which this package never does) and one
+    replaces the current choice only when its cost (PNG's min-sum heuristic: the filtered bytes read as
+    signed, summed by magnitude) is strictly lower.
 
     >>> select_filters(np.array([[[5, 5], [5, 5]]], np.uint8)).tolist()   # sub, then up
     [[[1, 5, 0], [2, 0, 0]]]
@@ -120,8 +116,7 @@ def _select_block(x: np.ndarray, out: np.ndarray) -> None:
 
 
 def _chunk(kind: bytes, payload: bytes) -> bytes:
-    return (len(payload).to_bytes(4, "big") + kind + payload
-            + zlib.crc32(payload, zlib.crc32(kind)).to_bytes(4, "big"))
+    return (len(payload).to_bytes(4, "big") + kind + payload + zlib.crc32(payload, zlib.crc32(kind)).to_bytes(4, "big"))
 
 
 def _head(h: int, w: int) -> bytes:
@@ -132,14 +127,11 @@ def encode_batch(images: np.ndarray, compress_level: int = PNG_COMPRESS_LEVEL, *
                  png: str = DEFAULT_PNG) -> tuple[bytes, np.ndarray]:
     """Encode N x H x W uint8 images as grayscale PNGs; return ``(data, sizes)``.
 
-    ``png`` names the encoder (:data:`PNG_ENCODERS`).  ``fast``: every row
-    unfiltered, one ISA-L zlib stream per image in a single IDAT chunk.
-    ``pillow``: filters chosen for the whole batch at once in NumPy as Pillow
-    chooses them, then one zlib stream per image (Pillow's settings: window 15,
-    memory level 9, ``Z_FILTERED``) in a single IDAT chunk: byte-identical to
-    Pillow's output for images whose compressed data fits one 64 KiB block
-    (every MNIST-sized image); larger ones go through Pillow.
-    ``compress_level`` is the ``pillow`` encoder's zlib level.
+    ``png`` names the encoder (:data:`PNG_ENCODERS`).  ``fast``: every row unfiltered, one ISA-L zlib stream per image
+    in a single IDAT chunk. ``pillow``: filters chosen for the whole batch at once in NumPy as Pillow chooses them,
+    then one zlib stream per image (Pillow's settings: window 15, memory level 9, ``Z_FILTERED``) in a single IDAT
+    chunk: byte-identical to Pillow's output for images whose compressed data fits one 64 KiB block (every MNIST-sized
+    image); larger ones go through Pillow. ``compress_level`` is the ``pillow`` encoder's zlib level.
     """
     if png not in PNG_ENCODERS:
         raise ConfigError("unknown PNG encoder", expected=" or ".join(PNG_ENCODERS), found=repr(png))
@@ -191,16 +183,14 @@ def pillow_png(image: np.ndarray, compress_level: int = PNG_COMPRESS_LEVEL) -> b
 _PILLOW_BLOCK = 65536
 
 
-def encode_pngs(images: np.ndarray, *, workers: int | None = None,
-                compress_level: int = PNG_COMPRESS_LEVEL, desc: str | None = None,
-                png: str = DEFAULT_PNG) -> tuple[bytes, npt.NDArray[np.int64]]:
+def encode_pngs(images: np.ndarray, *, workers: int | None = None, compress_level: int = PNG_COMPRESS_LEVEL,
+                desc: str | None = None, png: str = DEFAULT_PNG) -> tuple[bytes, npt.NDArray[np.int64]]:
     """Encode N images to PNG with the encoder ``png``; return ``(data, offsets)`` (all
     bytes, N+1 int64 offsets).
 
-    Batches of :data:`PARALLEL_MIN` images or more are split over ``workers``
-    threads (default: every core): zlib and NumPy release the GIL, so threads
-    scale like processes without copying images to them.  The result does not
-    depend on the number of workers.
+    Batches of :data:`PARALLEL_MIN` images or more are split over ``workers`` threads (default: every core):
+    zlib and NumPy release the GIL, so threads scale like processes without copying images to them.  The
+    result does not depend on the number of workers.
     """
 
     n = len(images)
@@ -211,9 +201,8 @@ def encode_pngs(images: np.ndarray, *, workers: int | None = None,
     try:
         if workers > 1 and n >= PARALLEL_MIN:
             with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="mnistforge-png") as pool:
-                futs = {pool.submit(encode_batch, np.asarray(images[s:s + CHUNK]), compress_level,
-                                    png=png): i
-                        for i, s in enumerate(starts)}
+                futs = {pool.submit(encode_batch, np.asarray(images[s:s + CHUNK]), compress_level, png=png): i for i,
+                        s in enumerate(starts)}
                 for fut in concurrent.futures.as_completed(futs):
                     part = parts[futs[fut]] = fut.result()
                     bar.update(len(part[1]))
@@ -277,8 +266,7 @@ def _unfilter(raw: np.ndarray) -> np.ndarray:
     ft = raw[:, :, 0]
     top = int(ft.max(initial=0))
     if top > 4:
-        raise FormatError("PNG: unknown scanline filter", expected="filter types 0..4",
-                          found=f"type {top}")
+        raise FormatError("PNG: unknown scanline filter", expected="filter types 0..4", found=f"type {top}")
     if top == 0:              # every row unfiltered (the fast encoder's PNGs): the rows as they are
         return np.ascontiguousarray(raw[:, :, 1:])
     out = np.empty((n, h, w), np.uint8)
@@ -324,17 +312,15 @@ def _pillow(Image: ModuleType, blob: _Blob, i: int) -> np.ndarray:
         img = Image.open(io.BytesIO(bytes(blob)))
         return np.asarray(img if img.mode == "L" else img.convert("L"))
     except (OSError, SyntaxError, ValueError, zlib.error) as e:
-        raise FormatError(f"PNG image {i} does not decode", expected="a valid PNG",
-                          found=f"{type(e).__name__}: {e}",
+        raise FormatError(f"PNG image {i} does not decode", expected="a valid PNG", found=f"{type(e).__name__}: {e}",
                           hint="the shard is corrupt: re-export it (or verify the folder)") from None
 
 
 def decode_pngs(blobs: Iterable[_Blob], shape: Sequence[int] | None = None) -> np.ndarray:
     """Decode grayscale PNGs to an N x H x W uint8 array.
 
-    8-bit grey PNGs (what :func:`encode_png` writes) take a vectorised path
-    (zlib + batch un-filtering); anything else goes through Pillow.  Every
-    image must have the same size.
+    8-bit grey PNGs (what :func:`encode_png` writes) take a vectorised path (zlib + batch un-filtering);
+    anything else goes through Pillow.  Every image must have the same size.
 
     >>> a = np.arange(784, dtype=np.uint8).reshape(28, 28)
     >>> bool((decode_pngs([encode_png(a)])[0] == a).all())
@@ -358,8 +344,7 @@ def decode_pngs(blobs: Iterable[_Blob], shape: Sequence[int] | None = None) -> n
     out = np.empty((n,) + hw, np.uint8)
     fast = np.array([p is not None and (p[0], p[1]) == hw for p in parsed])
     if fast.any():
-        raw = np.frombuffer(b"".join(p[2] for p, ok in zip(parsed, fast) if ok and p is not None),
-                            np.uint8)
+        raw = np.frombuffer(b"".join(p[2] for p, ok in zip(parsed, fast) if ok and p is not None), np.uint8)
         out[fast] = _unfilter(raw.reshape(-1, hw[0], hw[1] + 1))
     for i in np.flatnonzero(~fast):
         arr = _pillow(Image, blobs[i], int(i))

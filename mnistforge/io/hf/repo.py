@@ -105,9 +105,8 @@ def recorded_shard_fast_hashes(repo_dir: StrPath) -> dict[str, str]:
 def recorded_shard_hashes(repo_dir: StrPath) -> dict[str, str]:
     """``{shard path relative to repo_dir: sha256}`` as the export recorded them.
 
-    The card lists every shard under "Shards (sha256)"; ``croissant.json``
-    (when written) holds the same digests.  Empty for a folder exported
-    before shard hashes were recorded.
+    The card lists every shard under "Shards (sha256)"; ``croissant.json`` (when written) holds the same
+    digests.  Empty for a folder exported before shard hashes were recorded.
     """
     repo_dir = Path(repo_dir)
     out: dict[str, str] = {}
@@ -207,13 +206,11 @@ def shard_paths(repo_dir: StrPath, config: str, split: str) -> list[Path]:
                                    expected="one of " + ", ".join(splits), found=split)
     paths: list[Path] = []
     for pattern in splits[name]:
-        hits = sorted(repo_dir.glob(pattern)) if any(ch in pattern for ch in "*?[") \
-            else [repo_dir / pattern]
+        hits = sorted(repo_dir.glob(pattern)) if any(ch in pattern for ch in "*?[") else [repo_dir / pattern]
         for p in hits:
             if not p.is_file():
-                raise MissingFileError("shard listed in the card is missing", path=p,
-                                       expected="a parquet file", found="nothing",
-                                       hint="re-export the repository")
+                raise MissingFileError("shard listed in the card is missing", path=p, expected="a parquet file",
+                                       found="nothing", hint="re-export the repository")
             paths.append(p)
     if not paths:
         raise MissingFileError(f"no shard for {config}/{split}", path=repo_dir,
@@ -232,8 +229,7 @@ def read_split_table(repo_dir: StrPath, config: str, split: str) -> pa.Table:
         try:
             tables.append(pq.read_table(p))
         except (pa.ArrowInvalid, OSError) as e:
-            raise FormatError("unreadable parquet shard", path=p, expected="a parquet file",
-                              found=str(e)) from e
+            raise FormatError("unreadable parquet shard", path=p, expected="a parquet file", found=str(e)) from e
     schema = tables[0].schema
     for p, t in zip(shard_paths(repo_dir, config, split), tables):
         if not t.schema.equals(schema, check_metadata=False):
@@ -276,8 +272,7 @@ def _png_size(blob: bytes | bytearray | memoryview) -> tuple[int, int] | None:
 def pixels_of(table: pa.Table) -> np.ndarray:
     """The ``pixels`` column as an N x H x W uint8 array, without decoding.
 
-    ``Array2D`` columns carry their shape; binary columns (H*W bytes per row)
-    take it from the first row's PNG header.
+    ``Array2D`` columns carry their shape; binary columns (H*W bytes per row) take it from the first row's PNG header.
     """
     import pyarrow as pa
 
@@ -317,11 +312,9 @@ def read_split(repo_dir: StrPath, config: str, split: str
                ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray | None]:
     """Load one split of an exported repository as NumPy arrays.
 
-    Returns ``(images, labels, classes, metadata)``: uint8 N x 28 x 28 upright
-    images, int64 labels, the ClassLabel names, and a structured array of the
-    metadata columns (``None`` when there are none).  ``split`` may use ``-``
-    or ``_``.  This is what ``mnistforge.load(config, split, root=repo_dir)``
-    runs on such a folder.
+    Returns ``(images, labels, classes, metadata)``: uint8 N x 28 x 28 upright images, int64 labels, the ClassLabel
+    names, and a structured array of the metadata columns (``None`` when there are none). ``split`` may use ``-`` or
+    ``_``.  This is what ``mnistforge.load(config, split, root=repo_dir)`` runs on such a folder.
 
     >>> images, labels, classes, meta = read_split("hf-repo", "qmnist", "test")  # doctest: +SKIP
     """

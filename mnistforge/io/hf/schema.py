@@ -1,10 +1,8 @@
 """The one Hugging Face schema of an MNIST-family split, and the in-memory split it describes.
 
-``image`` (:class:`datasets.Image`, PNG bytes), ``label`` (:class:`datasets.ClassLabel`
-named by the classes), then one ``Value`` per scalar metadata field, named as
-:data:`EXPORT_NAMES` says (the writer is ``writer_id``). The export
-(:mod:`mnistforge.hub.export`) and the loaders' ``to_hf()`` both use
-:func:`features_for` and :func:`export_metadata`.
+``image`` (:class:`datasets.Image`, PNG bytes), ``label`` (:class:`datasets.ClassLabel` named by the classes), then one
+``Value`` per scalar metadata field, named as :data:`EXPORT_NAMES` says (the writer is ``writer_id``). The export
+(:mod:`mnistforge.hub.export`) and the loaders' ``to_hf()`` both use :func:`features_for` and :func:`export_metadata`.
 """
 from __future__ import annotations
 
@@ -21,16 +19,14 @@ from ...errors import ConfigError
 if TYPE_CHECKING:
     import datasets
 
-#: Metadata fields not exported: ``label`` repeats the label column (the
-#: loaders' rule), ``image`` would clash.
+#: Metadata fields not exported: ``label`` repeats the label column (the loaders' rule), ``image`` would clash.
 SKIPPED_METADATA = ("image", "label", "pixels")
 #: The optional raw-pixel column, next to the PNG ``image``: a plain ``load_dataset`` user
 #: gets NumPy arrays from it without decoding PNGs.
 PIXELS = "pixels"
-#: Layouts of the ``pixels`` column.  ``bytes``: ``Value("binary")``, the H*W pixels of
-#: each image row-major (parquet reads it as one flat buffer: the fastest to load).
-#: ``array``: ``Array2D((H, W), "uint8")`` (self-describing, but parquet stores it as
-#: nested lists whose per-pixel levels cost ~5x more to read back).
+#: Layouts of the ``pixels`` column.  ``bytes``: ``Value("binary")``, the H*W pixels of each image row-major (parquet
+#: reads it as one flat buffer: the fastest to load). ``array``: ``Array2D((H, W), "uint8")`` (self-describing, but
+#: parquet stores it as nested lists whose per-pixel levels cost ~5x more to read back).
 PIXEL_FORMATS = ("bytes", "array")
 #: Metadata fields that a Hugging Face dataset names otherwise: the writer is ``writer_id``,
 #: the name of the writer column in Flower's FEMNIST on the Hub (``flwrlabs/femnist``), so that
@@ -54,8 +50,7 @@ class SplitData:
         self.images = np.asarray(self.images)
         self.labels = np.asarray(self.labels)
         if self.images.ndim != 3 or self.images.dtype != np.uint8:
-            raise ConfigError("images must be a uint8 array N x H x W",
-                              expected="uint8, 3 dims",
+            raise ConfigError("images must be a uint8 array N x H x W", expected="uint8, 3 dims",
                               found=f"{self.images.dtype}, shape {self.images.shape}")
         n = len(self.images)
         if self.labels.shape != (n,):
@@ -114,8 +109,7 @@ def hf_split_name(split: str) -> str:
     """
     name = str(split).replace("-", "_")
     if not re.fullmatch(r"\w+", name):
-        raise ConfigError("invalid split name", expected="letters, digits, '-' or '_'",
-                          found=repr(split))
+        raise ConfigError("invalid split name", expected="letters, digits, '-' or '_'", found=repr(split))
     return name
 
 
@@ -124,14 +118,12 @@ def features_for(classes: Iterable[object], metadata_dtype: np.dtype | None = No
                  pixels: str | None = None, pixels_shape: Sequence[int] | None = None) -> datasets.Features:
     """The :class:`datasets.Features` of an exported config.
 
-    ``image`` (Image), ``label`` (ClassLabel named by ``classes``), with
-    ``pixels`` a ``pixels`` column holding the same images undecoded (``"bytes"``:
-    ``Value("binary")``; ``"array"``: ``Array2D(pixels_shape, "uint8")``; see
-    :data:`PIXEL_FORMATS`), then one ``Value`` per scalar field of
-    ``metadata_dtype`` (a NumPy structured dtype), in field order, under their export
-    names (:data:`EXPORT_NAMES`; the arrays written get them from :func:`export_metadata`).
-    Fields named ``image``, ``label`` or ``pixels`` are left out.  The loaders'
-    ``.to_hf()`` uses the same definition.
+    ``image`` (Image), ``label`` (ClassLabel named by ``classes``), with ``pixels`` a ``pixels`` column
+    holding the same images undecoded (``"bytes"``: ``Value("binary")``; ``"array"``: ``Array2D(pixels_shape,
+    "uint8")``; see :data:`PIXEL_FORMATS`), then one ``Value`` per scalar field of ``metadata_dtype`` (a NumPy
+    structured dtype), in field order, under their export names (:data:`EXPORT_NAMES`; the arrays written get
+    them from :func:`export_metadata`). Fields named ``image``, ``label`` or ``pixels`` are left out.  The
+    loaders' ``.to_hf()`` uses the same definition.
 
     >>> f = features_for(["0", "1"], np.dtype([("writer", "i4")]))
     >>> list(f), f["label"].names, f["writer_id"].dtype
