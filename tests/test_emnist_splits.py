@@ -5,11 +5,13 @@ import numpy as np
 import pytest
 
 from mnistforge.builders.emnist_splits import (DATASETS, MERGED_LETTERS, OFFICIAL_SIZES,
-                                               SD19_CLASS_TOTALS, SD19_TOTAL,
+                                               SD19_CLASS_TOTALS,
                                                EmnistSplitConfig, apportion, class_list,
                                                label_table, make_metadata, make_splits,
                                                mapping_lines, split_sides)
 from mnistforge.errors import BuildError, ConfigError
+
+SD19_TOTAL = 814_255  # NIST's published number of SD19 characters (spec/sd19.md)
 
 DTYPE = [("hsf", "u1"), ("writer", "i2"), ("template", "u1"), ("field", "S1"),
          ("entry", "i4"), ("ascii", "u1")]

@@ -273,7 +273,6 @@ def convert_batch(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFI
     """Convert a batch of 128x128 binary characters to EMNIST 28x28 bytes.
 
     ``images`` (ndarray, bool or 0/1 integers, shape (n, 128, 128)): True (1) = ink.
-    ``config``: EmnistPreproConfig
     ``chunk``: Images converted at once (bounds the float32 working memory).
 
     Returns ndarray, uint8, shape (n, 28, 28), upright, ink high.
@@ -368,9 +367,3 @@ def convert_reference(image: np.ndarray, config: EmnistPreproConfig = DEFAULT_CO
         res = np.asarray(pil.resize((n_out, n_out), Image.Resampling.BICUBIC), np.float64)
     one: np.ndarray = _finish(res[None], config)[0]
     return one
-
-
-def convert_reference_batch(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFIG) -> np.ndarray:
-    """:func:`convert_reference` over a batch, one image at a time."""
-    return np.stack([convert_reference(x, config) for x in images]) if len(images) else \
-        np.zeros((0, config.out_side, config.out_side), np.uint8)

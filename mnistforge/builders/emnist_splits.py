@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from ..errors import BuildError, ConfigError
 from ..registry import emnist_splits
+from ..sd19.nist_table import CLASS_TOTALS, MERGED_LETTERS
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +41,7 @@ DATASETS = emnist_splits()
 DIGITS = string.digits
 UPPER = string.ascii_uppercase
 LOWER = string.ascii_lowercase
-# NIST's by_merge folds these 15 lower-case letters into their upper-case class.
-MERGED_LETTERS = "CIJKLMOPSUVWXYZ"
-# ... and keeps these 11 lower-case letters as classes of their own (labels 36..46).
+# by_merge folds the lower case of MERGED_LETTERS into the upper case and keeps these 11 as classes (labels 36..46).
 SEPARATE_LOWER = "abdefghnqrt"
 
 # Official figures (spec/emnist.md): per-class (train, test) for the balanced sets, totals for the unbalanced ones.
@@ -54,16 +53,8 @@ OFFICIAL_PER_CLASS = {
     "balanced": (2_400, 400), "letters": (4_800, 800), "digits": (24_000, 4_000),
     "mnist": (6_000, 1_000), "letters37": (2_400, 400),
 }
-# Number of SD19 characters per class (spec/sd19.md), for the scale of a partial source.
-SD19_CLASS_TOTALS = dict(zip(DIGITS, (40363, 44704, 40072, 41112, 39154, 36606, 39937,
-                                      41893, 39579, 39533)))
-SD19_CLASS_TOTALS.update(zip(UPPER, (
-    7469, 4526, 11833, 5341, 5785, 10622, 2964, 3673, 13994, 4388, 2850, 5886, 10487, 9588,
-    29139, 9744, 3018, 5882, 24272, 11396, 14604, 5433, 5501, 3203, 5541, 3165)))
-SD19_CLASS_TOTALS.update(zip(LOWER, (
-    11677, 6012, 3286, 11860, 28723, 2961, 4276, 10217, 3152, 2213, 2957, 17853, 3109, 13316,
-    3215, 2816, 3499, 16425, 3136, 21227, 3312, 3378, 3164, 3292, 2746, 3176)))
-SD19_TOTAL = 814_255
+# Number of SD19 characters per class, for the scale of a partial source.
+SD19_CLASS_TOTALS = {chr(code): n for code, n in CLASS_TOTALS.items()}
 TEST_FRACTION = (1, 7)  # test side = N - floor(6N/7)
 
 FIELD_CODES = {b"d": 0, b"u": 1, b"l": 2, b"c": 3}
@@ -428,7 +419,6 @@ def make_splits(index: IndexLike, names: Iterable[str] = DATASETS, config: Emnis
     ``index``: structured array with fields ``ascii``, ``writer``, ``hsf`` (see
         :mod:`mnistforge.sd19`); any object indexable by those names works.
     ``names``: dataset names (subset of :data:`DATASETS`).
-    ``config``: EmnistSplitConfig
     ``is_test``: precomputed sides (from :func:`split_sides`), optional.
 
     Returns dict name -> :class:`EmnistRowSelection`.

@@ -117,7 +117,6 @@ def build_qmnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
 
     ``sd19_path``: SD19 folder (zips or unpacked trees, either edition; real or synthetic).
     ``out``: Output folder, created atomically.
-    ``config``: QmnistBuildConfig, optional
 
     Returns: The manifest written to ``out/manifest.json`` (outputs hashed), as written.
     """
