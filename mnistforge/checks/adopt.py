@@ -273,11 +273,9 @@ def _array_answers(path: Path, search_cache: bool) -> list[CopyAnswer]:
 
 
 def examine(path: StrPath, *, search_cache: bool = True) -> list[CopyAnswer]:
-    """What the copy at ``path`` is, split by split (read only; see the module doc).
-
-    ``search_cache``: compare with official splits already in the cache when the registry's
-    hashes cannot tell (:func:`~mnistforge.checks.identify.identify`).
-    """
+    """What the copy at ``path`` is, split by split (read only; see the module doc). ``search_cache``: compare with
+    official splits already in the cache when the registry's hashes cannot tell
+    (:func:`~mnistforge.checks.identify.identify`)."""
     p = regular_or_folder(path)
     try:
         kind = sniff(p)

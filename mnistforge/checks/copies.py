@@ -145,11 +145,10 @@ def _examine(cand: Path, search_cache: bool) -> list[CopyAnswer]:
 
 def adopt(paths: StrPath | Iterable[StrPath], files: Iterable[RemoteFile | str] | None = None, *,
           root: StrPath | None = None) -> tuple[dict[str, tuple[FetchResult, str]], list[CopyAnswer]]:
-    """Place in the cache what the copies at ``paths`` give of ``files`` (registry ids; None:
-    anything they give).  A file is examined as it is (its errors raised); a folder is walked
-    like a place of :func:`find_copies` (a copy in it that cannot be read is said and
-    skipped).  Returns ``({file id: (FetchResult, where)}, answers)``; a piece that fails the
-    cache's verification is logged and skipped (another copy may give it)."""
+    """Place in the cache what the copies at ``paths`` give of ``files`` (registry ids; None: anything they give).  A
+    file is examined as it is (its errors raised); a folder is walked like a place of :func:`find_copies` (a copy in it
+    that cannot be read is said and skipped).  Returns ``({file id: (FetchResult, where)}, answers)``; a piece that
+    fails the cache's verification is logged and skipped (another copy may give it)."""
     wanted = None if files is None else {getattr(f, "id", f) for f in files}
     placed: dict[str, tuple[FetchResult, str]] = {}
     answers: list[CopyAnswer] = []

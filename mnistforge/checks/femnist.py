@@ -40,11 +40,9 @@ def _frac(digits: str) -> float:
 
 
 def leaf_parameters_from_names(names: Iterable[str]) -> dict[str, Any]:
-    """LEAF's options as its file names record them (sample.py, remove_users.py, split_data.py).
-
-    ``-t`` is ``user`` when one train file stands for several all_data files (split_data.py
-    writes a single file by user), else ``sample``; seeds are not in the names (``meta/``).
-    """
+    """LEAF's options as its file names record them (sample.py, remove_users.py, split_data.py). ``-t`` is ``user``
+    when one train file stands for several all_data files (split_data.py writes a single file by user), else
+    ``sample``; seeds are not in the names (``meta/``)."""
     out: dict[str, Any] = {}
     indices = set()
     for n in names:

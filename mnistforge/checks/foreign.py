@@ -78,12 +78,10 @@ def _pick(copy: ForeignCopy, split: str | None) -> list[str]:
 
 def identify_copy(path: StrPath, split: str | None = None, *, reference: Any = None, download: bool | None = None,
                   search_cache: bool = True) -> tuple[ForeignCopy, dict[str, DatasetSplit], list[Identification], Any]:
-    """Identify every split of the copy at ``path``.
-
-    Returns ``(copy, loaded, answers, suite_reference)``: the splits made canonical with the changes undone (by split
-    name, ready for :func:`mnistforge.checks.verify`), one :class:`Identification` each, and the reference to pass on
-    to the QMNIST-style checks (a NAME/FOLDER reference; a copy given as reference was compared here).
-    """
+    """Identify every split of the copy at ``path``. Returns ``(copy, loaded, answers, suite_reference)``: the splits
+    made canonical with the changes undone (by split name, ready for :func:`mnistforge.checks.verify`), one
+    :class:`Identification` each, and the reference to pass on to the QMNIST-style checks (a NAME/FOLDER reference; a
+    copy given as reference was compared here)."""
     copy = read_foreign(path, torchvision_classes=torchvision_folders())
     idents: list[Identification] = []
     loaded: dict[str, DatasetSplit] = {}

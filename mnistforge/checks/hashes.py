@@ -81,12 +81,10 @@ def check_manifest(folder: StrPath, manifest: Manifest | dict[str, Any] | None =
 
 
 def verify_against_registry(path: StrPath, remote: RemoteFile, content: ContentHasher | None = None) -> dict[str, Any]:
-    """Compare one file with its registry entry, re-hashing it (no sidecar is trusted).
-
-    Returns a dict with ``status`` in the vocabulary of fetch and load (:data:`mnistforge.cache.verify.STATUS_TEXT`):
-    ``exact`` (the published bytes), ``content`` (same decompressed content, another wrapper), ``raw`` (a decompressed
-    copy with the pinned content), ``unpinned``, ``archive`` or ``mismatch``; plus the hashes measured.
-    """
+    """Compare one file with its registry entry, re-hashing it (no sidecar is trusted). Returns a dict with ``status``
+    in the vocabulary of fetch and load (:data:`mnistforge.cache.verify.STATUS_TEXT`): ``exact`` (the published bytes),
+    ``content`` (same decompressed content, another wrapper), ``raw`` (a decompressed copy with the pinned content),
+    ``unpinned``, ``archive`` or ``mismatch``; plus the hashes measured."""
     path = Path(path)
     v = recheck_file(path, remote, content)
     out: dict[str, Any] = {"file": path.name, "pinned_how": remote.pinned_how, "status": v.status, "sha256": v.sha256}
@@ -104,9 +102,8 @@ def verify_against_registry(path: StrPath, remote: RemoteFile, content: ContentH
 
 def check_registry_files(files: Mapping[Path, RemoteFile], name: str = "hashes.registry",
                          contents: Mapping[Path, ContentHasher] | None = None) -> CheckResult:
-    """Check official files (``{local path: its registry file}``) against the registry;
-    ``contents``: content hashers by path from :func:`~mnistforge.checks.integrity.check_parse`
-    (the files inflated once for both checks)."""
+    """Check official files (``{local path: its registry file}``) against the registry; ``contents``: content hashers
+    by path from :func:`~mnistforge.checks.integrity.check_parse` (the files inflated once for both checks)."""
     contents = contents or {}
     rows = [verify_against_registry(p, r, contents.get(Path(p)))
             for p, r in sorted(files.items(), key=lambda x: str(x[0]))]

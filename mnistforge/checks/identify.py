@@ -147,11 +147,9 @@ def _digests(rows: np.ndarray) -> list[bytes]:
 
 def compare_with_reference(images: np.ndarray, labels: np.ndarray, ref_images: np.ndarray,
                            ref_labels: np.ndarray) -> RefResult | None:
-    """Image-by-image comparison with reference arrays (both as the official files store them).
-
-    Tries both orientations and label offsets -1, 0, +1; in the same order when at least half the images sit where the
-    reference has them, else through per-image digests.  None when fewer than half the images are found at all.
-    """
+    """Image-by-image comparison with reference arrays (both as the official files store them). Tries both orientations
+    and label offsets -1, 0, +1; in the same order when at least half the images sit where the reference has them, else
+    through per-image digests.  None when fewer than half the images are found at all."""
     n = len(labels)
     best = None
     if len(ref_labels) == n and n:
@@ -263,14 +261,11 @@ def resemblance(c: Canonical) -> dict[str, Any]:
 
 def identify(c: Canonical, *, name: str | None = None, reference: Sequence[Any] | None = None,
              search_cache: bool = True, key: str = "", officials: Officials | None = None) -> Identification:
-    """Identify one canonical split (see the module doc).
-
-    ``reference``: ``(images, labels, dataset, split[, where])``, images as the official files store them,
-    compared image by image; else the registry's hashes; else official splits of the same size already in the
-    cache (``search_cache``). ``officials``: a callable ``dataset -> [Official, ...]`` (or a list) of the
-    official splits to map the rows of a copy that is not in the official order to
-    (:mod:`mnistforge.loaders.rowmap`); default: the cache's (``search_cache``).
-    """
+    """Identify one canonical split (see the module doc). ``reference``: ``(images, labels, dataset, split[, where])``,
+    images as the official files store them, compared image by image; else the registry's hashes; else official splits
+    of the same size already in the cache (``search_cache``). ``officials``: a callable ``dataset -> [Official, ...]``
+    (or a list) of the official splits to map the rows of a copy that is not in the official order to
+    (:mod:`mnistforge.loaders.rowmap`); default: the cache's (``search_cache``)."""
     ident = None
     if reference is not None:
         rimg, rlab, rname, rsplit, *where = reference

@@ -27,12 +27,10 @@ ContentHasher = Callable[[bool], tuple[str, str | None, int]]
 
 def check_parse(paths: Iterable[StrPath], name: str = "integrity.parse",
                 contents: dict[Path, ContentHasher] | None = None) -> CheckResult:
-    """Every idx file parses completely (header, declared size, compression).
-
-    A truncated or corrupted file fails with the reader's own message.  With ``contents`` (a dict), each
-    compressed file that parses gets an entry ``{path: hash(md5) -> (sha256, md5 or None, size)}`` hashing the
-    content just inflated, so the hash check need not inflate the file again.
-    """
+    """Every idx file parses completely (header, declared size, compression). A truncated or corrupted file fails with
+    the reader's own message.  With ``contents`` (a dict), each compressed file that parses gets an entry ``{path:
+    hash(md5) -> (sha256, md5 or None, size)}`` hashing the content just inflated, so the hash check need not inflate
+    the file again."""
     files = [Path(p) for p in paths]
     shapes: dict[str, list[int]] = {}
     errors: dict[str, str] = {}
@@ -111,10 +109,8 @@ def check_counts(images: np.ndarray, labels: np.ndarray, name: str = "integrity.
 
 def check_label_range(labels: npt.ArrayLike, n_classes: int, offset: int = 0,
                       name: str = "integrity.labels") -> CheckResult:
-    """Every label lies in ``offset .. offset + n_classes - 1``.
-
-    ``offset`` is 1 for EMNIST letters, whose official labels start at 1.
-    """
+    """Every label lies in ``offset .. offset + n_classes - 1``. ``offset`` is 1 for EMNIST letters, whose official
+    labels start at 1."""
     labels = np.asarray(labels)
     lo, hi = offset, offset + n_classes - 1
     values: dict[str, Any] = {"classes": n_classes, "range": [lo, hi]}
@@ -147,10 +143,8 @@ def check_size(n: int, expected: int | None, name: str = "integrity.size", sourc
 
 def check_balanced(labels: npt.ArrayLike, expected_per_class: int | None = None, n_classes: int | None = None,
                    offset: int = 0, name: str = "integrity.balance") -> CheckResult:
-    """Per-class counts of a balanced dataset are exactly equal.
-
-    With ``expected_per_class`` each class must hold exactly that many; with ``n_classes`` every class must be present.
-    """
+    """Per-class counts of a balanced dataset are exactly equal. With ``expected_per_class`` each class must hold
+    exactly that many; with ``n_classes`` every class must be present."""
     labels = np.asarray(labels).astype(np.int64)
     k = n_classes if n_classes is not None else int(labels.max()) + 1 - offset
     counts = np.bincount(labels - offset, minlength=k)[:k] if labels.size else np.zeros(k, int)

@@ -35,11 +35,8 @@ BATCH = 4096
 
 def paired_distances(a: npt.ArrayLike, b: npt.ArrayLike, *,
                      shifts: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Best-shift distances of the pairs ``(a[i], b[i])``.
-
-    Returns ``(l2, maxdiff, shift)``: float L2 distance, largest absolute pixel
-    difference, and the index into :data:`SHIFTS` of the placement used.
-    """
+    """Best-shift distances of the pairs ``(a[i], b[i])``. Returns ``(l2, maxdiff, shift)``: float L2 distance, largest
+    absolute pixel difference, and the index into :data:`SHIFTS` of the placement used."""
     a, b = np.asarray(a), np.asarray(b)
     n = len(a)
     l2 = np.empty(n)
@@ -76,11 +73,8 @@ def quartiles(x: npt.ArrayLike) -> list[float | None]:
 
 @dataclasses.dataclass
 class Matching:
-    """Result of :func:`match_reference`.
-
-    ``index[i]`` is the reference image paired with rebuilt image ``i`` (-1: none); ``l2``, ``maxdiff`` and
-    ``shift`` are per rebuilt image (NaN / -1 where unpaired).
-    """
+    """Result of :func:`match_reference`. ``index[i]`` is the reference image paired with rebuilt image ``i`` (-1:
+    none); ``l2``, ``maxdiff`` and ``shift`` are per rebuilt image (NaN / -1 where unpaired)."""
 
     index: np.ndarray
     l2: np.ndarray
@@ -179,10 +173,9 @@ def _assign_block(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 def match_reference(images: npt.ArrayLike, ref_images: npt.ArrayLike, labels: npt.ArrayLike | None = None,
                     ref_labels: npt.ArrayLike | None = None, *, order: str = "auto",
                     match_l2: float = DEFAULT_MATCH_L2) -> Matching:
-    """Pair each rebuilt image (uint8 ``N x H x W``) with its reference counterpart (``M x H x W``;
-    see the module docstring).  With labels the assignment runs per label.  ``order``: "known",
-    "assignment" or "auto" (a shared order detected on a sample of 256 pairs, a pair within
-    ``match_l2`` counting as the same drawing)."""
+    """Pair each rebuilt image (uint8 ``N x H x W``) with its reference counterpart (``M x H x W``; see the module
+    docstring).  With labels the assignment runs per label.  ``order``: "known", "assignment" or "auto" (a shared order
+    detected on a sample of 256 pairs, a pair within ``match_l2`` counting as the same drawing)."""
     a, b = np.asarray(images), np.asarray(ref_images)
     n, m = len(a), len(b)
     if order == "auto":
@@ -216,11 +209,9 @@ def check_reference(images: np.ndarray, ref_images: np.ndarray, labels: npt.Arra
                     ref_labels: npt.ArrayLike | None = None, *, split: str = "", reference_name: str = "reference",
                     order: str = "auto", match_l2: float = DEFAULT_MATCH_L2, max_examples: int = 8,
                     name: str | None = None) -> CheckResult:
-    """Match against a reference and report the QMNIST statistics.
-
-    Fails when paired images carry different labels or a reference image has no counterpart; warns when some
-    pairs are farther apart than ``match_l2`` (a different drawing, or a different preprocessing).
-    """
+    """Match against a reference and report the QMNIST statistics. Fails when paired images carry different labels or a
+    reference image has no counterpart; warns when some pairs are farther apart than ``match_l2`` (a different drawing,
+    or a different preprocessing)."""
     name = name or f"reference[{split}]"
     mt = match_reference(images, ref_images, labels, ref_labels, order=order, match_l2=match_l2)
     values = mt.summary()

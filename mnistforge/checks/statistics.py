@@ -207,10 +207,8 @@ def expected_style(dataset: str | None) -> str | None:
 
 def check_statistics(images: np.ndarray, split: str = "", dataset: str | None = None, *,
                      stats: dict[str, Any] | None = None, name: str | None = None) -> CheckResult:
-    """Report the image statistics; fail when the frame style contradicts the dataset.
-
-    MNIST/QMNIST must be ``mnist`` style, EMNIST ``frame-filling``; other datasets are reported without judgement.
-    """
+    """Report the image statistics; fail when the frame style contradicts the dataset. MNIST/QMNIST must be ``mnist``
+    style, EMNIST ``frame-filling``; other datasets are reported without judgement."""
     name = name or f"statistics[{split}]"
     stats = image_statistics(images) if stats is None else stats
     want = expected_style(dataset)
@@ -234,12 +232,9 @@ def check_statistics(images: np.ndarray, split: str = "", dataset: str | None = 
 def check_orientation(images: np.ndarray, labels: npt.ArrayLike | None = None, classes: Sequence[object] | None = None,
                       split: str = "", dataset: str | None = None, *, margin: float = 0.1,
                       name: str | None = None) -> CheckResult:
-    """Flag characters that appear transposed (e.g. EMNIST read without transposing).
-
-    ``score`` > ``margin``: upright (pass); < ``-margin``: transposed (fail);
-    in between: undecided (warning).  Datasets the registry does not mark as ``handwriting``
-    (fashion-mnist, KMNIST's cursive) are reported without judgement.
-    """
+    """Flag characters that appear transposed (e.g. EMNIST read without transposing). ``score`` > ``margin``: upright
+    (pass); < ``-margin``: transposed (fail); in between: undecided (warning).  Datasets the registry does not mark as
+    ``handwriting`` (fashion-mnist, KMNIST's cursive) are reported without judgement."""
     name = name or f"orientation[{split}]"
     sel = _vertical_stroke_mask(labels, classes)
     cue = "vertical-stroke classes" if sel is not None and sel.sum() >= 20 else "all images"

@@ -45,19 +45,17 @@ def _resolve(target: Any, split: str | None) -> tuple[str | None, str | dict[str
 def verify(target: Any, *, reference: Any = None, strict: bool = False, split: str | None = None,
            metadata: Mapping[str, Any] | None = None, near_threshold: float = dup.DEFAULT_NEAR_L2,
            download: bool | None = None, report_dir: StrPath | None = None, near: bool = True) -> VerifyReport:
-    """Verify a dataset; return a :class:`~mnistforge.checks.result.VerifyReport`.
-
-    ``target``: ``NAME``, ``NAME:SPLIT``, ``FOLDER``, ``FOLDER:SPLIT``, loaded splits (a ``DatasetSplit`` or a
-    dict of them), or a third-party copy ``PATH[:SPLIT]`` (npz, npy, CSV, torchvision root, parquet snapshot,
-    .mat), identified first (:mod:`.foreign`). ``reference``: match every verified split against the same
-    split of this dataset (QMNIST-style statistics; ``NAME:SPLIT`` picks the reference split).  ``strict``:
-    warnings count as failures (``report.exit_code``).  ``split``: only this split (as ``TARGET:SPLIT``).
-    ``metadata``: extra metadata by split (array or idx path), e.g. the QMNIST extended labels for the
-    official MNIST files; for a split of ``N`` images the first ``N`` rows are used. ``near_threshold``: L2
-    radius of the near-duplicate search (pixels 0..255); ``near``: run that search (the slowest check on large
-    sets).  ``download``: let official files be fetched into the cache.  ``report_dir``: also write the HTML
-    report (:mod:`mnistforge.checks.report`). Usage: the package docstring, ``docs/verify.md``.
-    """
+    """Verify a dataset; return a :class:`~mnistforge.checks.result.VerifyReport`. ``target``: ``NAME``,
+    ``NAME:SPLIT``, ``FOLDER``, ``FOLDER:SPLIT``, loaded splits (a ``DatasetSplit`` or a dict of them), or a
+    third-party copy ``PATH[:SPLIT]`` (npz, npy, CSV, torchvision root, parquet snapshot, .mat), identified first
+    (:mod:`.foreign`). ``reference``: match every verified split against the same split of this dataset (QMNIST-style
+    statistics; ``NAME:SPLIT`` picks the reference split).  ``strict``: warnings count as failures
+    (``report.exit_code``).  ``split``: only this split (as ``TARGET:SPLIT``). ``metadata``: extra metadata by split
+    (array or idx path), e.g. the QMNIST extended labels for the official MNIST files; for a split of ``N`` images the
+    first ``N`` rows are used. ``near_threshold``: L2 radius of the near-duplicate search (pixels 0..255); ``near``:
+    run that search (the slowest check on large sets).  ``download``: let official files be fetched into the cache.
+    ``report_dir``: also write the HTML report (:mod:`mnistforge.checks.report`). Usage: the package docstring,
+    ``docs/verify.md``."""
     if isinstance(target, (str, os.PathLike)) and is_leaf_folder(target):
         return verify_leaf_folder(target, strict=strict)   # LEAF's JSON (checks/femnist.py)
     foreign = foreign_target(target, split)

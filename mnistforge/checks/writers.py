@@ -55,11 +55,9 @@ def metadata_labels(metadata: object) -> np.ndarray | None:
 
 
 def expects_disjoint_writers(dataset: str | None, parameters: dict[str, Any] | None = None) -> bool | None:
-    """Whether train and test of ``dataset`` must not share writers.
-
-    The registry's ``writers_disjoint`` (True for MNIST/QMNIST, False for the official-style EMNIST split),
-    True for a build split by writer (``split_by=writer``), None when unknown.
-    """
+    """Whether train and test of ``dataset`` must not share writers. The registry's ``writers_disjoint`` (True for
+    MNIST/QMNIST, False for the official-style EMNIST split), True for a build split by writer (``split_by=writer``),
+    None when unknown."""
     try:
         known = get_dataset(dataset).writers_disjoint if dataset else None
     except DatasetNotFoundError:
@@ -71,10 +69,9 @@ def expects_disjoint_writers(dataset: str | None, parameters: dict[str, Any] | N
 
 def check_writers(train_writers: npt.ArrayLike, test_writers: npt.ArrayLike, *, expect_disjoint: bool | None = True,
                   max_examples: int = 10, name: str = "writers.train-test") -> CheckResult:
-    """Count writers per split (the writer id of every image of each) and the writers found in
-    both.  ``expect_disjoint``: True, a shared writer fails; False, shared writers are expected
-    (official EMNIST) and reported as a warning with the count; None, a warning when any are
-    shared."""
+    """Count writers per split (the writer id of every image of each) and the writers found in both.
+    ``expect_disjoint``: True, a shared writer fails; False, shared writers are expected (official EMNIST) and reported
+    as a warning with the count; None, a warning when any are shared."""
     tr = np.unique(np.asarray(train_writers))
     te = np.unique(np.asarray(test_writers))
     shared = np.intersect1d(tr, te)

@@ -264,10 +264,8 @@ def _emnist_datasets() -> dict[str, str]:
 
 
 class EMNIST(_MnistFamily, *_torchvision("EMNIST")):  # type: ignore[misc]
-    """torchvision's ``EMNIST(root, split, **kwargs)``, verified, images **upright**.
-
-    ``upright=False`` returns them as the files store them (transposed), as torchvision does.
-    """
+    """torchvision's ``EMNIST(root, split, **kwargs)``, verified, images **upright**. ``upright=False`` returns them as
+    the files store them (transposed), as torchvision does."""
 
     splits = tuple(_emnist_datasets())
 
@@ -284,11 +282,9 @@ class EMNIST(_MnistFamily, *_torchvision("EMNIST")):  # type: ignore[misc]
 
 
 class QMNIST(_MnistFamily, *_torchvision("QMNIST")):  # type: ignore[misc]
-    """torchvision's ``QMNIST(root, what=None, compat=True, train=True, **kwargs)``, verified.
-
-    ``what``: ``train``, ``test``, ``test10k``, ``test50k`` or ``nist``;
-    ``compat=False`` makes each target the 8-column row (a torch tensor).
-    """
+    """torchvision's ``QMNIST(root, what=None, compat=True, train=True, **kwargs)``, verified. ``what``: ``train``,
+    ``test``, ``test10k``, ``test50k`` or ``nist``; ``compat=False`` makes each target the 8-column row (a torch
+    tensor)."""
 
     def __init__(self, root: StrPath, what: str | None = None, compat: bool = True, train: bool = True,
                  **kwargs: Any) -> None:

@@ -184,11 +184,8 @@ def _pixels_usage(configs: list[dict[str, Any]], where: str) -> list[str]:
 
 def dataset_card(configs: list[dict[str, Any]], *, repo_id: str | None = None, title: str | None = None,
                  folder: StrPath | None = None, png: str | None = None) -> str:
-    """Render README.md: YAML header then the human description (``png``: the PNG encoder used).
-
-    ``configs`` are the per-config summaries built by :func:`export_hf`
-    (``config``, ``name``, ``features``, ``splits``).
-    """
+    """Render README.md: YAML header then the human description (``png``: the PNG encoder used). ``configs`` are the
+    per-config summaries built by :func:`export_hf` (``config``, ``name``, ``features``, ``splits``)."""
     header = card_header(configs)
     title = title or (configs[0]["config"].pretty_name if len(configs) == 1 else None) \
         or ("MNIST family: " + ", ".join(c["name"] for c in configs))

@@ -19,15 +19,13 @@ from ..progress import quiet_datasets
 
 
 def verify_repo(repo_dir: StrPath, *, with_datasets: bool = True, decode: bool = True) -> dict[str, dict[str, int]]:
-    """Check an exported folder before it is shared; return ``{config: {split: rows}}``.
-
-    Checks: the card's YAML parses; every config declared in ``configs`` has a ``dataset_info`` entry and vice versa;
-    every shard exists and has the sha256 the export recorded (re-hashed); row counts match ``num_examples``; the
-    parquet features match the card's; labels are within the ClassLabel range; (``decode``) every image decodes to the
-    same size; (``with_datasets``) ``datasets.load_dataset`` loads each split offline, in a throw-away cache, with the
-    declared counts and features.  Raises :class:`~mnistforge.errors.CheckFailed` listing every problem (a corrupt
-    shard or image is a problem, never a raw pyarrow or Pillow error).
-    """
+    """Check an exported folder before it is shared; return ``{config: {split: rows}}``. Checks: the card's YAML
+    parses; every config declared in ``configs`` has a ``dataset_info`` entry and vice versa; every shard exists and
+    has the sha256 the export recorded (re-hashed); row counts match ``num_examples``; the parquet features match the
+    card's; labels are within the ClassLabel range; (``decode``) every image decodes to the same size;
+    (``with_datasets``) ``datasets.load_dataset`` loads each split offline, in a throw-away cache, with the declared
+    counts and features.  Raises :class:`~mnistforge.errors.CheckFailed` listing every problem (a corrupt shard or
+    image is a problem, never a raw pyarrow or Pillow error)."""
     require("datasets", "hf", "checking a Hugging Face export")
     import datasets
     import pyarrow as pa

@@ -37,12 +37,9 @@ _CROISSANT_TYPES = {"int8": "sc:Integer", "int16": "sc:Integer", "int32": "sc:In
 
 def croissant_metadata(configs: list[dict[str, Any]], folder: StrPath, *, repo_id: str | None = None,
                        title: str | None = None) -> dict[str, Any]:
-    """A Croissant 1.0 JSON-LD document describing the same configs, splits and columns.
-
-    One ``cr:FileObject`` per shard (with its sha256), one ``cr:FileSet`` and one ``cr:RecordSet`` per config;
-    the split of a record comes from its shard's file name.
-    """
-
+    """A Croissant 1.0 JSON-LD document describing the same configs, splits and columns. One ``cr:FileObject`` per
+    shard (with its sha256), one ``cr:FileSet`` and one ``cr:RecordSet`` per config; the split of a record comes from
+    its shard's file name."""
     folder = Path(folder)
     licenses = sorted({c["config"].license or DEFAULT_LICENSE for c in configs})
     cites = [c["config"].citation.strip() for c in configs if c["config"].citation]

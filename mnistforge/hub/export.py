@@ -28,16 +28,13 @@ SplitSource = SplitData | Sequence[Any] | Callable[[], SplitData | Sequence[Any]
 
 @dataclass
 class ExportConfig:
-    """A dataset to export as one Hub config.
-
-    ``name``: the config (the dataset's name); ``splits``: ``{split: SplitData or (images, labels[,
-    metadata])}``, or a callable returning one, called when the split is written (a large export holds one
-    split in memory at a time); ``classes[i]``: the ClassLabel name of label ``i``; ``description``: a
-    paragraph for the card; ``source``: where the data comes from; ``provenance``: rendered in the card
-    (version, parameters, ``inputs``, notes); ``license``, ``license_name``: the Hub's licence id and a name
-    for ``other``; ``citation``: BibTeX; ``label_note``: how labels are numbered; ``caveats``: a sentence
-    each; ``synthetic``: built from a synthetic SD19 replica (the card says so in the config's first lines).
-    """
+    """A dataset to export as one Hub config. ``name``: the config (the dataset's name); ``splits``: ``{split:
+    SplitData or (images, labels[, metadata])}``, or a callable returning one, called when the split is written (a
+    large export holds one split in memory at a time); ``classes[i]``: the ClassLabel name of label ``i``;
+    ``description``: a paragraph for the card; ``source``: where the data comes from; ``provenance``: rendered in the
+    card (version, parameters, ``inputs``, notes); ``license``, ``license_name``: the Hub's licence id and a name for
+    ``other``; ``citation``: BibTeX; ``label_note``: how labels are numbered; ``caveats``: a sentence each;
+    ``synthetic``: built from a synthetic SD19 replica (the card says so in the config's first lines)."""
 
     name: str
     splits: dict[str, SplitSource]
@@ -118,20 +115,13 @@ def export_hf(repo_dir: StrPath, configs: list[ExportConfig], *, overwrite: bool
               max_shard_bytes: int = MAX_SHARD_BYTES, workers: int | None = None, croissant: bool = True,
               repo_id: str | None = None, title: str | None = None, inputs: Iterable[StrPath | None] = (),
               pixels: str | None = None, png: str | None = None) -> dict[str, Any]:
-    """Write a Hub dataset repository folder holding ``configs``; return its summary
-    (``{"repo_dir", "configs": [{"name", "splits": [{"name", "files", "num_examples", "num_bytes",
-    "download_size"}]}]}``).
+    """Write a Hub dataset repository folder holding ``configs``; return its summary (configs, splits, files).
 
     Built under ``<repo_dir>.incomplete``, renamed when complete; the first config is the default. ``repo_dir`` must
     not exist unless ``overwrite`` (then it must be an earlier export holding nothing else: :func:`export_problems`)
-    nor overlap ``inputs``, the folders the configs are read from. Splits are cut into equal-row shards under
-    ``max_shard_bytes`` of PNG; ``workers`` threads encode them (default: every core). ``pixels`` also stores every
-    image undecoded in a ``pixels`` column (``export hf --pixels``): ``"bytes"`` (``Value("binary")``, the fastest to
-    load: ``ds.with_format("numpy")[:]["pixels"].view("uint8").reshape(-1, H, W)``) or ``"array"`` (``Array2D((H, W),
-    "uint8")``); the ``image`` column stays what the Hub's viewer shows. ``png``
-    (:data:`~mnistforge.io.hf.png.PNG_ENCODERS`): ``"fast"`` (default: no scanline filter, ISA-L's deflate) or
-    ``"pillow"`` (the bytes of exports before it); either way the same data gives the same bytes run to run.
-    ``repo_id`` (``ORG/NAME``) is used in the card's examples and URLs.
+    nor overlap ``inputs``. Splits are cut into equal-row shards under ``max_shard_bytes`` of PNG. ``pixels``: also
+    store every image undecoded (:func:`~mnistforge.io.hf.schema.features_for`); ``png``: the encoder
+    (:data:`~mnistforge.io.hf.png.PNG_ENCODERS`); either way the same data gives the same bytes run to run.
 
     >>> import tempfile, os, numpy as np
     >>> cfg = ExportConfig("toy", {"test": (np.zeros((2, 28, 28), np.uint8), np.array([1, 0]))}, ["x", "y"])

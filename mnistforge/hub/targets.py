@@ -53,13 +53,11 @@ def _split_files_present(info: DatasetInfo, split: str, source: Source | None) -
 
 
 def default_splits(name: str, root: StrPath | None = None, *, source: Source | None = None) -> list[str]:
-    """Splits exported when a target names no split.
-
-    Every split stored in files (not the views ``test10k``, ``validation``...: they duplicate rows of another split),
-    except the registry's ``opt_in`` splits (qmnist's ``nist``, every NIST digit: a different dataset in all but name);
-    for a folder, only those whose files are there.  An exported repository folder gives the splits it holds.
-    ``source``: the folder's resolved source (:func:`mnistforge.gate.source.resolve`), when the caller has it already.
-    """
+    """Splits exported when a target names no split. Every split stored in files (not the views ``test10k``,
+    ``validation``...: they duplicate rows of another split), except the registry's ``opt_in`` splits (qmnist's
+    ``nist``, every NIST digit: a different dataset in all but name); for a folder, only those whose files are there.
+    An exported repository folder gives the splits it holds. ``source``: the folder's resolved source
+    (:func:`mnistforge.gate.source.resolve`), when the caller has it already."""
     if root is not None and is_hf_repo(root, name):
         return [s for s in repo_configs(root).get(name, {})]
 
@@ -278,13 +276,10 @@ def _qmnist_test_caveat(built: bool, manifest: Manifest | None, counts: dict[str
 def config_from_dataset(name: str, splits: dict[str, SplitSource], classes: Iterable[Any], *,
                         root: StrPath | None = None, config_name: str | None = None,
                         built_manifest: Manifest | dict[str, Any] | None = None) -> ExportConfig:
-    """An :class:`ExportConfig` for registry dataset ``name`` with arrays in ``splits``.
-
-    ``splits`` maps split names to :class:`SplitData` (or tuples).  Provenance comes from ``built_manifest``
-    (a build folder's :class:`~mnistforge.io.manifest.Manifest` or its dict form) or, for the official files,
-    from the registry (sha256, size, md5 and URL of each file).
-    """
-
+    """An :class:`ExportConfig` for registry dataset ``name`` with arrays in ``splits``. ``splits`` maps split names to
+    :class:`SplitData` (or tuples).  Provenance comes from ``built_manifest`` (a build folder's
+    :class:`~mnistforge.io.manifest.Manifest` or its dict form) or, for the official files, from the registry (sha256,
+    size, md5 and URL of each file)."""
     info = get_dataset(name)
     m = Manifest.coerce(built_manifest)
     built = m is not None
@@ -357,14 +352,11 @@ def _load_split(name: str, split: str, root: StrPath | None, download: bool | No
 
 
 def configs_from_targets(targets: Iterable[StrPath], *, download: bool | None = None) -> list[ExportConfig]:
-    """Load ``[CONFIG=]TARGET[:SPLIT]`` targets into export configs.
-
-    TARGET is a dataset name or a folder (official or built files, or an exported repository), as everywhere
-    on the command line (:func:`mnistforge.loaders.resolve_target`).  Targets naming the same dataset and
-    folder merge into one config (``mnist:train mnist:test``); ``CONFIG=`` renames a config (to export the
-    official and a rebuilt MNIST side by side).  Without ``:SPLIT`` the :func:`default_splits` are taken.
-    """
-
+    """Load ``[CONFIG=]TARGET[:SPLIT]`` targets into export configs. TARGET is a dataset name or a folder (official or
+    built files, or an exported repository), as everywhere on the command line
+    (:func:`mnistforge.loaders.resolve_target`).  Targets naming the same dataset and folder merge into one config
+    (``mnist:train mnist:test``); ``CONFIG=`` renames a config (to export the official and a rebuilt MNIST side by
+    side).  Without ``:SPLIT`` the :func:`default_splits` are taken."""
     resolved: list[tuple[str | None, tuple[str, str | None, Path | None]]] = []
     for text in targets:
         config, rest = parse_target(str(text))

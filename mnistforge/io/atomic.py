@@ -144,14 +144,11 @@ def atomic_dir(out: StrPath, *, overwrite: bool = False, inputs: Iterable[StrPat
 
 
 def replace_folder(new: Path, out: Path) -> None:
-    """Put the complete folder ``new`` (holding :data:`INCOMPLETE_MARK`) in place of ``out``.
-
-    Linux exchanges the two in one ``renameat2(RENAME_EXCHANGE)``: ``out`` is the old or the new folder at
-    every instant, a kill included.  The old one, now at ``new``'s name, is marked and removed (a kill before
-    that leaves it for the next run to remove). Elsewhere the old folder is moved into a fresh sibling this
-    run made (``tempfile.mkdtemp``) and put back if the second rename fails.  Signals wait until the names are
-    settled, so Ctrl-C cannot fall between the two steps.
-    """
+    """Put the complete folder ``new`` (holding :data:`INCOMPLETE_MARK`) in place of ``out``. Linux exchanges the two
+    in one ``renameat2(RENAME_EXCHANGE)``: ``out`` is the old or the new folder at every instant, a kill included.  The
+    old one, now at ``new``'s name, is marked and removed (a kill before that leaves it for the next run to remove).
+    Elsewhere the old folder is moved into a fresh sibling this run made (``tempfile.mkdtemp``) and put back if the
+    second rename fails.  Signals wait until the names are settled, so Ctrl-C cannot fall between the two steps."""
     (new / INCOMPLETE_MARK).unlink()
     old = None
     try:
@@ -200,11 +197,9 @@ def _exchange(a: Path, b: Path) -> bool:
 
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM/SIGHUP until the block ends, then deliver them.
-
-    Python handlers run in the main thread whichever thread the OS hands a signal to, so the handlers are swapped (a
-    signal mask would hold it only for one thread).  Elsewhere than the main thread nothing is held.
-    """
+    """Hold SIGINT/SIGTERM/SIGHUP until the block ends, then deliver them. Python handlers run in the main thread
+    whichever thread the OS hands a signal to, so the handlers are swapped (a signal mask would hold it only for one
+    thread).  Elsewhere than the main thread nothing is held."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -236,15 +231,12 @@ def _remove_stale(tmp: Path) -> None:
 
 @contextlib.contextmanager
 def output_lock(out: StrPath, *, wait: bool = False) -> Iterator[None]:
-    """Hold ``<out>.lock`` (an exclusive OS lock) while ``out`` is written.
-
-    Raises :class:`~mnistforge.errors.OutputInUseError` at once when another process holds it, or with ``wait`` waits
-    for it (two fetches of one file: the second then finds the first one's result).  The lock dies with its process, so
-    a killed run never blocks the next one; the lock file is removed on exit.  A lock path that is a folder, a link, a
+    """Hold ``<out>.lock`` (an exclusive OS lock) while ``out`` is written. Raises
+    :class:`~mnistforge.errors.OutputInUseError` at once when another process holds it, or with ``wait`` waits for it
+    (two fetches of one file: the second then finds the first one's result).  The lock dies with its process, so a
+    killed run never blocks the next one; the lock file is removed on exit.  A lock path that is a folder, a link, a
     device or a file of the user's is an :class:`~mnistforge.errors.OutputPathError`, a read-only or immutable folder a
-    :class:`~mnistforge.errors.NotWritableError`.
-    """
-
+    :class:`~mnistforge.errors.NotWritableError`."""
     lock = lock_path(Path(out))
     try:
         import fcntl

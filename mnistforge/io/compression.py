@@ -97,11 +97,9 @@ def open_reader(source: Readable, name: StrPath) -> IO[bytes] | Readable: ...
 
 
 def open_reader(source: StrPath | Readable, name: StrPath | None = None) -> IO[bytes] | Readable:
-    """A binary reader of the decompressed bytes of ``source`` (a path or a binary file object).
-
-    The compression follows the suffix of ``name`` (default: the path's); an uncompressed file is returned as is.  (Any
-    object with ``read(n)`` will do as a compressed ``source``, e.g. a :class:`~mnistforge.io.hashing.HashingReader`.)
-    """
+    """A binary reader of the decompressed bytes of ``source`` (a path or a binary file object). The compression
+    follows the suffix of ``name`` (default: the path's); an uncompressed file is returned as is.  (Any object with
+    ``read(n)`` will do as a compressed ``source``, e.g. a :class:`~mnistforge.io.hashing.HashingReader`.)"""
     # without ``name``, ``source`` must be a path (a file object is os.fspath's TypeError)
     comp = compression_of(name if name is not None else cast("StrPath", source))
     if comp is None:

@@ -69,11 +69,9 @@ def hash_file(path: StrPath, *, md5: bool = True) -> tuple[str, str | None]:
 
 
 def hash_content(path: StrPath, name: str | None = None, *, md5: bool = True) -> tuple[str, str | None, int] | None:
-    """(sha256, md5, size) of a compressed file's decompressed content.
-
-    The compression follows the suffix of ``name`` (default: the path's). Returns None for an uncompressed
-    file; raises HashMismatchError when the file is not valid for its suffix.
-    """
+    """(sha256, md5, size) of a compressed file's decompressed content. The compression follows the suffix of ``name``
+    (default: the path's). Returns None for an uncompressed file; raises HashMismatchError when the file is not valid
+    for its suffix."""
     p = Path(path)
     if compression_of(name or p.name) is None:
         return None
@@ -217,12 +215,9 @@ _Job = tuple[Sequence[_Sink], bytes]
 
 
 class _Tee:
-    """One worker thread that runs ``fn(buf)`` for each queued (fns, buf), in order.
-
-    hashlib (buffers over 2 kB), file writes and ISA-L's inflate release the GIL,
-    so hashing and writing here overlap the decompression on the caller's thread.
-    The queue is bounded: a slow worker holds back the reader instead of memory filling.
-    """
+    """One worker thread that runs ``fn(buf)`` for each queued (fns, buf), in order. hashlib (buffers over 2 kB), file
+    writes and ISA-L's inflate release the GIL, so hashing and writing here overlap the decompression on the caller's
+    thread. The queue is bounded: a slow worker holds back the reader instead of memory filling."""
 
     def __init__(self, depth: int = 8):
         self._q: queue.Queue[_Job | None] = queue.Queue(depth)

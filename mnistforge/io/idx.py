@@ -165,10 +165,9 @@ _MAX_HEADER = 4 + 4 * 255
 
 
 def _header_prefix(comp: str, prefix: Callable[[int], bytes], path: StrPath) -> bytes:
-    """The first (up to :data:`_MAX_HEADER`) decompressed bytes, from a prefix of the stream
-    (``prefix(n)``: its first ``n`` bytes): 64 KiB, grown while it gives too little.  A bz2
-    block gives no output until all of it (up to about 900 kB) is read: a 64 KiB prefix of a
-    bz2 idx file of random pixels decompressed to nothing."""
+    """The first (up to :data:`_MAX_HEADER`) decompressed bytes, from a prefix of the stream (``prefix(n)``: its first
+    ``n`` bytes): 64 KiB, grown while it gives too little.  A bz2 block gives no output until all of it (up to about
+    900 kB) is read: a 64 KiB prefix of a bz2 idx file of random pixels decompressed to nothing."""
     n = 1 << 16
     while True:
         data = prefix(n)
@@ -242,12 +241,9 @@ _Chunks = Callable[[], bytes | memoryview]
 
 
 def _inflate_into(comp: str, read: _Chunks, out: memoryview, path: StrPath) -> int:
-    """Decompress the stream ``read()`` yields (chunks; ``b""`` at the end), member after
-    member, into ``out``; the number of bytes it holds (``len(out) + 1`` when it holds more).
-
-    Nothing is allocated beyond ``out`` but one output chunk: a capped read peaks at its
-    payload.  A stream without its end marker is truncated, whatever it held.
-    """
+    """Decompress the stream ``read()`` yields (chunks; ``b""`` at the end), member after member, into ``out``; the
+    number of bytes it holds (``len(out) + 1`` when it holds more). Nothing is allocated beyond ``out`` but one output
+    chunk: a capped read peaks at its payload.  A stream without its end marker is truncated, whatever it held."""
     n, pos = len(out), 0
     gz = comp == "gz"
     d = decompressor(comp)
@@ -398,12 +394,10 @@ def read_idx(path: StrPath, *, mmap: bool = True, max_bytes: int = MAX_BYTES) ->
 
 @dataclass(frozen=True)
 class FileRead:
-    """One file read once: the array and every hash of it come from the same bytes.
-
-    ``array`` lives in process memory (never a map of the file: a later write to the file
-    cannot change it); ``packed`` are the file's bytes, ``content`` the decompressed ones (the
-    same for a raw file); ``before``/``after``: ``fstat`` of the descriptor around the read (they
-    differ when the file was written while it was read)."""
+    """One file read once: the array and every hash of it come from the same bytes. ``array`` lives in process memory
+    (never a map of the file: a later write to the file cannot change it); ``packed`` are the file's bytes, ``content``
+    the decompressed ones (the same for a raw file); ``before``/``after``: ``fstat`` of the descriptor around the read
+    (they differ when the file was written while it was read)."""
 
     path: str
     array: np.ndarray

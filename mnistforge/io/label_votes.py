@@ -47,10 +47,8 @@ MIN_GIVEN = 3
 
 @dataclass(frozen=True)
 class LabelVotes:
-    """The examined rows of one study file, sorted by ``ids`` (each array one entry per row).
-
-    ``votes`` is ``K x 3`` (given, guessed, neither).
-    """
+    """The examined rows of one study file, sorted by ``ids`` (each array one entry per row). ``votes`` is ``K x 3``
+    (given, guessed, neither)."""
 
     ids: np.ndarray
     given: np.ndarray
@@ -71,12 +69,10 @@ def _int(rec: object, key: str, where: str) -> int:
 
 
 def parse_mturk_json(text: str | bytes, source: str = "<text>", *, workers: int = WORKERS) -> LabelVotes:
-    """Parse one ``*_mturk.json`` file of the study (see the module doc).
-
-    Every record needs an integer ``id`` (unique, >= 0), ``given_original_label``, ``our_guessed_label`` and
-    ``mturk`` counts between 0 and ``workers``; where the two labels differ the three counts add up to
-    ``workers``.  Anything else raises :class:`~mnistforge.errors.FormatError` naming the record.
-    """
+    """Parse one ``*_mturk.json`` file of the study (see the module doc). Every record needs an integer ``id`` (unique,
+    >= 0), ``given_original_label``, ``our_guessed_label`` and ``mturk`` counts between 0 and ``workers``; where the
+    two labels differ the three counts add up to ``workers``.  Anything else raises
+    :class:`~mnistforge.errors.FormatError` naming the record."""
     try:
         doc = json.loads(text)
     except (ValueError, UnicodeDecodeError) as e:
@@ -128,11 +124,9 @@ def suggested_labels(t: LabelVotes, majority: int = MIN_GIVEN) -> np.ndarray:
 
 
 def dense_columns(t: LabelVotes, n: int, offset: int = 0, min_given: int = MIN_GIVEN) -> dict[str, np.ndarray]:
-    """Columns :data:`FIELDS` for ``n`` rows where study id ``i`` is row ``i + offset``.
-
-    Votes and suggested labels are int32 (:data:`MISSING` where not examined), ``label_issue`` is bool.  Ids
-    that fall outside ``[0, n)`` after the offset are left out.
-    """
+    """Columns :data:`FIELDS` for ``n`` rows where study id ``i`` is row ``i + offset``. Votes and suggested labels are
+    int32 (:data:`MISSING` where not examined), ``label_issue`` is bool.  Ids that fall outside ``[0, n)`` after the
+    offset are left out."""
     rows = t.ids + offset
     inside = (rows >= 0) & (rows < n)
     rows = rows[inside]
@@ -151,10 +145,8 @@ def dense_columns(t: LabelVotes, n: int, offset: int = 0, min_given: int = MIN_G
 
 
 def given_mismatches(t: LabelVotes, labels: np.ndarray, offset: int = 0) -> int:
-    """How many study rows inside ``labels`` (id ``i`` at row ``i + offset``) disagree with it.
-
-    Zero means the labels are the ones the study saw (its ``given_original_label``).
-    """
+    """How many study rows inside ``labels`` (id ``i`` at row ``i + offset``) disagree with it. Zero means the labels
+    are the ones the study saw (its ``given_original_label``)."""
     rows = t.ids + offset
     inside = (rows >= 0) & (rows < len(labels))
     got = np.asarray(labels[rows[inside]], dtype=np.int64)

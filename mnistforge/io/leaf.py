@@ -51,11 +51,8 @@ def _image_text(img: npt.ArrayLike) -> bytes:
 
 
 def write_leaf_json(f: IO[bytes], users: Sequence[str], data: Mapping[str, tuple[np.ndarray, Sequence[int]]]) -> None:
-    """Write one LEAF file to binary stream ``f``.
-
-    ``data[u] = (pixels uint8 (n, ...), labels)``: pixels are LEAF's 0..255 values before
-    its ``/ 255`` (no inversion); labels ints.
-    """
+    """Write one LEAF file to binary stream ``f``. ``data[u] = (pixels uint8 (n, ...), labels)``: pixels are LEAF's
+    0..255 values before its ``/ 255`` (no inversion); labels ints."""
     dumps = json.dumps
     f.write(b'{"users": ' + dumps(list(users)).encode())
     f.write(b', "num_samples": ' + dumps([len(data[u][1]) for u in users]).encode())

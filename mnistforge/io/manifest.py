@@ -130,11 +130,8 @@ class DatasetEntry:
 
 @dataclass
 class Manifest:
-    """A build folder's ``manifest.json`` (see the module doc for the schema).
-
-    Build one with the facts, then :meth:`write` it (that hashes the outputs);
-    :meth:`read` returns the manifest of a folder, old layouts included.
-    """
+    """A build folder's ``manifest.json`` (see the module doc for the schema). Build one with the facts, then
+    :meth:`write` it (that hashes the outputs); :meth:`read` returns the manifest of a folder, old layouts included."""
 
     kind: str
     inputs: dict[str, Any] = field(default_factory=dict)
@@ -268,12 +265,9 @@ class Manifest:
         return out
 
     def write(self, folder: StrPath, name: str = MANIFEST_NAME) -> Manifest:
-        """Hash every file of ``folder`` into ``outputs`` and write ``folder/name`` atomically.
-
-        Files whose name starts with a dot and the manifest itself are not listed.
-        Returns the manifest written (this one with ``outputs`` filled in).
-        """
-
+        """Hash every file of ``folder`` into ``outputs`` and write ``folder/name`` atomically. Files whose name starts
+        with a dot and the manifest itself are not listed. Returns the manifest written (this one with ``outputs``
+        filled in)."""
         folder = Path(folder)
         outputs: dict[str, dict[str, Any]] = {}
         for p in sorted(folder.rglob("*")):

@@ -46,11 +46,8 @@ def _meminfo_available() -> int | None:
 
 
 def available_memory() -> int | None:
-    """Bytes of memory the machine can give now (None when the system does not say).
-
-    Linux: ``MemAvailable`` (free memory plus caches that can be dropped); elsewhere the
-    free physical pages, else the physical memory.
-    """
+    """Bytes of memory the machine can give now (None when the system does not say). Linux: ``MemAvailable`` (free
+    memory plus caches that can be dropped); elsewhere the free physical pages, else the physical memory."""
     got = _meminfo_available()
     if got is not None:
         return got
@@ -65,11 +62,9 @@ def available_memory() -> int | None:
 
 
 def require_memory(nbytes: float, what: str, hint: str | None = None) -> int | None:
-    """Refuse ``what`` when its ``nbytes`` would not fit in the memory available.
-
-    Returns the bytes available (None when unknown: nothing is refused then).  The message says how much
-    ``what`` needs and how much there is; ``hint`` says what to do (default: ask for less).
-    """
+    """Refuse ``what`` when its ``nbytes`` would not fit in the memory available. Returns the bytes available (None
+    when unknown: nothing is refused then).  The message says how much ``what`` needs and how much there is; ``hint``
+    says what to do (default: ask for less)."""
     have = available_memory()
     if have is not None and nbytes > HEADROOM * have:
         raise InsufficientMemoryError(

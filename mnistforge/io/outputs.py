@@ -81,7 +81,6 @@ def _check_name_length(path: Path, what: str) -> None:
 def _check_writable(path: Path, what: str) -> None:
     """Refuse, before any work, a path whose folder cannot be written (read-only, immutable,
     no permission): the temporary name is created there."""
-
     probe = path.parent
     while not os.path.lexists(probe) and probe != probe.parent:
         probe = probe.parent
@@ -146,7 +145,6 @@ def check_output_path(out: StrPath, inputs: Iterable[StrPath | None] = (), writa
     ...
     mnistforge.errors.ConfigError: /data: the output folder contains an input ...
     """
-
     out = Path(os.path.abspath(out))  # "." or "x/.." have no name to put a suffix on
     st = _lstat(out, "output folder")
     if st is not None and _kind(st) != "a folder":
@@ -177,7 +175,6 @@ def check_apart(out: StrPath, inputs: Iterable[StrPath | None], what: str = "out
     ...
     mnistforge.errors.ConfigError: /data/sd19/x.json: the output is inside an input: ...
     """
-
     if os.fspath(out) == "-":
         return
     real_out = _real(Path(os.path.abspath(out)))
@@ -263,12 +260,9 @@ def unlisted_entries(folder: StrPath, listed: Mapping[str, int | None], *, ignor
 
 
 def check_replaceable(out: StrPath, *, overwrite: bool, owned: Owned | None = None) -> None:
-    """Refuse an existing ``out`` unless ``overwrite`` and ``owned(out)`` finds nothing foreign.
-
-    ``owned(folder) -> list[str]`` names what the folder's own record does not list
-    (:func:`unlisted_entries`); an empty folder holds nothing to lose.  Without ``owned`` nothing is replaced.
-    """
-
+    """Refuse an existing ``out`` unless ``overwrite`` and ``owned(out)`` finds nothing foreign. ``owned(folder) ->
+    list[str]`` names what the folder's own record does not list (:func:`unlisted_entries`); an empty folder holds
+    nothing to lose.  Without ``owned`` nothing is replaced."""
 
     out = Path(out)
     if not os.path.lexists(out):
@@ -299,9 +293,8 @@ def check_replaceable(out: StrPath, *, overwrite: bool, owned: Owned | None = No
 
 def check_output_folder(out: StrPath, *, inputs: Iterable[StrPath | None] = (), overwrite: bool = False,
                         owned: Owned | None = None) -> Path:
-    """Everything :func:`atomic_dir` refuses, checked before any work: the path
-    (:func:`check_output_path`), whether an existing folder may be replaced
-    (:func:`check_replaceable`), and what is in the way of ``<out>.lock`` and
+    """Everything :func:`atomic_dir` refuses, checked before any work: the path (:func:`check_output_path`), whether an
+    existing folder may be replaced (:func:`check_replaceable`), and what is in the way of ``<out>.lock`` and
     ``<out>.incomplete``.  Returns ``out`` as an absolute path."""
     path = check_output_path(out, inputs)
     check_replaceable(path, overwrite=overwrite, owned=owned)
@@ -371,7 +364,6 @@ def named_os_error(e: BaseException, where: StrPath, what: str | None = None) ->
     >>> type(named_os_error(OSError(errno.ENAMETOOLONG, "File name too long"), "x")).__name__
     'OutputPathError'
     """
-
     if not isinstance(e, OSError) or isinstance(e, errors.MnistforgeError):
         return e
     full = disk_full_error(e, Path(where))
@@ -394,7 +386,6 @@ def lock_path(out: Path) -> Path:
 def check_lock_path(lock: Path) -> None:
     """Refuse a ``<out>.lock`` that is not a lock file of the package's (a folder, a link, a
     FIFO, a file of the user's): it is neither truncated nor removed."""
-
     st = _lstat(lock, "lock")
     if st is None:
         return

@@ -145,14 +145,9 @@ def find_near_duplicates(query: npt.ArrayLike, base: npt.ArrayLike, threshold: f
                          progress_bar: bool | None = None) -> NearDuplicates:
     """Every pair ``(i, j)`` with ``||query[i] - base[j]||_2 <= threshold``.
 
-    Exact (no pair within the threshold is missed, none outside is reported):
-    see the module docstring for the pooled pre-filter and float32 slack.
-
-    ``query``, ``base``: uint8 arrays ``N x H x W`` ``threshold``: L2 radius over pixel values 0..255.
-    ``block``: Query rows per block, which share one slack (their products are made ``_COLS``
-        columns at a time: memory ~ ``block * _COLS * 4`` bytes); default ``2**24 // len(base)``
-        rows, 16 to 1024.
-    ``prefilter``: Use the pooled pre-filter (else the full 784-value products).
+    Exact: no pair within the threshold is missed, none outside is reported (the pooled pre-filter and the
+    float32 slack: comments below).  ``query``, ``base``: uint8 ``N x H x W``; ``threshold``: L2 radius over pixel
+    values 0..255; ``block``: query rows per block (default ``2**24 // len(base)``, 16 to 1024).
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)

@@ -107,12 +107,10 @@ def _file_split(name: str, split: str, text: str) -> str:
 
 
 def sources_from_targets(targets: Iterable[str | os.PathLike[str]]) -> list[TorchvisionSource]:
-    """CLI targets (``NAME[:SPLIT]``, ``FOLDER[:NAME][:SPLIT]``) -> the datasets to write.
-
-    Without a split: a registry name gives ``train`` and ``test`` (what torchvision's ``train=True/False``
-    selects; qmnist's 402,953-image ``nist`` only when asked for), a folder every split whose files it holds.
-    A folder holding several datasets (``build all``, an EMNIST build) gives each.
-    """
+    """CLI targets (``NAME[:SPLIT]``, ``FOLDER[:NAME][:SPLIT]``) -> the datasets to write. Without a split: a registry
+    name gives ``train`` and ``test`` (what torchvision's ``train=True/False`` selects; qmnist's 402,953-image ``nist``
+    only when asked for), a folder every split whose files it holds. A folder holding several datasets (``build all``,
+    an EMNIST build) gives each."""
     merged: dict[tuple[str, str], TorchvisionSource] = {}
     for text in targets:
         text = os.fspath(text)
@@ -141,8 +139,7 @@ def sources_from_targets(targets: Iterable[str | os.PathLike[str]]) -> list[Torc
 
 
 def _check_plan(sources: list[TorchvisionSource]) -> None:
-    """Two sources may not write the same file (``mnist`` and ``build/mnist`` are both
-    ``MNIST/raw``)."""
+    """Two sources may not write the same file (``mnist`` and ``build/mnist`` are both ``MNIST/raw``)."""
     owner: dict[str, TorchvisionSource] = {}
     for src in sources:
         _, tv = torchvision_of(src.name)
@@ -229,11 +226,9 @@ def layout_problems(root: str | os.PathLike[str]) -> list[str]:
 def write_torchvision(out: str | os.PathLike[str], sources: list[TorchvisionSource], *, overwrite: bool = False,
                       inputs: Iterable[str | os.PathLike[str]] = (),
                       download: bool | None = None) -> TorchvisionLayout:
-    """Write ``sources`` in torchvision's layout under the new folder ``out``; what was written.
-
-    ``inputs`` are folders ``out`` must not overlap (besides the sources' own);
-    ``download`` as for :func:`mnistforge.load`.  Nothing is left behind on failure.
-    """
+    """Write ``sources`` in torchvision's layout under the new folder ``out``; what was written. ``inputs`` are folders
+    ``out`` must not overlap (besides the sources' own); ``download`` as for :func:`mnistforge.load`.  Nothing is left
+    behind on failure."""
     out = Path(out)
     _check_plan(sources)
     layout = TorchvisionLayout(root=out)

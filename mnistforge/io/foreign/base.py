@@ -38,12 +38,10 @@ SPLIT_TOKENS = {"train": "train", "training": "train", "test": "test", "t10k": "
 
 @dataclass
 class ForeignSplit:
-    """One split of a third-party copy, as stored.
-
-    ``images``: any dtype, ``N x 784`` or ``N x H x W``; ``labels``: ``N`` (or ``N x C`` one-hot);
-    ``metadata``: extra per-image columns by name (EMNIST writer ids); ``where``: the file (and key or column)
-    it came from; ``hint``: a dataset name the file names suggest (``emnist-letters``), if any.
-    """
+    """One split of a third-party copy, as stored. ``images``: any dtype, ``N x 784`` or ``N x H x W``; ``labels``:
+    ``N`` (or ``N x C`` one-hot); ``metadata``: extra per-image columns by name (EMNIST writer ids); ``where``: the
+    file (and key or column) it came from; ``hint``: a dataset name the file names suggest (``emnist-letters``), if
+    any."""
 
     split: str | None
     images: np.ndarray
@@ -117,11 +115,9 @@ def split_key(name: str) -> tuple[str | None, str | None]:
 def pair_arrays(arrays: dict[str, np.ndarray], where: str, default_split: str | None = None,
                 metadata_of: Callable[[str | None, str | None], dict[str, np.ndarray]] | None = None,
                 ) -> dict[str, ForeignSplit]:
-    """Pair image and label arrays by their names into splits.
-
-    ``arrays`` maps a key or file name to its array; keys that differ only by the role token (``x_train``/``y_train``,
-    ``train-images``/``train-labels``) form one split.  A lone pair without a split name gets ``default_split``.
-    """
+    """Pair image and label arrays by their names into splits. ``arrays`` maps a key or file name to its array; keys
+    that differ only by the role token (``x_train``/``y_train``, ``train-images``/``train-labels``) form one split.  A
+    lone pair without a split name gets ``default_split``."""
     groups: dict[tuple[str | None, str | None], dict[str, tuple[str, np.ndarray]]] = {}
     for key, arr in arrays.items():
         role = role_of(key)

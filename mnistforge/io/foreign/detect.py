@@ -147,11 +147,9 @@ _FILE_READERS: dict[str, Callable[..., ForeignCopy]] = {"npz": read_npz, "csv": 
 
 
 def read_foreign(path: StrPath, *, torchvision_classes: Mapping[str, str] | None = None) -> ForeignCopy:
-    """Read a third-party copy (see :data:`FORMATS`); pickles raise ``UnsafeFormatError``.
-
-    ``torchvision_classes`` maps torchvision class folders to the datasets they hold
-    (:func:`mnistforge.registry.torchvision_folders`: a dataset fact this layer does not know).
-    """
+    """Read a third-party copy (see :data:`FORMATS`); pickles raise ``UnsafeFormatError``. ``torchvision_classes`` maps
+    torchvision class folders to the datasets they hold (:func:`mnistforge.registry.torchvision_folders`: a dataset
+    fact this layer does not know)."""
     path = Path(path)
     kind = sniff(path)
     if kind == "torchvision" and path.is_dir():

@@ -40,10 +40,8 @@ class SplitSummary(TypedDict):
 
 
 def _schema(features: datasets.Features) -> pa.Schema:
-    """The parquet schema: exactly what ``datasets`` itself writes for ``features``.
-
-    Its metadata holds only the feature definition (``{"info": {"features": ...}}``): no fingerprint, no timestamp.
-    """
+    """The parquet schema: exactly what ``datasets`` itself writes for ``features``. Its metadata holds only the
+    feature definition (``{"info": {"features": ...}}``): no fingerprint, no timestamp."""
     schema = features.arrow_schema
     if list(schema.names[:2]) != ["image", "label"]:
         raise ConfigError("features must start with image and label", expected="image, label, ...",

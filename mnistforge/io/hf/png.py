@@ -125,14 +125,12 @@ def _head(h: int, w: int) -> bytes:
 
 def encode_batch(images: np.ndarray, compress_level: int = PNG_COMPRESS_LEVEL, *,
                  png: str = DEFAULT_PNG) -> tuple[bytes, np.ndarray]:
-    """Encode N x H x W uint8 images as grayscale PNGs; return ``(data, sizes)``.
-
-    ``png`` names the encoder (:data:`PNG_ENCODERS`).  ``fast``: every row unfiltered, one ISA-L zlib stream per image
-    in a single IDAT chunk. ``pillow``: filters chosen for the whole batch at once in NumPy as Pillow chooses them,
-    then one zlib stream per image (Pillow's settings: window 15, memory level 9, ``Z_FILTERED``) in a single IDAT
-    chunk: byte-identical to Pillow's output for images whose compressed data fits one 64 KiB block (every MNIST-sized
-    image); larger ones go through Pillow. ``compress_level`` is the ``pillow`` encoder's zlib level.
-    """
+    """Encode N x H x W uint8 images as grayscale PNGs; return ``(data, sizes)``. ``png`` names the encoder
+    (:data:`PNG_ENCODERS`).  ``fast``: every row unfiltered, one ISA-L zlib stream per image in a single IDAT chunk.
+    ``pillow``: filters chosen for the whole batch at once in NumPy as Pillow chooses them, then one zlib stream per
+    image (Pillow's settings: window 15, memory level 9, ``Z_FILTERED``) in a single IDAT chunk: byte-identical to
+    Pillow's output for images whose compressed data fits one 64 KiB block (every MNIST-sized image); larger ones go
+    through Pillow. ``compress_level`` is the ``pillow`` encoder's zlib level."""
     if png not in PNG_ENCODERS:
         raise ConfigError("unknown PNG encoder", expected=" or ".join(PNG_ENCODERS), found=repr(png))
     images = np.ascontiguousarray(images, dtype=np.uint8)
@@ -185,14 +183,10 @@ _PILLOW_BLOCK = 65536
 
 def encode_pngs(images: np.ndarray, *, workers: int | None = None, compress_level: int = PNG_COMPRESS_LEVEL,
                 desc: str | None = None, png: str = DEFAULT_PNG) -> tuple[bytes, npt.NDArray[np.int64]]:
-    """Encode N images to PNG with the encoder ``png``; return ``(data, offsets)`` (all
-    bytes, N+1 int64 offsets).
-
-    Batches of :data:`PARALLEL_MIN` images or more are split over ``workers`` threads (default: every core):
-    zlib and NumPy release the GIL, so threads scale like processes without copying images to them.  The
-    result does not depend on the number of workers.
-    """
-
+    """Encode N images to PNG with the encoder ``png``; return ``(data, offsets)`` (all bytes, N+1 int64 offsets).
+    Batches of :data:`PARALLEL_MIN` images or more are split over ``workers`` threads (default: every core): zlib and
+    NumPy release the GIL, so threads scale like processes without copying images to them.  The result does not depend
+    on the number of workers."""
     n = len(images)
     workers = settings.current(workers=workers).workers
     starts = list(range(0, n, CHUNK))

@@ -46,11 +46,8 @@ def config_is_synthetic(repo_dir: StrPath, name: str) -> bool:
 
 
 def read_card(repo_dir: StrPath) -> dict[str, Any]:
-    """Parse the YAML header of ``repo_dir/README.md`` (the caller's own copy).
-
-    Raises :class:`MissingFileError` when there is no card and
-    :class:`FormatError` when the header is missing or malformed.
-    """
+    """Parse the YAML header of ``repo_dir/README.md`` (the caller's own copy). Raises :class:`MissingFileError` when
+    there is no card and :class:`FormatError` when the header is missing or malformed."""
     return copy.deepcopy(_card_header(repo_dir))   # the parse is shared: a caller may change its copy
 
 
@@ -103,11 +100,9 @@ def recorded_shard_fast_hashes(repo_dir: StrPath) -> dict[str, str]:
 
 
 def recorded_shard_hashes(repo_dir: StrPath) -> dict[str, str]:
-    """``{shard path relative to repo_dir: sha256}`` as the export recorded them.
-
-    The card lists every shard under "Shards (sha256)"; ``croissant.json`` (when written) holds the same
-    digests.  Empty for a folder exported before shard hashes were recorded.
-    """
+    """``{shard path relative to repo_dir: sha256}`` as the export recorded them. The card lists every shard under
+    "Shards (sha256)"; ``croissant.json`` (when written) holds the same digests.  Empty for a folder exported before
+    shard hashes were recorded."""
     repo_dir = Path(repo_dir)
     out: dict[str, str] = {}
     card = repo_dir / CARD
@@ -270,10 +265,8 @@ def _png_size(blob: bytes | bytearray | memoryview) -> tuple[int, int] | None:
 
 
 def pixels_of(table: pa.Table) -> np.ndarray:
-    """The ``pixels`` column as an N x H x W uint8 array, without decoding.
-
-    ``Array2D`` columns carry their shape; binary columns (H*W bytes per row) take it from the first row's PNG header.
-    """
+    """The ``pixels`` column as an N x H x W uint8 array, without decoding. ``Array2D`` columns carry their shape;
+    binary columns (H*W bytes per row) take it from the first row's PNG header."""
     import pyarrow as pa
 
     flat: np.ndarray
@@ -318,7 +311,6 @@ def read_split(repo_dir: StrPath, config: str, split: str
 
     >>> images, labels, classes, meta = read_split("hf-repo", "qmnist", "test")  # doctest: +SKIP
     """
-
     table = read_split_table(repo_dir, config, split)
     features = features_of(table, repo_dir, config)
     for col in ("image", "label"):

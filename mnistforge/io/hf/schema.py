@@ -37,10 +37,8 @@ EXPORT_NAMES = {"writer": "writer_id"}
 
 @dataclass
 class SplitData:
-    """One split: ``images`` (N x H x W uint8, upright), ``labels`` (N ints), optional metadata.
-
-    ``metadata`` is a NumPy structured array with one record per image (or None).
-    """
+    """One split: ``images`` (N x H x W uint8, upright), ``labels`` (N ints), optional metadata. ``metadata`` is a
+    NumPy structured array with one record per image (or None)."""
 
     images: np.ndarray
     labels: np.ndarray
