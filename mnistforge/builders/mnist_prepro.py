@@ -32,7 +32,6 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from ..io.similar import blake2b_image_digests  # noqa: F401  (step 8's digests; tests use it here)
 
 logger = logging.getLogger(__name__)
 
@@ -251,10 +250,7 @@ def place(img20: npt.ArrayLike, ci: float | np.floating[Any], cj: float | np.flo
 
 
 def preprocess_one(img: npt.ArrayLike, config: MnistPreproConfig | None = None) -> np.ndarray:
-    """Preprocess ONE 128x128 ink mask (True = ink) to a 28x28 uint8 image: the oracle.
-
-    A literal, slow implementation of the eight steps, kept as the reference
-    the batch implementation :func:`preprocess` is tested against.
+    """Preprocess ONE 128x128 ink mask (True = ink) to a 28x28 uint8 image: the oracle (see the module doc).
 
     >>> img = np.zeros((128, 128), bool); img[30:100, 60:64] = True
     >>> out = preprocess_one(img)
@@ -309,8 +305,8 @@ def _weight_matrix(n: int, fudge: float) -> Any:  # a scipy.sparse.csr_matrix (s
     counts = keep.sum(axis=1)
     indptr = np.zeros(n * n + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
-    w = sp.csr_matrix((weights[keep], cells[keep].astype(np.int32), indptr.astype(np.int32)), shape=(n * n, BOX * BOX))
-    return w
+    return sp.csr_matrix((weights[keep], cells[keep].astype(np.int32), indptr.astype(np.int32)),
+                         shape=(n * n, BOX * BOX))
 
 
 def _boxes(images: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -420,14 +416,9 @@ def centres_batch(b20: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def place_batch(b20: np.ndarray, ci: np.ndarray, cj: np.ndarray, centring: str = "mnist") -> np.ndarray:
     """Step 7 on a batch."""
     n = b20.shape[0]
-    if centring == "mnist":
-        oi = np.trunc(np.float32(15.0) - ci)
-        oj = np.trunc(np.float32(15.0) - cj)
-    else:
-        oi = np.floor(np.float32(14.5) - ci)
-        oj = np.floor(np.float32(14.5) - cj)
-    oi = np.nan_to_num(oi).astype(np.int64)
-    oj = np.nan_to_num(oj).astype(np.int64)
+    rounding, target = (np.trunc, np.float32(15.0)) if centring == "mnist" else (np.floor, np.float32(14.5))
+    oi = np.nan_to_num(rounding(target - ci)).astype(np.int64)
+    oj = np.nan_to_num(rounding(target - cj)).astype(np.int64)
     r = np.clip(10 + oi, 0, CANVAS - BOX)
     c = np.clip(10 + oj, 0, CANVAS - BOX)
     canvas = np.zeros((n, CANVAS, CANVAS), dtype=np.uint8)
@@ -440,9 +431,6 @@ def place_batch(b20: np.ndarray, ci: np.ndarray, cj: np.ndarray, centring: str =
 
 def preprocess(images: npt.ArrayLike, config: MnistPreproConfig | None = None) -> np.ndarray:
     """Preprocess a batch of 128x128 ink masks (True = ink) to ``(n, 28, 28)`` uint8.
-
-    Byte-identical to :func:`preprocess_one` applied to every image, and much
-    faster.  Blank inputs give all-zero images.
 
     ``images`` (array_like of bool, shape (n, H, W)): Ink masks (any nonzero value is ink; use
         :func:`ink_mask` for raw rasters).

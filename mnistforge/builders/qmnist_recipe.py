@@ -49,9 +49,7 @@ logger = logging.getLogger(__name__)
 
 NIST_DIGITS = 402_953         # digits in SD19 (the xnist table's rows)
 NCOLS = 8
-COLUMNS = ("class", "hsf", "writer", "writer_index", "nist_class", "nist_index", "duplicate", "unused")
-
-# column numbers
+# column numbers (the table in the module doc)
 CLASS, HSF, WRITER, ENTRY, NIST_CLASS, NIST_INDEX, DUPLICATE, UNUSED = range(NCOLS)
 
 
@@ -136,10 +134,8 @@ def select_qmnist(table: npt.ArrayLike, recipe: QmnistRecipe | None = None, *,
     ``duplicate`` (array of bool, optional): Which digits are duplicates of an earlier one. Default: column 6 != 0 (the
         published encoding cannot mark a duplicate of digit #0; builders pass the exact mask).
 
-    Returns: ``train`` and ``test`` arrays of global indices (column 5).
-
     >>> t = np.zeros((4, 8), np.int64); t[:, 5] = np.arange(4)
->>> t[:, 2] = np.arange(4)      # four writers: the test fill skips writers on the train side
+    >>> t[:, 2] = np.arange(4)      # four writers: the test fill skips writers on the train side
     >>> select_qmnist(t, QmnistRecipe(train_size=2, test_size=2, test_fill_start=2)).test.tolist()
     [2, 3]
     """
@@ -189,7 +185,7 @@ def order_like_published(selection: Selection, published_train: npt.ArrayLike,
     tables are not QMNIST's) and :class:`~mnistforge.errors.BuildError` is raised.
 
     >>> t = np.zeros((4, 8), np.int64); t[:, 5] = np.arange(4)
->>> t[:, 2] = np.arange(4)      # four writers: the test fill skips writers on the train side
+    >>> t[:, 2] = np.arange(4)      # four writers: the test fill skips writers on the train side
     >>> s = select_qmnist(t, QmnistRecipe(train_size=2, test_size=2, test_fill_start=2))
     >>> pub = lambda *g: np.array([[0] * 5 + [i, 0, 0] for i in g])
     >>> order_like_published(s, pub(1, 0), pub(3, 2)).train.tolist()
@@ -315,11 +311,6 @@ def duplicates_from_digests(digests: npt.ArrayLike) -> np.ndarray:
 
 # --- Reading the published tables -------------------------------------------------------------
 
-def _open_bytes(path: Path) -> bytes:
-    with open_reader(path) as f:
-        return f.read()
-
-
 def read_label_table(path: str | os.PathLike[str]) -> np.ndarray:
     """Read a QMNIST extended-label table (``.tsv`` or ``-idx2-int``, raw/gz/xz/bz2).
 
@@ -341,7 +332,8 @@ def read_label_table(path: str | os.PathLike[str]) -> np.ndarray:
             raise FormatError("not an extended-label idx file", path=path,
                               expected="an n x 8 int array", found=f"shape {arr.shape}")
         return arr.astype(np.int64)
-    raw = _open_bytes(path)
+    with open_reader(path) as f:
+        raw = f.read()
     lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") or not raw else 1)
     # np.fromstring with a separator parses any whitespace-separated integers in C
     try:
