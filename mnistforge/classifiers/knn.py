@@ -94,7 +94,6 @@ class KNNClassifier(Classifier):
         self.train_u8_ = X.reshape(len(X), -1) if X.dtype == np.uint8 else None
         n, dim = feats.shape
         sq = np.einsum("ij,ij->i", feats, feats, dtype=np.float64)
-        self.train_sqnorm_ = sq
         self.max_norm_ = float(np.sqrt(sq.max()))
         # [t, -|t|^2/2] padded to whole chunks: x'.t' is the ranking score, one product
         cols = -(-n // CHUNK) * CHUNK

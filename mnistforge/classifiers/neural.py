@@ -49,14 +49,14 @@ def resolve_device(device: str = "auto") -> Any:  # a torch.device (torch: an op
     dev = torch.device(device)
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise ConfigError("CUDA device requested but none is available", expected="a "
-                              "GPU visible to torch (torch.cuda.is_available())",
+            raise ConfigError("CUDA device requested but none is available",
+                              expected="a GPU visible to torch (torch.cuda.is_available())",
                               found=f"none (torch {torch.__version__}"
                               + (", a CPU-only build)" if torch.version.cuda is None else ")"),
                               hint="use device=cpu or device=auto")
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ConfigError("no such CUDA device", expected=f"cuda:0..cuda:"
-                              f"{torch.cuda.device_count() - 1}", found=device)
+            raise ConfigError("no such CUDA device", expected=f"cuda:0..cuda:{torch.cuda.device_count() - 1}",
+                              found=device)
     return dev
 
 
@@ -74,8 +74,8 @@ def as_images(X: npt.ArrayLike) -> np.ndarray:
     if X.ndim == 2:
         side = math.isqrt(X.shape[1])
         if side * side != X.shape[1]:
-            raise ConfigError("inputs are not square images", expected="N x H x W or N x H*W "
-                              "with a square H*W", found=f"shape {X.shape}")
+            raise ConfigError("inputs are not square images", expected="N x H x W or N x H*W with a square H*W",
+                              found=f"shape {X.shape}")
         X = X.reshape(-1, side, side)
     if X.ndim != 3:
         raise ConfigError("inputs have the wrong shape", expected="N x H x W images", found=f"shape {X.shape}")
@@ -89,20 +89,13 @@ def random_similarity(x: np.ndarray, rng: np.random.Generator, max_shift: float 
                       scale: tuple[float, float] = (0.9, 1.1), max_rotation: float = 0.1) -> np.ndarray:
     """Light augmentation: each image shifted, scaled and rotated about its centre at random.
 
-    The same uniform draws as ``evaluators.augment`` (lighter bounds, bilinear, zero
-    padding); done here with ``scipy.ndimage`` because classifiers sit below evaluators.
+    The same uniform draws as ``evaluators.augment`` (lighter bounds, bilinear, zero padding); done here with
+    ``scipy.ndimage`` because classifiers sit below evaluators.
     """
-    n = len(x)
-    shift = rng.uniform(-max_shift, max_shift, (n, 2))
-    rot = rng.uniform(-max_rotation, max_rotation, n)
-    sc = rng.uniform(scale[0], scale[1], n)
-    return similarity(x, shift, rot, sc)
-
-
-def similarity(x: np.ndarray, shift: np.ndarray, rot: np.ndarray, sc: np.ndarray) -> np.ndarray:
-    """Image ``k`` shifted by ``shift[k]`` (rows, columns), rotated by ``rot[k]`` and scaled by
-    ``sc[k]`` about its centre; bilinear, zero outside (``evaluators.augment``'s convention)."""
     n, h, w = x.shape
+    shift = rng.uniform(-max_shift, max_shift, (n, 2))
+    rot = rng.uniform(-max_rotation, max_rotation, (n,))
+    sc = rng.uniform(scale[0], scale[1], (n,))
     centre = np.array([(h - 1) / 2.0, (w - 1) / 2.0])
     out = np.empty_like(x)
     for k in range(n):
@@ -134,8 +127,8 @@ def _seeded(torch: Any, seed: int, dev: Any) -> Iterator[None]:
 class NeuralClassifier(Classifier):
     """Base of the PyTorch classifiers; the fields are the spec parameters.
 
-    ``epochs`` is the maximum; with a validation set, training stops after ``patience``
-    epochs without a lower validation error and the best epoch's weights are kept.
+    ``epochs`` is the maximum; with a validation set, training stops after ``patience`` epochs without a lower
+    validation error and the best epoch's weights are kept.
     """
 
     epochs: int = 10
@@ -155,8 +148,8 @@ class NeuralClassifier(Classifier):
     def __post_init__(self) -> None:
         check_device_name(self.device)
         if self.optimizer not in OPTIMIZERS:
-            raise ConfigError(f"unknown optimizer for {self.name}", expected=" or ".join(
-                OPTIMIZERS), found=self.optimizer)
+            raise ConfigError(f"unknown optimizer for {self.name}", expected=" or ".join(OPTIMIZERS),
+                              found=self.optimizer)
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"unknown learning-rate schedule for {self.name}",
                               expected=", ".join(SCHEDULES), found=self.schedule)
@@ -188,8 +181,7 @@ class NeuralClassifier(Classifier):
 
     def fit(self, X: npt.ArrayLike, y: npt.ArrayLike,
             validation: tuple[npt.ArrayLike, npt.ArrayLike] | None = None) -> NeuralClassifier:
-        """Train on images ``X`` and labels ``y``; ``validation=(X_val, y_val)`` enables
-        early stopping."""
+        """Train on images ``X`` and labels ``y``; ``validation=(X_val, y_val)`` enables early stopping."""
         torch = require_torch()
 
         y = check_xy(X, y)
@@ -269,8 +261,8 @@ class NeuralClassifier(Classifier):
     def _check_shape(self, x: np.ndarray) -> np.ndarray:
         if tuple(x.shape[1:]) != tuple(self.in_hw_):
             raise ConfigError(f"{self.name} model got images of another size",
-                              expected=f"{self.in_hw_[0]} x {self.in_hw_[1]} images (as in "
-                              "training)", found=f"{x.shape[1]} x {x.shape[2]}",
+                              expected=f"{self.in_hw_[0]} x {self.in_hw_[1]} images (as in training)",
+                              found=f"{x.shape[1]} x {x.shape[2]}",
                               hint="resize the images or train a model on this size")
         return x
 
@@ -320,8 +312,8 @@ def model_paths(path: str | os.PathLike[str]) -> tuple[Path, Path]:
 def save_model(clf: NeuralClassifier, path: str | os.PathLike[str]) -> Path:
     """Save a fitted neural classifier as ``PATH.npz`` (tensors) + ``PATH.json`` (config).
 
-    Both files are written atomically; the JSON comes last and records the npz's sha256,
-    so a pair left half-updated by a crash is detected on loading.
+    Both files are written atomically; the JSON comes last and records the npz's sha256, so a pair left half-updated by
+    a crash is detected on loading.
     """
     clf._check_fitted()
     torch = require_torch()
@@ -331,16 +323,13 @@ def save_model(clf: NeuralClassifier, path: str | os.PathLike[str]) -> Path:
         np.savez(f, **state)
     params = {f.name: getattr(clf, f.name) for f in dataclasses.fields(clf)}
     doc = {
-        "format": MODEL_FORMAT, "version": MODEL_VERSION,
-        "classifier": clf.name, "arch": clf.arch, "spec": clf.spec(), "params": params,
-        "classes": clf.classes_.tolist(), "classes_dtype": clf.classes_.dtype.str,
-        "input_shape": list(clf.in_hw_),
-        "weights": weights.name, "weights_format": "npz", "weights_sha256": sha256_file(weights),
+        "format": MODEL_FORMAT, "version": MODEL_VERSION, "classifier": clf.name, "arch": clf.arch, "spec": clf.spec(),
+        "params": params, "classes": clf.classes_.tolist(), "classes_dtype": clf.classes_.dtype.str,
+        "input_shape": list(clf.in_hw_), "weights": weights.name, "weights_format": "npz",
+        "weights_sha256": sha256_file(weights),
         "tensors": {k: {"dtype": v.dtype.str, "shape": list(v.shape)} for k, v in state.items()},
-        "training": {"n_train": getattr(clf, "n_train_", None),
-                     "best_epoch": getattr(clf, "best_epoch_", None),
-                     "history": getattr(clf, "history_", []),
-                     "torch_version": torch.__version__},
+        "training": {"n_train": getattr(clf, "n_train_", None), "best_epoch": getattr(clf, "best_epoch_", None),
+                     "history": getattr(clf, "history_", []), "torch_version": torch.__version__},
     }
     with atomic_file(meta, "w") as f:
         json.dump(doc, f, indent=2)
@@ -352,17 +341,16 @@ def save_model(clf: NeuralClassifier, path: str | os.PathLike[str]) -> Path:
 def load_model(path: str | os.PathLike[str], device: str = "auto") -> NeuralClassifier:
     """Rebuild a classifier saved by :func:`save_model` (``PATH``, ``PATH.npz`` or ``PATH.json``).
 
-    ``device`` overrides the device recorded at training time (a model trained on a GPU
-    loads on a CPU-only machine).  Raises IntegrityError when the npz is not the one the JSON
-    describes and FormatError when the files do not describe a model of this package.
+    ``device`` overrides the device recorded at training time (a model trained on a GPU loads on a CPU-only machine).
+    Raises IntegrityError when the npz is not the one the JSON describes and FormatError when the files do not describe
+    a model of this package.
     """
     torch = require_torch()
     weights, meta = model_paths(path)
     for p in (meta, weights):
         if not p.is_file():
-            raise MissingFileError("model file missing", path=p, expected="the .npz weights "
-                                   "and the .json description side by side",
-                                   hint="save with --save-model PATH or clf.save(PATH)")
+            raise MissingFileError("model file missing", path=p, expected="the .npz weights and the .json description "
+                                   "side by side", hint="save with --save-model PATH or clf.save(PATH)")
     try:
         doc = json.loads(meta.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as e:

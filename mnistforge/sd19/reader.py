@@ -85,10 +85,6 @@ class SD19Source:
         name = "by_write/" + self.files["name"][self.file_of_row[row]].decode()
         return name if self.edition == 2 else f"{name}#{int(self.index['entry'][row])}"
 
-    def digits(self) -> np.ndarray:
-        """Rows of the digits, in walk order (row k has ``digit_index`` k)."""
-        return np.flatnonzero(self.index["field"] == b"d")
-
     def read(self, rows: npt.ArrayLike, *, batch_size: int = 4096,
              workers: int | None = None) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]]:
         """Yield ``(rows_batch, images)`` for ``rows`` in the given order.
@@ -103,8 +99,8 @@ class SD19Source:
                  workers: int | None = None) -> npt.NDArray[np.bool_]:
         """All images of ``rows`` at once: bool ``(len(rows), 128, 128)``.
 
-        The rows are read in walk order whatever their order here (fastest for
-        both editions); :meth:`read` keeps the order given, batch by batch.
+        The rows are read in walk order whatever their order here (fastest for both editions); :meth:`read` keeps the
+        order given, batch by batch.
         """
         rows = np.asarray(rows, np.int64).ravel()
         # Read in walk order (sequential zip reads, each .mis decoded once), then put back.
@@ -162,8 +158,7 @@ def open_sd19(path: str | os.PathLike[str], *, progress: bool | None = None, cac
               strict: bool = False, workers: int | None = None) -> SD19Source:
     """Open an SD19 source and return an :class:`SD19Source` with its index.
 
-    ``path``: folder with the 2nd-edition zips, or with unpacked trees of either edition
-        (``by_write/``, ``by_class/``, ...), or one zip.
+    ``path``: folder with the 2nd-edition zips, or with unpacked trees of either edition (``by_write/``, ...), or a zip.
     ``progress``: show progress bars (None: only on a terminal).
     ``cache``: reuse / write the cached index (next to the source, else in the mnistforge cache).
     ``reindex``: ignore any cached index and walk the source again.
@@ -292,10 +287,7 @@ def _classes_from_cls(bw: Tree, idx: np.ndarray, cls_files: dict[tuple[int, int,
     else:
         first: dict[tuple[Any, ...], list[int]] = {}
         for i, k in enumerate(key_of_rec):
-            if k not in first:
-                first[k] = [i, i + 1]
-            else:
-                first[k][1] = i + 1
+            first.setdefault(k, [i, i + 1])[1] = i + 1
         rows_of_key = {k: tuple(v) for k, v in first.items()}
     for k, (s, e) in rows_of_key.items():
         fi = cls_files.get(k)
