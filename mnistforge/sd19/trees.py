@@ -16,11 +16,9 @@ from . import index as _index
 from .nist_table import FIELD_DIRS, FIELDS, PARTITION_ORDER
 from .zipdir import ZipListing, list_zip, read_members
 
-
 logger = logging.getLogger(__name__)
 
 HIERARCHIES = ("by_write", "by_class", "by_merge", "by_field")
-IMAGE = 128
 _FIELD_RANK = {f: i for i, f in enumerate(FIELDS)}
 _PART_RANK = {p: i for i, p in enumerate(PARTITION_ORDER)}
 _DIR_FIELD = {v: k for k, v in FIELD_DIRS.items()}
@@ -36,7 +34,6 @@ _BC_MIS = re.compile(r"^([0-9a-f]{2})/hsf_(\d)\.mis$", re.I)
 _BF_PNG = re.compile(r"^hsf_(\d)/(digit|upper|lower|const)/([0-9a-f]{2})/[0-9a-f]{2}_(\d+)\.png$", re.I)
 _BF_MIS = re.compile(r"^hsf_(\d)/(digit|upper|lower|const)/(?:[0-9a-f]{2}/)?([0-9a-f]{2})\.mis$", re.I)
 _INTERESTING = (".png", ".mis", ".cls", ".mit")
-
 
 
 # --- trees: one hierarchy, in a zip or a folder ----------------------------------------------
@@ -213,19 +210,14 @@ def _parse_by_write(tree: Tree) -> tuple[int, list[tuple[Any, ...]], dict[tuple[
     cls: dict[tuple[int, int, int, str], int] = {}
     other = 0
     for i, n in enumerate(names):
-        m = _BW_PNG.match(n)
-        if m:
+        if m := _BW_PNG.match(n):
             png.append((i, m))
-            continue
-        m = _BW_MIS.match(n)
-        if m:
+        elif m := _BW_MIS.match(n):
             mis.append((i, m))
-            continue
-        m = _BW_CLS.match(n)
-        if m:
+        elif m := _BW_CLS.match(n):
             cls[(int(m[1]), int(m[2]), int(m[3]), m[4].lower())] = i
-            continue
-        other += 1
+        else:
+            other += 1
     if png and mis:
         raise SD19FormatError("by_write mixes editions", path=tree.display,
                               expected="only PNG folders (2nd edition) or only .mis files (1st edition)",
@@ -261,15 +253,13 @@ def _parse_classed(tree: Tree) -> _Chars | None:
     fmt = "png"
     for i, n in enumerate(tree.names):
         if tree.hierarchy == "by_class":
-            m = _BC_PNG.match(n) or _BC_MIS.match(n)
-            if not m:
+            if not (m := _BC_PNG.match(n) or _BC_MIS.match(n)):
                 continue
             files.append(i)
             asc.append(int(m[1], 16))
             hsf.append(int(m[2]))
         elif tree.hierarchy == "by_field":
-            m = _BF_PNG.match(n) or _BF_MIS.match(n)
-            if not m:
+            if not (m := _BF_PNG.match(n) or _BF_MIS.match(n)):
                 continue
             files.append(i)
             hsf.append(int(m[1]))

@@ -133,11 +133,7 @@ def list_zip(path: str | os.PathLike[str], *, max_member_size: int = DEFAULT_MAX
         f.seek(cd_off)
         cd = f.read(cd_size if limit is None else min(cd_size, 1 << 20))
     names: list[str] = []
-    offs: list[int] = []
-    cs: list[int] = []
-    us: list[int] = []
-    meth: list[int] = []
-    crcs: list[int] = []
+    kept: list[tuple[int, int, int, int, int]] = []   # offset, csize, usize, method, crc
     pos = 0
     unpack = _CEN_FMT.unpack_from
     for _ in range(n_total):
@@ -177,13 +173,9 @@ def list_zip(path: str | os.PathLike[str], *, max_member_size: int = DEFAULT_MAX
             raise SD19FormatError("unsupported zip compression method", path=path,
                                   expected="stored (0) or deflated (8)", found=f"{method} for {name!r}")
         names.append(name)
-        offs.append(off)
-        cs.append(csize)
-        us.append(usize)
-        meth.append(method)
-        crcs.append(crc)
-    return ZipListing(path, names, np.array(offs, np.int64), np.array(cs, np.int64),
-                      np.array(us, np.int64), np.array(meth, np.uint16), np.array(crcs, np.uint32))
+        kept.append((off, csize, usize, method, crc))
+    off_, cs_, us_, meth_, crc_ = np.array(kept, np.int64).reshape(-1, 5).T
+    return ZipListing(path, names, off_.copy(), cs_.copy(), us_.copy(), meth_.astype(np.uint16), crc_.astype(np.uint32))
 
 
 def _zip64_extra(extra: bytes, csize: int, usize: int, off: int) -> tuple[int, int, int]:
@@ -209,19 +201,17 @@ _FDS: dict[tuple[int, str], int] = {}
 def _fd(path: str) -> int:
     # One descriptor per archive per process (workers reuse theirs across batches).
     key = (os.getpid(), path)
-    fd = _FDS.get(key)
-    if fd is None:
-        fd = os.open(path, os.O_RDONLY)
-        _FDS[key] = fd
-    return fd
+    if key not in _FDS:
+        _FDS[key] = os.open(path, os.O_RDONLY)
+    return _FDS[key]
 
 
 def read_members(path: str | os.PathLike[str], listing: ZipListing, idx: npt.ArrayLike, *,
                  gap: int = 1 << 16) -> list[bytes]:
     """Return the inflated bytes of members ``idx`` of ``listing`` (in that order).
 
-    Members close together in the file are fetched with one ``pread`` (runs
-    split where the gap between members exceeds ``gap`` bytes).
+    Members close together in the file are fetched with one ``pread`` (runs split where the gap between members exceeds
+    ``gap`` bytes).
     """
     path = os.fspath(path)
     idx = np.asarray(idx, np.int64)
@@ -259,12 +249,8 @@ def _member_from(buf: bytes, p: int, listing: ZipListing, i: int, fd: int, path:
     if len(data) < csize:  # extra field longer than the slack: fetch exactly
         data = os.pread(fd, csize, int(listing.offset[i]) + 30 + nlen + elen)
     usize = int(listing.usize[i])
-    try:
-        if listing.method[i] == 8:
-            d = zlib.decompressobj(-15)
-            raw = d.decompress(data, usize + 1)
-        else:
-            raw = data
+    try:   # inflate at most one byte more than declared: a lying size is caught below
+        raw = zlib.decompressobj(-15).decompress(data, usize + 1) if listing.method[i] == 8 else data
     except zlib.error as e:
         raise SD19FormatError("corrupt zip member (inflate failed)", path=f"{path}:{name}",
                               expected="valid deflate data", found=str(e)) from None
