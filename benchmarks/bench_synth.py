@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from mnistforge.sd19 import glyphs
-from mnistforge.sd19.synth import SynthConfig, _StoredZip, synthesize_sd19
+from mnistforge.sd19.synth import SynthConfig, synthesize_sd19
+from mnistforge.sd19.synth.write import _StoredZip
 
 
 def geometry_for(n, seed=0):

@@ -16,9 +16,10 @@ from mnistforge.sd19.glyphs import HardCases, draw_writer_style, render_characte
 from mnistforge.sd19.ihead import parse_cls, parse_mit, read_mis
 from mnistforge.sd19.png1 import decode_png1_many
 from mnistforge.sd19.synth import (
-    PLAN_DTYPE, SynthConfig, _StoredZip, field_class_counts, plan_sd19,
+    PLAN_DTYPE, SynthConfig, field_class_counts, plan_sd19,
     read_xnist_table, synthesize_sd19,
 )
+from mnistforge.sd19.synth.write import _StoredZip
 from sd19_helpers import make_tiny_sd19
 
 PART_RANK = {p: i for i, p in enumerate(nt.PARTITION_ORDER)}

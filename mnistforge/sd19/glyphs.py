@@ -1,19 +1,8 @@
 """Handwriting-like 128x128 binary characters for the synthetic SD19.
 
-Characters are drawn as pen strokes, not filled outlines: the single-stroke Hershey vector glyphs of the
-``hershey-fonts`` package (``futural`` for hand printing, ``cursive`` for some writers' lower case) are distorted and
-drawn as thick polylines with a round pen.
-
-Every writer gets a :class:`WriterStyle` (size, slant, pen width, position, aspect, how shaky the hand is, glyph
-variants); every character then gets its own random distortion on top (jittered control points smoothed along the
-stroke, a low-frequency wobble, small rotation/scale/shear, position jitter).
-The hard cases of the real scans are included on purpose: specks of noise away from the character, very small characters
-(< 20 px tall), characters touching or cut by the frame, very thick strokes, ragged stroke edges.
-
-The geometry (jitter, wobble, affine, centring, frame touching, where the pen needs round disks) is computed for a whole
-batch of characters at once with NumPy; rasterisation uses Pillow's ``ImageDraw.line`` with a width plus disks at stroke
-ends and sharp turns (round pen), which measured ~50-100x faster than a vectorised NumPy distance-to-segment raster of
-the same strokes (``benchmarks/bench_synth.py``).  Edge roughening runs on whole batches with NumPy slicing.
+Hershey single-stroke glyphs distorted per writer (:class:`WriterStyle`) and per character, with the hard cases of the
+real scans, drawn with a round pen by Pillow (faster than a NumPy raster: ``benchmarks/bench_synth.py``); the recipe and
+its numbers are in ``docs/synthetic-sd19.md`` ("The characters").
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -147,10 +136,7 @@ def _subdivide(points: np.ndarray, step: float) -> np.ndarray:
 
 @functools.lru_cache(maxsize=None)
 def _template(ch: str, font: str, variant: int) -> tuple[np.ndarray, tuple[int, ...], float]:
-    """Subdivided strokes of a glyph, concatenated.
-
-    Returns ``(points (n, 2), stroke lengths, glyph height in font units)``.
-    """
+    """Subdivided strokes of a glyph, concatenated: ``(points (n, 2), stroke lengths, glyph height in font units)``."""
     strokes = [_subdivide(s, 3.0) for s in _variant_strokes(ch, font, variant)]
     pts = np.vstack(strokes)
     pts.setflags(write=False)
@@ -307,8 +293,6 @@ def render_characters(codes: bytes | Sequence[int] | np.ndarray, style: WriterSt
     ``rng`` (numpy.random.Generator): Source of the per-character distortion; the output depends
         only on it, the style and the codes.
     ``hard``: Probabilities of specks, very small characters and characters touching the frame.
-
-    Returns: ``bool`` array of shape ``(n, 128, 128)``.
 
     >>> rng = np.random.default_rng(3)
     >>> im = render_characters([ord("8")], draw_writer_style(rng), rng)

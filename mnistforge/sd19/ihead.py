@@ -1,13 +1,7 @@
 """SD19 1st-edition files: IHEAD ``.mis`` rasters, ``.cls`` class lists, ``.mit`` back references.
 
-A ``.mis`` file is NIST's IHEAD format: an 8-byte ASCII length record (``288``), a 288-byte ASCII header, then one
-raster holding every entry stacked vertically (``par_x`` x ``par_y`` = 128 x 128 each).  ``compress`` 2 means CCITT
-Group 4; ``complen`` is the compressed length.  Ink is bit 1 in the raster.
-
-Group 4 is never decoded or encoded by hand here: the raw strip is wrapped in a minimal TIFF (Compression=4) and handed
-to libtiff through Pillow, and writing goes through Pillow's libtiff encoder with a single strip, whose bytes are then
-unwrapped.  In both directions the TIFF says PhotometricInterpretation=1 so that bit 1 (a CCITT "black" run) is pixel
-255 for Pillow, i.e. ``True`` = ink in the arrays this module returns.
+The IHEAD header, the stacked 128 x 128 entries and how their CCITT Group 4 raster goes through libtiff (a minimal TIFF
+with PhotometricInterpretation=1, so bit 1 = ink = ``True``; no G4 code of our own): ``docs/sd19.md``.
 
 >>> import io, numpy as np
 >>> imgs = np.zeros((2, 128, 128), bool); imgs[1, 40:80, 60:64] = True

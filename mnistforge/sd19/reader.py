@@ -8,9 +8,6 @@ are read in place (never extracted) through :mod:`mnistforge.sd19.zipdir`, with 
 The result, :class:`SD19Source`, carries :attr:`~SD19Source.index` (one row per character in by_write walk order, see
 :mod:`mnistforge.sd19.index`) and reads any selection of characters in parallel with :meth:`~SD19Source.read`.
 
-Walk order: partitions hsf_0,1,2,3,4,6,7; writer folders ``fWWWW_TT`` sorted by name; within a folder the fields d, u,
-l, c; within a field, the entries in file order (the PNG number ``_NNNNN`` or the position in the ``.mis``).
-
 Classes come from the by_write ``.cls`` files when present; otherwise from an
 exact-content join with by_field or by_class (:mod:`mnistforge.sd19.join`).
 

@@ -10,9 +10,6 @@ Characters are drawn by :mod:`mnistforge.sd19.glyphs`.  Output is a pure functio
 zips for the same seed); rendering and PNG encoding run on all cores, one task per group of writer folders, and the
 results are written in walk order.
 
-Modules: :mod:`.config` (``SynthConfig``, constants), :mod:`.plan` (one row per character), :mod:`.render` (worker
-processes), :mod:`.write` (zips/folders, both editions), :mod:`.synthesize` (the entry point).
-
 >>> import tempfile
 >>> out = synthesize_sd19(tempfile.mkdtemp() + "/sd19",
 ...                       SynthConfig(scale=0.0005, fields="d", hierarchies=("by_write",)))
@@ -22,7 +19,6 @@ processes), :mod:`.write` (zips/folders, both editions), :mod:`.synthesize` (the
 from .config import DESCRIPTION, HIERARCHIES, PLAN_DTYPE, SynthConfig
 from .plan import Plan, field_class_counts, plan_sd19, read_xnist_table
 from .synthesize import synthesize_sd19
-from .write import _StoredZip  # noqa: F401 - the zip writer, for tests and benchmarks
 
 __all__ = ["SynthConfig", "synthesize_sd19", "plan_sd19", "read_xnist_table", "field_class_counts",
            "Plan", "HIERARCHIES", "PLAN_DTYPE", "DESCRIPTION"]
