@@ -43,11 +43,8 @@ def _describe(config: SynthConfig, plan: Plan) -> dict[str, Any]:
         cfg.pop(k)
     return {
         "kind": "synthetic NIST SD19 (mnistforge synth-sd19)",
-        "note": "Synthetic handwriting-like characters, not NIST data.",
-        "config": cfg,
-        "characters": int(len(rows)),
-        "digits": int((rows["field"] == b"d").sum()),
-        "partitions": counts,
+        "note": "Synthetic handwriting-like characters, not NIST data.", "config": cfg,
+        "characters": int(len(rows)), "digits": int((rows["field"] == b"d").sum()), "partitions": counts,
         "duplicates": [{"row": int(r), "duplicate_of": int(rows["duplicate_of"][r]),
                         "digit_index": int(rows["digit_index"][r]),
                         "original_digit_index": int(rows["digit_index"][rows["duplicate_of"][r]])}
@@ -63,7 +60,6 @@ def synthesize_sd19(out: str | os.PathLike[str], config: SynthConfig = SynthConf
     ... (``"dir"``), plus ``synthetic-sd19.json`` describing the configuration and counts.
 
     ``out``: Output folder; must not exist unless ``config.overwrite``.
-    ``config``: What to write.
     ``progress``: Progress bars: None = on a terminal only, True/False = force.
 
     >>> import tempfile
@@ -76,8 +72,7 @@ def synthesize_sd19(out: str | os.PathLike[str], config: SynthConfig = SynthConf
     disable = None if progress is None else not progress
     out = Path(out)
     # before any work: the output path, and what --overwrite would replace
-    check_output_folder(out, inputs=[config.layout], overwrite=config.overwrite,
-                        owned=synthetic_sd19_problems)
+    check_output_folder(out, inputs=[config.layout], overwrite=config.overwrite, owned=synthetic_sd19_problems)
     plan = plan_sd19(config)
     logger.info("synthesising SD19: %d characters, %d writer folders, edition %d, %s",
                 len(plan), len(plan.folders), config.edition, config.packaging)
@@ -145,11 +140,10 @@ def _outputs(folder: Path) -> dict[str, dict[str, int]]:
 
 
 def synthetic_sd19_problems(folder: str | os.PathLike[str]) -> list[str]:
-    """What ``--overwrite`` would destroy in ``folder`` beyond what ``synth-sd19`` wrote there:
-    anything its ``synthetic-sd19.json`` (``outputs``) does not list, at the recorded sizes
-    (the SD19 index cache a read leaves in ``.mnistforge/`` is the package's too).  Inside a
-    hierarchy folder (``packaging="dir"``) files are counted; a file newer than the
-    description is named."""
+    """What ``--overwrite`` would destroy in ``folder`` beyond what ``synth-sd19`` wrote there: anything its
+    ``synthetic-sd19.json`` (``outputs``) does not list, at the recorded sizes (the SD19 index cache a read leaves in
+    ``.mnistforge/`` is the package's too).  Inside a hierarchy folder (``packaging="dir"``) files are counted; a file
+    newer than the description is named."""
     folder = Path(folder)
     desc = folder / DESCRIPTION
     try:

@@ -22,22 +22,18 @@ logger = logging.getLogger(__name__)
 
 # --- Hierarchies: sets (former .mis files) and their members ----------------------------------
 
-def _folder_name(hsf: int, writer: int, template: int) -> str:
-    return f"hsf_{hsf}/f{writer:04d}_{template:02d}"
-
-
 def _sets(plan: Plan, hierarchy: str) -> Iterator[tuple[str, np.ndarray]]:
     """Yield (set path inside the hierarchy, rows) for every former ``.mis`` file, rows in walk order."""
     rows = plan.rows
     if hierarchy == "by_write":
-        for k, f in enumerate(plan.folders):
+        for f in plan.folders:
             sl = np.arange(f["start"], f["stop"])
             fields = rows["field"][sl]
+            wt = f"{int(f['writer']):04d}_{int(f['template']):02d}"
             for fl in nt.FIELDS:
                 r = sl[fields == fl.encode()]
                 if len(r):
-                    folder = _folder_name(int(f["hsf"]), int(f["writer"]), int(f["template"]))
-                    yield f"{folder}/{fl}{int(f['writer']):04d}_{int(f['template']):02d}", r
+                    yield f"hsf_{int(f['hsf'])}/f{wt}/{fl}{wt}", r
         return
     if hierarchy == "by_field":
         for p in nt.PARTITION_ORDER:
@@ -73,12 +69,6 @@ def _by_write_paths(plan: Plan) -> np.ndarray:
     for set_path, r in _sets(plan, "by_write"):
         paths[r] = f"{set_path}.mis"
     return paths
-
-
-def _strip_set(set_path: str) -> tuple[str, str]:
-    """``'4a/hsf_0'`` -> parent folder ``'4a'`` and base name ``'hsf_0'``."""
-    folder, base = set_path.rsplit("/", 1)
-    return folder, base
 
 
 class _Writer:
@@ -166,9 +156,7 @@ class _StoredZip:
         is_dir = name.endswith("/")
         header = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, self._DOS_TIME, self._DOS_DATE,
                              crc, size, size, len(raw), 0)
-        self._f.write(header)
-        self._f.write(raw)
-        self._f.write(data)
+        self._f.write(header + raw + data)
         attr = ((0o40755 << 16) | 0x10) if is_dir else (0o100644 << 16)
         self._central.append(struct.pack(
             "<IHHHHHHIIIHHHHHII", 0x02014B50, (3 << 8) | 20, 20, 0, 0, self._DOS_TIME,
@@ -194,7 +182,7 @@ def _hierarchy_members(config: SynthConfig, plan: Plan, hierarchy: str, writer: 
                        spill: _Spill, mit_paths: np.ndarray | None) -> None:
     rows = plan.rows
     for set_path, r in _sets(plan, hierarchy):
-        _, base = _strip_set(set_path)
+        base = set_path.rsplit("/", 1)[1]   # '4a/hsf_0' -> 'hsf_0'
         if config.edition == 2:
             width = max(5, len(str(len(r) - 1)))
             for k, row in enumerate(r.tolist()):
