@@ -10,7 +10,9 @@ Each page runs in a scratch folder T of its own, which stands for ``/tmp`` (``/t
 example is ``T/x``, ``/data/x`` is ``T/data/x``; ``T`` in an output reads ``/tmp``): the working
 folder ``/tmp/work``, the cache ``MNISTFORGE_HOME=/tmp/mfhome`` (empty at the start: files are downloaded from the local
 mirror of tests/docs_mirror.py), ``../shared`` beside the working folder, no progress bars,
-``COLUMNS=100``, the Hugging Face Hub a closed local port.
+``COLUMNS=100``, the Hugging Face Hub a closed local port. A shell block made only of plain
+``mnistforge`` commands (no pipe, redirection, variable or glob) runs them in this process
+(tests/cli_runner.py); any other block runs in bash.
 """
 from __future__ import annotations
 
@@ -35,7 +37,9 @@ from sybil.parsers.abstract.lexers import LexerCollection
 from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
 from sybil.parsers.markdown.lexers import RawFencedCodeBlockLexer
 
+import cli_runner
 import docs_mirror
+from mnistforge.settings import current
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["README.md", "docs/*.md"]
@@ -266,6 +270,9 @@ def parse_shell(source: str) -> list[tuple[int, str, str | None, int]]:
 def run_shell(example: Example) -> str | None:
     """Run a shell block's commands in one bash, in order; compare exit status and output."""
     commands = parse_shell(str(example.parsed))
+    argvs = [_plain_mnistforge(Page.to_run(cmd)) for _, cmd, _, _ in commands]
+    if all(argvs) and not cli_runner.FRESH:   # no shell at work: each command in this process
+        return _compare(example, commands, _run_here(example, argvs, commands))
     mark = f"__mfdoc_{uuid.uuid4().hex}__"
     script = "".join(f"{Page.to_run(cmd)}\n__rc=$?; printf '\\n{mark} %d\\n' $__rc; "
                      f"[ $__rc -eq {code} ] || exit 0\n" for _, cmd, _, code in commands)
@@ -276,7 +283,38 @@ def run_shell(example: Example) -> str | None:
     except subprocess.TimeoutExpired as e:
         output = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         output += f"\n[timed out after {BLOCK_TIMEOUT} s]"
-    parts = re.split(rf"\n{mark} (\d+)\n", output)
+    return _compare(example, commands, re.split(rf"\n{mark} (\d+)\n", output))
+
+
+def _plain_mnistforge(cmd: str) -> list[str] | None:
+    """``mnistforge``'s arguments when ``cmd`` needs no shell (no pipe, redirection, variable,
+    glob, ``~`` or continuation); None otherwise."""
+    if re.search(r"[|><;&`$()*?~\[\]{}\\\n]", cmd.split("#", 1)[0]):
+        return None
+    words = shlex.split(cmd, comments=True)
+    return words[1:] if words[:1] == ["mnistforge"] else None
+
+
+def _run_here(example: Example, argvs: list[list[str]], commands) -> list[str]:
+    """What run_shell's bash gives (output, exit status, output, ...), run in this process
+    (tests/cli_runner.py) with the registry as the shim's ``docs_mirror.main`` sets it."""
+    parts: list[str] = []
+    for argv, (_, _, _, code) in zip(argvs, commands):
+        real_urls = current().offline or "--offline" in argv   # as docs_mirror.main decides
+        if real_urls:
+            docs_mirror.restore(example.namespace["__page__"]["registry"])
+        try:
+            done = cli_runner.run(argv, merged=True, timeout=BLOCK_TIMEOUT)
+        finally:
+            if real_urls:
+                docs_mirror.redirect(os.environ[docs_mirror.ENV])
+        parts += [done.stdout, str(done.returncode)]
+        if done.returncode != code:
+            break
+    return parts + [""]
+
+
+def _compare(example: Example, commands, parts: list[str]) -> str | None:
     checker = OutputChecker()
     for n, (offset, cmd, want, code) in enumerate(commands):
         where = f"{_rel(example.path)}, line {example.line + offset}: $ {cmd}"
