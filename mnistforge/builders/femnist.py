@@ -44,8 +44,7 @@ from ..sd19.nist_table import FIELDS
 from ..sd19.reader import SD19Source
 from .emnist import _open_source, _write_images
 from .qmnist import check_complete, check_consistent, synthetic_description_path
-from .sources import convert_threaded
-from .sources import sd19_inputs
+from .sources import convert_threaded, sd19_inputs
 from . import femnist_leaf as leaf
 
 if TYPE_CHECKING:  # Pillow is imported inside the functions that draw
@@ -186,8 +185,7 @@ def leaf_pixels(src: SD19Source, rows: npt.ArrayLike, resize: str = "thumbnail",
 def refuse_empty(stages: dict[str, list[leaf.LeafFile]], cfg: FemnistBuildConfig) -> None:
     """Refuse, before any image is read, options that leave no users or no samples at a step
     of LEAF's recipe (the :class:`~mnistforge.errors.ConfigError` names the option)."""
-    steps = [("sampled_data", f"--sf {cfg.fraction}" + (f" --iu {cfg.iid_users}"
-                                                         if cfg.sample == "iid" else ""),
+    steps = [("sampled_data", f"--sf {cfg.fraction}" + (f" --iu {cfg.iid_users}" if cfg.sample == "iid" else ""),
               "int(F x the samples of each all_data file) is 0: no sample is drawn"),
              ("rem_user_data", f"-k {cfg.min_samples}", "no user has that many samples")]
     steps += [(part, f"-t {cfg.split} --tf {cfg.train_fraction}",
@@ -199,11 +197,11 @@ def refuse_empty(stages: dict[str, list[leaf.LeafFile]], cfg: FemnistBuildConfig
         samples = sum(sum(f.num_samples) for f in stages[stage])
         if users == 0 or samples == 0:
             before = sum(sum(f.num_samples) for f in stages["all_data"])
-            raise ConfigError(f"these LEAF options leave {stage} empty", expected="users and "
-                              "samples at every step", found=f"{users} users, {samples} samples "
-                              f"with {option} ({why}; {before} samples in all_data)",
-                              hint="choose a larger --sf, a smaller -k, or a --tf further from "
-                                   "0 and 1 (nothing was written)")
+            raise ConfigError(f"these LEAF options leave {stage} empty", expected="users and samples at every step",
+                              found=f"{users} users, {samples} samples with {option} ({why}; {before} samples in "
+                                    "all_data)",
+                              hint="choose a larger --sf, a smaller -k, or a --tf further from 0 and 1 (nothing was "
+                                   "written)")
 
 
 def _flatten(files: list[leaf.LeafFile]) -> tuple[list[str], np.ndarray]:

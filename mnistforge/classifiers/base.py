@@ -81,8 +81,8 @@ class Classifier:
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "classes_"):
-            raise ConfigError(f"{self.name} classifier is not fitted", expected="fit(X, y) "
-                              "before predict", found="an unfitted classifier")
+            raise ConfigError(f"{self.name} classifier is not fitted", expected="fit(X, y) before predict",
+                              found="an unfitted classifier")
 
 
 def as_features(X: npt.ArrayLike, dtype: npt.DTypeLike = np.float32, scale: float | None = None) -> np.ndarray:
@@ -93,8 +93,8 @@ def as_features(X: npt.ArrayLike, dtype: npt.DTypeLike = np.float32, scale: floa
     """
     X = np.asarray(X)
     if X.ndim == 1:
-        raise ConfigError("inputs have the wrong shape", expected="N x H x W images or N x D "
-                          "features", found=f"shape {X.shape}")
+        raise ConfigError("inputs have the wrong shape", expected="N x H x W images or N x D features",
+                          found=f"shape {X.shape}")
     if scale is None:
         scale = 1.0 / 255.0 if X.dtype == np.uint8 else 1.0
     X = X.reshape(X.shape[0], -1)

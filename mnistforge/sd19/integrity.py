@@ -126,8 +126,7 @@ def _duplicates(src: SD19Source, keep: np.ndarray, desc: dict[str, Any] | None, 
     for (_, b), rows in ranked[:SHOWN]:
         eg = f"{src.member_name(rows[0])} = {src.member_name(int(dup[rows[0]]))}"
         total = size.get(b, len(rows))
-        kind = "copied writer folder" if 2 * len(rows) >= total else \
-            "characters copied from another writer folder"
+        kind = "copied writer folder" if 2 * len(rows) >= total else "characters copied from another writer folder"
         out.append(f"{kind}: {len(rows)} of the {total} characters of by_write/{_folder(index, rows[0])} are exact "
                    f"copies of by_write/{_folder(index, int(dup[rows[0]]))}'s (e.g. {eg})")
     if len(ranked) > SHOWN:

@@ -79,8 +79,7 @@ class ZipListing:
 
 def check_member_name(name: str, archive: str | os.PathLike[str] | None = None) -> None:
     """Raise :class:`UnsafeArchiveError` when ``name`` could escape the archive's folder."""
-    if ".." not in name and ":" not in name and "\\" not in name and "\0" not in name \
-            and not name.startswith("/"):
+    if ".." not in name and ":" not in name and "\\" not in name and "\0" not in name and not name.startswith("/"):
         return   # the common, obviously safe case, without the slower checks below
     n = name.replace("\\", "/")
     parts = n.split("/")
