@@ -10,6 +10,7 @@ from mnistforge.builders import mnist_prepro as mp
 from mnistforge.builders.mnist_prepro import MnistPreproConfig, preprocess, preprocess_one
 from mnistforge.errors import ConfigError
 from mnistforge.io.similar import blake2b_image_digests
+from mnistforge.sd19.index import find_duplicates
 
 CLEAN = MnistPreproConfig(fudge=1.0, centring="true")
 
@@ -298,8 +299,5 @@ def test_preprocess_input_checks():
 def test_duplicates_earlier_wins():
     imgs = random_shapes(6, seed=1)
     out = preprocess(imgs[[0, 1, 0, 2, 1, 0]])
-    d = mp.duplicate_of(blake2b_image_digests(out))
+    d = find_duplicates(blake2b_image_digests(out))
     assert d.tolist() == [-1, -1, 0, -1, 1, 0]
-    # with an explicit order (rank), the earliest rank wins
-    d = mp.duplicate_of(blake2b_image_digests(out), order=np.array([5, 4, 3, 2, 1, 0]))
-    assert d.tolist() == [5, 4, 5, -1, -1, -1]

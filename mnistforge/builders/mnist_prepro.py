@@ -455,29 +455,3 @@ def preprocess(images: npt.ArrayLike, config: MnistPreproConfig | None = None) -
     out = place_batch(b20, ci, cj, config.centring)
     out[blank] = 0
     return out
-
-
-# --- Step 8: duplicates -----------------------------------------------------------------------
-
-def duplicate_of(digests: npt.ArrayLike, order: npt.ArrayLike | None = None) -> np.ndarray:
-    """Step 8: for each image, the position of the earliest identical image, else -1.
-
-    ``digests`` are per-image content digests (:func:`blake2b_image_digests`), listed in
-    global order unless ``order`` gives each one's rank (smaller = earlier).
-
-    >>> duplicate_of(np.array([b"a", b"b", b"a", b"a"])).tolist()
-    [-1, -1, 0, 0]
-    """
-    digests = np.asarray(digests)
-    n = digests.shape[0]
-    order = np.arange(n) if order is None else np.asarray(order)
-    # sort by (digest, rank): the first of each run of equal digests is the earliest
-    perm = np.lexsort((order, digests))
-    d = digests[perm]
-    new = np.ones(n, dtype=bool)
-    new[1:] = d[1:] != d[:-1]
-    first = perm[np.maximum.accumulate(np.where(new, np.arange(n), 0))]
-    res = np.full(n, -1, dtype=np.int64)
-    dup = ~new
-    res[perm[dup]] = first[dup]
-    return res

@@ -50,12 +50,13 @@ from ..io.hashing import sha256_file
 from ..io.manifest import DatasetEntry, Manifest, build_folder_problems
 from ..progress import progress as progress_bar
 from ..sd19.completeness import description_path, source_shortfalls, synthetic_description
+from ..sd19.index import find_duplicates
 from ..sd19.integrity import source_problems
 from . import qmnist_recipe as qr
 from .label_votes import write_label_votes
 from .qmnist_files import (MNIST_FILES, QMNIST_FILES, split_jobs, write_files, write_xnist)
 from ..io.similar import blake2b_image_digests
-from .mnist_prepro import MnistPreproConfig, duplicate_of, preprocess
+from .mnist_prepro import MnistPreproConfig, preprocess
 from ..sd19.reader import SD19Source, open_sd19
 
 logger = logging.getLogger(__name__)
@@ -291,7 +292,7 @@ def _every_digit(src: SD19Source, drows: np.ndarray, config: QmnistBuildConfig) 
     images = preprocess_rows(src, drows, config.prepro, batch_size=config.batch_size, workers=config.workers,
                              progress=config.progress, desc="preprocessing every SD19 digit")
     images.setflags(write=False)
-    result = (images, duplicate_of(blake2b_image_digests(images)))
+    result = (images, find_duplicates(blake2b_image_digests(images)))
     if _SHARED is not None:
         _SHARED.clear()
         _SHARED[_shared_key(src, config)] = result
@@ -321,7 +322,7 @@ def _build(target: str, sd19_path: str | os.PathLike[str], out: str | os.PathLik
     index = src.index
     drows = qr.digit_rows(index)
     table = qr.digit_table(index)                 # column 6 from the exact source images
-    source_dup = duplicate_of(index["hash"][drows])
+    source_dup = find_duplicates(index["hash"][drows])
     logger.info("%s: %d digits in %s", target, drows.size, sd19_path)
     if drows.size == 0:
         raise BuildError("the SD19 source has no digits", path=sd19_path,
@@ -435,7 +436,7 @@ def _build(target: str, sd19_path: str | os.PathLike[str], out: str | os.PathLik
             if as_published:
                 _check_no_duplicates(imgs, want)
             elif images_all is None:
-                d = duplicate_of(blake2b_image_digests(imgs))
+                d = find_duplicates(blake2b_image_digests(imgs))
                 if (d >= 0).any():
                     notes.append(f"{int((d >= 0).sum())} selected digits have a final image identical "
                                  "to another selected digit's (duplicates='source' does not exclude "
@@ -460,7 +461,7 @@ def _build(target: str, sd19_path: str | os.PathLike[str], out: str | os.PathLik
 
 def _check_no_duplicates(images: np.ndarray, gidx: np.ndarray) -> None:
     """Step 8 among the selected digits: no two may have identical final images."""
-    d = duplicate_of(blake2b_image_digests(images))
+    d = find_duplicates(blake2b_image_digests(images))
     if (d >= 0).any():
         k = int(np.flatnonzero(d >= 0)[0])
         raise BuildError(

@@ -43,7 +43,7 @@ import numpy.typing as npt
 from ..errors import BuildError, FormatError, MissingFileError
 from ..io.compression import open_reader
 from ..io.idx import read_idx
-from .mnist_prepro import duplicate_of
+from ..sd19.index import find_duplicates
 
 logger = logging.getLogger(__name__)
 
@@ -303,7 +303,7 @@ def duplicates_from_digests(digests: npt.ArrayLike) -> np.ndarray:
     >>> duplicates_from_digests(np.array([b"y", b"x", b"x"])).tolist()
     [0, 0, 1]
     """
-    dup = duplicate_of(np.asarray(digests))
+    dup = find_duplicates(np.asarray(digests))
     # column 6 uses 0 for "none", so a duplicate of digit #0 reads as "none" (a flaw of
     # the published format; the builders keep the exact mask for the selection)
     return np.where(dup < 0, 0, dup).astype(np.int64)
