@@ -399,9 +399,8 @@ def bytes_batch(img20: np.ndarray) -> np.ndarray:
 
 
 def centres_batch(b20: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Step 6 on a batch.  The float32 sums of the spec are exact here (integers and
-    halves below 2**24), so exact integer sums followed by one float32 division
-    are identical to them."""
+    """Step 6 on a batch.  The float32 sums of the spec are exact here (integers and halves below 2**24), so exact
+    integer sums followed by one float32 division are identical to them."""
     v = b20.astype(np.int64)
     s = v.sum(axis=(1, 2))
     twice = 2 * np.arange(BOX, dtype=np.int64) + 1
