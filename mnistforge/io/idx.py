@@ -1,26 +1,12 @@
 """The idx format (MNIST's own): read and write every type, any number of dims.
 
-Layout (big-endian): two zero bytes, a type byte, the number of dims, one
-uint32 per dim, then the data in row-major order.
-
-=====  =========  ==========
-code   type       NumPy
-=====  =========  ==========
-0x08   ubyte      ``>u1``
-0x09   sbyte      ``>i1``
-0x0B   int16      ``>i2``
-0x0C   int32      ``>i4``
-0x0D   float32    ``>f4``
-0x0E   float64    ``>f8``
-=====  =========  ==========
+Layout (big-endian): two zero bytes, a type byte (:data:`TYPES`), the number of dims, one uint32 per dim, then
+the data in row-major order.
 
 Files may be raw or compressed (``.gz``, ``.xz``, ``.bz2``, chosen by suffix). Raw files open as read-only
 memory maps. Every malformed input raises :class:`~mnistforge.errors.IdxFormatError` naming the path, what was
 expected and what was found, *before* anything large is allocated: the header is parsed and checked first, and
 decompression is capped at the size the header claims.
-
-Why this module is long: one format's reader and writer, most of it the checks a hostile file
-needs (header, trailer, capped and streamed decompression of three codecs), each next to its read.
 
 >>> import numpy as np, tempfile, os
 >>> p = os.path.join(tempfile.mkdtemp(), "x-idx3-ubyte.gz")
@@ -320,8 +306,7 @@ def _inflate_idx(comp: str, read: _Chunks, header: IdxHeader, path: StrPath, *,
 def _is_multimember_gz(data: ReadableBuffer) -> bool:
     d = zlib.decompressobj(wbits=31)
     try:
-        # Decompressing a bounded slice is enough to find the end of a small
-        # first member; a large single member simply never reaches eof here.
+        # a bounded slice finds the end of a small first member; a large single member never reaches eof here
         d.decompress(data, 1 << 16)
     except zlib.error:
         return False
