@@ -17,8 +17,7 @@ import numpy.typing as npt
 from ..errors import ConfigError
 from ..progress import progress
 from .base import Classifier, as_features, check_xy
-from .preprocess import fit_standardizer as _fit_standardizer
-from .preprocess import standardized as _standardized
+from .preprocess import fit_standardizer as _fit_standardizer, standardized as _standardized
 
 logger = logging.getLogger(__name__)
 

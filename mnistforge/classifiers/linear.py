@@ -1,9 +1,8 @@
 """Linear classifier: the least-squares / ridge solution on one-hot targets.
 
-This is the analytic pseudo-inverse network the EMNIST paper calls the "linear
-classifier": ``W = (X^T X + ridge I)^-1 X^T Y`` with a bias column, ``Y`` one-hot, and the
-predicted class the largest output.  ``X^T X`` and ``X^T Y`` are accumulated in blocks of
-rows (float64), so memory is ``O(D^2)`` whatever the number of samples.
+This is the analytic pseudo-inverse network the EMNIST paper calls the "linear classifier": ``W = (X^T X + ridge I)^-1
+X^T Y`` with a bias column, ``Y`` one-hot, and the predicted class the largest output.  ``X^T X`` and ``X^T Y`` are
+accumulated in blocks of rows (float64), so memory is ``O(D^2)`` whatever the number of samples.
 """
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ from scipy.linalg import blas
 from ..errors import ConfigError
 from ..progress import progress
 from .base import Classifier, as_features, check_ridge, check_xy, one_hot
-from .preprocess import fit_standardizer as _fit_standardizer
-from .preprocess import standardized as _standardized
+from .preprocess import fit_standardizer as _fit_standardizer, standardized as _standardized
 
 logger = logging.getLogger(__name__)
 

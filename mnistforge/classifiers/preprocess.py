@@ -1,6 +1,4 @@
-"""Preprocessing the literature uses: pixel scaling, per-feature standardisation and
-moment-based deskewing (LeCun's "deslanted" results; :func:`deskew`).
-"""
+"""Preprocessing the literature uses: pixel scaling, per-feature standardisation and moment-based deskewing."""
 from __future__ import annotations
 
 from typing import Any, TypeVar
@@ -19,8 +17,7 @@ def scale_pixels(images: npt.ArrayLike, mode: str = "unit", mean: float | None =
                  std: float | None = None) -> np.ndarray:
     """Scale pixels to float32: ``unit`` (/255, to [0, 1]) or ``standard`` (zero mean, unit std).
 
-    For ``standard`` pass the training ``mean``/``std`` when scaling test data
-    (both default to the statistics of ``images``).
+    For ``standard`` pass the training ``mean``/``std`` when scaling test data (default: those of ``images``).
 
     >>> scale_pixels(np.array([[0, 255]], np.uint8)).tolist()
     [[0.0, 1.0]]
@@ -58,16 +55,11 @@ class Standardizer:
         n = X.shape[0]
         if n == 0:
             raise ConfigError("nothing to standardise", expected="at least one row", found=0)
-        total: np.ndarray | None = None
-        sq: np.ndarray | None = None
-        for s in range(0, n, self.block):
-            Z = as_features(X[s:s + self.block], np.float64)
-            total = Z.sum(axis=0) if total is None else total + Z.sum(axis=0)
-        mean = total / n
-        for s in range(0, n, self.block):     # two passes: no cancellation in the variance
-            D = as_features(X[s:s + self.block], np.float64) - mean
-            sq = (D * D).sum(axis=0) if sq is None else sq + (D * D).sum(axis=0)
-        std = np.sqrt(sq / n)
+        blocks = range(0, n, self.block)
+        mean = sum(as_features(X[s:s + self.block], np.float64).sum(axis=0) for s in blocks) / n
+        # two passes: no cancellation in the variance
+        deviations = (as_features(X[s:s + self.block], np.float64) - mean for s in blocks)
+        std = np.sqrt(sum((d * d).sum(axis=0) for d in deviations) / n)
         # a constant feature's std is the rounding residue of its mean, not 0
         constant = std <= 10 * np.finfo(np.float64).eps * np.abs(mean)
         self.mean_, self.scale_ = mean, np.where(constant | (std == 0), 1.0, std)
@@ -127,10 +119,10 @@ def image_moments(images: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 def deskew(images: npt.ArrayLike, batch: int = 4096) -> np.ndarray:
-    """Deskew images by their second moments.
+    """Deskew images by their second moments (LeCun's "deslanted" results).
 
-    uint8 input gives uint8 output (rounded), so the result feeds every classifier and
-    file writer like the original images; any other input gives float32.
+    uint8 input gives uint8 output (rounded), so the result feeds every classifier and file writer like the original
+    images; any other input gives float32.
 
     Output pixel ``(r, c)`` samples the input at row ``r - r0 + mr`` and column ``alpha * (r - r0) + (c - c0) + mc``,
     where ``(r0, c0)`` is the image centre, ``(mr, mc)`` the centre of mass and ``alpha = cov / var_r``.

@@ -1,19 +1,10 @@
 """Does an SD19 source agree with itself and with what it should hold?
 
-:mod:`mnistforge.sd19.completeness` finds what is missing; this module finds what is there and
-should not be (each a sentence naming the files):
-
-* a **repeated character index**: two by_write entries of one writer's field with the same
-  number (a zip member stored twice, ``..._00003.png`` next to ``..._0003.png``);
-* **duplicated characters**: more exact image copies than the source holds (SD19 has
-  :data:`~mnistforge.sd19.nist_table.DUPLICATE_DIGITS` duplicated digits and none elsewhere; a
-  synthetic one the duplicates its ``synthetic-sd19.json`` lists) -- a writer folder copied
-  under another writer's name, or a raster zeroed into blank characters, shows up here;
-* **more characters or writer folders** than NIST published (or the description says), and
-  writers outside their partition's published range or with more folders than forms.
-
-A build refuses such a source (:class:`~mnistforge.errors.InconsistentSourceError`) unless
-told ``allow_inconsistent``, and then lists every problem in its manifest.
+:mod:`mnistforge.sd19.completeness` finds what is missing; this module finds what is there and should not be, each a
+sentence naming the files: repeated character indices (a zip member stored twice), more exact image copies than the
+source holds (a copied writer folder, a raster zeroed into blank characters), more characters or writer folders than
+published.  A build refuses such a source (:class:`~mnistforge.errors.InconsistentSourceError`) unless told
+``allow_inconsistent``, and then lists every problem in its manifest (``docs/reliability.md``).
 
 >>> import numpy as np
 >>> idx = np.zeros(3, [("hsf", "u1"), ("writer", "i2"), ("template", "u1"), ("field", "S1"),
