@@ -4,8 +4,8 @@ Every step of LEAF's scripts is transcribed here on SD19 index rows instead of p
 ``random.Random`` called in the same sequence (so a seed gives LEAF's choice).  Where LEAF depends on the file system's
 listing order, the order used is the sorted one (documented in ``docs/femnist.md``).
 
-A "file" is what LEAF writes as one JSON file: its name and its users in order, each
-with the list of rows LEAF's ``user_data[u]`` holds.
+A "file" is what LEAF writes as one JSON file: its name and its users in order, each with the list of rows LEAF's
+``user_data[u]`` holds.
 
 >>> relabel(0x30), relabel(0x41), relabel(0x7a)
 (0, 10, 61)
@@ -92,16 +92,16 @@ def iid_divide(items: list[int], g: int) -> list[list[int]]:
 def leaf_order(index: np.ndarray | Mapping[str, Any]) -> np.ndarray:
     """Rows in get_file_dirs.py's by_write walk with every listing sorted.
 
-    Partitions ``hsf_N``, writer folders ``fWWWW_TT``, field folders (sorted: c, d, l, u),
-    PNG names ``..._NNNNN.png`` (zero-padded: numeric order).
+    Partitions ``hsf_N``, writer folders ``fWWWW_TT``, field folders (sorted: c, d, l, u), PNG names ``..._NNNNN.png``
+    (zero-padded: numeric order).
     """
     field = np.asarray(index["field"]).view(np.uint8).astype(np.int64)
     return np.lexsort((index["entry"], field, index["template"], index["writer"], index["hsf"]))
 
 
 def leaf_classes(index: np.ndarray | Mapping[str, Any]) -> np.ndarray:
-    """match_hashes.py: each by_write character's class from the first by_class file with
-    its MD5 (first in sorted listing: the lowest class folder), for identical images too."""
+    """match_hashes.py: each by_write character's class from the first by_class file with its MD5 (first in sorted
+    listing: the lowest class folder), for identical images too."""
     asc = np.asarray(index["ascii"]).astype(np.int64)
     if (asc == 0).any():
         bad = np.flatnonzero(asc == 0)
@@ -120,10 +120,6 @@ def leaf_classes(index: np.ndarray | Mapping[str, Any]) -> np.ndarray:
     return asc
 
 
-def folder_name(writer: int, template: int) -> str:
-    return f"f{int(writer):04d}_{int(template):02d}"
-
-
 def all_data(index: np.ndarray | Mapping[str, Any], repeat_first: bool = True) -> list[LeafFile]:
     """group_by_writer.py + data_to_json.py: ``all_data_K.json`` files of 100 writers."""
     order = leaf_order(index)
@@ -138,7 +134,7 @@ def all_data(index: np.ndarray | Mapping[str, Any], repeat_first: bool = True) -
         rows = order[s:bounds[i + 1]].tolist()
         if repeat_first and i > 0:
             rows = rows[:1] + rows     # group_by_writer.py appends the first image twice
-        writers.append((folder_name(w[s], t[s]), rows))
+        writers.append((f"f{int(w[s]):04d}_{int(t[s]):02d}", rows))   # the writer folder's name
     files = []
     for k in range(0, len(writers), MAX_WRITERS):
         part = writers[k:k + MAX_WRITERS]
