@@ -24,7 +24,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, cast
+from typing import Any, Iterable, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -82,13 +82,8 @@ def _write_idx_stream(path: Path, shape: tuple[int, ...], dtype: npt.DTypeLike,
 
 
 def _write_images(path: Path, store: np.ndarray, slots: np.ndarray) -> None:
-    n = len(slots)
-
-    def chunks() -> Iterator[np.ndarray]:
-        for s in range(0, n, WRITE_CHUNK):
-            yield store[slots[s:s + WRITE_CHUNK]]
-
-    _write_idx_stream(path, (n,) + store.shape[1:], np.uint8, chunks())
+    chunks = (store[slots[s:s + WRITE_CHUNK]] for s in range(0, len(slots), WRITE_CHUNK))
+    _write_idx_stream(path, (len(slots),) + store.shape[1:], np.uint8, chunks)
 
 
 def _write_array(path: Path, arr: np.ndarray) -> None:
@@ -115,14 +110,9 @@ def _dedupe(tasks: list[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]], list[t
 
 
 # ----------------------------------------------------------------------------- source
-def _disable(show_progress: bool | None) -> bool | None:
-    return None if show_progress is None else not show_progress
-
-
 def _open_source(sd19: str | os.PathLike[str] | SD19Source, show_progress: bool | None) -> SD19Source:
     if hasattr(sd19, "index") and hasattr(sd19, "read"):
         return cast(SD19Source, sd19)  # an opened source (or a stand-in with its index and read)
-
     return open_sd19(sd19, progress=show_progress)
 
 
@@ -153,11 +143,10 @@ def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfi
                  show_progress: bool | None = None, strategy: str = "workers") -> np.ndarray:
     """Read and convert the given SD19 index rows once; uint8 (len(rows), 28, 28).
 
-    Images are returned in storage orientation (transposed for ``"official"``).
-    ``strategy="workers"`` (default): each worker process decodes *and* converts chunks of
-    :data:`CONVERT_CHUNK` rows, so both use every core and only 28x28 images travel back.
-    ``"main"``: the SD19 reader decodes in its processes while threads of this process
-    convert (the packed 128x128 images travel and are unpacked here).  Same images either way.
+    Images are returned in storage orientation (transposed for ``"official"``). ``strategy="workers"`` (default): each
+    worker process decodes *and* converts chunks of :data:`CONVERT_CHUNK` rows, so both use every core and only 28x28
+    images travel back. ``"main"``: the SD19 reader decodes in its processes while threads of this process convert (the
+    packed 128x128 images travel and are unpacked here).  Same images either way.
     """
     rows = np.asarray(rows, np.int64)
     store = np.empty((len(rows), config.out_side, config.out_side), np.uint8)
@@ -166,7 +155,8 @@ def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfi
     if strategy not in ("workers", "main"):
         raise ConfigError("invalid strategy", expected="'workers' or 'main'", found=repr(strategy))
     workers = settings.current(workers=workers).workers
-    bar = progress(total=len(rows), desc="EMNIST convert", unit="char", disable=_disable(show_progress))
+    bar = progress(total=len(rows), desc="EMNIST convert", unit="char",
+                   disable=None if show_progress is None else not show_progress)
 
     if strategy == "workers" and workers > 1 and len(rows) > CONVERT_CHUNK and isinstance(src, SD19Source):
         with bar, named_worker_errors("converting SD19 characters for EMNIST"), \
@@ -221,9 +211,8 @@ class EmnistBuildConfig:
     ``progress``: Progress bars: None = on a terminal only, True/False force.
     ``allow_incomplete``: Build from a source with fewer characters than it should hold; the
         manifest lists what was missing (otherwise :class:`MissingSourceError`).
-    ``allow_inconsistent``: Build from a source that disagrees with itself or with what it
-        should hold (see :mod:`mnistforge.sd19.integrity`); the manifest lists every problem
-        (otherwise :class:`InconsistentSourceError`).
+    ``allow_inconsistent``: Build from a source that disagrees with itself or with what it should hold (see
+        :mod:`mnistforge.sd19.integrity`); the manifest lists every problem (else :class:`InconsistentSourceError`).
 
     >>> EmnistBuildConfig(splits=("letters",), seed=3).split_config.seed
     3
@@ -361,7 +350,7 @@ def _build(sd19: str | os.PathLike[str], out: str | os.PathLike[str], cfg: Emnis
         tasks, copies = _dedupe(tasks)
         tasks.sort(key=lambda t: -t[0])  # biggest first keeps the threads busy
         bar = progress(total=len(tasks) + len(copies), desc="EMNIST write", unit="file",
-                       disable=_disable(show_progress))
+                       disable=None if show_progress is None else not show_progress)
         with bar, cf.ThreadPoolExecutor(workers) as pool:
             for fut in cf.as_completed([pool.submit(t[1], *t[2:]) for t in tasks]):
                 fut.result()
