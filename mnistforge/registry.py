@@ -147,6 +147,9 @@ class SplitInfo:
     #: exported only when asked for by ``NAME:SPLIT`` (qmnist's ``nist``: another dataset in all
     #: but name)
     opt_in: bool = False
+    #: the published table (a file id) and its rows ``[start, stop)`` giving each row's SD19 identity
+    #: (MNIST's and QMNIST's: QMNIST's tables; ``loaders/writers.identity_table``)
+    identities: tuple[str, int, int | None] | None = None
 
     @property
     def is_view(self) -> bool:
@@ -230,6 +233,10 @@ class DatasetInfo:
     #: among datasets sharing file names (MNIST, Fashion-MNIST, KMNIST), the one a folder that
     #: nothing else tells apart is assumed to hold (``loaders/targets.detect_dataset``)
     assumed_for_shared_names: bool = False
+    #: cut from NIST SD19 (MNIST, QMNIST, EMNIST, FEMNIST): may share characters and writers with another
+    from_sd19: bool = False
+    #: the official train/test are a random split of all SD19 characters (EMNIST ByClass, ByMerge)
+    random_sd19_split: bool = False
 
     def split(self, name: str) -> SplitInfo:
         """Return the :class:`SplitInfo` called ``name`` (raises DatasetNotFoundError)."""
@@ -349,13 +356,14 @@ def _datasets() -> dict[str, DatasetInfo]:
     for name, d in _raw()["datasets"].items():
         splits = {}
         for sname, s in d.get("splits", {}).items():
-            rows = tuple(s["rows"]) if s.get("rows") is not None else None
+            rows, ids = (tuple(s["rows"]) if s.get("rows") is not None else None), s.get("identities")
             splits[sname] = SplitInfo(
                 name=sname, count=int(s["count"]), images=s.get("images"), labels=s.get("labels"),
                 labels_column=s.get("labels_column"), metadata=s.get("metadata"), of=s.get("of"),
                 rows=rows, last=s.get("last"), drop_last=s.get("drop_last"),
                 description=s.get("description", ""),
-                order_free_sha256=s.get("order_free_sha256"), opt_in=bool(s.get("opt_in", False)))
+                order_free_sha256=s.get("order_free_sha256"), opt_in=bool(s.get("opt_in", False)),
+                identities=(ids["file"], int(ids["rows"][0]), ids["rows"][1]) if ids else None)
         out[name] = DatasetInfo(
             name=name, group=d["group"], title=d["title"], kind=d["kind"],
             description=d["description"], homepage=d.get("homepage", ""), licence=d["licence"],
@@ -371,7 +379,8 @@ def _datasets() -> dict[str, DatasetInfo]:
             handwriting=bool(d.get("handwriting", False)), writers_disjoint=d.get("writers_disjoint"),
             card_caveats=tuple(d.get("card_caveats", ())),
             build_checks=tuple(d.get("build_checks", ())),
-            assumed_for_shared_names=bool(d.get("assumed_for_shared_names", False)))
+            assumed_for_shared_names=bool(d.get("assumed_for_shared_names", False)),
+            from_sd19=bool(d.get("from_sd19")), random_sd19_split=bool(d.get("random_sd19_split")))
     return out
 
 

@@ -15,18 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, FormatError, MissingFileError, MnistforgeError
-from ..io.idx import read_idx
+from ..errors import ConfigError, MnistforgeError
 from ..io.manifest import read_manifest
 from ..loaders import DatasetSplit, load
-from ..loaders.names import parse_split, rows_of
+from ..loaders.names import parse_split
 from ..loaders.targets import resolve_target
+from ..loaders.writers import identity_table
+from ..registry import get_dataset, get_file
 
 IDENTITY_DTYPE = np.dtype([("hsf", "i2"), ("writer", "i4"), ("character", "i8"), ("digit", "i8")])
-#: official splits as rows of a published QMNIST table: (table, first row, end row or None)
-OFFICIAL = {("mnist", "train"): ("train", 0, None), ("mnist", "test"): ("test", 0, 10_000),
-            ("qmnist", "train"): ("train", 0, None), ("qmnist", "test"): ("test", 0, None),
-            ("qmnist", "test10k"): ("test", 0, 10_000), ("qmnist", "test50k"): ("test", 10_000, None)}
 PathArg = str | os.PathLike[str]
 #: metadata columns each identity field is read from (first found; a Hugging Face export: writer_id)
 COLUMNS = {"hsf": ("hsf",), "writer": ("writer", "writer_id"), "character": ("sd19_row",),
@@ -53,31 +50,9 @@ def from_metadata(md: np.ndarray) -> np.ndarray:
     return out
 
 
-def _table(split: str, tables: PathArg | None) -> np.ndarray:
-    name = f"qmnist-{split}-labels-idx2-int.gz"
-    if tables is None:
-        from ..cache.download import fetch_file  # the cache is only needed for official tables
-    elif not (Path(tables) / name).is_file():
-        raise MissingFileError("QMNIST table not found", path=Path(tables) / name, expected=name,
-                               hint="give the folder holding the published QMNIST tables")
-    path = Path(tables) / name if tables is not None else fetch_file(f"qmnist/{name}").path
-    t = np.asarray(read_idx(path), np.int64)
-    if t.shape != (60_000, 8):  # a build's tables (other digits) would name the wrong characters
-        raise FormatError("not a published QMNIST table", path=path, found=f"shape {t.shape}",
-                          expected="60,000 rows of 8 columns (the QMNIST release's)")
-    return t
-
-
-def _official(name: str, split: str, tables: PathArg | None) -> np.ndarray:
-    base, spec = parse_split(split)
-    if (name, base) not in OFFICIAL:
-        raise ConfigError(f"no row identities for official {name} {base}", found=f"{name}:{split}",
-                          expected=", ".join(f"{n}:{s}" for n, s in OFFICIAL))
-    table, start, end = OFFICIAL[name, base]
-    t = _table(table, tables)[start:end]
-    rows = np.full(len(t), -1, IDENTITY_DTYPE)
-    rows["hsf"], rows["writer"], rows["digit"] = t[:, 1], t[:, 2], t[:, 5]
-    return rows if spec is None else rows[rows_of(spec, len(rows))]
+def official(name: str) -> bool:
+    """Whether the registry gives official ``name``'s rows their identities (MNIST's, QMNIST's)."""
+    return any(sp.identities for sp in get_dataset(name).splits.values())
 
 
 def _manifest(folder: Path) -> dict[str, Any]:
@@ -88,16 +63,19 @@ def _manifest(folder: Path) -> dict[str, Any]:
 
 
 def _beside(folder: Path, ds: DatasetSplit) -> np.ndarray | None:
-    """A built MNIST's identities: the QMNIST build of the same source and recipe beside it
-    (MNIST train is its train, MNIST test the first rows of its test)."""
-    mine, theirs = _manifest(folder), _manifest(folder.parent / "qmnist")
+    """A built MNIST's identities: the build of the same source and recipe beside it whose tables
+    give the official ones (QMNIST: MNIST train is its train, MNIST test the first rows of its test)."""
+    base, _ = parse_split(ds.split)
+    ids = ds.info.split(base).identities
+    if ids is None or (other := get_file(ids[0]).group) == ds.info.group:
+        return None
+    mine, theirs = _manifest(folder), _manifest(folder.parent / other)
     same = [{k: v for k, v in m.get("parameters", {}).items() if k != "target"} for m in (mine, theirs)]
     if not mine or mine.get("inputs") != theirs.get("inputs") or same[0] != same[1]:
         return None
-    base, _ = parse_split(ds.split)
-    q = load("qmnist", base, root=folder.parent / "qmnist", with_metadata="files")
+    q = load(other, base, root=folder.parent / other, with_metadata="files")
     assert q.metadata is not None
-    rows = from_metadata(q.metadata)[:int(mine["datasets"]["mnist"][base])]
+    rows = from_metadata(q.metadata)[:int(mine["datasets"][ds.name][base])]
     return rows if ds.indices is None else rows[ds.indices]
 
 
@@ -138,14 +116,16 @@ def row_identities(target: PathArg, *, tables: PathArg | None = None, sd19: Path
     name, split, root = resolve_target(target, default_split=default_split)
     label = f"{name}:{split}" if root is None else f"{root}:{name}:{split}"
     folder, rows, source = None, None, "published QMNIST tables"
-    if root is None and name in ("mnist", "qmnist"):
-        rows = _official(name, split, tables)
+    if root is None and official(name):
+        t = identity_table(name, split, tables=tables)
+        rows = np.full(len(t), -1, IDENTITY_DTYPE)
+        rows["hsf"], rows["writer"], rows["digit"] = t[:, 1], t[:, 2], t[:, 5]
     else:
         ds = load(name, split, root=root, with_metadata="files")
         folder = next((f for f in ([root, root / name] if root else []) if (f / "manifest.json").is_file()), root)
         if ds.metadata is not None and ds.metadata.dtype.names:
             rows, source = from_metadata(ds.metadata), "the files' metadata"
-        elif folder is not None and name == "mnist":
+        elif folder is not None:
             rows, source = _beside(folder, ds), "the QMNIST build beside it"
     if rows is None:
         raise ConfigError(f"no row identities in {label}", found="no writer or SD19 columns",
@@ -157,4 +137,4 @@ def row_identities(target: PathArg, *, tables: PathArg | None = None, sd19: Path
     return Identities(label, rows, source)
 
 
-__all__ = ["IDENTITY_DTYPE", "Identities", "row_identities", "from_metadata", "fill_from_sd19"]
+__all__ = ["IDENTITY_DTYPE", "Identities", "row_identities", "from_metadata", "fill_from_sd19", "official"]

@@ -17,12 +17,10 @@ import numpy as np
 from .. import settings
 from ..errors import ConfigError, MnistforgeError
 from ..loaders import resolve_target
-from .identity import Identities, PathArg, row_identities
+from ..registry import get_dataset
+from .identity import Identities, PathArg, official, row_identities
 
 logger = logging.getLogger(__name__)
-FAMILY = ("mnist", "qmnist", "emnist", "femnist")
-#: official EMNIST ByClass and ByMerge: all SD19 characters split at random (the paper, II-B)
-SD19_CHARACTERS, RANDOM_SPLITS = 814_255, {"train": 697_932, "test": 116_323}
 
 
 @dataclass
@@ -90,10 +88,10 @@ def leakage(train: str, test: str, limits: tuple[int | None, int | None] = (None
     expectation); None when they share none or it is unknown (official tables: the cache only)."""
     try:
         (n1, s1, r1), (n2, s2, r2) = resolve_target(train, "train"), resolve_target(test, "test")
-        if n1.split("-")[0] not in FAMILY or n2.split("-")[0] not in FAMILY:
+        if not (get_dataset(n1).from_sd19 and get_dataset(n2).from_sd19):
             return None
         with settings.using(offline=True):  # no download for a warning: the cache or nothing
-            if r1 is None and n1.startswith("emnist") or r2 is None and n2.startswith("emnist"):
+            if r1 is None and not official(n1) or r2 is None and not official(n2):
                 e = expected_for(test, f"{n1}:{s1}") if r1 is None else expected_for(train, f"{n2}:{s2}")
                 return None if e is None else f"{train} and {test} share SD19 characters: {e.summary()}"
             a, b = (row_identities(t, default_split=s) for t, s in ((train, "train"), (test, "test")))
@@ -138,11 +136,13 @@ def expected_overlap(n: Any, drawn: Any, pool: Any, z: float = 1.959964) -> Expe
 
 
 def expected_for(a: PathArg, b: PathArg, tables: PathArg | None = None) -> Expected | None:
-    """The characters of ``a`` expected in ``b``, a side of the official EMNIST ByClass/ByMerge, else None."""
+    """The characters of ``a`` expected in ``b``, a side of an official random split of all SD19 characters
+    (the registry's ``random_sd19_split``: EMNIST ByClass/ByMerge, the paper II-B), else None."""
     name, split, root = resolve_target(b, default_split="test")
-    drawn = RANDOM_SPLITS.get(split) if root is None and name in ("emnist-byclass", "emnist-bymerge") else None
-    return None if drawn is None else expected_overlap(len(row_identities(a, tables=tables).rows),
-                                                       drawn, SD19_CHARACTERS)
+    if root is not None or not (info := get_dataset(name)).random_sd19_split or split not in info.splits:
+        return None
+    return expected_overlap(len(row_identities(a, tables=tables).rows), info.splits[split].count,
+                            sum(sp.count for sp in info.splits.values() if not sp.is_view))
 
 
 __all__ = ["Overlap", "Expected", "overlap", "compare", "expected_overlap", "expected_for", "leakage"]

@@ -17,20 +17,21 @@ largest relative deviation from the pool's class shares: train 11.1% (class '0')
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..cache.download import fetch_file
-from ..errors import ConfigError, PathArg
+from ..errors import ConfigError, FormatError, MissingFileError, PathArg
 from ..io.idx import read_idx
-from ..registry import get_dataset
+from ..registry import get_dataset, get_file, list_datasets
 from .core import load
 from .names import parse_split, rows_of
 from .split import DatasetSplit
 from .targets import resolve_target
 
-__all__ = ["ClassBalance", "WriterSplit", "writer_split", "row_writers", "SIDES"]
+__all__ = ["ClassBalance", "WriterSplit", "writer_split", "row_writers", "identity_table", "SIDES"]
 
 #: the two sides, and the split names the results carry
 SIDES = ("train", "test")
@@ -123,22 +124,40 @@ def _writer_field(ds: DatasetSplit) -> str:
     return found
 
 
+def identity_table(name: str, split: str, *, tables: PathArg | None = None, cache: PathArg | None = None,
+                   offline: bool | None = None) -> np.ndarray:
+    """The rows of the published table giving official ``name`` ``split``'s SD19 identities (its
+    registry ``identities``), from the cache or from the folder ``tables``."""
+    (base, spec), info = parse_split(split), get_dataset(name)
+    if base not in info.splits or (ids := info.splits[base].identities) is None:
+        raise ConfigError(f"no row identities for official {name} {base}", found=f"{name}:{split}",
+                          expected=", ".join(f"{n}:{s}" for n in list_datasets() for s, sp in
+                                             get_dataset(n).splits.items() if sp.identities))
+    file = get_file(ids[0])
+    path = Path(tables) / file.name if tables is not None else fetch_file(file, root=cache, offline=offline).path
+    if not path.is_file():
+        raise MissingFileError("QMNIST table not found", path=path, expected=file.name,
+                               hint="give the folder holding the published QMNIST tables")
+    t = np.asarray(read_idx(path), np.int64)
+    if t.shape != (60_000, 8):  # a build's tables (other digits) would name the wrong characters
+        raise FormatError("not a published QMNIST table", path=path, found=f"shape {t.shape}",
+                          expected="60,000 rows of 8 columns (the QMNIST release's)")
+    t = t[ids[1]:ids[2]]
+    return t if spec is None else t[rows_of(spec, len(t))]
+
+
 def row_writers(test: str, *, cache: PathArg | None = None,
                 download: bool | None = False) -> tuple[np.ndarray, np.ndarray | None]:
     """The writer and NIST series (``hsf``; None when not recorded) of every row of test set ``test``
-    (``NAME[:SPLIT]`` or a folder): MNIST test's from QMNIST's table (its first 10,000 test rows),
-    any other split's from its metadata (a mapped copy's through its row map)."""
+    (``NAME[:SPLIT]`` or a folder): MNIST's from QMNIST's tables (:func:`identity_table`), any
+    other split's from its metadata (a mapped copy's through its row map)."""
     name, split, root = resolve_target(test, default_split="test")
-    base, rows = parse_split(split)
-    if root is None and name == "mnist" and base == "test":
-        path = fetch_file("qmnist/qmnist-test-labels-idx2-int.gz", root=cache,
-                          offline=None if download is None else not download).path
-        table = np.asarray(read_idx(path))[:10_000]
-        table = table[rows_of(rows, len(table))] if rows else table
-        return table[:, 2].astype(np.int64), table[:, 1].astype(np.int64)
     if root is None and not set(WRITER_FIELDS) & set(get_dataset(name).metadata_fields):  # before any load
+        if get_dataset(name).split(parse_split(split)[0]).identities:
+            t = identity_table(name, split, cache=cache, offline=None if download is None else not download)
+            return t[:, 2].copy(), t[:, 1].copy()
         raise ConfigError(f"the writers of {name}'s rows are not known", found=f"{name} records no writer",
-                          expected="MNIST test, QMNIST, an EMNIST or FEMNIST build (or --groups FILE)")
+                          expected="MNIST, QMNIST, an EMNIST or FEMNIST build (or --groups FILE)")
     ds = load(name, split, root=root, with_metadata=True, download=download, cache=cache)
     fields = () if ds.metadata is None else ds.metadata.dtype.names or ()
     return (np.asarray(ds.metadata[_writer_field(ds)], np.int64),  # type: ignore[index]
