@@ -198,8 +198,7 @@ def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfi
 class EmnistBuildConfig:
     """How to build EMNIST (``mnistforge build emnist|emnist-<name>``).
 
-    ``splits`` (tuple of str): Datasets to build, among
-        :func:`mnistforge.registry.emnist_splits` (default: all six, in registry order).
+    ``splits`` (tuple of str): Datasets to build, among :func:`mnistforge.registry.emnist_splits` (default: all six).
     ``seed``: Seed of every random choice of the splits (>= 0).
     ``split_by`` ({"random", "writer"}): Train/test sides: stratified random (official) or writer-disjoint.
     ``letters_variant`` ({"official", "paper37"}): The official 26-class letters or the paper's 37 classes.
@@ -209,10 +208,7 @@ class EmnistBuildConfig:
     ``workers``: Threads for conversion and compression (None: all cores).
     ``overwrite``: Replace an existing output folder.
     ``progress``: Progress bars: None = on a terminal only, True/False force.
-    ``allow_incomplete``: Build from a source with fewer characters than it should hold; the
-        manifest lists what was missing (otherwise :class:`MissingSourceError`).
-    ``allow_inconsistent``: Build from a source that disagrees with itself or with what it should hold (see
-        :mod:`mnistforge.sd19.integrity`); the manifest lists every problem (else :class:`InconsistentSourceError`).
+    ``allow_incomplete``, ``allow_inconsistent``: as in :class:`~.qmnist.QmnistBuildConfig`.
 
     >>> EmnistBuildConfig(splits=("letters",), seed=3).split_config.seed
     3
@@ -404,4 +400,3 @@ def _build(sd19: str | os.PathLike[str], out: str | os.PathLike[str], cfg: Emnis
         ).write(tmp)
     logger.info("EMNIST: wrote %s into %s", ", ".join(names), out)
     return manifest
-

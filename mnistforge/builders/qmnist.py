@@ -74,17 +74,16 @@ NOTE_MNIST_TEST = ("the MNIST test set here is the first rows of the determinist
 class QmnistBuildConfig:
     """How to build QMNIST / MNIST / xnist.
 
-    ``prepro``: Fudge factor and centring (published defaults; ``MnistPreproConfig(1.0,
-        "true")`` is the "clean" variant).
+    ``prepro``: Fudge factor and centring (published defaults; ``MnistPreproConfig(1.0, "true")``: the "clean" variant).
     ``qmnist_labels`` (path, ``"download"`` or None): The published QMNIST extended-label tables fixing the order.
     ``duplicates`` ({"final", "source"}): How column 6 is computed (see the module doc).
     ``workers``: Decoding processes (default: all usable cores).
     ``batch_size``: Images decoded and preprocessed per batch.
     ``overwrite``: Replace an existing output folder.
     ``progress``: Progress bars (None: only on a terminal).
-    ``allow_incomplete``: Build from a source with fewer digits than it should hold (NIST's
-        published counts, or a synthetic source's description); the manifest lists what was
-        missing. Without it such a source fails the build (:class:`MissingSourceError`).
+    ``allow_incomplete``: Build from a source with fewer digits than it should hold (NIST's published counts, or a
+        synthetic source's description); the manifest lists what was missing. Without it such a source fails the build
+        (:class:`MissingSourceError`).
     ``allow_inconsistent``: Build from a source that disagrees with itself or with what it should hold (repeated
         character indices or zip members, duplicated characters or writer folders, more characters than published); the
         manifest lists every problem. Without it such a source fails the build (:class:`InconsistentSourceError`).

@@ -193,8 +193,8 @@ def decode_png1_many(blobs: Iterable[bytes], *, names: Sequence[str] | None = No
             img = _pillow_decode(blobs[k])
         except Exception as e:  # Pillow raises many types for broken files
             name = names[k] if names is not None else f"<PNG #{k}>"
-            raise SD19FormatError("corrupt SD19 PNG", path=name,
-                                  expected=f"a {size}x{size} PNG", found=str(e)) from None
+            raise SD19FormatError("corrupt SD19 PNG", path=name, expected=f"a {size}x{size} PNG",
+                                  found=str(e)) from None
         out[k] = img
     return out
 

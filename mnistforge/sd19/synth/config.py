@@ -85,5 +85,3 @@ class SynthConfig:
         if self.layout is None and (self.layout_partitions or self.layout_writers):
             raise ConfigError("layout_partitions/layout_writers need a layout table",
                               expected="layout=<xnist-labels.tsv.xz>", found="layout=None")
-
-

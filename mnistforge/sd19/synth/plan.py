@@ -391,5 +391,3 @@ def plan_sd19(config: SynthConfig) -> Plan:
     """
     config.validate()
     return _plan_layout(config) if config.layout is not None else _plan_scaled(config)
-
-

@@ -28,12 +28,9 @@ _Job = tuple[int, int, list[tuple[int, int, int, bytes]]]
 # --- Rendering (worker processes) -------------------------------------------------------------
 
 def _render_job(job: _Job) -> tuple[bytes, np.ndarray, bytes]:
-    """Render a group of writer folders; returns (blob, lengths, digests) of per-character payloads.
-
-    Payload: the PNG (2nd edition) or ``zlib(packbits(image))`` (1st edition).
-    """
+    """Render a group of writer folders: (blob, lengths, digests) of per-character payloads, each the PNG (2nd edition)
+    or ``zlib(packbits(image))`` (1st edition)."""
     seed, edition, folders = job
-
     blobs: list[bytes] = []
     for writer, template, hsf, codes in folders:
         style = draw_writer_style(np.random.default_rng([seed, 1, writer]))
@@ -104,10 +101,7 @@ class _Spill:
 
 def _render_all(config: SynthConfig, plan: Plan, spill: _Spill, bar: Any) -> None:
     n = len(plan)
-    if config.workers:
-        workers = config.workers
-    else:
-        workers = settings.current().workers
+    workers = config.workers or settings.current().workers
     # Jobs group whole writer folders; how they are grouped does not change any byte.
     chunk = int(min(1000, max(50, n // (4 * workers))))
     jobs = _jobs(config, plan, chunk)
@@ -169,5 +163,3 @@ def _bounded_map(pool: cf.Executor, fn: Callable[[_T], _R], items: Iterable[_T],
         if nxt is not None:
             pending.append(pool.submit(fn, nxt))
         yield fut.result()
-
-

@@ -202,5 +202,3 @@ def _hierarchy_members(config: SynthConfig, plan: Plan, hierarchy: str, writer: 
             assert mit_paths is not None  # the 1st edition's: synthesize_sd19 passes them
             entries = zip(mit_paths[r].tolist(), rows["entry"][r].tolist())
             writer.add(f"{set_path}.mit", format_mit(entries).encode("ascii"))
-
-
