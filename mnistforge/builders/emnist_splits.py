@@ -215,9 +215,7 @@ def _ranks_within(groups: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def apportion(counts: np.ndarray, total: int) -> np.ndarray:
-    """Integers proportional to ``counts`` summing to ``total`` (largest remainder).
-
-    Ties go to the earlier entry.
+    """Integers proportional to ``counts`` summing to ``total`` (largest remainder; ties go to the earlier entry).
 
     >>> apportion(np.array([7, 7, 1]), 3).tolist()
     [2, 1, 0]
@@ -317,10 +315,7 @@ def _writer_sides(index: IndexLike, config: EmnistSplitConfig) -> np.ndarray:
     order = np.lexsort((rng.random(len(writers)), key))
     cum = np.cumsum(counts[order])
     target = cum[-1] * TEST_FRACTION[0] / TEST_FRACTION[1]
-    if len(writers) >= 2:
-        k = 1 + int(np.argmin(np.abs(cum[:-1] - target)))
-    else:
-        k = 0
+    k = 1 + int(np.argmin(np.abs(cum[:-1] - target))) if len(writers) >= 2 else 0
     test_writer = np.zeros(len(writers), bool)
     test_writer[order[:k]] = True
     return test_writer[inverse.ravel()]
@@ -342,8 +337,7 @@ def full_split(index: IndexLike, is_test: np.ndarray, kind: str, seed: int) -> E
     rows = np.arange(len(labels))
     train = _shuffled(rows[~is_test], rng)
     test = _shuffled(rows[is_test], rng)
-    n = len(labels)
-    quota = {"rule": "all characters of each side (see split_by)", "source_characters": int(n)}
+    quota = {"rule": "all characters of each side (see split_by)", "source_characters": int(len(labels))}
     return EmnistRowSelection(kind, kind, class_list(kind), train, labels[train].astype(np.uint8),
                         test, labels[test].astype(np.uint8), 0, quota)
 
@@ -381,9 +375,8 @@ def balanced_split(index: IndexLike, is_test: np.ndarray, name: str, kind: str,
     if q_tr < want_tr:
         limited["train"] = classes[valid_labels[int(np.argmin(tr_counts))]]
     if limited:
-        logger.warning("emnist-%s: per-class quota limited by the smallest class (%s): "
-                       "train %d, test %d (wanted %d, %d)", name, limited, q_tr, q_te,
-                       want_tr, want_te)
+        logger.warning("emnist-%s: per-class quota limited by the smallest class (%s): train %d, test %d "
+                       "(wanted %d, %d)", name, limited, q_tr, q_te, want_tr, want_te)
 
     rng = _rng(config.seed, _DATASET_IDS[kind])
     rows = np.arange(len(labels_all))
@@ -399,8 +392,7 @@ def balanced_split(index: IndexLike, is_test: np.ndarray, name: str, kind: str,
         "rule": "test per class = max(1, floor(official_test_per_class * scale)); train per class = 6 x test; each "
                 "side capped by its smallest class; validation per class = min(test, train), the end of the train file",
         "official_per_class": {"train": off_tr, "test": off_te},
-        "scale": float(scale), "scale_given": config.scale is not None,
-        "source_pool": pool, "official_pool": off_pool,
+        "scale": float(scale), "scale_given": config.scale is not None, "source_pool": pool, "official_pool": off_pool,
         "wanted_per_class": {"train": want_tr, "test": want_te},
         "per_class": {"train": q_tr, "test": q_te, "validation": q_val},
         "smallest_class": {
@@ -435,18 +427,15 @@ def make_splits(index: IndexLike, names: Iterable[str] = DATASETS, config: Emnis
     out: dict[str, EmnistRowSelection] = {}
     for name in names:
         kind = dataset_kind(name, config.letters_variant)
-        if kind in ("byclass", "bymerge"):
-            out[name] = full_split(index, is_test, kind, config.seed)
-        else:
-            out[name] = balanced_split(index, is_test, name, kind, config)
+        out[name] = full_split(index, is_test, kind, config.seed) if kind in ("byclass", "bymerge") \
+            else balanced_split(index, is_test, name, kind, config)
     return out
 
 
 def make_metadata(index: IndexLike, rows: npt.ArrayLike) -> np.ndarray:
     """``int32 (n, 6)`` writer metadata of the given index rows.
 
-    Columns :data:`METADATA_COLUMNS`: writer, hsf, field (0 d, 1 u, 2 l, 3 c),
-    ascii, entry, sd19_row (row in the SD19 index).
+    Columns :data:`METADATA_COLUMNS`: writer, hsf, field (0 d, 1 u, 2 l, 3 c), ascii, entry, sd19_row (its index row).
     """
     rows = np.asarray(rows, np.int64)
     fcode = np.full(256, -1, np.int32)
