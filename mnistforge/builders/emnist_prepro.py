@@ -261,12 +261,11 @@ def _finish(resampled: np.ndarray, config: EmnistPreproConfig) -> np.ndarray:
     peak = v.reshape(len(v), -1).max(axis=1)
     scale = np.divide(255.0, peak, out=np.zeros_like(peak), where=peak > 0)
     v = np.floor(v * scale[:, None, None] + 0.5)
-    out8 = np.clip(v, 0, 255).astype(np.uint8)
+    out8: np.ndarray = np.clip(v, 0, 255).astype(np.uint8)
     if config.border_stage == "after" and config.border:
         b = config.border
         out8 = np.pad(out8, ((0, 0), (b, b), (b, b)))
-    finished: np.ndarray = out8
-    return finished
+    return out8
 
 
 def convert_batch(images: np.ndarray, config: EmnistPreproConfig = DEFAULT_CONFIG, *, chunk: int = 512) -> np.ndarray:

@@ -112,9 +112,8 @@ class ELMClassifier(Classifier):
         self._init_weights(X)
         Y = one_hot(codes, len(self.classes_), np.float64)
         if self.solver == "normal":
-            A, C = accumulate_normal_equations(
-                X, Y, self.block, bias=False, transform=self._design,
-                desc=f"ELM {self.hidden} normal equations")
+            A, C = accumulate_normal_equations(X, Y, self.block, bias=False, transform=self._design,
+                                               desc=f"ELM {self.hidden} normal equations")
             del Y
             self.coef_ = solve_ridge(A, C, self.ridge, overwrite=self.ridge > 0).astype(self.dtype)
         else:

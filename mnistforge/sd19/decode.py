@@ -18,7 +18,6 @@ from .png1 import decode_png1_many
 from .trees import Tree
 from .zipdir import ZipListing, read_members
 
-
 logger = logging.getLogger(__name__)
 
 IMAGE = 128

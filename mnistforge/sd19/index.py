@@ -53,7 +53,6 @@ INDEX_DTYPE = np.dtype([
 ])
 
 
-
 def file_dtype(name_width: int = 96) -> np.dtype:
     """Table of the by_write files the rows live in (one per PNG, or one per .mis)."""
     return np.dtype([

@@ -39,7 +39,6 @@ from .join import JoinReport, join_classes
 from .decode import IMAGE, _bounds, _hash_tree, _job_bits, _Pool
 from .trees import HIERARCHIES, Tree, _parse_by_write, _parse_classed, find_trees
 
-
 logger = logging.getLogger(__name__)
 
 __all__ = ["open_sd19", "SD19Source", "HIERARCHIES", "Tree", "find_trees"]
@@ -260,10 +259,8 @@ def _entry_gaps(idx: np.ndarray, edition: int) -> list[str]:
     new[1:] = (key[1:] != key[:-1]).any(axis=1)
     start = np.maximum.accumulate(np.where(new, np.arange(len(idx)), 0))
     bad = np.flatnonzero(idx["entry"] != np.arange(len(idx)) - start)
-    out = []
-    for r in bad[:20]:
-        out.append(f"by_write hsf_{idx['hsf'][r]}/f{idx['writer'][r]:04d}_{idx['template'][r]:02d} field "
-                   f"{idx['field'][r].decode()}: entry numbers not contiguous (found {idx['entry'][r]})")
+    out = [f"by_write hsf_{idx['hsf'][r]}/f{idx['writer'][r]:04d}_{idx['template'][r]:02d} field "
+           f"{idx['field'][r].decode()}: entry numbers not contiguous (found {idx['entry'][r]})" for r in bad[:20]]
     if len(bad) > 20:
         out.append(f"... {len(bad) - 20} more non-contiguous entries")
     return out

@@ -335,9 +335,8 @@ def _plan_layout(config: SynthConfig) -> Plan:
     # Template ids: drawn per folder; folders of one writer get distinct ids in walk order
     # so that sorting the folder names keeps the table's order.
     rng = _rng(config, 21)
-    templates = np.zeros(len(starts), np.int64)
     uniq, first, count = np.unique(f_writer, return_index=True, return_counts=True)
-    templates[:] = _templates(rng, len(starts))
+    templates = _templates(rng, len(starts))
     for w, i0, c in zip(uniq.tolist(), first.tolist(), count.tolist()):
         if c > 1:
             templates[i0:i0 + c] = _templates(rng, c, distinct_sorted=True)

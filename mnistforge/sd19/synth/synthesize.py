@@ -36,11 +36,9 @@ def _describe(config: SynthConfig, plan: Plan) -> dict[str, Any]:
             **{nt.FIELD_NAMES[f]: int((sel & (rows["field"] == f.encode())).sum()) for f in nt.FIELDS},
         }
     dups = np.flatnonzero(rows["duplicate_of"] >= 0)
-    cfg = dataclasses.asdict(config)
+    cfg = {k: v for k, v in dataclasses.asdict(config).items() if k not in ("workers", "overwrite")}
     cfg["layout"] = None if config.layout is None else Path(config.layout).name
     cfg["hierarchies"] = list(config.hierarchies)
-    for k in ("workers", "overwrite"):
-        cfg.pop(k)
     return {
         "kind": "synthetic NIST SD19 (mnistforge synth-sd19)",
         "note": "Synthetic handwriting-like characters, not NIST data.", "config": cfg,
