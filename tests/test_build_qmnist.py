@@ -63,7 +63,7 @@ def tsv(path):
 
 
 def test_vectorised_equals_oracle_on_synthetic_digits(source):
-    rows = np.flatnonzero(source.index["field"] == b"d")[::2][:300]
+    rows = source.digits()[::2][:300]
     imgs = source.read_all(rows)
     fast = preprocess(imgs)
     slow = np.stack([preprocess_one(im) for im in imgs])
@@ -75,7 +75,7 @@ def test_vectorised_equals_oracle_on_2000_synthetic_digits(tmp_path_factory):
     path = make_tiny_sd19(tmp_path_factory.mktemp("sd19-2k"), scale=0.005, fields="d",
                                 hierarchies=("by_write",), by_write_cls=True)
     source = open_sd19(path, progress=False)
-    rows = np.flatnonzero(source.index["field"] == b"d")[:2000]
+    rows = source.digits()[:2000]
     assert rows.size == 2000
     imgs = source.read_all(rows)
     for cfg in (MnistPreproConfig(), MnistPreproConfig(1.0, "true")):
@@ -129,7 +129,7 @@ def test_duplicates_final_images_agree_with_source(built, source):
 def test_xnist_is_every_digit_in_order(built, source):
     out = built["xnist"]
     xt = tsv(out / qf.XNIST_FILES["tsv"])
-    n = np.flatnonzero(source.index["field"] == b"d").size
+    n = source.digits().size
     np.testing.assert_array_equal(xt[:, 5], np.arange(n))
     np.testing.assert_array_equal(read_idx(out / qf.XNIST_FILES["table"]), xt)
     imgs = read_idx(out / qf.XNIST_FILES["images"])

@@ -111,7 +111,7 @@ def _references(src):
     """Per conversion (QMNIST's, EMNIST's, LEAF's): image bytes -> the SD19 rows converting to it."""
     out = {}
     for kind in ("qmnist", "emnist", "femnist"):
-        rows = np.flatnonzero(src.index["field"] == b"d") if kind == "qmnist" else np.arange(len(src.index))
+        rows = src.digits() if kind == "qmnist" else np.arange(len(src.index))
         imgs = src.read_all(rows)
         ref = (preprocess(imgs) if kind == "qmnist" else
                255 - leaf_pixels(src, rows, workers=1) if kind == "femnist" else convert_batch(imgs))

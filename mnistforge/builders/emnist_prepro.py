@@ -1,9 +1,8 @@
 """EMNIST conversion: 128x128 binary SD19 characters to 28x28 bytes.
 
-The EMNIST paper (Cohen et al., 2017, fig. 1) describes six steps (blur, bounding box,
-centring in a square, a 2-pixel border, bicubic resampling, intensity scaling) and leaves
-some details open.  Every open point is a field of :class:`EmnistPreproConfig` with a
-documented default; the steps, defaults and reasons are in ``docs/provenance-emnist.md``.
+The EMNIST paper (Cohen et al., 2017, fig. 1) describes six steps (blur, bounding box, centring in a square, a 2-pixel
+border, bicubic resampling, intensity scaling) and leaves some details open.  Every open point is a field of
+:class:`EmnistPreproConfig` with a documented default (steps, defaults and reasons: ``docs/provenance-emnist.md``).
 
 :func:`convert_batch` is the fast path: blur, crop, centring, padding and resampling are linear and separable, so each
 output image is ``A_y @ X @ A_x.T`` over a window around the ink box.  :func:`convert_reference` is the straightforward

@@ -6,12 +6,9 @@
 60,000 digits of the QMNIST recipe; ``mnist``: QMNIST train and the first 10,000 QMNIST test digits under MNIST's four
 file names (files: ``docs/provenance-mnist-qmnist.md``).
 
-The preprocessing is :mod:`.mnist_prepro` (published fudge 0.99 and truncating centring by default), the selection
-:mod:`.qmnist_recipe`.  Column 6 (duplicates) follows step 8 of the specification: identical *final* 28x28 images, the
-earlier global index wins; that needs every digit preprocessed (``duplicates="final"``, the default).
-``duplicates="source"`` uses the exact 128x128 image hashes of the SD19 index instead and preprocesses only the selected
-digits (about 3.4 times less work for qmnist/mnist); the build then checks the selected images for identical final
-images and notes any in the manifest.
+The preprocessing is :mod:`.mnist_prepro`, the selection :mod:`.qmnist_recipe`.  Column 6 (duplicates) follows step 8:
+identical *final* 28x28 images, so every digit is preprocessed (``duplicates="final"``, the default);
+``duplicates="source"`` takes the SD19 index's exact 128x128 hashes instead (see the provenance doc).
 
 With the published QMNIST tables (``qmnist_labels``: a folder holding ``qmnist-{train,test}-labels.tsv.gz`` or the
 idx2 versions, or ``"download"`` to fetch and verify them through the registry) the outputs follow the published order;
@@ -125,15 +122,13 @@ def build_qmnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
 
 def build_mnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
                 config: QmnistBuildConfig | None = None) -> Manifest:
-    """Build MNIST rebuilt from SD19 (QMNIST train + first 10,000 of QMNIST test) into ``out``;
-    returns the manifest written."""
+    """Build MNIST from SD19 (QMNIST train + first 10,000 of QMNIST test) into ``out``; returns the manifest written."""
     return _build("mnist", sd19_path, out, config or QmnistBuildConfig())
 
 
 def build_xnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
                 config: QmnistBuildConfig | None = None) -> Manifest:
-    """Build the NIST digit table (every SD19 digit, 28x28, extended labels) into ``out``;
-    returns the manifest written."""
+    """Build the NIST digit table (every SD19 digit, 28x28, extended labels) into ``out``; returns the manifest."""
     config = config or QmnistBuildConfig()
     if config.duplicates != "final":
         config = replace(config, duplicates="final")    # every digit is preprocessed anyway
@@ -299,8 +294,7 @@ def _every_digit(src: SD19Source, drows: np.ndarray, config: QmnistBuildConfig) 
 
 
 def synthetic_description_path(src: SD19Source) -> Path | None:
-    """The ``synthetic-sd19.json`` of an opened source when it is a synthetic replica (its own
-    description says so, whatever its path), else None."""
+    """The ``synthetic-sd19.json`` of an opened source that is a synthetic replica (its own description), else None."""
     path = getattr(src, "path", None)
     if path is None or synthetic_description(path) is None:
         return None
@@ -472,8 +466,7 @@ def _check_no_duplicates(images: np.ndarray, gidx: np.ndarray) -> None:
 
 
 def check_complete(src: SD19Source, fields: Sequence[str], allow: bool) -> list[str]:
-    """Shortfalls of ``src`` in ``fields`` (see :mod:`mnistforge.sd19.completeness`): an error
-    unless ``allow``; then returned for the manifest."""
+    """Shortfalls of ``src`` in ``fields`` (:mod:`mnistforge.sd19.completeness`): an error unless ``allow``."""
     missing, what = source_shortfalls(src, fields)
     if missing and not allow:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
@@ -488,8 +481,7 @@ def check_complete(src: SD19Source, fields: Sequence[str], allow: bool) -> list[
 
 
 def check_consistent(src: SD19Source, fields: Sequence[str], allow: bool) -> list[str]:
-    """Problems of ``src`` in ``fields`` (see :mod:`mnistforge.sd19.integrity`): an error unless
-    ``allow``; then returned for the manifest."""
+    """Problems of ``src`` in ``fields`` (:mod:`mnistforge.sd19.integrity`): an error unless ``allow``."""
     problems, what = source_problems(src, fields)
     if problems and not allow:
         path = getattr(src, "path", None)

@@ -291,8 +291,7 @@ def digit_rows(index: np.ndarray) -> np.ndarray:
 
 
 def source_duplicates(index: np.ndarray) -> np.ndarray:
-    """Column 6 from the exact 128x128 image hashes: per digit, the global index of the
-    earliest digit with the same image, else 0."""
+    """Column 6 from the exact 128x128 image hashes: per digit, the earliest identical digit's global index, else 0."""
     rows = digit_rows(index)
     return duplicates_from_digests(index["hash"][rows])
 

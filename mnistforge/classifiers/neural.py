@@ -92,10 +92,17 @@ def random_similarity(x: np.ndarray, rng: np.random.Generator, max_shift: float 
     The same uniform draws as ``evaluators.augment`` (lighter bounds, bilinear, zero padding); done here with
     ``scipy.ndimage`` because classifiers sit below evaluators.
     """
-    n, h, w = x.shape
+    n = len(x)
     shift = rng.uniform(-max_shift, max_shift, (n, 2))
     rot = rng.uniform(-max_rotation, max_rotation, (n,))
     sc = rng.uniform(scale[0], scale[1], (n,))
+    return similarity(x, shift, rot, sc)
+
+
+def similarity(x: np.ndarray, shift: np.ndarray, rot: np.ndarray, sc: np.ndarray) -> np.ndarray:
+    """Image ``k`` shifted by ``shift[k]`` (rows, columns), rotated by ``rot[k]`` and scaled by ``sc[k]`` about its
+    centre; bilinear, zero outside (``evaluators.augment``'s convention)."""
+    n, h, w = x.shape
     centre = np.array([(h - 1) / 2.0, (w - 1) / 2.0])
     out = np.empty_like(x)
     for k in range(n):

@@ -6,10 +6,8 @@
 are read in place (never extracted) through :mod:`mnistforge.sd19.zipdir`, with its safety checks.
 
 The result, :class:`SD19Source`, carries :attr:`~SD19Source.index` (one row per character in by_write walk order, see
-:mod:`mnistforge.sd19.index`) and reads any selection of characters in parallel with :meth:`~SD19Source.read`.
-
-Classes come from the by_write ``.cls`` files when present; otherwise from an
-exact-content join with by_field or by_class (:mod:`mnistforge.sd19.join`).
+:mod:`mnistforge.sd19.index`) and reads any selection of characters in parallel with :meth:`~SD19Source.read`.  Classes
+come from the by_write ``.cls`` files when present, else from an exact-content join (:mod:`mnistforge.sd19.join`).
 
 >>> from mnistforge.sd19 import open_sd19
 >>> src = open_sd19("/data/sd19")                       # doctest: +SKIP
@@ -80,6 +78,10 @@ class SD19Source:
         """Path of a character in the by_write hierarchy (``#entry`` for a ``.mis``)."""
         name = "by_write/" + self.files["name"][self.file_of_row[row]].decode()
         return name if self.edition == 2 else f"{name}#{int(self.index['entry'][row])}"
+
+    def digits(self) -> np.ndarray:
+        """Rows of the digits, in walk order (row k has ``digit_index`` k)."""
+        return np.flatnonzero(self.index["field"] == b"d")
 
     def read(self, rows: npt.ArrayLike, *, batch_size: int = 4096,
              workers: int | None = None) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]]:
