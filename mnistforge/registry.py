@@ -147,8 +147,7 @@ class SplitInfo:
     #: exported only when asked for by ``NAME:SPLIT`` (qmnist's ``nist``: another dataset in all
     #: but name)
     opt_in: bool = False
-    #: the published table (a file id) and its rows ``[start, stop)`` giving each row's SD19 identity
-    #: (MNIST's and QMNIST's: QMNIST's tables; ``loaders/writers.identity_table``)
+    #: a published table (file id) and its rows ``[start, stop)``: each row's SD19 identity (MNIST, QMNIST)
     identities: tuple[str, int, int | None] | None = None
 
     @property

@@ -9,6 +9,7 @@ from mnistforge import registry as R
 from mnistforge.errors import ConfigError, DatasetNotFoundError
 from mnistforge.cache.verify import verify_file
 from mnistforge.io.hashing import hash_content, hash_file
+from mnistforge.sd19.nist_table import TOTAL_CHARACTERS
 
 EXPECTED_DATASETS = [
     "mnist", "fashion-mnist", "kmnist", "kuzushiji-49", "qmnist", "emnist-byclass", "emnist-bymerge",
@@ -50,6 +51,15 @@ def test_dataset_entries_are_consistent(name):
             img = R.get_file(f"{d.group}/{sp.images}")
             if img.content_size:
                 assert img.content_size == 16 + sp.count * 28 * 28
+        if sp.identities is not None:  # rows [start, stop) of a published idx2 table of int32
+            table = R.get_file(sp.identities[0])
+            n, columns = (table.content_size - 12) // 32, 8
+            start, stop = sp.identities[1], n if sp.identities[2] is None else sp.identities[2]
+            assert table.content_size == 12 + n * columns * 4 and 0 <= start < stop <= n
+            assert stop - start == sp.count, (name, sp.name)
+    assert not d.random_sd19_split or d.from_sd19 and d.writers_disjoint is False
+    if d.random_sd19_split:  # its official train and test together are all of SD19
+        assert sum(sp.count for sp in d.splits.values() if not sp.is_view) == TOTAL_CHARACTERS
 
 
 def test_split_sizes_from_the_spec():
@@ -140,6 +150,16 @@ def test_per_dataset_facts_are_entry_fields():
         "stored-transposed", "letters-variant", "writer-split", "validation-portion")
     assert [s for s, sp in R.get_dataset("qmnist").splits.items() if sp.opt_in] == ["nist"]
     assert [n for n in R.list_datasets() if R.get_dataset(n).assumed_for_shared_names] == ["mnist"]
+    sd19 = [n for n in R.list_datasets() if R.get_dataset(n).from_sd19]
+    assert sd19 == ["mnist", "qmnist"] + [f"emnist-{s}" for s in R.emnist_splits()] + ["femnist"]
+    assert [n for n in R.list_datasets() if R.get_dataset(n).random_sd19_split] == [
+        "emnist-byclass", "emnist-bymerge"]
+    ids = {f"{n}:{s}": sp.identities for n in R.list_datasets() for s, sp in R.get_dataset(n).splits.items()
+           if sp.identities}
+    test, train = "qmnist/qmnist-test-labels-idx2-int.gz", "qmnist/qmnist-train-labels-idx2-int.gz"
+    assert ids == {"mnist:train": (train, 0, None), "mnist:test": (test, 0, 10000),
+                   "qmnist:train": (train, 0, None), "qmnist:test": (test, 0, None),
+                   "qmnist:test10k": (test, 0, 10000), "qmnist:test50k": (test, 10000, None)}
     from mnistforge.hub.targets import CAVEATS
 
     assert {c for n in R.list_datasets() for c in R.get_dataset(n).card_caveats} <= set(CAVEATS)
@@ -248,6 +268,30 @@ def test_the_checks_and_the_card_read_the_entry(tmp_path):
         assert dataset_name("Someone/Fashion") == "fashion-mnist"
         assert _caveats(info, {}, built=True)[0].startswith("Rebuilt from NIST SD19")
         assert _caveats(info, {}, built=False) == []
+
+
+def test_identities_and_the_sd19_flags_are_read_from_the_entry(tmp_path, qmnist_reference):
+    """Row identities' table rows and EMNIST's random split follow the registry file, no code change."""
+    import json
+
+    import numpy as np
+
+    from mnistforge.checks.identity import row_identities
+    from mnistforge.checks.overlap import expected_for, expected_overlap
+    from mnistforge.io.idx import read_idx
+
+    table = np.asarray(read_idx(qmnist_reference / "qmnist-test-labels-idx2-int.gz"))
+    raw = json.loads(open(R.registry_path(), encoding="utf-8").read())
+    raw["datasets"]["mnist"]["splits"]["test"]["identities"]["rows"] = [20_000, 30_000]
+    raw["datasets"]["emnist-balanced"]["random_sd19_split"] = True
+    p = tmp_path / "registry.json"
+    p.write_text(json.dumps(raw, ensure_ascii=False), encoding="utf-8")
+    assert expected_for("mnist:test", "emnist-balanced:train", tables=qmnist_reference) is None
+    with R.use_registry(p):
+        ids = row_identities("mnist:test", tables=qmnist_reference).rows
+        assert ids["writer"].tolist() == table[20_000:30_000, 2].tolist()
+        e = expected_for("mnist:test", "emnist-balanced:train", tables=qmnist_reference)
+        assert e == expected_overlap(10_000, 112_800, 112_800 + 18_800)
 
 
 def test_unknown_names_get_a_did_you_mean():

@@ -98,15 +98,13 @@ def fill_from_sd19(rows: np.ndarray, sd19: PathArg, fingerprint: str | None = No
     if fingerprint and src.fingerprint != fingerprint:
         raise ConfigError("the SD19 source is not the one the build was made from", path=sd19,
                           expected=fingerprint, found=src.fingerprint, hint="give the build's SD19")
-    index = src.index
+    index, rows = src.index, rows.copy()
     digits = np.flatnonzero(index["field"] == b"d")
-    rows = rows.copy()
     need = (rows["character"] < 0) & (rows["digit"] >= 0) & (rows["digit"] < len(digits))
     rows["character"][need] = digits[rows["digit"][need]]
     has = (rows["character"] >= 0) & (rows["character"] < len(index))
-    rows["digit"][has & (rows["digit"] < 0)] = index["digit_index"][rows["character"][has & (rows["digit"] < 0)]]
-    for f in ("writer", "hsf"):
-        rows[f][has & (rows[f] < 0)] = index[f][rows["character"][has & (rows[f] < 0)]]
+    for f, col in (("digit", "digit_index"), ("writer", "writer"), ("hsf", "hsf")):
+        rows[f][has & (rows[f] < 0)] = index[col][rows["character"][has & (rows[f] < 0)]]
     return rows
 
 

@@ -78,8 +78,7 @@ def overlap(a: PathArg, b: PathArg, level: str = "character", *, tables: PathArg
             sd19: PathArg | None = None) -> Overlap:
     """What splits ``a`` and ``b`` (``mnist:test``, ``FOLDER:NAME:SPLIT``) share; ``tables``: the
     published QMNIST tables' folder; ``sd19``: an SD19 source (ties digit indices to SD19 rows)."""
-    return compare(row_identities(a, tables=tables, sd19=sd19),
-                   row_identities(b, tables=tables, sd19=sd19), level)
+    return compare(row_identities(a, tables=tables, sd19=sd19), row_identities(b, tables=tables, sd19=sd19), level)
 
 
 def leakage(train: str, test: str, limits: tuple[int | None, int | None] = (None, None)) -> str | None:
@@ -136,8 +135,7 @@ def expected_overlap(n: Any, drawn: Any, pool: Any, z: float = 1.959964) -> Expe
 
 
 def expected_for(a: PathArg, b: PathArg, tables: PathArg | None = None) -> Expected | None:
-    """The characters of ``a`` expected in ``b``, a side of an official random split of all SD19 characters
-    (the registry's ``random_sd19_split``: EMNIST ByClass/ByMerge, the paper II-B), else None."""
+    """The characters of ``a`` expected in ``b``, a side of a ``random_sd19_split`` release, else None."""
     name, split, root = resolve_target(b, default_split="test")
     if root is not None or not (info := get_dataset(name)).random_sd19_split or split not in info.splits:
         return None

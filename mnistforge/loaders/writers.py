@@ -59,24 +59,20 @@ class ClassBalance:
         """The balance of ``sides`` (side -> labels) over ``classes`` (label value -> name)."""
         k = max([len(classes)] + [int(y.max()) + 1 for y in sides.values() if len(y)])
         counts = {s: np.bincount(np.asarray(y, np.int64), minlength=k) for s, y in sides.items()}
-        pool = np.sum(list(counts.values()), axis=0)
-        labels = np.flatnonzero(pool)
+        labels = np.flatnonzero(pool := np.sum(list(counts.values()), axis=0))
         names = [str(classes[i]) if i < len(classes) else str(i) for i in labels.tolist()]
         share = pool[labels] / max(1, int(pool.sum()))
         out = cls(labels, names, {s: c[labels] for s, c in counts.items()})
         for s, c in out.counts.items():
             n = int(c.sum())
-            dev = c / n / share - 1 if n else np.full(len(labels), -1.0)
-            out.deviation[s] = dev
+            out.deviation[s] = dev = c / n / share - 1 if n else np.full(len(labels), -1.0)
             i = int(np.argmax(np.abs(dev))) if len(dev) else 0
-            out.max_deviation[s] = float(abs(dev[i])) if len(dev) else 0.0
-            out.worst[s] = names[i] if len(dev) else ""
+            out.max_deviation[s], out.worst[s] = (float(abs(dev[i])), names[i]) if len(dev) else (0.0, "")
         return out
 
     def table(self) -> list[str]:
         """The counts as aligned text lines: class, one column per side, test share."""
-        sides = list(self.counts)
-        width = max([5] + [len(n) for n in self.names])
+        sides, width = list(self.counts), max([5] + [len(n) for n in self.names])
         lines = ["class".ljust(width) + "".join(f"{s:>9}" for s in sides) + "  test share"]
         for i, name in enumerate(self.names):
             row = [int(self.counts[s][i]) for s in sides]
