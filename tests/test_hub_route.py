@@ -11,10 +11,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import io
-import json
-import socket
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -29,7 +26,9 @@ from mnistforge.cli import main
 from mnistforge.errors import DownloadError, MissingDependencyError
 from mnistforge.io.hashing import hash_content
 from mnistforge.io.idx import read_idx
-from mnistforge.registry import get_file, registry_path, use_registry
+from mnistforge.registry import get_file, use_registry
+
+from cache_helpers import closed_port, hub_routed_registry, local_server
 
 NEEDS_PYARROW = "pyarrow (the [hf] extra) is not installed: the route reads parquet with it"
 
@@ -61,47 +60,25 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def hub(monkeypatch):
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HubHandler)
-    srv.daemon_threads = True
-    srv.requests, srv.files, srv.blobs = [], {}, {}
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    srv.base = f"http://127.0.0.1:{srv.server_address[1]}"
+    with local_server(HubHandler, requests=[], files={}, blobs={}) as srv:
+        def serve(remote_id: str, body: bytes) -> str:
+            """Serve ``body`` as the parquet copy of ``remote_id``'s split; its URL."""
+            path = "/" + get_file(remote_id).hub_parquet
+            srv.files[path] = body
+            srv.blobs[hashlib.sha256(body).hexdigest()] = body
+            return srv.base + path
 
-    def serve(remote_id: str, body: bytes) -> str:
-        """Serve ``body`` as the parquet copy of ``remote_id``'s split; its URL."""
-        path = "/" + get_file(remote_id).hub_parquet
-        srv.files[path] = body
-        srv.blobs[hashlib.sha256(body).hexdigest()] = body
-        return srv.base + path
-
-    srv.serve = serve
-    monkeypatch.setenv("HF_ENDPOINT", srv.base)
-    for var in ("HF_HUB_OFFLINE", "MNISTFORGE_OFFLINE", "MNISTFORGE_MIRRORS"):
-        monkeypatch.delenv(var, raising=False)
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+        srv.serve = serve
+        monkeypatch.setenv("HF_ENDPOINT", srv.base)
+        for var in ("HF_HUB_OFFLINE", "MNISTFORGE_OFFLINE", "MNISTFORGE_MIRRORS"):
+            monkeypatch.delenv(var, raising=False)
+        yield srv
 
 
 @pytest.fixture
 def refused(tmp_path):
     """The bundled registry with every MNIST and Fashion-MNIST address on two refusing ports."""
-    reg = json.loads(open(registry_path(), encoding="utf-8").read())
-    dead = [f"http://127.0.0.1:{closed_port()}", f"http://127.0.0.1:{closed_port()}"]
-    for fid, entry in reg["files"].items():
-        if entry.get("hub_parquet"):
-            entry["urls"] = [f"{d}/{fid}" for d in dead]
-    path = tmp_path / "registry.json"
-    path.write_text(json.dumps(reg))
-    with use_registry(path):
+    with use_registry(hub_routed_registry(tmp_path, hosts=2)):
         yield
 
 

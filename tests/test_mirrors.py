@@ -8,10 +8,8 @@ import hashlib
 import http.server
 import logging
 import os
-import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -24,6 +22,8 @@ from mnistforge.cli import main
 from mnistforge.errors import ConfigError, DownloadError, HashMismatchError
 from mnistforge.registry import RemoteFile, get_file
 from mnistforge.cache.mirrors import Mirrors, mirrors, parse_mirrors
+
+from cache_helpers import closed_port, local_server
 
 BODIES = {"one.bin": os.urandom(5000), "two.bin": os.urandom(7000)}
 
@@ -48,23 +48,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
-    srv.requests, srv.files = [], {}
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    srv.base = f"http://127.0.0.1:{srv.server_address[1]}"
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-
-
-def closed_port() -> int:
-    """A port nothing listens on (bound, then closed): connections are refused."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    with local_server(Handler, requests=[], files={}) as srv:
+        yield srv
 
 
 def remote(name: str, *urls: str) -> RemoteFile:

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import http.server
 import io
-import json
-import socket
-import threading
 
 import numpy as np
 import pytest
@@ -16,7 +13,9 @@ import pytest
 from mnistforge.cache import download
 from mnistforge.cache.download import fetch_file
 from mnistforge.errors import DownloadError, HashMismatchError
-from mnistforge.registry import get_file, registry_path, use_registry
+from mnistforge.registry import get_file, use_registry
+
+from cache_helpers import hub_routed_registry, local_server
 
 pa = pytest.importorskip("pyarrow", reason="pyarrow (the [hf] extra) is not installed: the route reads parquet with it")
 pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow (the [hf] extra) is not installed")
@@ -54,33 +53,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 @pytest.fixture
 def hub(tmp_path, monkeypatch):
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
-    srv.hits, srv.mode, srv.body = [], "body", b""
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{srv.server_address[1]}")
-    for var in ("HF_HUB_OFFLINE", "MNISTFORGE_OFFLINE", "MNISTFORGE_MIRRORS"):
-        monkeypatch.delenv(var, raising=False)
-    reg = json.loads(open(registry_path(), encoding="utf-8").read())
-    dead = f"http://127.0.0.1:{closed_port()}"
-    for fid, entry in reg["files"].items():
-        if entry.get("hub_parquet"):
-            entry["urls"] = [f"{dead}/{fid}"]
-    (tmp_path / "registry.json").write_text(json.dumps(reg))
-    with use_registry(tmp_path / "registry.json"):
-        yield srv
-    srv.shutdown()
-    srv.server_close()
+    with local_server(Handler, hits=[], mode="body", body=b"") as srv:
+        monkeypatch.setenv("HF_ENDPOINT", srv.base)
+        for var in ("HF_HUB_OFFLINE", "MNISTFORGE_OFFLINE", "MNISTFORGE_MIRRORS"):
+            monkeypatch.delenv(var, raising=False)
+        with use_registry(hub_routed_registry(tmp_path)):
+            yield srv
 
 
 def nothing_written(cache) -> bool:
