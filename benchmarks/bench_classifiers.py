@@ -218,4 +218,6 @@ def bench_knn_elm(args):
 
 
 if __name__ == "__main__":
+    from stamp import stamp  # benchmarks/stamp.py: the date and the load average of the run
+    print(stamp(), flush=True)
     main()

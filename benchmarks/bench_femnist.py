@@ -112,5 +112,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    from stamp import stamp  # benchmarks/stamp.py: the date and the load average of the run
+    print(stamp(), flush=True)
     t0 = time.time()
     sys.exit(main())

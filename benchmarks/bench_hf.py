@@ -213,4 +213,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    from stamp import stamp  # benchmarks/stamp.py: the date and the load average of the run
+    print(stamp(), flush=True)
     raise SystemExit(main())

@@ -188,4 +188,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from stamp import stamp  # benchmarks/stamp.py: the date and the load average of the run
+    print(stamp(), flush=True)
     sys.exit(main())

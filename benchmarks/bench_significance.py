@@ -51,4 +51,6 @@ def main():
 
 
 if __name__ == "__main__":
+    from stamp import stamp  # benchmarks/stamp.py: the date and the load average of the run
+    print(stamp(), flush=True)
     main()

@@ -13,12 +13,13 @@ Data: the real MNIST test images when ``../shared/reference/mnist`` is present
 the search finds real near-duplicates), else synthetic strokes.
 
 3. Floors against ``verify`` of Fashion-MNIST (Debian's files, ``--fashion``), in one
-   run: the inflate-and-hash floor (read each file, sha256 + md5 of its bytes,
-   inflate it, sha256 of the content), the near-duplicate search's own matrix
+   run: the inflate-and-hash floor (read each file, sha256 of its bytes, inflate
+   it, sha256 of the content), the near-duplicate search's own matrix
    products (the same float32 blocks of pooled images), all 600 million
    test x train dot products over the 784 pixels in float32 blocks, and
-   ``verify`` with and without ``--no-near``, with the ratios and the load
-   average.  Times are CPU seconds of the process (``time.process_time``, all
+   ``verify`` with and without ``--no-near``, with the ratios, the date and the load
+   average.  The search and its products are timed with 1 and with 2 BLAS threads
+   (``threadpoolctl``).  Times are CPU seconds of the process (``time.process_time``, all
    threads), the best of ``--repeat`` runs; wall seconds are printed too.
 
 Run: ``.venv/bin/python benchmarks/bench_verify.py [--queries-brute 100] [--only fashion]``.
@@ -32,6 +33,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from stamp import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 MNIST = Path(os.environ.get("MNISTFORGE_SHARED", ROOT.parent / "shared")) / "reference" / "mnist"
@@ -83,7 +85,7 @@ def _timed(fn, repeat: int):
 
 
 def _inflate_and_hash(folder: Path) -> int:
-    """The floor of the file checks: every byte read, hashed, inflated and hashed again."""
+    """The floor of the file checks: every byte read and hashed (sha256), inflated, the content hashed (sha256)."""
     import hashlib
     try:
         from isal import isal_zlib as z  # the inflater the package uses when present
@@ -93,7 +95,6 @@ def _inflate_and_hash(folder: Path) -> int:
     for p in sorted(folder.glob("*.gz")):
         raw = p.read_bytes()
         hashlib.sha256(raw).digest()
-        hashlib.md5(raw, usedforsecurity=False).digest()
         content = z.decompress(raw, 31)
         hashlib.sha256(content).digest()
         n += len(content)
@@ -122,41 +123,81 @@ def _products(query, base, dims_pooled: bool):
 
 
 def fashion(folder: Path, repeat: int) -> None:
+    from threadpoolctl import threadpool_limits
+
     from mnistforge.checks import verify
     from mnistforge.checks.duplicates import find_near_duplicates
     from mnistforge.io.idx import read_idx
 
-    load0 = os.getloadavg()
+    print(f"\nFashion-MNIST ({folder}); {stamp()}")
     train = np.asarray(read_idx(folder / "train-images-idx3-ubyte.gz"))
     test = np.asarray(read_idx(folder / "t10k-images-idx3-ubyte.gz"))
     with tempfile.TemporaryDirectory() as home:
         os.environ["MNISTFORGE_HOME"] = home
         verify(folder, split="test", near=False)  # imports and first-call costs out of the way
         rows = {}
-        rows["floor: inflate + hash the 4 files"] = _timed(lambda: _inflate_and_hash(folder),
-                                                           repeat)
-        rows["floor: search's pooled float32 products"] = _timed(_products(test, train, True),
-                                                                 repeat)
+        rows["floor: sha256 + inflate + content sha256, 4 files"] = _timed(
+            lambda: _inflate_and_hash(folder), repeat)
+        for threads in (1, 2):
+            with threadpool_limits(threads, user_api="blas"):
+                rows[f"floor: search's pooled float32 products, {threads} BLAS thread(s)"] = _timed(
+                    _products(test, train, True), repeat)
+                rows[f"near-duplicate search, {threads} BLAS thread(s)"] = _timed(lambda: find_near_duplicates(
+                    test, train, progress_bar=False), repeat)
         rows["floor: 600 M test x train products, 784 px, float32"] = _timed(
             _products(test, train, False), 1)
-        rows["near-duplicate search"] = _timed(lambda: find_near_duplicates(
-            test, train, progress_bar=False), repeat)
         rows["verify --no-near"] = _timed(lambda: verify(folder, near=False), repeat)
         rows["verify (all checks)"] = _timed(lambda: verify(folder), repeat)
-    load1 = os.getloadavg()
-    print(f"\nFashion-MNIST ({folder}); load average before {load0[0]:.2f}, after {load1[0]:.2f}; "
-          f"CPU = process_time (all threads), best of {repeat}")
+    print(f"CPU = process_time (all threads), best of {repeat}; {stamp()}")
     for k, (c, w, _) in rows.items():
-        print(f"  {k:<55} CPU {c:7.2f} s   wall {w:7.2f} s")
+        print(f"  {k:<60} CPU {c:7.2f} s   wall {w:7.2f} s")
     cpu = {k: v[0] for k, v in rows.items()}
-    files = cpu["floor: inflate + hash the 4 files"]
+    files = cpu["floor: sha256 + inflate + content sha256, 4 files"]
     full = cpu["floor: 600 M test x train products, 784 px, float32"]
-    own = cpu["floor: search's pooled float32 products"]
-    print(f"  search / its own products: {cpu['near-duplicate search'] / own:.2f}x (target <= 1.5)")
-    print(f"  verify --no-near / inflate+hash: {cpu['verify --no-near'] / files:.2f}x "
-          "(target <= 3)")
-    print(f"  verify / (inflate+hash + 784-px products): "
+    for threads in (1, 2):
+        own = cpu[f"floor: search's pooled float32 products, {threads} BLAS thread(s)"]
+        print(f"  search / its own products, {threads} BLAS thread(s): "
+              f"{cpu[f'near-duplicate search, {threads} BLAS thread(s)'] / own:.2f}x (target <= 1.5)")
+    print(f"  verify --no-near / (sha256 + inflate + content sha256): {cpu['verify --no-near'] / files:.2f}x "
+          "(target <= 2)")
+    print(f"  verify / (sha256 + inflate + content sha256 + 784-px products): "
           f"{cpu['verify (all checks)'] / (files + full):.2f}x (target <= 0.5)")
+    _per_check(folder, repeat)
+
+
+def _per_check(folder: Path, repeat: int) -> None:
+    """Where ``verify --no-near``'s CPU goes: each check's CPU seconds (mean of ``repeat`` runs), the loads alone."""
+    import collections
+
+    import mnistforge.checks.table as table
+    from mnistforge import load
+    from mnistforge.checks import verify
+
+    spent: collections.Counter = collections.Counter()
+    run_check = table.run_check
+
+    def timed(name, func, *a, **k):
+        c0 = time.process_time()
+        try:
+            return run_check(name, func, *a, **k)
+        finally:
+            spent[name.split("[")[0]] += time.process_time() - c0
+    table.run_check = timed
+    try:
+        c0 = time.process_time()
+        for _ in range(repeat):
+            verify(folder, near=False)
+        total = (time.process_time() - c0) / repeat
+    finally:
+        table.run_check = run_check
+    c0 = time.process_time()
+    for _ in range(repeat):
+        for split in ("train", "test"):
+            load("fashion-mnist", split, root=folder, with_metadata=True, trust_files=True)
+    print(f"verify --no-near, CPU by check (mean of {repeat}; {stamp()}): total {total:.2f} s")
+    print(f"  {'load (both splits, timed alone)':<40} {(time.process_time() - c0) / repeat:.3f} s")
+    for name, c in spent.most_common():
+        print(f"  {name:<40} {c / repeat:.3f} s")
 
 
 def main(argv=None):
@@ -189,7 +230,7 @@ def synthetic(args):
     rng = np.random.default_rng(0)
     test, test_labels, what = test_images(rng)
     train, idx = train_from(test, rng)
-    print(f"data: {what}; train = 60,000 shifted/perturbed copies; threshold L2 {t:g}")
+    print(f"data: {what}; train = 60,000 shifted/perturbed copies; threshold L2 {t:g}; {stamp()}")
 
     t0 = time.perf_counter()
     fast = find_near_duplicates(test, train, t, progress_bar=False)

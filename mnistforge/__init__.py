@@ -9,5 +9,6 @@ from __future__ import annotations
 
 from ._version import __version__
 from .loaders.core import load
+from .loaders.partitions import partition_rows
 
-__all__ = ["load", "__version__"]
+__all__ = ["load", "partition_rows", "__version__"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
+import importlib.util
 import logging
 import sys
 from collections.abc import Sequence
@@ -23,7 +23,7 @@ from .errors import (EXIT_CODES, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE, EX
 
 COMMAND_MODULES = [
     "info", "fetch", "show", "synth_sd19", "sd19", "build", "verify", "export",
-    "evaluate", "significance", "tarp", "manitest", "demo", "card", "find_copies", "overlap",
+    "evaluate", "significance", "tarp", "manitest", "demo", "card", "find_copies", "overlap", "partition",
 ]
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_USAGE", "EXIT_UNAVAILABLE", "EXIT_INTERRUPTED"]
@@ -39,14 +39,8 @@ def exit_codes_text() -> str:
 
 
 def load_commands() -> list[ModuleType]:
-    mods = []
-    for name in COMMAND_MODULES:
-        try:
-            mods.append(importlib.import_module(f"mnistforge.commands.{name}"))
-        except ModuleNotFoundError as e:
-            if e.name != f"mnistforge.commands.{name}":
-                raise
-    return mods
+    found = [n for n in COMMAND_MODULES if importlib.util.find_spec(f"mnistforge.commands.{n}") is not None]
+    return [importlib.import_module(f"mnistforge.commands.{n}") for n in found]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -84,14 +84,8 @@ class DemoResult:
     report: Path | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "out": str(self.out),
-            "stages": [s.__dict__ for s in self.stages],
-            "datasets": self.datasets,
-            "evaluation": self.evaluation,
-            "hf_reload": self.hf_reload,
-            "report": str(self.report) if self.report else None,
-        }
+        return {**vars(self), "out": str(self.out), "stages": [s.__dict__ for s in self.stages],
+                "report": str(self.report) if self.report else None}
 
 
 class _Timer:
@@ -143,11 +137,10 @@ GRID_SPLITS = {"qmnist": ("test50k", "test")}
 
 def run_demo(out: str | os.PathLike[str], config: DemoConfig | None = None, *,
              overwrite: bool = False, on_step: Callable[[str], None] | None = None) -> DemoResult:
-    """Run the whole pipeline into ``out`` (replaced when ``overwrite``) and return its summary
-    (stages with timings, split sizes and verify status per dataset, the evaluation, the report's
-    path; also written to ``out/summary.json``). ``on_step`` is called with one line as each stage
-    starts and ends ("demo: verify ...", "demo: verify done in 3.2 s: ..."), the lines this
-    module logs at INFO."""
+    """Run the whole pipeline into ``out`` (replaced when ``overwrite``) and return its summary (stages with timings,
+    split sizes and verify status per dataset, the evaluation, the report's path; also written to ``out/summary.json``).
+    ``on_step`` is called with one line as each stage starts and ends ("demo: verify ...", "demo: verify done in 3.2 s:
+    ..."), the lines this module logs at INFO."""
     config = config or DemoConfig()
     require("datasets", "hf", "the demo (it exports and reloads a Hugging Face repository)")
     # before any work: --overwrite replaces only a demo folder holding nothing else
@@ -178,9 +171,7 @@ def _relocate(value: Any, work: str, out: str) -> Any:  # JSON-like: str, dict, 
         return value.replace(work, out)
     if isinstance(value, dict):
         return {k: _relocate(v, work, out) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_relocate(v, work, out) for v in value]
-    return value
+    return [_relocate(v, work, out) for v in value] if isinstance(value, list) else value
 
 
 def _relocate_result(res: DemoResult, work: Path, out: Path) -> None:
@@ -201,15 +192,12 @@ def _relocate_result(res: DemoResult, work: Path, out: Path) -> None:
 def _run(out: Path, config: DemoConfig, on_step: Callable[[str], None] | None = None) -> DemoResult:
     """The demo's stages, writing into ``out`` (the temporary folder)."""
     res = DemoResult(out=out)
-    sd19 = out / "sd19"
-    builds = out / "builds"
-    pictures = out / "pictures"
+    sd19, builds, pictures = out / "sd19", out / "builds", out / "pictures"
     pictures.mkdir()
 
     with _Timer(res, on_step, "synthesise SD19") as st:
         synthesize_sd19(sd19, SynthConfig(scale=config.scale, edition=2, packaging="zip",
-                                          seed=config.seed, workers=config.workers),
-                        progress=config.progress)
+                                          seed=config.seed, workers=config.workers), progress=config.progress)
         n_chars = json.loads((sd19 / "synthetic-sd19.json").read_text()).get("characters")
         st.detail = f"{n_chars} characters, 2nd edition zips"
 
@@ -220,14 +208,12 @@ def _run(out: Path, config: DemoConfig, on_step: Callable[[str], None] | None = 
         with _Timer(res, on_step, "build mnist"):
             build_mnist(sd19, builds / "mnist", qcfg)
     with _Timer(res, on_step, "build emnist (six datasets)") as st:
-        build_emnist(sd19, builds / "emnist",
-                     EmnistBuildConfig(seed=config.seed, workers=config.workers,
+        build_emnist(sd19, builds / "emnist", EmnistBuildConfig(seed=config.seed, workers=config.workers,
                                        progress=config.progress))
 
     targets = [("qmnist", builds / "qmnist", "qmnist", ("train", "test")),
                ("mnist", builds / "mnist", "mnist", ("train", "test"))]
-    targets += [(f"emnist-{n}", builds / "emnist", "emnist", ("train", "test"))
-                for n in emnist_splits()]
+    targets += [(f"emnist-{n}", builds / "emnist", "emnist", ("train", "test")) for n in emnist_splits()]
     build_seconds = {s.name.split()[1]: s.seconds for s in res.stages if s.name.startswith("build")}
 
     with _Timer(res, on_step, "verify") as st:
@@ -240,8 +226,7 @@ def _run(out: Path, config: DemoConfig, on_step: Callable[[str], None] | None = 
             res.datasets.append({
                 "dataset": name, "splits": sizes, "verify": status, "notes": notes,
                 "synthetic": all(ds.synthetic for ds in loaded.values()),
-                "build_seconds": build_seconds.get(family, build_seconds.get(name)),
-                "folder": str(folder),
+                "build_seconds": build_seconds.get(family, build_seconds.get(name)), "folder": str(folder),
             })
             doc = report.to_json()
             (out / f"verify-{name}.json").write_text(doc if isinstance(doc, str)
@@ -257,16 +242,14 @@ def _run(out: Path, config: DemoConfig, on_step: Callable[[str], None] | None = 
             n = min(64, len(ds))
             idx = np.linspace(0, len(ds) - 1, n).astype(int)
             p = save_grid(np.asarray(ds.images)[idx], np.asarray(ds.labels)[idx], ds.classes,
-                          pictures / f"{d['dataset']}.png", cols=8,
-                          title=grid_title(ds, f"{n} of {len(ds):,}"))
+                          pictures / f"{d['dataset']}.png", cols=8, title=grid_title(ds, f"{n} of {len(ds):,}"))
             d["picture"] = str(p.relative_to(out))
             d["picture_split"] = ds.split
 
     hf = out / "hf"
     with _Timer(res, on_step, "export Hugging Face repository") as st:
         confs = configs_from_targets([str(builds / "qmnist"), str(builds / "mnist")]
-                                     + [f"{builds / 'emnist'}:emnist-{n}" for n in emnist_splits()],
-                                     download=False)
+                                     + [f"{builds / 'emnist'}:emnist-{n}" for n in emnist_splits()], download=False)
         summary = export_hf(hf, confs, workers=config.workers)
         st.detail = f"{len(summary['configs'])} configs"
 
@@ -276,8 +259,7 @@ def _run(out: Path, config: DemoConfig, on_step: Callable[[str], None] | None = 
 
     with _Timer(res, on_step, "reference classifiers + significance") as st:
         res.evaluation = evaluate_pair(builds / "qmnist", config, out)
-        st.detail = ", ".join(f"{s['name']} {s['error_rate']:.2%}"
-                              for s in res.evaluation["systems"])
+        st.detail = ", ".join(f"{s['name']} {s['error_rate']:.2%}" for s in res.evaluation["systems"])
 
     return res
 
@@ -296,14 +278,12 @@ def reload_with_datasets(repo: str | os.PathLike[str], config_name: str, split: 
     equal = bool(np.array_equal(images, np.asarray(src.images))
                  and np.array_equal(np.asarray(ds["label"]), np.asarray(src.labels)))
     shutil.rmtree(cache, ignore_errors=True)
-    return {"config": config_name, "split": split, "rows": len(ds), "equal": equal,
-            "features": sorted(ds.features)}
+    return {"config": config_name, "split": split, "rows": len(ds), "equal": equal, "features": sorted(ds.features)}
 
 
 def evaluate_pair(folder: str | os.PathLike[str], config: DemoConfig, out: Path) -> dict[str, Any]:
     """Train the reference classifiers on QMNIST train, test on QMNIST test, compare them."""
-    train = load("qmnist", "train", root=folder)
-    test = load("qmnist", "test", root=folder)
+    train, test = (load("qmnist", s, root=folder) for s in ("train", "test"))
     wrong: dict[str, np.ndarray] = {}
     systems: list[dict[str, Any]] = []
     for spec in config.classifiers:
@@ -333,8 +313,7 @@ def format_summary(res: DemoResult) -> str:
         lines.append(f"{d['dataset']:<17} {d['splits'].get('train', 0):>7} "
                      f"{d['splits'].get('test', 0):>7} {d['verify']:>7} "
                      f"{(d['build_seconds'] or 0):>8.1f}  {d['folder']}")
-    lines.append("")
-    lines.append("stages: " + ", ".join(f"{s.name} {s.seconds:.1f}s" for s in res.stages))
+    lines += ["", "stages: " + ", ".join(f"{s.name} {s.seconds:.1f}s" for s in res.stages)]
     if res.evaluation:
         for s in res.evaluation["systems"]:
             lines.append(f"{s['name']}: {s['errors']}/{s['n']} errors ({s['error_rate']:.2%}) "
@@ -342,19 +321,16 @@ def format_summary(res: DemoResult) -> str:
         for p in res.evaluation["pairs"][:1]:
             lines.append(f"P({p['a']} better than {p['b']}) = {p['poi_a_better']:.3f}; "
                          f"n12={p['n12']}, n21={p['n21']}")
-    lines.append(f"pictures: {res.out / 'pictures'}")
-    lines.append(f"report:   {res.report}")
+    lines += [f"pictures: {res.out / 'pictures'}", f"report:   {res.report}"]
     return "\n".join(lines)
 
 
 def _synthetic_line(datasets: list[dict[str, Any]]) -> str:
     """Whether every dataset carries the synthetic mark its build manifest should hold."""
-    unmarked = [d["dataset"] for d in datasets if not d.get("synthetic")]
-    if not unmarked:
+    if not (unmarked := [d["dataset"] for d in datasets if not d.get("synthetic")]):
         return (f"All {len(datasets)} datasets are marked synthetic in their build manifests "
                 "(`ds.synthetic`, `mnistforge info`, the dataset card and the sample grids say so).")
-    return ("**Not marked synthetic although built from the synthetic SD19:** "
-            + ", ".join(unmarked) + ".")
+    return ("**Not marked synthetic although built from the synthetic SD19:** " + ", ".join(unmarked) + ".")
 
 
 def write_demo_report(res: DemoResult, out: Path, shown: Path | None = None) -> Path:
@@ -363,17 +339,13 @@ def write_demo_report(res: DemoResult, out: Path, shown: Path | None = None) -> 
     folder, out = out, shown or out
     L = ["# mnistforge demo report", "",
          "Everything below was produced from a **synthetic** SD19 replica (no real NIST data),",
-         "so the numbers describe the pipeline, not the real datasets.", "",
-         _synthetic_line(res.datasets), "",
-         "## Datasets", "",
-         "| dataset | train | test | verify | build (s) | sample |",
-         "|---|---|---|---|---|---|"]
+         "so the numbers describe the pipeline, not the real datasets.", "", _synthetic_line(res.datasets), "",
+         "## Datasets", "", "| dataset | train | test | verify | build (s) | sample |", "|---|---|---|---|---|---|"]
     for d in res.datasets:
         L.append(f"| {d['dataset']} | {d['splits'].get('train', 0)} | {d['splits'].get('test', 0)} "
                  f"| {d['verify']} ([json](verify-{d['dataset']}.json)) | {d['build_seconds']} "
                  f"| [grid]({d.get('picture', '')}) |")
-    notes = [(d["dataset"], n) for d in res.datasets for n in d["notes"]]
-    if notes:
+    if notes := [(d["dataset"], n) for d in res.datasets for n in d["notes"]]:
         L += ["", "Verify notes (warnings; expected for official-style EMNIST: writers shared between "
                   "train and test, and SD19's three duplicated digit images, kept on one side):", ""]
         L += [f"- {name}: {n}" for name, n in notes]
@@ -399,8 +371,7 @@ def write_demo_report(res: DemoResult, out: Path, shown: Path | None = None) -> 
               f"gave {h['rows']} rows; identical to the idx source: {h['equal']}."]
     L += ["", "## Pictures", ""]
     L += [f"![{d['dataset']}]({d['picture']})" for d in res.datasets if d.get("picture")]
-    L += ["", "## Where things are", "",
-          "- `sd19/`: the synthetic SD19 (2nd edition zips)",
+    L += ["", "## Where things are", "", "- `sd19/`: the synthetic SD19 (2nd edition zips)",
           "- `builds/`: the built datasets (idx files + `manifest.json`)",
           "- `hf/`: the Hugging Face repository folder",
           "- `pictures/`: sample grids", "- `summary.json`, `evaluation.json`, `verify-*.json`", ""]

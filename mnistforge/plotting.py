@@ -106,8 +106,7 @@ def render_grid(images: npt.ArrayLike, labels: Sequence[SupportsInt] | np.ndarra
     cols = cols or max(1, math.ceil(math.sqrt(n)))
     rows = max(1, math.ceil(n / cols))
     if captions is None:
-        captions = [caption_for(labels[i] if labels is not None else None, classes)
-                    for i in range(n)]
+        captions = [caption_for(labels[i] if labels is not None else None, classes) for i in range(n)]
     fsize = max(10, 4 * scale)
     font = pil_font(fsize)
     cap_h = fsize + 4 if any(captions) else 0

@@ -1,15 +1,12 @@
 """The one registry of datasets, splits and remote files (``data/registry.json``).
 
-The table is a JSON file inside the package, read with the standard library
-(:mod:`json`; :mod:`importlib.resources` only where the package is not a folder
-on disk).  It describes every dataset the package knows (names, splits,
-counts, classes, orientation, label offset, licence, citation) and every
-remote file (mirrors, size, sha256 of the file *and* of its decompressed
-content, md5 where that is all that is published).
+The table is a JSON file inside the package, read with the standard library (:mod:`json`; :mod:`importlib.resources`
+only where the package is not a folder on disk).  It describes every dataset the package knows (names, splits, counts,
+classes, orientation, label offset, licence, citation) and every remote file (mirrors, size, sha256 of the file *and* of
+its decompressed content, md5 where that is all that is published).
 
-Files are keyed ``"<group>/<name>"`` (e.g. ``"mnist/train-images-idx3-ubyte.gz"``);
-a dataset's files live in the cache folder ``<cache>/<group>/`` under their
-official names, and a build folder uses the same names.
+Files are keyed ``"<group>/<name>"`` (e.g. ``"mnist/train-images-idx3-ubyte.gz"``); a dataset's files live in the cache
+folder ``<cache>/<group>/`` under their official names, and a build folder uses the same names.
 
 Why this module is long: it is the one reader of ``registry.json`` and every typed view of
 it (datasets, splits, files, label annotations, torchvision names, superseded releases) sits
@@ -43,19 +40,16 @@ __all__ = [
     "list_files", "dataset_files", "registry_notes", "strip_compression", "COMPRESSIONS",
     "emnist_splits", "balanced_datasets", "LabelAnnotation", "label_annotations",
     "TorchvisionInfo", "torchvision_datasets", "torchvision_folders", "FORMATS", "use_registry",
-    "registry_path", "dataset_by_alias", "label_joins",
-    "SupersededRelease", "superseded_releases", "find_superseded",
+    "registry_path", "dataset_by_alias", "label_joins", "SupersededRelease", "superseded_releases", "find_superseded",
 ]
 
 @dataclass(frozen=True)
 class RemoteFile:
     """One published file: where to get it and how to recognise it.
 
-    ``sha256``/``size``/``md5`` describe the file as published; ``content_*``
-    its decompressed content (mirrors that re-compress change the former, not
-    the latter).  ``archive``/``member`` name the zip that holds it (EMNIST).
-    ``pinned`` is false when no hash at all is known: such a file is accepted
-    but always reported as unverified.
+    ``sha256``/``size``/``md5`` describe the file as published; ``content_*`` its decompressed content (mirrors that
+    re-compress change the former, not the latter).  ``archive``/``member`` name the zip that holds it (EMNIST).
+    ``pinned`` is false when no hash at all is known: such a file is accepted but always reported as unverified.
     """
 
     id: str
@@ -85,10 +79,7 @@ class RemoteFile:
     @property
     def compression(self) -> str | None:
         """``"gz"``, ``"xz"``, ``"bz2"``, ``"zip"`` or ``None`` (from the name)."""
-        for suf in ("gz", "xz", "bz2", "zip"):
-            if self.name.endswith("." + suf):
-                return suf
-        return None
+        return next((suf for suf in ("gz", "xz", "bz2", "zip") if self.name.endswith("." + suf)), None)
 
     @property
     def raw_name(self) -> str:
@@ -115,18 +106,15 @@ class RemoteFile:
             parts.append("content md5")
         if parts:
             return " + ".join(parts)
-        if self.archive:
-            return "via archive " + self.archive
-        return "not pinned"
+        return "via archive " + self.archive if self.archive else "not pinned"
 
 
 @dataclass(frozen=True)
 class SplitInfo:
     """One split of a dataset.
 
-    Either a file split (``images``, ``labels`` [+ ``labels_column`` for an idx2
-    label table] [+ ``metadata``]) or a view of another split: ``of`` with
-    ``rows`` (``[start, stop)``, ``stop`` may be None), ``last`` (the last
+    Either a file split (``images``, ``labels`` [+ ``labels_column`` for an idx2 label table] [+ ``metadata``]) or a
+    view of another split: ``of`` with ``rows`` (``[start, stop)``, ``stop`` may be None), ``last`` (the last
     ``len(<last>)`` rows) or ``drop_last`` (all but those).
     """
 
@@ -249,8 +237,7 @@ class DatasetInfo:
 
     def split_hint(self, name: str) -> str | None:
         """"did you mean" a split of this dataset, else which datasets have the split meant."""
-        guess = nearest(name, self.splits)
-        if guess is not None:
+        if (guess := nearest(name, self.splits)) is not None:
             return f"did you mean {guess!r}?"
         other = nearest(name, {s for d in _datasets().values() for s in d.splits})
         owners = [n for n, d in _datasets().items() if other in d.splits]
@@ -340,8 +327,7 @@ def _files() -> dict[str, RemoteFile]:
             size=d.get("size"), sha256=d.get("sha256"), md5=d.get("md5"),
             content_size=d.get("content_size"), content_sha256=d.get("content_sha256"),
             content_md5=d.get("content_md5"), archive=d.get("archive"), member=d.get("member"),
-            pinned=bool(d.get("pinned")), note=d.get("note", ""),
-            format=d.get("format", "idx"), array=d.get("array"),
+            pinned=bool(d.get("pinned")), note=d.get("note", ""), format=d.get("format", "idx"), array=d.get("array"),
             content_xxh3_128=d.get("content_xxh3_128"), hub_parquet=d.get("hub_parquet"))
         if out[fid].format not in FORMATS:
             raise ConfigError(f"registry file {fid}: unknown format", expected=" or ".join(FORMATS),
@@ -359,8 +345,7 @@ def _datasets() -> dict[str, DatasetInfo]:
             splits[sname] = SplitInfo(
                 name=sname, count=int(s["count"]), images=s.get("images"), labels=s.get("labels"),
                 labels_column=s.get("labels_column"), metadata=s.get("metadata"), of=s.get("of"),
-                rows=rows, last=s.get("last"), drop_last=s.get("drop_last"),
-                description=s.get("description", ""),
+                rows=rows, last=s.get("last"), drop_last=s.get("drop_last"), description=s.get("description", ""),
                 order_free_sha256=s.get("order_free_sha256"), opt_in=bool(s.get("opt_in", False)),
                 identities=(ids["file"], int(ids["rows"][0]), ids["rows"][1]) if ids else None)
         out[name] = DatasetInfo(
@@ -368,16 +353,14 @@ def _datasets() -> dict[str, DatasetInfo]:
             description=d["description"], homepage=d.get("homepage", ""), licence=d["licence"],
             citation=d["citation"], classes=tuple(d.get("classes", ())),
             class_note=d.get("class_note", ""), orientation=d.get("orientation", "upright"),
-            label_offset=int(d.get("label_offset", 0)),
-            image_shape=tuple(d.get("image_shape", (28, 28))),
+            label_offset=int(d.get("label_offset", 0)), image_shape=tuple(d.get("image_shape", (28, 28))),
             metadata_fields=tuple(d.get("metadata_fields", ())),
             metadata_note=d.get("metadata_note", ""), validation_size=d.get("validation_size"),
             balanced=bool(d.get("balanced", False)), splits=splits, extra_files=tuple(d.get("extra_files", ())),
             source_files=tuple(d.get("files", ())), torchvision=_torchvision(d.get("torchvision")),
             aliases=tuple(a.lower() for a in d.get("aliases", ())), image_style=d.get("image_style"),
             handwriting=bool(d.get("handwriting", False)), writers_disjoint=d.get("writers_disjoint"),
-            card_caveats=tuple(d.get("card_caveats", ())),
-            build_checks=tuple(d.get("build_checks", ())),
+            card_caveats=tuple(d.get("card_caveats", ())), build_checks=tuple(d.get("build_checks", ())),
             assumed_for_shared_names=bool(d.get("assumed_for_shared_names", False)),
             from_sd19=bool(d.get("from_sd19")), random_sd19_split=bool(d.get("random_sd19_split")))
     return out
@@ -446,15 +429,14 @@ def dataset_by_alias(text: str) -> str | None:
 def emnist_splits() -> tuple[str, ...]:
     """The EMNIST datasets that exist, by their short names, in registry order.
 
-    They are the registry's ``emnist-<name>`` datasets: ``mnistforge build
-    emnist-<name>`` builds one, ``build emnist`` all of them.
+    They are the registry's ``emnist-<name>`` datasets: ``mnistforge build emnist-<name>`` builds one, ``build emnist``
+    all of them.
 
     >>> emnist_splits()
     ('byclass', 'bymerge', 'balanced', 'letters', 'digits', 'mnist')
     """
     return tuple(info.name[len("emnist-"):] for info in _datasets().values()
-                 if info.group == "emnist" and info.kind == "dataset"
-                 and info.name.startswith("emnist-"))
+                 if info.group == "emnist" and info.kind == "dataset" and info.name.startswith("emnist-"))
 
 
 def balanced_datasets() -> frozenset[str]:
@@ -537,10 +519,9 @@ def registry_notes() -> list[str]:
 class LabelAnnotation:
     """A file of human label votes and one file split it annotates.
 
-    Study id ``i`` is row ``i + offset`` of ``dataset``'s file split ``split``
-    (views such as ``qmnist:test10k`` inherit it).  ``study`` names the
-    registry entry (kind ``annotations``) with the title, licence and citation;
-    ``side_file`` is the idx file a build writes next to that split.
+    Study id ``i`` is row ``i + offset`` of ``dataset``'s file split ``split`` (views such as ``qmnist:test10k`` inherit
+    it).  ``study`` names the registry entry (kind ``annotations``) with the title, licence and citation; ``side_file``
+    is the idx file a build writes next to that split.
     """
 
     file: str
@@ -572,8 +553,7 @@ def label_annotations(dataset: str | None = None) -> tuple[LabelAnnotation, ...]
                 out.append(LabelAnnotation(
                     file=fid, study=d["study"], dataset=a["dataset"], split=a["split"],
                     offset=int(a.get("offset", 0)), side_file=a["side_file"],
-                    workers=int(d["workers"]), min_given=int(d["min_given"]), rule=d["rule"],
-                    rows=d.get("rows")))
+                    workers=int(d["workers"]), min_given=int(d["min_given"]), rule=d["rule"], rows=d.get("rows")))
     return tuple(out)
 
 
@@ -613,9 +593,7 @@ def hub_license(group: str) -> tuple[str, str | None]:
     """
     hub = _raw()["hub"]
     lic = hub["licenses"].get(group)
-    if lic:
-        return lic, None
-    return "other", hub["built_license"]["license_name"]
+    return (lic, None) if lic else ("other", hub["built_license"]["license_name"])
 
 
 def built_license() -> tuple[str, str]:
@@ -626,14 +604,17 @@ def built_license() -> tuple[str, str]:
 
 def license_link(name: str | None) -> str | None:
     """The URL of a named licence (``license_name`` on the Hub), if the registry knows it."""
-    entry = _raw()["hub"]["license_names"].get(name or "")
-    return entry["link"] if entry else None
+    return _license_entry(name, "link")
 
 
 def license_text(name: str | None) -> str | None:
     """One sentence naming the terms of a named licence, if the registry knows it."""
+    return _license_entry(name, "text")
+
+
+def _license_entry(name: str | None, key: str) -> str | None:
     entry = _raw()["hub"]["license_names"].get(name or "")
-    return entry["text"] if entry else None
+    return str(entry[key]) if entry else None
 
 
 def bibtex(group: str) -> str:
@@ -642,8 +623,7 @@ def bibtex(group: str) -> str:
     >>> bibtex("qmnist").splitlines()[0]
     '@incollection{yadav2019cold,'
     """
-    entry: str = _raw()["hub"]["bibtex"].get(group, "")
-    return entry
+    return str(_raw()["hub"]["bibtex"].get(group, ""))
 
 
 # --- superseded releases -------------------------------------------------------
@@ -652,10 +632,9 @@ def bibtex(group: str) -> str:
 class SupersededRelease:
     """An older release of a dataset's file or split, recognised by its public hashes.
 
-    ``file`` is the registry file it preceded (``kmnist/train-images-idx3-ubyte.gz``), or None
-    for a split-level entry (``order_free_sha256`` of the split's pairs); ``release`` its date;
-    ``superseded_by`` what replaced it and why; ``source`` where the hashes are published.
-    Read from ``superseded_releases`` in ``data/registry.json``.
+    ``file`` is the registry file it preceded (``kmnist/train-images-idx3-ubyte.gz``), or None for a split-level entry
+    (``order_free_sha256`` of the split's pairs); ``release`` its date; ``superseded_by`` what replaced it and why;
+    ``source`` where the hashes are published. Read from ``superseded_releases`` in ``data/registry.json``.
     """
 
     dataset: str
@@ -689,8 +668,7 @@ def _superseded() -> tuple[SupersededRelease, ...]:
     return tuple(SupersededRelease(
         dataset=e["dataset"], split=e.get("split"), release=e["release"],
         superseded_by=e["superseded_by"], file=e.get("file"), size=e.get("size"),
-        source=e.get("source", ""), note=e.get("note", ""),
-        **{k: e.get(k) for k in _HASH_FIELDS}) for e in entries)
+        source=e.get("source", ""), note=e.get("note", ""), **{k: e.get(k) for k in _HASH_FIELDS}) for e in entries)
 
 
 def superseded_releases() -> tuple[SupersededRelease, ...]:
@@ -705,11 +683,7 @@ def find_superseded(**hashes: str | None) -> SupersededRelease | None:
     >>> find_superseded(sha256="0" * 64) is None
     True
     """
-    unknown = set(hashes) - set(_HASH_FIELDS)
-    if unknown:
-        raise ConfigError("unknown hash kind", expected=", ".join(_HASH_FIELDS),
-                          found=", ".join(sorted(unknown)))
-    for rel in superseded_releases():
-        if any(v and getattr(rel, k) == v for k, v in hashes.items()):
-            return rel
-    return None
+    if unknown := set(hashes) - set(_HASH_FIELDS):
+        raise ConfigError("unknown hash kind", expected=", ".join(_HASH_FIELDS), found=", ".join(sorted(unknown)))
+    return next((rel for rel in superseded_releases()
+                 if any(v and getattr(rel, k) == v for k, v in hashes.items())), None)

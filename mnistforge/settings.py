@@ -1,10 +1,9 @@
 """Every setting in one frozen object, :func:`current`, which reads the environment once (the only
 module that reads it; nothing writes it; the variables: :data:`VARIABLES`, ``docs/usage.md``).
 
-For every setting: an argument to :func:`current` (None: not given), else the values :func:`using`
-holds in a context variable (the command line's ``--cache``, ``--offline``, ``--no-progress``),
-else the environment, else the default; each decided when read (a bad variable is an error only
-where its setting is used).
+For every setting: an argument to :func:`current` (None: not given), else the values :func:`using` holds in a context
+variable (the command line's ``--cache``, ``--offline``, ``--no-progress``), else the environment, else the default;
+each decided when read (a bad variable is an error only where its setting is used).
 
 >>> current(offline=True, workers=3).workers
 3
@@ -114,24 +113,20 @@ class Settings:
     @property
     def workers(self) -> int:
         """Processes/threads for parallel work (default: the usable cores)."""
-        got = self._arg("workers")
-        if got:
+        if got := self._arg("workers"):
             return max(1, int(got))
-        value = self.env.get("MNISTFORGE_WORKERS")
-        if not value:
+        if not (value := self.env.get("MNISTFORGE_WORKERS")):
             return usable_cores()
         try:
             return max(1, int(value))
         except ValueError:
-            raise ConfigError("MNISTFORGE_WORKERS is not a number", expected="a positive integer",
-                              found=repr(value),
+            raise ConfigError("MNISTFORGE_WORKERS is not a number", expected="a positive integer", found=repr(value),
                               hint="unset it or set e.g. MNISTFORGE_WORKERS=2") from None
 
     @property
     def progress(self) -> bool | None:
         """Progress bars on or off; None: only on a terminal (:attr:`bars`)."""
-        got = self._arg("progress")
-        if got is not None:
+        if (got := self._arg("progress")) is not None:
             return bool(got)
         value = self.env.get("MNISTFORGE_PROGRESS")
         return None if value is None else truthy(value, True)
@@ -154,8 +149,7 @@ class Settings:
     @property
     def mirrors(self) -> tuple[str, str]:
         """The mirror entries as given (``""``: none) and where from (:mod:`mnistforge.cache.mirrors`)."""
-        got = self._arg("mirrors")
-        if got is None:
+        if (got := self._arg("mirrors")) is None:
             return self.env.get("MNISTFORGE_MIRRORS") or "", "MNISTFORGE_MIRRORS"
         return got if isinstance(got, str) else " ".join(got), "mirrors="
 
@@ -210,8 +204,7 @@ _GIVEN: ContextVar[Overrides] = ContextVar("mnistforge_settings", default={})
 
 def _given(values: dict[str, Any]) -> dict[str, Any]:
     """``values`` given (None: not given) over those :func:`using` holds here."""
-    unknown = sorted(set(values) - set(GIVEN))
-    if unknown:
+    if unknown := sorted(set(values) - set(GIVEN)):
         raise TypeError(f"no setting {unknown[0]!r} (the settings: {', '.join(GIVEN)})")
     return {**_GIVEN.get(), **{k: v for k, v in values.items() if v is not None}}
 

@@ -49,7 +49,7 @@ SHELL_LANGUAGES = {"", "console", "shell", "bash", "sh"}
 BLOCK_TIMEOUT = int(os.environ.get("MNISTFORGE_DOCS_TIMEOUT", "900"))
 # which module tells that an optional extra is installed
 EXTRAS = {"plot": "matplotlib", "torch": "torch", "hub": "huggingface_hub", "bench": "sklearn",
-          "fl": "flwr_datasets"}
+          "fl": "flwr_datasets", "dask": "distributed"}
 SLOW = re.compile(r"^<!--\s*slow\b.*?-->", re.M | re.S)
 FENCED = re.compile(r"^```[^\n]*\n.*?^```[^\n]*$", re.M | re.S)
 

@@ -11,6 +11,7 @@ chromium when Debian's package is installed.
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import os
@@ -46,15 +47,22 @@ def mnist_cache(cache, mnist_reference, reference_dir):
     return cache
 
 
+_FITTED: dict = {}   # (spec, sha256 of the images): the predictions, computed once per worker
+
+
 def _cross_fitted(images, labels, spec="knn:k=3"):
     from mnistforge.classifiers.base import make_classifier
 
     X, y = np.asarray(images), np.asarray(labels)
+    key = (spec, hashlib.sha256(X.tobytes() + y.tobytes()).hexdigest())
+    if key in _FITTED:
+        return _FITTED[key].copy()
     pred = np.empty_like(y)
     h = len(y) // 2
     for tr, te in ((slice(0, h), slice(h, None)), (slice(h, None), slice(0, h))):
         pred[te] = make_classifier(spec).fit(X[tr], y[tr]).predict(X[te])
-    return pred
+    _FITTED[key] = pred
+    return pred.copy()
 
 
 @pytest.fixture
@@ -378,6 +386,71 @@ def test_the_docs_show_a_screenshot():
     assert "img/card.png" in text
     a = np.asarray(Image.open(DOCS_IMG).convert("RGB"))
     assert len(np.unique(a.reshape(-1, 3), axis=0)) > 10
+
+
+def test_a_training_set_sharing_writers_is_said_before_any_number(mnist_npy, qmnist_reference, cache, tmp_path,
+                                                                   capsys):
+    """Issue 43: a prediction file trained on QMNIST test50k (250 of MNIST test's writers) gets the
+    warning first (output, page, JSON); --train mnist:train (no shared writer) none."""
+    for part in ("train", "test"):
+        put(cache, "qmnist", qmnist_reference / f"qmnist-{part}-labels-idx2-int.gz")
+    _, ds, pred = mnist_npy
+    p = tmp_path / "p.tsv"
+    write_predictions(p, pred, ds.labels, name="knn", metadata={"train": "qmnist:test50k", "train_size": 50_000})
+    out, js = tmp_path / "card", tmp_path / "card.json"
+    args = ["card", str(p), "--test", "mnist:test", "--bootstrap", "200", "--gallery", "5"]
+    text = _card(args + ["--out", str(out), "--json", str(js)], capsys)
+    first = text.splitlines()[0]
+    assert first.startswith("warning: the training set qmnist:test50k and the test set mnist:test share "
+                            "250 writers"), text
+    assert json.loads(js.read_text())["training_overlap"] == first[len("warning: "):]
+    page = (out / "card.html").read_text()
+    assert page.index("Warning: training and test sets overlap") < page.index("Error rate") and "250 writers" in page
+    text = _card(args + ["--out", str(tmp_path / "c2"), "--json", str(js), "--train", "mnist:train"], capsys)
+    assert "warning" not in text and json.loads(js.read_text())["training_overlap"] == ""
+    assert "overlap" not in (tmp_path / "c2" / "card.html").read_text().split("<h2")[1]
+
+
+def test_several_runs_per_system_show_their_spread(mnist_npy, tmp_path, capsys):
+    """Issue 42: `card A1 A2 A3 B1 B2 --runs 3 2`: each first run carded and compared as before, and a
+    section with each system's runs, between-run spread, POI over runs x rows and runs needed."""
+    _, ds, pred = mnist_npy
+    y = np.asarray(ds.labels)
+    rng = np.random.default_rng(7)
+    files, wrong = [], []
+    for k, (base, flip) in enumerate([(pred, 0.002)] * 3 + [(_cross_fitted(ds.images, y, "linear"), 0.004)] * 2):
+        run = np.where(rng.random(y.size) < flip * (k % 3), (y + 1) % 10, base)  # the first run of each: as is
+        files.append(tmp_path / f"{'knn' if k < 3 else 'linear'}-{k}.npy")
+        np.save(files[-1], run)
+        wrong.append(run != y)
+    js = tmp_path / "c.json"
+    _card(["card", *map(str, files), "--test", "mnist:test", "--out", str(tmp_path / "card"), "--json", str(js),
+           "--runs", "3", "2", "--bootstrap", "200", "--gallery", "5"], capsys)
+    doc = json.loads(js.read_text())
+    assert doc["rate"]["errors"] == int(wrong[0].sum())                      # the first run is carded
+    assert [p["a"] for p in doc["comparison"]["pairs"]].count("knn-0") >= 1
+    (pair,) = doc["runs"]["pairs"]
+    assert (pair["a"], pair["b"], pair["runs"]) == ("knn-0", "linear-3", [3, 2])
+    for side, runs in ((0, wrong[:3]), (1, wrong[3:])):
+        rates = [w.mean() for w in runs]
+        assert pair["rates"][side] == pytest.approx(np.mean(rates), rel=1e-12)
+        assert pair["spread"][side] == pytest.approx(np.std(rates, ddof=1), rel=1e-12)
+    assert 0 <= pair["between_share"] <= 1 and 0 <= pair["bootstrap"]["poi"] <= 1
+    assert "Several runs per system" in (tmp_path / "card" / "card.html").read_text()
+    assert main(["card", *map(str, files), "--test", "mnist:test", "--out", str(tmp_path / "c2"),
+                 "--runs", "3", "3"]) == 2
+    assert "--runs does not add up" in capsys.readouterr().err
+
+
+def test_significance_says_a_shared_training_set_first(qmnist_reference, cache, tmp_path, capsys):
+    for part in ("train", "test"):
+        put(cache, "qmnist", qmnist_reference / f"qmnist-{part}-labels-idx2-int.gz")
+    js = tmp_path / "s.json"
+    assert main(["significance", "--example", "keysers2006", "--train", "qmnist:test50k", "--bootstrap", "100",
+                 "--json", str(js)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("warning: the training set qmnist:test50k and the test set mnist:test share 250 writers")
+    assert "250 writers" in json.loads(js.read_text())["training_overlap"]
 
 
 # --------------------------------------------------------------------------- QMNIST

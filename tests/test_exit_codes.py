@@ -121,6 +121,8 @@ USAGE = {
              ["card", "{good}/emnist-digits-test-labels-idx1-ubyte.gz", "--test", "{good}:test", "--out", "{exists}"]],
     "overlap": [["overlap", "{good}:train", "{good}:test", "--level", "pixel"],
                 ["overlap", "{good}:train", "{good}:test"]],     # no identities in these files
+    "partition": [["partition", "{good}:train", "--by", "iid", "--partitions", "0", "--out", "{out}"],
+                  ["partition", "{good}:train", "--by", "iid", "--out", "{exists}"]],
 }
 
 #: a resource that cannot be had: an offline empty cache, an SD19 folder without SD19
@@ -136,6 +138,7 @@ UNAVAILABLE = {
     "manitest": [["manitest", "mnist", "--classifier", "linear"]],
     "card": [["card", "{good}/emnist-digits-test-labels-idx1-ubyte.gz", "--test", "mnist:test", "--out", "{out}"]],
     "overlap": [["overlap", "mnist:train", "mnist:test"]],          # the QMNIST tables, not cached
+    "partition": [["partition", "mnist:test", "--by", "iid", "--out", "{out}"]],   # (or the [fl] extra)
 }
 
 #: data that failed a check: truncated idx files, a damaged cached file
@@ -164,7 +167,8 @@ NOT_APPLICABLE = {
                "synth-sd19": "writes data, reads none", "demo": "its own data (covered by test_demo)",
                "sd19": "sd19 info --strict (test_sd19_cli), build from a damaged SD19 (below)",
                "build": "a damaged SD19: test_a_damaged_sd19_fails_the_build below",
-               "find-copies": "a survey: a damaged copy is reported as such, exit 0"},
+               "find-copies": "a survey: a damaged copy is reported as such, exit 0",
+               "partition": "needs the [fl] extra before it reads (exit 3 without it); then load's own checks"},
 }
 
 
@@ -306,6 +310,7 @@ WORK = {
     "card": ["card", "{good}/emnist-digits-test-labels-idx1-ubyte.gz", "--test", "{good}:test", "--out", "{out}"],
     "find-copies": ["find-copies", "--only", "{good}"],
     "overlap": ["overlap", "{good}:train", "{good}:test"],
+    "partition": ["partition", "{good}:train", "--by", "iid", "--out", "{out}"],
 }
 
 

@@ -128,7 +128,8 @@ def test_roundtrip_with_load_dataset(tmp_path):
     assert np.array_equal(ds_images(ds), imgs[:900])
     assert np.array_equal(np.asarray(ds["label"]), labels[:900])
     assert ds.features["label"].names == [str(i) for i in range(10)]
-    assert list(ds.features) == ["image", "label"] + EXPORTED_QMNIST
+    assert list(ds.features) == ["image", "label"] + EXPORTED_QMNIST + ["row_id"]
+    assert ds["row_id"] == list(range(900))  # the row's index in the split, across the shards
     for f in EXPORTED_QMNIST:  # the QMNIST metadata columns survive, with their names
         assert np.array_equal(np.asarray(ds[f]), meta[FIELD_OF[f]][:900]), f
 
@@ -213,11 +214,12 @@ def test_card_yaml_lists_exactly_the_configs_and_sizes(tmp_path):
     assert header["license_link"].startswith("https://www.nist.gov/")
     assert any("Cold Case" in c for c in header["citations"])
     feats = datasets.Features._from_yaml_list(header["dataset_info"][0]["features"])
-    assert feats == hf.features_for([str(i) for i in range(10)], qmnist_meta(np.arange(2)).dtype)
-    # the same definition as the loaders' .to_hf()
+    assert feats == hf.features_for([str(i) for i in range(10)], qmnist_meta(np.arange(2)).dtype, row_id=True)
+    # the same definition as the loaders' .to_hf(), which has no row_id (the export's own column)
     from types import SimpleNamespace
 
     from mnistforge.loaders import hf_features
+    del feats["row_id"]
     assert feats == hf_features(SimpleNamespace(classes=[str(i) for i in range(10)],
                                                 metadata=qmnist_meta(np.arange(2))))
     text = (repo / "README.md").read_text()
@@ -240,7 +242,7 @@ def test_croissant_describes_the_same_files(tmp_path):
     assert objects == {k: v for k, v in tree_hashes(repo).items() if k.endswith(".parquet")}
     assert [r["name"] for r in doc["recordSet"]] == ["qmnist", "emnist-letters"]
     qfields = [f["name"].split("/")[1] for f in doc["recordSet"][0]["field"]]
-    assert qfields == ["split", "image", "label"] + EXPORTED_QMNIST
+    assert qfields == ["split", "image", "label"] + EXPORTED_QMNIST + ["row_id"]
 
 
 def test_mlcroissant_validates_the_export_with_no_warning(tmp_path, caplog):
@@ -385,7 +387,8 @@ def test_shard_bounds_respect_the_limit():
     assert all(offsets[b] - offsets[a] <= 20_000 for a, b in bounds)
     counts = [b - a for a, b in bounds]
     assert max(counts) - min(counts) <= 1
-    assert hf.shard_bounds(offsets, 10**9) == [(0, 1000)]
+    assert hf.shard_bounds(offsets, 10**9) == [(0, 500), (500, 1000)]  # the default: 500 rows a shard or more
+    assert hf.shard_bounds(offsets, 10**9, num_shards=1) == [(0, 1000)]
 
 
 # --------------------------------------------------------------------------- errors and checks
@@ -588,6 +591,8 @@ def builds(tmp_path_factory):
 
 
 def test_cli_exports_a_synthetic_build(builds, tmp_path):
+    import datasets
+
     import mnistforge
     from mnistforge.cli import main
 
@@ -613,7 +618,7 @@ def test_cli_exports_a_synthetic_build(builds, tmp_path):
                 if f != "label":
                     col = "writer_id" if f == "writer" else f  # the Hub's name of the writer
                     assert np.array_equal(np.asarray(ds[col]), src.metadata[f]), (name, f)
-            assert ds.features == src.to_hf().features  # one features definition
+            assert ds.features == {**src.to_hf().features, "row_id": datasets.Value("int64")}  # one definition
     text = (repo / "README.md").read_text()
     manifest = json.loads((builds / "qmnist" / "manifest.json").read_text())
     for rel, out in manifest["outputs"].items():  # provenance: the build's file hashes

@@ -108,6 +108,12 @@ def mnist_test_parquet(reference_dir):
     return images, labels, parquet_bytes(images, labels)
 
 
+@pytest.fixture(scope="module")
+def fashion_test_parquet(fashion_dir):
+    return parquet_bytes(np.asarray(read_idx(fashion_dir / "t10k-images-idx3-ubyte.gz")),
+                         np.asarray(read_idx(fashion_dir / "t10k-labels-idx1-ubyte.gz")))
+
+
 def content_sha256(path) -> str:
     return hash_content(path, path.name)[0]
 
@@ -156,10 +162,8 @@ def test_the_python_api_says_where_the_file_came_from(hub, refused, mnist_test_p
 
 @pytest.mark.parametrize("fid", ["fashion-mnist/t10k-labels-idx1-ubyte.gz",
                                  "fashion-mnist/t10k-images-idx3-ubyte.gz"])
-def test_fashion_mnist_from_its_hub_copy(fid, hub, refused, fashion_dir, tmp_path):
-    images = np.asarray(read_idx(fashion_dir / "t10k-images-idx3-ubyte.gz"))
-    labels = np.asarray(read_idx(fashion_dir / "t10k-labels-idx1-ubyte.gz"))
-    url = hub.serve(fid, parquet_bytes(images, labels))
+def test_fashion_mnist_from_its_hub_copy(fid, hub, refused, fashion_test_parquet, tmp_path):
+    url = hub.serve(fid, fashion_test_parquet)
     assert "zalando-datasets/fashion_mnist" in url
     r = fetch_file(fid, root=tmp_path, retries=0)
     assert r.adopted_from == url and content_sha256(r.path) == get_file(fid).content_sha256

@@ -54,6 +54,30 @@ def test_clustered_se_equals_statsmodels_on_real_mnist_writers(mnist_writers):
     assert all(des[s] > 1.1 for s in ("SC", "SVM", "IDM", "CNN"))
 
 
+def test_the_qmnist_gap_clustered_by_writer_equals_statsmodels(qmnist_reference):
+    """test10k and test50k share writers: the gap's CR1 standard error is the coefficient's of an
+    OLS of the errors on a constant and 'in test10k', clustered by QMNIST's published writer ids."""
+    sm = pytest.importorskip("statsmodels.api", reason="statsmodels is not installed (the [bench] extra)")
+    with gzip.open(qmnist_reference / "qmnist-test-labels.tsv.gz", "rt") as f:
+        writers = np.loadtxt(f, dtype=np.int64, usecols=2)
+    rng = np.random.default_rng(5)   # errors with writer effects, a higher rate on the first part
+    ids, codes = np.unique(writers, return_inverse=True)
+    first = np.arange(writers.size) < 10_000
+    wrong = rng.random(writers.size) < np.clip(0.01 + 0.005 * first + rng.normal(0, 0.01, ids.size)[codes], 0, 1)
+    c = sg.clustered_gap(wrong, first, writers, by="writer")
+    X = sm.add_constant(first.astype(float))
+    fit = sm.OLS(wrong.astype(float), X).fit(cov_type="cluster", cov_kwds={"groups": writers})
+    assert c.mean == pytest.approx(float(fit.params[1]), rel=1e-9)
+    assert c.se == pytest.approx(float(fit.bse[1]), rel=1e-9)
+    assert c.naive_se == pytest.approx(float(sm.OLS(wrong.astype(float), X).fit(cov_type="HC0").bse[1]), rel=1e-9)
+    assert c.clusters == ids.size and c.design_effect > 1   # the writers' effects widen it
+    # the card's gap uses it, and it decides the verdict
+    from mnistforge.evaluators.card import qmnist_gap
+
+    g = qmnist_gap(wrong, 10_000, writers=writers)
+    assert g["clustered"]["se"] == c.se and g["significant"] == (not c.interval[0] <= 0 <= c.interval[1])
+
+
 def test_rates_match_wald_interval_and_error_rate():
     rng = np.random.default_rng(3)
     wrong = rng.random(2000) < 0.03
@@ -352,3 +376,32 @@ def test_a_difference_interval_is_never_clipped_at_zero():
     for c in (sg.clustered_mean(d, groups), *sg.by_stratum(d, groups % 2, groups).values()):
         assert c.interval[0] < 0 < c.interval[1] or c.mean == 0
     assert sg.clustered_mean(d.astype(bool), groups).interval[0] == 0.0   # a rate is
+
+
+def test_cluster_writer_on_a_shuffled_third_party_copy_through_its_row_map(mnist_reference, qmnist_reference, cache,
+                                                                           tmp_path, capsys):
+    """Issue 42: a copy of MNIST test in another order (an .npz) gets its writers through its row map:
+    the clustered figures equal those of the official order."""
+    put(cache, "qmnist", qmnist_reference / "qmnist-test-labels-idx2-int.gz")
+    for f in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        put(cache, "mnist", mnist_reference / f)
+    images = np.asarray(read_idx(mnist_reference / "t10k-images-idx3-ubyte.gz"))
+    labels = np.asarray(read_idx(mnist_reference / "t10k-labels-idx1-ubyte.gz")).astype(np.int64)
+    perm = np.random.default_rng(3).permutation(labels.size)
+    copy = tmp_path / "mnist-test-shuffled.npz"
+    np.savez(copy, x_test=images[perm], y_test=labels[perm])
+    keysers = _keysers()
+    files = []
+    for name in ("SC", "CNN"):
+        wrong = keysers[name][perm]
+        files.append(tmp_path / f"{name}.tsv")
+        el.write_predictions(files[-1], np.where(wrong, (labels[perm] + 1) % 10, labels[perm]), labels[perm],
+                             name=name)
+    out = tmp_path / "r.json"
+    assert main(["significance", *map(str, files), "--cluster", "writer", "--test-set", str(copy),
+                 "--bootstrap", "200", "--json", str(out)]) == 0, capsys.readouterr().err
+    writers = np.asarray(read_idx(qmnist_reference / "qmnist-test-labels-idx2-int.gz"))[:10_000, 2]
+    for s in json.loads(out.read_text())["systems"]:
+        c = s["clustered"]
+        assert c["clusters"] == 297
+        assert c["se"] == pytest.approx(sg.clustered_mean(keysers[s["name"]], writers).se, rel=1e-9)

@@ -124,8 +124,7 @@ CONVERT_CHUNK = 2048
 
 def _init_worker(src: SD19Source, config: EmnistPreproConfig, orientation: str) -> None:
     # the processes are the parallelism: one BLAS thread each (more oversubscribe the cores)
-    _WORKER.update(src=src, config=config, orientation=orientation,
-                   blas=threadpool_limits(limits=1, user_api="blas"))
+    _WORKER.update(src=src, config=config, orientation=orientation, blas=threadpool_limits(limits=1, user_api="blas"))
 
 
 def _convert_job(rows: np.ndarray) -> np.ndarray:
@@ -198,17 +197,11 @@ def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfi
 class EmnistBuildConfig:
     """How to build EMNIST (``mnistforge build emnist|emnist-<name>``).
 
-    ``splits`` (tuple of str): Datasets to build, among :func:`mnistforge.registry.emnist_splits` (default: all six).
-    ``seed``: Seed of every random choice of the splits (>= 0).
-    ``split_by`` ({"random", "writer"}): Train/test sides: stratified random (official) or writer-disjoint.
-    ``letters_variant`` ({"official", "paper37"}): The official 26-class letters or the paper's 37 classes.
-    ``scale``: Scale of the balanced quotas (None: estimated from the source).
-    ``orientation`` ({"official", "upright"}): Storage of the idx images (official = transposed like NIST's files).
-    ``prepro``: Conversion parameters (defaults documented in ``docs/provenance-emnist.md``).
-    ``workers``: Threads for conversion and compression (None: all cores).
-    ``overwrite``: Replace an existing output folder.
-    ``progress``: Progress bars: None = on a terminal only, True/False force.
-    ``allow_incomplete``, ``allow_inconsistent``: as in :class:`~.qmnist.QmnistBuildConfig`.
+    ``splits``: Datasets to build, among :func:`mnistforge.registry.emnist_splits` (default: all six);
+    ``seed``, ``split_by``, ``letters_variant``, ``scale``: as in :class:`~.emnist_splits.EmnistSplitConfig`;
+    ``orientation`` ({"official", "upright"}): Storage of the idx images (official = transposed like NIST's files);
+    ``prepro``: Conversion parameters (defaults documented in ``docs/provenance-emnist.md``);
+    the others as in :class:`~.qmnist.QmnistBuildConfig`.
 
     >>> EmnistBuildConfig(splits=("letters",), seed=3).split_config.seed
     3
@@ -264,17 +257,10 @@ def build_emnist(sd19: str | os.PathLike[str], out: str | os.PathLike[str],
                  show_progress: bool | None = None) -> Manifest:
     """Build EMNIST datasets from SD19 into ``out`` (atomically).
 
-    ``sd19`` (path or opened source): Folder of SD19 (zips or trees, either edition), or an
-        object from :func:`mnistforge.sd19.open_sd19`.
-    ``out``: Output folder, written as ``<out>.incomplete`` then renamed.
-    ``config``: Everything about the build.  (An :class:`EmnistPreproConfig` here is taken as
-        ``EmnistBuildConfig(prepro=config)``.)
-    ``splits``, ``split_config``, ``seed``, ``split_by``, ``letters_variant``, ``orientation``,
-        ``overwrite``, ``workers``, ``show_progress``: Keyword shortcuts: each one given replaces that field of
-        ``config`` (``split_config`` its seed, split_by, letters_variant and scale).
-
-    Returns: The manifest written to ``out/manifest.json`` (see :mod:`mnistforge.io.manifest`),
-        outputs hashed, as written.
+    ``sd19``: Folder of SD19 (zips or trees, either edition), or an opened :func:`mnistforge.sd19.open_sd19`.
+    ``config``: Everything about the build (an :class:`EmnistPreproConfig` is taken as its ``prepro``); each keyword
+    shortcut given replaces that field (``split_config`` its seed, split_by, letters_variant and scale).  Returns the
+    manifest written to ``out/manifest.json`` (outputs hashed).
     """
     config = _with_overrides(config, splits=splits, split_config=split_config, seed=seed, split_by=split_by,
                              letters_variant=letters_variant, orientation=orientation, overwrite=overwrite,
@@ -283,7 +269,7 @@ def build_emnist(sd19: str | os.PathLike[str], out: str | os.PathLike[str],
 
 
 def _with_overrides(config: EmnistBuildConfig | EmnistPreproConfig | None, *, splits: str | Iterable[str] | None,
-                    split_config: EmnistSplitConfig | None, progress: bool | None, **fields: Any) -> EmnistBuildConfig:
+                    split_config: EmnistSplitConfig | None, **fields: Any) -> EmnistBuildConfig:
     if config is None:
         config = EmnistBuildConfig()
     elif isinstance(config, EmnistPreproConfig):
@@ -298,16 +284,13 @@ def _with_overrides(config: EmnistBuildConfig | EmnistPreproConfig | None, *, sp
     changes.update({k: v for k, v in fields.items() if v is not None})
     if splits is not None:
         changes["splits"] = tuple([splits] if isinstance(splits, str) else splits)
-    if progress is not None:
-        changes["progress"] = progress
     return dataclasses.replace(config, **changes) if changes else config
 
 
 def _build(sd19: str | os.PathLike[str], out: str | os.PathLike[str], cfg: EmnistBuildConfig) -> Manifest:
     config, split_config, orientation = cfg.prepro, cfg.split_config, cfg.orientation
     names, overwrite, show_progress = list(cfg.splits), cfg.overwrite, cfg.progress
-    workers = cfg.workers
-    workers = settings.current(workers=workers).workers
+    workers = settings.current(workers=cfg.workers).workers
     out = Path(out)
     # before any work: the --out path, and what --overwrite would replace
     check_output_folder(out, inputs=[sd19], overwrite=overwrite, owned=build_folder_problems)
@@ -387,16 +370,13 @@ def _build(sd19: str | os.PathLike[str], out: str | os.PathLike[str], cfg: Emnis
                          "not the official 26-class release")
         n_side = int(is_test.sum())
         manifest = Manifest(
-            kind="emnist",
-            inputs=sd19_inputs(src, sd19, index, missing=missing, inconsistent=inconsistent,
-                               syn=syn),
+            kind="emnist", inputs=sd19_inputs(src, sd19, index, missing=missing, inconsistent=inconsistent, syn=syn),
             parameters={"datasets": names, "orientation": orientation,
                         "split": split_config.as_dict(), "prepro": config.as_dict()},
             notes=notes, orientation=orientation,
             datasets={name: DatasetEntry.from_dict(s) for name, s in summaries.items()},
             metadata_columns=list(METADATA_COLUMNS), split_by=split_config.split_by,
-            sides={"train": int(len(index) - n_side), "test": n_side},
-            synthetic=syn is not None,
+            sides={"train": int(len(index) - n_side), "test": n_side}, synthetic=syn is not None,
         ).write(tmp)
     logger.info("EMNIST: wrote %s into %s", ", ".join(names), out)
     return manifest

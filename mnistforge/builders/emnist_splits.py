@@ -70,9 +70,7 @@ def dataset_kind(name: str, letters_variant: str = "official") -> str:
         raise ConfigError(f"unknown EMNIST dataset {name!r}", expected=", ".join(DATASETS), found=name)
     if letters_variant not in ("official", "paper37"):
         raise ConfigError("unknown letters variant", expected="'official' or 'paper37'", found=repr(letters_variant))
-    if name == "letters" and letters_variant == "paper37":
-        return "letters37"
-    return name
+    return "letters37" if name == "letters" and letters_variant == "paper37" else name
 
 
 def _bymerge_chars() -> list[str]:
@@ -101,29 +99,20 @@ def class_list(kind: str) -> list[str]:
 def label_table(kind: str) -> np.ndarray:
     """``int16[256]``: label of each ASCII code in this dataset, -1 when excluded."""
     t = np.full(256, -1, np.int16)
-    if kind == "byclass":
-        for i, ch in enumerate(DIGITS + UPPER + LOWER):
-            t[ord(ch)] = i
-        return t
-    if kind in ("bymerge", "balanced", "letters37"):
-        chars = _bymerge_chars()
-        for i, ch in enumerate(chars):
-            t[ord(ch)] = i
-        for ch in MERGED_LETTERS:
-            t[ord(ch.lower())] = chars.index(ch)
-        if kind == "letters37":
-            t[[ord(c) for c in DIGITS]] = -1
-            t[t >= 0] -= 10
-        return t
     if kind == "letters":
         for i, (u, lo) in enumerate(zip(UPPER, LOWER)):
             t[ord(u)] = t[ord(lo)] = i + 1
         return t
-    if kind in ("digits", "mnist"):
-        for i, ch in enumerate(DIGITS):
-            t[ord(ch)] = i
-        return t
-    raise ConfigError(f"unknown EMNIST dataset {kind!r}", expected=", ".join(DATASETS), found=kind)
+    chars = class_list("bymerge" if kind == "letters37" else kind)   # refuses an unknown kind
+    for i, ch in enumerate(chars):
+        t[ord(ch)] = i
+    if kind in ("bymerge", "balanced", "letters37"):
+        for ch in MERGED_LETTERS:
+            t[ord(ch.lower())] = chars.index(ch)
+    if kind == "letters37":
+        t[[ord(c) for c in DIGITS]] = -1
+        t[t >= 0] -= 10
+    return t
 
 
 def mapping_lines(kind: str) -> list[str]:
@@ -360,8 +349,7 @@ def balanced_split(index: IndexLike, is_test: np.ndarray, name: str, kind: str,
     nlab = int(valid_labels.max()) + 1
     tr_counts = np.bincount(labels_all[in_pool & ~is_test], minlength=nlab)[valid_labels]
     te_counts = np.bincount(labels_all[in_pool & is_test], minlength=nlab)[valid_labels]
-    missing = [classes[c] for c, a, b in zip(valid_labels, tr_counts, te_counts) if a + b == 0]
-    if missing:
+    if missing := [classes[c] for c, a, b in zip(valid_labels, tr_counts, te_counts) if a + b == 0]:
         raise BuildError(f"emnist-{name}: the source has no character of some classes",
                          expected=f"all {len(valid_labels)} classes of emnist-{name}",
                          found="none of " + " ".join(missing[:20]),
@@ -394,11 +382,9 @@ def balanced_split(index: IndexLike, is_test: np.ndarray, name: str, kind: str,
         "official_per_class": {"train": off_tr, "test": off_te},
         "scale": float(scale), "scale_given": config.scale is not None, "source_pool": pool, "official_pool": off_pool,
         "wanted_per_class": {"train": want_tr, "test": want_te},
-        "per_class": {"train": q_tr, "test": q_te, "validation": q_val},
-        "smallest_class": {
+        "per_class": {"train": q_tr, "test": q_te, "validation": q_val}, "smallest_class": {
             "train": [classes[valid_labels[int(np.argmin(tr_counts))]], int(tr_counts.min())],
-            "test": [classes[valid_labels[int(np.argmin(te_counts))]], int(te_counts.min())]},
-        "limited_by": limited,
+            "test": [classes[valid_labels[int(np.argmin(te_counts))]], int(te_counts.min())]}, "limited_by": limited,
     }
     return EmnistRowSelection(name, kind, classes, train, labels_all[train].astype(np.uint8),
                         test, labels_all[test].astype(np.uint8), int(len(val)), quota)
@@ -443,11 +429,7 @@ def make_metadata(index: IndexLike, rows: npt.ArrayLike) -> np.ndarray:
         fcode[k[0]] = v
     fields = np.asarray(index["field"])[rows]
     fields = fields.view(np.uint8) if fields.dtype.kind == "S" else fields.astype(np.uint8)
-    meta = np.empty((len(rows), len(METADATA_COLUMNS)), np.int32)
-    meta[:, 0] = np.asarray(index["writer"])[rows]
-    meta[:, 1] = np.asarray(index["hsf"])[rows]
-    meta[:, 2] = fcode[fields.reshape(-1)]
-    meta[:, 3] = np.asarray(index["ascii"])[rows]
-    meta[:, 4] = np.asarray(index["entry"])[rows]
-    meta[:, 5] = rows
+    known = {"field": fcode[fields.reshape(-1)], "sd19_row": rows}
+    meta: np.ndarray = np.column_stack([known[c] if c in known else np.asarray(index[c])[rows]
+                                        for c in METADATA_COLUMNS]).astype(np.int32)
     return meta

@@ -23,6 +23,7 @@ import gzip
 import logging
 import math
 import os
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -257,23 +258,19 @@ def build_femnist(sd19: str | os.PathLike[str], out: str | os.PathLike[str],
         writer_counts = {p: _counts(parts[p][0]) for p in PARTS}
         notes = _notes(cfg, missing, inconsistent, syn)
         manifest = Manifest(
-            kind="femnist",
-            inputs=sd19_inputs(src, sd19, index, missing=missing, inconsistent=inconsistent,
-                               syn=syn),
+            kind="femnist", inputs=sd19_inputs(src, sd19, index, missing=missing, inconsistent=inconsistent, syn=syn),
             parameters={"leaf": cfg.leaf_parameters(), "layout": cfg.layout,
                         "pillow": _pillow_version(), "leaf_source": LEAF_SOURCE,
                         "users": {p: len(writer_counts[p]) for p in PARTS},
                         "all_data": {"users": sum(len(f.users) for f in stages["all_data"]),
                                      "samples": sum(sum(f.num_samples) for f in stages["all_data"])},
-                        "writer_counts": writer_counts},
-            notes=notes, orientation="upright",
+                        "writer_counts": writer_counts}, notes=notes, orientation="upright",
             datasets={"femnist": DatasetEntry(
                 counts=counts, kind="femnist", classes=62,
                 files={f"{p}-{k}": v for p in PARTS for k, v in file_names(p).items()}
                 if cfg.layout == "idx" else None)},
             metadata_columns=list(METADATA_COLUMNS) if cfg.layout == "idx" else None,
-            split_by="writer" if cfg.split == "user" else "random", sides=counts,
-            synthetic=syn is not None,
+            split_by="writer" if cfg.split == "user" else "random", sides=counts, synthetic=syn is not None,
         ).write(tmp)
     logger.info("FEMNIST: wrote %s", out)
     return manifest
@@ -290,10 +287,7 @@ def _pillow_version() -> str:
 
 
 def _counts(users: list[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for u in users:
-        out[u] = out.get(u, 0) + 1
-    return out
+    return dict(Counter(users))   # in the order of first appearance
 
 
 def _notes(cfg: FemnistBuildConfig, missing: list[str], inconsistent: list[str], syn: Path | None) -> list[str]:
@@ -322,15 +316,9 @@ def _write_idx(tmp: Path, src: SD19Source, parts: dict[str, tuple[list[str], np.
                slot: np.ndarray, ascii_: np.ndarray, labels_of: np.ndarray) -> None:
     np.subtract(np.uint8(255), px, out=px)   # idx: ink high (LEAF's values are ink low)
 
-    all_users: list[str] = []
-    seen: dict[str, int] = {}
-    for p in PARTS:
-        for u in parts[p][0]:
-            if u not in seen:
-                seen[u] = len(all_users)
-                all_users.append(u)
+    seen = {u: i for i, u in enumerate(dict.fromkeys(u for p in PARTS for u in parts[p][0]))}
     with atomic_file(tmp / "femnist-users.txt", "w") as f:
-        f.write("".join(u + "\n" for u in all_users))
+        f.write("".join(u + "\n" for u in seen))
     classes = get_dataset("femnist").classes
     with atomic_file(tmp / "femnist-mapping.txt", "w") as f:
         f.write("".join(f"{i} {ord(c)}\n" for i, c in enumerate(classes)))
@@ -340,13 +328,8 @@ def _write_idx(tmp: Path, src: SD19Source, parts: dict[str, tuple[list[str], np.
         names = file_names(p)
         _write_images(tmp / names["images"], px, slot[rows])   # in chunks: no n x 784 copy
         write_idx(tmp / names["labels"], labels_of[ascii_[rows]])
-        meta = np.empty((len(rows), len(METADATA_COLUMNS)), np.int32)
-        meta[:, 0] = [seen[u] for u in users]
-        meta[:, 1] = idx["writer"][rows]
-        meta[:, 2] = idx["hsf"][rows]
-        meta[:, 3] = idx["template"][rows]
-        meta[:, 4] = ascii_[rows]
-        meta[:, 5] = rows
+        meta = np.column_stack([np.array([seen[u] for u in users], np.int64), idx["writer"][rows], idx["hsf"][rows],
+                                idx["template"][rows], ascii_[rows], rows]).astype(np.int32)
         write_idx(tmp / names["metadata"], meta)
         lines = ["user\twriter\tcharacter\tpath\n"]
         lines += [f"{u}\t{int(idx['writer'][r])}\t{chr(int(ascii_[r]))}\t{src.member_name(int(r))}\n"
@@ -361,8 +344,7 @@ def _write_leaf(tmp: Path, stages: dict[str, list[leaf.LeafFile]], px: np.ndarra
         d.mkdir(parents=True, exist_ok=True)
         for f in stages[folder]:
             data = {u: (px[slot[np.asarray(f.rows[u], np.int64)]],
-                        labels_of[ascii_[np.asarray(f.rows[u], np.int64)]].tolist())
-                    for u in f.users}
+                        labels_of[ascii_[np.asarray(f.rows[u], np.int64)]].tolist()) for u in f.users}
             with atomic_file(d / f.name, "wb") as raw:
                 write_leaf_json(raw, f.users, data)
     meta = tmp / "meta"

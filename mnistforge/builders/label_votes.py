@@ -34,8 +34,7 @@ def write_label_votes(folder: str | os.PathLike[str], dataset: str, labels_by_sp
     """
     notes = []
     for ann in label_annotations(dataset):
-        labels = labels_by_split.get(ann.split)
-        if labels is None:
+        if (labels := labels_by_split.get(ann.split)) is None:
             continue
         try:
             path = fetch_file(ann.file, root=cache, offline=True).path

@@ -79,9 +79,7 @@ class MnistPreproConfig:
         """``"published"``, ``"clean"`` (fudge 1 and true centring) or ``"custom"``."""
         if self.is_published:
             return "published"
-        if self.fudge == 1.0 and self.centring == "true":
-            return "clean"
-        return "custom"
+        return "clean" if self.fudge == 1.0 and self.centring == "true" else "custom"
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "variant": self.variant}
@@ -258,8 +256,7 @@ def preprocess_one(img: npt.ArrayLike, config: MnistPreproConfig | None = None) 
     ((28, 28), 255)
     """
     config = config or MnistPreproConfig()
-    box = bounding_box(img)
-    if box is None:
+    if (box := bounding_box(img)) is None:
         return np.zeros((OUT, OUT), dtype=np.uint8)
     crop = double_small(square_crop(img, box))
     img20 = to_bytes(resample_area(crop, config.fudge))

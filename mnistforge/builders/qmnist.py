@@ -74,16 +74,10 @@ class QmnistBuildConfig:
     ``prepro``: Fudge factor and centring (published defaults; ``MnistPreproConfig(1.0, "true")``: the "clean" variant).
     ``qmnist_labels`` (path, ``"download"`` or None): The published QMNIST extended-label tables fixing the order.
     ``duplicates`` ({"final", "source"}): How column 6 is computed (see the module doc).
-    ``workers``: Decoding processes (default: all usable cores).
-    ``batch_size``: Images decoded and preprocessed per batch.
-    ``overwrite``: Replace an existing output folder.
-    ``progress``: Progress bars (None: only on a terminal).
-    ``allow_incomplete``: Build from a source with fewer digits than it should hold (NIST's published counts, or a
-        synthetic source's description); the manifest lists what was missing. Without it such a source fails the build
-        (:class:`MissingSourceError`).
-    ``allow_inconsistent``: Build from a source that disagrees with itself or with what it should hold (repeated
-        character indices or zip members, duplicated characters or writer folders, more characters than published); the
-        manifest lists every problem. Without it such a source fails the build (:class:`InconsistentSourceError`).
+    ``workers``: Decoding processes (default: all usable cores); ``progress``: bars (None: only on a terminal).
+    ``allow_incomplete`` / ``allow_inconsistent``: Build from a source with fewer digits than it should hold, or one
+        that disagrees with itself (``docs/reliability.md``), listing the problems in the manifest; without them such
+        a source fails the build (:class:`MissingSourceError`, :class:`InconsistentSourceError`).
     """
 
     prepro: MnistPreproConfig = field(default_factory=MnistPreproConfig)
@@ -112,10 +106,8 @@ def build_qmnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
                  config: QmnistBuildConfig | None = None) -> Manifest:
     """Build QMNIST (train 60,000 + test 60,000 with extended labels) into ``out``.
 
-    ``sd19_path``: SD19 folder (zips or unpacked trees, either edition; real or synthetic).
-    ``out``: Output folder, created atomically.
-
-    Returns: The manifest written to ``out/manifest.json`` (outputs hashed), as written.
+    ``sd19_path``: SD19 folder (zips or unpacked trees, either edition; real or synthetic).  Returns the manifest
+    written to ``out/manifest.json`` (outputs hashed).
     """
     return _build("qmnist", sd19_path, out, config or QmnistBuildConfig())
 
@@ -255,8 +247,7 @@ def sharing_preprocessed_digits() -> Iterator[None]:
     ...     build_qmnist("sd19/", "out/qmnist"); build_mnist("sd19/", "out/mnist")
     """
     global _SHARED
-    outer = _SHARED
-    if outer is None:
+    if (outer := _SHARED) is None:
         _SHARED = {}
     try:
         yield
@@ -280,8 +271,7 @@ def _shared_digits(src: SD19Source, drows: np.ndarray,
 
 
 def _every_digit(src: SD19Source, drows: np.ndarray, config: QmnistBuildConfig) -> tuple[np.ndarray, np.ndarray]:
-    hit = _shared_digits(src, drows, config)
-    if hit is not None:
+    if (hit := _shared_digits(src, drows, config)) is not None:
         return hit
     images = preprocess_rows(src, drows, config.prepro, batch_size=config.batch_size, workers=config.workers,
                              progress=config.progress, desc="preprocessing every SD19 digit")
@@ -296,9 +286,7 @@ def _every_digit(src: SD19Source, drows: np.ndarray, config: QmnistBuildConfig) 
 def synthetic_description_path(src: SD19Source) -> Path | None:
     """The ``synthetic-sd19.json`` of an opened source that is a synthetic replica (its own description), else None."""
     path = getattr(src, "path", None)
-    if path is None or synthetic_description(path) is None:
-        return None
-    return description_path(path)
+    return None if path is None or synthetic_description(path) is None else description_path(path)
 
 
 def _build(target: str, sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
@@ -326,13 +314,10 @@ def _build(target: str, sd19_path: str | os.PathLike[str], out: str | os.PathLik
     if not prepro.is_published:
         notes.append(f"images are a {prepro.variant} variant, not MNIST's preprocessing: "
                      f"fudge={prepro.fudge}, centring={prepro.centring!r}")
-    syn = synthetic_description_path(src)
-    if syn is not None:
+    if (syn := synthetic_description_path(src)) is not None:
         notes.append("built from a SYNTHETIC SD19: the images are not NIST's handwriting")
 
-    pub_train: np.ndarray | None = None
-    pub_test: np.ndarray | None = None
-    pub_info: dict[str, Any] | None = None
+    pub_train, pub_test, pub_info = None, None, None
     if target != "xnist":
         # checked before the expensive part: tables that do not fit this source fail fast
         pub_train, pub_test, pub_info = _published_tables(config.qmnist_labels, config.progress)
@@ -346,8 +331,7 @@ def _build(target: str, sd19_path: str | os.PathLike[str], out: str | os.PathLik
     # MNIST in the published order needs only its 70,000 digits: the published tables fix
     # the selection, so step 8 over every SD19 digit (which only decides the selection)
     # is left to `build qmnist`, which checks the recipe against the same tables.
-    as_published = target == "mnist" and pub_train is not None and config.duplicates == "final"
-    if as_published:
+    if as_published := target == "mnist" and pub_train is not None and config.duplicates == "final":
         shared = _shared_digits(src, drows, config)
         images_all = shared[0] if shared is not None else None
         dup_mask = None
@@ -489,8 +473,7 @@ def check_consistent(src: SD19Source, fields: Sequence[str], allow: bool) -> lis
                 "them)") if len(problems) > 1 else ""
         raise InconsistentSourceError(
             "the SD19 source disagrees with itself or with what it should hold", path=path,
-            expected=f"each character once, numbered once, within {what}",
-            found=problems[0] + more,
+            expected=f"each character once, numbered once, within {what}", found=problems[0] + more,
             hint="re-copy the named files from the SD19 distribution (or synthesise the replica again), or build "
                  "anyway with --allow-inconsistent (the manifest then lists every problem)")
     if problems:

@@ -1,20 +1,8 @@
 """The QMNIST selection recipe: which NIST digits form QMNIST train and test, and in what order.
 
 Everything here is a pure function of the *digit table*: the 8-column QMNIST "extended labels" of every SD19 digit
-(``xnist``), one row per digit in NIST's by_write walk order:
-
-====  =================================================  ==========
-col   meaning                                            range
-====  =================================================  ==========
-0     digit class                                        0-9
-1     NIST HSF partition                                 0,1,2,3,4,6,7
-2     NIST writer id                                     0-4099
-3     index of the digit within its writer folder        0-~150
-4     NIST class code (decimal of the hex code, 30..39)  30-39
-5     global NIST digit index (row number)               0-402952
-6     earlier identical image's global index, else 0
-7     unused                                             0
-====  =================================================  ==========
+(``xnist``), one row per digit in NIST's by_write walk order; its columns (class, HSF, writer, entry, NIST
+class code, global index, earlier duplicate, unused) are listed in ``docs/provenance-mnist-qmnist.md``.
 
 The recipe (Yadav & Bottou 2019), its order with and without the published QMNIST tables (:func:`order_like_published`;
 else the documented deterministic order of :func:`select_qmnist`) and how it is scaled for a source smaller than SD19
@@ -49,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 NIST_DIGITS = 402_953         # digits in SD19 (the xnist table's rows)
 NCOLS = 8
-# column numbers (the table in the module doc)
+# column numbers (the table in docs/provenance-mnist-qmnist.md)
 CLASS, HSF, WRITER, ENTRY, NIST_CLASS, NIST_INDEX, DUPLICATE, UNUSED = range(NCOLS)
 
 
@@ -88,10 +76,7 @@ class QmnistRecipe:
                        mnist_test_size=int(round(base.mnist_test_size * s)), scale=s)
 
     def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["train_writers"] = list(self.train_writers)
-        d["test_writers"] = list(self.test_writers)
-        return d
+        return {**asdict(self), "train_writers": list(self.train_writers), "test_writers": list(self.test_writers)}
 
 
 @dataclass(frozen=True)
@@ -197,12 +182,10 @@ def order_like_published(selection: Selection, published_train: npt.ArrayLike,
         order = pub[:, NIST_INDEX] if pub.ndim == 2 else pub
         order = order.astype(np.int64)
         if order.size != mine.size or not np.array_equal(np.sort(order), np.sort(mine)):
-            extra = np.setdiff1d(order, mine)
-            missing = np.setdiff1d(mine, order)
+            extra, missing = np.setdiff1d(order, mine), np.setdiff1d(mine, order)
             raise BuildError(
                 f"the published QMNIST {name} table does not hold the digits the recipe selects "
-                "from this source",
-                expected=f"{mine.size} global indices equal to the recipe's",
+                "from this source", expected=f"{mine.size} global indices equal to the recipe's",
                 found=(f"{order.size} rows, {extra.size} not selected (e.g. {extra[:3].tolist()}), "
                        f"{missing.size} selected digits absent (e.g. {missing[:3].tolist()})"),
                 hint="the order tables only apply to the full SD19 (or a synthetic SD19 built with "

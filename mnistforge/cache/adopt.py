@@ -28,8 +28,7 @@ CHUNK = 1 << 20
 
 
 def place_in_cache(remote: str | RemoteFile, *, source: PathArg | None = None,
-                   arrays: np.ndarray | None = None, root: PathArg | None = None,
-                   origin: str = "") -> FetchResult:
+                   arrays: np.ndarray | None = None, root: PathArg | None = None, origin: str = "") -> FetchResult:
     """Put ``remote`` into the cache from ``source`` (an idx file, any compression) or ``arrays``
     (its content); the verified result.  ``origin``: where it came from (logged).  Bytes that are
     not the registry's file or content raise HashMismatchError, nothing written."""
@@ -57,8 +56,7 @@ def place_in_cache(remote: str | RemoteFile, *, source: PathArg | None = None,
             v = verify_file(tmp, remote, use_marker=False)
             if not v.verified:  # nothing pinned: a copy is adopted only when it can be verified
                 raise ConfigError(f"{remote.id}: the registry pins no hash of it",
-                                  expected="a file the registry's hashes can verify",
-                                  found=f"sha256 {v.sha256}",
+                                  expected="a file the registry's hashes can verify", found=f"sha256 {v.sha256}",
                                   hint="place it by hand if you trust it; nothing was written")
             os.replace(tmp, dest)
         finally:

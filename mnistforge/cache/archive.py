@@ -51,16 +51,13 @@ def _zip(path_or_zip: ZipArg) -> AbstractContextManager[zipfile.ZipFile]:
         raise MissingFileError("zip file not found", path=path_or_zip) from None
     except (zipfile.BadZipFile, UnicodeDecodeError, ValueError, EOFError) as e:
         # a member name that is not valid UTF-8 (flag 0x800) raised a raw UnicodeDecodeError
-        raise UnsafeArchiveError("not a readable zip file", path=path_or_zip,
-                                 expected="a zip archive", found=str(e),
+        raise UnsafeArchiveError("not a readable zip file", path=path_or_zip, expected="a zip archive", found=str(e),
                                  hint="the file is damaged or incomplete: fetch it again") from None
 
 
 def _name(path_or_zip: ZipArg) -> str | None:
     """How messages name the archive (an open ZipFile of no file: None)."""
-    if isinstance(path_or_zip, zipfile.ZipFile):
-        return path_or_zip.filename
-    return os.fspath(path_or_zip)
+    return path_or_zip.filename if isinstance(path_or_zip, zipfile.ZipFile) else os.fspath(path_or_zip)
 
 
 def iter_members(path_or_zip: ZipArg, pattern: str | None = None) -> Iterator[zipfile.ZipInfo]:
@@ -98,8 +95,7 @@ def _check_size(info: zipfile.ZipInfo, max_bytes: int, max_ratio: float, where: 
     if info.file_size > (1 << 20) and info.file_size > max_ratio * max(info.compress_size, 1):
         raise UnsafeArchiveError(
             "member claims an absurd compression ratio", path=f"{where}:{info.filename}",
-            expected=f"at most {max_ratio}:1",
-            found=f"{info.file_size} bytes from {info.compress_size}",
+            expected=f"at most {max_ratio}:1", found=f"{info.file_size} bytes from {info.compress_size}",
             hint="refusing to extract a possible zip bomb")
 
 
@@ -146,8 +142,7 @@ def safe_extract(path_or_zip: ZipArg, target: PathArg, members: str | Iterable[s
         if members is not None:
             pats = [members] if isinstance(members, str) else list(members)
             infos = [i for i in infos if any(fnmatch.fnmatchcase(i.filename, p) for p in pats)]
-        plan = [(i, check_member(i, target, max_bytes=max_bytes, max_ratio=max_ratio,
-                                 where=where)) for i in infos]
+        plan = [(i, check_member(i, target, max_bytes=max_bytes, max_ratio=max_ratio, where=where)) for i in infos]
         total = sum(i.file_size for i in infos)
         if total > max_total:
             raise UnsafeArchiveError(
@@ -163,8 +158,7 @@ def safe_extract(path_or_zip: ZipArg, target: PathArg, members: str | Iterable[s
                         n += len(b)
                         if n > info.file_size:
                             raise UnsafeArchiveError(
-                                "member is larger than it declares",
-                                path=f"{where}:{info.filename}",
+                                "member is larger than it declares", path=f"{where}:{info.filename}",
                                 expected=f"{info.file_size} bytes", found=f"more than {n - len(b)}")
                         out.write(b)
                 done.append(dest)

@@ -1,7 +1,6 @@
-"""Verified downloads into the cache (:func:`fetch`), the package's one HTTP client: mirrors in
-order, ``<name>.part`` resumed and hashed before the rename, ``<name>.lock`` between processes,
-and the limits a hostile or broken server meets next to the requests they guard (the rules:
-``docs/loading.md#downloads-fetch``, ``docs/reliability.md``).
+"""Verified downloads into the cache (:func:`fetch`), the package's one HTTP client: mirrors in order, ``<name>.part``
+resumed and hashed before the rename, ``<name>.lock`` between processes, and the limits a hostile or broken server meets
+next to the requests they guard (the rules: ``docs/loading.md#downloads-fetch``, ``docs/reliability.md``).
 """
 from __future__ import annotations
 
@@ -35,8 +34,7 @@ from .verify import STATUS_TEXT, read_marker, verify_file, write_marker
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["fetch", "fetch_file", "cache_path", "cache_status",
-           "FetchResult", "DEFAULT_TIMEOUT", "DEFAULT_RETRIES"]
+__all__ = ["fetch", "fetch_file", "cache_path", "cache_status", "FetchResult", "DEFAULT_TIMEOUT", "DEFAULT_RETRIES"]
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_RETRIES = 3
@@ -103,8 +101,7 @@ def check_network_args(timeout: float, retries: int, backoff: float, deadline: f
     """Refuse a zero, negative or non-finite ``timeout`` (and the like) as a usage error."""
     for name, value in (("timeout", timeout), ("deadline", deadline), ("give_up_after", give_up_after)):
         if value is not None and not (isinstance(value, numbers.Real) and math.isfinite(value) and value > 0):
-            raise ConfigError(f"invalid {name}", expected="a number of seconds > 0",
-                              found=repr(value))
+            raise ConfigError(f"invalid {name}", expected="a number of seconds > 0", found=repr(value))
     if not isinstance(retries, numbers.Integral) or isinstance(retries, bool) \
             or not 0 <= retries <= 100:
         raise ConfigError("invalid retries", expected="an integer in 0..100", found=repr(retries))
@@ -142,8 +139,7 @@ def fetch(name_or_file: str | RemoteFile, *, root: PathArg | None = None, progre
 
 
 def _pinned(remote: RemoteFile) -> str:
-    return (f"sha256 {remote.sha256}" if remote.sha256 else
-            f"md5 {remote.md5}" if remote.md5 else "no pinned hash")
+    return (f"sha256 {remote.sha256}" if remote.sha256 else f"md5 {remote.md5}" if remote.md5 else "no pinned hash")
 
 
 def _missing_message(remote: RemoteFile, dest: Path, explicit: bool, urls: Sequence[str] | None = None) -> str:
@@ -154,8 +150,7 @@ def _missing_message(remote: RemoteFile, dest: Path, explicit: bool, urls: Seque
         raw = f" (or its decompressed content as {dest.parent / remote.raw_name})"
     # blame the switch the caller really used: the argument, --offline, or the variable
     switch, off = settings.current().offline_switch
-    why, undo = (("downloads are switched off (download=False / --no-download)",
-                  "or allow downloads") if explicit else
+    why, undo = (("downloads are switched off (download=False / --no-download)", "or allow downloads") if explicit else
                  (f"offline mode ({switch}) forbids downloading it", f"or {off}"))
     return (f"{remote.id} is not in the cache and {why}. Download it from {where} "
             f"({_pinned(remote)}) and put it at {dest}{raw}, {undo}")
@@ -178,8 +173,7 @@ def fetch_file(remote: str | RemoteFile, *, root: PathArg | None = None, progres
     if remote.archive:
         arch = fetch_file(remote.archive, root=root, progress=progress, offline=offline,
                           timeout=timeout, retries=retries, backoff=backoff, rehash=rehash,
-                          deadline=deadline, mirrors=mirrors, dead_hosts=dead_hosts,
-                          give_up_after=give_up_after)
+                          deadline=deadline, mirrors=mirrors, dead_hosts=dead_hosts, give_up_after=give_up_after)
         return FetchResult(remote, arch.path, "archive" if arch.verified else "unpinned",
                            arch.sha256, arch.downloaded, arch.url, member=remote.member)
     dest = cache_path(remote, root)
@@ -252,8 +246,7 @@ def _download(remote: RemoteFile, dest: Path, urls: Sequence[str], *, progress: 
                 resumed = part.is_file() and part.stat().st_size > 0
                 try:
                     _download_url(session, url, part, remote, progress=progress, timeout=timeout,
-                                  retries=retries, backoff=backoff, deadline=deadline,
-                                  give_up=give_up)
+                                  retries=retries, backoff=backoff, deadline=deadline, give_up=give_up)
                 except _Unreachable as e:
                     unreachable.append(str(e))
                     failures.append(f"{url}: {e}")
@@ -289,8 +282,7 @@ def _download(remote: RemoteFile, dest: Path, urls: Sequence[str], *, progress: 
         elif copy and not why_not(remote):
             try:
                 return _from_hub(session, remote, dest, copy, "; ".join(failures), progress=progress,
-                                 timeout=timeout, retries=retries, backoff=backoff,
-                                 deadline=deadline, give_up=give_up)
+                                 timeout=timeout, retries=retries, backoff=backoff, deadline=deadline, give_up=give_up)
             except _MirrorFailed as e:
                 failures.append(f"the Hub's parquet copy {copy}: {e}")
                 if isinstance(e, _Unreachable):
@@ -372,12 +364,10 @@ def _download_url(session: requests.Session, url: str, part: Path, remote: Remot
             if give_up is not None and time.monotonic() + wait >= give_up.at:
                 raise _MirrorFailed(f"{last} (after {attempt} attempts; not retried: "
                                     f"{give_up.said})")
-            logger.info("retrying %s in %.1f s (attempt %d of %d)", url, wait, attempt + 1,
-                        retries + 1)
+            logger.info("retrying %s in %.1f s (attempt %d of %d)", url, wait, attempt + 1, retries + 1)
             time.sleep(wait)
         try:
-            _stream_once(session, url, part, remote, progress=progress, timeout=timeout,
-                         deadline=deadline)
+            _stream_once(session, url, part, remote, progress=progress, timeout=timeout, deadline=deadline)
             return
         except requests.HTTPError as e:
             code = e.response.status_code if e.response is not None else None
@@ -473,8 +463,7 @@ def _stream_once(session: requests.Session, url: str, part: Path, remote: Remote
     headers = {"Accept-Encoding": "identity"}
     if have:
         headers["Range"] = f"bytes={have}-"
-    with session.get(url, stream=True, timeout=timeout, headers=headers,
-                     allow_redirects=True) as r:
+    with session.get(url, stream=True, timeout=timeout, headers=headers, allow_redirects=True) as r:
         if r.status_code == 416 and have:
             # Nothing left to send: the .part may already be whole; the hash decides.
             m = re.search(r"/(\d+)", r.headers.get("Content-Range", ""))

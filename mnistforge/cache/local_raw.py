@@ -72,8 +72,7 @@ def make_copy(src: str | os.PathLike[str], cache: str | os.PathLike[str], *,
     (FormatError otherwise, nothing renamed into place); OSError when the cache cannot be written.
     """
     src = Path(src)
-    comp = compression_of(src.name)
-    if comp is None:
+    if (comp := compression_of(src.name)) is None:
         raise ValueError(f"{src} is not compressed")
     raw = copy_path(src, cache)
     before = os.stat(src)

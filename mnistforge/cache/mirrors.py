@@ -53,12 +53,10 @@ def _template(entry: str, source: str) -> str:
     if "{" not in entry and "}" not in entry:
         return entry.rstrip("/") + "/{name}/{file}"
     try:
-        fields = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(entry)
-                  if f is not None]
+        fields = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(entry) if f is not None]
     except ValueError as e:  # an unmatched brace
         raise ConfigError(f"a mirror template in {source} does not parse", expected=
-                          "placeholders {name} and {file} in matched braces", found=
-                          f"{entry!r} ({e})") from None
+                          "placeholders {name} and {file} in matched braces", found= f"{entry!r} ({e})") from None
     bad = [f for f, spec, conv in fields if f not in MIRROR_FIELDS or spec or conv]
     if bad or "file" not in {f for f, _, _ in fields}:
         raise ConfigError(f"a mirror template in {source} has a bad placeholder", expected=

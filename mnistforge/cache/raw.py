@@ -48,8 +48,7 @@ class _NotSettled(Exception):
     """The one-read route cannot give the verdict: the two-step route will."""
 
 
-def first_raw_copy(remote: RemoteFile, packed: Path, raw: Path, *,
-                   rehash: bool = False) -> Verification | None:
+def first_raw_copy(remote: RemoteFile, packed: Path, raw: Path, *, rehash: bool = False) -> Verification | None:
     """Verify the cached ``packed`` and write its raw copy ``raw`` in one read (renamed into place
     only after the verdict): its verification, or None when there is nothing to do here or the
     read cannot settle it (then the two-step route says what is wrong)."""
@@ -72,25 +71,21 @@ def first_raw_copy(remote: RemoteFile, packed: Path, raw: Path, *,
     try:
         with atomic_file(raw) as out:
             got = inflate_to(packed, out, remote.compression, md5=needs_md5(remote), content=content,
-                             content_md5=content and needs_md5(remote, True),
-                             limit=remote.content_size)
+                             content_md5=content and needs_md5(remote, True), limit=remote.content_size)
             csha, cmd5 = (got.content_sha256, got.content_md5) if pinned else (None, None)
             status = decide(remote, got.sha256, got.md5, csha, cmd5)
             if status is None or got.content_size != remote.content_size:
                 raise _NotSettled
             if got.content_sha256 is None:  # the published file: its content is the pinned one
-                raw_v = Verification(str(raw), "raw", remote.content_sha256 or "", None,
-                                     size=got.content_size)
+                raw_v = Verification(str(raw), "raw", remote.content_sha256 or "", None, size=got.content_size)
             else:
                 raw_status = decide(remote, got.content_sha256, got.content_md5, raw=True) \
                     if pinned else "derived"
                 if raw_status is None:
                     raise _NotSettled
-                raw_v = Verification(str(raw), raw_status, got.content_sha256, got.content_md5,
-                                     size=got.content_size)
+                raw_v = Verification(str(raw), raw_status, got.content_sha256, got.content_md5, size=got.content_size)
     except (_NotSettled, FormatError, OSError) as e:
-        logger.debug("%s: one-read verification not settled (%s); checking step by step",
-                     packed, type(e).__name__)
+        logger.debug("%s: one-read verification not settled (%s); checking step by step", packed, type(e).__name__)
         return None
     if status == "exact":
         csha = cmd5 = None  # what verify_file records: content hashes only where they decided

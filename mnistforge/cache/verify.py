@@ -30,10 +30,8 @@ ContentHasher = Callable[[bool], "tuple[str, str | None, int]"]
 STATUS_TEXT = {
     "exact": "verified (the published file)",
     "content": "verified (content matches; the compressed wrapper differs from the published one)",
-    "raw": "verified (decompressed copy; content matches)",
-    "derived": "decompressed from a verified file",
-    "archive": "verified through its pinned archive",
-    "unpinned": "NOT verified: no hash is pinned for this file",
+    "raw": "verified (decompressed copy; content matches)", "derived": "decompressed from a verified file",
+    "archive": "verified through its pinned archive", "unpinned": "NOT verified: no hash is pinned for this file",
     "mismatch": "DIFFERS from the registry: damaged, modified or another file",
 }
 
@@ -79,9 +77,7 @@ def decide(remote: RemoteFile, sha256: str | None = None, md5: str | None = None
 
 def _matches(pinned_sha256: str | None, pinned_md5: str | None, sha256: str | None, md5: str | None) -> bool:
     """Whether the hashes observed match the pinned one (the sha256, else the md5)."""
-    if pinned_sha256:
-        return sha256 == pinned_sha256
-    return bool(pinned_md5) and md5 == pinned_md5
+    return sha256 == pinned_sha256 if pinned_sha256 else bool(pinned_md5) and md5 == pinned_md5
 
 
 # --- sidecar markers ---------------------------------------------------------
@@ -117,9 +113,7 @@ def read_marker(path: PathArg) -> dict[str, Any] | None:
         return None
     if not isinstance(rec, dict):
         return None
-    if rec.get("size") != st.st_size or rec.get("mtime_ns") != st.st_mtime_ns:
-        return None
-    return rec
+    return None if rec.get("size") != st.st_size or rec.get("mtime_ns") != st.st_mtime_ns else rec
 
 
 def remove_with_marker(path: PathArg) -> None:
@@ -135,8 +129,7 @@ def _mismatch(path: PathArg, remote: RemoteFile, sha: str, content_sha: str | No
     if raw:
         expected = f"content sha256 {remote.content_sha256 or remote.content_md5}"
     else:
-        exp = [f"sha256 {remote.sha256}" if remote.sha256 else
-               (f"md5 {remote.md5}" if remote.md5 else None)]
+        exp = [f"sha256 {remote.sha256}" if remote.sha256 else (f"md5 {remote.md5}" if remote.md5 else None)]
         if remote.content_sha256:
             exp.append(f"or decompressed content sha256 {remote.content_sha256}")
         expected = " ".join(e for e in exp if e)
@@ -148,9 +141,7 @@ def _mismatch(path: PathArg, remote: RemoteFile, sha: str, content_sha: str | No
 
 def needs_md5(remote: RemoteFile, content: bool = False) -> bool:
     """Whether judging a file (``content``: its decompressed content) needs its md5."""
-    if content:
-        return bool(remote.content_md5 and not remote.content_sha256)
-    return bool(remote.md5 and not remote.sha256)
+    return bool(remote.content_md5 and not remote.content_sha256) if content else bool(remote.md5 and not remote.sha256)
 
 
 def recheck_file(path: PathArg, remote: RemoteFile, content: ContentHasher | None = None) -> Verification:
@@ -168,16 +159,14 @@ def recheck_file(path: PathArg, remote: RemoteFile, content: ContentHasher | Non
         sha, md5 = hash_file(path)
         got = None if raw else (content(True) if content is not None else hash_content(path))
         csha, cmd5 = (got[0], got[1]) if got else (None, None)
-        return Verification(str(path), "mismatch", sha, md5, csha, cmd5, path.stat().st_size,
-                            detail=str(e))
+        return Verification(str(path), "mismatch", sha, md5, csha, cmd5, path.stat().st_size, detail=str(e))
 
 
 def verify_file(path: PathArg, remote: RemoteFile, *, use_marker: bool = True,
                 raw: bool = False, content: ContentHasher | None = None) -> Verification:
     """A :class:`Verification` of ``path`` (``use_marker``: a valid sidecar spares hashing), or HashMismatchError."""
     if use_marker:
-        rec = read_marker(path)
-        if rec is not None:
+        if (rec := read_marker(path)) is not None:
             status = decide(remote, rec.get("sha256"), rec.get("md5"), rec.get("content_sha256"),
                             rec.get("content_md5"), raw=raw)
             if status is None and raw and rec.get("status") == "derived" \
@@ -212,6 +201,5 @@ def said(v: Verification, remote: RemoteFile) -> Verification:
     if v.status == "content":
         logger.info("%s: compressed bytes differ from the published file, content matches", v.path)
     elif v.status == "unpinned":
-        logger.warning("%s: no hash is pinned for %s; observed sha256 %s (not verified)", v.path,
-                       remote.id, v.sha256)
+        logger.warning("%s: no hash is pinned for %s; observed sha256 %s (not verified)", v.path, remote.id, v.sha256)
     return v

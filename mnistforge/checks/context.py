@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from ..io.manifest import Manifest
+from ..io.similar import xorshift_image_digests
 from ..registry import DatasetInfo
-from . import writers
+from . import statistics, writers
 from .table import Kind, Scope
 
 
@@ -39,6 +40,13 @@ class Context:
     used_files: list[Path] = dataclasses.field(default_factory=list)
     contents: dict[Any, Any] = dataclasses.field(default_factory=dict)    # parse inflates once for hashes
     options: dict[str, Any] = dataclasses.field(default_factory=dict)     # verify's keyword arguments
+    seen: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)  # digests of each loaded split
+
+    def digests(self, ds: Any) -> np.ndarray:
+        """Per-image digests of a loaded split (``ds`` stays in :attr:`loaded`), made once for every duplicate check."""
+        if id(ds) not in self.seen:
+            self.seen[id(ds)] = xorshift_image_digests(ds.images)
+        return self.seen[id(ds)]
 
     def items(self, scope: Scope) -> Iterable[tuple[dict[str, str], Any]]:
         """(placeholders, item) for the target / each split to load / loaded split / pair."""
@@ -118,6 +126,10 @@ class SplitItem:
         self.n_cls, self.offset = class_range(ctx, ds)
         # a copy whose rows map to official rows (a subset): its size and balance are its own
         self.part = getattr(ds, "row_map", None) is not None and bool(ds.row_map.mapped.any())
+
+    @functools.cached_property
+    def moments(self) -> statistics.Moments:  # one pass for the statistics and the orientation check
+        return statistics.ink_moments(self.ds.images)
 
     @functools.cached_property
     def metadata_labels(self) -> np.ndarray | None:

@@ -27,54 +27,34 @@ VERTICAL_STROKE_CHARS = frozenset("1Iil")
 BATCH = 8192
 
 
-def _moments(images: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per-image ink mass, centre of mass and second moments (float64)."""
+Moments = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def ink_moments(images: np.ndarray) -> Moments:
+    """Per-image ink mass, centre of mass and second moments (float64), and ink bounding box (top, bottom, left,
+    right; bottom/right exclusive), from one pass: the statistics and the orientation check share it."""
     n, h, w = images.shape
-    ci = np.empty(n)
-    cj = np.empty(n)
-    vi = np.empty(n)
-    vj = np.empty(n)
-    mass = np.empty(n)
-    ii = np.arange(h) + 0.5
-    jj = np.arange(w) + 0.5
+    mom, out = np.empty((5, n)), np.zeros((n, 4), np.int64)
+    ii, jj = np.arange(h) + 0.5, np.arange(w) + 0.5
     for s in range(0, n, BATCH):
         x = np.asarray(images[s:s + BATCH])
         if x.dtype.kind in "ub" or (x.dtype.kind == "i" and x.dtype.itemsize <= 2):
-            # Integer sums are exact, so converting them gives the float64 sums
-            # without a float64 copy of every pixel (a quarter of the time).
-            rows = x.sum(axis=2, dtype=np.int64).astype(np.float64)
-            cols = x.sum(axis=1, dtype=np.int64).astype(np.float64)
+            # Integer sums are exact, so converting them gives the float64 sums without a float64 copy of every
+            # pixel (a quarter of the time); uint16 holds a uint8 row's sum; einsum sums 1.5x as fast as sum.
+            acc = np.uint16 if x.dtype == np.uint8 and max(h, w) <= 257 else np.int64
+            rows, cols = (np.einsum(f"bij->{k}", x, dtype=acc).astype(np.float64) for k in ("bi", "bj"))
         else:
             x = x.astype(np.float64)
-            rows = x.sum(axis=2)
-            cols = x.sum(axis=1)
+            rows, cols = x.sum(axis=2), x.sum(axis=1)
         m = rows.sum(axis=1)
         safe = np.where(m > 0, m, 1.0)
-        a = rows @ ii / safe
-        b = cols @ jj / safe
-        ci[s:s + len(x)] = a
-        cj[s:s + len(x)] = b
-        vi[s:s + len(x)] = rows @ (ii ** 2) / safe - a ** 2
-        vj[s:s + len(x)] = cols @ (jj ** 2) / safe - b ** 2
-        mass[s:s + len(x)] = m
-    return mass, ci, cj, vi, vj
-
-
-def _extents(images: np.ndarray) -> np.ndarray:
-    """Per-image ink bounding box: (top, bottom, left, right), bottom/right exclusive."""
-    n, h, w = images.shape
-    out = np.zeros((n, 4), np.int64)
-    for s in range(0, n, BATCH):
-        x = np.asarray(images[s:s + BATCH]) > 0
-        r: np.ndarray = np.any(x, axis=2)
-        c: np.ndarray = np.any(x, axis=1)
-        has = r.any(axis=1)
-        top = np.where(has, r.argmax(axis=1), 0)
-        bottom = np.where(has, h - r[:, ::-1].argmax(axis=1), 0)
-        left = np.where(has, c.argmax(axis=1), 0)
-        right = np.where(has, w - c[:, ::-1].argmax(axis=1), 0)
-        out[s:s + len(x)] = np.stack([top, bottom, left, right], axis=1)
-    return out
+        a, b = rows @ ii / safe, cols @ jj / safe
+        mom[:, s:s + len(x)] = m, a, b, rows @ (ii ** 2) / safe - a ** 2, cols @ (jj ** 2) / safe - b ** 2
+        # unsigned pixels: a row has ink when its sum is positive (no pass over the pixels)
+        r, c = (rows > 0, cols > 0) if x.dtype.kind in "ub" else (np.any(x > 0, axis=2), np.any(x > 0, axis=1))
+        box = [r.argmax(axis=1), h - r[:, ::-1].argmax(axis=1), c.argmax(axis=1), w - c[:, ::-1].argmax(axis=1)]
+        out[s:s + len(x)] = np.where(r.any(axis=1)[:, None], np.stack(box, axis=1), 0)
+    return mom[0], mom[1], mom[2], mom[3], mom[4], out
 
 
 def _levels(images: np.ndarray, levels: Iterable[int]) -> dict[int | str, int]:
@@ -85,8 +65,8 @@ def _levels(images: np.ndarray, levels: Iterable[int]) -> dict[int | str, int]:
     for s in range(0, n, BATCH):
         x = np.asarray(images[s:s + BATCH])
         if x.dtype == np.uint8:  # three compares instead of a histogram of every pixel
-            for v in levels:
-                counts[v] += int(np.count_nonzero(x == v))
+            for v in levels:  # zeros: the pixels count_nonzero leaves
+                counts[v] += int(x.size - np.count_nonzero(x) if v == 0 else np.count_nonzero(x == v))
             counts["total"] += int(x.size)
         else:
             hist = np.bincount(x.reshape(-1), minlength=256)[:256]
@@ -96,7 +76,7 @@ def _levels(images: np.ndarray, levels: Iterable[int]) -> dict[int | str, int]:
     return counts
 
 
-def image_statistics(images: np.ndarray) -> dict[str, Any]:
+def image_statistics(images: np.ndarray, moments: Moments | None = None) -> dict[str, Any]:
     """QMNIST-style statistics of one split (see module docstring).
 
     Returns a dict of plain numbers: ``com_mean`` (row, col), ``com_std``, ``com_offset`` (mean minus
@@ -111,9 +91,8 @@ def image_statistics(images: np.ndarray) -> dict[str, Any]:
     """
     images = np.asarray(images) if not hasattr(images, "shape") else images
     n, h, w = images.shape
-    mass, ci, cj, vi, vj = _moments(images)
+    mass, ci, cj, vi, vj, ext = ink_moments(images) if moments is None else moments
     ink = mass > 0
-    ext = _extents(images)
     hgt = ext[:, 1] - ext[:, 0]
     wid = ext[:, 3] - ext[:, 2]
     border = 4
@@ -158,21 +137,21 @@ def frame_style(stats: dict[str, Any]) -> str:
     return "other"
 
 
-def elongation(images: np.ndarray) -> np.ndarray:
+def elongation(images: np.ndarray, moments: Moments | None = None) -> np.ndarray:
     """Per-image ``log((var_rows + 1) / (var_cols + 1))`` of the ink (> 0 = taller than wide)."""
     images = np.asarray(images) if not hasattr(images, "shape") else images
-    mass, _, _, vi, vj = _moments(images)
+    mass, _, _, vi, vj, _ = ink_moments(images) if moments is None else moments
     e = np.log((vi + 1.0) / (vj + 1.0))
     return e[mass > 0]
 
 
-def orientation_score(images: np.ndarray, labels: npt.ArrayLike | None = None,
-                      classes: Sequence[object] | None = None) -> float:
-    """Median elongation, on the vertical-stroke classes when they can be found."""
+def orientation_score(images: np.ndarray, labels: npt.ArrayLike | None = None, classes: Sequence[object] | None = None,
+                      moments: Moments | None = None) -> float:
+    """Median elongation, on the vertical-stroke classes when they can be found (``moments``: of all images)."""
     sel = _vertical_stroke_mask(labels, classes)
     if sel is not None and sel.sum() >= 20:
-        images = np.asarray(images)[sel]
-    e = elongation(images)
+        images, moments = np.asarray(images)[sel], None
+    e = elongation(images, moments)
     return float(np.median(e)) if e.size else 0.0
 
 
@@ -231,14 +210,14 @@ def check_statistics(images: np.ndarray, split: str = "", dataset: str | None = 
 
 def check_orientation(images: np.ndarray, labels: npt.ArrayLike | None = None, classes: Sequence[object] | None = None,
                       split: str = "", dataset: str | None = None, *, margin: float = 0.1,
-                      name: str | None = None) -> CheckResult:
+                      name: str | None = None, moments: Moments | None = None) -> CheckResult:
     """Flag characters that appear transposed (e.g. EMNIST read without transposing). ``score`` > ``margin``: upright
     (pass); < ``-margin``: transposed (fail); in between: undecided (warning).  Datasets the registry does not mark as
     ``handwriting`` (fashion-mnist, KMNIST's cursive) are reported without judgement."""
     name = name or f"orientation[{split}]"
     sel = _vertical_stroke_mask(labels, classes)
     cue = "vertical-stroke classes" if sel is not None and sel.sum() >= 20 else "all images"
-    score = orientation_score(images, labels, classes)
+    score = orientation_score(images, labels, classes, moments)
     t_score = -score  # transposing negates every elongation exactly
     values = {"score": round(score, 4), "cue": cue, "margin": margin,
               "images_used": int(sel.sum()) if sel is not None and cue != "all images" else len(images)}

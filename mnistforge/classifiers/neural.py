@@ -63,8 +63,7 @@ def resolve_device(device: str = "auto") -> Any:  # a torch.device (torch: an op
 def check_device_name(device: str) -> None:
     """Reject a device name that is not auto, cpu, cuda or cuda:N (no torch needed)."""
     d = str(device)
-    ok = d in ("auto", "cpu", "cuda") or (d.startswith("cuda:") and d[5:].isdigit())
-    if not ok:
+    if not (d in ("auto", "cpu", "cuda") or (d.startswith("cuda:") and d[5:].isdigit())):
         raise ConfigError("unknown device", expected="auto, cpu, cuda or cuda:N", found=d)
 
 

@@ -30,10 +30,8 @@ def build_network(arch: str, n_classes: int, in_hw: tuple[int, ...], dropout: fl
         flat = 16 * (((hh - 4) // 2 - 4) // 2) * (((ww - 4) // 2 - 4) // 2)
         return nn.Sequential(
             nn.ZeroPad2d((pw // 2, pw - pw // 2, ph // 2, ph - ph // 2)),
-            nn.Conv2d(1, 6, 5), nn.Tanh(), nn.AvgPool2d(2),
-            nn.Conv2d(6, 16, 5), nn.Tanh(), nn.AvgPool2d(2),
-            nn.Flatten(), nn.Linear(flat, 120), nn.Tanh(), nn.Linear(120, 84), nn.Tanh(),
-            nn.Linear(84, n_classes))
+            nn.Conv2d(1, 6, 5), nn.Tanh(), nn.AvgPool2d(2), nn.Conv2d(6, 16, 5), nn.Tanh(), nn.AvgPool2d(2),
+            nn.Flatten(), nn.Linear(flat, 120), nn.Tanh(), nn.Linear(120, 84), nn.Tanh(), nn.Linear(84, n_classes))
     if arch == "cnn":
         if min(h, w) < 8:
             raise ConfigError("images too small for the cnn", expected="at least 8 x 8", found=f"{h} x {w}")

@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..registry import emnist_splits
@@ -36,8 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                   "femnist, or all (qmnist, mnist, xnist and emnist, one folder each; "
                                   "not femnist, which is built on its own)")
     p.add_argument("--sd19", required=True, help="SD19 folder or folder of zips (either edition)")
-    p.add_argument("--out", required=True, type=argtypes.output_folder,
-                   help="output folder (built atomically)")
+    p.add_argument("--out", required=True, type=argtypes.output_folder, help="output folder (built atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.add_argument("--seed", "--smplseed", type=argtypes.seed, default=None,
                    help="seed for random splits (EMNIST, default 0); FEMNIST: LEAF's sampling seed "
@@ -115,9 +114,7 @@ def qmnist_config(args: argparse.Namespace) -> QmnistBuildConfig:
 
     return QmnistBuildConfig(
         prepro=MnistPreproConfig(fudge=args.fudge, centring=args.centring),
-        qmnist_labels=args.qmnist_labels, duplicates=args.duplicates, workers=args.workers,
-        overwrite=bool(args.overwrite), allow_incomplete=bool(args.allow_incomplete),
-        allow_inconsistent=bool(args.allow_inconsistent))
+        qmnist_labels=args.qmnist_labels, duplicates=args.duplicates, **_shared(args))
 
 
 def emnist_config(args: argparse.Namespace, splits: Iterable[str] | None = None) -> EmnistBuildConfig:
@@ -132,12 +129,9 @@ def emnist_config(args: argparse.Namespace, splits: Iterable[str] | None = None)
     from ..builders.emnist import EmnistBuildConfig
 
     return EmnistBuildConfig(
-        splits=tuple(splits) if splits is not None else emnist_splits(),
-        seed=0 if args.seed is None else args.seed,
+        splits=tuple(splits) if splits is not None else emnist_splits(), seed=0 if args.seed is None else args.seed,
         split_by=args.split_by, letters_variant=args.letters_variant,
-        orientation=args.orientation, workers=args.workers, overwrite=bool(args.overwrite),
-        allow_incomplete=bool(args.allow_incomplete),
-        allow_inconsistent=bool(args.allow_inconsistent))
+        orientation=args.orientation, **_shared(args))
 
 
 def femnist_config(args: argparse.Namespace) -> FemnistBuildConfig:
@@ -155,14 +149,17 @@ def femnist_config(args: argparse.Namespace) -> FemnistBuildConfig:
     return FemnistBuildConfig(
         sample=None if args.leaf_sample == "none" else args.leaf_sample,
         fraction=args.leaf_fraction, iid_users=args.leaf_iid_users,
-        min_samples=args.leaf_min_samples, split=args.leaf_split,
-        train_fraction=args.leaf_train_fraction,
+        min_samples=args.leaf_min_samples, split=args.leaf_split, train_fraction=args.leaf_train_fraction,
         seed=PAPER_SAMPLING_SEED if args.seed is None else args.seed,
         split_seed=PAPER_SPLIT_SEED if args.split_seed is None else args.split_seed,
         repeat_first=not args.no_repeat_first, resize=args.resize,
-        layout="leaf" if layout == "leaf" else "idx", workers=args.workers,
-        overwrite=bool(args.overwrite), allow_incomplete=bool(args.allow_incomplete),
-        allow_inconsistent=bool(args.allow_inconsistent))
+        layout="leaf" if layout == "leaf" else "idx", **_shared(args))
+
+
+def _shared(args: argparse.Namespace) -> dict[str, Any]:
+    """The fields every build configuration takes from the flags."""
+    return {"workers": args.workers, "overwrite": bool(args.overwrite), "allow_incomplete": bool(args.allow_incomplete),
+            "allow_inconsistent": bool(args.allow_inconsistent)}
 
 
 #: builder -> (``module.function`` of :mod:`mnistforge.builders` building it, the function making
@@ -190,8 +187,7 @@ def config_for(target: str, args: argparse.Namespace) -> QmnistBuildConfig | Emn
     if getattr(args, "layout", "idx") == "leaf" and target != "femnist":
         raise ConfigError("--layout leaf is for femnist only", expected="build femnist --layout leaf",
                           found=f"build {target} --layout leaf")
-    builder = targets().get(target)
-    if builder is None:
+    if (builder := targets().get(target)) is None:
         raise ConfigError(f"unknown build target {target!r}",
                           expected="one of " + ", ".join(sorted(targets()) + ["all"]), found=target)
     if builder == "emnist" and target != "emnist":
@@ -257,8 +253,7 @@ def _build_all_into(args: argparse.Namespace, out: Path) -> dict[str, Manifest]:
     table = builders()
     manifests: dict[str, Manifest] = {}
     # One folder per target inside <out>.incomplete; renamed to <out> only when all succeeded.
-    with atomic_dir(out, overwrite=args.overwrite, inputs=_inputs(args),
-                    owned=build_folder_problems) as tmp:
+    with atomic_dir(out, overwrite=args.overwrite, inputs=_inputs(args), owned=build_folder_problems) as tmp:
         with sharing_preprocessed_digits():  # qmnist, mnist, xnist: SD19 preprocessed once
             for target in ALL_TARGETS[:3]:
                 manifests[target] = _build_inside(table[target], args, target, tmp)
@@ -298,8 +293,7 @@ def build_torchvision(args: argparse.Namespace) -> int:
 
 def _write_manifests(args: argparse.Namespace, built: dict[str, tuple[Path, Manifest]]) -> None:
     """``--json``: ``{target: {"folder": path, "manifest": what its builder wrote}}``."""
-    doc = {target: {"folder": str(folder), "manifest": m.to_dict()}
-           for target, (folder, m) in built.items()}
+    doc = {target: {"folder": str(folder), "manifest": m.to_dict()} for target, (folder, m) in built.items()}
     write_json(args, doc)
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from ..errors import ConfigError
 from .common import (add_inputs, add_cache, add_json, add_offline, download_flag, input_paths,
                      lazy_import, require_existing_path, write_json)
 from . import argtypes
+from .overlap import add_train, training_overlap
 
 if TYPE_CHECKING:
     from ..io.types import StrPath
@@ -40,8 +42,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap", type=argtypes.int_in(1, 10**7), default=10_000, metavar="B",
                    help="bootstrap resamples for the probability of improvement (default 10000)")
     p.add_argument("--seed", type=argtypes.seed, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--workers", type=argtypes.workers, default=None,
+                   help="processes bootstrapping the pairs (default: this one; results do not change)")
     p.add_argument("--confidence", type=argtypes.confidence, default=0.95,
                    help="confidence level (default 0.95)")
+    p.add_argument("--runs", nargs="+", type=argtypes.int_in(1, 10**4), default=None, metavar="K",
+                   help="the PREDICTIONS are runs (training seeds): the first K1 of the carded system, the next K2 "
+                        "of the next...; adds the between-run spread (the other sections show each first run)")
+    add_train(p)
     add_offline(p)
     add_cache(p)
 
@@ -64,8 +72,16 @@ def run(args: argparse.Namespace) -> int:
     for s in systems:   # the trust gate has loaded it; prediction files must be about this one
         if s.labels is not None and s.metadata.get("labels_from") != "test set":
             check_test_set(args.test, s.n, s.labels)
-    card = cd.build_card(systems[0], ds, systems[1:], test=args.test, resamples=args.bootstrap,
-                         seed=args.seed, confidence=args.confidence, gallery_limit=args.gallery)
+    shared = training_overlap(args.train, args.test, [s.metadata for s in systems[:1]])
+    if args.runs and sum(args.runs) != len(systems):
+        raise ConfigError("--runs does not add up to the prediction files", found=f"{args.runs}",
+                          expected=f"counts adding up to {len(systems)}")
+    parts = [[s] for s in systems] if not args.runs else [
+        systems[sum(args.runs[:i]):sum(args.runs[:i + 1])] for i in range(len(args.runs))]
+    card = cd.build_card(parts[0][0], ds, [p[0] for p in parts[1:]], test=args.test, resamples=args.bootstrap,
+                         seed=args.seed, confidence=args.confidence, gallery_limit=args.gallery,
+                         workers=args.workers, training_overlap=shared, runs=None if not args.runs else [
+                             (p[0].name, [s.name for s in p], [s.wrong for s in p]) for p in parts])
     pics, missing = ch.pictures(card, ds.images)
     # page and record under <out>.incomplete, renamed together: a run killed at any point (a
     # closed pipe, Ctrl-C) leaves the old folder or the new one, never a page without its record
@@ -78,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
                 f.write(ch.render_markdown(card, pics, missing))
         Manifest(kind="card", inputs={"predictions": [str(f) for f in args.files],
                                       "test": args.test, "provenance": card.provenance},
-                 parameters={"bootstrap": args.bootstrap, "seed": args.seed,
+                 parameters={"bootstrap": args.bootstrap, "seed": args.seed, "train": args.train, "runs": args.runs,
                              "confidence": args.confidence, "gallery": args.gallery},
                  notes=["a results card: card --overwrite replaces this folder only while it "
                         "holds exactly these files"]).write(tmp, CARD_RECORD)

@@ -35,8 +35,7 @@ def run(args: argparse.Namespace) -> int:
     res = run_demo(args.out, DemoConfig(scale=args.scale, seed=args.seed, workers=args.workers),
                    overwrite=args.overwrite, on_step=on_step)
     print(format_summary(res))
-    bad = [d["dataset"] for d in res.datasets if d["verify"] == "fail"]
-    if bad:
+    if bad := [d["dataset"] for d in res.datasets if d["verify"] == "fail"]:
         print("verify FAILED for: " + ", ".join(bad))
         return 1
     return 0

@@ -79,11 +79,9 @@ def _run_protocol(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     train = {"TM": f"{args.mnist}:train", "TQ": f"{args.qmnist}:train"}
-    test = {"TM": f"{args.mnist}:test", "TQ10": f"{args.qmnist}:test10k",
-            "TQ50": f"{args.qmnist}:test50k"}
+    test = {"TM": f"{args.mnist}:test", "TQ10": f"{args.qmnist}:test10k", "TQ50": f"{args.qmnist}:test50k"}
     res = pr.run_qmnist_protocol(args.classifier, train=train, test=test, deskew=args.deskew,
-                                 confidence=args.confidence, resamples=args.bootstrap,
-                                 limit_train=args.limit_train)
+                                 confidence=args.confidence, resamples=args.bootstrap, limit_train=args.limit_train)
     print(f"QMNIST protocol, classifier {args.classifier}" + (" (deskewed)" if args.deskew else ""))
     for code, e in res.runs.items():
         print(f"  {code:<7} {_fmt(e)}")
@@ -128,8 +126,7 @@ def _neural_options(args: argparse.Namespace) -> tuple[Classifier | None, str]:
     clf = make_classifier(args.classifier)  # usage errors before any loading
     neural = isinstance(clf, NeuralClassifier)
     if not neural and (overrides or args.save_model or args.validation):
-        raise ConfigError("--device, --validation and --save-model apply to lenet and cnn",
-                          found=args.classifier)
+        raise ConfigError("--device, --validation and --save-model apply to lenet and cnn", found=args.classifier)
     if neural:
         clf = make_classifier(args.classifier, **overrides)
         clf.resolve_device()  # a missing GPU or torch is reported before loading data
@@ -139,8 +136,7 @@ def _neural_options(args: argparse.Namespace) -> tuple[Classifier | None, str]:
         from ..classifiers.neural import model_paths
         if Path(args.json).resolve() in [p.resolve() for p in model_paths(args.save_model)]:
             raise ConfigError("--json would overwrite the saved model's description",
-                              expected="another --json path than --save-model's .json",
-                              found=args.json)
+                              expected="another --json path than --save-model's .json", found=args.json)
     if args.protocol and (args.save_model or args.validation):
         raise ConfigError("--protocol trains two models", expected="no --save-model or "
                           "--validation", found="one of them")
@@ -175,8 +171,7 @@ def run(args: argparse.Namespace) -> int:
     if args.protocol == "qmnist":
         if args.train or args.test:
             raise ConfigError("--protocol qmnist chooses the train and test sets itself",
-                              expected="--mnist/--qmnist to point at other files",
-                              found="--train/--test")
+                              expected="--mnist/--qmnist to point at other files", found="--train/--test")
         return _run_protocol(args)
     if not args.train or not args.test:
         raise ConfigError("missing data", expected="--train NAME[:SPLIT] and --test NAME[:SPLIT] "
@@ -199,10 +194,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {shared}")
     clf: Any = make_classifier(args.classifier)  # a neural one has best_epoch_, history_, save
     e = pr.evaluate_classifier(clf, Xtr, ytr, Xte, yte, train_name=trname, spec=args.classifier,
-                               test_name=tename, deskew=args.deskew, confidence=args.confidence,
-                               validation=validation)
-    print(f"{args.classifier}: train {trname} ({e.n_train}), test {tename}"
-          + (" (deskewed)" if args.deskew else ""))
+                               test_name=tename, deskew=args.deskew, confidence=args.confidence, validation=validation)
+    print(f"{args.classifier}: train {trname} ({e.n_train}), test {tename}" + (" (deskewed)" if args.deskew else ""))
     if getattr(clf, "best_epoch_", None) and validation is not None:
         print(f"  early stopping: best validation epoch {clf.best_epoch_} of "
               f"{len(clf.history_)} run")
@@ -215,8 +208,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_loaded(args: argparse.Namespace, clf: Classifier) -> int:
     if not args.test:
-        raise ConfigError("missing data", expected="--test NAME[:SPLIT] with --load-model",
-                          found="no --test")
+        raise ConfigError("missing data", expected="--test NAME[:SPLIT] with --load-model", found="no --test")
     if args.limit_train is not None:
         raise ConfigError("--limit-train needs training", expected="no --limit-train with "
                           "--load-model", found=args.limit_train)
@@ -233,8 +225,7 @@ def _run_loaded(args: argparse.Namespace, clf: Classifier) -> int:
     return _write_outputs(args, e, e.classifier, trname, tename, _known_label_problems(args.test, e))
 
 
-def check_label_space(train_labels: npt.ArrayLike | None, test_labels: npt.ArrayLike, trname: str,
-                      tename: str) -> None:
+def check_label_space(train_labels: npt.ArrayLike | None, test_labels: npt.ArrayLike, trname: str, tename: str) -> None:
     """Refuse a test set with labels the classifier never saw (a letters model on digits).
 
     >>> import numpy as np
@@ -262,8 +253,7 @@ def _known_label_problems(test: str, e: Evaluation) -> dict[str, Any] | None:
     """Print and return how many errors fall on MNIST test's known label problems (else None)."""
     from ..evaluators.label_issues import evaluation_account
 
-    found = evaluation_account(test, e.wrong, e.labels, e.confidence, name=e.classifier,
-                               predictions=e.predictions)
+    found = evaluation_account(test, e.wrong, e.labels, e.confidence, name=e.classifier, predictions=e.predictions)
     if found is None:
         return None
     for line in found[1]:
@@ -276,8 +266,7 @@ def _write_outputs(args: argparse.Namespace, e: Evaluation, name: str, trname: s
     if args.predictions:
         el.write_predictions(args.predictions, e.predictions, e.labels, name=name,
                              metadata={"classifier": e.classifier, "train": trname,
-                                       "train_size": e.n_train, "test": tename,
-                                       "deskew": e.deskew})
+                                       "train_size": e.n_train, "test": tename, "deskew": e.deskew})
         print(f"wrote {args.predictions}")
     if args.json:
         doc = e.to_dict()
@@ -288,6 +277,5 @@ def _write_outputs(args: argparse.Namespace, e: Evaluation, name: str, trname: s
 
 
 def _write_json(args: argparse.Namespace, doc: dict[str, Any]) -> None:
-    path = write_json(args, doc)
-    if path:
+    if path := write_json(args, doc):
         print(f"wrote {path}")

@@ -29,7 +29,8 @@ NAME = "export"
 HELP = "export datasets as a Hugging Face Hub dataset repository (parquet + dataset card) or in torchvision's layout"
 
 #: options that only the Hugging Face export takes (refused with ``torchvision``)
-HF_ONLY = ("push", "private", "max_shard_mb", "workers", "no_croissant", "pixels", "no_check", "png")
+HF_ONLY = ("push", "private", "max_shard_mb", "num_shards", "writers", "workers", "no_croissant", "pixels", "no_check",
+           "png")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,8 +48,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="upload REPO_DIR to this Hub dataset repository after its checks pass "
                         "(token from HF_TOKEN or `hf auth login`)")
     p.add_argument("--private", action="store_true", help="create the Hub repository as private")
-    p.add_argument("--max-shard-mb", type=argtypes.float_in(0, 2**20, low_open=True), default=None,
-                   help="largest parquet shard in MiB of PNG data (default 128)")
+    shards = p.add_mutually_exclusive_group()
+    shards.add_argument("--num-shards", type=argtypes.int_in(1, None, "a shard count"), default=None, metavar="N",
+                        help="cut every split into exactly N shards of consecutive rows, not with --max-shard-mb "
+                             "(default: 120 for 60,000 rows or more; fewer for smaller splits, at least 500 rows "
+                             "each, divisible by as many of 2, 3, 4, 5, 6, 8, 10, 12 as fit; see docs/huggingface.md)")
+    shards.add_argument("--max-shard-mb", type=argtypes.float_in(0, 2**20, low_open=True), default=None,
+                        help="largest parquet shard in MiB of PNG data (default 128): a split whose default shards "
+                             "would be bigger gets the next multiple of the default count; not with --num-shards")
+    p.add_argument("--writers", action="store_true", help="a writer_id column in every config, or refuse: "
+                   "official MNIST's from QMNIST's published tables (fetched like the other files); datasets whose "
+                   "metadata records writers (QMNIST, EMNIST builds, FEMNIST) have it anyway")
     p.add_argument("--workers", type=argtypes.workers, default=None, help="PNG encoding threads (default: all cores)")
     p.add_argument("--no-croissant", action="store_true", help="do not write croissant.json")
     p.add_argument("--pixels", choices=["bytes", "array"], default=None,
@@ -122,8 +132,8 @@ def run_hf(args: argparse.Namespace) -> int:
         # before any download or loading: the --out path, and what --overwrite would replace
         check_output_folder(out, inputs=_input_folders(args.names), overwrite=args.overwrite,
                             owned=export_problems)
-        configs = hf.configs_from_targets(args.names, download=download_flag(args))
-        kw: dict[str, Any] = {}
+        configs = hf.configs_from_targets(args.names, download=download_flag(args), writers=args.writers)
+        kw: dict[str, Any] = {"num_shards": args.num_shards}
         if args.max_shard_mb:
             kw["max_shard_bytes"] = int(args.max_shard_mb * 2**20)
         hf.export_hf(out, configs, overwrite=args.overwrite, workers=args.workers, pixels=args.pixels,

@@ -1,5 +1,4 @@
-"""``mnistforge fetch NAME...``: download and verify files into the cache (``--mirror``, ``--from``:
-see their help)."""
+"""``mnistforge fetch NAME...``: download and verify files into the cache (``--mirror``, ``--from``: see their help)."""
 from __future__ import annotations
 
 import argparse
@@ -105,8 +104,7 @@ def _sources(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     paths = [s for s in given if not is_url(s)]
     if urls and paths:
         raise ConfigError("--from mixes addresses and paths", expected="addresses (fetch from "
-                          "there) or paths (adopt copies on this machine), not both",
-                          found=" ".join(given))
+                          "there) or paths (adopt copies on this machine), not both", found=" ".join(given))
     if urls and args.mirror:
         raise ConfigError("--from URL and --mirror together", expected="one of them",
                           found=f"--from {' '.join(urls)} --mirror {' '.join(args.mirror)}",
@@ -150,8 +148,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             r = fetch_file(f, root=args.cache, offline=args.offline, timeout=args.timeout,
                            retries=args.retries, progress=False if args.no_progress else None,
-                           give_up_after=args.give_up_after,
-                           mirrors=mirrors, dead_hosts=dead)
+                           give_up_after=args.give_up_after, mirrors=mirrors, dead_hosts=dead)
         except MnistforgeError as e:
             failed += 1
             codes.append(exit_code(e))
@@ -211,8 +208,7 @@ def _adopt(args: argparse.Namespace, files: list[RemoteFile], paths: list[str]) 
             print(f"ok          {f.id}: adopted from {where}, {r.text}")
             print(f"            {r.path}")
             records.append({"id": f.id, "status": r.status, "verified": bool(r.verified),
-                            "downloaded": False, "adopted_from": where, "path": str(r.path),
-                            "sha256": r.sha256})
+                            "downloaded": False, "adopted_from": where, "path": str(r.path), "sha256": r.sha256})
             continue
         try:  # not in the copies: already in the cache? (re-verified, never downloaded)
             r = fetch_file(f, root=args.cache, offline=True)

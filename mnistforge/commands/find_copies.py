@@ -1,5 +1,4 @@
-"""``mnistforge find-copies [DIR ...]``: what copies of the datasets this machine already holds
-(it only reads)."""
+"""``mnistforge find-copies [DIR ...]``: what copies of the datasets this machine already holds (it only reads)."""
 from __future__ import annotations
 
 import argparse
@@ -14,8 +13,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_inputs(p, "dirs")
     p.add_argument("dirs", nargs="*", metavar="DIR",
                    help="folders (or files) to look in as well as the well-known places")
-    p.add_argument("--only", action="store_true",
-                   help="look only in the folders given, not in the well-known places")
+    p.add_argument("--only", action="store_true", help="look only in the folders given, not in the well-known places")
     add_json(p, "the places searched and one record per copy (path, verdict, dataset, split, "
                 "adoptable files)")
 
@@ -40,6 +38,5 @@ def run(args: argparse.Namespace) -> int:
             print(line)
     n = sum(1 for a in answers if a.pieces)
     print(f"{len(answers)} copies found, {n} adoptable")
-    write_json(args, {"places": [str(p) for p in searched],
-                      "copies": [a.to_dict() for a in answers]})
+    write_json(args, {"places": [str(p) for p in searched], "copies": [a.to_dict() for a in answers]})
     return EXIT_OK

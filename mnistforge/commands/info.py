@@ -37,8 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if target is None:
         doc = overview(args.cache)
         _print_overview(doc)
-    elif os.path.isdir(target.parts[0]) or (os.sep in args.name and not
-                                            args.name.lower().startswith("emnist/")):
+    elif os.path.isdir(target.parts[0]) or (os.sep in args.name and not args.name.lower().startswith("emnist/")):
         doc = folder(args.name)
         _print_folder(doc)
     else:
@@ -59,8 +58,7 @@ def _split_how(info: DatasetInfo, sp: SplitInfo) -> str:
             return f"last {info.split(sp.last).count:,} rows of {sp.of}"
         assert sp.drop_last is not None  # a view is rows, the last rows or all but the last
         return f"{sp.of} without its last {info.split(sp.drop_last).count:,} rows"
-    return f"{sp.images}, {sp.labels}" + (
-        f" (column {sp.labels_column})" if sp.labels_column is not None else "")
+    return f"{sp.images}, {sp.labels}" + (f" (column {sp.labels_column})" if sp.labels_column is not None else "")
 
 
 def dataset(name: str, cache: StrPath | None = None) -> dict[str, Any]:
@@ -72,16 +70,14 @@ def dataset(name: str, cache: StrPath | None = None) -> dict[str, Any]:
     info = get_dataset(name)
     doc: dict[str, Any] = {"name": info.name, "title": info.title, "kind": info.kind,
                  "description": " ".join(filter(None, (info.description, label_joins(info.name)))),
-                 "homepage": info.homepage,
-                 "licence": info.licence, "citation": info.citation}
+                 "homepage": info.homepage, "licence": info.licence, "citation": info.citation}
     if info.kind == "dataset":
         built = not info.remote_files()  # FEMNIST: each build has its own counts (its manifest)
         doc.update(stored_orientation=info.orientation, classes=list(info.classes),
                    label_offset=info.label_offset, class_note=info.class_note or None,
                    metadata_fields=list(info.metadata_fields), metadata_note=info.metadata_note or None,
                    splits=[{"name": sp.name, "count": None if built and not sp.count else sp.count,
-                            "how": _split_how(info, sp),
-                            "view": sp.is_view} for sp in info.splits.values()])
+                            "how": _split_how(info, sp), "view": sp.is_view} for sp in info.splits.values()])
     files: list[dict[str, Any]] = []
     seen: set[str] = set()
     for f in info.remote_files():
@@ -98,8 +94,7 @@ def _file_doc(f: RemoteFile, cache: StrPath | None,
               cache_status: Callable[[RemoteFile, StrPath | None], tuple[str, Path]]) -> dict[str, Any]:
     status, path = cache_status(f, cache)
     return {"id": f.id, "name": f.name, "size": f.size, "member": f.member, "archive": f.archive,
-            "hashes": f.pinned_how, "sha256": f.sha256, "urls": list(f.urls), "cache": status,
-            "path": str(path)}
+            "hashes": f.pinned_how, "sha256": f.sha256, "urls": list(f.urls), "cache": status, "path": str(path)}
 
 
 def overview(cache: StrPath | None = None) -> dict[str, Any]:
@@ -113,14 +108,12 @@ def overview(cache: StrPath | None = None) -> dict[str, Any]:
         info = get_dataset(name)
         files = info.remote_files()
         datasets.append({"name": name, "classes": len(info.classes) - info.label_offset,
-                         "splits": {s.name: s.count for s in info.splits.values()},
-                         "files": len(files),
+                         "splits": {s.name: s.count for s in info.splits.values()}, "files": len(files),
                          "files_in_cache": sum(cache_status(f, cache)[0] != "missing" for f in files)})
     others = []
     for name in list_datasets("source") + list_datasets("archive"):
         files = get_dataset(name).remote_files()
-        others.append({"name": name, "files": [f.name for f in files],
-                       "pinned": all(f.pinned for f in files)})
+        others.append({"name": name, "files": [f.name for f in files], "pinned": all(f.pinned for f in files)})
     return {"datasets": datasets, "sources": others, "cache": str(cache_home(cache))}
 
 
@@ -131,19 +124,16 @@ def folder(text: str) -> dict[str, Any]:
 
     path = Path(text)
     if path.is_dir():
-        names = datasets_in_folder(path)
-        if not names:
+        if not (names := datasets_in_folder(path)):
             resolve_target(text)  # raises the "no dataset files recognised" error
         items: list[tuple[str, Path]] = [(n, path) for n in names]
     elif not Path(text.split(":")[0]).exists() and ":" not in text:
-        raise TargetNotFoundError("no such folder", path=text, expected="a folder of idx files",
-                                  found="nothing there")
+        raise TargetNotFoundError("no such folder", path=text, expected="a folder of idx files", found="nothing there")
     else:
         name, _, root = resolve_target(text)
         assert root is not None, "a folder target has its folder"
         items = [(name, root)]
-    return {"folder": str(path if path.is_dir() else text),
-            "datasets": [_folder_dataset(n, root) for n, root in items]}
+    return {"folder": str(path if path.is_dir() else text), "datasets": [_folder_dataset(n, root) for n, root in items]}
 
 
 def _folder_dataset(name: str, root: Path) -> dict[str, Any]:
@@ -158,8 +148,7 @@ def _folder_dataset(name: str, root: Path) -> dict[str, Any]:
     for sp in info.splits.values():
         fsp = info.file_split(sp.name)
         p = src.path_of(fsp.images or "")
-        entry: dict[str, Any] = {"name": sp.name, "count": None, "file": None, "metadata": False,
-                       "view": sp.is_view}
+        entry: dict[str, Any] = {"name": sp.name, "count": None, "file": None, "metadata": False, "view": sp.is_view}
         if p is not None:
             if fsp.name not in rows:
                 rows[fsp.name] = read_idx_header(p).shape[0]
@@ -181,8 +170,7 @@ def _folder_dataset(name: str, root: Path) -> dict[str, Any]:
         splits.append(entry)
     return {"name": info.name, "title": info.title, "folder": str(src.folder),
             "stored_orientation": src.orientation, "built": src.manifest is not None,
-            "synthetic": bool(src.manifest is not None and src.manifest.from_synthetic_sd19),
-            "splits": splits}
+            "synthetic": bool(src.manifest is not None and src.manifest.from_synthetic_sd19), "splits": splits}
 
 
 # --------------------------------------------------------------------------- printing
@@ -198,8 +186,7 @@ def _print_dataset(doc: dict[str, Any]) -> None:
     if doc["kind"] == "dataset":
         stored = doc["stored_orientation"]
         _field("images", "uint8 28x28, upright as loaded"
-               + (f" (files store them {stored}; the loader flips them)" if stored != "upright" else ""),
-               width)
+               + (f" (files store them {stored}; the loader flips them)" if stored != "upright" else ""), width)
         classes = doc["classes"]
         _field("classes", f"{len(classes) - doc['label_offset']}, labels from {doc['label_offset']}: "
                + " ".join(repr(c) if " " in c else c for c in classes), width)
@@ -257,8 +244,7 @@ def _print_overview(doc: dict[str, Any]) -> None:
 
 
 def _print_folder(doc: dict[str, Any]) -> None:
-    several = len(doc["datasets"]) > 1
-    if several:
+    if len(doc["datasets"]) > 1:
         print(f"{doc['folder']}: {len(doc['datasets'])} datasets")
     for d in doc["datasets"]:
         built = "built (manifest.json)" if d["built"] else "no manifest"
@@ -269,6 +255,5 @@ def _print_folder(doc: dict[str, Any]) -> None:
             if sp["file"] is None:
                 print(f"    {sp['name']:<25} {'-':>9}  missing")
                 continue
-            what = f"view of {sp['of']}" if sp["view"] else sp["file"] + (
-                " + metadata" if sp["metadata"] else "")
+            what = f"view of {sp['of']}" if sp["view"] else sp["file"] + (" + metadata" if sp["metadata"] else "")
             print(f"    {sp['name']:<25} {_n(sp['count']):>9}  {what}")

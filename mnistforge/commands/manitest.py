@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
           f"{desc}, {args.samples or len(images)} images, seed {args.seed}")
     for g in groups:
         res = manitest(images, predict, g, samples=args.samples or None, seed=args.seed,
-                       classifier_name=desc, workers=args.workers, order=args.order,
+                       classifier_name=desc, workers=args.workers or 2, order=args.order,
                        cap=args.cap, jacobian=args.jacobian, keep_map=bool(args.plot),
                        flip=args.flip)
         print(res.summary())

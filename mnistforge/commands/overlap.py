@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping, Sequence
 
 from .common import EXIT_OK, add_cache, add_inputs, add_json, add_offline, write_json
 
@@ -37,3 +38,28 @@ def run(args: argparse.Namespace) -> int:
     print(o.summary())
     write_json(args, o.to_dict())
     return EXIT_OK
+
+
+def add_train(p: argparse.ArgumentParser) -> None:
+    """``--train NAME:SPLIT`` for commands that judge predictions (card, significance)."""
+    p.add_argument("--train", default=None, metavar="NAME:SPLIT",
+                   help="the training set of the predictions (default: the one their files name): a "
+                        "warning, before any number, when it shares SD19 characters or writers with the test set")
+
+
+def training_overlap(train: str | None, test: str | None, headers: Sequence[Mapping[str, str]]) -> str:
+    """Print and return the warning that ``train`` (default: the first ``train`` the prediction
+    files' headers name, on its first ``train_size`` rows) shares characters or writers with ``test``."""
+    from ..checks.overlap import leakage
+    from ..loaders import resolve_target
+
+    if train:
+        resolve_target(train, "train")  # a typo is an error, not a silent "no overlap known"
+    named = next((h for h in headers if h.get("train")), {})
+    train = train or named.get("train")
+    size = named.get("train_size") if train == named.get("train") else None
+    said = leakage(train, test, (int(size) if size and str(size).isdigit() else None, None)) \
+        if train and test else None
+    if said:
+        print(f"warning: {said}")
+    return said or ""

@@ -54,26 +54,21 @@ def sd19_summary(src: SD19Source) -> dict[str, Any]:
             anomalies.append(f"hsf_{p}: {row['const'][0]} constitution characters (NIST has none past hsf_2)")
         if not sel.any():
             anomalies.append(f"hsf_{p}: no characters")
-    extra = sorted(set(ix["hsf"].tolist()) - set(nt.PARTITION_ORDER))
-    if extra:
+    if extra := sorted(set(ix["hsf"].tolist()) - set(nt.PARTITION_ORDER)):
         anomalies.append(f"unexpected partitions {extra}")
     counts = np.bincount(ix["ascii"], minlength=256)
     classes = {chr(c): [int(counts[c]), nt.CLASS_TOTALS[c]] for c in nt.ALL_CLASSES}
     if counts[0]:
         anomalies.append(f"{int(counts[0])} characters without a class")
-    odd = [c for c in np.flatnonzero(counts).tolist() if c and c not in nt.CLASS_TOTALS]
-    if odd:
+    if odd := [c for c in np.flatnonzero(counts).tolist() if c and c not in nt.CLASS_TOTALS]:
         anomalies.append(f"classes outside NIST's 62: {[hex(c) for c in odd]}")
     # a character whose class does not belong to its field (digit box holding a letter, ...)
-    kinds = {b"d": set(nt.DIGITS), b"u": set(nt.UPPERS), b"l": set(nt.LOWERS),
-             b"c": set(nt.UPPERS) | set(nt.LOWERS)}
+    kinds = {b"d": set(nt.DIGITS), b"u": set(nt.UPPERS), b"l": set(nt.LOWERS), b"c": set(nt.UPPERS) | set(nt.LOWERS)}
     for fb, allowed in kinds.items():
         sel = (ix["field"] == fb) & (ix["ascii"] > 0)
-        bad = int((~np.isin(ix["ascii"][sel], list(allowed))).sum())
-        if bad:
+        if bad := int((~np.isin(ix["ascii"][sel], list(allowed))).sum()):
             anomalies.append(f"{bad} characters of field {fb.decode()} with a class outside that field")
-    full = n == nt.TOTAL_CHARACTERS
-    if full:
+    if full := n == nt.TOTAL_CHARACTERS:
         for part, row in parts.items():
             for f in nt.FIELDS:
                 got, want = row[nt.FIELD_NAMES[f]]
@@ -95,8 +90,7 @@ def sd19_summary(src: SD19Source) -> dict[str, Any]:
         other[h] = {"location": t.display, "png": sum(x.lower().endswith(".png") for x in names),
                     "mis": sum(x.lower().endswith(".mis") for x in names)}
     if "by_class" in other and other["by_class"]["png"]:
-        n_hsf = sum(1 for x in src.trees["by_class"].names
-                    if x.lower().endswith(".png") and "/hsf_" in x)
+        n_hsf = sum(1 for x in src.trees["by_class"].names if x.lower().endswith(".png") and "/hsf_" in x)
         other["by_class"]["png_in_hsf_sets"] = n_hsf
         if n_hsf != n:
             anomalies.append(f"by_class holds {n_hsf} characters in its hsf_N sets, by_write {n}")
@@ -108,8 +102,7 @@ def sd19_summary(src: SD19Source) -> dict[str, Any]:
 
     desc = synthetic_description(src.path)    # what marks a source synthetic, not its path
     synthetic = (desc.get("config") or "synthetic") if desc is not None else (
-        "unreadable synthetic-sd19.json (judged a real SD19)"
-        if description_path(src.path).is_file() else None)
+        "unreadable synthetic-sd19.json (judged a real SD19)" if description_path(src.path).is_file() else None)
     return {
         "path": str(src.path), "edition": src.edition, "packaging": src.packaging,
         "hierarchies": list(src.hierarchies), "by_write": src.trees["by_write"].display,
@@ -120,10 +113,8 @@ def sd19_summary(src: SD19Source) -> dict[str, Any]:
         "join": src.join_report.to_dict(limit=20) if src.join_report is not None else None,
         "partitions": parts, "classes": classes,
         "duplicates": [{"row": int(r), "duplicate_of": int(ix["duplicate_of"][r]),
-                        "field": ix["field"][r].decode(), "digit_index": int(ix["digit_index"][r])}
-                       for r in dups[:20]],
-        "n_duplicates": int(len(dups)), "other_hierarchies": other, "anomalies": anomalies,
-        "problems": problems,
+                        "field": ix["field"][r].decode(), "digit_index": int(ix["digit_index"][r])} for r in dups[:20]],
+        "n_duplicates": int(len(dups)), "other_hierarchies": other, "anomalies": anomalies, "problems": problems,
     }
 
 

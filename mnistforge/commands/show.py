@@ -15,8 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", metavar="NAME[:SPLIT]",
                    help="dataset name, NAME:SPLIT (e.g. mnist:test, emnist-letters:train[:1000]), "
                         "or folder of idx files (FOLDER[:NAME][:SPLIT])")
-    p.add_argument("split", nargs="?", default=None,
-                   help="split, the same as NAME:SPLIT (default test)")
+    p.add_argument("split", nargs="?", default=None, help="split, the same as NAME:SPLIT (default test)")
     p.add_argument("--out", required=True, type=argtypes.output_file, help="PNG file to write")
     p.add_argument("-n", "--count", type=argtypes.int_in(1, 10_000), default=64, help="number of images (default 64)")
     p.add_argument("--start", type=argtypes.int_in(0, 10**9), default=0, help="first index (default 0)")
@@ -39,8 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     name, split, root = resolve_target(args.target)
     if split is not None and args.split is not None and split != args.split:
-        raise ConfigError("two splits given", expected="NAME:SPLIT or NAME SPLIT",
-                          found=f"{split} and {args.split}")
+        raise ConfigError("two splits given", expected="NAME:SPLIT or NAME SPLIT", found=f"{split} and {args.split}")
     split = split or args.split or "test"
     if args.split is not None and split == args.split:  # a usage error before any download
         from ..loaders.names import parse_split, split_name

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError, require
 from .common import add_inputs, add_cache, add_json, add_offline, download_flag, lazy_import, write_json
 from . import argtypes
+from .overlap import add_train, training_overlap
 
 if TYPE_CHECKING:
     from ..evaluators.errorlists import SystemOutput
@@ -34,6 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="bootstrap resamples for the probability of improvement (default 100000)")
     p.add_argument("--seed", type=argtypes.seed, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--confidence", type=argtypes.confidence, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--workers", type=argtypes.workers, default=None,
+                   help="processes bootstrapping the pairs (default: this one; results do not change)")
     p.add_argument("--combine", action="store_true",
                    help="add the majority-vote combination of the systems as a system")
     p.add_argument("--tie-breaker", default=None,
@@ -58,6 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", nargs="+", type=argtypes.int_in(1, 10**4), default=None, metavar="K",
                    help="the FILEs are runs (training seeds): the first K1 of one system, the next K2 "
                         "of the next...; adds the between-run spread and a bootstrap over runs x rows")
+    add_train(p)
     add_offline(p)
     add_cache(p)
 
@@ -121,7 +125,7 @@ def _clustered(args: argparse.Namespace, systems: Sequence[SystemOutput], wrong:
         return None
     strata = None if hsf is None else np.array([f"hsf_{h}" for h in hsf])
     width = max(6, *(len(s) for s in wrong))
-    per, pairs = sg.clustered_table(wrong, groups, strata, by, args.bootstrap, args.seed, conf)
+    per, pairs = sg.clustered_table(wrong, groups, strata, by, args.bootstrap, args.seed, conf, args.workers)
 
     def row(label: str, c: dict[str, Any], extra: str = "") -> str:
         lo, hi, nlo, nhi = (100 * v for v in (*c["interval"], *c["naive_interval"]))
@@ -149,21 +153,15 @@ def _runs(args: argparse.Namespace, systems: Sequence[SystemOutput], groups: Any
         raise ConfigError("--runs does not add up to the systems read", found=f"{args.runs}",
                           expected=f"counts adding up to {len(systems)} ({', '.join(s.name for s in systems)})")
     parts = [list(systems[sum(args.runs[:i]):sum(args.runs[:i + 1])]) for i in range(len(args.runs))]
-    names = [p[0].name for p in parts]   # a system is named by its first run
-    out: dict[str, Any] = {"systems": [{"name": nm, "runs": [s.name for s in p],
-                                        "rates": [s.errors / s.n for s in p]} for nm, p in zip(names, parts)],
-                           "pairs": []}
     print(f"\nseveral runs per system (bootstrap over runs x {'clusters' if groups is not None else 'rows'}"
-          f", B={args.bootstrap}):")
-    for i, (a, pa) in enumerate(zip(names, parts)):
-        for b, pb in zip(names[i + 1:], parts[i + 1:]):
-            rs = sg.run_spread([s.wrong for s in pa], [s.wrong for s in pb], groups, args.bootstrap,
-                               sg.pair_seed(args.seed, a, b), args.confidence)
-            out["pairs"].append({"a": a, "b": b, **rs.to_dict()})
-            print(f"  {a} ({rs.runs[0]} runs, {100 * rs.rates[0]:.2f} % +/- {100 * rs.spread[0]:.2f}) vs {b} "
-                  f"({rs.runs[1]} runs, {100 * rs.rates[1]:.2f} % +/- {100 * rs.spread[1]:.2f}): POI "
-                  f"{rs.bootstrap.poi:.3f}, {rs.between_share:.0%} of the variance between runs, runs per system for "
-                  f"significance at {args.confidence:.0%}: {rs.runs_needed or 'never (the test set is too small)'}")
+          f", B={args.bootstrap}):")   # a system is named by its first run
+    out: dict[str, Any] = sg.runs_table([(p[0].name, [s.name for s in p], [s.wrong for s in p]) for p in parts],
+                                        groups, args.bootstrap, args.seed, args.confidence, args.workers)
+    for rs in out["pairs"]:
+        print(f"  {rs['a']} ({rs['runs'][0]} runs, {100 * rs['rates'][0]:.2f} % +/- {100 * rs['spread'][0]:.2f}) vs "
+              f"{rs['b']} ({rs['runs'][1]} runs, {100 * rs['rates'][1]:.2f} % +/- {100 * rs['spread'][1]:.2f}): POI "
+              f"{rs['bootstrap']['poi']:.3f}, {rs['between_share']:.0%} of the variance between runs, runs per system "
+              f"for significance at {args.confidence:.0%}: {rs['runs_needed'] or 'never (the test set is too small)'}")
     return out
 
 
@@ -256,8 +254,9 @@ def run(args: argparse.Namespace) -> int:
                             and np.array_equal(published.wrong, combination[0].wrong)):
         table_systems.append(combination[0])  # the published list already stands for it
 
+    shared = training_overlap(args.train, _test_set(args, systems), [s.metadata for s in systems])
     comp = sg.compare_systems({s.name: s.wrong for s in table_systems}, args.bootstrap,
-                              args.seed, args.confidence)
+                              args.seed, args.confidence, args.workers)
     _print_tables(comp, table_systems)
 
     ov = sg.error_overlap({s.name: s.wrong for s in overlap_systems})
@@ -273,6 +272,8 @@ def run(args: argparse.Namespace) -> int:
     result = comp.to_dict()
     result["overlap"] = _overlap_dict(ov)
     result["sources"] = [s.source for s in systems]
+    if shared:
+        result["training_overlap"] = shared
     if combination:
         comb, how, t = combination
         r = sg.error_rate(comb.wrong, confidence=args.confidence)

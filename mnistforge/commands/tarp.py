@@ -27,11 +27,9 @@ def parse_int_list(text: str) -> list[int]:
             elif part:
                 out.append(int(part))
     except ValueError:
-        raise ConfigError("bad list of integers", expected="e.g. 1,10,100 or 0..6 (a <= b)",
-                          found=repr(text)) from None
+        raise ConfigError("bad list of integers", expected="e.g. 1,10,100 or 0..6 (a <= b)", found=repr(text)) from None
     if any(v < 0 or v > 10**9 for v in out):
-        raise ConfigError("value out of range", expected="integers in 0..1000000000",
-                          found=repr(text))
+        raise ConfigError("value out of range", expected="integers in 0..1000000000", found=repr(text))
     if not out:
         raise ConfigError("empty list", expected="e.g. 1,10,100 or 0..6", found=repr(text))
     return out
@@ -46,8 +44,7 @@ def parse_point(text: str) -> tuple[str, float, float]:
         err, cost = rest.split("@", 1)
         point = name, float(err.rstrip("%")) / (100 if err.endswith("%") else 1), float(cost)
     except ValueError as e:
-        raise ConfigError("bad --classifier-point", expected="NAME=ERROR@COST (e.g. lin=0.02@5e6)",
-                          found=text) from e
+        raise ConfigError("bad --classifier-point", expected="NAME=ERROR@COST (e.g. lin=0.02@5e6)", found=text) from e
     check_point(*point)  # NaN, a negative cost, an error above 1: refused before any work
     return point
 
@@ -89,8 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if args.limit:
         images, labels = images[: args.limit], labels[: args.limit]
     X, y = binary_task(images, labels, args.task, ds.classes)
-    res = tarp_bounds(X, y, ns=ns, ks=ks,
-                      runs=args.runs, seed=args.seed, workers=args.workers,
+    res = tarp_bounds(X, y, ns=ns, ks=ks, runs=args.runs, seed=args.seed, workers=args.workers,
                       task=f"{args.target} {args.task}")
     print(f"TARP on {args.target}, task {args.task}: {res.n_samples} samples, "
           f"B0 = {res.b0:.4f}, {args.runs} runs")
@@ -102,8 +98,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{pname}: error {err:.4f} at cost {cost:g} -> {region_of(err, cost, res)}")
     if args.json:
         doc = res.to_json()
-        doc["points"] = [{"name": n, "error": e, "cost": c, "region": region_of(e, c, res)}
-                         for n, e, c in points]
+        doc["points"] = [{"name": n, "error": e, "cost": c, "region": region_of(e, c, res)} for n, e, c in points]
         write_json(args, doc)
     if args.plot:
         plot_benchmark(res, args.plot, points)

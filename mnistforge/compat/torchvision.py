@@ -173,11 +173,7 @@ class _MnistFamily:
         index = _row(type(self).__name__, index, len(self))
         img = Image.fromarray(np.ascontiguousarray(self._images[index], dtype=np.uint8))
         target = self._target(index)
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return img, target
+        return self.transforms(img, target) if self.transforms is not None else (img, target)
 
     def __len__(self) -> int:
         return len(self.loaded.labels)
@@ -206,8 +202,7 @@ def _check_arguments(cls: str, root: object, train: object, transform: object,
         raise ArgumentKindError(f"{cls}: unknown keyword {', '.join(map(repr, unknown))}",
                                 expected="keywords among " + ", ".join(_KEYWORDS + (
                                     ("split", "upright") if cls == "EMNIST" else
-                                    ("what", "compat") if cls == "QMNIST" else ())),
-                                found=", ".join(unknown))
+                                    ("what", "compat") if cls == "QMNIST" else ())), found=", ".join(unknown))
     if not isinstance(root, (str, os.PathLike)):
         raise ArgumentKindError(f"{cls}: root is no path", expected="a folder path (str or "
                                 "os.PathLike): torchvision's root, e.g. 'data'",
@@ -231,18 +226,16 @@ def _row(cls: str, index: object, n: int) -> int:
         i = operator.index(index)   # type: ignore[arg-type]
     except TypeError:
         raise IndexRangeError(f"{cls}: an index must be an integer", expected=f"0..{n - 1} "
-                              f"(or -{n}..-1 from the end)",
-                              found=f"{index!r} ({type(index).__name__})") from None
+                              f"(or -{n}..-1 from the end)", found=f"{index!r} ({type(index).__name__})") from None
     if not -n <= i < n:
         raise IndexRangeError(f"{cls}: index out of range", expected=f"0..{n - 1} "
-                              f"(or -{n}..-1 from the end; the split has {n} items)",
-                              found=str(i)) from None
+                              f"(or -{n}..-1 from the end; the split has {n} items)", found=str(i)) from None
     return i
 
 
 class MNIST(_MnistFamily, *_torchvision("MNIST")):  # type: ignore[misc]
-    """torchvision's ``MNIST(root, train=True, transform=None, target_transform=None,
-    download=False)``, verified (see :mod:`mnistforge.compat.torchvision`)."""
+    """torchvision's ``MNIST(root, train=True, transform=None, target_transform=None, download=False)``, verified (see
+    :mod:`mnistforge.compat.torchvision`)."""
 
 
 class FashionMNIST(_MnistFamily, *_torchvision("FashionMNIST")):  # type: ignore[misc]

@@ -1,9 +1,8 @@
 """Data augmentation by random similarity transformations (Manitest's training recipe).
 
-Fawzi & Frossard train with random translations of at most 3 pixels, scalings between 0.7
-and 1.3 and rotations of at most 0.2 radians; training a classifier on such copies raises
-its invariance score.  :func:`augment_similarity` draws those transformations (seeded,
-uniform in each range) and applies them about the image centre with zero padding, in
+Fawzi & Frossard train with random translations of at most 3 pixels, scalings between 0.7 and 1.3 and rotations of at
+most 0.2 radians; training a classifier on such copies raises its invariance score.  :func:`augment_similarity` draws
+those transformations (seeded, uniform in each range) and applies them about the image centre with zero padding, in
 batches, with the same warp as Manitest (:mod:`.manitest.warp`).
 
 >>> imgs = np.zeros((4, 28, 28), np.uint8); imgs[:, 10:18, 12:16] = 255
@@ -66,8 +65,7 @@ def apply_similarity(images: npt.ArrayLike, params: npt.ArrayLike, order: int = 
     params = np.atleast_2d(np.asarray(params, np.float64))
     if images.ndim != 3 or params.shape != (len(images), 4):
         raise ConfigError("images and parameters do not match", expected="N x H x W images "
-                          "and N x 4 parameters (tx, ty, rotation, scale)",
-                          found=f"{images.shape} and {params.shape}")
+                          "and N x 4 parameters (tx, ty, rotation, scale)", found=f"{images.shape} and {params.shape}")
     if np.any(params[:, 3] <= 0):
         raise ConfigError("scale factors must be positive", found=float(params[:, 3].min()))
     group = get_group("similarity")        # parameters (tx, ty, rotation, log-scale)

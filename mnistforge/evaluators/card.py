@@ -79,6 +79,10 @@ class Card:
     #: writer-clustered intervals: ``system``, ``strata`` and ``pairs`` (None: writers unknown, why)
     clustered: dict[str, Any] | None = None
     clustered_note: str = ""
+    #: the warning that the training set shares SD19 characters or writers with the test set ("": none known)
+    training_overlap: str = ""
+    #: several runs per system (:func:`.significance.runs_table`; None: one run each)
+    runs: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -102,9 +106,11 @@ def significant_difference(disagreements: int, confidence: float = 0.95) -> int:
 
 
 def qmnist_gap(wrong: np.ndarray, boundary: int = 10_000, confidence: float = 0.95,
-               names: tuple[str, str] = ("test10k", "test50k")) -> dict[str, Any]:
+               names: tuple[str, str] = ("test10k", "test50k"), writers: npt.ArrayLike | None = None) -> dict[str, Any]:
     """Error on rows ``[:boundary]`` (QMNIST test10k) minus rows ``[boundary:]`` (test50k), with
-    the Wald interval of the difference of two independent rates.
+    the Wald interval of the difference of two independent rates and, given each row's writer
+    (the two parts share writers), the writer-clustered one (``clustered``: :func:`.clustered_gap`),
+    which then decides ``significant``.
 
     >>> w = np.zeros(60_000, bool); w[:100] = True; w[10_000:10_250] = True
     >>> g = qmnist_gap(w); g["test10k"]["errors"], g["test50k"]["errors"], round(g["gap"], 4)
@@ -114,9 +120,11 @@ def qmnist_gap(wrong: np.ndarray, boundary: int = 10_000, confidence: float = 0.
     b = sg.error_rate(wrong[boundary:], confidence=confidence)
     gap = a.rate - b.rate
     h = sg.z_two_sided(confidence) * math.sqrt(a.rate * (1 - a.rate) / a.n + b.rate * (1 - b.rate) / b.n)
+    c = None if writers is None else sg.clustered_gap(wrong, np.arange(wrong.size) < boundary, writers,
+                                                       confidence, "writer").to_dict()
     return {"names": list(names), "boundary": int(boundary), names[0]: a.to_dict(),
-            names[1]: b.to_dict(), "gap": gap, "interval": [gap - h, gap + h],
-            "significant": bool(abs(gap) > h)}
+            names[1]: b.to_dict(), "gap": gap, "interval": [gap - h, gap + h], "clustered": c,
+            "significant": bool(abs(gap) > h if c is None else not c["interval"][0] <= 0 <= c["interval"][1])}
 
 
 def _gap_views(ds: Any) -> tuple[str, str, int] | None:  # any split: one without .info is none
@@ -223,28 +231,39 @@ def _others(test_name: str, split: str, n: int,
     return [], "no other system given (on MNIST test the Keysers 2006 systems are used)", set()
 
 
-def _clustered(test: str, ds: DatasetSplit, wrong: dict[str, np.ndarray], resamples: int, seed: int,
-               confidence: float) -> tuple[dict[str, Any] | None, str]:
-    """The writer-clustered intervals of the first system and of its differences with the others."""
+def _writers(test: str, ds: DatasetSplit) -> tuple[Any, Any]:
+    """Each row's writer and NIST series (None where unknown): the split's metadata, else the registry's tables."""
     meta = ds.metadata if ds.metadata is not None and "writer" in (ds.metadata.dtype.names or ()) else None
+    return (meta["writer"], meta["hsf"] if "hsf" in (meta.dtype.names or ()) else None) \
+        if meta is not None else row_writers(test, download=False)
+
+
+def _clustered(test: str, ds: DatasetSplit, wrong: dict[str, np.ndarray], resamples: int, seed: int,
+               confidence: float, workers: int | None) -> tuple[dict[str, Any] | None, str, Any]:
+    """The writer-clustered intervals of the first system and of its differences with the others,
+    and the rows' writers (None: unknown)."""
     try:
-        groups, hsf = (meta["writer"], meta["hsf"] if "hsf" in (meta.dtype.names or ()) else None) \
-            if meta is not None else row_writers(test, download=False)
+        groups, hsf = _writers(test, ds)
         per, pairs = sg.clustered_table(wrong, groups, None if hsf is None else [f"hsf_{h}" for h in hsf],
-                                        "writer", resamples, seed, confidence)
+                                        "writer", resamples, seed, confidence, workers)
     except MnistforgeError as e:
-        return None, f"the writers of {test}'s rows are not known here ({e})"
+        return None, f"the writers of {test}'s rows are not known here ({e})", None
     first = next(iter(wrong))
     return {"by": "writer", "system": per[first],
-            "pairs": [{"a": a, "b": b, **c} for (a, b), c in pairs.items() if a == first]}, ""
+            "pairs": [{"a": a, "b": b, **c} for (a, b), c in pairs.items() if a == first]}, "", groups
 
 
 def build_card(system: SystemOutput, ds: DatasetSplit, others: Sequence[SystemOutput] = (), *, test: str | None = None,
                resamples: int = 10_000, seed: int = 0, confidence: float = 0.95,
-               gallery_limit: int = 200) -> Card:
+               gallery_limit: int = 200, workers: int | None = None, training_overlap: str = "",
+               runs: Sequence[tuple[str, Sequence[str], Sequence[np.ndarray]]] | None = None) -> Card:
     """Compute the card of ``system`` on loaded split ``ds`` (``others``: systems to compare).
 
-    ``test`` is the target as typed (for the label-error study; default ``name:split``).
+    ``test`` is the target as typed (for the label-error study; default ``name:split``); the pairs'
+    bootstraps are joblib tasks (``workers``: see :func:`~.significance.compare_systems`);
+    ``training_overlap``: the warning of :func:`mnistforge.checks.overlap.leakage`, shown first;
+    ``runs``: ``(name, run names, wrong-vectors)`` of each system given as several runs (the
+    systems passed are then each one's first run), bootstrapped over runs x writers where known.
     """
     labels = np.asarray(ds.labels)
     n = len(labels)
@@ -272,17 +291,17 @@ def build_card(system: SystemOutput, ds: DatasetSplit, others: Sequence[SystemOu
             combination = {"name": "vote", "members": [system.name] + [s.name for s in base],
                            "tie_breaker": system.name, "rate": r.to_dict()}
             wrong["vote"] = vote
-        comp = sg.compare_systems(wrong, resamples, seed, confidence)
+        comp = sg.compare_systems(wrong, resamples, seed, confidence, workers)
         comparison = {**comp.to_dict(), "names": comp.names, "poi": comp.poi.tolist(),
                       "descriptions": {s.name: s.description for s in compared}}
 
     qmnist = None
     qnote = (f"not applicable: {ds.name}:{ds.split} is not split by the registry into two "
              "parts (as QMNIST's test into test10k and test50k)")
+    clustered, cnote, writers = _clustered(test, ds, wrong, resamples, seed, confidence, workers)
     views = _gap_views(ds) if ds.indices is None else None
     if views is not None:
-        qmnist, qnote = qmnist_gap(system.wrong, views[2], confidence, views[:2]), ""
-    clustered, cnote = _clustered(test, ds, wrong, resamples, seed, confidence)
+        qmnist, qnote = qmnist_gap(system.wrong, views[2], confidence, views[:2], writers), ""
 
     flagged = problems.label_issue if problems is not None else np.zeros(n, bool)
     rows = np.flatnonzero(system.wrong)
@@ -310,4 +329,5 @@ def build_card(system: SystemOutput, ds: DatasetSplit, others: Sequence[SystemOu
                 known_note, comparison, "" if compared else where, combination, qmnist, qnote,
                 gallery, GALLERY_RULE.format(limit=limit, total=rows.size), conf, classes,
                 int(resamples), int(seed), notes + ([f"compared with {where}"] if compared else []),
-                per_class, training, clustered, cnote)
+                per_class, training, clustered, cnote, training_overlap,
+                None if runs is None else sg.runs_table(runs, writers, resamples, seed, confidence, workers))

@@ -1,9 +1,8 @@
 """Render a :class:`~.card.Card` as one self-contained HTML page and as Markdown.
 
-Pictures are PNGs embedded as ``data:`` URIs: the error gallery, the confusion matrix and
-the POI matrix are drawn with Pillow (always installed); the interval chart needs
-matplotlib (the ``[plot]`` extra), and without it the page says which picture is missing
-and how to get it.  No JavaScript; the page works offline.
+Pictures are PNGs embedded as ``data:`` URIs: the error gallery, the confusion matrix and the POI matrix are drawn with
+Pillow (always installed); the interval chart needs matplotlib (the ``[plot]`` extra), and without it the page says
+which picture is missing and how to get it.  No JavaScript; the page works offline.
 """
 from __future__ import annotations
 
@@ -29,6 +28,8 @@ __all__ = ["pictures", "render_html", "render_markdown", "DEFINITIONS"]
 
 #: each section's definition, said on the page (no link: the page stands alone, offline)
 DEFINITIONS = {
+    "training": "test images that share an SD19 character or a writer with the training set are not "
+                "new to the model: its error on them is not a test error of unseen writing.",
     "rate": "errors / test images; Wald: rate +/- z sqrt(rate (1 - rate) / n); exact "
             "(Clopper-Pearson): the beta quantiles, right even near 0 errors.",
     "difference": "on the images where two systems disagree, n12 counts those only this one "
@@ -44,7 +45,11 @@ DEFINITIONS = {
                "one; POI from resampling whole writers; strata: NIST series hsf_0 (SD-3, Census "
                "employees) and hsf_4 (SD-1, high-school students).",
     "qmnist": "QMNIST's test set is MNIST's 10,000 test images followed by 50,000 recovered "
-              "ones; a model selected on the first part tends to do worse on the second.",
+              "ones; a model selected on the first part tends to do worse on the second. The two "
+              "parts share writers: the gap's interval is clustered by writer where writers are known.",
+    "runs": "a system trained with several seeds: the spread of its error over runs, a bootstrap over runs x "
+            "test rows (x writers where known), the share of the variance of the difference that is between "
+            "runs, and the runs per system that would make the observed difference significant.",
     "gallery": "misclassified test images; rows of the confusion matrix are the true class.",
     "classes": "errors among the test images of each class, over their number.",
     "provenance": "the test set as loaded, named by the sha256 of its arrays.",
@@ -84,8 +89,7 @@ def pictures(card: Card, images: npt.ArrayLike) -> tuple[dict[str, str], dict[st
     out, missing = {}, {}
     if card.gallery:
         at = [g.row for g in card.gallery]
-        caps = [f"{g.row}{'*' if g.label_issue else ''}: {g.label_name}>{g.predicted_name}"
-                for g in card.gallery]
+        caps = [f"{g.row}{'*' if g.label_issue else ''}: {g.label_name}>{g.predicted_name}" for g in card.gallery]
         out["gallery"] = _png(render_grid(np.asarray(images)[at], captions=caps,
                                           cols=min(10, len(at)), scale=2, invert=True))
     if card.confusion is not None:
@@ -95,16 +99,14 @@ def pictures(card: Card, images: npt.ArrayLike) -> tuple[dict[str, str], dict[st
         cm = np.asarray(card.confusion)
         off = cm.copy()
         np.fill_diagonal(off, 0)
-        out["confusion"] = _png(matrix_picture(off, rows, cols, lambda i, j: str(cm[i, j]),
-                                                cell=40 if k <= 10 else 26))
+        out["confusion"] = _png(matrix_picture(off, rows, cols, lambda i, j: str(cm[i, j]), cell=40 if k <= 10 else 26))
     if card.comparison is not None:
         nm, poi = card.comparison["names"], np.asarray(card.comparison["poi"])
         # full names, once: rows "1: name", columns by number (a name cut to a cell's width
         # made two systems look the same)
         out["poi"] = _png(matrix_picture(poi, [f"{i + 1}: {x}" for i, x in enumerate(nm)],
                                           [str(i + 1) for i in range(len(nm))],
-                                          lambda i, j: "-" if i == j else f"{poi[i, j]:.2f}",
-                                          vmax=1.0))
+                                          lambda i, j: "-" if i == j else f"{poi[i, j]:.2f}", vmax=1.0))
     try:
         out["intervals"] = _png(_interval_chart(card))
     except MissingDependencyError:
@@ -130,6 +132,8 @@ def _sections(card: Card) -> list[Section]:
     r = card.rate
     c = f"{100 * card.confidence:g} %"
     out: list[Section] = []
+    if card.training_overlap:   # before any number
+        out.append(("training", "Warning: training and test sets overlap", [card.training_overlap + "."], None, None))
     out.append(("rate", "Error rate", [
         f"{r.errors} errors on {r.n} test images: {_pct(r.rate)}; Wald {c} interval "
         f"{_iv(r.wald)}, exact (Clopper-Pearson) {_iv(r.exact)}."], None, "intervals"))
@@ -140,8 +144,7 @@ def _sections(card: Card) -> list[Section]:
             f"With {r.errors} errors, no difference against a system that disagrees on as many "
             "images can be significant (paired test, one-sided {c}).".replace("{c}", c))
     out.append(("difference", "Difference needed for significance", [diff], None, None))
-    k = card.known_labels
-    if k is None:
+    if (k := card.known_labels) is None:
         out.append(("labels", "Known label errors", [f"Not counted: {card.known_labels_note}."], None, None))
     else:
         wl = k["without_label_issues"]
@@ -156,14 +159,10 @@ def _sections(card: Card) -> list[Section]:
         out.append(("pairs", "Other systems", [card.comparison_note + "."], None, None))
     else:
         comp = card.comparison
-        rows = [["A", "B", "errors A", "errors B", "n12", "n21", "McNemar p", "POI(A beats B)",
-                 "A worse", "max K"]]
-        for p in comp["pairs"]:
-            if p["a"] != card.system:
-                continue
-            rows.append([p["a"], p["b"], str(p["errors_a"]), str(p["errors_b"]), str(p["n12"]),
-                         str(p["n21"]), f"{p['mcnemar_p']:.3g}", f"{p['poi_a_better']:.3f}",
-                         "yes" if p["paired_worse"] else "no", format_k(p["max_bonferroni_k"])])
+        rows = [["A", "B", "errors A", "errors B", "n12", "n21", "McNemar p", "POI(A beats B)", "A worse", "max K"]]
+        rows += [[p["a"], p["b"], str(p["errors_a"]), str(p["errors_b"]), str(p["n12"]), str(p["n21"]),
+                  f"{p['mcnemar_p']:.3g}", f"{p['poi_a_better']:.3f}", "yes" if p["paired_worse"] else "no",
+                  format_k(p["max_bonferroni_k"])] for p in comp["pairs"] if p["a"] == card.system]
         comb = card.combination or {}
         cr = comb.get("rate", {})
         paras = [f"Bootstrap B = {card.resamples} (seed {card.seed}, ties counted half). "
@@ -174,12 +173,10 @@ def _sections(card: Card) -> list[Section]:
                          f"ties): {cr.get('errors')} errors = {_pct(cr.get('rate', 0.0))}.")
         if card.training:
             paras.append("Training-set sizes: " + "; ".join(
-                f"{nm}: {'not given' if x is None else f'{x:,}'}"
-                for nm, x in card.training.items()) + ".")
+                f"{nm}: {'not given' if x is None else f'{x:,}'}" for nm, x in card.training.items()) + ".")
         paras += [f"{nm}: {d}" for nm, d in comp.get("descriptions", {}).items() if d]
         out.append(("pairs", "Paired comparisons", paras, rows, "poi"))
-    w = card.clustered
-    if w is None:
+    if (w := card.clustered) is None:
         out.append(("writers", "Writers", [f"Not shown: {card.clustered_note}."], None, None))
     else:
         rows = [["rows", "mean", f"naive {c}", f"writer-clustered {c}", "design effect", "writers",
@@ -191,19 +188,30 @@ def _sections(card: Card) -> list[Section]:
                 "strata", {}).items()), *((f"{p['a']} - {p['b']}", p) for p in w["pairs"])]]
         out.append(("writers", "Writers: naive and clustered intervals", [
             "Naive intervals treat the test images as independent; the clustered ones do not."], rows, None))
-    q = card.qmnist
-    if q is None:
+    if (rt := card.runs) is not None:
+        rows = [["A", "B", "runs", "mean rates", "between-run SD", "POI(A beats B)", "variance between runs",
+                 "runs needed"]] + [[p["a"], p["b"], f"{p['runs'][0]}, {p['runs'][1]}", f"{_pct(p['rates'][0])}, "
+                                     f"{_pct(p['rates'][1])}", f"{_pct(p['spread'][0])}, {_pct(p['spread'][1])}",
+                                     f"{p['bootstrap']['poi']:.3f}", f"{p['between_share']:.0%}",
+                                     str(p["runs_needed"] or "never")] for p in rt["pairs"]]
+        out.append(("runs", "Several runs per system", [
+            "The sections above show each system's first run; " + "; ".join(
+                f"{x['name']}: {len(x['runs'])} runs ({', '.join(x['runs'])})" for x in rt["systems"]) + "."],
+            rows, None))
+    if (q := card.qmnist) is None:
         out.append(("qmnist", "QMNIST test10k vs test50k", [f"Skipped: {card.qmnist_note}."], None, None))
     else:
         a, b = (q[nm] for nm in q["names"])
         out.append(("qmnist", "QMNIST test10k vs test50k", [
             f"{q['names'][0]} (rows before {q['boundary']}) {_pct(a['rate'])} ({a['errors']} "
             f"errors), {q['names'][1]} {_pct(b['rate'])} ({b['errors']}): gap {100 * q['gap']:+.2f} "
-            f"points, Wald {c} interval {_iv(q['interval'])}"
-            + (" (significant)." if q["significant"] else " (not significant).")], None, None))
+            f"points, Wald {c} interval {_iv(q['interval'])} (the parts as independent)"
+            + ("" if (qc := q.get("clustered")) is None else
+               f"; clustered by writer {_iv(qc['interval'])} ({qc['clusters']} writers, design effect "
+               f"{'-' if qc['design_effect'] is None else format(qc['design_effect'], '.2f')})")
+            + (": significant." if q["significant"] else ": not significant.")], None, None))
     rows = [["row", "label", "predicted", "human doubt"]] + [
-        [str(g.row), g.label_name, g.predicted_name, "yes" if g.label_issue else ""]
-        for g in card.gallery]
+        [str(g.row), g.label_name, g.predicted_name, "yes" if g.label_issue else ""] for g in card.gallery]
     out.append(("gallery", "Error gallery", [
         f"Order: {card.gallery_rule}. Caption: row: true>predicted; * marks a known label "
         "error (humans disagreed with the label)."], rows, "gallery"))
@@ -212,11 +220,9 @@ def _sections(card: Card) -> list[Section]:
             "Rows: true class, columns: predicted class (" + ", ".join(
                 f"{i}={nm}" for i, nm in enumerate(card.classes)) + "); colour: off-diagonal counts."],
             [["true \\ predicted"] + [str(i) for i in range(len(card.classes))]]
-            + [[str(i)] + [str(x) for x in row] for i, row in enumerate(card.confusion)],
-            "confusion"))
+            + [[str(i)] + [str(x) for x in row] for i, row in enumerate(card.confusion)], "confusion"))
     if card.per_class:
-        out.append(("classes", "Errors per class", [], [["class", "name", "test images", "errors",
-                                                         "error rate"]] + [
+        out.append(("classes", "Errors per class", [], [["class", "name", "test images", "errors", "error rate"]] + [
             [str(c["class"]), str(c["name"]), str(c["n"]), str(c["errors"]),
              "-" if c["rate"] is None else _pct(c["rate"])] for c in card.per_class], None))
     out.append(("provenance", "Provenance", [
@@ -229,8 +235,7 @@ def _provenance_rows(pv: dict[str, object]) -> list[list[str]]:
     """The provenance as a table a person reads: one row per field, a file's status per row."""
     said = {"name": "dataset", "split": "split", "rows": "rows", "source": "read from",
             "synthetic": "synthetic", "images_sha256": "sha256 of the images (as loaded)",
-            "labels_sha256": "sha256 of the labels (int64)",
-            "registry_order_free_sha256": "registry's order-free hash"}
+            "labels_sha256": "sha256 of the labels (int64)", "registry_order_free_sha256": "registry's order-free hash"}
     rows = [["field", "value"]]
     for key, value in pv.items():
         if key == "status" and isinstance(value, dict):
@@ -267,13 +272,11 @@ def render_html(card: Card, pics: dict[str, str], missing: dict[str, str]) -> st
     """The card as one HTML page (pictures as data URIs)."""
     e = html.escape
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>card: {e(_title(card))}</title>",
-             f"<style>{CSS}</style></head><body>",
+             f"<title>card: {e(_title(card))}</title>", f"<style>{CSS}</style></head><body>",
              f"<h1>Results card: {e(_title(card))}</h1>"]
     for key, title, paras, rows, pic in _sections(card):
-        parts.append(f'<h2 id="{key}">{e(title)}</h2>')
-        parts.append(f'<p class="def">Definition: {e(DEFINITIONS[key])}</p>')
-        parts += [f"<p>{e(p)}</p>" for p in paras]
+        parts += [f'<h2 id="{key}">{e(title)}</h2>', f'<p class="def">Definition: {e(DEFINITIONS[key])}</p>',
+                  *(f"<p>{e(p)}</p>" for p in paras)]
         if pic in pics:
             parts.append(f'<img alt="{e(title)}" src="{pics[pic]}">')
         elif pic in missing:
@@ -299,16 +302,13 @@ def render_markdown(card: Card, pics: dict[str, str], missing: dict[str, str]) -
         paras = [e(p) for p in paras]
         rows = None if rows is None else [[e(x) for x in r] for r in rows]
         lines += [f"## {title}", "", f"*Definition:* {e(DEFINITIONS[key])}", ""]
-        for p in paras:
-            lines += [p, ""]
+        lines += [x for p in paras for x in (p, "")]
         if pic in pics:
             lines += [f"![{title}]({pics[pic]})", ""]
         elif pic in missing:
             lines += [f"Picture missing: {missing[pic]}", ""]
         if rows is not None:
             cell = [[x.replace("|", "\\|") for x in r] for r in rows]
-            lines.append("| " + " | ".join(cell[0]) + " |")
-            lines.append("|" + "---|" * len(cell[0]))
-            lines += ["| " + " | ".join(r) + " |" for r in cell[1:]]
-            lines.append("")
+            lines += ["| " + " | ".join(cell[0]) + " |", "|" + "---|" * len(cell[0]),
+                      *("| " + " | ".join(r) + " |" for r in cell[1:]), ""]
     return "\n".join(lines)

@@ -1,23 +1,8 @@
-"""Files that carry a system's outputs on a test set: prediction files and error lists.  The one
-reader of every input ``card`` and ``significance`` take (also tables and arrays of labels or
-scores), with their checks.
-
-**Prediction files** (written by ``mnistforge evaluate --predictions``; ``.gz`` compresses)::
-
-    # mnistforge predictions
-    # name: knn:k=3
-    # train: mnist:train
-    # test: mnist:test
-    # n: 10000
-    index<TAB>label<TAB>prediction
-    0<TAB>7<TAB>7
-    ...
-
-``index`` is the 0-based position in the test split.  **Error lists** (the format of the
-appendix of Keysers 2006): one line per system, ``name<TAB>description<TAB>comma-separated
-1-based indices of the wrongly classified samples``; ``#`` starts a comment; an optional
-``# n: 10000`` line gives the test-set size (otherwise it must be passed as ``n``).  Only
-right/wrong is known.
+"""Files that carry a system's outputs on a test set: prediction files and error lists.  The one reader of every input
+``card`` and ``significance`` take (also tables and arrays of labels or scores), with their checks.  Both formats are
+described in ``docs/significance.md``: prediction files (``# mnistforge predictions`` header,
+``index<TAB>label<TAB>prediction`` with 0-based indices, written by ``evaluate --predictions``) and Keysers 2006 error
+lists (1-based indices; only right/wrong is known).
 """
 from __future__ import annotations
 
@@ -99,8 +84,7 @@ def write_predictions(path: str | os.PathLike[str], predictions: np.typing.Array
         raise ConfigError("predictions and labels differ in length", expected="equal lengths",
                           found=f"{p.size} predictions, {y.size} labels")
     meta = {"name": name, **(metadata or {}), "n": p.size}
-    lines = [PREDICTIONS_MAGIC, *(f"# {k}: " + str(v).replace("\n", " ") for k, v in meta.items()),
-             PREDICTIONS_HEADER]
+    lines = [PREDICTIONS_MAGIC, *(f"# {k}: " + str(v).replace("\n", " ") for k, v in meta.items()), PREDICTIONS_HEADER]
     body = io.StringIO()
     body.write("\n".join(lines) + "\n")
     np.savetxt(body, np.column_stack([np.arange(p.size), y, p]), fmt="%d", delimiter="\t")
@@ -116,8 +100,7 @@ def write_predictions(path: str | os.PathLike[str], predictions: np.typing.Array
 def _directives(lines: Iterable[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in lines:
-        m = _DIRECTIVE.match(line)
-        if m:
+        if m := _DIRECTIVE.match(line):
             out.setdefault(m.group(1).lower(), m.group(2))
     return out
 
@@ -128,8 +111,7 @@ def read_predictions(path: str | os.PathLike[str]) -> SystemOutput:
     meta = _directives(ln for ln in lines if ln.startswith("#"))
     body = [ln for ln in lines if ln.strip() and not ln.startswith("#")]
     if not body or body[0].strip().split("\t") != PREDICTIONS_HEADER.split("\t"):
-        raise FormatError("not a prediction file", path=path,
-                          expected=f"a header line {PREDICTIONS_HEADER!r}",
+        raise FormatError("not a prediction file", path=path, expected=f"a header line {PREDICTIONS_HEADER!r}",
                           found=repr(body[0][:60]) if body else "no data lines")
     try:
         table = np.array([ln.split("\t") for ln in body[1:]], dtype=np.int64).reshape(-1, 3)
@@ -157,8 +139,7 @@ def read_predictions(path: str | os.PathLike[str]) -> SystemOutput:
 
 
 def _parse_indices(text: str, n: int, path: str | os.PathLike[str], name: str) -> np.ndarray:
-    text = text.strip()
-    if not text:
+    if not (text := text.strip()):
         return np.zeros(0, np.int64)
     try:
         idx = np.array([int(t) for t in text.replace(" ", "").split(",") if t], np.int64)
@@ -166,8 +147,7 @@ def _parse_indices(text: str, n: int, path: str | os.PathLike[str], name: str) -
         raise FormatError(f"bad index list for system {name!r}", path=path,
                           expected="comma-separated 1-based integers", found=str(e)) from e
     if idx.size and (idx.min() < 1 or idx.max() > n):
-        raise FormatError(f"index out of range for system {name!r}", path=path,
-                          expected=f"1-based indices in 1..{n}",
+        raise FormatError(f"index out of range for system {name!r}", path=path, expected=f"1-based indices in 1..{n}",
                           found=f"range {idx.min()}..{idx.max()}",
                           hint="pass the test-set size with --n (indices are 1-based)")
     if np.unique(idx).size != idx.size:
@@ -236,8 +216,7 @@ def write_error_lists(path: str | os.PathLike[str], systems: Iterable[SystemOutp
     lines.append(f"# n: {n}")
     for s in systems:
         if s.n != n:
-            raise ConfigError(f"system {s.name!r} has another test-set size",
-                              expected=f"{n} samples", found=f"{s.n}")
+            raise ConfigError(f"system {s.name!r} has another test-set size", expected=f"{n} samples", found=f"{s.n}")
         idx = ",".join(str(i) for i in s.indices(one_based=True))
         lines.append(f"{s.name}\t{s.description}\t{idx}")
     with atomic_file(path, "w") as f:
@@ -261,8 +240,7 @@ def read_systems(paths: Iterable[str | os.PathLike[str]], n: int | None = None,
                  names: Iterable[str] | None = None) -> list[SystemOutput]:
     """Read prediction files and/or error-list files into systems on one test set.
 
-    ``names`` (optional) renames the systems in order; an error-list file may hold
-    several systems.
+    ``names`` (optional) renames the systems in order; an error-list file may hold several systems.
     """
     systems: list[SystemOutput] = []
     for p in paths:
@@ -273,16 +251,13 @@ def read_systems(paths: Iterable[str | os.PathLike[str]], n: int | None = None,
     if names:
         names = list(names)
         if len(names) != len(systems):
-            raise ConfigError("--names does not match the systems read",
-                              expected=f"{len(systems)} names "
-                              f"({', '.join(s.name for s in systems)})",
-                              found=f"{len(names)} names")
+            raise ConfigError("--names does not match the systems read", expected=f"{len(systems)} names "
+                              f"({', '.join(s.name for s in systems)})", found=f"{len(names)} names")
         for s, nm in zip(systems, names):
             s.name = nm
     sizes = {s.n for s in systems}
     if len(sizes) > 1:
-        raise ConfigError("systems were not evaluated on the same test set",
-                          expected="equal test-set sizes",
+        raise ConfigError("systems were not evaluated on the same test set", expected="equal test-set sizes",
                           found=", ".join(f"{s.name}: {s.n}" for s in systems))
     seen = set()
     for s in systems:
@@ -357,8 +332,7 @@ def read_text(path: str | os.PathLike[str], expected: str = "a text file") -> st
                       (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")):
         if data.startswith(bom):
             raise FormatError(f"the file is {name} text", path=p, expected=f"{expected} in UTF-8",
-                              found=f"a {name} byte-order mark",
-                              hint=f"save it as UTF-8 (iconv -f {name} -t UTF-8)")
+                              found=f"a {name} byte-order mark", hint=f"save it as UTF-8 (iconv -f {name} -t UTF-8)")
     data = data.removeprefix(codecs.BOM_UTF8)
     if b"\x00" in data[:4096]:
         raise FormatError("the file is not text", path=p, expected=f"{expected} in UTF-8",
@@ -404,8 +378,7 @@ def _text_values(path: Path, k: int) -> np.ndarray:
     cols = list(zip(*rows)) if rows else [()]
     if len(cols) == 1:
         return _numbers(list(cols[0]), path, "label")
-    pred = [i for i, h in enumerate(header or ()) if h in PREDICTION_COLUMNS]
-    if not pred:
+    if not (pred := [i for i, h in enumerate(header or ()) if h in PREDICTION_COLUMNS]):
         if len(cols) == k:   # one score per class
             return _numbers([c for r in rows for c in r], path, "score").reshape(len(rows), k)
         raise FormatError(f"{len(cols)} columns: which one is the prediction?", path=path,
@@ -415,8 +388,7 @@ def _text_values(path: Path, k: int) -> np.ndarray:
                           found="header " + ",".join(header) if header else "no header line",
                           hint="add a header line such as 'index,prediction'")
     values = _numbers(list(cols[pred[0]]), path, "label")
-    index = [i for i, h in enumerate(header or ()) if h in ROW_COLUMNS]
-    if index:
+    if index := [i for i, h in enumerate(header or ()) if h in ROW_COLUMNS]:
         rows_at = _numbers(list(cols[index[0]]), path, "row index")
         m = values.size
         for base in (0, 1):
@@ -431,8 +403,7 @@ def _text_values(path: Path, k: int) -> np.ndarray:
     return values
 
 
-def check_labels(values: np.ndarray, classes: int, where: object, what: str = "prediction"
-                 ) -> np.ndarray:
+def check_labels(values: np.ndarray, classes: int, where: object, what: str = "prediction") -> np.ndarray:
     """``values`` as int64 labels in ``0..classes-1``: a 2-D array of scores (one column per
     class) becomes its row-wise argmax; a NaN or infinite score or label, a fraction, a label
     outside the classes is refused naming its row (0-based).
@@ -455,13 +426,11 @@ def check_labels(values: np.ndarray, classes: int, where: object, what: str = "p
     if a.ndim == 2:
         if a.shape[1] != classes:
             raise FormatError("a score matrix needs one column per class", path=path,
-                              expected=f"{classes} columns (the test set's classes)",
-                              found=f"{a.shape[1]} columns",
+                              expected=f"{classes} columns (the test set's classes)", found=f"{a.shape[1]} columns",
                               hint="give the scores of every class, or the predicted labels")
         bad: np.ndarray | list[int] = np.flatnonzero(~np.isfinite(a).all(axis=1)) if a.dtype.kind == "f" else []
         if len(bad):
-            raise FormatError("a score row holds NaN or infinity", path=path,
-                              expected="finite scores in every row",
+            raise FormatError("a score row holds NaN or infinity", path=path, expected="finite scores in every row",
                               found=f"row {int(bad[0])} (0-based; {len(bad)} rows in all)",
                               hint="a model that gave no score has no prediction: fix those rows")
         best: np.ndarray = a.argmax(axis=1).astype(np.int64)
@@ -470,8 +439,7 @@ def check_labels(values: np.ndarray, classes: int, where: object, what: str = "p
         for test, words in ((~np.isfinite(a), "NaN or infinity"), (a != np.round(a), "a fraction")):
             bad = np.flatnonzero(test)
             if bad.size:
-                raise FormatError(f"a {what} is {words}", path=path,
-                                  expected="integer class labels",
+                raise FormatError(f"a {what} is {words}", path=path, expected="integer class labels",
                                   found=f"{a[bad[0]].item()} at row {int(bad[0])} (0-based; "
                                         f"{bad.size} rows in all)",
                                   hint="give the predicted labels (or a score matrix with one "
@@ -479,8 +447,7 @@ def check_labels(values: np.ndarray, classes: int, where: object, what: str = "p
     bad = np.flatnonzero((a < 0) | (a >= classes))
     if bad.size:
         found = a[bad[0]].item()
-        raise FormatError(f"a {what} outside the classes", path=path,
-                          expected=f"labels 0..{classes - 1}",
+        raise FormatError(f"a {what} outside the classes", path=path, expected=f"labels 0..{classes - 1}",
                           found=(f"{found:.6g}" if isinstance(found, float) else f"{found}")
                           + f" at row {int(bad[0])} (0-based; {bad.size} rows in all)",
                           hint="labels are 0-based class indices in the test set's order")
@@ -488,11 +455,9 @@ def check_labels(values: np.ndarray, classes: int, where: object, what: str = "p
 
 
 def read_labels(path: str | os.PathLike[str], classes: int) -> np.ndarray:
-    """Predicted labels, one per test row in official order, from ``.npy``, ``.csv``, ``.tsv``
-    or ``.txt`` (a table: one column of labels, one column of scores per class, or a header
-    naming the :data:`PREDICTION_COLUMNS` and :data:`ROW_COLUMNS`; scores become their argmax),
-    checked against
-    ``classes`` classes (:func:`check_labels`)."""
+    """Predicted labels, one per test row in official order, from ``.npy``, ``.csv``, ``.tsv`` or ``.txt`` (a table: one
+    column of labels, one column of scores per class, or a header naming the :data:`PREDICTION_COLUMNS` and
+    :data:`ROW_COLUMNS`; scores become their argmax), checked against ``classes`` classes (:func:`check_labels`)."""
     p = regular_input(path, "predicted labels or scores (.npy, .csv, .tsv, .txt)")
     if p.suffix.lower() == ".npy":
         try:
@@ -516,16 +481,12 @@ def input_kind(path: str | os.PathLike[str]) -> str:
     if any(ln.strip() in (PREDICTIONS_MAGIC, PREDICTIONS_HEADER) for ln in lines[:200]):
         return "predictions"
     data = [ln.split("\t") for ln in lines if not ln.startswith("#")]
-    if data and all(len(f) in (2, 3) and not is_number(f[0]) for f in data):
-        return "errors"
-    return "labels"
+    return "errors" if data and all(len(f) in (2, 3) and not is_number(f[0]) for f in data) else "labels"
 
 
-def read_inputs(paths: list[str] | list[Path], labels: np.ndarray, classes: int | None = None
-                ) -> list[SystemOutput]:
-    """Systems from prediction files, error lists, or predicted labels/scores
-    (:func:`read_labels`; :func:`input_kind` tells them apart), all about the test set whose
-    ``labels`` are given.
+def read_inputs(paths: list[str] | list[Path], labels: np.ndarray, classes: int | None = None) -> list[SystemOutput]:
+    """Systems from prediction files, error lists, or predicted labels/scores (:func:`read_labels`; :func:`input_kind`
+    tells them apart), all about the test set whose ``labels`` are given.
 
     Every prediction is checked against the ``classes`` classes (default: the labels' range); a
     file of another length, an error list whose ``# n:`` is not the test set's size, a
@@ -542,8 +503,7 @@ def read_inputs(paths: list[str] | list[Path], labels: np.ndarray, classes: int 
         if kind == "labels":
             pred = read_labels(p, k)
             wrong = pred != labels if pred.size == n else np.ones(pred.size, bool)
-            found = [SystemOutput(p.name.split(".")[0], wrong, "", pred, labels, str(p),
-                                  {"labels_from": "test set"})]
+            found = [SystemOutput(p.name.split(".")[0], wrong, "", pred, labels, str(p), {"labels_from": "test set"})]
         elif kind == "predictions":
             found = [read_predictions(p)]
         else:   # an error list without a '# n:' line is about this test set

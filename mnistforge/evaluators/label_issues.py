@@ -1,13 +1,12 @@
 """How much of a classifier's error sits on known label problems of MNIST's test set.
 
-Two lists of 0-based positions in the official 10,000-image test set (QMNIST's first 10,000 test
-rows are the same images in the same order): the **known label issues** of Northcutt, Athalye &
-Mueller (2021), 15 images where fewer than 3 of 5 human workers chose the given label
-(:mod:`mnistforge.loaders.label_issues`), and **Keysers' common errors**, the 8 images all four
-systems of Keysers (2006) misclassify (``mnistforge/data/keysers2006.tsv``).  :func:`known_problems`
-finds them for a test set (checking, when the labels are at hand, that it is the one the study
-examined); :func:`account` says how many of each system's errors fall on them and what the error
-rates and paired comparisons become without them.
+Two lists of 0-based positions in the official 10,000-image test set (QMNIST's first 10,000 test rows are the same
+images in the same order): the **known label issues** of Northcutt, Athalye & Mueller (2021), 15 images where fewer than
+3 of 5 human workers chose the given label (:mod:`mnistforge.loaders.label_issues`), and **Keysers' common errors**, the
+8 images all four systems of Keysers (2006) misclassify (``mnistforge/data/keysers2006.tsv``).  :func:`known_problems`
+finds them for a test set (checking, when the labels are at hand, that it is the one the study examined);
+:func:`account` says how many of each system's errors fall on them and what the error rates and paired comparisons
+become without them.
 """
 from __future__ import annotations
 
@@ -86,14 +85,12 @@ def known_problems(test: str, n: int, labels: npt.ArrayLike | None = None, *, do
                    why: list[str] | None = None) -> KnownProblems | None:
     """The known problems of test target ``test`` (``mnist:test``, ``qmnist:test10k``...).
 
-    ``n`` is the number of rows used (the first ``n`` after any slice, e.g.
-    ``--limit-test``).  Returns None when the target is not (a part of) MNIST's
-    test set, when the study's file cannot be had (offline and not cached), or
-    when ``labels`` (if given) disagree with the study's given labels (a
-    rebuilt or other test set under the same name); ``why`` (a list) then
-    receives the reason.  A folder target never downloads the study's file, and counts
-    only when its ``labels`` identify it as the study's test set and its build was not
-    from a synthetic SD19 (then ``why`` says the test set is not the study's; no warning).
+    ``n`` is the number of rows used (the first ``n`` after any slice, e.g. ``--limit-test``).  Returns None when the
+    target is not (a part of) MNIST's test set, when the study's file cannot be had (offline and not cached), or when
+    ``labels`` (if given) disagree with the study's given labels (a rebuilt or other test set under the same name);
+    ``why`` (a list) then receives the reason.  A folder target never downloads the study's file, and counts only when
+    its ``labels`` identify it as the study's test set and its build was not from a synthetic SD19 (then ``why`` says
+    the test set is not the study's; no warning).
     """
     why = [] if why is None else why
     try:
@@ -132,8 +129,7 @@ def known_problems(test: str, n: int, labels: npt.ArrayLike | None = None, *, do
         at = votes.ids + offset
         where = np.minimum(np.searchsorted(pos, at), pos.size - 1)
         seen = pos[where] == at
-        bad = int((lab[where[seen]] != votes.given[seen]).sum())
-        if bad:
+        if bad := int((lab[where[seen]] != votes.given[seen]).sum()):
             msg = (f"the test set is not the study's ({bad} of the study's given labels differ "
                    f"from the labels of {test})")
             logger.info("known label problems not counted: %s", msg)  # the caller says it, once
@@ -155,9 +151,8 @@ def account(wrong: Mapping[str, npt.ArrayLike], problems: KnownProblems, confide
             predictions: Mapping[str, npt.ArrayLike] | None = None) -> dict[str, Any]:
     """Errors on the known problems, and rates and paired tests without them.
 
-    ``wrong`` maps system names to wrong-vectors over ``problems``' rows;
-    ``predictions`` (same keys, where known) adds how many errors on a label
-    issue predicted the label most workers chose (``on_label_issues_majority``).
+    ``wrong`` maps system names to wrong-vectors over ``problems``' rows; ``predictions`` (same keys, where known) adds
+    how many errors on a label issue predicted the label most workers chose (``on_label_issues_majority``).
 
     >>> p = KnownProblems("toy", np.array([1, 0, 0, 0], bool), np.array([0, 1, 0, 0], bool))
     >>> a = account({"A": np.array([1, 1, 0, 0], bool), "B": np.array([1, 0, 0, 0], bool)}, p)
@@ -165,22 +160,18 @@ def account(wrong: Mapping[str, npt.ArrayLike], problems: KnownProblems, confide
     (1, 1)
     """
     keep = {"label_issues": ~problems.label_issue, "both": ~problems.either}
-    out: dict[str, Any] = {"test": problems.test, "n": problems.n,
-                 "label_issues": int(problems.label_issue.sum()),
+    out: dict[str, Any] = {"test": problems.test, "n": problems.n, "label_issues": int(problems.label_issue.sum()),
                  "keysers_common": int(problems.keysers_common.sum()),
-                 "excluded": {"label_issues": int(problems.label_issue.sum()),
-                              "both": int(problems.either.sum())},
+                 "excluded": {"label_issues": int(problems.label_issue.sum()), "both": int(problems.either.sum())},
                  "systems": {}, "pairs": []}
     for name, w in wrong.items():
         w = np.asarray(w, dtype=bool)
         out["systems"][name] = {
-            "errors": int(w.sum()),
-            "on_label_issues": int((w & problems.label_issue).sum()),
+            "errors": int(w.sum()), "on_label_issues": int((w & problems.label_issue).sum()),
             "on_keysers_common": int((w & problems.keysers_common).sum()),
             **_majority(w, problems, (predictions or {}).get(name)),
             "rate": sg.error_rate(w, confidence=confidence).to_dict(),
-            "without_label_issues": sg.error_rate(w[keep["label_issues"]],
-                                                  confidence=confidence).to_dict(),
+            "without_label_issues": sg.error_rate(w[keep["label_issues"]], confidence=confidence).to_dict(),
             "without_both": sg.error_rate(w[keep["both"]], confidence=confidence).to_dict()}
     for a, b in itertools.combinations(wrong, 2):
         wa, wb = np.asarray(wrong[a], bool), np.asarray(wrong[b], bool)
@@ -211,8 +202,7 @@ def format_account(acc: dict[str, Any]) -> list[str]:
              f"{acc['label_issues']} known label issues (Northcutt et al. 2021), "
              f"{acc['keysers_common']} common errors of Keysers (2006)"]
     width = max(6, *(len(s) for s in acc["systems"]))
-    majority = any("on_label_issues_majority" in s for s in acc["systems"].values())
-    if majority:
+    if majority := any("on_label_issues_majority" in s for s in acc["systems"].values()):
         lines.append("  (on issues: errors on the 15 images; in brackets those where the system "
                      "predicted the label most workers chose)")
     lines.append(f"  {'system':<{width}}  errors  on issues{' ' * 5 if majority else ''}  on Keysers'  "
@@ -238,13 +228,11 @@ def evaluation_account(test: str, wrong: npt.ArrayLike, labels: npt.ArrayLike | 
                        ) -> tuple[dict[str, Any] | None, list[str]] | None:
     """``(account, lines)`` for one evaluated classifier on ``test``, or None where nothing applies.
 
-    ``account`` is None (and ``lines`` says why) when the test set is MNIST's
-    but the study's file is not at hand.
+    ``account`` is None (and ``lines`` says why) when the test set is MNIST's but the study's file is not at hand.
     """
     wrong = np.asarray(wrong, dtype=bool)
     why: list[str] = []
-    problems = known_problems(test, wrong.size, labels, why=why)
-    if problems is None:
+    if (problems := known_problems(test, wrong.size, labels, why=why)) is None:
         return (None, [f"known label problems not counted: {why[0]}"]) if why else None
     acc = account({name: wrong}, problems, confidence, None if predictions is None else {name: predictions})
     return acc, format_account(acc)

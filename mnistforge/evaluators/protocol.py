@@ -75,8 +75,7 @@ def load_target(target: str, default_split: str) -> tuple[np.ndarray, np.ndarray
 def evaluate_classifier(clf: Classifier | str, train_images: np.ndarray | None, train_labels: np.ndarray | None,
                         test_images: np.ndarray, test_labels: np.ndarray, *,
                         train_name: str = "train", test_name: str = "test",
-                        deskew: bool = False, confidence: float = 0.95,
-                        spec: str | None = None, fitted: bool = False,
+                        deskew: bool = False, confidence: float = 0.95, spec: str | None = None, fitted: bool = False,
                         validation: tuple[np.ndarray, np.ndarray] | None = None) -> Evaluation:
     """Fit ``clf`` (a classifier or a spec string), predict the test set, report errors.
 
@@ -134,24 +133,21 @@ class ProtocolResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"classifier": self.classifier, "protocol": "qmnist",
-                "runs": {k: v.to_dict() for k, v in self.runs.items()},
-                "comparisons": self.comparisons}
+                "runs": {k: v.to_dict() for k, v in self.runs.items()}, "comparisons": self.comparisons}
 
 
 def run_qmnist_protocol(spec: str, *, train: dict[str, str] | None = None, test: dict[str, str] | None = None,
                         loader: Callable[[str, str], tuple[np.ndarray, np.ndarray, str]] | None = None,
-                        deskew: bool = False, confidence: float = 0.95,
-                        resamples: int = 100_000, seed: int = 0,
+                        deskew: bool = False, confidence: float = 0.95, resamples: int = 100_000, seed: int = 0,
                         limit_train: int | None = None) -> ProtocolResult:
     """Run the six train/test combinations of the QMNIST paper for the classifier ``spec``
     (``"knn:k=3"``, ``"lenet:epochs=10"`` ...; a fresh one fitted per training set).
 
-    ``train``, ``test``: the targets per code (defaults :data:`QMNIST_TRAIN`, :data:`QMNIST_TEST`),
-    names or folders of idx files as on the command line, read by
-    ``loader(target, default_split) -> (images, labels, label)`` (default :func:`load_target`;
-    tests pass arrays this way).  Paired comparisons are made between runs whose test sets have
-    the same size: the same test set with the two training sets, and MNIST vs QMNIST10K test sets
-    (the same images, reconstructed) with the same training set.
+    ``train``, ``test``: the targets per code (defaults :data:`QMNIST_TRAIN`, :data:`QMNIST_TEST`), names or folders of
+    idx files as on the command line, read by ``loader(target, default_split) -> (images, labels, label)`` (default
+    :func:`load_target`; tests pass arrays this way).  Paired comparisons are made between runs whose test sets have the
+    same size: the same test set with the two training sets, and MNIST vs QMNIST10K test sets (the same images,
+    reconstructed) with the same training set.
     """
     train = dict(QMNIST_TRAIN if train is None else train)
     test = dict(QMNIST_TEST if test is None else test)
@@ -190,8 +186,7 @@ def run_qmnist_protocol(spec: str, *, train: dict[str, str] | None = None, test:
             bs = sg.probability_of_improvement_from_counts(c, resamples, sg.pair_seed(seed, a, b), confidence)
             comparisons.append({
                 "a": a, "b": b, "errors_a": ra.errors, "errors_b": rb.errors,
-                "n12": c.n12, "n21": c.n21, "poi_a_better": bs.poi,
-                "error_diff": (ra.errors - rb.errors) / ra.n_test,
+                "n12": c.n12, "n21": c.n21, "poi_a_better": bs.poi, "error_diff": (ra.errors - rb.errors) / ra.n_test,
                 "paired_worse_at_95": sg.paired_worse(c.n12, c.n21, 0.95),
                 "b_worse_at_95": sg.paired_worse(c.n21, c.n12, 0.95),
                 "max_bonferroni_k": t.max_bonferroni_k, "mcnemar_p": t.mcnemar_p,

@@ -1,12 +1,10 @@
 """TARP benchmark bounds: how hard is a binary problem for random projections?
 
-Implements, from the description in the Purdue "Benchmarks for image classification" work
-(no public code exists; this is the reference one), 1-TARP (a random direction, a Gaussian
-Bayes threshold between the class projections), n-TARP (the best of n directions by Gini
-impurity), trees of depth k (a split kept only where it lowers the validation error) and
-``B_k^n``, the mean test error over R seeded runs, with ``B0`` the majority-class error.
-``docs/tarp.md`` gives the method and its seeding in full; one tree per (run, n) yields
-``B_k^n`` for every k <= K.
+Implements, from the description in the Purdue "Benchmarks for image classification" work (no public code exists; this
+is the reference one), 1-TARP (a random direction, a Gaussian Bayes threshold between the class projections), n-TARP
+(the best of n directions by Gini impurity), trees of depth k (a split kept only where it lowers the validation error)
+and ``B_k^n``, the mean test error over R seeded runs, with ``B0`` the majority-class error. ``docs/tarp.md`` gives the
+method and its seeding in full; one tree per (run, n) yields ``B_k^n`` for every k <= K.
 
 >>> rng = np.random.default_rng(0)
 >>> X = np.r_[rng.normal(0, 1, (300, 5)), rng.normal(0, 1, (300, 5)) + [6, 0, 0, 0, 0]]
@@ -41,10 +39,9 @@ from ..progress import progress as bar
 
 
 def gaussian_thresholds(p: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Bayes thresholds between two 1-D Gaussians, one per column of ``p`` (``m x n``: the
-    projections of a node's training points on n directions; ``y`` their 0/1 labels, both
-    classes present): the root of the Bayes boundary lying between the two class means (the
-    midpoint when no root lies there).
+    """Bayes thresholds between two 1-D Gaussians, one per column of ``p`` (``m x n``: the projections of a node's
+    training points on n directions; ``y`` their 0/1 labels, both classes present): the root of the Bayes boundary lying
+    between the two class means (the midpoint when no root lies there).
 
     >>> p = np.array([[0.], [1.], [2.], [10.], [11.], [12.]])
     >>> float(gaussian_thresholds(p, np.array([0, 0, 0, 1, 1, 1]))[0])
@@ -106,8 +103,7 @@ class NodeSplit:
     gain: float
 
 
-def best_split(X: np.ndarray, y: np.ndarray, n: int, rng: np.random.Generator,
-               parent_label: int) -> NodeSplit | None:
+def best_split(X: np.ndarray, y: np.ndarray, n: int, rng: np.random.Generator, parent_label: int) -> NodeSplit | None:
     """n-TARP: the best of ``n`` random-projection splits of one node, by Gini gain.
 
     All n directions are evaluated with one matrix product. Returns ``None``
@@ -134,9 +130,7 @@ def best_split(X: np.ndarray, y: np.ndarray, n: int, rng: np.random.Generator,
 
 def majority_from_counts(c1: float, c: float, default: int) -> int:
     """Majority label of ``c`` 0/1 labels of which ``c1`` are 1 (``default`` when none or tied)."""
-    if c == 0 or 2 * c1 == c:
-        return default
-    return int(2 * c1 > c)
+    return default if c == 0 or 2 * c1 == c else int(2 * c1 > c)
 
 
 @dataclass
@@ -246,8 +240,7 @@ class TarpResult:
 MAX_DEPTH = 62
 
 
-def tarp_memory(n_samples: int, dims: int, n: int, depth: int, runs: int, n_grid: int = 1,
-                concurrent: int = 1) -> int:
+def tarp_memory(n_samples: int, dims: int, n: int, depth: int, runs: int, n_grid: int = 1, concurrent: int = 1) -> int:
     """Bytes a TARP run needs at its peak, besides the samples themselves.
 
     Per job running at once: the run's train/validation/test copies of the samples, the root
@@ -276,8 +269,7 @@ def check_point(name: str, error: float, cost: float) -> None:
     what = f"bad classifier point {name}".strip()
     if not (math.isfinite(error) and 0.0 <= error <= 1.0):
         raise ConfigError(what, expected="an error rate in [0, 1] "
-                          "(or 0%..100%)", found=repr(error),
-                          hint="write it as a fraction (0.02) or a percentage (2%)")
+                          "(or 0%..100%)", found=repr(error), hint="write it as a fraction (0.02) or a percentage (2%)")
     if not (math.isfinite(cost) and cost >= 0):
         raise ConfigError(what, expected="a finite cost >= 0 (scalar "
                           "projections)", found=repr(cost))
@@ -359,8 +351,7 @@ def tarp_bounds(X: np.ndarray | Sequence[Any], y: npt.ArrayLike, *, ns: Collecti
             result.results.append({
                 "n": n, "k": k, "mean": float(e.mean()),
                 "stderr": float(e.std(ddof=1) / math.sqrt(runs)) if runs > 1 else 0.0,
-                "runs": runs, "cost_projections": float(C[:, k].mean()),
-                "seconds": float(S[:, k].mean()),
+                "runs": runs, "cost_projections": float(C[:, k].mean()), "seconds": float(S[:, k].mean()),
             })
     return result
 
@@ -370,8 +361,7 @@ def parse_classes(text: str, classes: Iterable[object] | None) -> list[int]:
     out: list[int] = []
     names = list(classes) if classes is not None else []
     for tok in text.split(","):
-        tok = tok.strip()
-        if not tok:
+        if not (tok := tok.strip()):
             continue
         if tok in names:
             out.append(names.index(tok))
@@ -387,11 +377,10 @@ def binary_task(images: npt.ArrayLike, labels: npt.ArrayLike, task: str, classes
                 scale: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Turn a labelled dataset into a binary problem.
 
-    ``task`` is ``"AvB"`` (``A`` and ``B`` comma lists of classes, e.g. ``0v1``,
-    ``0,2,4v1,3``), ``"A,B"`` (one class against another), ``"even-odd"`` or
-    ``"Avrest"`` (a set against its complement).  Returns ``X`` (``M x D`` float32: the images of
-    the selected classes flattened, scaled to [0, 1] when ``scale``) and ``y`` (1 for the second
-    group, 0 for the first).
+    ``task`` is ``"AvB"`` (``A`` and ``B`` comma lists of classes, e.g. ``0v1``, ``0,2,4v1,3``), ``"A,B"`` (one class
+    against another), ``"even-odd"`` or ``"Avrest"`` (a set against its complement).  Returns ``X`` (``M x D`` float32:
+    the images of the selected classes flattened, scaled to [0, 1] when ``scale``) and ``y`` (1 for the second group, 0
+    for the first).
 
     >>> X, y = binary_task(np.zeros((4, 2, 2), np.uint8), np.array([0, 1, 2, 3]), "even-odd")
     >>> y.tolist()
@@ -405,8 +394,7 @@ def binary_task(images: npt.ArrayLike, labels: npt.ArrayLike, task: str, classes
     elif "v" in t:
         left, right = t.split("v", 1)
         a = parse_classes(left, classes)
-        b = (sorted(set(np.unique(labels).tolist()) - set(a)) if right == "rest"
-             else parse_classes(right, classes))
+        b = (sorted(set(np.unique(labels).tolist()) - set(a)) if right == "rest" else parse_classes(right, classes))
     elif "," in t:
         a, b = [[x] for x in parse_classes(t, classes)][:2]
         if len(parse_classes(t, classes)) != 2:
@@ -450,12 +438,10 @@ def region_of(error: float, cost: float, result: TarpResult, n: int | None = Non
     return "computational gain" if error < min(best_at_cost) else "negative gain"
 
 
-def plot_benchmark(result: TarpResult, path: StrPath,
-                   points: Iterable[tuple[str, float, float]] = ()) -> StrPath:
+def plot_benchmark(result: TarpResult, path: StrPath, points: Iterable[tuple[str, float, float]] = ()) -> StrPath:
     """Draw the benchmark plane (needs the ``[plot]`` extra: matplotlib).
 
-    ``points`` are ``(name, error, cost)`` of user classifiers, placed and
-    labelled with their region.
+    ``points`` are ``(name, error, cost)`` of user classifiers, placed and labelled with their region.
     """
     plt = pyplot("the TARP plot")
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=110)

@@ -1,7 +1,6 @@
-"""Is a folder's data what its file names say? Each file judged by the bytes read (the labels first)
-against its build manifest's sha256, else the registry's hashes of the file or its content; a
-match with another entry is named; hashes kept in ``<cache>/seen/`` while the file keeps its
-identity (``docs/loading.md``, "Is a folder what its names say?").
+"""Is a folder's data what its file names say? Each file judged by the bytes read (the labels first) against its build
+manifest's sha256, else the registry's hashes of the file or its content; a match with another entry is named; hashes
+kept in ``<cache>/seen/`` while the file keeps its identity (``docs/loading.md``, "Is a folder what its names say?").
 """
 from __future__ import annotations
 
@@ -48,9 +47,7 @@ def path_facts(path: str | os.PathLike[str], need: tuple[str, ...], *,
                cache: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """:func:`facts_of` an idx file not otherwise read: its record, else one read."""
     facts = recall(path, cache) or {}
-    if all(k in facts for k in need):
-        return facts
-    return facts_of(read_idx_whole(path), need, cache=cache)
+    return facts if all(k in facts for k in need) else facts_of(read_idx_whole(path), need, cache=cache)
 
 
 def _needs(path: Path, remote: RemoteFile, route: str = "idx-folder", *, rehash: bool = False) -> tuple[str, ...]:
@@ -108,8 +105,7 @@ def check_folder_file(info: DatasetInfo, split: str, read: FileRead, fname: str,
     """The status of the file ``read`` (``built``, ``exact``, ``content``, ``raw``...), or DataMismatchError."""
     path = Path(read.path)
     if manifest is not None:
-        want = _manifest_sha(manifest, path.name)
-        if want:
+        if want := _manifest_sha(manifest, path.name):
             sha = facts_of(read, ("sha256",), cache=cache, rehash=rehash)["sha256"]
             if sha == want:
                 return "built"
@@ -151,8 +147,7 @@ def check_folder_file(info: DatasetInfo, split: str, read: FileRead, fname: str,
                                 expected=f"{info.name} {split}: {remote.id} ({pinned})", found=f"the data of {what}",
                                 hint=hint + OPT_OUT)
     raise DataMismatchError(
-        f"the files are not {info.name}'s", path=path,
-        expected=f"{info.name} {split}: {remote.id} ({pinned})",
+        f"the files are not {info.name}'s", path=path, expected=f"{info.name} {split}: {remote.id} ({pinned})",
         found=f"other content (sha256 {h.get('sha256')}, content sha256 {h.get('content_sha256')})"
               + (", and no build manifest.json next to it" if manifest is None
                  else f", and {path.parent / 'manifest.json'} does not list {path.name}"),

@@ -47,10 +47,8 @@ POLICY: dict[str, Rule] = {r.route: r for r in (
     Rule("idx-folder", "registry content (else file) hashes of both files; a match with another "
                        "registry file names it",
          hashes=("content xxh3_128", "content sha256", "content md5", "sha256", "md5"), **_FOLDER),
-    Rule("build-folder", "the build manifest's output hashes of both files",
-         hashes=("manifest sha256",), **_FOLDER),
-    Rule("torchvision", "registry content and order-free hashes of the arrays (root/<Name>/raw)",
-         **_ARRAYS),
+    Rule("build-folder", "the build manifest's output hashes of both files", hashes=("manifest sha256",), **_FOLDER),
+    Rule("torchvision", "registry content and order-free hashes of the arrays (root/<Name>/raw)", **_ARRAYS),
     Rule("npz", "registry content and order-free hashes of the arrays", **_ONE_FILE),
     Rule("npy", "registry content and order-free hashes of the arrays", **_ARRAYS),
     Rule("csv", "registry content and order-free hashes of the arrays", **_ONE_FILE),
@@ -60,8 +58,7 @@ POLICY: dict[str, Rule] = {r.route: r for r in (
                      "other names)", **_ARRAYS),
     Rule("hf-export", "every shard against the sha256 the export recorded (its card, "
                       "croissant.json); an export that recorded none: registry content and "
-                      "order-free hashes of the arrays",
-         parts=("shards", "images", "labels"),
+                      "order-free hashes of the arrays", parts=("shards", "images", "labels"),
          hashes=("recorded shard sha256", "content xxh3_128", "content sha256", "order-free sha256"),
          record="seen", rehash="every shard, ignoring the records"),
 )}

@@ -24,9 +24,7 @@ __all__ = ["Source", "candidate_folders", "find_dataset_folder", "locate", "read
 
 def read_folder_manifest(folder: str | os.PathLike[str]) -> Manifest | None:
     """The build manifest of ``folder``, or None (the one reader outside :mod:`mnistforge.io`)."""
-    if not os.path.isfile(os.path.join(folder, MANIFEST_NAME)):
-        return None
-    return Manifest.read(folder)
+    return None if not os.path.isfile(os.path.join(folder, MANIFEST_NAME)) else Manifest.read(folder)
 
 
 def locate(folder: str | os.PathLike[str], fname: str) -> Path | None:
@@ -83,8 +81,7 @@ class Source:
     def build_manifest(self) -> tuple[Manifest | None, Path | None]:
         """The manifest of this build and its folder: the dataset folder's, the root's, ``root/<name>``'s."""
         for folder in (self.folder, self.root, self.root / self.info.name):
-            m = self.manifest_of(folder)
-            if m is not None:
+            if (m := self.manifest_of(folder)) is not None:
                 return m, folder
         return None, None
 

@@ -14,7 +14,7 @@ from ..io.hashing import sha256_file, xxh3_file
 from ..io.hf.parquet import PARQUET_OPTIONS, ROW_GROUP_SIZE
 from ..io.hf.png import DEFAULT_PNG, PNG_ENCODERS
 from ..io.hf.repo import SYNTHETIC_NOTE
-from ..io.hf.schema import PIXELS
+from ..io.hf.schema import PIXELS, ROW_ID
 from ..io.types import StrPath
 from ..registry import license_link, license_text
 from .label_votes import card_section as label_votes_section
@@ -84,11 +84,7 @@ def card_header(configs: list[dict[str, Any]]) -> dict[str, Any]:
             "download_size": sum(s["download_size"] for s in c["splits"]),
             "dataset_size": sum(s["num_bytes"] for s in c["splits"]),
         })
-    cites = []
-    for c in configs:
-        cite = (c["config"].citation or "").strip()
-        if cite and cite not in cites:
-            cites.append(cite)
+    cites = [c for c in dict.fromkeys((c["config"].citation or "").strip() for c in configs) if c]
     if any(has_label_votes(c["features"]) for c in configs):  # the study behind those columns
         cites += [b for b in study_bibtex() if b not in cites]
     if cites:
@@ -143,14 +139,14 @@ def _inline(v: Any) -> str:
     return str(v)
 
 
+def _span(values: list[int]) -> str:
+    """``500`` or ``83-84``: the least and the most of ``values``."""
+    return f"{min(values):,}" + (f"-{max(values):,}" if max(values) != min(values) else "")
+
+
 def _label_table(classes: list[str], note: str | None) -> list[str]:
-    lines = []
-    if note:
-        lines.append(note)
-        lines.append("")
     shown = ", ".join(f"{i} = `{c}`" for i, c in enumerate(classes))
-    lines.append(f"Labels ({len(classes)} classes): {shown}.")
-    return lines
+    return ([note, ""] if note else []) + [f"Labels ({len(classes)} classes): {shown}."]
 
 
 def _pixels_usage(configs: list[dict[str, Any]], where: str) -> list[str]:
@@ -208,16 +204,19 @@ def dataset_card(configs: list[dict[str, Any]], *, repo_id: str | None = None, t
         "",
         f"Every row holds `image` (a {_shapes_text(configs)} grayscale PNG, **upright**, ink high: 255 = ink, "
         "0 = background), `label` (a `ClassLabel` whose names are the real characters) and, "
-        "where the source knows them, metadata columns tracing the image back to NIST.",
+        "where the source knows them, metadata columns tracing the image back to NIST; "
+        f"`{ROW_ID}` is the row's index in its split. Shards hold consecutive rows: readers that share them out "
+        "(`datasets.distributed.split_dataset_by_node`) each get whole shards when their number divides the "
+        "shard count, and can check and join rows by `row_id`.",
         "",
-        "| config | split | rows | shards | columns |",
-        "|---|---|---|---|---|",
+        "| config | split | rows | shards | rows a shard | bytes a shard | columns |",
+        "|---|---|---|---|---|---|---|",
     ]
     for c in configs:
         cols = ", ".join(f"`{k}`" for k in c["features"])
         for s in c["splits"]:
-            out.append(f"| `{c['name']}` | `{s['name']}` | {s['num_examples']:,} | "
-                       f"{len(s['files'])} | {cols} |")
+            out.append(f"| `{c['name']}` | `{s['name']}` | {s['num_examples']:,} | {len(s['files'])} | "
+                       f"{_span(s['shard_rows'])} | {_span(s['shard_bytes'])} | {cols} |")
     out += [
         "",
         "## Usage",
@@ -245,7 +244,7 @@ def dataset_card(configs: list[dict[str, Any]], *, repo_id: str | None = None, t
         if cfg.description:
             out += [cfg.description.strip(), ""]
         out += ["### Labels", ""] + _label_table(cfg.classes, cfg.label_note) + [""]
-        meta_cols = [k for k in c["features"] if k not in ("image", "label", PIXELS)]
+        meta_cols = [k for k in c["features"] if k not in ("image", "label", PIXELS, ROW_ID)]
         if meta_cols:
             out += ["### Metadata columns", "",
                     ", ".join(f"`{k}` ({c['features'][k].dtype})" for k in meta_cols)

@@ -13,19 +13,18 @@ from ..errors import CheckFailed, MnistforgeError, require
 from ..io.hf.png import decode_pngs
 from ..io.hf.repo import (features_of, png_bytes, read_card, read_split, read_split_table, repo_configs,
                           shard_paths, shard_problems)
-from ..io.hf.schema import PIXELS
+from ..io.hf.schema import PIXELS, ROW_ID
 from ..io.types import StrPath
 from ..progress import quiet_datasets
 
 
 def verify_repo(repo_dir: StrPath, *, with_datasets: bool = True, decode: bool = True) -> dict[str, dict[str, int]]:
-    """Check an exported folder before it is shared; return ``{config: {split: rows}}``. Checks: the card's YAML
-    parses; every config declared in ``configs`` has a ``dataset_info`` entry and vice versa; every shard exists and
-    has the sha256 the export recorded (re-hashed); row counts match ``num_examples``; the parquet features match the
-    card's; labels are within the ClassLabel range; (``decode``) every image decodes to the same size;
-    (``with_datasets``) ``datasets.load_dataset`` loads each split offline, in a throw-away cache, with the declared
-    counts and features.  Raises :class:`~mnistforge.errors.CheckFailed` listing every problem (a corrupt shard or
-    image is a problem, never a raw pyarrow or Pillow error)."""
+    """Check an exported folder before it is shared; return ``{config: {split: rows}}``: the card's YAML parses and
+    its ``configs`` and ``dataset_info`` agree; every shard exists with the sha256 the export recorded (re-hashed), the
+    card's row counts and features; ``row_id`` counts the rows in order across the shards; labels are within the
+    ClassLabel range; (``decode``) every image decodes to the same size; (``with_datasets``) ``datasets.load_dataset``
+    loads each split offline, in a throw-away cache, with those counts and features.  Raises
+    :class:`~mnistforge.errors.CheckFailed` listing every problem (never a raw pyarrow or Pillow error)."""
     require("datasets", "hf", "checking a Hugging Face export")
     import datasets
     import pyarrow as pa
@@ -61,13 +60,16 @@ def verify_repo(repo_dir: StrPath, *, with_datasets: bool = True, decode: bool =
             for p in shards:
                 try:
                     pf = pq.ParquetFile(p)
-                    rows += pf.metadata.num_rows
+                    start, rows = rows, rows + pf.metadata.num_rows
                     feats = features_of(pf.schema_arrow.empty_table(), repo_dir, config)
+                    ids = pf.read(columns=[ROW_ID]).column(ROW_ID).to_numpy() if ROW_ID in feats else None
                 except (pa.ArrowException, OSError, ValueError, MnistforgeError) as e:
                     problems.append(f"{p}: unreadable parquet shard ({type(e).__name__}: {e})")
                     continue
                 if card_features is not None and feats != card_features:
                     problems.append(f"{p}: parquet features differ from the card's")
+                if ids is not None and not np.array_equal(ids, np.arange(start, rows)):
+                    problems.append(f"{p}: {ROW_ID} is not {start}..{rows - 1} in order (shards reordered or edited?)")
             counts.setdefault(config, {})[split] = rows
             if split in declared and declared[split] != rows:
                 problems.append(f"{config}/{split}: card says {declared[split]} rows, "

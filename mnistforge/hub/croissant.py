@@ -9,7 +9,7 @@ from typing import Any
 from .._version import __version__
 from ..io.hashing import sha256_file
 from ..io.hf.parquet import DATA
-from ..io.hf.schema import PIXELS
+from ..io.hf.schema import PIXELS, ROW_ID
 from ..io.types import StrPath
 from .card import DEFAULT_LICENSE
 
@@ -98,7 +98,8 @@ def croissant_metadata(configs: list[dict[str, Any]], folder: StrPath, *, repo_i
                                   "the image's pixels undecoded, uint8, row-major"
                                   + (" (raw bytes)" if feat.dtype == "binary" else "")))
             elif k not in ("image", "label"):
-                fields.append(col(k, _CROISSANT_TYPES.get(feat.dtype, "sc:Text"), {"column": k}))
+                fields.append(col(k, _CROISSANT_TYPES.get(feat.dtype, "sc:Text"), {"column": k}, None,
+                                  "the row's index in its split" if k == ROW_ID else None))
         doc["recordSet"].append({"@type": "cr:RecordSet", "@id": name, "name": name,
                                  "description": c["config"].description or name, "field": fields})
     return doc

@@ -114,12 +114,14 @@ def export_problems(folder: StrPath) -> list[str]:
 def export_hf(repo_dir: StrPath, configs: list[ExportConfig], *, overwrite: bool = False,
               max_shard_bytes: int = MAX_SHARD_BYTES, workers: int | None = None, croissant: bool = True,
               repo_id: str | None = None, title: str | None = None, inputs: Iterable[StrPath | None] = (),
-              pixels: str | None = None, png: str | None = None) -> dict[str, Any]:
+              pixels: str | None = None, png: str | None = None, num_shards: int | None = None) -> dict[str, Any]:
     """Write a Hub dataset repository folder holding ``configs``; return its summary (configs, splits, files).
 
     Built under ``<repo_dir>.incomplete``, renamed when complete; the first config is the default. ``repo_dir`` must
     not exist unless ``overwrite`` (then it must be an earlier export holding nothing else: :func:`export_problems`)
-    nor overlap ``inputs``. Splits are cut into equal-row shards under ``max_shard_bytes`` of PNG. ``pixels``: also
+    nor overlap ``inputs``. Splits are cut in order into ``num_shards`` equal-row shards, or by default into
+    :func:`~mnistforge.io.hf.parquet.shard_count`'s count (120 for 60,000 rows) or its next multiple that keeps
+    each under ``max_shard_bytes`` of PNG; every row holds its index in the split (``row_id``). ``pixels``: also
     store every image undecoded (:func:`~mnistforge.io.hf.schema.features_for`); ``png``: the encoder
     (:data:`~mnistforge.io.hf.png.PNG_ENCODERS`); either way the same data gives the same bytes run to run.
 
@@ -128,6 +130,8 @@ def export_hf(repo_dir: StrPath, configs: list[ExportConfig], *, overwrite: bool
     >>> out = export_hf(os.path.join(tempfile.mkdtemp(), "r"), [cfg], workers=1)
     >>> out["configs"][0]["splits"][0]["files"]
     ['data/toy/test-00000-of-00001.parquet']
+    >>> export_hf(os.path.join(tempfile.mkdtemp(), "r"), [cfg], num_shards=2)["configs"][0]["splits"][0]["shard_rows"]
+    [1, 1]
     """
     require("datasets", "hf", "export hf")  # before any work
     names = [c.name for c in configs]
@@ -152,14 +156,15 @@ def export_hf(repo_dir: StrPath, configs: list[ExportConfig], *, overwrite: bool
                 d = cfg.split_data(s)
                 dt = d.metadata.dtype if d.metadata is not None else None
                 if features is None:
-                    features = features_for(cfg.classes, dt, pixels=pixels, pixels_shape=d.images.shape[1:])
+                    features = features_for(cfg.classes, dt, pixels=pixels, pixels_shape=d.images.shape[1:],
+                                            row_id=True)
                     first_dt = dt
                 elif dt != first_dt:
                     raise ConfigError(f"config {cfg.name!r}: every split needs the same metadata "
                                       "fields", expected=str(first_dt), found=f"{dt} in {s}")
                 shapes.add(d.images.shape[1:])
-                splits.append(write_split(tmp, cfg.name, s, d, features,
-                                          max_shard_bytes=max_shard_bytes, workers=workers, png=png))
+                splits.append(write_split(tmp, cfg.name, s, d, features, max_shard_bytes=max_shard_bytes,
+                                          workers=workers, png=png, num_shards=num_shards))
                 del d
             summary["configs"].append({"config": cfg, "name": cfg.name, "features": features,
                                        "splits": splits, "image_shapes": sorted(shapes)})

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.lib import recfunctions
 
 from .._version import __version__
 from ..errors import ConfigError, MissingFileError, MnistforgeError
@@ -22,10 +23,11 @@ from ..io.types import StrPath
 from ..loaders import datasets_in_folder, load, resolve_target
 from ..loaders.repo import check_shards
 from ..loaders.split import DatasetSplit
+from ..loaders.names import parse_split
 from ..loaders.targets import parse_target_text
+from ..loaders.writers import WRITER_FIELDS, identity_table
 from ..registry import DatasetInfo, bibtex, built_license, get_dataset, get_file, hub_license
 from .export import ExportConfig, SplitSource
-
 
 
 def parse_target(text: str) -> tuple[str | None, str]:
@@ -118,7 +120,6 @@ def _verified_shards(root: StrPath, name: str) -> dict[str, str]:
 
 
 def _official_provenance(info: DatasetInfo, splits: Iterable[str]) -> dict[str, dict[str, Any]]:
-
     files: dict[str, dict[str, Any]] = {}
     for split in splits:
         sp = info.file_split(split)
@@ -129,11 +130,8 @@ def _official_provenance(info: DatasetInfo, splits: Iterable[str]) -> dict[str, 
                 rf = get_file(f"{info.group}/{fname}")
             except MnistforgeError:
                 continue
-            entry: dict[str, Any] = {}
-            for key in ("sha256", "size", "md5", "content_sha256", "archive"):
-                v = getattr(rf, key)
-                if v:
-                    entry[key] = v
+            entry: dict[str, Any] = {k: getattr(rf, k) for k in ("sha256", "size", "md5", "content_sha256", "archive")
+                                     if getattr(rf, k)}
             if rf.urls:
                 entry["url"] = rf.urls[0]
             if rf.archive:
@@ -340,23 +338,37 @@ def config_from_dataset(name: str, splits: dict[str, SplitSource], classes: Iter
                         pretty_name=info.title, synthetic=synthetic)
 
 
+def _split_of(ds: DatasetSplit, writers: str | None = None, download: bool | None = None) -> SplitData:
+    """The split's arrays; with ``writers`` (``"tables"`` for official files, else why not) a writer column where its
+    metadata has none: MNIST's writer and NIST series from QMNIST's published tables (the registry's ``identities``)."""
+    meta = None if ds.metadata is None else np.asarray(ds.metadata)
+    if writers and not set(WRITER_FIELDS) & set(() if meta is None else meta.dtype.names or ()):
+        if writers != "tables" or not ds.info.split(parse_split(ds.split)[0]).identities:
+            raise ConfigError(f"--writers: the writers of {ds.name} {ds.split}'s rows are not known",
+                              found="no writer in its metadata, " + ("no published table of its rows"
+                                                                     if writers == "tables" else writers),
+                              expected="metadata with a writer (QMNIST, EMNIST builds, FEMNIST) or MNIST's "
+                              "official files (QMNIST's tables)", hint="export this dataset without --writers")
+        t = identity_table(ds.name, ds.split, offline=None if download is None else not download)
+        w = np.empty(len(t), [("writer", "i4"), ("hsf", "i4")])
+        w["writer"], w["hsf"] = t[:, 2], t[:, 1]
+        meta = w if meta is None else recfunctions.merge_arrays((meta, w), flatten=True, usemask=False)
+    return SplitData(np.asarray(ds.images), np.asarray(ds.labels), meta)
 
-def _split_of(ds: DatasetSplit) -> SplitData:
-    return SplitData(np.asarray(ds.images), np.asarray(ds.labels),
-                     None if ds.metadata is None else np.asarray(ds.metadata))
+
+def _load_split(name: str, split: str, root: StrPath | None, download: bool | None,
+                writers: str | None = None) -> SplitData:
+    return _split_of(load(name, split, root=root, download=download, with_metadata=True), writers, download)
 
 
-def _load_split(name: str, split: str, root: StrPath | None, download: bool | None) -> SplitData:
-
-    return _split_of(load(name, split, root=root, download=download, with_metadata=True))
-
-
-def configs_from_targets(targets: Iterable[StrPath], *, download: bool | None = None) -> list[ExportConfig]:
+def configs_from_targets(targets: Iterable[StrPath], *, download: bool | None = None,
+                         writers: bool = False) -> list[ExportConfig]:
     """Load ``[CONFIG=]TARGET[:SPLIT]`` targets into export configs. TARGET is a dataset name or a folder (official or
     built files, or an exported repository), as everywhere on the command line
     (:func:`mnistforge.loaders.resolve_target`).  Targets naming the same dataset and folder merge into one config
     (``mnist:train mnist:test``); ``CONFIG=`` renames a config (to export the official and a rebuilt MNIST side by
-    side).  Without ``:SPLIT`` the :func:`default_splits` are taken."""
+    side).  Without ``:SPLIT`` the :func:`default_splits` are taken.  ``writers``: every config gets a writer column
+    (official MNIST's from QMNIST's tables), else ConfigError."""
     resolved: list[tuple[str | None, tuple[str, str | None, Path | None]]] = []
     for text in targets:
         config, rest = parse_target(str(text))
@@ -407,11 +419,17 @@ def configs_from_targets(targets: Iterable[StrPath], *, download: bool | None = 
         manifest = src.build_manifest()[0] if src is not None else None
         # The first split is loaded now (its classes name the labels), the others when written.
         first = load(g["name"], g["splits"][0], root=g["root"], download=download, with_metadata=True)
-        data: dict[str, SplitSource] = {g["splits"][0]: _split_of(first)}
+        how = None if not writers else "a build" if manifest else "an export" if is_hf_repo(g["root"] or "") \
+            else "tables"
+        data: dict[str, SplitSource] = {g["splits"][0]: _split_of(first, how, download)}
         for s in g["splits"][1:]:
-            data[s] = functools.partial(_load_split, g["name"], s, g["root"], download)
+            data[s] = functools.partial(_load_split, g["name"], s, g["root"], download, how)
         out.append(config_from_dataset(g["name"], data, first.classes, root=g["root"],
                                        config_name=config, built_manifest=manifest))
+        if how == "tables" and first.metadata is None:
+            table = get_file(get_dataset(g["name"]).split(g["splits"][0]).identities[0])  # type: ignore[index]
+            out[-1].caveats.append(f"`writer_id` and `hsf` come from QMNIST's published table `{table.name}` "
+                                   f"(sha256 `{table.sha256}`), whose rows are this split's in order.")
     return out
 
 

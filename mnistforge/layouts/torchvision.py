@@ -149,11 +149,9 @@ def _check_plan(sources: list[TorchvisionSource]) -> None:
                 other = owner.setdefault(path, src)
                 if other is not src:
                     raise ConfigError(
-                        f"two sources would both write {path}",
-                        expected="one source per torchvision dataset",
+                        f"two sources would both write {path}", expected="one source per torchvision dataset",
                         found=f"{other.name} from {other.root or 'the cache'} and "
-                              f"{src.name} from {src.root or 'the cache'}",
-                        hint="write them into two roots (--out)")
+                              f"{src.name} from {src.root or 'the cache'}", hint="write them into two roots (--out)")
 
 
 def _label_table(ds: DatasetSplit, info: DatasetInfo) -> np.ndarray:
@@ -191,9 +189,8 @@ def _write_split(raw: Path, info: DatasetInfo, tv: TorchvisionInfo, split: str, 
 
 
 def _source_manifest(src: TorchvisionSource) -> Manifest | None:
-    if src.root is None:
-        return None
-    return resolve(src.root, get_dataset(src.name)).manifest  # the gate's: folder and manifest
+    # the gate's: folder and manifest
+    return None if src.root is None else resolve(src.root, get_dataset(src.name)).manifest
 
 
 def _official(info: DatasetInfo, split: str, role: int, sha256: str) -> bool | None:
@@ -213,19 +210,13 @@ def layout_problems(root: str | os.PathLike[str]) -> list[str]:
     root's manifest lists the data files; each ``<Class>/raw/manifest.json`` is accepted only
     while it is itself a whole record of its folder."""
     root = Path(root)
-    out = []
-    for p in recorded_folder_problems(root):
-        rel = p.split(" (", 1)[0]
-        nested = root / rel
-        if nested.name == MANIFEST_NAME and p.endswith("(not listed)") and not recorded_folder_problems(nested.parent):
-            continue
-        out.append(p)
-    return out
+    return [p for p in recorded_folder_problems(root)
+            if not ((nested := root / p.split(" (", 1)[0]).name == MANIFEST_NAME and p.endswith("(not listed)")
+                    and not recorded_folder_problems(nested.parent))]
 
 
 def write_torchvision(out: str | os.PathLike[str], sources: list[TorchvisionSource], *, overwrite: bool = False,
-                      inputs: Iterable[str | os.PathLike[str]] = (),
-                      download: bool | None = None) -> TorchvisionLayout:
+                      inputs: Iterable[str | os.PathLike[str]] = (), download: bool | None = None) -> TorchvisionLayout:
     """Write ``sources`` in torchvision's layout under the new folder ``out``; what was written. ``inputs`` are folders
     ``out`` must not overlap (besides the sources' own); ``download`` as for :func:`mnistforge.load`.  Nothing is left
     behind on failure."""

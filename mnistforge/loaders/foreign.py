@@ -40,8 +40,7 @@ logger = get_logger(__name__)
 _ROUTES = {"idx": "idx-copy"}
 
 __all__ = ["Canonical", "Change", "Match", "canonicalise", "label_shift_cue", "load_foreign",
-           "registry_match", "shift_change", "transpose_change", "foreign_source", "make_split",
-           "pick_split"]
+           "registry_match", "shift_change", "transpose_change", "foreign_source", "make_split", "pick_split"]
 
 
 @dataclass
@@ -80,8 +79,7 @@ def _images(x: np.ndarray, where: str, storage: list[str], changes: list[Change]
     if x.dtype.kind == "f":
         hi = float(np.nanmax(x)) if x.size else 0.0
         if not np.isfinite(x).all() or float(np.min(x)) < 0 or hi > 255:
-            raise FormatError("float images out of range", path=where,
-                              expected="values in [0, 1] or [0, 255]",
+            raise FormatError("float images out of range", path=where, expected="values in [0, 1] or [0, 255]",
                               found=f"[{float(np.nanmin(x)):g}, {hi:g}]")
         unit = hi <= 1.0   # [0, 1]: x 255
         y = np.asarray(x, np.float64) * (255.0 if unit else 1.0)
@@ -107,8 +105,7 @@ def _images(x: np.ndarray, where: str, storage: list[str], changes: list[Change]
 def _looks_inverted(x: np.ndarray) -> bool:
     """The frame of MNIST-family images is background (0); a bright frame means inverted."""
     sample = x[:: max(1, len(x) // 2000)]
-    frame = np.concatenate([sample[:, 0, :], sample[:, -1, :], sample[:, :, 0], sample[:, :, -1]],
-                           axis=1)
+    frame = np.concatenate([sample[:, 0, :], sample[:, -1, :], sample[:, :, 0], sample[:, :, -1]], axis=1)
     return float(np.median(frame)) > 127
 
 
@@ -127,16 +124,14 @@ def _labels(y: np.ndarray, n: int, where: str, storage: list[str], meta: dict[st
                 meta[f"col{i}"] = y[:, i]
             y = y[:, 0]
     if y.ndim != 1 or y.shape[0] != n:
-        raise FormatError("labels do not match the images", path=where,
-                          expected=f"{n} labels", found=str(y.shape))
+        raise FormatError("labels do not match the images", path=where, expected=f"{n} labels", found=str(y.shape))
     if y.dtype.kind == "f":
         if not np.array_equal(y, np.rint(y)):
             raise FormatError("non-integer labels", path=where, expected="whole numbers",
                               found=f"e.g. {y[np.flatnonzero(y != np.rint(y))[0]]}")
         storage.append(f"labels stored as {y.dtype.name}")
     elif y.dtype.kind not in "iub":
-        raise FormatError("labels are not numbers", path=where, expected="integer labels",
-                          found=y.dtype.name)
+        raise FormatError("labels are not numbers", path=where, expected="integer labels", found=y.dtype.name)
     return y.astype(np.int64)
 
 
@@ -173,9 +168,7 @@ def label_shift_cue(labels: np.ndarray, info: DatasetInfo) -> int:
         return 0
     if first - 1 <= lo and hi <= last - 1:
         return 1
-    if first + 1 <= lo and hi <= last + 1:
-        return -1
-    return 0
+    return -1 if first + 1 <= lo and hi <= last + 1 else 0
 
 
 # --------------------------------------------------------------------------- load
@@ -193,8 +186,7 @@ def _structured(meta: dict[str, np.ndarray], n: int, info: DatasetInfo) -> np.nd
             if np.asarray(v).size == n}
     if not cols:
         return None
-    out = np.empty(n, dtype=[(k, np.int64 if v.dtype.kind in "iub" else v.dtype)
-                             for k, v in cols.items()])
+    out = np.empty(n, dtype=[(k, np.int64 if v.dtype.kind in "iub" else v.dtype) for k, v in cols.items()])
     for k, v in cols.items():
         out[k] = v
     return out
@@ -279,8 +271,7 @@ def load_foreign(path: PathArg, name: str | None = None, split: str | None = "tr
         [shift_change(shift, c.labels)] if shift else [])
     for ch in changes:
         logger.warning("%s: %s (undone)", fs.where, ch.description)
-    ds = make_split(copy, c, info, transposed, shift, changes, with_metadata=with_metadata,
-                    split=fs.split or split)
+    ds = make_split(copy, c, info, transposed, shift, changes, with_metadata=with_metadata, split=fs.split or split)
     if info is not None:  # well formed for the dataset it is said to be
         require_images(ds.images, info, fs.where)
         require_labels(info, ds.split, ds.labels, ds.classes, fs.where)
@@ -289,8 +280,7 @@ def load_foreign(path: PathArg, name: str | None = None, split: str | None = "tr
     if rm is not None:
         _say_map(fs.where, rm)
     if label_issues is not None or (with_metadata and rm is not None and not verdict.official_order):
-        ds = _official_rows(ds, verdict, label_issues, cache=cache, download=download,
-                            progress=progress, loader=loader)
+        ds = _official_rows(ds, verdict, label_issues, cache=cache, download=download, progress=progress, loader=loader)
     if rows is not None:
         ds = ds.select(rows_of(rows, len(ds)), split=f"{ds.split}{rows.replace(' ', '')}")
     if label_issues is not None:
@@ -323,8 +313,7 @@ def _official_rows(ds: DatasetSplit, v: Verdict, label_issues: str | None, *, lo
     if rm is not None and rm.dataset == ds.name and rm.mapped.any() and loader is not None:
         kw.pop("progress", None)
         try:
-            meta = official_metadata(ds, rm, loader=loader, required=label_issues is not None,
-                                     **kw)
+            meta = official_metadata(ds, rm, loader=loader, required=label_issues is not None, **kw)
         except Exception as e:  # the official metadata cannot be had: a view cannot be made
             if label_issues is not None:
                 raise
@@ -358,8 +347,7 @@ def make_split(copy: ForeignCopy, c: Canonical, info: DatasetInfo | None, transp
     images = c.images.transpose(0, 2, 1) if stored_transposed else c.images
     ds = DatasetSplit(info.name, split or c.split or "data", images, labels, info,
                       _structured(c.metadata, len(labels), info) if with_metadata else None,
-                      f"{copy.format} {c.where}", {},
-                      "transposed" if stored_transposed else "upright")
+                      f"{copy.format} {c.where}", {}, "transposed" if stored_transposed else "upright")
     ds.changes = list(changes)
     ds.storage = list(c.storage)
     return ds

@@ -75,21 +75,16 @@ def _missing(n: int) -> Columns:
 
 def _folder_columns(info: DatasetInfo, split: str, n: int, root: PathArg) -> Columns | None:
     """The columns of a build's side files (``t10k-label-votes-idx2-int.gz``...), or None."""
-    folder = resolve(root, info).folder
-    if folder is None:
+    if (folder := resolve(root, info).folder) is None:
         return None
-    hit = split_offset(info, split)
-    if hit is not None:
+    if (hit := split_offset(info, split)) is not None:
         ann, start = hit
-        p = locate(folder, ann.side_file)
-        if p is None:
+        if (p := locate(folder, ann.side_file)) is None:
             return None
         cols = table_to_columns(np.asarray(read_idx(p)), str(p))
         if len(cols["label_issue"]) < start + n:
-            raise IntegrityError("label-vote side file does not match the split",
-                                 path=Path(folder) / ann.side_file,
-                                 expected=f"at least {start + n} rows",
-                                 found=str(len(cols["label_issue"])))
+            raise IntegrityError("label-vote side file does not match the split", path=Path(folder) / ann.side_file,
+                                 expected=f"at least {start + n} rows", found=str(len(cols["label_issue"])))
         return {f: c[start:start + n] for f, c in cols.items()}
     # another split of a build that has votes: the same columns, nothing examined
     anns = label_annotations(info.name)
@@ -97,14 +92,12 @@ def _folder_columns(info: DatasetInfo, split: str, n: int, root: PathArg) -> Col
 
 
 def label_columns(ds: DatasetSplit, *, root: PathArg | None = None, cache: PathArg | None = None,
-                  download: bool | None = None, progress: bool | None = None,
-                  required: bool = False) -> Columns | None:
+                  download: bool | None = None, progress: bool | None = None, required: bool = False) -> Columns | None:
     """The label-vote columns of a loaded (whole) split, or None where none apply: from the
     study's file (fetched as ``download`` allows; ``required``: raise when it cannot be had)
     for official files, from its build's side files for a folder (``root``)."""
     info = ds.info
-    anns = label_annotations(info.name)
-    if not anns:
+    if not (anns := label_annotations(info.name)):
         return None
     n = len(ds.labels)
     if root is not None:
@@ -117,17 +110,14 @@ def label_columns(ds: DatasetSplit, *, root: PathArg | None = None, cache: PathA
             raise
         logger.warning("label votes left out: %s", e)
         return None
-    hit = split_offset(info, ds.split)
-    if hit is None:
+    if (hit := split_offset(info, ds.split)) is None:
         return _missing(n)
     ann, start = hit
     v = votes[ann.file]
     offset = ann.offset - start
-    bad = given_mismatches(v, ds.labels, offset)
-    if bad:
+    if bad := given_mismatches(v, ds.labels, offset):
         raise IntegrityError(f"{info.name} {ds.split}: the study's given labels disagree with "
-                             "the verified labels", path=ann.file,
-                             expected="every given label equal to the split's",
+                             "the verified labels", path=ann.file, expected="every given label equal to the split's",
                              found=f"{bad} differ", hint="the registry's annotation entry is wrong")
     ds.status[get_file(ann.file).name] = "exact"
     return dense_columns(v, n, offset, ann.min_given)
@@ -135,16 +125,14 @@ def label_columns(ds: DatasetSplit, *, root: PathArg | None = None, cache: PathA
 
 def add_label_votes(ds: DatasetSplit, **kw: Any) -> DatasetSplit:
     """``ds`` with the label-vote columns appended to its metadata (see :func:`label_columns`)."""
-    cols = label_columns(ds, **kw)
-    if cols is not None:
+    if (cols := label_columns(ds, **kw)) is not None:
         ds.metadata = join_columns(ds.metadata, cols)
     return ds
 
 
 def clean_view(ds: DatasetSplit, mode: str, keep_metadata: bool) -> DatasetSplit:
     """Apply ``load(..., label_issues=mode)`` to ``ds`` in place; drop the metadata unless kept."""
-    images, labels, meta, view = apply_label_issues(mode, ds.name, ds.split, ds.images, ds.labels,
-                                                    ds.metadata)
+    images, labels, meta, view = apply_label_issues(mode, ds.name, ds.split, ds.images, ds.labels, ds.metadata)
     keep = np.ones(len(ds), dtype=bool)
     keep[view.dropped] = False
     ds.indices = np.flatnonzero(keep) if ds.indices is None else ds.indices[keep]
@@ -171,8 +159,7 @@ def join_columns(metadata: npt.NDArray[np.void] | None, cols: Columns) -> npt.ND
 def check_mode(mode: str | None) -> None:
     """Raise ConfigError unless ``mode`` is None or one of :data:`MODES`."""
     if mode is not None and mode not in MODES:
-        raise ConfigError("invalid label_issues", expected="None, " + ", ".join(map(repr, MODES)),
-                          found=repr(mode))
+        raise ConfigError("invalid label_issues", expected="None, " + ", ".join(map(repr, MODES)), found=repr(mode))
 
 
 def apply_label_issues(mode: str, name: str, split: str, images: npt.NDArray[np.uint8], labels: npt.ArrayLike,
@@ -224,8 +211,7 @@ def apply_label_issues(mode: str, name: str, split: str, images: npt.NDArray[np.
 def study_votes(name: str, split: str, *, download: bool | None = None,
                 cache: PathArg | None = None) -> tuple[LabelVotes, int] | None:
     """``(votes, offset)`` of a registry split the study annotates (id ``i`` at row ``i + offset``), or None."""
-    hit = split_offset(get_dataset(name), split)
-    if hit is None:
+    if (hit := split_offset(get_dataset(name), split)) is None:
         return None
     ann, start = hit
     return read_study(study_path(ann, cache=cache, download=download), ann.file), ann.offset - start

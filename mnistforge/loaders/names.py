@@ -66,13 +66,11 @@ def dataset_name(text: str, *, kinds: tuple[str, ...] = ("dataset",)) -> str:
     if hit is not None:
         return str(hit)
     others = [n for n in list_datasets(None) if n not in choices]
-    other = {name_key(n): n for n in others}.get(name_key(text))
-    if other is not None:
+    if (other := {name_key(n): n for n in others}.get(name_key(text))) is not None:
         kind = get_dataset(other).kind
         raise DatasetNotFoundError(
             f"{other!r} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}, not a dataset of images",
-            expected="one of " + ", ".join(choices),
-            found=text, hint=f"`mnistforge fetch {other}` downloads it")
+            expected="one of " + ", ".join(choices), found=text, hint=f"`mnistforge fetch {other}` downloads it")
     if looks_like_path(text):
         raise NoSuchPathError("no such file or folder", path=text,
                               expected="an existing file or folder (a folder of idx files or a "
@@ -90,8 +88,7 @@ def split_name(info: DatasetInfo, text: str) -> str:
     >>> split_name(get_dataset("emnist-balanced"), "Train_Without_Validation")
     'train-without-validation'
     """
-    hit = _keyed(text, list(info.splits))
-    if hit is not None:
+    if (hit := _keyed(text, list(info.splits))) is not None:
         return hit
     raise DatasetNotFoundError(
         f"unknown split {text!r} of {info.name}", expected="one of " + ", ".join(info.splits),
@@ -100,8 +97,7 @@ def split_name(info: DatasetInfo, text: str) -> str:
 
 def parse_split(text: str) -> tuple[str, str | None]:
     """``"train[:90%]"`` -> ``("train", "[:90%]")``; ``"test"`` -> ``("test", None)``."""
-    m = _SLICE.match(str(text).strip())
-    if not m:
+    if not (m := _SLICE.match(str(text).strip())):
         raise ConfigError("cannot parse the split", found=repr(text),
                           expected="SPLIT or SPLIT[START:STOP] (rows or percentages, "
                                    "e.g. test[:100], train[:90%], train[-10%:])")
@@ -111,8 +107,7 @@ def parse_split(text: str) -> tuple[str, str | None]:
 def _bound(text: str, n: int, spec: str) -> int | None:
     if not text.strip():
         return None
-    m = _BOUND.match(text)
-    if not m:
+    if not (m := _BOUND.match(text)):
         raise ConfigError("bad split slice", found=spec,
                           expected="integers or percentages, e.g. [:100], [:90%], [-10%:]")
     if m["pct"]:

@@ -97,18 +97,15 @@ class CacheOrigin(Origin):
         # plain strings on the way to a valid raw copy: pathlib was a tenth of a repeat load
         raw_name = os.path.join(self.cache, remote.group, remote.raw_name)
         if os.path.isfile(raw_name):
-            arr = self._open_raw_copy(raw_name, remote)
-            if arr is not None:
+            if (arr := self._open_raw_copy(raw_name, remote)) is not None:
                 return arr
         raw = Path(raw_name)
         if self.keep_raw:  # a first load: verify and decompress in one read
-            v = first_raw_copy(remote, cache_path(remote, self.cache), raw, rehash=self.check)
-            if v is not None:
+            if (v := first_raw_copy(remote, cache_path(remote, self.cache), raw, rehash=self.check)) is not None:
                 self.status[fname] = v.status
                 return read_idx(raw)
         res = fetch_file(remote, root=self.cache, progress=self.progress,
-                         offline=self.offline_arg, rehash=self.check, mirrors=self.mirrors,
-                         dead_hosts=self.dead_hosts)
+                         offline=self.offline_arg, rehash=self.check, mirrors=self.mirrors, dead_hosts=self.dead_hosts)
         self.status[fname] = res.status
         if self.keep_raw:
             try:
@@ -120,14 +117,12 @@ class CacheOrigin(Origin):
                 self.status.setdefault(remote.name, res.status)
                 return read_idx(raw)
         if res.member:
-            return parse_idx_bytes(read_member(res, remote), f"{res.path}:{res.member}",
-                                   compression=remote.compression)
+            return parse_idx_bytes(read_member(res, remote), f"{res.path}:{res.member}", compression=remote.compression)
         return read_idx(res.path)
 
     def _open_as_is(self, fname: str, remote: RemoteFile) -> np.ndarray:
         """A file the cache keeps no raw copy of (an ``.npz``, a raw idx file), verified."""
-        res = fetch_file(remote, root=self.cache, progress=self.progress,
-                         offline=self.offline_arg, rehash=self.check)
+        res = fetch_file(remote, root=self.cache, progress=self.progress, offline=self.offline_arg, rehash=self.check)
         self.status[fname] = res.status
         if not res.member:
             return read_array(res.path, remote.format, remote.array)
@@ -137,15 +132,13 @@ class CacheOrigin(Origin):
         return read_array(io.BytesIO(data), remote.format, remote.array)
 
     def _open_raw_copy(self, raw: str, remote: RemoteFile) -> np.ndarray | None:
-        v = check_raw_copy(raw, remote, rehash=self.check)
-        if v is None:
+        if (v := check_raw_copy(raw, remote, rehash=self.check)) is None:
             return None
         if self.check and remote.member is None:   # check=True re-hashes the download too
             packed = cache_path(remote, self.cache)
             if packed.is_file():
                 verify_file(packed, remote, use_marker=False)
-        self.status[remote.name] = v.status if v.status != "derived" else self.status.get(
-            remote.name, "derived")
+        self.status[remote.name] = v.status if v.status != "derived" else self.status.get(remote.name, "derived")
         return read_raw_copy(raw)
 
 
@@ -183,8 +176,7 @@ class FolderOrigin(Origin):
         self.cache = settings.cache_home(cache) if keep_raw else None
         root = root if isinstance(root, Path) else Path(root)
         self.source = resolve(root, info)   # the folder and its manifest, found once
-        folder = self.source.folder
-        if folder is None:
+        if (folder := self.source.folder) is None:
             looked = ", ".join(str(p) for p in candidate_folders(root, info))
             want = sorted({sp.images for sp in info.splits.values() if sp.images})
             raise MissingFileError(
@@ -241,19 +233,15 @@ class FolderOrigin(Origin):
         fname = sp.images or ""
         if fname in self.reads:
             return int(self.reads[fname].array.shape[0])
-        p = self.path_of(fname)
-        if p is None:
+        if (p := self.path_of(fname)) is None:
             raise MissingFileError(f"{self.info.name} split {sp.name!r} is missing",
                                    path=self.folder / fname, expected="the images file",
                                    found="no such file (raw, .gz, .xz or .bz2)")
         fmt, array = self._format(fname)
-        if fmt != "idx":
-            return int(read_array(p, fmt, array).shape[0])
-        return int(read_idx_header(p).shape[0])
+        return int(read_array(p, fmt, array).shape[0]) if fmt != "idx" else int(read_idx_header(p).shape[0])
 
     def _open(self, fname: str, required: bool) -> np.ndarray | None:
-        p = self.path_of(fname)
-        if p is None:
+        if (p := self.path_of(fname)) is None:
             if not required:
                 return None
             raise MissingFileError(
@@ -275,8 +263,7 @@ class FolderOrigin(Origin):
         """The raw copy of ``p`` (made when missing or stale), mapped, with the hashes recorded of
         ``p`` when it was made; None when none can be made (then ``p`` itself is read)."""
         assert self.cache is not None
-        got = valid_copy(p, self.cache, rehash=self.check)
-        if got is None:
+        if (got := valid_copy(p, self.cache, rehash=self.check)) is None:
             try:
                 header = read_idx_header(p)
                 made = make_copy(p, self.cache, content_size=header.offset + header.nbytes)
@@ -287,8 +274,7 @@ class FolderOrigin(Origin):
             if got is None:
                 return None
         raw, rec = got
-        arr = read_raw_copy(raw)
-        if arr is None:
+        if (arr := read_raw_copy(raw)) is None:
             return None
         st = os.stat(p)
         known = {"sha256": str(rec.get("source_sha256")), "content_sha256": str(rec.get("sha256"))}

@@ -51,8 +51,7 @@ def _listed(repo_dir: Path, config: str, splits: Iterable[str] | None) -> list[t
     for split in names:
         for pattern in declared.get(split, []):
             if any(ch in pattern for ch in "*?["):
-                out += [(split, p.relative_to(repo_dir).as_posix())
-                        for p in sorted(repo_dir.glob(pattern))]
+                out += [(split, p.relative_to(repo_dir).as_posix()) for p in sorted(repo_dir.glob(pattern))]
             else:
                 out.append((split, pattern))
     return out
@@ -69,8 +68,7 @@ class _Shard(NamedTuple):
 def _plan(repo_dir: Path, config: str, splits: Iterable[str] | None, cache: PathArg | None,
           check: bool) -> tuple[dict[str, dict[str, str]], dict[str, str], list[_Shard]]:
     """``(recorded digests by kind, trusted {rel: sha256}, [shards to hash])``; a missing shard refused here."""
-    recorded = recorded_shard_hashes(repo_dir)
-    if not recorded:
+    if not (recorded := recorded_shard_hashes(repo_dir)):
         logger.warning("%s: the export recorded no shard sha256 (not written by mnistforge, or by "
                        "an older version): its shards are NOT verified, only the arrays are "
                        "checked", repo_dir)
@@ -81,8 +79,7 @@ def _plan(repo_dir: Path, config: str, splits: Iterable[str] | None, cache: Path
     todo: list[_Shard] = []
     for split, rel in _listed(repo_dir, config, splits):
         path = repo_dir / rel
-        digest = recorded.get(rel)
-        if digest is None:
+        if (digest := recorded.get(rel)) is None:
             raise IntegrityError(f"{config}/{split}: shard without a recorded sha256", path=path,
                                  expected=f"a sha256 for {rel} in the card's 'Shards (sha256)'",
                                  found="none: the card lists a shard the export did not record",
@@ -120,8 +117,7 @@ def _judge(config: str, hashed: list[Hashed], recorded: dict[str, dict[str, str]
                 raise DataMismatchError(f"{config}/{sh.split}: shard holds another shard's data",
                                         path=sh.path, expected=want,
                                         found=f"{kind} {got}, the content of {other}", hint=_WHAT_TO_DO)
-            raise IntegrityError(f"{config}/{sh.split}: shard changed since the export",
-                                 path=sh.path, expected=want,
+            raise IntegrityError(f"{config}/{sh.split}: shard changed since the export", path=sh.path, expected=want,
                                  found=f"{kind} {got}", hint=_WHAT_TO_DO)
         if not remember(sh.path, {SHARD_FACT: sh.digest}, before=before, cache=cache) \
                 and identity(os.stat(sh.path)) != identity(before):
@@ -168,8 +164,7 @@ def _checked(repo_dir: PathArg, config: str, splits: Iterable[str] | None, *, ca
         _judge(config, hashed.result(), recorded, cache)
 
 
-def _admit(arrays: Arrays, info: DatasetInfo, split: str, where: str, *, registered: bool,
-           vouched: bool) -> Arrays:
+def _admit(arrays: Arrays, info: DatasetInfo, split: str, where: str, *, registered: bool, vouched: bool) -> Arrays:
     """The arrays read from an export (:func:`mnistforge.io.hf.repo.read_split`'s) through the
     trust gate: form always (labels within the card's classes; metadata of the same length);
     content where the config is a registry dataset (``registered``) and the shards were not
@@ -220,8 +215,7 @@ def _view_of(repo_dir: PathArg, name: str, split: str, with_metadata: bool, cach
 def load_split_from_repo(repo_dir: PathArg, name: str, split: str, *, with_metadata: bool = False,
                          cache: PathArg | None = None, check: bool = False, trust: bool = False) -> DatasetSplit:
     """``mnistforge.load(name, split, root=repo_dir)`` on an export: the split the idx files give."""
-    view = _view_of(repo_dir, name, split, with_metadata, cache=cache, check=check, trust=trust)
-    if view is not None:
+    if (view := _view_of(repo_dir, name, split, with_metadata, cache=cache, check=check, trust=trust)) is not None:
         return view
     if trust:
         arrays = read_split(repo_dir, name, split)
@@ -229,8 +223,7 @@ def load_split_from_repo(repo_dir: PathArg, name: str, split: str, *, with_metad
     else:
         with _checked(repo_dir, name, [split], cache=cache, check=check) as vouched:
             arrays = read_split(repo_dir, name, split)
-    registered = name in list_datasets(None)
-    if registered:
+    if registered := name in list_datasets(None):
         info = get_dataset(name)
         split_name = next((s for s in info.splits if hf_split_name(s) == hf_split_name(split)), split)
     else:  # a config renamed at export (CONFIG=TARGET)
@@ -239,8 +232,7 @@ def load_split_from_repo(repo_dir: PathArg, name: str, split: str, *, with_metad
                            citation="", classes=tuple(arrays[2]))
         split_name = split
     where = str(Path(repo_dir) / DATA / name / f"{hf_split_name(split)}-*.parquet")
-    images, labels, classes, meta = _admit(arrays, info, split_name, where, registered=registered,
-                                           vouched=vouched)
+    images, labels, classes, meta = _admit(arrays, info, split_name, where, registered=registered, vouched=vouched)
     metadata = None
     if with_metadata and meta is not None:
         names = meta.dtype.names or ()  # (a structured array: never None)

@@ -74,8 +74,7 @@ class _Index:
         self.size = int(d.size)
 
     def ranges(self, digests: npt.NDArray[Any]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
-        return (np.searchsorted(self.sorted, digests, "left"),
-                np.searchsorted(self.sorted, digests, "right"))
+        return (np.searchsorted(self.sorted, digests, "left"), np.searchsorted(self.sorted, digests, "right"))
 
 
 def _equal_rows(copy: npt.NDArray[np.uint8], rows: npt.NDArray[np.integer[Any]], officials: list[Official],
@@ -151,8 +150,7 @@ def _near(copy: npt.NDArray[np.uint8], officials: list[Official], codes: list[in
             nd = find_near_duplicates(q, officials[k].images, threshold, progress_bar=False)
             if len(nd):
                 found.append(np.stack([left[nd.pairs[:, 0] % left.size], np.full(len(nd), k),
-                                       nd.pairs[:, 1], np.rint(nd.l2 * 1000)], axis=1)
-                             .astype(np.int64))
+                                       nd.pairs[:, 1], np.rint(nd.l2 * 1000)], axis=1) .astype(np.int64))
         hit = np.unique(np.concatenate(found)[:, 0]) if found else np.zeros(0, np.int64)
         left = np.setdiff1d(left, hit)
     if not found:
@@ -183,8 +181,7 @@ def map_rows(images: npt.ArrayLike, labels: npt.ArrayLike, officials: list[Offic
     n = len(images)
     keys = tuple((o.dataset, o.split) for o in officials)
     out: Columns = {"code": np.full(n, -1, np.int32), "index": np.full(n, -1, np.int64),
-           "how": np.zeros(n, np.uint8), "l2": np.full(n, np.nan),
-           "candidates": np.zeros(n, np.int32)}
+           "how": np.zeros(n, np.uint8), "l2": np.full(n, np.nan), "candidates": np.zeros(n, np.int32)}
     names = list(dict.fromkeys(o.dataset for o in officials))
     groups = {d: [k for k, o in enumerate(officials) if o.dataset == d
                   and o.images.shape[1:] == images.shape[1:]] for d in names}
@@ -271,8 +268,7 @@ def copy_map(images: npt.ArrayLike, labels: npt.ArrayLike, *, dataset: str | Non
     others = officials is None and dataset is not None
     if officials is None:
         assert loader is not None  # (one of the two is given: see above)
-        officials = official_splits([dataset] if dataset else None, loader=loader, cache=cache,
-                                    image_shape=shape)
+        officials = official_splits([dataset] if dataset else None, loader=loader, cache=cache, image_shape=shape)
     rm = map_rows(images, labels, officials, dataset=dataset, claimed=claimed, near=near) \
         if officials else None
     if others and (rm is None or not rm.mapped.all()):  # where the other rows come from
@@ -346,8 +342,7 @@ def join_metadata(own: npt.NDArray[np.void] | None,
     if own is None or official is None:
         return official if own is None else own
     names = [f for f in official.dtype.names or () if f not in (own.dtype.names or ())]
-    dt = np.dtype([(f, own.dtype[f]) for f in own.dtype.names or ()]
-                  + [(f, official.dtype[f]) for f in names])
+    dt = np.dtype([(f, own.dtype[f]) for f in own.dtype.names or ()] + [(f, official.dtype[f]) for f in names])
     out = np.empty(len(own), dtype=dt)
     for f in own.dtype.names or ():
         out[f] = own[f]

@@ -146,13 +146,10 @@ class RowMap:
     def leakage(self) -> dict[str, Any]:
         """The leakage facts: rows, by official split (``ds.leakage``, ``verify --json``)."""
         rows = self.leakage_rows
-        by: dict[str, int] = {}
-        for k in np.unique(self.code[rows]).tolist():
-            by[self.keys[k][1]] = int(np.count_nonzero(self.code[rows] == k))
+        by = {self.keys[k][1]: int(np.count_nonzero(self.code[rows] == k)) for k in np.unique(self.code[rows]).tolist()}
         return {"dataset": self.dataset, "claimed": self.claimed, "rows": int(rows.size),
                 "by_split": by, "first_rows": rows[:FIRST].tolist(),
-                "first_official": [[self.keys[self.code[i]][1], int(self.index[i])]
-                                   for i in rows[:FIRST].tolist()]}
+                "first_official": [[self.keys[self.code[i]][1], int(self.index[i])] for i in rows[:FIRST].tolist()]}
 
     def summary(self) -> dict[str, Any]:
         """What ``verify --json`` writes under ``row_map``."""
@@ -163,14 +160,12 @@ class RowMap:
               for k, (d, s) in enumerate(self.keys) if np.any(m & (self.code == k))}
         differs = np.flatnonzero(self.label_differs) if self.label_differs.size else np.zeros(0, int)
         dup = self.duplicate_rows
-        return {"rows": len(self), "mapped": int(m.sum()),
-                "exact": int(np.count_nonzero(self.how == EXACT)),
+        return {"rows": len(self), "mapped": int(m.sum()), "exact": int(np.count_nonzero(self.how == EXACT)),
                 "near": int(np.count_nonzero(self.how == NEAR)),
                 "unmapped": int(unmapped.size), "first_unmapped": unmapped[:FIRST].tolist(),
                 "ambiguous": int(ambiguous.size), "first_ambiguous": ambiguous[:FIRST].tolist(),
                 "by_split": by, "dataset": self.dataset, "claimed": self.claimed,
-                "leakage": self.leakage(), "duplicates": int(dup.size),
-                "first_duplicates": dup[:FIRST].tolist(),
+                "leakage": self.leakage(), "duplicates": int(dup.size), "first_duplicates": dup[:FIRST].tolist(),
                 "labels_differ": int(differs.size), "first_labels_differ": differs[:FIRST].tolist(),
                 "transposed": self.transposed, "label_shift": self.shift,
                 "near_l2": NEAR_L2, "sources": list(self.sources), "notes": list(self.notes)}
@@ -199,13 +194,12 @@ class RowMap:
 
 
 class DatasetSplit:
-    """One split of a dataset, loaded: ``len(ds)``, ``ds[i]`` -> ``(image, label)``, iteration;
-    ``ds[a:b]``, ``ds[index_array]``, ``ds[bool_mask]`` -> a smaller split (``indices``: its rows of
-    the whole).  ``images``: ``uint8 N x 28 x 28``, upright, ink high (a read-only memory map where
-    the cache keeps a raw copy); ``classes[labels[i]]``: the character; ``metadata``: one named
-    field per column, or None; ``stored_orientation``: the files' (``"transposed"``: EMNIST's).  A
-    third-party copy also has ``changes`` (what was undone), ``storage`` and ``row_map`` (each
-    row's official row: ``official_index``, ``official_split``, ``leakage``).
+    """One split of a dataset, loaded: ``len(ds)``, ``ds[i]`` -> ``(image, label)``, iteration; ``ds[a:b]``,
+    ``ds[index_array]``, ``ds[bool_mask]`` -> a smaller split (``indices``: its rows of the whole).  ``images``:
+    ``uint8 N x 28 x 28``, upright, ink high (a read-only memory map where the cache keeps a raw copy);
+    ``classes[labels[i]]``: the character; ``metadata``: one named field per column, or None; ``stored_orientation``:
+    the files' (``"transposed"``: EMNIST's).  A third-party copy also has ``changes`` (what was undone), ``storage`` and
+    ``row_map`` (each row's official row: ``official_index``, ``official_split``, ``leakage``).
 
     >>> from mnistforge.registry import get_dataset
     >>> ds = DatasetSplit("mnist", "test", np.zeros((5, 28, 28), np.uint8), np.arange(5),
@@ -285,10 +279,9 @@ class DatasetSplit:
         return self.select(key)
 
     def select(self, rows: Rows, split: str | None = None) -> DatasetSplit:
-        """A smaller split of the rows ``rows`` (slice, integer array or boolean mask), named
-        ``split`` (default: this one's).  A slice keeps the images a view; an index array copies.
-        Rows outside the split: IndexRangeError; a step of 0: EmptySelectionError; floats,
-        strings and other objects: IndexKindError."""
+        """A smaller split of the rows ``rows`` (slice, integer array or boolean mask), named ``split`` (default: this
+        one's).  A slice keeps the images a view; an index array copies. Rows outside the split: IndexRangeError; a step
+        of 0: EmptySelectionError; floats, strings and other objects: IndexKindError."""
         n = len(self)
         if isinstance(rows, slice):
             try:

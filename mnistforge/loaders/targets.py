@@ -31,8 +31,7 @@ def detect_dataset(folder: PathArg) -> str:
     hashes, else the one the registry marks ``assumed_for_shared_names`` (MNIST)."""
     folder = Path(folder)
     sources = {n: resolve(folder, get_dataset(n)) for n in list_datasets()}  # the gate's, once
-    cands = [n for n, src in sources.items() if src.folder is not None]
-    if not cands:
+    if not (cands := [n for n, src in sources.items() if src.folder is not None]):
         raise MissingFileError(
             "no dataset files recognised", path=folder,
             expected="idx files under official names (e.g. train-images-idx3-ubyte.gz, "
@@ -52,8 +51,7 @@ def detect_dataset(folder: PathArg) -> str:
     if man is not None and man.kind in pool:
         return man.kind
     base = folder.name.lower()
-    named = sorted((n for n in pool if n in base), key=len, reverse=True)
-    if named:
+    if named := sorted((n for n in pool if n in base), key=len, reverse=True):
         return named[0]
     for n in pool:   # the labels of any split present (a folder may hold train files only)
         info = get_dataset(n)
@@ -82,8 +80,7 @@ def detect_dataset(folder: PathArg) -> str:
 
 def _share_file_names(names: list[str], *, together: bool = False) -> bool:
     """Whether some of ``names`` (all, with ``together``) use the same file names."""
-    files = [frozenset(sp.images for sp in get_dataset(n).splits.values() if sp.images)
-             for n in names]
+    files = [frozenset(sp.images for sp in get_dataset(n).splits.values() if sp.images) for n in names]
     return len(set(files)) == 1 if together else len(set(files)) < len(files)
 
 
@@ -92,8 +89,7 @@ def datasets_in_folder(folder: PathArg) -> list[str]:
     by_folder: dict[Path, list[str]] = {}
     folder = Path(folder)
     for n in list_datasets():
-        f = resolve(folder, get_dataset(n)).folder
-        if f is not None:
+        if (f := resolve(folder, get_dataset(n)).folder) is not None:
             by_folder.setdefault(f, []).append(n)
     names: list[str] = []
     for f, ns in by_folder.items():
@@ -194,12 +190,10 @@ def _split_of(name: str, split: str | None, root: Path | None = None) -> str | N
 @overload
 def resolve_target(text: PathArg, default_split: str) -> tuple[str, str, Path | None]: ...
 @overload
-def resolve_target(text: PathArg,
-                   default_split: None = None) -> tuple[str, str | None, Path | None]: ...
+def resolve_target(text: PathArg, default_split: None = None) -> tuple[str, str | None, Path | None]: ...
 
 
-def resolve_target(text: PathArg,
-                   default_split: str | None = None) -> tuple[str, str | None, Path | None]:
+def resolve_target(text: PathArg, default_split: str | None = None) -> tuple[str, str | None, Path | None]:
     """A CLI target (``NAME``, ``NAME:SPLIT``, ``FOLDER``, ``FOLDER:SPLIT``, ``FOLDER:NAME[:SPLIT]``)
     as ``(name, split, root)``: names matched as :func:`mnistforge.load` matches them, ``root``
     None for a registry name, ``split`` ``default_split`` when not given.
@@ -221,14 +215,12 @@ def resolve_target(text: PathArg,
                 rest.pop(0)
         name = name or detect_dataset(folder)
         if len(rest) > 1:
-            raise ConfigError("cannot parse target", found=text,
-                              expected="FOLDER, FOLDER:SPLIT or FOLDER:NAME:SPLIT")
+            raise ConfigError("cannot parse target", found=text, expected="FOLDER, FOLDER:SPLIT or FOLDER:NAME:SPLIT")
         split = rest[0] if rest else default_split
         root = Path(folder)
     else:
         if len(parts) > 2:
-            raise ConfigError("cannot parse target", found=text,
-                              expected="NAME, NAME:SPLIT, FOLDER or FOLDER:SPLIT",
+            raise ConfigError("cannot parse target", found=text, expected="NAME, NAME:SPLIT, FOLDER or FOLDER:SPLIT",
                               hint="a folder must exist to be used as a target")
         looks_like_path = os.sep in parts[0] or parts[0].startswith(".") or parts[0].startswith("~")
         try:

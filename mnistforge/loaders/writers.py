@@ -42,10 +42,10 @@ WRITER_FIELDS = ("writer", "writer_id")
 
 @dataclass(frozen=True)
 class ClassBalance:
-    """Class counts of each side (``counts[side][i]``: rows of class ``labels[i]``, named
-    ``names[i]``) and the relative deviation of each class's share of a side from its share of
-    the pool (``deviation``: ``(n_side(c) / n_side) / (n(c) / n) - 1``; ``max_deviation[side]``
-    its largest absolute value, at class ``worst[side]``)."""
+    """Class counts of each side (``counts[side][i]``: rows of class ``labels[i]``, named ``names[i]``) and the relative
+    deviation of each class's share of a side from its share of the pool (``deviation``:
+    ``(n_side(c) / n_side) / (n(c) / n) - 1``; ``max_deviation[side]`` its largest absolute value, at class
+    ``worst[side]``)."""
 
     labels: np.ndarray
     names: list[str]
@@ -77,8 +77,7 @@ class ClassBalance:
         for i, name in enumerate(self.names):
             row = [int(self.counts[s][i]) for s in sides]
             test = int(self.counts["test"][i]) if "test" in self.counts else 0
-            lines.append(name.ljust(width) + "".join(f"{v:>9}" for v in row)
-                         + f"  {test / max(1, sum(row)):>10.1%}")
+            lines.append(name.ljust(width) + "".join(f"{v:>9}" for v in row) + f"  {test / max(1, sum(row)):>10.1%}")
         return lines
 
     def summary(self) -> str:
@@ -109,8 +108,7 @@ class WriterSplit:
 
 def _writer_field(ds: DatasetSplit) -> str:
     names = () if ds.metadata is None else ds.metadata.dtype.names or ()
-    found = next((f for f in WRITER_FIELDS if f in names), None)
-    if found is None:
+    if (found := next((f for f in WRITER_FIELDS if f in names), None)) is None:
         raise ConfigError(f"{ds.name} {ds.split}: no writer per row", path=ds.source or None,
                           expected="metadata with a 'writer' field",
                           found="no metadata" if ds.metadata is None else f"fields {list(names)}",
@@ -147,15 +145,32 @@ def row_writers(test: str, *, cache: PathArg | None = None,
     """The writer and NIST series (``hsf``; None when not recorded) of every row of test set ``test``
     (``NAME[:SPLIT]`` or a folder): MNIST's from QMNIST's tables (:func:`identity_table`), any
     other split's from its metadata (a mapped copy's through its row map)."""
-    name, split, root = resolve_target(test, default_split="test")
-    if root is None and not set(WRITER_FIELDS) & set(get_dataset(name).metadata_fields):  # before any load
-        if get_dataset(name).split(parse_split(split)[0]).identities:
-            t = identity_table(name, split, cache=cache, offline=None if download is None else not download)
-            return t[:, 2].copy(), t[:, 1].copy()
-        raise ConfigError(f"the writers of {name}'s rows are not known", found=f"{name} records no writer",
-                          expected="MNIST, QMNIST, an EMNIST or FEMNIST build (or --groups FILE)")
+    offline = None if download is None else not download
+    if Path(test).is_file():   # a third-party copy (.npz, .csv, ...): its rows through its row map
+        name, split, root = str(test), "test", None
+    else:
+        name, split, root = resolve_target(test, default_split="test")
+        if root is None and not set(WRITER_FIELDS) & set(get_dataset(name).metadata_fields):  # before any load
+            if get_dataset(name).split(parse_split(split)[0]).identities:
+                t = identity_table(name, split, cache=cache, offline=offline)
+                return t[:, 2].copy(), t[:, 1].copy()
+            raise ConfigError(f"the writers of {name}'s rows are not known", found=f"{name} records no writer",
+                              expected="MNIST, QMNIST, an EMNIST or FEMNIST build (or --groups FILE)")
     ds = load(name, split, root=root, with_metadata=True, download=download, cache=cache)
     fields = () if ds.metadata is None else ds.metadata.dtype.names or ()
+    official = set() if ds.official_split is None else set(ds.official_split.tolist())
+    idx = ds.official_index
+    if not set(WRITER_FIELDS) & set(fields) and root is None and (idx is None or (idx < 0).any()) and name == str(test):
+        raise ConfigError(f"the writers of {test}'s rows are not all known", path=str(test),
+                          found="no row map (not identified as a copy of an official split)" if idx is None else
+                          f"{int((idx < 0).sum()):,} of {len(ds):,} rows match no official row",
+                          expected="every row mapped to an official row (`mnistforge verify` shows the map)",
+                          hint="give the groups yourself (--groups FILE)")
+    if not set(WRITER_FIELDS) & set(fields) and len(official) == 1 and ds.official_index is not None \
+            and (ds.official_index >= 0).all() and (sp := ds.info.splits.get(official.pop())) and sp.identities:
+        # a copy of official MNIST, every row mapped: the published table's rows of its official rows
+        t = identity_table(ds.name, sp.name, cache=cache, offline=offline)[ds.official_index]
+        return t[:, 2].copy(), t[:, 1].copy()
     return (np.asarray(ds.metadata[_writer_field(ds)], np.int64),  # type: ignore[index]
             np.asarray(ds.metadata["hsf"]) if "hsf" in fields else None)  # type: ignore[index]
 
@@ -178,8 +193,7 @@ def _check_parts(parts: list[DatasetSplit]) -> None:
                               hint="pool the train and test splits of one dataset")
 
 
-def _metadata(part: DatasetSplit, rows: np.ndarray, fields: list[str], wfield: str,
-              wtype: np.dtype) -> np.ndarray:
+def _metadata(part: DatasetSplit, rows: np.ndarray, fields: list[str], wfield: str, wtype: np.dtype) -> np.ndarray:
     meta = part.metadata
     assert meta is not None
     origin = np.arange(len(part)) if part.indices is None else np.asarray(part.indices)
@@ -204,12 +218,11 @@ def _concat(arrays: list[np.ndarray]) -> np.ndarray:
 
 def writer_split(data: DatasetSplit | Sequence[DatasetSplit], test_fraction: float = 1 / 7,
                  seed: int = 0) -> WriterSplit:
-    """A writer-disjoint train/test split of ``data`` (one loaded split, or the splits of one
-    dataset pooled in the order given, loaded ``with_metadata=True`` from files that record each
-    row's writer): the writers shuffled with ``seed``, whole writers sent to the test side while
-    that brings its share of the rows closer to ``test_fraction``.  Returns the sides
-    (``train-by-writer``, ``test-by-writer``; metadata ``writer``, the fields common to the
-    inputs, ``from_split`` and ``from_row``), their ``balance`` and ``writers`` on each side.
+    """A writer-disjoint train/test split of ``data`` (one loaded split, or the splits of one dataset pooled in the
+    order given, loaded ``with_metadata=True`` from files that record each row's writer): the writers shuffled with
+    ``seed``, whole writers sent to the test side while that brings its share of the rows closer to ``test_fraction``.
+    Returns the sides (``train-by-writer``, ``test-by-writer``; metadata ``writer``, the fields common to the inputs,
+    ``from_split`` and ``from_row``), their ``balance`` and ``writers`` on each side.
     """
     parts = [data] if isinstance(data, DatasetSplit) else list(data)
     _check_parts(parts)
@@ -244,8 +257,7 @@ def writer_split(data: DatasetSplit | Sequence[DatasetSplit], test_fraction: flo
         ds = DatasetSplit(first.name, SPLIT_NAMES[side], np.concatenate(images),
                           np.concatenate(labels), first.info, _concat(metas),
                           f"writer split (seed {seed}, test_fraction {test_fraction:g}) of "
-                          + "; ".join(f"{p.split} ({p.source})" if p.source else p.split
-                                      for p in parts))
+                          + "; ".join(f"{p.split} ({p.source})" if p.source else p.split for p in parts))
         ds.classes = list(first.classes)
         ds.synthetic = any(p.synthetic for p in parts)
         sides[side] = ds

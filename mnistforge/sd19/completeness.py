@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -54,8 +54,7 @@ def synthetic_description(path: str | os.PathLike[str]) -> dict[str, Any] | None
 
 def expected_counts(path: str | os.PathLike[str]) -> tuple[dict[str, dict[str, int]], str]:
     """``({"hsf_N": {field: count}}, what)`` a source at ``path`` should hold."""
-    d = synthetic_description(path)
-    if d is not None:
+    if (d := synthetic_description(path)) is not None:
         try:
             return ({p: {f: int(c.get(FIELD_NAMES[f], 0)) for f in FIELDS}
                      for p, c in d["partitions"].items()}, f"its {DESCRIPTION}")
@@ -66,20 +65,19 @@ def expected_counts(path: str | os.PathLike[str]) -> tuple[dict[str, dict[str, i
 
 def shortfalls(index: np.ndarray, expected: dict[str, dict[str, int]], fields: Sequence[str] = FIELDS) -> list[str]:
     """One line per partition and field (of ``fields``) holding fewer characters than expected."""
+    return [f"{part} {FIELD_NAMES[f]}: {got} of {want} characters{'' if present else ' (partition missing)'}"
+            for part, f, got, want, present in held_per_field(index, expected, fields) if got < want]
+
+
+def held_per_field(index: np.ndarray, expected: dict[str, dict[str, int]],
+                 fields: Sequence[str]) -> Iterator[tuple[str, str, int, int, bool]]:
+    """``(partition, field, characters held, characters expected, partition present)`` per partition of ``expected``."""
     hsf = np.asarray(index["hsf"]).astype(np.int64)
     fld = np.asarray(index["field"])
-    out = []
     for part, counts in sorted(expected.items()):
-        n = int(part.split("_")[1])
-        in_part = hsf == n
-        present = bool(in_part.any())
+        in_part = hsf == int(part.split("_")[1])
         for f in fields:
-            want = int(counts.get(f, 0))
-            got = int((in_part & (fld == f.encode())).sum())
-            if got < want:
-                why = "" if present else " (partition missing)"
-                out.append(f"{part} {FIELD_NAMES[f]}: {got} of {want} characters{why}")
-    return out
+            yield part, f, int((in_part & (fld == f.encode())).sum()), int(counts.get(f, 0)), bool(in_part.any())
 
 
 def source_shortfalls(src: SD19Source, fields: Sequence[str] = FIELDS) -> tuple[list[str], str]:

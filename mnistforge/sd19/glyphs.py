@@ -38,8 +38,7 @@ def _font(name: str) -> dict[str, tuple[npt.NDArray[np.float64], ...]]:
     font.load_default_font(name)
     out: dict[str, tuple[npt.NDArray[np.float64], ...]] = {}
     for ch, glyph in font.all_glyphs.items():
-        strokes = tuple(np.asarray(s, dtype=np.float64) for s in glyph.strokes if len(s) >= 1)
-        if strokes:
+        if strokes := tuple(np.asarray(s, dtype=np.float64) for s in glyph.strokes if len(s) >= 1):
             out[ch] = strokes
     return out
 
@@ -61,9 +60,7 @@ def _variant_strokes(ch: str, font: str, variant: int) -> tuple[npt.NDArray[np.f
         return (np.array([[-3.0, -12.0], [-7.0, 2.0], [8.0, 2.0]]), np.array([[4.0, -7.0], [4.0, 9.0]]))
     if ch == "I":
         return strokes + (np.array([[-4.0, -12.0], [4.0, -12.0]]), np.array([[-4.0, 9.0], [4.0, 9.0]]))
-    if ch == "0":
-        return strokes + (np.array([[4.5, -9.0], [-4.5, 6.0]]),)
-    return strokes
+    return strokes + (np.array([[4.5, -9.0], [-4.5, 6.0]]),) if ch == "0" else strokes
 
 
 @dataclass(frozen=True)

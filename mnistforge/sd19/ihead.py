@@ -129,14 +129,10 @@ def parse_ihead(data: bytes, path: StrPath | None = None) -> IheadHeader:
     values: dict[str, Any] = {}
     pos = LENGTH_RECORD
     for name, size in _FIELDS:
-        raw = data[pos:pos + size]
-        pos += size
+        raw, pos = data[pos:pos + size], pos + size
         text = _field_text(raw)
-        if name in _TEXT:
-            values[name] = text
-            continue
-        if text == "":
-            values[name] = 0
+        if name in _TEXT or text == "":
+            values[name] = text if name in _TEXT else 0
             continue
         try:
             values[name] = int(text)
@@ -236,8 +232,7 @@ def _libtiff_messages() -> Iterator[list[str]]:
 def _tiff_wrap(strip: bytes, width: int, height: int, compression: int) -> bytes:
     entries = [  # (tag, type, count, value); type 3 SHORT, 4 LONG
         (256, 4, 1, width), (257, 4, 1, height), (258, 3, 1, 1), (259, 3, 1, compression),
-        (262, 3, 1, 1), (273, 4, 1, 0), (277, 3, 1, 1), (278, 4, 1, height),
-        (279, 4, 1, len(strip)),
+        (262, 3, 1, 1), (273, 4, 1, 0), (277, 3, 1, 1), (278, 4, 1, height), (279, 4, 1, len(strip)),
     ]
     ifd_size = 2 + 12 * len(entries) + 4
     data_offset = 8 + ifd_size
@@ -336,11 +331,9 @@ def _check_not_zeroed(strip: bytes, h: IheadHeader, where: StrPath) -> None:
     zeros = tail if not strip[at:].strip(b"\0") else None
     found = (f"its last {zeros} of {len(strip)} compressed bytes zeroed" if zeros is not None
              else f"{len(G4_ZERO_RUN)} or more zero bytes in a row at byte {h.raster_offset + at}")
-    raise SD19FormatError("G4 raster zeroed: the content disagrees with its IHEAD header",
-                          path=where,
+    raise SD19FormatError("G4 raster zeroed: the content disagrees with its IHEAD header", path=where,
                           expected=f"{h.complen} bytes of CCITT G4 data for {h.n_entries} entries "
-                                   "(complen), never 4 zero bytes in a row",
-                          found=found,
+                                   "(complen), never 4 zero bytes in a row", found=found,
                           hint="the file was damaged (zeroed at the same size); re-copy it from the SD19 distribution")
 
 
@@ -418,17 +411,16 @@ def write_mis(path_or_fileobj: StrPath | Writable, images: npt.ArrayLike, *, id:
 
 # --- .cls and .mit ------------------------------------------------------------------------
 
-def _lines(text: str) -> list[str]:
-    return [ln.strip() for ln in text.splitlines() if ln.strip()]
+def _lines(text: str, where: StrPath, kind: str, expected: str) -> list[str]:
+    if not (lines := [ln.strip() for ln in text.splitlines() if ln.strip()]):
+        raise SD19FormatError(f"empty {kind} file", path=where, expected=expected, found="no lines")
+    return lines
 
 
 def parse_cls(text: str, path: StrPath | None = None) -> npt.NDArray[np.uint8]:
     """Parse ``.cls`` text (count, then one hex ASCII class per line) to ``uint8`` codes."""
     where = path if path is not None else "<.cls text>"
-    lines = _lines(text)
-    if not lines:
-        raise SD19FormatError("empty .cls file", path=where,
-                              expected="a count line followed by one hex class per entry", found="no lines")
+    lines = _lines(text, where, ".cls", "a count line followed by one hex class per entry")
     try:
         count = int(lines[0])
         codes = np.array([int(x, 16) for x in lines[1:]], dtype=np.int64)
@@ -471,16 +463,10 @@ def write_cls(path: StrPath, ascii_codes: npt.ArrayLike) -> None:
 def parse_mit(text: str, path: StrPath | None = None) -> list[tuple[str, int]]:
     """Parse ``.mit`` text (count, then ``path index`` lines)."""
     where = path if path is not None else "<.mit text>"
-    lines = _lines(text)
-    if not lines:
-        raise SD19FormatError("empty .mit file", path=where,
-                              expected="a count line followed by 'path index' lines", found="no lines")
+    lines = _lines(text, where, ".mit", "a count line followed by 'path index' lines")
     try:
         count = int(lines[0])
-        entries: list[tuple[str, int]] = []
-        for ln in lines[1:]:
-            p, idx = ln.rsplit(None, 1)
-            entries.append((p, int(idx)))
+        entries = [(p, int(idx)) for p, idx in (ln.rsplit(None, 1) for ln in lines[1:])]
     except ValueError as e:
         raise SD19FormatError("malformed .mit file", path=where,
                               expected="a count then 'path index' lines", found=str(e)) from None

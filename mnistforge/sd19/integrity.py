@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .completeness import expected_counts, synthetic_description
+from .completeness import expected_counts, held_per_field, synthetic_description
 from .nist_table import DUPLICATE_DIGITS, FIELD_NAMES, FIELDS, PARTITIONS
 from .reader import SD19Source
 
@@ -60,8 +60,7 @@ def _more(n: int) -> str:
 
 def _repeated(src: SD19Source, keep: np.ndarray) -> list[str]:
     index = src.index
-    rows = [int(r) for r in repeated_entries(index) if keep[r]]
-    if not rows:
+    if not (rows := [int(r) for r in repeated_entries(index) if keep[r]]):
         return []
     names = src.files["name"]
     out = []
@@ -88,8 +87,7 @@ def _expected_duplicates(desc: dict[str, Any] | None) -> dict[str, int]:
 
 
 def _folder_ids(index: np.ndarray) -> np.ndarray:
-    return (np.asarray(index["hsf"]).astype(np.int64) * 1_000_000
-            + np.asarray(index["writer"]).astype(np.int64) * 100
+    return (np.asarray(index["hsf"]).astype(np.int64) * 1_000_000 + np.asarray(index["writer"]).astype(np.int64) * 100
             + np.asarray(index["template"]).astype(np.int64))
 
 
@@ -132,19 +130,10 @@ def _duplicates(src: SD19Source, keep: np.ndarray, desc: dict[str, Any] | None, 
 
 
 def _surplus(src: SD19Source, keep: np.ndarray, fields: Sequence[str], what: str) -> list[str]:
-    index = src.index
     expected, _ = expected_counts(src.path)
-    hsf = np.asarray(index["hsf"]).astype(np.int64)
-    fld = np.asarray(index["field"])
-    out = []
-    for part, counts in sorted(expected.items()):
-        n = int(part.split("_")[1])
-        for f in fields:
-            got = int(((hsf == n) & (fld == f.encode())).sum())
-            want = int(counts.get(f, 0))
-            if got > want:
-                out.append(f"{part} {FIELD_NAMES[f]}: {got} characters, more than the {want} of {what}")
-    present = {int(h) for h in np.unique(hsf[keep])}
+    out = [f"{part} {FIELD_NAMES[f]}: {got} characters, more than the {want} of {what}"
+           for part, f, got, want, _ in held_per_field(src.index, expected, fields) if got > want]
+    present = {int(h) for h in np.unique(np.asarray(src.index["hsf"])[keep])}
     for n in sorted(present - {int(p.split('_')[1]) for p in expected}):
         out.append(f"hsf_{n}: a partition {what} does not hold")
     return out
@@ -168,15 +157,12 @@ def _writers(src: SD19Source, keep: np.ndarray, desc: dict[str, Any] | None, wha
                 out.append(f"hsf_{n}: {len(mine)} writer folders ({', '.join(names[:SHOWN])}"
                            f"{_more(len(names))}), more than the {want} of {what}")
             continue
-        p = PARTITIONS.get(int(n))
-        if p is not None:
-            outside = [nm for (_, w, _t), nm in zip(mine, names) if w not in p.writer_ids]
-            if outside:
+        if (p := PARTITIONS.get(int(n))) is not None:
+            if outside := [nm for (_, w, _t), nm in zip(mine, names) if w not in p.writer_ids]:
                 out.append(f"hsf_{n}: writer folders {', '.join(outside[:SHOWN])}{_more(len(outside))} lie outside the "
                            f"partition's writers {p.first_writer:04d}-{p.last_writer:04d}")
         ws, k = np.unique(mine[:, 1], return_counts=True)
-        twice = [int(w) for w, c in zip(ws, k) if c > 1 and int(w) not in TWO_FORM_WRITERS]
-        if twice:
+        if twice := [int(w) for w, c in zip(ws, k) if c > 1 and int(w) not in TWO_FORM_WRITERS]:
             out.append(f"hsf_{n}: writers {', '.join(f'{w:04d}' for w in twice[:SHOWN])}{_more(len(twice))} have more "
                        f"than one writer folder (only writer {min(TWO_FORM_WRITERS)} filled two forms)")
     return out

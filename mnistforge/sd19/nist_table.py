@@ -106,9 +106,7 @@ def class_hex(code: int) -> str:
 def merge_class(code: int) -> int:
     """The by_merge class of an ASCII code (merged lower-case letters map to upper case)."""
     ch = chr(code)
-    if ch.islower() and ch.upper() in MERGED_LETTERS:
-        return ord(ch.upper())
-    return int(code)
+    return ord(ch.upper()) if ch.islower() and ch.upper() in MERGED_LETTERS else int(code)
 
 
 def field_counts() -> dict[tuple[int, str], int]:

@@ -142,9 +142,7 @@ def _unfilter(rows: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8] | None:
 def _pillow_decode(data: bytes) -> np.ndarray:
     im = Image.open(io.BytesIO(data))
     im.load()
-    if im.mode == "1":
-        return ~np.asarray(im, dtype=bool)
-    return np.asarray(im.convert("L")) < 128
+    return ~np.asarray(im, dtype=bool) if im.mode == "1" else np.asarray(im.convert("L")) < 128
 
 
 def decode_png1_many(blobs: Iterable[bytes], *, names: Sequence[str] | None = None,
@@ -175,8 +173,7 @@ def decode_png1_many(blobs: Iterable[bytes], *, names: Sequence[str] | None = No
     fast = np.ones(n, bool)
     fast[slow] = False
     if not slow:
-        un = _unfilter(rows)
-        if un is not None:
+        if (un := _unfilter(rows)) is not None:
             # sample 0 = black = ink: flip the packed bytes, then 0/1 bytes are valid bools
             return np.unpackbits(un ^ np.uint8(0xFF), axis=-1, count=size).view(bool)
     out = np.empty((n, size, size), bool)

@@ -175,8 +175,7 @@ def open_sd19(path: str | os.PathLike[str], *, progress: bool | None = None, cac
     fp = _fingerprint(trees)
     root = path if path.is_dir() else path.parent
     if cache and not reindex:
-        hit = _index.load_cache(root, fp)
-        if hit is not None:
+        if (hit := _index.load_cache(root, fp)) is not None:
             arrays, meta = hit
             rep = JoinReport.from_dict(meta["join"]) if meta.get("join") else None
             if strict and rep is not None:
@@ -286,8 +285,7 @@ def _classes_from_cls(bw: Tree, idx: np.ndarray, cls_files: dict[tuple[int, int,
             first.setdefault(k, [i, i + 1])[1] = i + 1
         rows_of_key = {k: tuple(v) for k, v in first.items()}
     for k, (s, e) in rows_of_key.items():
-        fi = cls_files.get(k)
-        if fi is None:
+        if (fi := cls_files.get(k)) is None:
             continue
         name = bw.names[fi]
         text = bw.read_bytes(name).decode("ascii", "replace")
@@ -308,8 +306,7 @@ def _join(trees: dict[str, Tree], idx: np.ndarray, need: npt.NDArray[np.intp], a
     for name in ("by_field", "by_class"):
         if name not in trees:
             continue
-        chars = _parse_classed(trees[name])
-        if chars is None:
+        if (chars := _parse_classed(trees[name])) is None:
             continue
         tree = trees[name]
         with _progress(total=len(chars.files) if chars.fmt == "png" else None,

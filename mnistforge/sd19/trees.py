@@ -58,9 +58,7 @@ class Tree:
 
     @property
     def display(self) -> str:
-        if self.kind == "zip":
-            return f"{self.location}:{self.prefix}"
-        return str(self.location)
+        return f"{self.location}:{self.prefix}" if self.kind == "zip" else str(self.location)
 
     def _list(self) -> None:
         if self._names is not None:
@@ -168,8 +166,7 @@ def find_trees(path: str | os.PathLike[str]) -> dict[str, Tree]:
     else:
         raise MissingSourceError("SD19 source not found", path=path,
                                  expected="a folder holding by_write.zip/by_class.zip/... or by_write/, by_class/, ...",
-                                 found="nothing there",
-                                 hint="point at the folder where the SD19 zips or trees are "
+                                 found="nothing there", hint="point at the folder where the SD19 zips or trees are "
                                       "(or run `mnistforge fetch sd19` / `mnistforge synth-sd19`)")
     if base is not None:
         if base.name in HIERARCHIES:

@@ -94,3 +94,41 @@ def test_cluster_writer_on_a_dataset_without_writers_is_refused_before_any_load(
     assert main([*KEYSERS, "--cluster", "writer", "--test-set", "fashion-mnist:test"]) == 2
     err = _err(capsys)
     assert "writers of fashion-mnist's rows are not known" in err and "--groups FILE" in err
+
+
+@pytest.mark.parametrize("train, said", [("nosuch:train", "unknown dataset 'nosuch'"),
+                                         ("mnist:nosplit", "unknown split 'nosplit'")])
+def test_a_mistyped_training_set_is_an_error_not_a_silent_no_overlap(tmp_path, capsys, train, said):
+    assert main([*KEYSERS, "--train", train]) == 2
+    assert said in _err(capsys)
+
+
+def test_the_clustered_gap_refuses_one_cluster_or_an_empty_part():
+    with pytest.raises(ConfigError, match="two clusters"):
+        sg.clustered_gap([0, 1, 0, 1], [True, True, False, False], [7, 7, 7, 7])
+    with pytest.raises(ConfigError, match="rows on both sides"):
+        sg.clustered_gap([0, 1, 0, 1], [True] * 4, [0, 1, 2, 3])
+
+
+def test_a_copy_with_rows_that_match_no_official_row_is_refused_by_name(mnist_reference, qmnist_reference, cache,
+                                                                         tmp_path, capsys):
+    from cache_helpers import put
+    from mnistforge.evaluators import errorlists as el
+    from mnistforge.io.idx import read_idx
+
+    put(cache, "qmnist", qmnist_reference / "qmnist-test-labels-idx2-int.gz")
+    for f in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        put(cache, "mnist", mnist_reference / f)
+    images = np.array(read_idx(mnist_reference / "t10k-images-idx3-ubyte.gz"))
+    labels = np.asarray(read_idx(mnist_reference / "t10k-labels-idx1-ubyte.gz")).astype(np.int64)
+    images[:30] = np.random.default_rng(0).integers(0, 256, (30, 28, 28))   # 30 rows of noise: no row map
+    copy = tmp_path / "copy.npz"
+    np.savez(copy, x_test=images, y_test=labels)
+    files = []
+    for k in range(2):
+        files.append(tmp_path / f"s{k}.tsv")
+        el.write_predictions(files[-1], np.roll(labels, k), labels, name=f"s{k}")
+    assert main(["significance", *map(str, files), "--cluster", "writer", "--test-set", str(copy),
+                 "--bootstrap", "100"]) == 2
+    err = _err(capsys)
+    assert "not all known" in err and "not identified as a copy of an official split" in err and "--groups" in err

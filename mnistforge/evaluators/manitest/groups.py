@@ -1,11 +1,10 @@
 """Transformation groups acting on images about the image centre.
 
-A group is declared by the list of its parameter kinds (``tx``, ``ty``, ``rotation``,
-``dilation``, ``aspect``, ``shear``), each with a grid step and search bounds.  The
-transformation is ``T_t(x) = c + L(t) (x - c) + b(t)`` on ``x = (column, row)`` in pixels, with
-``L(t) = exp(dilation) R(rotation) [[exp(aspect), shear], [0, exp(-aspect)]]`` and
-``b(t) = (tx, ty)``; the transformed image is ``I_t(p) = I(T_t^{-1}(p))``, zero outside the frame.
-The kinds' meanings, steps, bounds and generator fields: ``docs/manitest.md`` (groups).
+A group is declared by the list of its parameter kinds (``tx``, ``ty``, ``rotation``, ``dilation``, ``aspect``,
+``shear``), each with a grid step and search bounds.  The transformation is ``T_t(x) = c + L(t) (x - c) + b(t)`` on
+``x = (column, row)`` in pixels, with ``L(t) = exp(dilation) R(rotation) [[exp(aspect), shear], [0, exp(-aspect)]]``
+and ``b(t) = (tx, ty)``; the transformed image is ``I_t(p) = I(T_t^{-1}(p))``, zero outside the frame. The kinds'
+meanings, steps, bounds and generator fields: ``docs/manitest.md`` (groups).
 
 >>> g = get_group("dilation-rotation")
 >>> g.params, [round(s, 4) for s in g.steps]
@@ -53,8 +52,7 @@ class TransformGroup:
         bad = [p for p in params if p not in KINDS]
         if bad or not params or len(set(params)) != len(params):
             raise ConfigError(f"invalid parameters for group {self.name}",
-                              expected="distinct kinds among " + ", ".join(KINDS),
-                              found=", ".join(map(str, params)))
+                              expected="distinct kinds among " + ", ".join(KINDS), found=", ".join(map(str, params)))
         object.__setattr__(self, "params", params)
         steps = tuple(float(DEFAULT_STEPS[p]) for p in params) if self.steps is None \
             else tuple(float(s) for s in self.steps)
@@ -107,8 +105,7 @@ class TransformGroup:
         ea, ea_, z = np.exp(a), np.exp(-a), np.zeros_like(a)
         S = _mat(ea, q, z, ea_)
         L = es[..., None, None] * R @ S
-        d = {"dilation": L,
-             "rotation": es[..., None, None] * dR @ S,
+        d = {"dilation": L, "rotation": es[..., None, None] * dR @ S,
              "aspect": es[..., None, None] * R @ _mat(ea, z, z, -ea_),
              "shear": es[..., None, None] * R @ _mat(z, np.ones_like(a), z, z)}
         return L, d
@@ -160,8 +157,7 @@ def _mat(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarr
 
 
 GROUPS = {
-    "rotation": TransformGroup("rotation", ("rotation",)),
-    "translation": TransformGroup("translation", ("tx", "ty")),
+    "rotation": TransformGroup("rotation", ("rotation",)), "translation": TransformGroup("translation", ("tx", "ty")),
     "dilation-rotation": TransformGroup("dilation-rotation", ("dilation", "rotation")),
     "similarity": TransformGroup("similarity", ("tx", "ty", "rotation", "dilation")),
     "affine": TransformGroup("affine", ("tx", "ty", "rotation", "dilation", "aspect", "shear")),
@@ -177,8 +173,7 @@ def get_group(group: TransformGroup | str) -> TransformGroup:
     if isinstance(group, TransformGroup):
         return group
     key = str(group).strip().lower().replace("_", "-").replace("+", "-")
-    aliases = {"rotation-dilation": "dilation-rotation", "shift": "translation",
-               "translations": "translation"}
+    aliases = {"rotation-dilation": "dilation-rotation", "shift": "translation", "translations": "translation"}
     key = aliases.get(key, key)
     if key not in GROUPS:
         raise ConfigError("unknown transformation group", expected="one of " + ", ".join(GROUPS), found=group)

@@ -1,14 +1,12 @@
 """Fast marching for the geodesic distance from the identity on a lazily grown grid.
 
-The distance ``u`` solves the anisotropic eikonal equation ``sqrt(grad u^T G^-1 grad u) = 1``,
-``u(0) = 0``, on the grid ``k * steps`` (``d`` = 1..6) clipped to the group's bounds: nodes are
-Known or Trial (a min-heap), updated from simplices of Known neighbours (factored or classic
-updates, used only where admissible) with the edge update as the fallback.  Nodes are created in
-batches: ``evaluate`` gets every new node at once and returns their metric tensors ``G`` and
-labels, so metric and classifier never work node by node.  The march stops at the first accepted
-node whose label ``stop`` accepts (``"changed"``), after ``cap`` accepted nodes (``"cap"``), or
-with every node inside the bounds Known (``"boundary"``).  The scheme in full:
-``docs/manitest.md`` (fast marching).
+The distance ``u`` solves the anisotropic eikonal equation ``sqrt(grad u^T G^-1 grad u) = 1``, ``u(0) = 0``, on the grid
+``k * steps`` (``d`` = 1..6) clipped to the group's bounds: nodes are Known or Trial (a min-heap), updated from
+simplices of Known neighbours (factored or classic updates, used only where admissible) with the edge update as the
+fallback.  Nodes are created in batches: ``evaluate`` gets every new node at once and returns their metric tensors ``G``
+and labels, so metric and classifier never work node by node.  The march stops at the first accepted node whose label
+``stop`` accepts (``"changed"``), after ``cap`` accepted nodes (``"cap"``), or with every node inside the bounds Known
+(``"boundary"``).  The scheme in full: ``docs/manitest.md`` (fast marching).
 
 >>> ev = lambda K: (np.broadcast_to(np.eye(2), (len(K), 2, 2)), None)
 >>> res = fast_march([1.0, 1.0], [-10, -10], [10, 10], ev, cap=200)
@@ -81,8 +79,7 @@ class MarchResult:
 def solve_simplex(Q: np.ndarray, u: np.ndarray) -> tuple[float, np.ndarray] | None:
     """Eikonal update over one simplex: ``(mu, lambda)`` or ``None`` when not admissible.
 
-    ``Q = H^T G H`` (``k x k``, ``H`` the vertex offsets from the updated node) and ``u`` the
-    vertex values.
+    ``Q = H^T G H`` (``k x k``, ``H`` the vertex offsets from the updated node) and ``u`` the vertex values.
 
     >>> mu, lam = solve_simplex(np.eye(2), np.array([0.0, 0.0]))   # plane wave at 45 degrees
     >>> round(float(mu), 4), lam.round(3).tolist()
@@ -109,11 +106,9 @@ def solve_simplex(Q: np.ndarray, u: np.ndarray) -> tuple[float, np.ndarray] | No
     return _admissible_root(w1, wu, float(w1.sum()), float(wu.sum()), float(u @ wu))
 
 
-def _admissible_root(w1: np.ndarray, wu: np.ndarray, a: float, b: float,
-                     c: float) -> tuple[float, np.ndarray] | None:
-    """Larger root ``mu`` of ``a mu^2 - 2 b mu + c - 1 = 0`` and its barycentric weights,
-    or ``None`` when the update is not admissible (no root, or the front does not come
-    from inside the simplex)."""
+def _admissible_root(w1: np.ndarray, wu: np.ndarray, a: float, b: float, c: float) -> tuple[float, np.ndarray] | None:
+    """Larger root ``mu`` of ``a mu^2 - 2 b mu + c - 1 = 0`` and its barycentric weights, or ``None`` when the update is
+    not admissible (no root, or the front does not come from inside the simplex)."""
     disc = b * b - a * (c - 1.0)
     if a <= 0 or disc < 0:
         return None
@@ -122,22 +117,19 @@ def _admissible_root(w1: np.ndarray, wu: np.ndarray, a: float, b: float,
     if den <= 0:
         return None
     lam = (mu * w1 - wu) / den
-    if lam.min() < -1e-9:
-        return None
-    return mu, lam
+    return None if lam.min() < -1e-9 else (mu, lam)
 
 
 def solve_factored(A: np.ndarray, h: np.ndarray, tau: np.ndarray, g0: np.ndarray,
                    u0: float) -> tuple[float, np.ndarray] | None:
     """Factored eikonal update ``u = u0 * tau`` over one simplex: ``(u, lambda)`` or ``None``.
 
-    ``u0(t) = sqrt(t^T G0 t)`` is the distance for the metric frozen at the origin and
-    ``g0`` its gradient at the updated node; ``A`` the inverse of the metric restricted to
-    the simplex axes, ``h`` the signed vertex offsets along them, ``tau`` the vertex values of
-    ``u / u0``.  With ``grad_S u = tau g0 + u0 (tau_S - tau) / h`` the equation
-    ``grad_S u^T A grad_S u = 1`` is a quadratic in ``tau`` (larger root); admissible when
-    the characteristic ``A grad_S u`` reaches the node through the simplex.  Exact (to
-    rounding) wherever the metric is constant, so no point-source error builds up.
+    ``u0(t) = sqrt(t^T G0 t)`` is the distance for the metric frozen at the origin and ``g0`` its gradient at the
+    updated node; ``A`` the inverse of the metric restricted to the simplex axes, ``h`` the signed vertex offsets along
+    them, ``tau`` the vertex values of ``u / u0``.  With ``grad_S u = tau g0 + u0 (tau_S - tau) / h`` the equation
+    ``grad_S u^T A grad_S u = 1`` is a quadratic in ``tau`` (larger root); admissible when the characteristic
+    ``A grad_S u`` reaches the node through the simplex.  Exact (to rounding) wherever the metric is constant, so no
+    point-source error builds up.
 
     >>> t = np.array([3.0, 4.0]); h = np.array([-1.0, -1.0])        # vertices (2,4), (3,3)
     >>> u, lam = solve_factored(np.eye(2), h, np.ones(2), t / 5.0, 5.0)
@@ -165,9 +157,7 @@ def _inverse_small(g: list[list[float]]) -> list[list[float]] | None:
         return [[1.0 / g[0][0]]] if g[0][0] > 0 else None
     g00, g01, g11 = g[0][0], g[0][1], g[1][1]
     det = g00 * g11 - g01 * g01
-    if not det > _EPS * g00 * g11:
-        return None
-    return [[g11 / det, -g01 / det], [-g01 / det, g00 / det]]
+    return None if not det > _EPS * g00 * g11 else [[g11 / det, -g01 / det], [-g01 / det, g00 / det]]
 
 
 def _factored_small(gsub: list[list[float]], h: list[float], tau: list[float], g0: list[float],
@@ -180,8 +170,7 @@ def _factored_small(gsub: list[list[float]], h: list[float], tau: list[float], g
         except np.linalg.LinAlgError:
             return None
         return solve_factored(A, np.array(h), np.array(tau), np.array(g0), u0)
-    inv = _inverse_small(gsub)
-    if inv is None:
+    if (inv := _inverse_small(gsub)) is None:
         return None
     alpha = [g - u0 / hh for g, hh in zip(g0, h)]
     beta = [u0 * tt / hh for tt, hh in zip(tau, h)]
@@ -230,8 +219,7 @@ MAX_INIT_RADIUS = 4
 
 def fast_march(steps: Sequence[float] | np.ndarray, lo: Sequence[int] | np.ndarray, hi: Sequence[int] | np.ndarray,
                evaluate: Callable[[np.ndarray], tuple[npt.ArrayLike, Any]], *, cap: int = DEFAULT_CAP,
-               stop: Callable[[Any], bool] | None = None,
-               init_radius: int = 1, block_side: int | None = None,
+               stop: Callable[[Any], bool] | None = None, init_radius: int = 1, block_side: int | None = None,
                factored: bool = True) -> MarchResult:
     """Geodesic distances from the origin of the grid ``k * steps`` (the step per axis, in
     parameter units), ``lo <= k <= hi`` (the grid index bounds per axis, ``lo <= 0 <= hi``).
@@ -251,8 +239,7 @@ def fast_march(steps: Sequence[float] | np.ndarray, lo: Sequence[int] | np.ndarr
     lo = [int(v) for v in lo]
     hi = [int(v) for v in hi]
     if any(not a <= 0 <= b for a, b in zip(lo, hi)):
-        raise ConfigError("grid bounds must contain the origin", expected="lo <= 0 <= hi",
-                          found=f"lo={lo}, hi={hi}")
+        raise ConfigError("grid bounds must contain the origin", expected="lo <= 0 <= hi", found=f"lo={lo}, hi={hi}")
     if cap < 1:
         raise ConfigError("invalid node cap", expected="cap >= 1", found=cap)
     if isinstance(init_radius, bool) or not isinstance(init_radius, int) \
@@ -283,8 +270,7 @@ def fast_march(steps: Sequence[float] | np.ndarray, lo: Sequence[int] | np.ndarr
                           for b, l, h in zip(blk, lo, hi)]
                 todo.update(itertools.product(*ranges))
             nodes = [n for n in todo if n not in G]
-        nodes = sorted(set(nodes))
-        if not nodes:
+        if not (nodes := sorted(set(nodes))):
             return
         K = np.array(nodes, dtype=np.int64).reshape(-1, d)
         Gs, labs = evaluate(K)
@@ -401,20 +387,17 @@ def fast_march(steps: Sequence[float] | np.ndarray, lo: Sequence[int] | np.ndarr
                 y = x[:a] + (x[a] + s,) + x[a + 1:]
                 if y not in known and lo[a] <= y[a] <= hi[a]:
                     reach.append((a, y))
-        missing = [y for _, y in reach if y not in G]
-        if missing:
+        if missing := [y for _, y in reach if y not in G]:
             # look ahead: also create the missing neighbours of Trial nodes near the top of
             # the heap (accepted soon); the lookahead grows with the search, so short
             # searches waste nothing and long ones get batches of tens of nodes
-            look = min(LOOKAHEAD_MAX, len(order) // 8)
-            if look:
+            if look := min(LOOKAHEAD_MAX, len(order) // 8):
                 seen = set(missing)
                 for _, z in heap[:look]:
                     for b in range(d):
                         for s in (-1, 1):
                             y = z[:b] + (z[b] + s,) + z[b + 1:]
-                            if (y not in G and y not in seen and y not in known
-                                    and lo[b] <= y[b] <= hi[b]):
+                            if (y not in G and y not in seen and y not in known and lo[b] <= y[b] <= hi[b]):
                                 seen.add(y)
                                 missing.append(y)
             create(missing)

@@ -1,11 +1,10 @@
 """Lengths of actual paths in image space: the distance Manitest reports.
 
-Fast marching (:mod:`.marching`) finds ``t*``, but its values are a first-order solution (off by
-several per cent either way, even below the chord ``||I_t* - I||``), so the distance reported is
-the length of the shortest of a few candidate paths ``s -> I_{t(s)}``: the straight segment, the
-march's grid path, and two- and four-segment paths whose corners a compass search refines.  A
-length is ``max(Simpson's rule on the speed, inscribed polyline)`` over the same samples: never
-below the chord, the length of a real path.  In full: ``docs/manitest.md`` (distance reported).
+Fast marching (:mod:`.marching`) finds ``t*``, but its values are a first-order solution (off by several per cent either
+way, even below the chord ``||I_t* - I||``), so the distance reported is the length of the shortest of a few candidate
+paths ``s -> I_{t(s)}``: the straight segment, the march's grid path, and two- and four-segment paths whose corners a
+compass search refines.  A length is ``max(Simpson's rule on the speed, inscribed polyline)`` over the same samples:
+never below the chord, the length of a real path.  In full: ``docs/manitest.md`` (distance reported).
 """
 from __future__ import annotations
 
@@ -51,9 +50,8 @@ def path_lengths(image: npt.ArrayLike, spl: SplineImage, group: TransformGroup, 
                  resolution: float = 1.0) -> np.ndarray:
     """Image-space lengths of parameter-space polylines (each a ``k x dim`` array from 0).
 
-    All sample points of all paths are warped in one batch; ``resolution`` scales the
-    sampling density :data:`PER_UNIT`.  See the module docstring for why each length is
-    ``max(Simpson, inscribed polyline)``.
+    All sample points of all paths are warped in one batch; ``resolution`` scales the sampling density :data:`PER_UNIT`.
+    See the module docstring for why each length is ``max(Simpson, inscribed polyline)``.
     """
     density = resolution * np.array([PER_UNIT[p] for p in group.params])
     flat = np.asarray(image, np.float64).ravel()
@@ -130,10 +128,9 @@ def shortest_path(image: npt.ArrayLike, spl: SplineImage, group: TransformGroup,
 
 def _compass(image: npt.ArrayLike, spl: SplineImage, group: TransformGroup, verts: npt.ArrayLike, length: float,
              delta: npt.ArrayLike, rounds: int, resolution: float) -> tuple[np.ndarray, float, np.ndarray]:
-    """Compass search on the interior vertices of a polyline: each round tries +-delta on
-    every axis of every interior vertex (one batch) and then, with several vertices, the
-    combination of each vertex's best improving move; delta halves when nothing improves.
-    ``(vertices, length, final delta)``."""
+    """Compass search on the interior vertices of a polyline: each round tries +-delta on every axis of every interior
+    vertex (one batch) and then, with several vertices, the combination of each vertex's best improving move; delta
+    halves when nothing improves. ``(vertices, length, final delta)``."""
     verts = np.array(verts, np.float64)
     delta = np.array(delta, np.float64)
     inner, dim = len(verts) - 2, verts.shape[1]

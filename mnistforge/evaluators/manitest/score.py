@@ -7,12 +7,9 @@ float in [0, 1] (uint8 divided by 255), ``N x H x W``.  Definitions: ``docs/mani
 """
 from __future__ import annotations
 
-import contextlib
 import importlib
 import logging
 import math
-import multiprocessing as mp
-import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -23,7 +20,7 @@ from scipy import stats
 
 from ...classifiers.torch_models import require_torch
 from ...errors import ClassifierOutputError, ConfigError, EmptySelectionError, IndexRangeError
-from ...io.workers import named_worker_errors, process_pool
+from ...io.workers import n_jobs, parallel_tasks
 from ...progress import progress
 from .groups import TransformGroup, get_group
 from .marching import DEFAULT_CAP, MarchResult, Node, fast_march
@@ -383,23 +380,22 @@ def mean_ci(values: npt.ArrayLike, level: float = 0.95
     return m, (m - half, m + half), s
 
 
-_WORKER: dict[str, Any] = {}
-
-
-def _work(args: tuple[int, dict[str, Any]]) -> ImageScore:
-    i, kw = args
-    return score_image(_WORKER["images"][i], _WORKER["predict"], index=i, **kw)
+def _score_chunk(images: np.ndarray, indices: Sequence[int], predict: Predictor,
+                 kw: dict[str, Any]) -> list[ImageScore]:
+    """One joblib task: a pure function of its arguments (a Dask or Ray worker gets them pickled)."""
+    return [score_image(img, predict, index=i, **kw) for img, i in zip(images, indices)]
 
 
 def manitest(images: np.ndarray, predict: Any, group: TransformGroup | str = "dilation-rotation", *,
              samples: int | None = 200, seed: int = 0, indices: npt.ArrayLike | None = None,
-             classifier_name: str = "", workers: int | None = 1,
+             classifier_name: str = "", workers: int | None = None,
              progress_desc: str | None = None, **kw: Any) -> ManitestResult:
     """Global Manitest score over a seeded random sample of ``images`` (``N x H x W``).
 
     ``samples`` images are drawn without replacement with ``default_rng(seed)`` (None: all), or
-    exactly the ``indices`` given are scored.  ``workers``: processes (fork; the classifier is
-    shared, not pickled; None: ``min(2, cpu count)``); results do not depend on it.  ``**kw``
+    exactly the ``indices`` given are scored, in chunks of images run as joblib tasks on
+    ``workers`` processes (None: as ``joblib.parallel_config`` says, serial outside one; the
+    classifier is pickled to them); results do not depend on it.  ``**kw``
     go to :func:`score_image` (``order``, ``cap``, ``jacobian``, ``keep_map``...).
 
     >>> yy, xx = np.mgrid[0:28, 0:28]
@@ -441,25 +437,14 @@ def manitest(images: np.ndarray, predict: Any, group: TransformGroup | str = "di
     # one image through the classifier first: a wrong output shape is named before the work
     predict(as_float_images(np.asarray(images[int(indices[0])]))[None])
     kw = dict(kw, group=group)
-    if workers is None:
-        workers = min(2, os.cpu_count() or 1)
+    size = max(1, len(indices) // (8 * n_jobs(workers)))
+    chunks = [(np.asarray(images)[indices[s:s + size]], indices[s:s + size].tolist(), predict, kw)
+              for s in range(0, len(indices), size)]
     results: list[ImageScore] = []
-    jobs = [(int(i), kw) for i in indices]
-    bar = progress(total=len(jobs), desc=progress_desc or f"manitest {group.name}", unit="img")
-    _WORKER.update(images=images, predict=predict)   # fork: shared with the workers, not pickled
-    try:
-        with contextlib.ExitStack() as stack:
-            scored: Iterable[ImageScore] = map(_work, jobs)
-            if workers > 1 and len(jobs) > 1 and "fork" in mp.get_all_start_methods():
-                stack.enter_context(named_worker_errors("scoring Manitest"))
-                ex = stack.enter_context(process_pool(workers, mp_context=mp.get_context("fork")))
-                scored = ex.map(_work, jobs, chunksize=max(1, len(jobs) // (8 * workers)))
-            for r in scored:
-                results.append(r)
-                bar.update(1)
-    finally:
-        bar.close()
-        _WORKER.clear()
+    with progress(total=len(indices), desc=progress_desc or f"manitest {group.name}", unit="img") as bar:
+        for scored in parallel_tasks(_score_chunk, chunks, "scoring Manitest", workers):
+            results += scored
+            bar.update(len(scored))
     return summarise(results, group.name, classifier_name, indices, cap=kw.get("cap", DEFAULT_CAP),
                      order=kw.get("order", 3), seed=seed)
 

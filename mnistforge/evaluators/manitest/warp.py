@@ -50,9 +50,7 @@ def as_float_images(images: npt.ArrayLike) -> np.ndarray:
     np.float64(1.0)
     """
     a = np.asarray(images)
-    if a.dtype == np.uint8:
-        return a.astype(np.float64) / 255.0
-    return a.astype(np.float64, copy=False)
+    return a.astype(np.float64) / 255.0 if a.dtype == np.uint8 else a.astype(np.float64, copy=False)
 
 
 def spline_image(image: npt.ArrayLike, order: int = 3) -> SplineImage:
@@ -63,8 +61,7 @@ def spline_image(image: npt.ArrayLike, order: int = 3) -> SplineImage:
     """
     img = as_float_images(image)
     if img.ndim not in (2, 3):
-        raise ConfigError("image has the wrong shape", expected="H x W or B x H x W",
-                          found=f"shape {img.shape}")
+        raise ConfigError("image has the wrong shape", expected="H x W or B x H x W", found=f"shape {img.shape}")
     lead = ((0, 0),) if img.ndim == 3 else ()
     if order == 3:
         padded = np.pad(img, lead + ((PREFILTER_PAD, PREFILTER_PAD),) * 2)
@@ -184,8 +181,7 @@ def source_points(group: TransformGroup, T: npt.ArrayLike, shape: tuple[int, ...
 def warp_nodes(spl: SplineImage, group: TransformGroup, T: npt.ArrayLike,
                jacobian: Literal[True] = True) -> tuple[np.ndarray, np.ndarray]: ...
 @overload
-def warp_nodes(spl: SplineImage, group: TransformGroup, T: npt.ArrayLike,
-               jacobian: Literal[False]) -> np.ndarray: ...
+def warp_nodes(spl: SplineImage, group: TransformGroup, T: npt.ArrayLike, jacobian: Literal[False]) -> np.ndarray: ...
 
 
 def warp_nodes(spl: SplineImage, group: TransformGroup, T: npt.ArrayLike,
@@ -273,8 +269,7 @@ def transform_images(images: npt.ArrayLike, group: TransformGroup | str, T: npt.
     if imgs.ndim == 2:
         imgs = imgs[None]
     if len(T) != len(imgs):
-        raise ConfigError("one parameter vector per image is needed",
-                          expected=f"{len(imgs)} rows", found=f"{len(T)}")
+        raise ConfigError("one parameter vector per image is needed", expected=f"{len(imgs)} rows", found=f"{len(T)}")
     spl = spline_image(imgs, order)
     q, _, _ = source_points(group, T, imgs.shape[1:])
     return interpolate(spl, q[..., 0], q[..., 1]).reshape(imgs.shape)

@@ -11,8 +11,8 @@ two-sided normal quantile is ``z = sqrt(2) * erfcinv(eta)`` (1.96 at 95 %), the 
 """
 from .bootstrap import (Bootstrap, pair_seed, probability_of_improvement, probability_of_improvement_from_counts,
                         probability_of_improvement_resampled)
-from .clustered import (Clustered, RunSpread, by_stratum, clustered_mean, clustered_table, hierarchical_poi,
-                        read_groups, run_spread)
+from .clustered import (Clustered, RunSpread, by_stratum, clustered_gap, clustered_mean, clustered_table,
+                        hierarchical_poi, read_groups, run_spread, runs_table)
 from .intervals import (MAX_COUNT, ErrorRate, error_rate, exact_interval, wald_interval, wrong_from_predictions,
                         z_one_sided, z_two_sided)
 from .paired import MAX_K, JointCounts, PairedTest, format_k, joint_counts, max_bonferroni_k, mcnemar_exact, \
@@ -28,5 +28,5 @@ __all__ = [
     "Comparison", "compare_systems", "error_overlap", "majority_vote", "plurality_vote",
     "plot_poi", "check_test_set", "format_k", "MAX_K", "MAX_COUNT",
     "Clustered", "clustered_mean", "by_stratum", "hierarchical_poi", "RunSpread", "run_spread", "read_groups",
-    "clustered_table",
+    "clustered_table", "clustered_gap", "runs_table",
 ]

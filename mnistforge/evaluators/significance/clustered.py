@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import ConfigError, FormatError, PathArg
+from ...io.workers import parallel_tasks
 from ..errorlists import read_text, regular_input
 from .bootstrap import Bootstrap, Seed, _check_resamples, _summarise, pair_seed, probability_of_improvement
 from .intervals import _as_wrong, z_two_sided
@@ -88,6 +89,33 @@ def clustered_mean(values: npt.ArrayLike, groups: npt.ArrayLike, confidence: flo
                      (max(lo, m - z * naive), min(1.0, m + z * naive)))
 
 
+def clustered_gap(values: npt.ArrayLike, first: npt.ArrayLike, groups: npt.ArrayLike, confidence: float = 0.95,
+                  by: str = "groups") -> Clustered:
+    """The mean of the ``first`` rows minus that of the others when clusters span both parts (QMNIST's
+    test10k and test50k share writers): CR1 of the gap's coefficient in ``statsmodels`` OLS on a
+    constant and ``first`` (``cov_type="cluster"``), ``se**2 = G/(G-1) (N-1)/(N-2) sum_g (sum_{i in g}
+    c_i u_i)**2`` with ``c_i`` 1/n1 or -1/n2 and ``u_i`` the row's value less its part's mean; the
+    naive SE is that of two independent means.
+
+    >>> c = clustered_gap([1, 0, 1, 0], [True, True, False, False], [0, 1, 0, 1])
+    >>> c.mean, c.se, c.clusters
+    (0.0, 0.0, 2)
+    """
+    x, f = np.asarray(values, float), np.asarray(first, bool)
+    codes, k = _codes(groups, x.size)
+    n1, n = int(f.sum()), x.size
+    if k < 2 or not 0 < n1 < n:
+        raise ConfigError("a clustered gap needs two clusters and rows on both sides",
+                          found=f"{k} clusters, {n1} of {n} rows first")
+    m1, m2 = float(x[f].mean()), float(x[~f].mean())
+    cu = np.where(f, (x - m1) / n1, -(x - m2) / (n - n1))
+    s = np.bincount(codes, weights=cu, minlength=k)
+    se = math.sqrt(k / (k - 1) * (n - 1) / (n - 2) * float(s @ s))
+    naive, gap, z = math.sqrt(float(cu @ cu)), m1 - m2, z_two_sided(confidence)
+    return Clustered(by, k, n, gap, se, (gap - z * se, gap + z * se), se ** 2 / naive ** 2 if naive else None,
+                     naive, (gap - z * naive, gap + z * naive))
+
+
 def by_stratum(values: npt.ArrayLike, strata: npt.ArrayLike, groups: npt.ArrayLike | None = None,
                confidence: float = 0.95, by: str = "groups") -> dict[str, Clustered]:
     """:func:`clustered_mean` within each stratum (name -> result, strata in sorted order); without
@@ -107,10 +135,12 @@ def by_stratum(values: npt.ArrayLike, strata: npt.ArrayLike, groups: npt.ArrayLi
 
 def clustered_table(wrong: Mapping[str, npt.ArrayLike], groups: npt.ArrayLike, strata: npt.ArrayLike | None = None,
                     by: str = "groups", resamples: int = 100_000, seed: int = 0,
-                    confidence: float = 0.95) -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
+                    confidence: float = 0.95, workers: int | None = None
+                    ) -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
     """``({name: clustered}, {(a, b): clustered of a - b})`` for the systems and their ordered pairs:
     :meth:`Clustered.to_dict` with ``strata`` where ``strata`` are given, and a pair's ``poi_a_better``
-    from :func:`hierarchical_poi` drawn in name order."""
+    from :func:`hierarchical_poi` drawn in name order (one joblib task per pair: ``workers`` as in
+    :func:`.compare_systems`)."""
     def one(x: np.ndarray) -> dict[str, Any]:
         d = clustered_mean(x, groups, confidence, by).to_dict()
         if strata is not None:
@@ -119,13 +149,13 @@ def clustered_table(wrong: Mapping[str, npt.ArrayLike], groups: npt.ArrayLike, s
 
     w = {k: _as_wrong(v, k) for k, v in wrong.items()}
     names, pairs = list(w), {}
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            x, y = sorted((a, b))
-            poi = hierarchical_poi(w[x], w[y], groups, resamples, pair_seed(seed, x, y), confidence).poi
-            d = w[a].astype(np.int8) - w[b].astype(np.int8)
-            pairs[a, b] = {**one(d), "poi_a_better": poi if x == a else 1.0 - poi}
-            pairs[b, a] = {**one(-d), "poi_a_better": 1.0 - pairs[a, b]["poi_a_better"]}
+    todo = [(a, b, *sorted((a, b))) for i, a in enumerate(names) for b in names[i + 1:]]
+    boots = parallel_tasks(hierarchical_poi, [(w[x], w[y], groups, resamples, pair_seed(seed, x, y), confidence)
+                                              for _, _, x, y in todo], "bootstrapping the clustered pairs", workers)
+    for (a, b, x, _), bs in zip(todo, boots):
+        d = w[a].astype(np.int8) - w[b].astype(np.int8)
+        pairs[a, b] = {**one(d), "poi_a_better": bs.poi if x == a else 1.0 - bs.poi}
+        pairs[b, a] = {**one(-d), "poi_a_better": 1.0 - pairs[a, b]["poi_a_better"]}
     return {k: one(v) for k, v in w.items()}, pairs
 
 
@@ -218,3 +248,16 @@ def run_spread(runs_a: npt.ArrayLike | Sequence[npt.ArrayLike], runs_b: npt.Arra
     need = None if room <= 0 else max(1, math.ceil((sa ** 2 + sb ** 2) / room))
     return RunSpread((len(a), len(b)), (float(ra.mean()), float(rb.mean())), (sa, sb), diff,
                      between / (between + within) if between + within else 0.0, need, boot)
+
+
+def runs_table(systems: Sequence[tuple[str, Sequence[str], Sequence[np.ndarray]]], groups: npt.ArrayLike | None = None,
+               resamples: int = 100_000, seed: int = 0, confidence: float = 0.95, workers: int | None = None
+               ) -> dict[str, Any]:
+    """Several runs per system, ``(name, run names, wrong-vectors)`` each: ``systems`` (each one's runs
+    and rates) and ``pairs`` (:func:`run_spread` of each unordered pair, in order, as joblib tasks)."""
+    todo = [(a, b) for i, a in enumerate(systems) for b in systems[i + 1:]]
+    spreads = parallel_tasks(run_spread, [(a[2], b[2], groups, resamples, pair_seed(seed, a[0], b[0]), confidence)
+                                          for a, b in todo], "bootstrapping the runs", workers)
+    return {"systems": [{"name": nm, "runs": list(rn), "rates": [float(np.mean(w)) for w in ws]}
+                        for nm, rn, ws in systems],
+            "pairs": [{"a": a[0], "b": b[0], **rs.to_dict()} for (a, b), rs in zip(todo, spreads)]}

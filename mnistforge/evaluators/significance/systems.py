@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ import numpy.typing as npt
 from ...errors import ConfigError, DownloadError, MissingFileError, TestSetMismatchError
 from ...io.atomic import atomic_file
 from ...io.types import StrPath
+from ...io.workers import parallel_tasks
 from ...loaders import load, resolve_target
 from ...loaders.names import parse_split, rows_of
 from ...plotting import pyplot
@@ -101,11 +103,12 @@ class Comparison:
 
 
 def compare_systems(wrong: Mapping[str, npt.ArrayLike] | Sequence[npt.ArrayLike], resamples: int = 100_000,
-                    seed: int = 0, confidence: float = 0.95) -> Comparison:
+                    seed: int = 0, confidence: float = 0.95, workers: int | None = None) -> Comparison:
     """Pairwise POI, error differences and paired-test verdicts for many systems: ``wrong`` maps
     names to (or lists) bool vectors, ``True`` where each system errs, all on the same test
-    samples.  Each unordered pair draws ``resamples`` from its own stream (:func:`.pair_seed`),
-    so ``poi[a, b] + poi[b, a] == 1`` exactly.
+    samples.  Each unordered pair is a joblib task drawing ``resamples`` from its own stream
+    (:func:`.pair_seed`), so ``poi[a, b] + poi[b, a] == 1`` exactly and ``workers`` (see
+    :func:`~mnistforge.io.workers.parallel_tasks`) changes nothing in the result.
 
     >>> a = np.zeros(1000, bool); a[:30] = True
     >>> b = np.zeros(1000, bool); b[25:35] = True
@@ -127,22 +130,21 @@ def compare_systems(wrong: Mapping[str, npt.ArrayLike] | Sequence[npt.ArrayLike]
     worse95 = np.zeros((m, m), bool)
     max_k = np.zeros((m, m), object)  # Python ints: K can exceed 64 bits
     mcn = np.ones((m, m))
-    for i in range(m):
-        for j in range(i + 1, m):
-            # draw in name order so the pair's result is independent of the listing order
-            x, y = (i, j) if names[i] <= names[j] else (j, i)
-            c = JointCounts(int(n - err[x] - err[y] + both[x, y]), int(n12[x, y]),
-                            int(n12[y, x]), int(both[x, y]))
-            bs = probability_of_improvement_from_counts(c, resamples, pair_seed(seed, names[x], names[y]),
-                                                        confidence)
-            poi[x, y], poi[y, x] = bs.poi, 1.0 - bs.poi
-            strict[x, y], strict[y, x] = bs.poi_strict, 1.0 - bs.poi_strict - bs.ties
-            ties[i, j] = ties[j, i] = bs.ties
-            for x, y in ((i, j), (j, i)):
-                worse[x, y] = paired_worse(n12[x, y], n12[y, x], confidence)
-                worse95[x, y] = paired_worse(n12[x, y], n12[y, x], 0.95)
-                max_k[x, y] = max_bonferroni_k(n12[x, y], n12[y, x], confidence)
-            mcn[i, j] = mcn[j, i] = mcnemar_exact(n12[i, j], n12[j, i])
+    pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
+    # each pair drawn in name order, so its result is independent of the listing order
+    drawn = [(i, j) if names[i] <= names[j] else (j, i) for i, j in pairs]
+    tasks = [(JointCounts(int(n - err[x] - err[y] + both[x, y]), int(n12[x, y]), int(n12[y, x]), int(both[x, y])),
+              resamples, pair_seed(seed, names[x], names[y]), confidence) for x, y in drawn]
+    boots = parallel_tasks(probability_of_improvement_from_counts, tasks, "bootstrapping the pairs", workers)
+    for (i, j), (x, y), bs in zip(pairs, drawn, boots):
+        poi[x, y], poi[y, x] = bs.poi, 1.0 - bs.poi
+        strict[x, y], strict[y, x] = bs.poi_strict, 1.0 - bs.poi_strict - bs.ties
+        ties[i, j] = ties[j, i] = bs.ties
+        for x, y in ((i, j), (j, i)):
+            worse[x, y] = paired_worse(n12[x, y], n12[y, x], confidence)
+            worse95[x, y] = paired_worse(n12[x, y], n12[y, x], 0.95)
+            max_k[x, y] = max_bonferroni_k(n12[x, y], n12[y, x], confidence)
+        mcn[i, j] = mcn[j, i] = mcnemar_exact(n12[i, j], n12[j, i])
     return Comparison(names, n, float(confidence), int(resamples), int(seed), rates,
                       n12, poi, worse, worse95, max_k, mcn, ties, strict)
 
@@ -249,9 +251,10 @@ def check_test_set(test: str, n: int, labels: npt.ArrayLike | None = None, *,
     cache: the size alone is checked, and the log says so).  Raises
     :class:`~mnistforge.errors.TestSetMismatchError` naming both sides.
     """
-    name, split, root = resolve_target(test, default_split="test")
+    copy = Path(test).is_file()   # a third-party copy (.npz, .csv, ...): loaded and mapped below
+    name, split, root = (str(test), "test", None) if copy else resolve_target(test, default_split="test")
     count = None
-    if root is None:
+    if root is None and not copy:
         base, rows = parse_split(split)
         count = get_dataset(name).split(base).count
         if rows and count:

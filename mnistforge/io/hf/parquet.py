@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ..atomic import atomic_file
-from .schema import PIXELS, SplitData
+from .schema import PIXELS, ROW_ID, SplitData
 from ..types import StrPath
 from .png import DEFAULT_PNG, encode_pngs
 
@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 ROW_GROUP_SIZE = 1000
 #: Upper bound on a shard's size (PNG bytes); a split is cut into equal-row shards below it.
 MAX_SHARD_BYTES = 128 * 2**20
+#: World sizes whose readers the default shard count serves: ``split_dataset_by_node`` hands each
+#: node whole shards only when the world size divides the shard count (else every node reads all).
+READER_COUNTS = (2, 3, 4, 5, 6, 8, 10, 12)
+#: Fewest rows of a default shard (so 120 shards from 60,000 rows on: :func:`shard_count`).
+MIN_SHARD_ROWS = 500
 #: Fixed writer settings: together with the fixed schema metadata they make
 #: the parquet bytes a function of the data only.
 PARQUET_OPTIONS = dict(compression="snappy", version="2.6", data_page_version="1.0", use_dictionary=True,
@@ -31,9 +36,11 @@ DATA = "data"
 
 
 class SplitSummary(TypedDict):
-    """What :func:`write_split` wrote of one split (the card's ``splits`` entry and its files)."""
+    """What :func:`write_split` wrote of one split (the card's ``splits`` entry and its files, their rows and sizes)."""
     name: str
     files: list[str]
+    shard_rows: list[int]
+    shard_bytes: list[int]
     num_examples: int
     num_bytes: int
     download_size: int
@@ -59,7 +66,7 @@ def _pixels(field: pa.Field, images: np.ndarray) -> pa.Array:
         ends = np.arange(0, n * h * w + 1, h * w, dtype=np.int64)
         if ends[-1] >= 2**31:
             raise ConfigError("pixels column too large for one shard", expected="< 2 GiB of pixels",
-                              found=f"{ends[-1]} bytes", hint="lower --max-shard-mb")
+                              found=f"{ends[-1]} bytes", hint="more shards: --num-shards or a lower --max-shard-mb")
         return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(ends.astype(np.int32)),
                                                       pa.py_buffer(np.ascontiguousarray(images, np.uint8))])
     flat = pa.array(np.ascontiguousarray(images, dtype=np.uint8).reshape(-1))
@@ -79,6 +86,9 @@ def _table(schema: pa.Schema, data: bytes, offsets: np.ndarray, labels: np.ndarr
     image = pa.StructArray.from_arrays([png, pa.nulls(n, pa.string())], fields=list(schema.field("image").type))
     cols = [image, pa.array(np.asarray(labels[lo:hi], dtype=np.int64))]
     for f in list(schema)[2:]:
+        if f.name == ROW_ID:
+            cols.append(pa.array(np.arange(lo, hi, dtype=np.int64)))
+            continue
         if f.name == PIXELS:
             assert images is not None  # (a pixels column is written from the images)
             cols.append(_pixels(f, np.asarray(images[lo:hi])))
@@ -115,22 +125,44 @@ def writer_options(schema: pa.Schema) -> dict[str, Any]:
     return opts
 
 
-def shard_bounds(offsets: np.ndarray, max_shard_bytes: int = MAX_SHARD_BYTES) -> list[tuple[int, int]]:
-    """Row ranges of the shards of one split: equal row counts, each under ``max_shard_bytes``.
+def shard_count(rows: int) -> int:
+    """The default shard count of a split of ``rows`` rows: of the counts up to 120 (the lcm of
+    :data:`READER_COUNTS`) leaving :data:`MIN_SHARD_ROWS` rows a shard, the one most of them divide (then the largest).
+
+    >>> shard_count(60_000), shard_count(30_000), shard_count(10_000), shard_count(999)
+    (120, 60, 12, 1)
+    """
+    top = max(1, min(math.lcm(*READER_COUNTS), rows // MIN_SHARD_ROWS))
+    return max(range(1, top + 1), key=lambda c: (sum(c % k == 0 for k in READER_COUNTS), c))
+
+
+def _check_count(num_shards: int | None, rows: int, where: str = "a split") -> None:
+    if num_shards is not None and not 0 < num_shards <= max(rows, 1):
+        raise ConfigError(f"--num-shards {num_shards} for {where} of {rows:,} rows", found=str(num_shards),
+                          expected=f"1..{max(rows, 1):,} (a row or more a shard)", hint="lower --num-shards, or leave "
+                          "it out for the default count (divisible by 2..12 where the split is big enough)")
+
+
+def shard_bounds(offsets: np.ndarray, max_shard_bytes: int = MAX_SHARD_BYTES,
+                 num_shards: int | None = None) -> list[tuple[int, int]]:
+    """Row ranges of the shards of one split, in order, of equal row counts (+-1): ``num_shards`` of them, or by
+    default :func:`shard_count`'s count raised to its next multiple while a shard holds over ``max_shard_bytes``.
 
     >>> shard_bounds(np.arange(0, 1001, 100), max_shard_bytes=450)
     [(0, 3), (3, 7), (7, 10)]
     """
     n = len(offsets) - 1
+    _check_count(num_shards, n)
     if n == 0:
         return [(0, 0)]
-    count = max(1, math.ceil(int(offsets[-1]) / max_shard_bytes))
+    base = num_shards or shard_count(n)
+    count = num_shards or base * max(1, math.ceil(int(offsets[-1]) / max_shard_bytes / base))
     while True:
         edges = np.linspace(0, n, min(count, n) + 1).round().astype(int)
         bounds = list(zip(edges[:-1].tolist(), edges[1:].tolist()))
-        if count >= n or all(offsets[b] - offsets[a] <= max_shard_bytes for a, b in bounds):
+        if num_shards or count >= n or all(offsets[b] - offsets[a] <= max_shard_bytes for a, b in bounds):
             return bounds
-        count += 1
+        count += base
 
 
 def shard_name(split: str, index: int, count: int) -> str:
@@ -139,22 +171,23 @@ def shard_name(split: str, index: int, count: int) -> str:
 
 
 def write_split(folder: StrPath, config: str, split: str, data: SplitData, features: datasets.Features, *,
-                max_shard_bytes: int = MAX_SHARD_BYTES, workers: int | None = None,
-                png: str | None = None) -> SplitSummary:
-    """Write one split's shards under ``folder/data/<config>/`` (PNGs by the encoder ``png``,
+                max_shard_bytes: int = MAX_SHARD_BYTES, workers: int | None = None, png: str | None = None,
+                num_shards: int | None = None) -> SplitSummary:
+    """Write one split's shards (:func:`shard_bounds`) under ``folder/data/<config>/`` (PNGs by the encoder ``png``,
     default :data:`~mnistforge.io.hf.png.DEFAULT_PNG`); return its summary."""
     import pyarrow.parquet as pq
 
     folder = Path(folder)
     schema = _schema(features)
-    missing = [f.name for f in list(schema)[2:] if f.name != PIXELS and
+    _check_count(num_shards, len(data.labels), f"{config}/{split}")  # before encoding
+    missing = [f.name for f in list(schema)[2:] if f.name not in (PIXELS, ROW_ID) and
                (data.metadata is None or f.name not in (data.metadata.dtype.names or ()))]
     if missing:
         raise ConfigError(f"{config}/{split}: metadata lacks columns of the features",
                           expected=", ".join(missing), found="nothing")
 
     blobs, offsets = encode_pngs(data.images, workers=workers, desc=f"{config}/{split} PNG", png=png or DEFAULT_PNG)
-    bounds = shard_bounds(offsets, max_shard_bytes)
+    bounds = shard_bounds(offsets, max_shard_bytes, num_shards)
     files: list[str] = []
     num_bytes = 0
     for i, (lo, hi) in enumerate(bounds):
@@ -164,8 +197,8 @@ def write_split(folder: StrPath, config: str, split: str, data: SplitData, featu
         with atomic_file(folder / rel) as f:
             pq.write_table(table, f, row_group_size=ROW_GROUP_SIZE, **writer_options(schema))
         files.append(rel)
-    size = sum((folder / f).stat().st_size for f in files)
-    return {"name": split, "files": files, "num_examples": len(data.labels),
-            "num_bytes": int(num_bytes), "download_size": int(size)}
+    sizes = [(folder / f).stat().st_size for f in files]
+    return {"name": split, "files": files, "shard_rows": [hi - lo for lo, hi in bounds], "shard_bytes": sizes,
+            "num_examples": len(data.labels), "num_bytes": int(num_bytes), "download_size": sum(sizes)}
 
 

@@ -213,7 +213,6 @@ def encode_pngs(images: np.ndarray, *, workers: int | None = None, compress_leve
     return b"".join(p[0] for p in done), offsets
 
 
-
 def _png_filtered(blob: _Blob) -> tuple[int, int, bytes] | None:
     """(height, width, filtered scanlines) of an 8-bit grey non-interlaced PNG, else None."""
     blob = bytes(blob)

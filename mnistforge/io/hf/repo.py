@@ -17,7 +17,7 @@ import numpy as np
 
 from ...errors import DatasetNotFoundError, FormatError, MissingFileError, require
 from .parquet import DATA
-from .schema import PIXELS, hf_split_name
+from .schema import PIXELS, ROW_ID, hf_split_name
 from ..types import StrPath
 from ..hashing import sha256_file
 from .png import decode_pngs
@@ -83,8 +83,6 @@ def _parse_header(text: str) -> object:
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-
-
 _SHARD_LINE = re.compile(r"^- `([^`]+\.parquet)`: `([0-9a-f]{64})`$", re.M)
 #: the card's "Shards (xxh3_128)" lines (exports from this version on; older ones have none)
 _FAST_LINE = re.compile(r"^- `([^`]+\.parquet)`: `([0-9a-f]{32})`$", re.M)
@@ -138,7 +136,6 @@ def shard_problems(repo_dir: StrPath, configs: Mapping[str, Mapping[str, list[st
         if not p.is_file():
             problems.append(f"{rel}: shard missing (recorded sha256 {digest[:16]}...)")
             continue
-
         got = sha256_file(p)
         if got != digest:
             other = next((r for r, d in recorded.items() if d == got and r != rel), None)
@@ -306,8 +303,8 @@ def read_split(repo_dir: StrPath, config: str, split: str
     """Load one split of an exported repository as NumPy arrays.
 
     Returns ``(images, labels, classes, metadata)``: uint8 N x 28 x 28 upright images, int64 labels, the ClassLabel
-    names, and a structured array of the metadata columns (``None`` when there are none). ``split`` may use ``-`` or
-    ``_``.  This is what ``mnistforge.load(config, split, root=repo_dir)`` runs on such a folder.
+    names, and a structured array of the metadata columns but ``row_id`` (``None`` when none). ``split`` may use ``-``
+    or ``_``.  This is what ``mnistforge.load(config, split, root=repo_dir)`` runs on such a folder.
 
     >>> images, labels, classes, meta = read_split("hf-repo", "qmnist", "test")  # doctest: +SKIP
     """
@@ -325,7 +322,7 @@ def read_split(repo_dir: StrPath, config: str, split: str
     label_feat = features["label"]
     classes = list(getattr(label_feat, "names", None) or [])
     metadata: np.ndarray | None = None
-    extra = [c for c in table.column_names if c not in ("image", "label", PIXELS)]
+    extra = [c for c in table.column_names if c not in ("image", "label", PIXELS, ROW_ID)]
     if extra:
         cols = {c: table.column(c).to_numpy(zero_copy_only=False) for c in extra}
         dtype: list[tuple[str, np.dtype]] = []

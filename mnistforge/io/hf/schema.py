@@ -1,7 +1,8 @@
 """The one Hugging Face schema of an MNIST-family split, and the in-memory split it describes.
 
 ``image`` (:class:`datasets.Image`, PNG bytes), ``label`` (:class:`datasets.ClassLabel` named by the classes), then one
-``Value`` per scalar metadata field, named as :data:`EXPORT_NAMES` says (the writer is ``writer_id``). The export
+``Value`` per scalar metadata field, named as :data:`EXPORT_NAMES` says (the writer is ``writer_id``), and in an
+export the row's index in the split, :data:`ROW_ID`. The export
 (:mod:`mnistforge.hub.export`) and the loaders' ``to_hf()`` both use :func:`features_for` and :func:`export_metadata`.
 """
 from __future__ import annotations
@@ -19,8 +20,11 @@ from ...errors import ConfigError
 if TYPE_CHECKING:
     import datasets
 
-#: Metadata fields not exported: ``label`` repeats the label column (the loaders' rule), ``image`` would clash.
-SKIPPED_METADATA = ("image", "label", "pixels")
+#: An export's last column: the row's index in the split's order (0..N-1 across the shards), for readers that split
+#: the shards among themselves (``split_dataset_by_node``) to check and join rows by.  Not part of the loaded metadata.
+ROW_ID = "row_id"
+#: Metadata fields not exported: ``label`` repeats the label column (the loaders' rule), the others would clash.
+SKIPPED_METADATA = ("image", "label", "pixels", ROW_ID)
 #: The optional raw-pixel column, next to the PNG ``image``: a plain ``load_dataset`` user
 #: gets NumPy arrays from it without decoding PNGs.
 PIXELS = "pixels"
@@ -98,7 +102,6 @@ def field_name(column: str, fields: Collection[str]) -> str:
     return back[column] if column in back and back[column] in fields else column
 
 
-
 def hf_split_name(split: str) -> str:
     """The Hub's spelling of a split name (``\\w+``: ``-`` becomes ``_``).
 
@@ -111,17 +114,16 @@ def hf_split_name(split: str) -> str:
     return name
 
 
-
-def features_for(classes: Iterable[object], metadata_dtype: np.dtype | None = None, *,
-                 pixels: str | None = None, pixels_shape: Sequence[int] | None = None) -> datasets.Features:
+def features_for(classes: Iterable[object], metadata_dtype: np.dtype | None = None, *, pixels: str | None = None,
+                 pixels_shape: Sequence[int] | None = None, row_id: bool = False) -> datasets.Features:
     """The :class:`datasets.Features` of an exported config.
 
     ``image`` (Image), ``label`` (ClassLabel named by ``classes``), with ``pixels`` a ``pixels`` column
     holding the same images undecoded (``"bytes"``: ``Value("binary")``; ``"array"``: ``Array2D(pixels_shape,
     "uint8")``; see :data:`PIXEL_FORMATS`), then one ``Value`` per scalar field of ``metadata_dtype`` (a NumPy
     structured dtype), in field order, under their export names (:data:`EXPORT_NAMES`; the arrays written get
-    them from :func:`export_metadata`). Fields named ``image``, ``label`` or ``pixels`` are left out.  The
-    loaders' ``.to_hf()`` uses the same definition.
+    them from :func:`export_metadata`), then with ``row_id`` (an export's) :data:`ROW_ID` as ``int64``. Fields
+    named as :data:`SKIPPED_METADATA` are left out.  The loaders' ``.to_hf()`` uses the same definition.
 
     >>> f = features_for(["0", "1"], np.dtype([("writer", "i4")]))
     >>> list(f), f["label"].names, f["writer_id"].dtype
@@ -142,6 +144,8 @@ def features_for(classes: Iterable[object], metadata_dtype: np.dtype | None = No
         assert metadata_dtype is not None  # (it has columns)
         column = renamed.get(name, name)
         cols[column] = datasets.Value(_value_dtype(metadata_dtype[name], column))
+    if row_id:
+        cols[ROW_ID] = datasets.Value("int64")
     return datasets.Features(cols)
 
 

@@ -29,8 +29,7 @@ def _apportion(total: int, weights: npt.ArrayLike) -> npt.NDArray[np.int64]:
         return np.zeros(len(w), dtype=np.int64)
     exact = w / w.sum() * total
     out: npt.NDArray[np.int64] = np.floor(exact).astype(np.int64)
-    rest = int(total - out.sum())
-    if rest:
+    if rest := int(total - out.sum()):
         order = np.lexsort((np.arange(len(w)), -(exact - out)))  # ties: lowest index first
         out[order[:rest]] += 1
     return out
@@ -72,10 +71,8 @@ def field_class_counts() -> dict[str, dict[int, int]]:
     u = _water_fill(upper, n_u)
     lo = _water_fill(lower, n_l)
     return {
-        "d": {c: nt.CLASS_TOTALS[c] for c in nt.DIGITS},
-        "u": dict(zip(nt.UPPERS, u.tolist())),
-        "l": dict(zip(nt.LOWERS, lo.tolist())),
-        "c": {**dict(zip(nt.UPPERS, (upper - u).tolist())),
+        "d": {c: nt.CLASS_TOTALS[c] for c in nt.DIGITS}, "u": dict(zip(nt.UPPERS, u.tolist())),
+        "l": dict(zip(nt.LOWERS, lo.tolist())), "c": {**dict(zip(nt.UPPERS, (upper - u).tolist())),
               **dict(zip(nt.LOWERS, (lower - lo).tolist()))},
     }
 
@@ -361,8 +358,7 @@ def _plan_layout(config: SynthConfig) -> Plan:
         p = int(f_hsf[k])
         fc = {"d": codes[s:s + n]}
         for f in others:
-            span = sizes_other.get((p, f), {}).get(k)
-            if span is not None:
+            if (span := sizes_other.get((p, f), {}).get(k)) is not None:
                 fc[f] = seqs[(p, f)][span[0]:span[1]]
         folders_meta.append((p, int(f_writer[k]), int(templates[k])))
         per_folder.append(fc)

@@ -159,7 +159,6 @@ def _bounded_map(pool: cf.Executor, fn: Callable[[_T], _R], items: Iterable[_T],
             break
     while pending:
         fut = pending.pop(0)
-        nxt = next(it, None)
-        if nxt is not None:
+        if (nxt := next(it, None)) is not None:
             pending.append(pool.submit(fn, nxt))
         yield fut.result()

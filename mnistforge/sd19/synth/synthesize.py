@@ -45,8 +45,7 @@ def _describe(config: SynthConfig, plan: Plan) -> dict[str, Any]:
         "characters": int(len(rows)), "digits": int((rows["field"] == b"d").sum()), "partitions": counts,
         "duplicates": [{"row": int(r), "duplicate_of": int(rows["duplicate_of"][r]),
                         "digit_index": int(rows["digit_index"][r]),
-                        "original_digit_index": int(rows["digit_index"][rows["duplicate_of"][r]])}
-                       for r in dups],
+                        "original_digit_index": int(rows["digit_index"][rows["duplicate_of"][r]])} for r in dups],
     }
 
 
