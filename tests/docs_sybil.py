@@ -103,10 +103,12 @@ def _skip_if_absent(example: Example) -> None:
     source = str(getattr(example.parsed, "source", example.parsed))
     missing = [f"../shared{m.group(1)}" for m in SHARED_PATH.finditer(source)
                if not (docs_mirror.SHARED / m.group(1).lstrip("/")).exists()]
+    if str(docs_mirror.FASHION) in source and not docs_mirror.FASHION.is_dir():
+        missing.append(f"{docs_mirror.FASHION} (apt install dataset-fashion-mnist)")
     if missing:
         Page.absent += missing
         raise unittest.SkipTest(f"needs {', '.join(dict.fromkeys(missing))}, not on this machine "
-                                f"(the reference data; MNISTFORGE_SHARED={docs_mirror.SHARED})")
+                                f"(the reference data, MNISTFORGE_SHARED={docs_mirror.SHARED}, or Debian's files)")
     if Page.absent:  # it may use what the skipped example would have made
         raise unittest.SkipTest(f"an earlier example of this page needed {', '.join(dict.fromkeys(Page.absent))}, "
                                 "not on this machine")
