@@ -69,14 +69,12 @@ def main(argv=None) -> int:
         t_dec, imgs = timed(src.read_all, rows, workers=1)
         print(f"decode alone (1 process)     : {rows.size / t_dec:9.0f} img/s")
         from mnistforge.builders.mnist_prepro import MnistPreproConfig
-        from mnistforge.builders.qmnist import preprocess_rows
-        cfg = MnistPreproConfig()
+        from mnistforge.builders.qmnist import mnist_product
         many = np.tile(rows, max(1, args.pipeline // rows.size))
         from mnistforge.settings import current
-        for strategy in ("main", "workers"):
-            t_s, _ = timed(preprocess_rows, src, many, cfg, strategy=strategy, progress=False)
-            print(f"decode+preprocess {many.size} images, strategy {strategy!r:9}: "
-                  f"{many.size / t_s:7.0f} img/s ({current().workers} processes)")
+        t_s, _ = timed(src.make, [mnist_product(MnistPreproConfig())], many, progress=False)
+        print(f"decode+preprocess {many.size} images in worker processes: "
+              f"{many.size / t_s:7.0f} img/s ({current().workers} processes)")
 
     reps = -(-args.batch // len(imgs))
     batch = np.concatenate([imgs] * reps)[: args.batch]

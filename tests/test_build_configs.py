@@ -63,7 +63,7 @@ def test_bad_emnist_values_are_config_errors(bad):
         EmnistBuildConfig(**bad)
 
 
-@pytest.mark.parametrize("bad", [{"duplicates": "some"}, {"batch_size": 0}, {"workers": -2}])
+@pytest.mark.parametrize("bad", [{"duplicates": "some"}, {"workers": 0}, {"workers": -2}])
 def test_bad_qmnist_values_are_config_errors(bad):
     with pytest.raises(ConfigError):
         QmnistBuildConfig(**bad)

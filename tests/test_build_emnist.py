@@ -271,16 +271,15 @@ def test_paper37_letters_load_with_their_own_class_names(sd19, tmp_path):
 
 
 @pytest.mark.parametrize("orientation", ["official", "upright"])
-def test_worker_processes_convert_the_same_images_as_threads(source, monkeypatch, orientation):
-    # issue 33: decode + convert in each worker process (only 28x28 images travel back);
-    # the images are those of the reader's processes + this process's threads
+def test_worker_processes_convert_the_same_images_as_this_process(source, orientation):
+    # issue 44: decode + convert in each worker process (only 28x28 images travel back), rows in
+    # any order; the images are those this process converts from its own decode
     from mnistforge.builders import emnist
+    from mnistforge.builders.emnist_prepro import DEFAULT_CONFIG
 
     rows = np.random.default_rng(5).permutation(len(source.index))
-    monkeypatch.setattr(emnist, "CONVERT_CHUNK", max(16, len(rows) // 7))   # several tasks, a partial last one
-    threads = emnist.convert_rows(source, rows, orientation=orientation, workers=2, strategy="main")
-    procs = emnist.convert_rows(source, rows, orientation=orientation, workers=2, strategy="workers")
-    one = emnist.convert_rows(source, rows, orientation=orientation, workers=1)
-    assert len(rows) > 2 * emnist.CONVERT_CHUNK and threads.any()
-    np.testing.assert_array_equal(procs, threads)
-    np.testing.assert_array_equal(one, threads)
+    product = emnist.emnist_product(emnist.EmnistBuildConfig(orientation=orientation))
+    procs = source.make([product], rows, workers=2)[0]
+    here = emnist._convert(source.read_all(rows, workers=1), DEFAULT_CONFIG, orientation)
+    assert len(rows) > 512 and here.any()   # 512 rows or more go to worker processes, several jobs
+    np.testing.assert_array_equal(procs, here)

@@ -20,7 +20,7 @@ from mnistforge.io.manifest import Manifest, read_manifest
 from mnistforge.io.hashing import sha256_file
 
 synth = pytest.importorskip("mnistforge.sd19.synth")
-from mnistforge.sd19.reader import open_sd19  # noqa: E402
+from mnistforge.sd19.reader import SD19Source, open_sd19  # noqa: E402
 from sd19_helpers import make_tiny_sd19
 
 
@@ -56,6 +56,11 @@ def test_builders_return_the_manifest_they_wrote(returned):
         assert isinstance(manifest, Manifest) and manifest.kind == target
         assert manifest.to_dict() == read_manifest(folder), target   # outputs hashed, as on disk
         assert set(manifest.outputs) == {p.name for p in folder.iterdir()} - {"manifest.json"}
+
+
+def drop_kept_products(sd19):
+    for f in (sd19 / ".mnistforge").glob("sd19-product-*"):
+        f.unlink()
 
 
 def tsv(path):
@@ -189,8 +194,8 @@ def test_loaders_read_the_build(built):
 
 def test_rebuild_is_byte_identical_and_atomic(tiny, built, tmp_path):
     out = tmp_path / "again"
-    # nothing is cached outside sharing_preprocessed_digits(): this really preprocesses again
-    build_qmnist(tiny, out, QmnistBuildConfig(progress=False, workers=1, batch_size=333))
+    drop_kept_products(tiny)   # this really preprocesses again
+    build_qmnist(tiny, out, QmnistBuildConfig(progress=False, workers=1))
     a, b = read_manifest(out), read_manifest(built["qmnist"])
     assert a["outputs"] == b["outputs"]
     for name in a["outputs"]:
@@ -249,9 +254,10 @@ def test_mnist_with_published_tables_preprocesses_only_its_digits(tiny, built, s
     for split, o in order.items():
         qf.write_tsv(labels / f"qmnist-{split}-labels.tsv.gz", table[o])
     asked = []
-    real = qb.preprocess_rows
-    monkeypatch.setattr(qb, "preprocess_rows", lambda src, rows, *a, **k: (
-        asked.append(len(rows)), real(src, rows, *a, **k))[1])
+    real = SD19Source.make
+    monkeypatch.setattr(SD19Source, "make", lambda self, products, rows, **k: (
+        asked.append(len(rows)), real(self, products, rows, **k))[1])
+    drop_kept_products(tiny)   # no earlier build's digits to take
     out = tmp_path / "m"
     build_mnist(tiny, out, QmnistBuildConfig(progress=False, qmnist_labels=labels))
     n_test = sel.recipe.mnist_test_size
@@ -264,11 +270,11 @@ def test_mnist_with_published_tables_preprocesses_only_its_digits(tiny, built, s
         np.testing.assert_array_equal(read_idx(out / f["labels"]), table[rows, 0])
     man = read_manifest(out)
     assert man["parameters"]["selection"] == "published" and man["parameters"]["order"] == "published"
-    # inside build all (sharing the pass) the same files come out
-    with qb.sharing_preprocessed_digits():
-        build_xnist(tiny, tmp_path / "x", QmnistBuildConfig(progress=False))
-        shared = tmp_path / "m2"
-        build_mnist(tiny, shared, QmnistBuildConfig(progress=False, qmnist_labels=labels))
+    # after a build that kept every digit (as build all does) the same files come out of those
+    build_xnist(tiny, tmp_path / "x", QmnistBuildConfig(progress=False))
+    shared = tmp_path / "m2"
+    build_mnist(tiny, shared, QmnistBuildConfig(progress=False, qmnist_labels=labels))
+    assert len(asked) == 2 and asked[1] == len(table)   # xnist made every digit; mnist took them
     for split in want:
         for f in qf.MNIST_FILES[split].values():
             assert (shared / f).read_bytes() == (out / f).read_bytes()
@@ -398,12 +404,21 @@ def test_full_scale_xnist_matches_published_table(full_layout, qmnist_reference,
     print(f"\nxnist: {extra.size} extra final-image duplicates on the synthetic source")
 
 
-def test_preprocessed_digits_are_shared_only_inside_the_block(tiny, tmp_path, caplog):
+def test_every_digit_is_preprocessed_once_and_kept_next_to_the_index(tiny, tmp_path, monkeypatch):
+    # issue 44: qmnist makes the preprocessed digits in one pass and keeps them next to the
+    # index; xnist takes them from there (no decode), with the same bytes as making them again
+    drop_kept_products(tiny)
+    calls = []
+    real = SD19Source.make
+    monkeypatch.setattr(SD19Source, "make", lambda self, products, rows, **k: (
+        calls.append([p.name for p in products]), real(self, products, rows, **k))[1])
     cfg = QmnistBuildConfig(progress=False, workers=1)
-    with caplog.at_level("INFO", logger="mnistforge.builders.qmnist"):
-        with qb.sharing_preprocessed_digits():
-            build_qmnist(tiny, tmp_path / "q", cfg)
-            build_xnist(tiny, tmp_path / "x", cfg)
-            assert qb._SHARED  # the pass is held while the block lasts
-    assert "reusing the preprocessed digits" in caplog.text
-    assert qb._SHARED is None  # and released afterwards
+    build_qmnist(tiny, tmp_path / "q", cfg)
+    assert len(calls) == 1 and len(list((tiny / ".mnistforge").glob("sd19-product-mnist-*.npy"))) == 1
+    build_xnist(tiny, tmp_path / "x", cfg)
+    assert len(calls) == 1
+    drop_kept_products(tiny)
+    build_xnist(tiny, tmp_path / "x2", cfg)
+    assert len(calls) == 2
+    for f in (tmp_path / "x").iterdir():
+        assert f.read_bytes() == (tmp_path / "x2" / f.name).read_bytes(), f.name

@@ -16,19 +16,18 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import functools
 import hashlib
 import logging
 import os
 import shutil
 import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, cast
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
-from threadpoolctl import threadpool_limits
 
 from .. import settings
 from ..errors import BuildError, ConfigError
@@ -37,12 +36,12 @@ from ..io.compression import open_gzip_writer
 from ..io.idx import idx_header_bytes
 from ..io.manifest import DatasetEntry, Manifest, build_folder_problems
 from ..io.outputs import check_output_folder
-from ..io.workers import named_worker_errors, process_pool
 from ..progress import progress
 from ..sd19.nist_table import FIELDS
+from ..sd19.products import Product, product_rows
 from ..sd19.reader import SD19Source, open_sd19
 from .qmnist import check_complete, check_consistent, synthetic_description_path
-from .sources import convert_threaded, sd19_inputs
+from .sources import sd19_inputs
 from .emnist_prepro import DEFAULT_CONFIG, EmnistPreproConfig, convert_batch
 from .emnist_splits import (DATASETS, METADATA_COLUMNS, EmnistSplitConfig, make_metadata,
                             make_splits, mapping_lines, split_sides)
@@ -110,26 +109,11 @@ def _dedupe(tasks: list[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]], list[t
 
 
 # ----------------------------------------------------------------------------- source
-def _open_source(sd19: str | os.PathLike[str] | SD19Source, show_progress: bool | None) -> SD19Source:
-    if hasattr(sd19, "index") and hasattr(sd19, "read"):
-        return cast(SD19Source, sd19)  # an opened source (or a stand-in with its index and read)
-    return open_sd19(sd19, progress=show_progress)
-
-
-_WORKER: dict[str, Any] = {}
-#: rows per task of the worker strategy: small enough to share the work, large enough that a
-#: task's fixed costs (reading its zip members, one round trip) stay small
-CONVERT_CHUNK = 2048
-
-
-def _init_worker(src: SD19Source, config: EmnistPreproConfig, orientation: str) -> None:
-    # the processes are the parallelism: one BLAS thread each (more oversubscribe the cores)
-    _WORKER.update(src=src, config=config, orientation=orientation, blas=threadpool_limits(limits=1, user_api="blas"))
-
-
-def _convert_job(rows: np.ndarray) -> np.ndarray:
-    """Worker: decode SD19 rows (in this process) and convert them; 28x28 images travel back."""
-    return _convert(_WORKER["src"].read_all(rows, workers=1), _WORKER["config"], _WORKER["orientation"])
+def _open_source(sd19: str | os.PathLike[str] | SD19Source, show_progress: bool | None, workers: int | None = None,
+                 products: Sequence[Product] = ()) -> SD19Source:
+    if isinstance(sd19, SD19Source):
+        return sd19
+    return open_sd19(sd19, progress=show_progress, workers=workers, products=products)
 
 
 def _convert(imgs: np.ndarray, config: EmnistPreproConfig, orientation: str) -> np.ndarray:
@@ -137,59 +121,13 @@ def _convert(imgs: np.ndarray, config: EmnistPreproConfig, orientation: str) -> 
     return out.transpose(0, 2, 1) if orientation == "official" else out
 
 
-def convert_rows(src: SD19Source, rows: npt.ArrayLike, config: EmnistPreproConfig = DEFAULT_CONFIG, *,
-                 orientation: str = "official", workers: int | None = None, batch_size: int = 4096,
-                 show_progress: bool | None = None, strategy: str = "workers") -> np.ndarray:
-    """Read and convert the given SD19 index rows once; uint8 (len(rows), 28, 28).
-
-    Images are returned in storage orientation (transposed for ``"official"``). ``strategy="workers"`` (default): each
-    worker process decodes *and* converts chunks of :data:`CONVERT_CHUNK` rows, so both use every core and only 28x28
-    images travel back. ``"main"``: the SD19 reader decodes in its processes while threads of this process convert (the
-    packed 128x128 images travel and are unpacked here).  Same images either way.
-    """
-    rows = np.asarray(rows, np.int64)
-    store = np.empty((len(rows), config.out_side, config.out_side), np.uint8)
-    if not len(rows):
-        return store
-    if strategy not in ("workers", "main"):
-        raise ConfigError("invalid strategy", expected="'workers' or 'main'", found=repr(strategy))
-    workers = settings.current(workers=workers).workers
-    bar = progress(total=len(rows), desc="EMNIST convert", unit="char",
-                   disable=None if show_progress is None else not show_progress)
-
-    if strategy == "workers" and workers > 1 and len(rows) > CONVERT_CHUNK and isinstance(src, SD19Source):
-        with bar, named_worker_errors("converting SD19 characters for EMNIST"), \
-                process_pool(workers, initializer=_init_worker, initargs=(src, config, orientation)) as ex:
-            pending: deque[tuple[int, cf.Future[np.ndarray]]] = deque()
-
-            def collect() -> int:
-                start, fut = pending.popleft()
-                got = fut.result()
-                store[start:start + len(got)] = got
-                bar.update(len(got))
-                return len(got)
-
-            done = 0
-            for s in range(0, len(rows), CONVERT_CHUNK):
-                pending.append((s, ex.submit(_convert_job, rows[s:s + CONVERT_CHUNK])))
-                if len(pending) >= 3 * workers:
-                    done += collect()
-            while pending:
-                done += collect()
-        if done != len(rows):
-            raise BuildError("SD19 reader returned too few characters", expected=f"{len(rows)} rows", found=f"{done}")
-        return store
-
-    def job(start: int, imgs: np.ndarray) -> int:
-        out = _convert(imgs, config, orientation)
-        store[start:start + len(out)] = out
-        return len(out)
-
-    # The threads are the parallelism: BLAS threads inside each of them would
-    # oversubscribe the cores (measured: EMNIST twice as slow on 2 cores).
-    with threadpool_limits(limits=1, user_api="blas"):
-        convert_threaded(src, rows, job, workers, bar, batch_size=batch_size)
-    return store
+def emnist_product(cfg: EmnistBuildConfig) -> Product:
+    """The characters the datasets of ``cfg`` use (the digits when they use only digits), converted
+    and stored in ``cfg``'s orientation: made in the one pass over SD19 and kept next to its index
+    (:mod:`mnistforge.sd19.products`), each character converted once for all six datasets."""
+    params = {**cfg.prepro.as_dict(), "orientation": cfg.orientation}
+    return Product.of("emnist", functools.partial(_convert, config=cfg.prepro, orientation=cfg.orientation), params,
+                      digits=set(cfg.splits) <= {"digits", "mnist"})
 
 
 # ----------------------------------------------------------------------------- build
@@ -295,8 +233,9 @@ def _build(sd19: str | os.PathLike[str], out: str | os.PathLike[str], cfg: Emnis
     # before any work: the --out path, and what --overwrite would replace
     check_output_folder(out, inputs=[sd19], overwrite=overwrite, owned=build_folder_problems)
 
-    src = _open_source(sd19, show_progress)
-    fields = ("d",) if set(names) <= {"digits", "mnist"} else FIELDS
+    product = emnist_product(cfg)
+    src = _open_source(sd19, show_progress, cfg.workers, [product])
+    fields = ("d",) if product.digits else FIELDS
     missing = check_complete(src, fields, cfg.allow_incomplete)
     inconsistent = check_consistent(src, fields, cfg.allow_inconsistent)
     syn = synthetic_description_path(src)
@@ -307,16 +246,12 @@ def _build(sd19: str | os.PathLike[str], out: str | os.PathLike[str], cfg: Emnis
     is_test = split_sides(index, split_config)
     dsets = make_splits(index, names, split_config, is_test=is_test)
 
-    rows = np.unique(np.concatenate([np.concatenate([d.train_rows, d.test_rows]) for d in dsets.values()]))
-    logger.info("EMNIST: converting %d of %d SD19 characters once for %s", len(rows), len(index), ", ".join(names))
     with atomic_dir(out, overwrite=overwrite, inputs=[getattr(src, "path", sd19)], owned=build_folder_problems) as tmp:
-        t0 = time.perf_counter()
-        store = convert_rows(src, rows, config, orientation=orientation, workers=workers, show_progress=show_progress)
+        store = src.product(product, progress=show_progress)     # every character converted once
         t1 = time.perf_counter()
-        logger.info("EMNIST: read + converted %d characters in %.1f s (%.0f/s)",
-                    len(rows), t1 - t0, len(rows) / max(t1 - t0, 1e-9))
         slot_of = np.full(len(index), -1, np.int64)
-        slot_of[rows] = np.arange(len(rows))
+        prows = product_rows(index, product)
+        slot_of[prows] = np.arange(len(prows))
         tasks: list[tuple[Any, ...]] = []
         for name, d in dsets.items():
             fn = file_names(name)

@@ -19,6 +19,7 @@ mnistforge.errors.ConfigError: invalid --sf (LEAF's sample fraction): expected a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gzip
 import logging
 import math
@@ -32,20 +33,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import settings
 from ..errors import BuildError, ConfigError
 from ..io.atomic import atomic_dir, atomic_file
 from ..io.idx import write_idx
 from ..io.leaf import write_leaf_json
 from ..io.manifest import DatasetEntry, Manifest, build_folder_problems
 from ..io.outputs import check_output_folder
-from ..progress import progress
 from ..registry import get_dataset
 from ..sd19.nist_table import FIELDS
+from ..sd19.products import Product
 from ..sd19.reader import SD19Source
 from .emnist import _open_source, _write_images
 from .qmnist import check_complete, check_consistent, synthetic_description_path
-from .sources import convert_threaded, sd19_inputs
+from .sources import sd19_inputs
 from . import femnist_leaf as leaf
 
 if TYPE_CHECKING:  # Pillow is imported inside the functions that draw
@@ -159,27 +159,20 @@ class FemnistBuildConfig:
 
 
 # ----------------------------------------------------------------------------- images
-def leaf_pixels(src: SD19Source, rows: npt.ArrayLike, resize: str = "thumbnail", *, workers: int | None = None,
-                show_progress: bool | None = None) -> np.ndarray:
-    """LEAF's 28 x 28 values (0..255, ink low: no inversion) of SD19 rows, read once."""
+def _leaf(imgs: np.ndarray, resize: str) -> np.ndarray:
+    """LEAF's 28 x 28 values of decoded characters (a worker runs it)."""
     from PIL import Image
 
-    rows = np.asarray(rows, np.int64)
-    out = np.empty((len(rows),) + SIZE, np.uint8)
-    fn = RESIZERS[resize]
-    workers = settings.current(workers=workers).workers
+    grey = np.where(imgs, np.uint8(0), np.uint8(255))    # convert('L') of the 1-bit PNG: ink 0, paper 255
+    return np.stack([np.asarray(RESIZERS[resize](Image.fromarray(g, "L"))) for g in grey]) if len(grey) \
+        else np.zeros((0,) + SIZE, np.uint8)
 
-    def job(start: int, imgs: np.ndarray) -> int:
-        # convert('L') of the 1-bit PNG: ink 0, paper 255
-        grey = np.where(imgs, np.uint8(0), np.uint8(255))
-        for k in range(len(grey)):
-            out[start + k] = np.asarray(fn(Image.fromarray(grey[k], "L")))
-        return len(grey)
 
-    disable = None if show_progress is None else not show_progress
-    bar = progress(total=len(rows), desc="FEMNIST thumbnails", unit="char", disable=disable)
-    convert_threaded(src, rows, job, workers, bar)
-    return out
+def leaf_pixels(src: SD19Source, rows: npt.ArrayLike, resize: str = "thumbnail", *, workers: int | None = None,
+                show_progress: bool | None = None) -> np.ndarray:
+    """LEAF's 28 x 28 values (0..255, ink low: no inversion) of SD19 rows, each decoded once in worker processes."""
+    product = Product.of("leaf", functools.partial(_leaf, resize=resize), {"resize": resize})
+    return src.make([product], rows, desc="FEMNIST thumbnails", progress=show_progress, workers=workers)[0]
 
 
 # ----------------------------------------------------------------------------- build

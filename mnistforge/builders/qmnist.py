@@ -23,24 +23,19 @@ Everything is written into ``<out>.incomplete`` and renamed at the end; builds a
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
-import contextlib
+import functools
 import logging
 import os
 import time
-from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from .. import settings
 from ..cache.download import fetch
 from ..errors import BuildError, ConfigError, InconsistentSourceError, MissingSourceError
-from ..io.workers import named_worker_errors, process_pool
 from ..io.atomic import atomic_dir
 from ..io.outputs import check_output_folder
 from ..io.hashing import sha256_file
@@ -54,6 +49,7 @@ from .label_votes import write_label_votes
 from .qmnist_files import (MNIST_FILES, QMNIST_FILES, split_jobs, write_files, write_xnist)
 from ..io.similar import blake2b_image_digests
 from .mnist_prepro import MnistPreproConfig, preprocess
+from ..sd19.products import Product
 from ..sd19.reader import SD19Source, open_sd19
 
 logger = logging.getLogger(__name__)
@@ -84,7 +80,6 @@ class QmnistBuildConfig:
     qmnist_labels: str | Path | None = None
     duplicates: str = "final"
     workers: int | None = None
-    batch_size: int = 4096
     overwrite: bool = False
     progress: bool | None = None
     allow_incomplete: bool = False
@@ -94,8 +89,6 @@ class QmnistBuildConfig:
         if self.duplicates not in DUPLICATE_MODES:
             raise ConfigError("invalid duplicates mode", expected=" or ".join(DUPLICATE_MODES),
                               found=repr(self.duplicates))
-        if self.batch_size < 1:
-            raise ConfigError("invalid batch size", expected="a positive integer", found=self.batch_size)
         if self.workers is not None and (not isinstance(self.workers, int) or self.workers < 1):
             raise ConfigError("invalid number of workers", expected="a positive integer", found=self.workers)
 
@@ -127,68 +120,12 @@ def build_xnist(sd19_path: str | os.PathLike[str], out: str | os.PathLike[str],
     return _build("xnist", sd19_path, out, config)
 
 
-# --- Preprocessing many digits ----------------------------------------------------------------
+# --- Preprocessing every digit once --------------------------------------------------------------
 
-_WORKER: dict[str, Any] = {}
-
-
-def _init_worker(src: SD19Source, prepro: MnistPreproConfig) -> None:
-    _WORKER["src"], _WORKER["prepro"] = src, prepro
-
-
-def _decode_and_preprocess(rows: np.ndarray) -> np.ndarray:
-    """Worker: decode SD19 rows (in this process) and preprocess them."""
-    imgs = _WORKER["src"].read_all(rows, workers=1)
-    return preprocess(imgs, _WORKER["prepro"])
-
-
-def preprocess_rows(src: SD19Source, rows: npt.ArrayLike, prepro: MnistPreproConfig, *, batch_size: int = 4096,
-                    workers: int | None = None, desc: str = "preprocessing digits", progress: bool | None = None,
-                    strategy: str = "workers", chunk: int = 1024) -> np.ndarray:
-    """Decode the SD19 index ``rows`` and preprocess them: ``(len(rows), 28, 28)`` uint8.
-
-    ``strategy="workers"`` (default): every worker process decodes *and* preprocesses chunks of ``chunk`` rows, so both
-    stages use all cores and only 28x28 images travel back.  ``strategy="main"``: the source's workers decode (all
-    cores) while this process preprocesses; slower because preprocessing costs about as much as decoding (see
-    ``benchmarks/bench_mnist_prepro.py``).
-    """
-    rows = np.asarray(rows, dtype=np.int64)
-    out = np.empty((rows.size, 28, 28), dtype=np.uint8)
-    workers = settings.current(workers=workers).workers
-    disable = None if progress is None else not progress
-    pos = 0
-    with progress_bar(total=rows.size, desc=desc, unit="img", disable=disable) as bar:
-        if strategy == "workers" and workers > 1 and rows.size > chunk:
-            starts = range(0, rows.size, chunk)
-            with named_worker_errors("preprocessing SD19 digits"), \
-                    process_pool(workers, initializer=_init_worker, initargs=(src, prepro)) as ex:
-                pending: deque[tuple[int, cf.Future[np.ndarray]]] = deque()
-                for s in starts:
-                    pending.append((s, ex.submit(_decode_and_preprocess, rows[s:s + chunk])))
-                    if len(pending) >= 3 * workers:
-                        pos = _collect(pending.popleft(), out, bar, pos)
-                while pending:
-                    pos = _collect(pending.popleft(), out, bar, pos)
-        elif strategy in ("workers", "main"):
-            for batch_rows, imgs in src.read(rows, batch_size=batch_size, workers=workers if strategy == "main" else 1):
-                k = len(batch_rows)
-                out[pos:pos + k] = preprocess(imgs, prepro)
-                pos += k
-                bar.update(k)
-        else:
-            raise ConfigError("invalid strategy", expected="'workers' or 'main'", found=repr(strategy))
-    if pos != rows.size:
-        raise BuildError("SD19 reader returned fewer images than asked for", path=src.path,
-                         expected=f"{rows.size} images", found=f"{pos}")
-    return out
-
-
-def _collect(item: tuple[int, cf.Future[np.ndarray]], out: np.ndarray, bar: Any, pos: int) -> int:
-    start, fut = item
-    imgs = fut.result()
-    out[start:start + len(imgs)] = imgs
-    bar.update(len(imgs))
-    return pos + len(imgs)
+def mnist_product(prepro: MnistPreproConfig) -> Product:
+    """The digits preprocessed with ``prepro``, made in the one pass over SD19 and kept next to its
+    index (:mod:`mnistforge.sd19.products`): qmnist, mnist and xnist take them from there."""
+    return Product.of("mnist", functools.partial(preprocess, config=prepro), prepro.as_dict(), digits=True)
 
 
 # --- The build --------------------------------------------------------------------------------
@@ -233,54 +170,10 @@ def _check_published_rows(table: np.ndarray, published: np.ndarray, name: str) -
                  "--layout from the real xnist table")
 
 
-# Inside `sharing_preprocessed_digits()` (what `build all` and the demo use), qmnist, mnist
-# and xnist built from one source preprocess SD19 once; outside it nothing is kept, so the
-# 316 MB of preprocessed digits do not outlive the builds that share them.
-_SHARED: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] | None = None
-
-
-@contextlib.contextmanager
-def sharing_preprocessed_digits() -> Iterator[None]:
-    """Let the QMNIST-family builds inside the block share one preprocessing pass.
-
-    >>> with sharing_preprocessed_digits():                       # doctest: +SKIP
-    ...     build_qmnist("sd19/", "out/qmnist"); build_mnist("sd19/", "out/mnist")
-    """
-    global _SHARED
-    if (outer := _SHARED) is None:
-        _SHARED = {}
-    try:
-        yield
-    finally:
-        if outer is None:
-            _SHARED = None
-
-
-def _shared_key(src: SD19Source, config: QmnistBuildConfig) -> tuple[Any, ...]:
-    return (src.fingerprint, str(src.path), config.prepro)
-
-
-def _shared_digits(src: SD19Source, drows: np.ndarray,
-                   config: QmnistBuildConfig) -> tuple[np.ndarray, np.ndarray] | None:
-    """(images, duplicate_of) of every digit if a build in this block preprocessed them."""
-    hit = _SHARED.get(_shared_key(src, config)) if _SHARED is not None else None
-    if hit is not None and hit[0].shape[0] == drows.size:
-        logger.info("reusing the preprocessed digits of the previous build")
-        return hit
-    return None
-
-
-def _every_digit(src: SD19Source, drows: np.ndarray, config: QmnistBuildConfig) -> tuple[np.ndarray, np.ndarray]:
-    if (hit := _shared_digits(src, drows, config)) is not None:
-        return hit
-    images = preprocess_rows(src, drows, config.prepro, batch_size=config.batch_size, workers=config.workers,
-                             progress=config.progress, desc="preprocessing every SD19 digit")
-    images.setflags(write=False)
-    result = (images, find_duplicates(blake2b_image_digests(images)))
-    if _SHARED is not None:
-        _SHARED.clear()
-        _SHARED[_shared_key(src, config)] = result
-    return result
+def _every_digit(src: SD19Source, config: QmnistBuildConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(images, duplicate_of) of every digit in NIST order (the kept product, else made and kept)."""
+    images = src.product(mnist_product(config.prepro), progress=config.progress)
+    return images, find_duplicates(blake2b_image_digests(images))
 
 
 def synthetic_description_path(src: SD19Source) -> Path | None:
@@ -297,7 +190,11 @@ def _build(target: str, sd19_path: str | os.PathLike[str], out: str | os.PathLik
     # before any work: the --out path, and what --overwrite would replace
     check_output_folder(out, inputs=_input_paths(sd19_path, config), overwrite=config.overwrite,
                         owned=build_folder_problems)
-    src = open_sd19(sd19_path, progress=config.progress, workers=config.workers)
+    # every digit preprocessed (step 8) unless MNIST follows the published tables (its 70,000 only):
+    # a first open makes them from the same decode as the index
+    every = config.duplicates == "final" and not (target == "mnist" and config.qmnist_labels is not None)
+    src = open_sd19(sd19_path, progress=config.progress, workers=config.workers,
+                    products=[mnist_product(config.prepro)] if every else [])
     missing = check_complete(src, ("d",), config.allow_incomplete)
     inconsistent = check_consistent(src, ("d",), config.allow_inconsistent)
     index = src.index
@@ -332,11 +229,10 @@ def _build(target: str, sd19_path: str | os.PathLike[str], out: str | os.PathLik
     # the selection, so step 8 over every SD19 digit (which only decides the selection)
     # is left to `build qmnist`, which checks the recipe against the same tables.
     if as_published := target == "mnist" and pub_train is not None and config.duplicates == "final":
-        shared = _shared_digits(src, drows, config)
-        images_all = shared[0] if shared is not None else None
+        images_all = src.kept(mnist_product(prepro))   # an earlier build's, when there is one
         dup_mask = None
     elif config.duplicates == "final":
-        images_all, final_dup = _every_digit(src, drows, config)
+        images_all, final_dup = _every_digit(src, config)
         table[:, qr.DUPLICATE] = np.where(final_dup < 0, 0, final_dup)
         dup_mask = final_dup >= 0
         extra = np.flatnonzero(dup_mask & (source_dup < 0))
@@ -408,8 +304,8 @@ def _build(target: str, sd19_path: str | os.PathLike[str], out: str | os.PathLik
             if images_all is not None:
                 imgs = images_all[want]
             else:
-                imgs = preprocess_rows(src, drows[want], prepro, batch_size=config.batch_size, workers=config.workers,
-                                       progress=config.progress, desc=f"preprocessing {target} digits")
+                imgs = src.make([mnist_product(prepro)], drows[want], desc=f"preprocessing {target} digits",
+                                progress=config.progress, workers=config.workers)[0]
             if as_published:
                 _check_no_duplicates(imgs, want)
             elif images_all is None:

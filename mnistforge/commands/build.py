@@ -246,18 +246,22 @@ def build_all(args: argparse.Namespace) -> int:
 
 def _build_all_into(args: argparse.Namespace, out: Path) -> dict[str, Manifest]:
     """Build :data:`ALL_TARGETS` into ``out/<target>``; the manifest each builder wrote."""
-    from ..builders.qmnist import sharing_preprocessed_digits
+    from ..builders.emnist import emnist_product
+    from ..builders.qmnist import mnist_product
     from ..io.atomic import atomic_dir
     from ..io.manifest import build_folder_problems
+    from ..sd19 import open_sd19
 
     table = builders()
     manifests: dict[str, Manifest] = {}
     # One folder per target inside <out>.incomplete; renamed to <out> only when all succeeded.
     with atomic_dir(out, overwrite=args.overwrite, inputs=_inputs(args), owned=build_folder_problems) as tmp:
-        with sharing_preprocessed_digits():  # qmnist, mnist, xnist: SD19 preprocessed once
-            for target in ALL_TARGETS[:3]:
-                manifests[target] = _build_inside(table[target], args, target, tmp)
-        manifests[ALL_TARGETS[3]] = _build_inside(table[ALL_TARGETS[3]], args, ALL_TARGETS[3], tmp)
+        # one pass over SD19: the index, every digit preprocessed (qmnist, mnist, xnist) and every
+        # character converted (EMNIST) from one decode, kept next to the index for the builders
+        open_sd19(args.sd19, workers=args.workers,
+                  products=[mnist_product(qmnist_config(args).prepro), emnist_product(emnist_config(args))])
+        for target in ALL_TARGETS:
+            manifests[target] = _build_inside(table[target], args, target, tmp)
     return manifests
 
 

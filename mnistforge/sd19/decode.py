@@ -9,12 +9,14 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+from threadpoolctl import threadpool_limits
 
 from ..errors import SD19FormatError
 from ..io.workers import named_worker_errors, process_pool
 from . import index as _index
 from .ihead import read_mis
 from .png1 import decode_png1_many
+from .products import Product
 from .trees import Tree
 from .zipdir import ZipListing, read_members
 
@@ -48,28 +50,52 @@ def _load_files(spec: tuple[str, str, str], table: np.ndarray,
     return [read_mis(b, name=w) for b, w in zip(blobs, where)], None
 
 
-def _job_hash(spec: tuple[str, str, str], table: np.ndarray, fmt: str) -> tuple[np.ndarray, np.ndarray]:
-    """Worker: (entries per file, content hash of every character) of the given files."""
+def _make(imgs: npt.NDArray[np.bool_], is_digit: npt.NDArray[np.bool_],
+          products: tuple[Product, ...]) -> tuple[np.ndarray, ...]:
+    """Every product of these decoded characters (a digits product: of the digits among them)."""
+    if not products:
+        return ()
+    with threadpool_limits(limits=1, user_api="blas"):  # the processes are the parallelism
+        return tuple(p.make(imgs[is_digit] if p.digits else imgs) for p in products)
+
+
+def _job_hash(spec: tuple[str, str, str], table: np.ndarray, fmt: str, digit_files: npt.NDArray[np.bool_],
+              products: tuple[Product, ...] = ()) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+    """Worker: (entries per file, content hash of every character, the products of them) of the
+    given files, from one decode."""
     per_file, stacked = _load_files(spec, table, fmt)
-    if stacked is not None:
-        return np.ones(len(stacked), np.int64), _index.hash_images(stacked)
     counts = np.array([len(x) for x in per_file], np.int64)
-    return counts, np.concatenate([_index.hash_images(x) for x in per_file])
+    if stacked is None:
+        stacked = np.concatenate(per_file) if per_file else np.zeros((0, IMAGE, IMAGE), bool)
+    return counts, _index.hash_images(stacked), _make(stacked, np.repeat(digit_files, counts), products)
 
 
-def _job_bits(spec: tuple[str, str, str], table: np.ndarray, fmt: str, file_pos: np.ndarray,
-              entries: np.ndarray) -> npt.NDArray[np.uint8]:
-    """Worker: packed images for the (file position, entry) pairs, in that order."""
-    per_file, stacked = _load_files(spec, table, fmt)
-    out = np.empty((len(file_pos), IMAGE * IMAGE // 8), np.uint8)
+def _pick(spec: tuple[str, str, str], table: np.ndarray, fmt: str, file_pos: np.ndarray,
+          entries: np.ndarray) -> npt.NDArray[np.bool_]:
+    """The characters at the (file position, entry) pairs, in that order: bool (n, 128, 128)."""
+    per_file, _ = _load_files(spec, table, fmt)
+    out = np.empty((len(file_pos), IMAGE, IMAGE), bool)
     for k, (fp, e) in enumerate(zip(file_pos, entries)):
         imgs = per_file[fp]
         if e >= len(imgs):
             raise SD19FormatError("entry beyond the end of its file", path=table["name"][fp].decode(),
                                   expected=f"fewer than {len(imgs)} entries", found=f"entry {e}",
                                   hint="the source changed since it was indexed; reopen with reindex=True")
-        out[k] = np.packbits(imgs[e].ravel())
+        out[k] = imgs[e]
     return out
+
+
+def _job_bits(spec: tuple[str, str, str], table: np.ndarray, fmt: str, file_pos: np.ndarray,
+              entries: np.ndarray) -> npt.NDArray[np.uint8]:
+    """Worker: packed images for the (file position, entry) pairs, in that order."""
+    imgs = _pick(spec, table, fmt, file_pos, entries)
+    return np.packbits(imgs.reshape(len(imgs), -1), axis=1)
+
+
+def _job_make(spec: tuple[str, str, str], table: np.ndarray, fmt: str, file_pos: np.ndarray, entries: np.ndarray,
+              is_digit: npt.NDArray[np.bool_], products: tuple[Product, ...]) -> tuple[np.ndarray, ...]:
+    """Worker: the products of the characters at the (file position, entry) pairs; only they travel back."""
+    return _make(_pick(spec, table, fmt, file_pos, entries), is_digit, products)
 
 
 class _Pool:
@@ -112,13 +138,19 @@ def _bounds(n: int, size: int) -> Iterator[tuple[int, int]]:
         yield s, min(n, s + size)
 
 
-def _hash_tree(tree: Tree, file_idx: npt.ArrayLike, fmt: str, pool: _Pool, bar: Any,
-               chunk: int) -> tuple[np.ndarray, np.ndarray]:
+def _hash_tree(tree: Tree, file_idx: npt.ArrayLike, fmt: str, pool: _Pool, bar: Any, chunk: int,
+               digit_files: npt.NDArray[np.bool_] | None = None, products: tuple[Product, ...] = ()
+               ) -> tuple[np.ndarray, np.ndarray, list[list[np.ndarray]]]:
+    """(entries per file, hash per character, each product's parts in walk order) of the files."""
     table = tree.file_table(file_idx)
-    jobs = ((tree.spec(), table[s:e], fmt) for s, e in _bounds(len(table), chunk))
+    digit_files = np.zeros(len(table), bool) if digit_files is None else digit_files
+    jobs = ((tree.spec(), table[s:e], fmt, digit_files[s:e], products) for s, e in _bounds(len(table), chunk))
     counts, hashes = [np.zeros(0, np.int64)], [np.zeros(0, "S16")]
-    for c, h in pool.map(_job_hash, jobs):
+    made: list[list[np.ndarray]] = [[] for _ in products]
+    for c, h, m in pool.map(_job_hash, jobs):
         counts.append(c)
         hashes.append(h)
+        for parts, part in zip(made, m):
+            parts.append(part)
         bar.update(len(h))
-    return np.concatenate(counts), np.concatenate(hashes)
+    return np.concatenate(counts), np.concatenate(hashes), made

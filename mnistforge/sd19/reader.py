@@ -23,7 +23,8 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from collections.abc import Callable, Sequence
+from typing import Any, Iterator, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -34,10 +35,12 @@ from ..progress import progress as _progress
 from . import index as _index
 from .ihead import parse_cls
 from .join import JoinReport, join_classes
-from .decode import IMAGE, _bounds, _hash_tree, _job_bits, _Pool
+from .decode import IMAGE, _bounds, _hash_tree, _job_bits, _job_make, _Pool
+from .products import Product, load_product, product_rows, save_product
 from .trees import HIERARCHIES, Tree, _parse_by_write, _parse_classed, find_trees
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 __all__ = ["open_sd19", "SD19Source", "HIERARCHIES", "Tree", "find_trees"]
 
@@ -58,6 +61,7 @@ class SD19Source:
     anomalies: list[str]
     cls_present: bool
     workers: int
+    cache: bool = True
 
     @property
     def hierarchies(self) -> tuple[str, ...]:
@@ -115,45 +119,111 @@ class SD19Source:
         """Like :meth:`read` but images packed row-major with ``np.packbits``: ``(b, 2048)`` uint8."""
         yield from self._iter_packed(rows, batch_size, workers)
 
-    def _iter_packed(self, rows: npt.ArrayLike, batch_size: int,
-                     workers: int | None) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]]:
+    def make(self, products: Sequence[Product], rows: npt.ArrayLike, *, desc: str = "decoding SD19",
+             progress: bool | None = None, workers: int | None = None) -> list[np.ndarray]:
+        """Each product of ``rows`` (a digits product: of the digits among them, in the order given),
+        every character decoded once, in worker processes; only the products travel back."""
         rows = np.asarray(rows, np.int64).ravel()
-        if len(rows) and (rows.min() < 0 or rows.max() >= len(self.index)):
-            raise IndexError(f"rows must lie in 0..{len(self.index) - 1}")
+        products = tuple(products)
+        is_digit = self.index["field"][rows] == b"d"
+        order = np.argsort(rows, kind="stable")   # walk order: sequential reads, each .mis decoded once
+        slots = [np.cumsum(is_digit)[order[is_digit[order]]] - 1 if p.digits else order for p in products]
+        outs: list[np.ndarray | None] = [None] * len(products)
+        done = [0] * len(products)
+        bounds, window, workers = self._plan(rows, 4096, workers)
+        disable = None if progress is None else not progress
+        with _progress(total=len(rows), desc=desc, unit="char", disable=disable) as bar:
+            for (s, e), parts in zip(bounds, self._map(_job_make, rows[order], bounds, window, workers,
+                                                       is_digit[order], products)):
+                for i, part in enumerate(parts):
+                    if outs[i] is None:
+                        outs[i] = np.empty((len(slots[i]),) + part.shape[1:], part.dtype)
+                    outs[i][slots[i][done[i]:done[i] + len(part)]] = part   # type: ignore[index]
+                    done[i] += len(part)
+                bar.update(e - s)
+        return [o if o is not None else np.zeros((0, 28, 28), np.uint8) for o in outs]
+
+    def product(self, product: Product, *, progress: bool | None = None) -> np.ndarray:
+        """A :class:`~mnistforge.sd19.products.Product` of this source (read-only): the kept one, else made and kept."""
+        return self.products([product], progress=progress)[0]
+
+    def products(self, products: Sequence[Product], *, progress: bool | None = None) -> list[np.ndarray]:
+        """Each of ``products``: those kept for this source read back (and checked), the others made
+        in one pass over the characters they cover, then kept next to the index."""
+        got = {p.name: self.kept(p) for p in products}
+        missing = [p for p in products if got[p.name] is None]
+        if missing:
+            root = _cache_root(self.path)
+            rows = np.unique(np.concatenate([product_rows(self.index, p) for p in missing]))
+            made = self.make(missing, rows, desc="decoding SD19 once for " + ", ".join(p.name for p in missing),
+                             progress=progress)
+            for p, images in zip(missing, made):
+                images.setflags(write=False)
+                got[p.name] = images
+                if self.cache:
+                    save_product(root, self.fingerprint, p.name, [images])
+        return [got[p.name] for p in products]  # type: ignore[misc]
+
+    def kept(self, product: Product) -> np.ndarray | None:
+        """The product kept for this source (read once and checked), or None."""
+        return load_product(_cache_root(self.path), self.fingerprint, product.name) if self.cache else None
+
+    def _plan(self, rows: np.ndarray, batch_size: int, workers: int | None) -> tuple[list[tuple[int, int]], int, int]:
+        """(start, end) of each worker job over ``rows`` (per batch, several shares per worker), the
+        window of jobs in flight and the worker count."""
         workers = self.workers if workers is None else max(1, int(workers))
         if len(rows) < 512:
             workers = 1
-        tree = self.trees["by_write"]
-        fmt = "png" if self.edition == 2 else "mis"
-        spec = tree.spec()
         # several jobs per batch keep every worker busy; jobs stay large enough to amortise the inter-process round trip
         per_batch = max(1, min(2 * workers, batch_size // 256)) if workers > 1 else 1
+        bounds = []
+        for bs, be in _bounds(len(rows), batch_size):
+            step = -(-(be - bs) // per_batch)
+            bounds += [(s, min(be, s + step)) for s in range(bs, be, step)]
+        return bounds, 2 * per_batch, workers
+
+    def _map(self, fn: Callable[..., _T], rows: np.ndarray, bounds: list[tuple[int, int]], window: int, workers: int,
+             *extra: Any) -> Iterator[_T]:
+        """``fn`` over the jobs ``bounds`` of ``rows``, in order: each job gets its files, the entries
+        to take from them, and ``extra`` (arrays cut to the job)."""
+        if len(rows) and (rows.min() < 0 or rows.max() >= len(self.index)):
+            raise IndexError(f"rows must lie in 0..{len(self.index) - 1}")
+        fmt = "png" if self.edition == 2 else "mis"
+        spec = self.trees["by_write"].spec()
         files_all = self.file_of_row[rows]
         entries_all = self.index["entry"][rows] if fmt == "mis" else np.zeros(len(rows), np.int64)
-        batches = list(_bounds(len(rows), batch_size))
 
         def jobs() -> Iterator[tuple[Any, ...]]:
-            for bs, be in batches:
-                step = -(-(be - bs) // per_batch)
-                for s in range(bs, be, step):
-                    e = min(be, s + step)
-                    uniq, pos = np.unique(files_all[s:e], return_inverse=True)
-                    yield (spec, self.files[uniq], fmt, pos, entries_all[s:e])
+            for s, e in bounds:
+                uniq, pos = np.unique(files_all[s:e], return_inverse=True)
+                yield (spec, self.files[uniq], fmt, pos, entries_all[s:e],
+                       *(x[s:e] if isinstance(x, np.ndarray) else x for x in extra))
 
         with _Pool(workers) as pool:
-            results = pool.map(_job_bits, jobs(), window=2 * per_batch)
-            for bs, be in batches:
-                parts: list[npt.NDArray[np.uint8]] = []
-                got = 0
-                while got < be - bs:
-                    r = next(results)
-                    parts.append(r)
-                    got += len(r)
-                yield rows[bs:be], (np.concatenate(parts) if len(parts) > 1 else parts[0])
+            yield from pool.map(fn, jobs(), window=window)
+
+    def _iter_packed(self, rows: npt.ArrayLike, batch_size: int,
+                     workers: int | None) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]]:
+        rows = np.asarray(rows, np.int64).ravel()
+        bounds, window, workers = self._plan(rows, batch_size, workers)
+        results = self._map(_job_bits, rows, bounds, window, workers)
+        for bs, be in _bounds(len(rows), batch_size):
+            parts: list[npt.NDArray[np.uint8]] = []
+            got = 0
+            while got < be - bs:
+                r = next(results)
+                parts.append(r)
+                got += len(r)
+            yield rows[bs:be], (np.concatenate(parts) if len(parts) > 1 else parts[0])
+
+
+def _cache_root(path: Path) -> Path:
+    """The folder whose cache holds the index and products of the source at ``path``."""
+    return path if path.is_dir() else path.parent
 
 
 def open_sd19(path: str | os.PathLike[str], *, progress: bool | None = None, cache: bool = True, reindex: bool = False,
-              strict: bool = False, workers: int | None = None) -> SD19Source:
+              strict: bool = False, workers: int | None = None, products: Sequence[Product] = ()) -> SD19Source:
     """Open an SD19 source and return an :class:`SD19Source` with its index.
 
     ``path``: folder with the 2nd-edition zips, or with unpacked trees of either edition (``by_write/``, ...), or a zip.
@@ -162,6 +232,9 @@ def open_sd19(path: str | os.PathLike[str], *, progress: bool | None = None, cac
     ``reindex``: ignore any cached index and walk the source again.
     ``strict``: raise :class:`~mnistforge.errors.JoinError` when a class join is incomplete.
     ``workers``: decoding processes (default: every usable core).
+    ``products``: :class:`~mnistforge.sd19.products.Product` to have kept next to the index, made
+    from the same decode as the index when it is built (else from one pass), for
+    :meth:`SD19Source.product` to read back.
     """
     path = Path(path)
     workers = settings.current(workers=workers).workers
@@ -173,16 +246,20 @@ def open_sd19(path: str | os.PathLike[str], *, progress: bool | None = None, cac
                                  hint="the index is built from by_write (writers, fields, walk order); "
                                       "download by_write.zip next to the others")
     fp = _fingerprint(trees)
-    root = path if path.is_dir() else path.parent
+    root = _cache_root(path)
     if cache and not reindex:
         if (hit := _index.load_cache(root, fp)) is not None:
             arrays, meta = hit
             rep = JoinReport.from_dict(meta["join"]) if meta.get("join") else None
             if strict and rep is not None:
                 rep.raise_if_failed(path)
-            return SD19Source(path, trees, meta["edition"], arrays["index"], arrays["files"], arrays["file_of_row"], fp,
-                              rep, meta.get("anomalies", []), meta.get("cls_present", False), workers)
-    src = _build(path, trees, fp, workers, progress, strict)
+            src = SD19Source(path, trees, meta["edition"], arrays["index"], arrays["files"], arrays["file_of_row"], fp,
+                             rep, meta.get("anomalies", []), meta.get("cls_present", False), workers)
+            if products:   # the missing ones in one pass; kept on disk, not held here
+                src.products(products, progress=progress)
+            return src
+    src = _build(path, trees, fp, workers, progress, strict, tuple(products) if cache else ())
+    src.cache = cache
     if cache:
         meta = {"edition": src.edition, "anomalies": src.anomalies, "cls_present": src.cls_present,
                 "join": src.join_report.to_dict() if src.join_report is not None else None,
@@ -200,7 +277,7 @@ def _fingerprint(trees: dict[str, Tree]) -> str:
 
 
 def _build(path: Path, trees: dict[str, Tree], fp: str, workers: int, progress: bool | None,
-           strict: bool) -> SD19Source:
+           strict: bool, products: tuple[Product, ...] = ()) -> SD19Source:
     bw = trees["by_write"]
     edition, recs, cls_files, anomalies = _parse_by_write(bw)
     fmt = "png" if edition == 2 else "mis"
@@ -210,11 +287,17 @@ def _build(path: Path, trees: dict[str, Tree], fp: str, workers: int, progress: 
     file_idx = np.array([r[-1] for r in recs], np.int64)
     if len(file_idx) < (2048 if fmt == "png" else 32):
         workers = 1   # a pool costs more than it saves on a tiny source
-    # hash every character (and learn the entry count of each .mis)
+    # hash every character (and learn the entry count of each .mis), making the products from the same decode
+    digit_files = np.array([r[7] for r in recs], "S1") == b"d"
     with _Pool(workers) as pool:
         with _progress(total=len(file_idx) if fmt == "png" else None, desc="indexing SD19 by_write",
                        unit="img" if fmt == "png" else "char", disable=disable) as bar:
-            counts, hashes = _hash_tree(bw, file_idx, fmt, pool, bar, 512 if fmt == "png" else 8)
+            counts, hashes, made = _hash_tree(bw, file_idx, fmt, pool, bar, 512 if fmt == "png" else 8,
+                                              digit_files, products)
+        root = _cache_root(path)
+        for p, parts in zip(products, made):
+            save_product(root, fp, p.name, parts)
+        del made
 
         n = int(counts.sum())
         idx = np.zeros(n, _index.INDEX_DTYPE)
@@ -311,7 +394,7 @@ def _join(trees: dict[str, Tree], idx: np.ndarray, need: npt.NDArray[np.intp], a
         tree = trees[name]
         with _progress(total=len(chars.files) if chars.fmt == "png" else None,
                        desc=f"joining by_write with {name}", unit="img", disable=disable) as bar:
-            counts, o_hash = _hash_tree(tree, chars.files, chars.fmt, pool, bar, 512 if chars.fmt == "png" else 2)
+            counts, o_hash, _ = _hash_tree(tree, chars.files, chars.fmt, pool, bar, 512 if chars.fmt == "png" else 2)
         rep_idx = np.repeat(np.arange(len(chars.files)), counts)
         o_entry = np.arange(len(rep_idx)) - np.repeat(np.cumsum(counts) - counts, counts)
         names = [f"{name}/{tree.names[chars.files[f]]}" + (f"#{e}" if chars.fmt == "mis" else "")

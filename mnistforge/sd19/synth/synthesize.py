@@ -102,9 +102,9 @@ def synthesize_sd19(out: str | os.PathLike[str], config: SynthConfig = SynthConf
 
 # --- What --overwrite may replace -------------------------------------------------------------
 
-#: the SD19 index cache a read leaves in ``<source>/.mnistforge/`` (sd19/index.py, save_cache)
+#: the SD19 index cache (and products) a read leaves in ``<source>/.mnistforge/`` (sd19/index.py, products.py)
 _INDEX_CACHE = ".mnistforge"
-_INDEX_FILE = re.compile(r"sd19-[A-Za-z0-9_]+\.(npy|json)")
+_INDEX_FILE = re.compile(r"sd19-[A-Za-z0-9_-]+\.(npy|json)")   # the index and the products (sd19/products.py)
 
 
 def _tree_size(folder: Path) -> tuple[int, int, list[Path]]:
