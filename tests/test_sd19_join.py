@@ -95,3 +95,30 @@ def test_first_edition_without_cls_joins_with_mis_trees(tmp_path, other):
     src = open_sd19(root, strict=True)
     assert src.join_report.ok and src.join_report.other == other
     assert src.index["ascii"].tolist() == [c["ascii"] for c in chars]
+
+
+def _with_text_chunk(png: bytes) -> bytes:
+    """The same image in other bytes: a tEXt chunk before IEND (a PNG reader skips it)."""
+    import struct
+    import zlib
+    body = b"tEXt" + b"Comment\x00re-encoded"
+    chunk = struct.pack(">I", len(body) - 4) + body + struct.pack(">I", zlib.crc32(body))
+    return png[:-12] + chunk + png[-12:]
+
+
+def test_the_join_decodes_only_files_whose_bytes_are_not_by_write_s(tmp_path, monkeypatch):
+    # issue 44: a by_class PNG with the bytes of a by_write PNG has its image: SD19 is decoded
+    # once; a file with other bytes (the same image re-encoded here) is decoded and joined
+    from mnistforge.sd19 import decode
+
+    root, chars, imgs = write_tree(tmp_path / "s", edition=2, packaging="dir", cls=False,
+                                   hierarchies=("by_write", "by_class"))
+    other = sorted((root / "by_class").rglob("*.png"))[3]
+    other.write_bytes(_with_text_chunk(other.read_bytes()))
+    decoded = []
+    real = decode.decode_png1_many
+    monkeypatch.setattr(decode, "decode_png1_many", lambda blobs, **k: (decoded.append(len(blobs)),
+                                                                         real(blobs, **k))[1])
+    src = open_sd19(root, strict=True, workers=1, cache=False)
+    assert src.index["ascii"].tolist() == [c["ascii"] for c in chars] and src.join_report.ok
+    assert sum(decoded) == len(chars) + 1     # by_write once, and the one re-encoded by_class file

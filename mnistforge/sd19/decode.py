@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import hashlib
 import logging
 import os
 from collections import deque
@@ -27,27 +28,45 @@ _T = TypeVar("_T")
 
 # --- parallel decoding ------------------------------------------------------------------------
 
-def _load_files(spec: tuple[str, str, str], table: np.ndarray,
-                fmt: str) -> tuple[list[npt.NDArray[np.bool_]], npt.NDArray[np.bool_] | None]:
-    """Decode the files of ``table`` (FILE_DTYPE rows): list of bool arrays (n_i, 128, 128)."""
+def _read_files(spec: tuple[str, str, str], table: np.ndarray) -> tuple[list[bytes], list[str]]:
+    """The bytes of the files of ``table`` (FILE_DTYPE rows) and where each is, for messages."""
     kind, location, prefix = spec
     names = [prefix + t.decode() for t in table["name"]]
-    blobs: list[bytes]
     if kind == "zip":
         lst = ZipListing(location, names, table["offset"], table["csize"], table["usize"],
                          table["method"], table["crc"])
-        blobs = read_members(location, lst, np.arange(len(table)))
-        where = [f"{location}:{n}" for n in names]
-    else:
-        where = [os.path.join(location, n) for n in names]
-        blobs = []
-        for p in where:
-            with open(p, "rb") as f:
-                blobs.append(f.read())
+        return read_members(location, lst, np.arange(len(table))), [f"{location}:{n}" for n in names]
+    where = [os.path.join(location, n) for n in names]
+    blobs = []
+    for p in where:
+        with open(p, "rb") as f:
+            blobs.append(f.read())
+    return blobs, where
+
+
+def _decode(blobs: list[bytes], where: list[str],
+            fmt: str) -> tuple[list[npt.NDArray[np.bool_]], npt.NDArray[np.bool_] | None]:
+    """Decoded files: list of bool arrays (n_i, 128, 128), and for PNGs all of them stacked."""
     if fmt == "png":
         imgs = decode_png1_many(blobs, names=where)
         return [imgs[i:i + 1] for i in range(len(imgs))], imgs
     return [read_mis(b, name=w) for b, w in zip(blobs, where)], None
+
+
+def _load_files(spec: tuple[str, str, str], table: np.ndarray,
+                fmt: str) -> tuple[list[npt.NDArray[np.bool_]], npt.NDArray[np.bool_] | None]:
+    """Decode the files of ``table`` (FILE_DTYPE rows): list of bool arrays (n_i, 128, 128)."""
+    return _decode(*_read_files(spec, table), fmt)
+
+
+def _digests(blobs: list[bytes]) -> np.ndarray:
+    """blake2b-128 of each file's bytes: equal bytes, equal images (the join's shortcut)."""
+    return np.array([hashlib.blake2b(b, digest_size=16).digest() for b in blobs], "S16")
+
+
+def _job_raw(spec: tuple[str, str, str], table: np.ndarray) -> np.ndarray:
+    """Worker: the byte digest of each file, nothing decoded."""
+    return _digests(_read_files(spec, table)[0])
 
 
 def _make(imgs: npt.NDArray[np.bool_], is_digit: npt.NDArray[np.bool_],
@@ -60,14 +79,17 @@ def _make(imgs: npt.NDArray[np.bool_], is_digit: npt.NDArray[np.bool_],
 
 
 def _job_hash(spec: tuple[str, str, str], table: np.ndarray, fmt: str, digit_files: npt.NDArray[np.bool_],
-              products: tuple[Product, ...] = ()) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
-    """Worker: (entries per file, content hash of every character, the products of them) of the
-    given files, from one decode."""
-    per_file, stacked = _load_files(spec, table, fmt)
+              products: tuple[Product, ...] = ()
+              ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...], np.ndarray]:
+    """Worker: (entries per file, content hash of every character, the products of them, the byte
+    digest of each file) of the given files, from one decode."""
+    blobs, where = _read_files(spec, table)
+    per_file, stacked = _decode(blobs, where, fmt)
     counts = np.array([len(x) for x in per_file], np.int64)
     if stacked is None:
         stacked = np.concatenate(per_file) if per_file else np.zeros((0, IMAGE, IMAGE), bool)
-    return counts, _index.hash_images(stacked), _make(stacked, np.repeat(digit_files, counts), products)
+    made = _make(stacked, np.repeat(digit_files, counts), products)
+    return counts, _index.hash_images(stacked), made, _digests(blobs)
 
 
 def _pick(spec: tuple[str, str, str], table: np.ndarray, fmt: str, file_pos: np.ndarray,
@@ -140,17 +162,27 @@ def _bounds(n: int, size: int) -> Iterator[tuple[int, int]]:
 
 def _hash_tree(tree: Tree, file_idx: npt.ArrayLike, fmt: str, pool: _Pool, bar: Any, chunk: int,
                digit_files: npt.NDArray[np.bool_] | None = None, products: tuple[Product, ...] = ()
-               ) -> tuple[np.ndarray, np.ndarray, list[list[np.ndarray]]]:
-    """(entries per file, hash per character, each product's parts in walk order) of the files."""
+               ) -> tuple[np.ndarray, np.ndarray, list[list[np.ndarray]], np.ndarray]:
+    """(entries per file, hash per character, each product's parts in walk order, byte digest per
+    file) of the files."""
     table = tree.file_table(file_idx)
     digit_files = np.zeros(len(table), bool) if digit_files is None else digit_files
     jobs = ((tree.spec(), table[s:e], fmt, digit_files[s:e], products) for s, e in _bounds(len(table), chunk))
-    counts, hashes = [np.zeros(0, np.int64)], [np.zeros(0, "S16")]
+    counts, hashes, raw = [np.zeros(0, np.int64)], [np.zeros(0, "S16")], [np.zeros(0, "S16")]
     made: list[list[np.ndarray]] = [[] for _ in products]
-    for c, h, m in pool.map(_job_hash, jobs):
+    for c, h, m, r in pool.map(_job_hash, jobs):
         counts.append(c)
         hashes.append(h)
+        raw.append(r)
         for parts, part in zip(made, m):
             parts.append(part)
         bar.update(len(h))
-    return np.concatenate(counts), np.concatenate(hashes), made
+    return np.concatenate(counts), np.concatenate(hashes), made, np.concatenate(raw)
+
+
+def _raw_tree(tree: Tree, file_idx: npt.ArrayLike, pool: _Pool, chunk: int) -> np.ndarray:
+    """The byte digest of each of the files, nothing decoded."""
+    table = tree.file_table(file_idx)
+    jobs = ((tree.spec(), table[s:e]) for s, e in _bounds(len(table), chunk))
+    parts = [np.zeros(0, "S16"), *pool.map(_job_raw, jobs)]
+    return np.concatenate(parts)

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +68,13 @@ def _files(folder: Path, name: str) -> tuple[Path, Path]:
     return folder / f"sd19-product-{name}.npy", folder / f"sd19-product-{name}.json"
 
 
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def save_product(source: Path, fingerprint: str, name: str, parts: Sequence[np.ndarray]) -> Path | None:
     """Keep the images ``parts`` (joined in order, never copied into one array) for ``source`` in
     the first writable cache folder; returns the folder, or None."""
@@ -93,7 +102,7 @@ def load_product(source: Path, fingerprint: str, name: str) -> np.ndarray | None
     """The images kept for ``source`` with this fingerprint, read once and checked; else None."""
     for folder in _index.cache_dirs(source):
         data, meta = _files(folder, name)
-        if not meta.is_file():
+        if not (meta.is_file() and _regular(data)):   # a FIFO or device there would block the read
             continue
         try:
             doc = json.loads(meta.read_text())

@@ -35,7 +35,7 @@ from ..progress import progress as _progress
 from . import index as _index
 from .ihead import parse_cls
 from .join import JoinReport, join_classes
-from .decode import IMAGE, _bounds, _hash_tree, _job_bits, _job_make, _Pool
+from .decode import IMAGE, _bounds, _hash_tree, _job_bits, _job_make, _Pool, _raw_tree
 from .products import Product, load_product, product_rows, save_product
 from .trees import HIERARCHIES, Tree, _parse_by_write, _parse_classed, find_trees
 
@@ -292,8 +292,8 @@ def _build(path: Path, trees: dict[str, Tree], fp: str, workers: int, progress: 
     with _Pool(workers) as pool:
         with _progress(total=len(file_idx) if fmt == "png" else None, desc="indexing SD19 by_write",
                        unit="img" if fmt == "png" else "char", disable=disable) as bar:
-            counts, hashes, made = _hash_tree(bw, file_idx, fmt, pool, bar, 512 if fmt == "png" else 8,
-                                              digit_files, products)
+            counts, hashes, made, raw = _hash_tree(bw, file_idx, fmt, pool, bar, 512 if fmt == "png" else 8,
+                                                   digit_files, products)
         root = _cache_root(path)
         for p, parts in zip(products, made):
             save_product(root, fp, p.name, parts)
@@ -325,7 +325,7 @@ def _build(path: Path, trees: dict[str, Tree], fp: str, workers: int, progress: 
         report = None
         need = np.flatnonzero(asc == 0)
         if len(need):
-            report = _join(trees, idx, need, asc, pool, disable, anomalies)
+            report = _join(trees, idx, need, asc, pool, disable, anomalies, raw if fmt == "png" else None)
         idx["ascii"] = asc
     files = bw.file_table(file_idx)
     src = SD19Source(path, trees, edition, idx, files, file_of_row, fp, report, anomalies, cls_present, workers)
@@ -383,9 +383,28 @@ def _classes_from_cls(bw: Tree, idx: np.ndarray, cls_files: dict[tuple[int, int,
     return asc, True
 
 
+def _hashes_by_bytes(tree: Tree, files: list[int], raw: np.ndarray, hashes: np.ndarray, pool: _Pool,
+                     bar: Any) -> np.ndarray:
+    """Content hash of each PNG ``files`` of another hierarchy: one whose bytes equal a by_write
+    file's (``raw``: their digests, ``hashes``: their images' hashes) has that image, so only the
+    others are decoded (NIST's hierarchies hold the same PNG files: SD19 is decoded once)."""
+    o_raw = _raw_tree(tree, files, pool, 2048)
+    order = np.argsort(raw, kind="stable")
+    pos = np.minimum(np.searchsorted(raw[order], o_raw), max(len(raw) - 1, 0))
+    same = raw[order][pos] == o_raw if len(raw) else np.zeros(len(o_raw), bool)
+    out = np.empty(len(files), "S16")
+    out[same] = hashes[order[pos[same]]]
+    rest = np.flatnonzero(~same)
+    bar.update(len(files) - len(rest))
+    if len(rest):
+        out[rest] = _hash_tree(tree, np.asarray(files)[rest], "png", pool, bar, 512)[1]
+    return out
+
+
 def _join(trees: dict[str, Tree], idx: np.ndarray, need: npt.NDArray[np.intp], asc: npt.NDArray[np.uint8],
-          pool: _Pool, disable: bool | None, anomalies: list[str]) -> JoinReport:
-    """Give rows ``need`` a class by content from by_field or by_class."""
+          pool: _Pool, disable: bool | None, anomalies: list[str], raw: np.ndarray | None = None) -> JoinReport:
+    """Give rows ``need`` a class by content from by_field or by_class (``raw``: the by_write PNGs'
+    byte digests, for :func:`_hashes_by_bytes`)."""
     for name in ("by_field", "by_class"):
         if name not in trees:
             continue
@@ -394,7 +413,12 @@ def _join(trees: dict[str, Tree], idx: np.ndarray, need: npt.NDArray[np.intp], a
         tree = trees[name]
         with _progress(total=len(chars.files) if chars.fmt == "png" else None,
                        desc=f"joining by_write with {name}", unit="img", disable=disable) as bar:
-            counts, o_hash, _ = _hash_tree(tree, chars.files, chars.fmt, pool, bar, 512 if chars.fmt == "png" else 2)
+            if chars.fmt == "png" and raw is not None:
+                counts, o_hash = np.ones(len(chars.files), np.int64), _hashes_by_bytes(
+                    tree, chars.files, raw, idx["hash"], pool, bar)
+            else:
+                chunk = 512 if chars.fmt == "png" else 2
+                counts, o_hash = _hash_tree(tree, chars.files, chars.fmt, pool, bar, chunk)[:2]
         rep_idx = np.repeat(np.arange(len(chars.files)), counts)
         o_entry = np.arange(len(rep_idx)) - np.repeat(np.cumsum(counts) - counts, counts)
         names = [f"{name}/{tree.names[chars.files[f]]}" + (f"#{e}" if chars.fmt == "mis" else "")
