@@ -39,6 +39,7 @@ class Context:
     skipped: set[str] = dataclasses.field(default_factory=set)       # ... whose files are missing
     used_files: list[Path] = dataclasses.field(default_factory=list)
     contents: dict[Any, Any] = dataclasses.field(default_factory=dict)    # parse inflates once for hashes
+    reads: dict[Path, Any] = dataclasses.field(default_factory=dict)       # each file as the load read it
     options: dict[str, Any] = dataclasses.field(default_factory=dict)     # verify's keyword arguments
     seen: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)  # digests of each loaded split
 

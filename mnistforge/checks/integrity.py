@@ -8,8 +8,9 @@ returns a :class:`~mnistforge.checks.result.CheckResult`.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..io.compression import compression_of, open_reader
-from ..io.idx import read_idx, read_idx_header
+from ..io.idx import FileRead, read_idx, read_idx_header
 from ..io.types import StrPath
 from .result import FAIL, PASS, CheckResult, fail, result
 
@@ -26,15 +27,22 @@ ContentHasher = Callable[[bool], tuple[str, str | None, int]]
 
 
 def check_parse(paths: Iterable[StrPath], name: str = "integrity.parse",
-                contents: dict[Path, ContentHasher] | None = None) -> CheckResult:
+                contents: dict[Path, ContentHasher] | None = None,
+                reads: Mapping[Path, FileRead] | None = None) -> CheckResult:
     """Every idx file parses completely (header, declared size, compression). A truncated or corrupted file fails with
     the reader's own message.  With ``contents`` (a dict), each compressed file that parses gets an entry ``{path:
     hash(md5) -> (sha256, md5 or None, size)}`` hashing the content just inflated, so the hash check need not inflate
-    the file again."""
+    the file again.  ``reads``: files as the load read them (parsed whole, from bytes that kept their identity while
+    read): judged as read, not opened again."""
     files = [Path(p) for p in paths]
     shapes: dict[str, list[int]] = {}
     errors: dict[str, str] = {}
     for p in files:
+        if (r := (reads or {}).get(p)) is not None and r.steady and len(r.content):
+            shapes[p.name] = list(r.array.shape)
+            if contents is not None:
+                contents[p] = functools.partial(_read_content, r)
+            continue
         try:
             a = read_idx(p, mmap=True)
             shapes[p.name] = list(a.shape)
@@ -54,6 +62,10 @@ def check_parse(paths: Iterable[StrPath], name: str = "integrity.parse",
         return fail(name, values, f"{len(errors)} of {len(files)} files do not parse "
                                   f"({first[0]}: {first[1]})")
     return CheckResult(name, PASS, values, f"{len(files)} files parse")
+
+
+def _read_content(read: FileRead, md5: bool) -> tuple[str, str | None, int]:
+    return read.digest("content_sha256"), (read.digest("content_md5") if md5 else None), len(read.content)
 
 
 def _content_hasher(path: Path, arr: np.ndarray) -> ContentHasher | None:

@@ -21,6 +21,7 @@ from ..io.idx import read_idx
 from ..io.manifest import Manifest
 from ..io.types import StrPath
 from ..loaders import load, resolve_target
+from ..loaders.core import load_as_read
 from ..registry import DatasetInfo, RemoteFile, balanced_datasets, get_dataset, get_file, strip_compression
 from ..settings import cache_home
 from . import duplicates as dup
@@ -90,11 +91,19 @@ def _load_split(ctx: Context, s: str) -> list[CheckResult]:
     try:
         # the hash checks judge the files (or shards); loading must not refuse them first
         assert ctx.name is not None, "a target read from files has a dataset name"
-        ctx.loaded[s] = load(ctx.name, s, root=ctx.root, with_metadata=True,
-                             download=ctx.options["download"], trust_files=True)
+        ctx.loaded[s], reads = load_as_read(ctx.name, s, root=ctx.root, with_metadata=True,
+                                            download=ctx.options["download"], trust_files=True)
+        ctx.reads.update({Path(r.path): r for r in reads.values()})   # the parse check judges these
     except Exception as e:  # a file that does not load is a finding
         return [load_failure(f"load[{s}]", e)]
     return []
+
+
+def _parse(ctx: Context, _: object) -> CheckResult:
+    try:
+        return integrity.check_parse(_uniq(ctx), contents=ctx.contents, reads=ctx.reads)
+    finally:
+        ctx.reads.clear()   # the hash checks keep what they need in ctx.contents
 
 
 def _uniq(ctx: Context, _: object = None) -> list[Path]:
@@ -325,7 +334,7 @@ CHECKS: tuple[Check, ...] = (
           "the loader reads the split", "the loader refuses it (fail, with its message)",
           many=True),
     Check("integrity.parse", "target", _FILES,
-          lambda ctx, _: integrity.check_parse(_uniq(ctx), contents=ctx.contents), "inflates",
+          _parse, "inflates",
           "every idx file parses fully (header, declared length, compression)",
           "truncated / corrupt file (fail)", when=lambda ctx, _: bool(ctx.used_files),
           function=integrity.check_parse),

@@ -17,6 +17,7 @@ from ..errors import DatasetNotFoundError, IntegrityError, TargetNotFoundError
 from ..gate.files import check_folder_file
 from ..gate.formed import require_images, require_labels, require_pair
 from ..io.hf.repo import is_hf_repo
+from ..io.idx import FileRead
 from ..log import get_logger
 from ..registry import DatasetInfo, SplitInfo, get_dataset, get_file, list_datasets
 from .foreign import load_foreign
@@ -160,6 +161,22 @@ def _read_repo(route: Route, req: Request) -> DatasetSplit:
 
 def _read_files(route: Route, req: Request) -> DatasetSplit:
     """idx files, in a folder or the cache: read once, admitted, served."""
+    return _read_files_as_read(route, req)[0]
+
+
+def load_as_read(name: PathArg, split: str, *, root: PathArg | None, **options: object
+                 ) -> tuple[DatasetSplit, dict[str, FileRead]]:
+    """:func:`load` (``options`` its keywords), and each file of a folder as it was read: the bytes
+    the trust gate judged, by official name (none for other routes).  ``verify``'s file checks
+    judge these reads instead of opening and inflating the files again."""
+    req = Request(**options)   # type: ignore[arg-type]
+    route = resolve_load(name, split, root)
+    if route.kind != "files":
+        return READERS[route.kind](route, req), {}
+    return _read_files_as_read(route, req)
+
+
+def _read_files_as_read(route: Route, req: Request) -> tuple[DatasetSplit, dict[str, FileRead]]:
     assert route.info is not None and route.split is not None
     info, split = route.info, route.split
     src = _origin(info, split, route.root, req)
@@ -169,7 +186,7 @@ def _read_files(route: Route, req: Request) -> DatasetSplit:
         # the human label votes of the splits a study examined
         add_label_votes(ds, root=route.root, cache=req.cache, download=req.download,
                         progress=req.progress, required=req.label_issues is not None)
-    return _finish(ds, route.rows, req.label_issues, req.with_metadata)
+    return _finish(ds, route.rows, req.label_issues, req.with_metadata), dict(getattr(src, "reads", {}))
 
 
 #: one reader per route (:attr:`Route.kind`)
