@@ -302,6 +302,42 @@ def decode_floor(stages: Stages, sd19: Path, workers, name: str) -> None:
         raise SystemExit(f"decode floor: {done} images decoded, the index has {n}")
 
 
+def profile_pass(sd19: Path) -> dict:
+    """Where the one pass's CPU goes (``--profile``): each step over every by_write file, in
+    chunks of 512 files as the pass's workers take them, in this process (one BLAS thread)."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    from mnistforge.builders.emnist import EmnistBuildConfig, _convert
+    from mnistforge.builders.mnist_prepro import MnistPreproConfig, preprocess
+    from mnistforge.sd19 import index as sd19_index, open_sd19
+    from mnistforge.sd19.decode import _bounds, _load_files
+
+    src = open_sd19(sd19)
+    tree, fmt = src.trees["by_write"], "png" if src.edition == 2 else "mis"
+    digit = src.index["field"] == b"d"
+    cfg = EmnistBuildConfig()
+    cpu = dict.fromkeys(("decode", "hash", "MNIST preprocessing (digits)", "EMNIST conversion (every character)"), 0.0)
+
+    def timed(step, fn):
+        t = time.process_time()
+        got = fn()
+        cpu[step] += time.process_time() - t
+        return got
+
+    row = 0
+    with threadpool_limits(limits=1, user_api="blas"):
+        for s, e in _bounds(len(src.files), 512):
+            per_file, _ = timed("decode", lambda: _load_files(tree.spec(), src.files[s:e], fmt))
+            imgs = np.concatenate(per_file)
+            d = digit[row:row + len(imgs)]
+            row += len(imgs)
+            timed("hash", lambda: sd19_index.hash_images(imgs))
+            timed("MNIST preprocessing (digits)", lambda: preprocess(imgs[d], MnistPreproConfig()))
+            timed("EMNIST conversion (every character)", lambda: _convert(imgs, cfg.prepro, cfg.orientation))
+    return cpu
+
+
 def compression_cpu(out: Path) -> dict:
     """CPU seconds the build's compressed outputs cost to compress with the package's own writers
     (gzip as the builders write it, level 6 or 9; xnist's multi-stream xz), each distinct file
@@ -417,6 +453,12 @@ def print_report(result: dict) -> None:
             print(f"index + build all / (decode once + compress once) = {t['build_cpu_s']:.1f} s / "
                   f"{f['decode_and_compress_cpu_s']:.1f} s CPU = {r:.2f}x (issue 44: <= {TARGET_ONCE}x: "
                   f"{'met' if r <= TARGET_ONCE else 'NOT met'})")
+    if "profile" in result:
+        print("\nthe one pass, step by step (one process, chunks of 512 files; CPU):")
+        for step, cpu in result["profile"].items():
+            print(f"  {step:<40} {cpu:8.2f} s")
+        if "compression" in result:
+            print(f"  {'compression of the outputs (floor)':<40} {result['compression']['cpu_s']:8.2f} s")
     if "alone" in result:
         a = result["alone"]
         print(f"build mnist alone / build qmnist alone: {a['mnist_s']:.1f} s / {a['qmnist_s']:.1f} s"
@@ -457,6 +499,9 @@ def main(argv=None) -> int:
     ap.add_argument("--compare", type=Path, default=None, metavar="FILE",
                     help="fail unless every output has the sha256 recorded in FILE (--sha256 of "
                          "an earlier run, e.g. of the previous code, on the same replica)")
+    ap.add_argument("--profile", action="store_true",
+                    help="also time each step of the one pass (decode, hash, MNIST preprocessing, EMNIST "
+                         "conversion) in this process, against the floor")
     ap.add_argument("--blas-threads", type=int, default=None,
                     help="set OPENBLAS_NUM_THREADS/OMP_NUM_THREADS (before NumPy is imported)")
     args = ap.parse_args(argv)
@@ -513,6 +558,7 @@ def main(argv=None) -> int:
             decode_floor(stages, sd19, args.workers, "decode floor (after)")
         hashes = output_hashes(out)
         compression = compression_cpu(out) if not args.no_floor else None
+        profile = profile_pass(sd19) if args.profile else None
         if args.sha256:
             args.sha256.parent.mkdir(parents=True, exist_ok=True)
             args.sha256.write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
@@ -589,6 +635,8 @@ def main(argv=None) -> int:
                            "ratio_decode_and_compress_cpu": result["totals"]["build_cpu_s"] / once,
                            "load": [min(min(r["load_start"], r["load_end"]) for r in stages.rows),
                                     max(max(r["load_start"], r["load_end"]) for r in stages.rows)]}
+    if profile is not None:
+        result["profile"] = profile
     if args.alone:
         q, m = by["qmnist alone"]["wall_s"], by["mnist alone"]["wall_s"]
         result["alone"] = {"qmnist_s": q, "mnist_s": m, "ratio": m / q}

@@ -6,7 +6,7 @@ import hashlib
 import logging
 import os
 from collections import deque
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -161,23 +161,22 @@ def _bounds(n: int, size: int) -> Iterator[tuple[int, int]]:
 
 
 def _hash_tree(tree: Tree, file_idx: npt.ArrayLike, fmt: str, pool: _Pool, bar: Any, chunk: int,
-               digit_files: npt.NDArray[np.bool_] | None = None, products: tuple[Product, ...] = ()
-               ) -> tuple[np.ndarray, np.ndarray, list[list[np.ndarray]], np.ndarray]:
-    """(entries per file, hash per character, each product's parts in walk order, byte digest per
-    file) of the files."""
+               digit_files: npt.NDArray[np.bool_] | None = None, products: tuple[Product, ...] = (),
+               sinks: Sequence[Callable[[np.ndarray], None]] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(entries per file, hash per character, byte digest per file) of the files; each product's
+    images go to its sink as they come, in walk order."""
     table = tree.file_table(file_idx)
     digit_files = np.zeros(len(table), bool) if digit_files is None else digit_files
     jobs = ((tree.spec(), table[s:e], fmt, digit_files[s:e], products) for s, e in _bounds(len(table), chunk))
     counts, hashes, raw = [np.zeros(0, np.int64)], [np.zeros(0, "S16")], [np.zeros(0, "S16")]
-    made: list[list[np.ndarray]] = [[] for _ in products]
     for c, h, m, r in pool.map(_job_hash, jobs):
         counts.append(c)
         hashes.append(h)
         raw.append(r)
-        for parts, part in zip(made, m):
-            parts.append(part)
+        for sink, part in zip(sinks, m):
+            sink(part)
         bar.update(len(h))
-    return np.concatenate(counts), np.concatenate(hashes), made, np.concatenate(raw)
+    return np.concatenate(counts), np.concatenate(hashes), np.concatenate(raw)
 
 
 def _raw_tree(tree: Tree, file_idx: npt.ArrayLike, pool: _Pool, chunk: int) -> np.ndarray:

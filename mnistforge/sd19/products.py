@@ -19,24 +19,29 @@ instead of decoding SD19 again.  A product whose bytes no longer match its JSON 
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
 import os
 import stat
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
+import xxhash
 
+from ..errors import MnistforgeError
 from ..io.atomic import atomic_file
 from ..io.hashing import xxh3_parts
 from . import index as _index
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Product", "product_rows", "save_product", "load_product"]
+__all__ = ["Product", "ProductWriter", "product_rows", "save_product", "load_product"]
 
 #: Bump when a product's recipe changes its bytes without changing its parameters.
 PRODUCT_VERSION = 1
@@ -75,27 +80,87 @@ def _regular(path: Path) -> bool:
         return False
 
 
-def save_product(source: Path, fingerprint: str, name: str, parts: Sequence[np.ndarray]) -> Path | None:
-    """Keep the images ``parts`` (joined in order, never copied into one array) for ``source`` in
-    the first writable cache folder; returns the folder, or None."""
-    parts = [np.ascontiguousarray(p, np.uint8) for p in parts]
-    shape = (sum(len(p) for p in parts),) + tuple(parts[0].shape[1:]) if parts else (0, 28, 28)
-    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)), "fortran_order": False, "shape": shape}
-    for folder in _index.cache_dirs(source):
-        data, meta = _files(folder, name)
+def _header(shape: tuple[int, ...]) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "|u1", "fortran_order": False, "shape": shape})
+    return buf.getvalue()
+
+
+class ProductWriter:
+    """Keeps one product next to the index, written part by part as the pass makes it (never whole
+    in memory), under a temporary name renamed when whole.  A failure to write (a full disk, a
+    read-only place, something in the way) keeps nothing and only warns: the build goes on."""
+
+    def __init__(self, source: Path, fingerprint: str, name: str) -> None:
+        self.fingerprint, self.name = fingerprint, name
+        self.digest, self.rows, self.tail = xxhash.xxh3_128(), 0, (28, 28)
+        self.f: IO[bytes] | None = None
+        self.tmp: str | None = None
+        self.room = 0
+        for folder in _index.cache_dirs(source):
+            self.data, self.meta = _files(folder, name)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                fd, self.tmp = tempfile.mkstemp(prefix=f".{self.data.name}.", suffix=".tmp", dir=folder)
+                self.f = os.fdopen(fd, "wb")
+                self.room = self.f.write(_header((0, *self.tail)))   # the row count is written at the end
+                return
+            except OSError as e:
+                self._give_up(e)
+
+    def add(self, part: np.ndarray) -> None:
+        """Append images (uint8 ``(n, 28, 28)``, the next rows of the product)."""
+        if self.f is None:
+            return
+        part = np.ascontiguousarray(part, np.uint8)
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            with atomic_file(data) as f:
-                np.lib.format.write_array_header_1_0(f, header)
-                for p in parts:
-                    f.write(p.data)
-            with atomic_file(meta, "w") as f:
-                digest = xxh3_parts(*(p.data for p in parts))
-                json.dump({"fingerprint": fingerprint, "xxh3_128": digest, "shape": list(shape)}, f, indent=1)
-            return folder
+            self.f.write(part.data)
         except OSError as e:
-            logger.warning("could not keep the SD19 product %s in %s: %s", name, folder, e)
-    return None
+            self._give_up(e)
+            return
+        self.digest.update(part.data)
+        self.rows, self.tail = self.rows + len(part), tuple(part.shape[1:])
+
+    def __enter__(self) -> ProductWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is not None:   # Ctrl-C or an error in the pass: nothing half-written is kept
+            self._give_up(None)
+        elif self.f is not None:
+            try:
+                head = _header((self.rows, *self.tail))
+                if len(head) != self.room:   # 128 bytes for any count of 28 x 28 images
+                    raise OSError(f"an npy header of {len(head)} bytes, {self.room} bytes left for it")
+                self.f.seek(0)
+                self.f.write(head)
+                self.f.close()
+                if os.path.lexists(self.data) and not _regular(self.data):
+                    raise OSError(f"{self.data} is not a regular file: left as it is")
+                os.replace(self.tmp, self.data)   # type: ignore[arg-type]
+                self.tmp = None
+                with atomic_file(self.meta, "w") as f:
+                    json.dump({"fingerprint": self.fingerprint, "xxh3_128": self.digest.hexdigest(),
+                               "shape": [self.rows, *self.tail]}, f, indent=1)
+            except (OSError, MnistforgeError) as e:
+                self._give_up(e)
+
+    def _give_up(self, e: BaseException | None) -> None:
+        if e is not None:
+            logger.warning("could not keep the SD19 product %s in %s: %s", self.name, self.data.parent, e)
+        if self.f is not None:
+            with contextlib.suppress(OSError):
+                self.f.close()
+        if self.tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.tmp)
+        self.f, self.tmp = None, None
+
+
+def save_product(source: Path, fingerprint: str, name: str, images: np.ndarray) -> None:
+    """Keep ``images`` for ``source`` next to its index (a failure only warns)."""
+    with ProductWriter(source, fingerprint, name) as w:
+        w.add(images)
 
 
 def load_product(source: Path, fingerprint: str, name: str) -> np.ndarray | None:

@@ -18,6 +18,7 @@ come from the by_write ``.cls`` files when present, else from an exact-content j
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -36,7 +37,7 @@ from . import index as _index
 from .ihead import parse_cls
 from .join import JoinReport, join_classes
 from .decode import IMAGE, _bounds, _hash_tree, _job_bits, _job_make, _Pool, _raw_tree
-from .products import Product, load_product, product_rows, save_product
+from .products import Product, ProductWriter, load_product, product_rows, save_product
 from .trees import HIERARCHIES, Tree, _parse_by_write, _parse_classed, find_trees
 
 logger = logging.getLogger(__name__)
@@ -161,7 +162,7 @@ class SD19Source:
                 images.setflags(write=False)
                 got[p.name] = images
                 if self.cache:
-                    save_product(root, self.fingerprint, p.name, [images])
+                    save_product(root, self.fingerprint, p.name, images)
         return [got[p.name] for p in products]  # type: ignore[misc]
 
     def kept(self, product: Product) -> np.ndarray | None:
@@ -289,15 +290,12 @@ def _build(path: Path, trees: dict[str, Tree], fp: str, workers: int, progress: 
         workers = 1   # a pool costs more than it saves on a tiny source
     # hash every character (and learn the entry count of each .mis), making the products from the same decode
     digit_files = np.array([r[7] for r in recs], "S1") == b"d"
-    with _Pool(workers) as pool:
+    with _Pool(workers) as pool, contextlib.ExitStack() as keep:
+        writers = [keep.enter_context(ProductWriter(_cache_root(path), fp, p.name)) for p in products]
         with _progress(total=len(file_idx) if fmt == "png" else None, desc="indexing SD19 by_write",
                        unit="img" if fmt == "png" else "char", disable=disable) as bar:
-            counts, hashes, made, raw = _hash_tree(bw, file_idx, fmt, pool, bar, 512 if fmt == "png" else 8,
-                                                   digit_files, products)
-        root = _cache_root(path)
-        for p, parts in zip(products, made):
-            save_product(root, fp, p.name, parts)
-        del made
+            counts, hashes, raw = _hash_tree(bw, file_idx, fmt, pool, bar, 512 if fmt == "png" else 8,
+                                             digit_files, products, [w.add for w in writers])
 
         n = int(counts.sum())
         idx = np.zeros(n, _index.INDEX_DTYPE)
@@ -418,7 +416,7 @@ def _join(trees: dict[str, Tree], idx: np.ndarray, need: npt.NDArray[np.intp], a
                     tree, chars.files, raw, idx["hash"], pool, bar)
             else:
                 chunk = 512 if chars.fmt == "png" else 2
-                counts, o_hash = _hash_tree(tree, chars.files, chars.fmt, pool, bar, chunk)[:2]
+                counts, o_hash, _ = _hash_tree(tree, chars.files, chars.fmt, pool, bar, chunk)
         rep_idx = np.repeat(np.arange(len(chars.files)), counts)
         o_entry = np.arange(len(rep_idx)) - np.repeat(np.cumsum(counts) - counts, counts)
         names = [f"{name}/{tree.names[chars.files[f]]}" + (f"#{e}" if chars.fmt == "mis" else "")

@@ -80,3 +80,24 @@ def test_an_unwritable_cache_still_builds_the_same_bytes(source, tmp_path, monke
     assert (source / ".mnistforge").read_text() == "mine" and (home / "cache").read_text() == "not a folder"
     for f in ref.iterdir():
         assert (out / f.name).read_bytes() == f.read_bytes(), f.name
+
+
+def test_ctrl_c_in_the_pass_keeps_no_half_written_product(source):
+    # the index pass writes each product part by part: interrupted, it leaves no file behind
+    from mnistforge.sd19.products import Product
+
+    calls = []
+
+    def make(imgs):
+        calls.append(len(imgs))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return np.zeros((len(imgs), 28, 28), np.uint8)
+
+    with pytest.raises(KeyboardInterrupt):
+        open_sd19(source, progress=False, workers=1, products=[Product("stop", make)])
+    cache = source / ".mnistforge"
+    assert len(calls) == 2
+    assert not cache.exists() or not [p.name for p in cache.iterdir() if "stop" in p.name or p.suffix == ".tmp"]
+    src = open_sd19(source, progress=False, workers=1, products=[PRODUCT])   # and a later pass works
+    assert src.kept(PRODUCT) is not None
