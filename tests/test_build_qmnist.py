@@ -58,6 +58,17 @@ def test_builders_return_the_manifest_they_wrote(returned):
         assert set(manifest.outputs) == {p.name for p in folder.iterdir()} - {"manifest.json"}
 
 
+def count_decodes(monkeypatch, into):
+    """Append the number of rows of every pass that decodes SD19 characters for a product."""
+    real = SD19Source._map
+
+    def counted(self, fn, rows, *a, **k):
+        if fn.__name__ == "_job_make":
+            into.append(len(rows))
+        return real(self, fn, rows, *a, **k)
+    monkeypatch.setattr(SD19Source, "_map", counted)
+
+
 def drop_kept_products(sd19):
     for f in (sd19 / ".mnistforge").glob("sd19-product-*"):
         f.unlink()
@@ -254,9 +265,7 @@ def test_mnist_with_published_tables_preprocesses_only_its_digits(tiny, built, s
     for split, o in order.items():
         qf.write_tsv(labels / f"qmnist-{split}-labels.tsv.gz", table[o])
     asked = []
-    real = SD19Source.make
-    monkeypatch.setattr(SD19Source, "make", lambda self, products, rows, **k: (
-        asked.append(len(rows)), real(self, products, rows, **k))[1])
+    count_decodes(monkeypatch, asked)
     drop_kept_products(tiny)   # no earlier build's digits to take
     out = tmp_path / "m"
     build_mnist(tiny, out, QmnistBuildConfig(progress=False, qmnist_labels=labels))
@@ -409,9 +418,7 @@ def test_every_digit_is_preprocessed_once_and_kept_next_to_the_index(tiny, tmp_p
     # index; xnist takes them from there (no decode), with the same bytes as making them again
     drop_kept_products(tiny)
     calls = []
-    real = SD19Source.make
-    monkeypatch.setattr(SD19Source, "make", lambda self, products, rows, **k: (
-        calls.append([p.name for p in products]), real(self, products, rows, **k))[1])
+    count_decodes(monkeypatch, calls)
     cfg = QmnistBuildConfig(progress=False, workers=1)
     build_qmnist(tiny, tmp_path / "q", cfg)
     assert len(calls) == 1 and len(list((tiny / ".mnistforge").glob("sd19-product-mnist-*.npy"))) == 1

@@ -201,3 +201,32 @@ def test_source_pickles_lean_for_worker_processes(trees):
     clone = pickle.loads(pickle.dumps(src))
     assert clone.trees["by_write"]._names is None
     assert (clone.read_all([0, 5, 3]) == src.read_all([0, 5, 3])).all()
+
+
+def test_products_asked_of_a_cached_index_are_made_in_one_pass_and_kept(tmp_path, monkeypatch):
+    # issue 44: `build all` on a source indexed earlier: both products from one decode, written
+    # as they come (nothing held), then read back checked, equal to making them in memory
+    from mnistforge.builders.emnist import EmnistBuildConfig, emnist_product
+    from mnistforge.builders.mnist_prepro import MnistPreproConfig
+    from mnistforge.builders.qmnist import mnist_product
+    from mnistforge.sd19.products import is_kept
+    from mnistforge.sd19.reader import SD19Source
+    from sd19_helpers import make_tiny_sd19
+
+    sd19 = make_tiny_sd19(tmp_path, scale=0.002)
+    open_sd19(sd19, progress=False)                                  # the index alone
+    wanted = [mnist_product(MnistPreproConfig()), emnist_product(EmnistBuildConfig())]
+    passes = []
+    real = SD19Source._map
+    monkeypatch.setattr(SD19Source, "_map", lambda self, fn, rows, *a, **k: (
+        passes.append((fn.__name__, len(rows))), real(self, fn, rows, *a, **k))[1])
+    src = open_sd19(sd19, progress=False, products=wanted)
+    assert passes == [("_job_make", len(src.index))]                 # one decode of every character
+    assert all(is_kept(sd19, src.fingerprint, p.name) for p in wanted)
+    open_sd19(sd19, progress=False, products=wanted)
+    assert len(passes) == 1                                           # kept: nothing decoded again
+    kept = src.products(wanted)
+    made = src.make(wanted, np.arange(len(src.index)))
+    assert len(passes) == 2 and kept[1].shape == (len(src.index), 28, 28)
+    for k, m in zip(kept, made):
+        np.testing.assert_array_equal(k, m)

@@ -41,7 +41,7 @@ from . import index as _index
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Product", "ProductWriter", "product_rows", "save_product", "load_product"]
+__all__ = ["Product", "ProductWriter", "product_rows", "is_kept", "load_product"]
 
 #: Bump when a product's recipe changes its bytes without changing its parameters.
 PRODUCT_VERSION = 1
@@ -157,10 +157,17 @@ class ProductWriter:
         self.f, self.tmp = None, None
 
 
-def save_product(source: Path, fingerprint: str, name: str, images: np.ndarray) -> None:
-    """Keep ``images`` for ``source`` next to its index (a failure only warns)."""
-    with ProductWriter(source, fingerprint, name) as w:
-        w.add(images)
+def is_kept(source: Path, fingerprint: str, name: str) -> bool:
+    """Whether a product is recorded for ``source`` with this fingerprint (its bytes are checked
+    when it is read: :func:`load_product`)."""
+    for folder in _index.cache_dirs(source):
+        data, meta = _files(folder, name)
+        try:
+            if _regular(data) and json.loads(meta.read_text()).get("fingerprint") == fingerprint:
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
 
 
 def load_product(source: Path, fingerprint: str, name: str) -> np.ndarray | None:

@@ -37,7 +37,7 @@ from . import index as _index
 from .ihead import parse_cls
 from .join import JoinReport, join_classes
 from .decode import IMAGE, _bounds, _hash_tree, _job_bits, _job_make, _Pool, _raw_tree
-from .products import Product, ProductWriter, load_product, product_rows, save_product
+from .products import Product, ProductWriter, is_kept, load_product, product_rows
 from .trees import HIERARCHIES, Tree, _parse_by_write, _parse_classed, find_trees
 
 logger = logging.getLogger(__name__)
@@ -149,21 +149,39 @@ class SD19Source:
         return self.products([product], progress=progress)[0]
 
     def products(self, products: Sequence[Product], *, progress: bool | None = None) -> list[np.ndarray]:
-        """Each of ``products``: those kept for this source read back (and checked), the others made
-        in one pass over the characters they cover, then kept next to the index."""
+        """Each of ``products``: the kept ones read back (and checked), the others made in one pass
+        over the characters they cover and kept (:meth:`keep`), then read back; held in memory
+        only when they cannot be kept."""
         got = {p.name: self.kept(p) for p in products}
         missing = [p for p in products if got[p.name] is None]
+        if missing and self.cache:
+            self.keep(missing, progress=progress)
+            got.update({p.name: self.kept(p) for p in missing})
+            missing = [p for p in missing if got[p.name] is None]
         if missing:
-            root = _cache_root(self.path)
             rows = np.unique(np.concatenate([product_rows(self.index, p) for p in missing]))
-            made = self.make(missing, rows, desc="decoding SD19 once for " + ", ".join(p.name for p in missing),
-                             progress=progress)
-            for p, images in zip(missing, made):
+            for p, images in zip(missing, self.make(missing, rows, desc="decoding SD19", progress=progress)):
                 images.setflags(write=False)
                 got[p.name] = images
-                if self.cache:
-                    save_product(root, self.fingerprint, p.name, images)
         return [got[p.name] for p in products]  # type: ignore[misc]
+
+    def keep(self, products: Sequence[Product], *, progress: bool | None = None) -> None:
+        """Make ``products`` in one pass over the characters they cover, each written next to the
+        index as it comes (never whole in memory; a failure to write only warns)."""
+        products = tuple(products)
+        rows = np.unique(np.concatenate([product_rows(self.index, p) for p in products]))
+        bounds, window, workers = self._plan(rows, 4096, None)
+        jobs = self._map(_job_make, rows, bounds, window, workers, self.index["field"][rows] == b"d", products)
+        disable = None if progress is None else not progress
+        with contextlib.ExitStack() as keep, _progress(total=len(rows), unit="char", disable=disable,
+                                                       desc="decoding SD19 once for " + ", ".join(
+                                                           p.name for p in products)) as bar:
+            writers = [keep.enter_context(ProductWriter(_cache_root(self.path), self.fingerprint, p.name))
+                       for p in products]
+            for (s, e), parts in zip(bounds, jobs):
+                for w, part in zip(writers, parts):
+                    w.add(part)
+                bar.update(e - s)
 
     def kept(self, product: Product) -> np.ndarray | None:
         """The product kept for this source (read once and checked), or None."""
@@ -256,8 +274,8 @@ def open_sd19(path: str | os.PathLike[str], *, progress: bool | None = None, cac
                 rep.raise_if_failed(path)
             src = SD19Source(path, trees, meta["edition"], arrays["index"], arrays["files"], arrays["file_of_row"], fp,
                              rep, meta.get("anomalies", []), meta.get("cls_present", False), workers)
-            if products:   # the missing ones in one pass; kept on disk, not held here
-                src.products(products, progress=progress)
+            if missing := [p for p in products if not is_kept(root, fp, p.name)]:
+                src.keep(missing, progress=progress)   # in one pass, on disk, not held here
             return src
     src = _build(path, trees, fp, workers, progress, strict, tuple(products) if cache else ())
     src.cache = cache
