@@ -26,7 +26,7 @@ import logging
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -157,29 +157,29 @@ class ProductWriter:
         self.f, self.tmp = None, None
 
 
-def is_kept(source: Path, fingerprint: str, name: str) -> bool:
-    """Whether a product is recorded for ``source`` with this fingerprint (its bytes are checked
-    when it is read: :func:`load_product`)."""
+def _records(source: Path, fingerprint: str, name: str) -> Iterator[tuple[Path, Path, dict[str, Any]]]:
+    """(images file, record file, record) of each cache folder recording the product for this
+    fingerprint, beside a regular file (a FIFO or device there would block a read)."""
     for folder in _index.cache_dirs(source):
         data, meta = _files(folder, name)
         try:
-            if _regular(data) and json.loads(meta.read_text()).get("fingerprint") == fingerprint:
-                return True
+            doc = json.loads(meta.read_text()) if _regular(meta) and _regular(data) else None
         except (OSError, ValueError):
             continue
-    return False
+        if isinstance(doc, dict) and doc.get("fingerprint") == fingerprint:
+            yield data, meta, doc
+
+
+def is_kept(source: Path, fingerprint: str, name: str) -> bool:
+    """Whether a product is recorded for ``source`` with this fingerprint (its bytes are checked
+    when it is read: :func:`load_product`)."""
+    return next(_records(source, fingerprint, name), None) is not None
 
 
 def load_product(source: Path, fingerprint: str, name: str) -> np.ndarray | None:
     """The images kept for ``source`` with this fingerprint, read once and checked; else None."""
-    for folder in _index.cache_dirs(source):
-        data, meta = _files(folder, name)
-        if not (meta.is_file() and _regular(data)):   # a FIFO or device there would block the read
-            continue
+    for data, meta, doc in _records(source, fingerprint, name):
         try:
-            doc = json.loads(meta.read_text())
-            if doc.get("fingerprint") != fingerprint:
-                continue
             images: np.ndarray = np.load(data, allow_pickle=False)
         except (OSError, ValueError) as e:
             logger.warning("ignoring the unreadable SD19 product %s: %s", data, e)

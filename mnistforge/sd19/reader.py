@@ -125,24 +125,19 @@ class SD19Source:
         """Each product of ``rows`` (a digits product: of the digits among them, in the order given),
         every character decoded once, in worker processes; only the products travel back."""
         rows = np.asarray(rows, np.int64).ravel()
-        products = tuple(products)
         is_digit = self.index["field"][rows] == b"d"
         order = np.argsort(rows, kind="stable")   # walk order: sequential reads, each .mis decoded once
-        slots = [np.cumsum(is_digit)[order[is_digit[order]]] - 1 if p.digits else order for p in products]
-        outs: list[np.ndarray | None] = [None] * len(products)
-        done = [0] * len(products)
-        bounds, window, workers = self._plan(rows, 4096, workers)
-        disable = None if progress is None else not progress
-        with _progress(total=len(rows), desc=desc, unit="char", disable=disable) as bar:
-            for (s, e), parts in zip(bounds, self._map(_job_make, rows[order], bounds, window, workers,
-                                                       is_digit[order], products)):
-                for i, part in enumerate(parts):
-                    if outs[i] is None:
-                        outs[i] = np.empty((len(slots[i]),) + part.shape[1:], part.dtype)
-                    outs[i][slots[i][done[i]:done[i] + len(part)]] = part   # type: ignore[index]
-                    done[i] += len(part)
-                bar.update(e - s)
-        return [o if o is not None else np.zeros((0, 28, 28), np.uint8) for o in outs]
+        parts: list[list[np.ndarray]] = [[] for _ in products]
+        self._pass(products, rows[order], [p.append for p in parts], desc, progress, workers)
+        outs = []
+        for p, got in zip(products, parts):
+            made = np.concatenate(got) if got else np.zeros((0, 28, 28), np.uint8)
+            # made[k] is the k-th character of p in walk order: put it where the caller asked for it
+            slot = (np.cumsum(is_digit) - 1)[order[is_digit[order]]] if p.digits else order
+            out = np.empty_like(made)
+            out[slot] = made
+            outs.append(out)
+        return outs
 
     def product(self, product: Product, *, progress: bool | None = None) -> np.ndarray:
         """A :class:`~mnistforge.sd19.products.Product` of this source (read-only): the kept one, else made and kept."""
@@ -168,19 +163,24 @@ class SD19Source:
     def keep(self, products: Sequence[Product], *, progress: bool | None = None) -> None:
         """Make ``products`` in one pass over the characters they cover, each written next to the
         index as it comes (never whole in memory; a failure to write only warns)."""
-        products = tuple(products)
         rows = np.unique(np.concatenate([product_rows(self.index, p) for p in products]))
-        bounds, window, workers = self._plan(rows, 4096, None)
-        jobs = self._map(_job_make, rows, bounds, window, workers, self.index["field"][rows] == b"d", products)
-        disable = None if progress is None else not progress
-        with contextlib.ExitStack() as keep, _progress(total=len(rows), unit="char", disable=disable,
-                                                       desc="decoding SD19 once for " + ", ".join(
-                                                           p.name for p in products)) as bar:
+        with contextlib.ExitStack() as keep:
             writers = [keep.enter_context(ProductWriter(_cache_root(self.path), self.fingerprint, p.name))
                        for p in products]
+            self._pass(products, rows, [w.add for w in writers],
+                       "decoding SD19 once for " + ", ".join(p.name for p in products), progress)
+
+    def _pass(self, products: Sequence[Product], rows: np.ndarray, sinks: Sequence[Callable[[np.ndarray], None]],
+              desc: str, progress: bool | None, workers: int | None = None) -> None:
+        """One decode of ``rows`` (walk order) making ``products`` in worker processes; each
+        product's images go to its sink as they come, in order."""
+        bounds, window, workers = self._plan(rows, 4096, workers)
+        jobs = self._map(_job_make, rows, bounds, window, workers, self.index["field"][rows] == b"d", tuple(products))
+        with _progress(total=len(rows), desc=desc, unit="char", disable=None if progress is None else not progress) \
+                as bar:
             for (s, e), parts in zip(bounds, jobs):
-                for w, part in zip(writers, parts):
-                    w.add(part)
+                for sink, part in zip(sinks, parts):
+                    sink(part)
                 bar.update(e - s)
 
     def kept(self, product: Product) -> np.ndarray | None:
